@@ -1,0 +1,105 @@
+// The one IR every stage reads and writes: a Trace is a straight-line program over SSA values.
+// Values are named by integer ids into Trace::values (never pointers), so passes can copy and
+// rewrite traces freely. Ops are bound to their symbol's signature by the reader: Op::args holds
+// one entry per parameter of the op-table row, in signature order, defaults filled in.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "thunder_gen/dtype.h"
+
+namespace tg {
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+using Shape = std::vector<int64_t>;
+int64_t numel(const Shape& shape);
+
+struct Value {
+  std::string name;
+  bool is_scalar = false;  // a NumberProxy: no shape, passed by value
+  DType dtype = DType::f32;
+  Shape shape;
+  std::string device;
+  bool requires_grad = false;
+};
+
+// An argument: a reference to a value, a literal, or a list of either.
+struct Arg {
+  enum class Kind { none, value, boolean, integer, real, string, dtype, device, list };
+  Kind kind = Kind::none;
+  ValueId value = kNoValue;
+  bool boolean = false;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;  // string or device literal
+  DType dtype = DType::f32;
+  std::vector<Arg> items;
+
+  static Arg of_value(ValueId v) { Arg a; a.kind = Kind::value; a.value = v; return a; }
+  static Arg of_int(int64_t i) { Arg a; a.kind = Kind::integer; a.integer = i; return a; }
+  static Arg of_real(double d) { Arg a; a.kind = Kind::real; a.real = d; return a; }
+  static Arg of_bool(bool b) { Arg a; a.kind = Kind::boolean; a.boolean = b; return a; }
+  static Arg of_dtype(DType t) { Arg a; a.kind = Kind::dtype; a.dtype = t; return a; }
+  static Arg of_list(std::vector<Arg> items) { Arg a; a.kind = Kind::list; a.items = std::move(items); return a; }
+
+  bool is_value() const { return kind == Kind::value; }
+  bool is_number() const { return kind == Kind::boolean || kind == Kind::integer || kind == Kind::real; }
+  double as_double() const { return kind == Kind::real ? real : kind == Kind::integer ? double(integer) : double(boolean); }
+  // A list of integers (shape, dims, permutation...). Only valid after verification.
+  std::vector<int64_t> int_list() const;
+};
+
+struct Op;
+struct OpInfo;
+
+// A sub-program with its own inputs, used for the fwd/bwd bodies of custom-gradient ops.
+struct SubTrace {
+  std::vector<ValueId> inputs;
+  std::vector<Op> ops;
+  std::vector<ValueId> outputs;  // kNoValue where a gradient is null
+  std::vector<ValueId> saved;    // fwd only: values handed to bwd after its cotangents
+};
+
+struct CustomGrad {
+  SubTrace fwd;
+  SubTrace bwd;
+};
+
+struct Op {
+  std::string symbol;             // Thunder's symbol id, e.g. "prims.add"
+  const OpInfo* info = nullptr;   // op-table row; null for a torch-level symbol lowered via `sub`
+  std::vector<Arg> args;          // bound to info's parameters; raw positional args when info is null
+  std::vector<std::string> arg_where;  // JSON pointer of each bound argument ("" for a default)
+  std::vector<std::pair<std::string, Arg>> kwargs;  // only when info is null (kept for printing)
+  std::vector<ValueId> outs;
+  std::vector<std::string> tags;
+  std::vector<Op> sub;            // decomposition into ops over the same names
+  std::shared_ptr<const CustomGrad> custom;
+  std::string where;              // JSON pointer of the op in the input, for diagnostics
+  std::string label;              // for kernels: the structural name given by fusion
+
+  const Arg& arg(size_t i) const { return args.at(i); }
+};
+
+struct Trace {
+  std::string name;
+  std::string device = "cuda:0";
+  std::string source;
+  std::vector<Value> values;
+  std::vector<ValueId> inputs;
+  std::vector<Op> ops;
+  std::vector<ValueId> outputs;
+
+  const Value& value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
+  Value& value(ValueId id) { return values.at(static_cast<size_t>(id)); }
+  ValueId add_value(Value v) {
+    values.push_back(std::move(v));
+    return static_cast<ValueId>(values.size() - 1);
+  }
+};
+
+}  // namespace tg

@@ -1,0 +1,106 @@
+// The op table: every op thunder-gen knows is declared once, in src/op_table.cpp, with its
+// signature, shape/dtype rule, fusion class and code template. The reader binds arguments with it,
+// the verifier checks with it, the printer names with it, fusion groups by it, the emitter
+// generates code from it and the reference interpreter dispatches on its OpKind.
+#pragma once
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+enum class OpKind {
+  // elementwise unary
+  abs, neg, exp, exp2, expm1, log, log1p, log2, log10, sqrt, rsqrt, reciprocal,
+  sin, cos, tan, tanh, sinh, cosh, asin, acos, atan, asinh, acosh, atanh,
+  erf, erfc, erfinv, floor, ceil, round, trunc, sign, signbit, isfinite, bitwise_not,
+  // elementwise binary
+  add, sub, mul, div, pow, fmod, remainder, atan2, maximum, minimum,
+  bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift,
+  eq, ne, lt, le, gt, ge,
+  // elementwise ternary
+  where, lerp,
+  convert_element_type,
+  // sources
+  full, iota,
+  // shape
+  broadcast_in_dim, reshape, transpose, squeeze, slice, pad, cat,
+  // reductions
+  sum, prod, amax, amin, var, var_mean, argmax, argmin,
+  // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
+  fused_kernel,
+};
+
+enum class FusionClass {
+  elementwise,  // one output element from the same-index elements of its inputs
+  shape,        // moves elements: an index map, no arithmetic
+  source,       // makes values from nothing but its attributes (full, iota)
+  reduction,    // reduces dims of one input
+  kernel,       // a fused kernel
+};
+std::string_view fusion_class_name(FusionClass c);
+
+enum class ParamKind {
+  tensor,            // a tensor value
+  tensor_or_number,  // a tensor value or a number literal / scalar value
+  tensor_list,       // a list of tensor values
+  number,            // a number literal or scalar value
+  integer,           // an integer literal
+  optional_integer,  // an integer literal or null
+  int_list,          // a list of integer literals (shape, dims, permutation)
+  optional_int_list, // a list of integer literals or null
+  padding_config,    // a list of [lo, hi, interior] integer triples
+  dtype,             // a dtype literal
+  device,            // a device literal (or string)
+};
+
+struct Param {
+  std::string_view name;
+  ParamKind kind;
+  bool keyword_only = false;
+  bool has_default = false;
+  Arg default_value = {};
+};
+
+// Which element types an elementwise op accepts.
+enum class DTypes { floats, numbers, numbers_and_bool, integers_and_bool, integers, any };
+bool dtypes_accept(DTypes set, DType t);
+
+// The type of one output, as an op's rule computes it.
+struct OutType {
+  DType dtype;
+  Shape shape;
+};
+
+// Thrown by shape rules; arg is the parameter index the problem is about (-1: the op itself).
+struct RuleError {
+  int arg;
+  std::string message;
+};
+
+using ShapeRule = std::function<std::vector<OutType>(const Trace&, const Op&)>;
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view id;  // Thunder's symbol id
+  FusionClass fusion;
+  std::vector<Param> params;
+  ShapeRule rule;
+  // Elementwise ops: a C++ expression over {0}, {1}, {2}, the operands in compute type.
+  std::string_view code;
+  DTypes accepts = DTypes::any;
+  std::string_view summary;
+};
+
+const std::vector<OpInfo>& op_table();
+const OpInfo* find_op(std::string_view id);
+const OpInfo& op_info(OpKind kind);
+
+// The reduced dims of a reduction op (sorted, non-negative).
+std::vector<int64_t> reduction_dims(const Trace& t, const Op& op);
+
+}  // namespace tg

@@ -1,0 +1,545 @@
+#include "emit_cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "fuse.h"
+#include "index_map.h"
+#include "printer.h"
+#include "thunder_gen/diagnostics.h"
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+
+std::string c_ident(const std::string& name) {
+  static const std::set<std::string> reserved = {
+      // C++ keywords a Python name may use
+      "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue", "default", "delete", "do",
+      "double", "else", "enum", "explicit", "extern", "float", "for", "friend", "goto", "if", "inline", "int",
+      "long", "namespace", "new", "operator", "private", "protected", "public", "register", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "try", "typedef", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
+      // names generated code uses
+      "i", "j", "row", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
+  static const std::regex dim_var("d[0-9]+");
+  if (reserved.count(name) || std::regex_match(name, dim_var) || name.rfind("__", 0) == 0) return name + "_";
+  return name;
+}
+
+namespace {
+
+constexpr int kPointwiseBlock = 256;
+constexpr int kMaxRowBlock = 256;
+
+std::string ctype(DType t) { return std::string(compute_ctype(t)); }
+std::string stype(DType t) { return std::string(storage_ctype(t)); }
+
+// A number literal as code of compute type `as`.
+std::string number_code(double d, bool is_integer_literal, int64_t integer, DType as) {
+  if (is_bool(as)) return (is_integer_literal ? integer != 0 : d != 0) ? "true" : "false";
+  if (is_float(as)) {
+    bool f32 = as != DType::f64;
+    if (std::isnan(d)) return f32 ? "tg::bits_float(0x7fc00000u)" : "double(tg::bits_float(0x7fc00000u))";
+    if (std::isinf(d)) return std::string(d < 0 ? "-" : "") + (f32 ? "TG_INFINITY" : "double(TG_INFINITY)");
+    std::string s = is_integer_literal ? std::to_string(integer) + ".0" : print_number(d);
+    return f32 ? s + "f" : s;
+  }
+  std::string v = is_integer_literal ? std::to_string(integer) : std::to_string(int64_t(d));
+  return "static_cast<" + ctype(as) + ">(" + v + (as == DType::i64 ? "ll" : "") + ")";
+}
+
+std::string literal_code(const Arg& a, DType as) {
+  switch (a.kind) {
+    case Arg::Kind::boolean: return number_code(a.boolean, true, a.boolean, as);
+    case Arg::Kind::integer: return number_code(double(a.integer), true, a.integer, as);
+    case Arg::Kind::real: return number_code(a.real, false, 0, as);
+    default: throw InternalError("not a number literal");
+  }
+}
+
+std::string shape_text(const Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? " x " : "") + std::to_string(s[i]);
+  return out.empty() ? "scalar" : out;
+}
+
+// Declares the loop dims a body uses: d<k> = (linear / stride) % size over `dims` of `domain`.
+std::string dim_declarations(const std::string& body, const std::string& linear, const Shape& domain,
+                             const std::vector<int64_t>& dims, const std::string& indent) {
+  std::string out;
+  int64_t stride = 1;
+  std::vector<std::string> lines(dims.size());
+  for (size_t k = dims.size(); k-- > 0;) {
+    int64_t d = dims[k];
+    std::string var = "d" + std::to_string(d);
+    if (std::regex_search(body, std::regex("\\b" + var + "\\b"))) {
+      std::string e = stride == 1 ? linear : linear + " / " + std::to_string(stride);
+      if (k > 0) e = (stride == 1 ? e : "(" + e + ")") + " % " + std::to_string(domain[d]);
+      lines[k] = indent + "const int64_t " + var + " = " + e + ";\n";
+    }
+    stride *= domain[d];
+  }
+  for (const std::string& l : lines) out += l;
+  return out;
+}
+
+class KernelWriter {
+ public:
+  KernelWriter(const Trace& t, const Op& kernel) : t_(t), k_(kernel), layout_(kernel_layout(t, kernel)) {
+    for (size_t i = 0; i < k_.sub.size(); ++i)
+      for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
+    for (const Arg& a : k_.args) loaded_.insert(a.value);
+  }
+
+  std::string write(EmittedKernel& info) {
+    info.name = k_.label;
+    for (const Op& op : k_.sub)
+      for (ValueId v : op.outs) info.values.push_back(t_.value(v).name);
+    for (const Arg& a : k_.args) info.reads.push_back(t_.value(a.value).name);
+    for (ValueId v : k_.outs) info.writes.push_back(t_.value(v).name);
+
+    std::string body = layout_.is_row ? row_body() : pointwise_body();
+    std::ostringstream out;
+    out << "// " << k_.label << ": " << (layout_.is_row ? "row reduction over " + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced)
+                                                        : "pointwise over " + shape_text(layout_.domain)) << "\n";
+    out << "// Implements:\n";
+    for (const Op& op : k_.sub) out << "//   " << print_op(op, t_) << "\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(" << block_size() << ") " << k_.label << "(";
+    bool first = true;
+    for (const Arg& a : k_.args) {
+      const Value& v = t_.value(a.value);
+      out << (first ? "" : ", ") << (v.is_scalar ? ctype(v.dtype) + " " : "const " + stype(v.dtype) + "* __restrict__ ") << c_ident(v.name);
+      first = false;
+    }
+    for (ValueId id : k_.outs) {
+      const Value& v = t_.value(id);
+      out << (first ? "" : ", ") << stype(v.dtype) << "* __restrict__ " << c_ident(v.name);
+      first = false;
+    }
+    out << ") {\n" << body << "}\n";
+    return out.str();
+  }
+
+  int block_size() const {
+    if (!layout_.is_row) return kPointwiseBlock;
+    int64_t r = numel(layout_.reduced_shape());
+    int block = 32;
+    while (block < kMaxRowBlock && block < r) block *= 2;
+    return block;
+  }
+  int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : numel(layout_.domain); }
+
+ private:
+  const Trace& t_;
+  const Op& k_;
+  KernelLayout layout_;
+  std::map<ValueId, const Op*> producer_;
+  std::set<ValueId> loaded_;
+  std::map<ValueId, std::string> reduced_;  // reductions computed so far: their register
+  struct Scope {
+    std::map<std::string, std::string> memo;  // value@index -> variable
+    std::string code;
+    std::string indent;
+    std::set<std::string> declared;  // variable names declared in this scope
+  };
+  std::vector<Scope> scopes_;
+
+  static std::string dims_text(const std::vector<int64_t>& dims) {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+    return s + "]";
+  }
+
+  void line(const std::string& s) { scopes_.back().code += scopes_.back().indent + s + "\n"; }
+  void push(const std::string& indent) { scopes_.push_back(Scope{{}, "", indent, {}}); }
+  std::string pop() {
+    std::string code = std::move(scopes_.back().code);
+    scopes_.pop_back();
+    return code;
+  }
+
+  // v_<name>, numbered only when a live scope already has that name (the same value at
+  // another index); sibling loops reuse the plain name.
+  std::string fresh_name(ValueId v) {
+    const std::string base = "v_" + c_ident(t_.value(v).name);
+    auto taken = [&](const std::string& n) {
+      for (const Scope& s : scopes_)
+        if (s.declared.count(n)) return true;
+      return false;
+    };
+    std::string name = base;
+    for (int k = 1; taken(name); ++k) name = base + "_" + std::to_string(k);
+    scopes_.back().declared.insert(name);
+    return name;
+  }
+
+  bool is_identity(const Index& index) const { return index == identity_index(layout_.domain.size()); }
+
+  // Offset of a tensor element, with the cheap forms for the kernel's own loop index.
+  std::string offset(const Value& v, const Index& index) const {
+    if (v.shape == layout_.domain && is_identity(index)) {
+      if (!layout_.is_row) return "i";
+      bool trailing = true;  // reduced dims are the last ones: rows are contiguous
+      for (size_t k = 0; k < layout_.reduced.size(); ++k)
+        trailing = trailing && layout_.reduced[k] == int64_t(layout_.domain.size() - layout_.reduced.size() + k);
+      if (trailing) return layout_.outer.empty() ? "j" : "row * " + std::to_string(numel(layout_.reduced_shape())) + " + j";
+    }
+    if (layout_.is_row && v.shape == layout_.outer_shape() && index == layout_.outer_index()) return "row";
+    return linear_offset(index, v.shape);
+  }
+
+  // The variable holding value v at `index`, emitting the code that computes it if needed.
+  std::string value_at(ValueId v, const Index& index) {
+    std::string key = std::to_string(v) + "@" + index_key(index);
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto m = it->memo.find(key); m != it->memo.end()) return m->second;
+    if (auto r = reduced_.find(v); r != reduced_.end()) {
+      TG_CHECK(index == layout_.outer_index(), "a reduction read at another row");
+      return r->second;
+    }
+    const Value& val = t_.value(v);
+    std::string var;
+    if (loaded_.count(v)) {
+      if (val.is_scalar) return c_ident(val.name);
+      var = fresh_name(v);
+      line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + c_ident(val.name) + ", " + offset(val, index) + ");");
+    } else {
+      auto p = producer_.find(v);
+      TG_CHECK(p != producer_.end(), "kernel " + k_.label + " needs " + val.name + " but neither computes nor reads it");
+      var = compute(*p->second, v, index);
+    }
+    scopes_.back().memo[key] = var;
+    return var;
+  }
+
+  std::string operand(const Arg& a, const Index& index, DType as) {
+    if (a.is_value()) {
+      const Value& v = t_.value(a.value);
+      std::string var = value_at(a.value, index);
+      return v.is_scalar && v.dtype != as ? "static_cast<" + ctype(as) + ">(" + var + ")" : var;
+    }
+    return literal_code(a, as);
+  }
+
+  // The dtype elementwise operands compute in: that of the tensor operands.
+  DType operand_dtype(const Op& op) const {
+    size_t first = op.info->kind == OpKind::where ? 1 : 0;
+    for (size_t i = first; i < op.args.size(); ++i)
+      if (op.args[i].is_value() && !t_.value(op.args[i].value).is_scalar) return t_.value(op.args[i].value).dtype;
+    return t_.value(op.outs[0]).dtype;
+  }
+
+  static std::string format(std::string_view code, const std::vector<std::string>& operands) {
+    std::string out;
+    for (size_t i = 0; i < code.size(); ++i) {
+      if (code[i] == '{' && i + 2 < code.size() && code[i + 2] == '}') {
+        out += operands.at(size_t(code[i + 1] - '0'));
+        i += 2;
+      } else {
+        out += code[i];
+      }
+    }
+    return out;
+  }
+
+  std::string compute(const Op& op, ValueId v, const Index& index) {
+    const Value& out = t_.value(v);
+    std::string expr;
+    switch (op.info->fusion) {
+      case FusionClass::elementwise: {
+        if (op.info->kind == OpKind::convert_element_type) {
+          const Value& src = t_.value(op.arg(0).value);
+          std::string x = value_at(op.arg(0).value, index);
+          if (out.dtype == DType::b8) expr = "(" + x + " != 0)";
+          else if (out.dtype == DType::f16) expr = "tg::round_to_half(static_cast<float>(" + x + "))";
+          else if (out.dtype == DType::bf16) expr = "tg::round_to_bfloat16(static_cast<float>(" + x + "))";
+          else if (ctype(src.dtype) == ctype(out.dtype)) expr = x;
+          else expr = "static_cast<" + ctype(out.dtype) + ">(" + x + ")";
+          break;
+        }
+        DType as = operand_dtype(op);
+        std::vector<std::string> operands;
+        for (size_t i = 0; i < op.args.size(); ++i) {
+          DType want = (op.info->kind == OpKind::where && i == 0) ? DType::b8 : as;
+          operands.push_back(operand(op.args[i], index, want));
+        }
+        expr = format(op.info->code, operands);
+        break;
+      }
+      case FusionClass::source:
+        if (op.info->kind == OpKind::full) {
+          expr = op.arg(1).is_value() ? "static_cast<" + ctype(out.dtype) + ">(" + value_at(op.arg(1).value, index) + ")"
+                                      : literal_code(op.arg(1), out.dtype);
+        } else {  // iota
+          expr = "static_cast<" + ctype(out.dtype) + ">(" + std::to_string(op.arg(1).integer) + " + " + index.at(0).text() + " * " +
+                 std::to_string(op.arg(2).integer) + ")";
+        }
+        break;
+      case FusionClass::shape: {
+        std::vector<OperandRead> reads = shape_op_reads(t_, op, index);
+        if (op.info->kind == OpKind::pad) {
+          std::string inner = value_at(reads[0].value, reads[0].index);
+          if (reads[0].guard.empty()) return inner;
+          expr = "(" + reads[0].guard + ") ? " + inner + " : " + operand(op.arg(1), index, out.dtype);
+        } else if (op.info->kind == OpKind::cat) {
+          for (size_t r = 0; r + 1 < reads.size(); ++r) expr += reads[r].guard + " ? " + value_at(reads[r].value, reads[r].index) + " : ";
+          expr += value_at(reads.back().value, reads.back().index);
+        } else {
+          return value_at(reads[0].value, reads[0].index);  // a pure index map: no new variable
+        }
+        break;
+      }
+      default:
+        throw InternalError("kernel " + k_.label + ": cannot compute " + out.name + " (" + op.symbol + ") inline");
+    }
+    std::string var = fresh_name(v);
+    line("const " + ctype(out.dtype) + " " + var + " = " + expr + ";");
+    return var;
+  }
+
+  // ---- pointwise kernels ----------------------------------------------------------------------
+
+  std::string pointwise_body() {
+    push("    ");
+    for (ValueId v : k_.outs) {
+      std::string var = value_at(v, identity_index(layout_.domain.size()));
+      line("tg::store(" + c_ident(t_.value(v).name) + ", i, " + var + ");");
+    }
+    std::string body = pop();
+    std::vector<int64_t> all(layout_.domain.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
+    std::string out;
+    out += "  const int64_t n = " + std::to_string(numel(layout_.domain)) + ";\n";
+    out += "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {\n";
+    out += dim_declarations(body, "i", layout_.domain, all, "    ");
+    out += body + "  }\n";
+    return out;
+  }
+
+  // ---- row kernels ----------------------------------------------------------------------------
+
+  struct Reducer {
+    std::string op;    // tg::Sum<float>, ...
+    std::string acc;   // accumulator type
+  };
+
+  static std::string acc_type(DType t) { return is_float(t) ? ctype(t) : "int64_t"; }
+
+  // One pass over the row: acc = combine over j of `element`, then a block-wide reduction.
+  std::string reduce_pass(const std::string& comment, const std::string& reducer, const std::string& acc_type_name,
+                          const std::string& acc_name, const std::function<std::string()>& element) {
+    line("// " + comment);
+    line(acc_type_name + " " + acc_name + " = " + reducer + "::init();");
+    push(scopes_.back().indent + "  ");
+    std::string e = element();
+    line(acc_name + " = " + reducer + "::combine(" + acc_name + ", " + e + ");");
+    std::string body = pop();
+    int64_t r = numel(layout_.reduced_shape());
+    line("for (int64_t j = threadIdx.x; j < " + std::to_string(r) + "; j += blockDim.x) {");
+    scopes_.back().code += dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
+    scopes_.back().code += body;
+    line("}");
+    return "tg::block_reduce<" + reducer + ">(" + acc_name + ")";
+  }
+
+  void reduction(const Op& op) {
+    const Value& in = t_.value(op.arg(0).value);
+    const std::string name = t_.value(op.outs[0]).name;
+    const Index full = identity_index(layout_.domain.size());
+    const std::string comment = print_op(op, t_, false);
+    const std::string ct = ctype(in.dtype);
+    auto element = [&] { return value_at(op.arg(0).value, full); };
+    auto finish = [&](ValueId v, const std::string& expr) {
+      std::string var = fresh_name(v);
+      line("const " + ctype(t_.value(v).dtype) + " " + var + " = " + expr + ";");
+      reduced_[v] = var;
+    };
+    const std::string rlen = std::to_string(numel(layout_.reduced_shape()));
+    switch (op.info->kind) {
+      case OpKind::sum:
+      case OpKind::prod:
+      case OpKind::amax:
+      case OpKind::amin: {
+        std::string acc = (op.info->kind == OpKind::amax || op.info->kind == OpKind::amin) ? ct : acc_type(in.dtype);
+        const char* which = op.info->kind == OpKind::sum ? "Sum" : op.info->kind == OpKind::prod ? "Prod" : op.info->kind == OpKind::amax ? "Max" : "Min";
+        std::string reducer = std::string("tg::") + which + "<" + acc + ">";
+        std::string total = reduce_pass(comment, reducer, acc, "acc_" + name, element);
+        finish(op.outs[0], acc == ct ? total : "static_cast<" + ct + ">(" + total + ")");
+        break;
+      }
+      case OpKind::argmax:
+      case OpKind::argmin: {
+        std::string reducer = "tg::ArgBest<" + ct + ", " + (op.info->kind == OpKind::argmax ? "true" : "false") + ">";
+        std::string total = reduce_pass(comment, reducer, "tg::ArgPair<" + ct + ">", "acc_" + name,
+                                        [&] { return "tg::ArgPair<" + ct + ">{" + element() + ", j}"; });
+        finish(op.outs[0], total + ".index");
+        break;
+      }
+      case OpKind::var:
+      case OpKind::var_mean: {
+        // Two passes over the row: the mean, then the squared deviations from it.
+        std::string sum = reduce_pass(comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, "acc_mean_" + name, element);
+        std::string mean = "mean_" + name;
+        line("const " + ct + " " + mean + " = " + sum + " / " + ct + "(" + rlen + ");");
+        std::string m2 = reduce_pass(comment + " (pass 2: variance)", "tg::Sum<" + ct + ">", ct, "acc_m2_" + name, [&] {
+          std::string x = element();
+          return "(" + x + " - " + mean + ") * (" + x + " - " + mean + ")";
+        });
+        std::string correction = operand(op.arg(2), layout_.outer_index(), in.dtype);
+        finish(op.outs[0], m2 + " / (" + ct + "(" + rlen + ") - " + correction + ")");
+        if (op.outs.size() > 1) {
+          reduced_[op.outs[1]] = mean;
+        }
+        break;
+      }
+      default:
+        throw InternalError("not a reduction: " + op.symbol);
+    }
+  }
+
+  std::string row_body() {
+    push("    ");
+    for (const Op& op : k_.sub)
+      if (op.info->fusion == FusionClass::reduction) reduction(op);
+    // Outputs shaped like a row: one more pass writing them.
+    std::vector<ValueId> row_outs, outer_outs;
+    for (ValueId v : k_.outs) {
+      bool is_reduced = reduced_.count(v) > 0;
+      (!is_reduced && t_.value(v).shape == layout_.domain ? row_outs : outer_outs).push_back(v);
+    }
+    if (!row_outs.empty()) {
+      line("// write the row");
+      push(scopes_.back().indent + "  ");
+      for (ValueId v : row_outs) {
+        const Value& val = t_.value(v);
+        line("tg::store(" + c_ident(val.name) + ", " + offset(val, identity_index(layout_.domain.size())) + ", " +
+             value_at(v, identity_index(layout_.domain.size())) + ");");
+      }
+      std::string body = pop();
+      line("for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {");
+      scopes_.back().code += dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
+      scopes_.back().code += body;
+      line("}");
+    }
+    if (!outer_outs.empty()) {
+      std::vector<std::string> vars;
+      for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
+      line("if (threadIdx.x == 0) {");
+      for (size_t i = 0; i < outer_outs.size(); ++i) line("  tg::store(" + c_ident(t_.value(outer_outs[i]).name) + ", row, " + vars[i] + ");");
+      line("}");
+    }
+    std::string body = pop();
+    std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n";
+    out += "  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {\n";
+    // Outer dims come from the row; the reduced ones were declared inside each pass from j.
+    out += dim_declarations(body, "row", layout_.domain, layout_.outer, "    ");
+    out += body + "  }\n";
+    return out;
+  }
+};
+
+std::string param_list(const Trace& t, std::map<ValueId, std::string>* pointer_of, std::vector<std::string>* output_params) {
+  std::string s;
+  std::set<std::string> taken;
+  for (ValueId id : t.inputs) {
+    const Value& v = t.value(id);
+    std::string name = c_ident(v.name);
+    s += (v.is_scalar ? ctype(v.dtype) + " " : "const " + stype(v.dtype) + "* ") + name + ", ";
+    taken.insert(name);
+    if (pointer_of) (*pointer_of)[id] = name;
+  }
+  for (size_t k = 0; k < t.outputs.size(); ++k) {
+    const Value& v = t.value(t.outputs[k]);
+    std::string name = c_ident(v.name);
+    if (taken.count(name)) name = "out" + std::to_string(k);
+    taken.insert(name);
+    s += stype(v.dtype) + "* " + name + ", ";
+    if (output_params) output_params->push_back(name);
+    if (pointer_of && !pointer_of->count(t.outputs[k])) (*pointer_of)[t.outputs[k]] = name;
+  }
+  return s + "tg::Stream stream";
+}
+
+}  // namespace
+
+std::string entry_declaration(const Trace& trace, const std::string& entry) {
+  return "extern \"C\" void " + entry + "(" + param_list(trace, nullptr, nullptr) + ")";
+}
+
+CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::string& file, const std::string& input_file) {
+  CudaFile result;
+  std::ostringstream out;
+  out << "// " << file << ": generated by thunder-gen " << THUNDER_GEN_VERSION << " from " << input_file << " (trace \"" << fused.name
+      << "\"). Do not edit.\n";
+  out << "// " << fused.ops.size() << " kernel" << (fused.ops.size() == 1 ? "" : "s") << "; host entry point: " << entry << "().\n";
+  out << "// nvcc builds all of it; NVRTC compiles the kernels (the host part is behind __CUDACC_RTC__);\n";
+  out << "// g++ runs it on the CPU through tg_emu.h (see the generated CMakeLists.txt).\n";
+  out << "#include \"tg_runtime.cuh\"\n\n";
+  out << "#if !defined(TG_NVRTC_HOST)\n\n";
+  std::vector<std::pair<int, int64_t>> launch;  // block size, work items per kernel
+  for (const Op& k : fused.ops) {
+    KernelWriter writer(fused, k);
+    EmittedKernel info;
+    out << writer.write(info) << "\n";
+    launch.emplace_back(writer.block_size(), writer.work_items());
+    result.kernels.push_back(std::move(info));
+  }
+  out << "#endif  // !TG_NVRTC_HOST\n\n";
+
+  // Host entry point.
+  out << "#ifndef __CUDACC_RTC__\n#include \"tg_host.h\"\n\n";
+  out << "#if defined(TG_NVRTC_HOST)\n";
+  out << "static tg::KernelModule& tg_kernels() {\n  static tg::KernelModule module(TG_KERNEL_DIR, \"" << file << "\");\n  return module;\n}\n";
+  out << "#endif\n\n";
+  std::map<ValueId, std::string> pointer;
+  std::vector<std::string> output_params;
+  std::string params = param_list(fused, &pointer, &output_params);
+  out << "// Inputs:";
+  for (ValueId id : fused.inputs) out << " " << fused.value(id).name << " " << print_type(fused.value(id)) << ";";
+  out << "\n// Outputs:";
+  for (ValueId id : fused.outputs) out << " " << fused.value(id).name << " " << print_type(fused.value(id)) << ";";
+  out << "\n// Device pointers; runs asynchronously on `stream`.\n";
+  out << "extern \"C\" void " << entry << "(" << params << ") {\n";
+  // Values written by one kernel and read by a later one, that are not outputs, live in temporaries.
+  std::vector<ValueId> temporaries;
+  for (const Op& k : fused.ops)
+    for (ValueId v : k.outs)
+      if (!pointer.count(v)) {
+        const Value& val = fused.value(v);
+        pointer[v] = c_ident(val.name);
+        temporaries.push_back(v);
+        out << "  " << stype(val.dtype) << "* " << pointer[v] << " = static_cast<" << stype(val.dtype) << "*>(tg::device_alloc("
+            << numel(val.shape) * dtype_bytes(val.dtype) << ", stream));\n";
+      }
+  for (size_t i = 0; i < fused.ops.size(); ++i) {
+    const Op& k = fused.ops[i];
+    auto [block, items] = launch[i];
+    std::string args;
+    for (const Arg& a : k.args) args += ", " + pointer.at(a.value);
+    for (ValueId v : k.outs) args += ", " + pointer.at(v);
+    if (items == 0) {
+      out << "  // " << k.label << ": nothing to compute (empty)\n";
+      continue;
+    }
+    bool is_row = kernel_layout(fused, k).is_row;
+    out << "  TG_LAUNCH(" << k.label << ", tg::grid_for(" << items << ", " << (is_row ? 1 : block) << "), " << block << ", stream" << args << ");\n";
+  }
+  // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
+  for (size_t k = 0; k < fused.outputs.size(); ++k) {
+    ValueId v = fused.outputs[k];
+    if (pointer.at(v) == output_params[k]) continue;
+    const Value& val = fused.value(v);
+    out << "  tg::device_copy(" << output_params[k] << ", " << pointer.at(v) << ", " << numel(val.shape) * dtype_bytes(val.dtype) << ", stream);\n";
+  }
+  for (ValueId v : temporaries) out << "  tg::device_free(" << pointer[v] << ", stream);\n";
+  out << "}\n#endif  // __CUDACC_RTC__\n";
+  result.text = out.str();
+  return result;
+}
+
+}  // namespace tg

@@ -1,0 +1,33 @@
+// Emit CUDA: a fused trace -> one .cu file (kernels, then the host entry point behind
+// #ifndef __CUDACC_RTC__). The same text builds with nvcc, NVRTC (kernels only) and g++ under
+// host emulation.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+struct EmittedKernel {
+  std::string name;
+  std::vector<std::string> values;  // names of the values it computes (its trace lines)
+  std::vector<std::string> reads;   // names of the values it reads from memory
+  std::vector<std::string> writes;  // names of the values it writes
+};
+
+struct CudaFile {
+  std::string text;
+  std::vector<EmittedKernel> kernels;
+};
+
+// `entry` names the host function, e.g. "mlp_forward"; `file` and `input_file` go in the banner.
+CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::string& file, const std::string& input_file);
+
+// A C++ identifier for a value name: escapes keywords and the names generated code uses itself.
+std::string c_ident(const std::string& name);
+
+// The host entry point's C declaration, for the harness.
+std::string entry_declaration(const Trace& trace, const std::string& entry);
+
+}  // namespace tg

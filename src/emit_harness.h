@@ -1,0 +1,16 @@
+// Emit the rest of the output folder: harness.cpp (the .npy interface), CMakeLists.txt (emu,
+// nvcc and nvrtc builds) and manifest.json.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "emit_cuda.h"
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+std::string emit_harness(const Trace& trace, const std::string& forward_entry, const std::string& input_file);
+std::string emit_cmake(const Trace& trace, const std::vector<std::string>& cu_files);
+std::string emit_manifest(const Trace& trace, const std::vector<std::pair<std::string, const CudaFile*>>& files);
+
+}  // namespace tg

@@ -1,0 +1,261 @@
+#include "fuse.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "thunder_gen/diagnostics.h"
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+
+Shape KernelLayout::outer_shape() const {
+  Shape s;
+  for (int64_t d : outer) s.push_back(domain[d]);
+  return s;
+}
+Shape KernelLayout::reduced_shape() const {
+  Shape s;
+  for (int64_t d : reduced) s.push_back(domain[d]);
+  return s;
+}
+Index KernelLayout::outer_index() const {
+  Index index;
+  for (int64_t d : outer) index.push_back(IndexComp::of_var(int(d)));
+  return index;
+}
+
+namespace {
+
+bool is_reduction(const Op& op) { return op.info->fusion == FusionClass::reduction; }
+
+KernelLayout row_layout(const Trace& t, const Op& reduction) {
+  KernelLayout k;
+  k.is_row = true;
+  k.domain = t.value(reduction.arg(0).value).shape;
+  k.reduced = reduction_dims(t, reduction);
+  for (int64_t d = 0; d < int64_t(k.domain.size()); ++d)
+    if (!std::count(k.reduced.begin(), k.reduced.end(), d)) k.outer.push_back(d);
+  return k;
+}
+
+struct Kernel {
+  KernelLayout layout;
+  std::vector<ValueId> members;  // placed values: reductions and written outputs, in order
+};
+
+constexpr int kInput = -1;   // a trace input: always in memory
+constexpr int kInline = -2;  // not placed: computed wherever it is needed
+
+class Fuser {
+ public:
+  explicit Fuser(const Trace& t) : t_(t), home_(t.values.size(), kInline), producer_(t.values.size(), -1) {
+    for (ValueId v : t.inputs) home_[v] = kInput;
+    for (size_t i = 0; i < t.ops.size(); ++i)
+      for (ValueId v : t.ops[i].outs) producer_[v] = int(i);
+    mark_live();
+  }
+
+  Trace run() {
+    std::set<ValueId> outputs(t_.outputs.begin(), t_.outputs.end());
+    for (size_t i = 0; i < t_.ops.size(); ++i) {
+      const Op& op = t_.ops[i];
+      TG_CHECK(op.info && op.info->fusion != FusionClass::kernel, "fuse expects a decomposed trace");
+      if (!live_op_[i]) continue;  // computes nothing an output needs
+      if (is_reduction(op)) {
+        place_reduction(op);
+      } else {
+        for (ValueId v : op.outs)
+          if (outputs.count(v) && !t_.value(v).is_scalar) place_pointwise(v);
+      }
+    }
+    return build();
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<int> home_;      // kernel that computes and places the value, kInput or kInline
+  std::vector<int> producer_;  // op index defining the value, -1 for inputs
+  std::vector<bool> live_op_;  // does a trace output depend on the op?
+  std::vector<Kernel> kernels_;
+  std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel
+  std::map<Shape, int> last_row_;        // domain -> most recent row kernel
+  std::map<Shape, int> last_row_outer_;  // reduced-value shape -> most recent row kernel
+
+  void mark_live() {
+    live_op_.assign(t_.ops.size(), false);
+    std::vector<bool> live_value(t_.values.size(), false);
+    for (ValueId v : t_.outputs) live_value[v] = true;
+    std::function<void(const Arg&)> use = [&](const Arg& a) {
+      if (a.is_value()) live_value[a.value] = true;
+      for (const Arg& item : a.items) use(item);
+    };
+    for (size_t i = t_.ops.size(); i-- > 0;) {
+      const Op& op = t_.ops[i];
+      for (ValueId v : op.outs) live_op_[i] = live_op_[i] || live_value[v];
+      if (live_op_[i])
+        for (const Arg& a : op.args) use(a);
+    }
+  }
+
+  // Walks what computing `v` at `index` inside kernel k reads. Returns false when it would read
+  // one of k's reductions at another row; `deepest` collects the latest other kernel it reads.
+  bool walk(ValueId v, const Index& index, int k, int& deepest, std::set<std::string>& seen) const {
+    if (!seen.insert(std::to_string(v) + "@" + index_key(index)).second) return true;
+    int home = home_[v];
+    if (home == kInput) return true;
+    if (home >= 0 && home != k) {
+      deepest = std::max(deepest, home);
+      return true;
+    }
+    const Op& op = t_.ops[producer_[v]];
+    if (is_reduction(op)) {
+      TG_CHECK(home == k, "an unplaced reduction was read");
+      return index == kernels_[k].layout.outer_index();
+    }
+    return walk_operands(op, index, k, deepest, seen);
+  }
+
+  bool walk_operands(const Op& op, const Index& index, int k, int& deepest, std::set<std::string>& seen) const {
+    if (op.info->fusion == FusionClass::shape) {
+      for (const OperandRead& r : shape_op_reads(t_, op, index))
+        if (!walk(r.value, r.index, k, deepest, seen)) return false;
+      return true;
+    }
+    if (is_reduction(op)) {
+      // A reduction reads its input over the whole row: the kernel's own full index.
+      return walk(op.arg(0).value, identity_index(t_.value(op.arg(0).value).shape.size()), k, deepest, seen);
+    }
+    for (const Arg& a : op.args)
+      if (a.is_value() && !walk(a.value, index, k, deepest, seen)) return false;
+    return true;
+  }
+
+  // Can `v` (computed by walking from `start`) join kernel k? Fills nothing; just answers.
+  bool fits(int k, const std::function<bool(int, int&, std::set<std::string>&)>& start) const {
+    int deepest = kInput;
+    std::set<std::string> seen;
+    return start(k, deepest, seen) && deepest <= k;
+  }
+
+  int add_kernel(KernelLayout layout) {
+    kernels_.push_back(Kernel{std::move(layout), {}});
+    return int(kernels_.size()) - 1;
+  }
+
+  void place_reduction(const Op& op) {
+    KernelLayout layout = row_layout(t_, op);
+    auto start = [&](int k, int& deepest, std::set<std::string>& seen) { return walk_operands(op, {}, k, deepest, seen); };
+    int k = -1;
+    auto it = last_row_.find(layout.domain);
+    if (it != last_row_.end() && kernels_[it->second].layout.reduced == layout.reduced && fits(it->second, start)) k = it->second;
+    if (k < 0) k = add_kernel(layout);
+    for (ValueId v : op.outs) {
+      home_[v] = k;
+      kernels_[k].members.push_back(v);
+    }
+    last_row_[layout.domain] = k;
+    last_row_outer_[layout.outer_shape()] = k;
+  }
+
+  void place_pointwise(ValueId v) {
+    if (home_[v] != kInline) return;  // an output listed twice
+    const Shape& shape = t_.value(v).shape;
+    // Candidates: the latest pointwise kernel of this shape, and the latest row kernel whose rows
+    // or reduced values have this shape; try the most recent first.
+    std::vector<std::pair<int, Index>> candidates;
+    if (auto it = last_pointwise_.find(shape); it != last_pointwise_.end()) candidates.emplace_back(it->second, identity_index(shape.size()));
+    if (auto it = last_row_.find(shape); it != last_row_.end()) candidates.emplace_back(it->second, identity_index(shape.size()));
+    if (auto it = last_row_outer_.find(shape); it != last_row_outer_.end() && it->second != -1)
+      if (kernels_[it->second].layout.domain != shape) candidates.emplace_back(it->second, kernels_[it->second].layout.outer_index());
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    int k = -1;
+    for (const auto& [candidate, index] : candidates) {
+      auto start = [&, idx = index](int kk, int& deepest, std::set<std::string>& seen) { return walk(v, idx, kk, deepest, seen); };
+      if (fits(candidate, start)) { k = candidate; break; }
+    }
+    if (k < 0) {
+      KernelLayout layout;
+      layout.domain = shape;
+      k = add_kernel(layout);
+      last_pointwise_[shape] = k;
+    }
+    home_[v] = k;
+    kernels_[k].members.push_back(v);
+  }
+
+  // Collects, for kernel k, the ops it computes and the values it reads from memory, by walking
+  // from its members exactly as the emitter will.
+  void collect(int k, ValueId v, const Index& index, std::set<int>& ops, std::set<ValueId>& reads, std::set<std::string>& seen) const {
+    if (!seen.insert(std::to_string(v) + "@" + index_key(index)).second) return;
+    if (home_[v] == kInput || (home_[v] >= 0 && home_[v] != k)) {
+      reads.insert(v);
+      return;
+    }
+    const Op& op = t_.ops[producer_[v]];
+    ops.insert(producer_[v]);
+    if (is_reduction(op) && !index.empty() && index != kernels_[k].layout.outer_index()) TG_CHECK(false, "misplaced reduction read");
+    auto visit = [&](ValueId u, const Index& i) { collect(k, u, i, ops, reads, seen); };
+    if (op.info->fusion == FusionClass::shape) {
+      for (const OperandRead& r : shape_op_reads(t_, op, index)) visit(r.value, r.index);
+    } else if (is_reduction(op)) {
+      visit(op.arg(0).value, identity_index(t_.value(op.arg(0).value).shape.size()));
+    } else {
+      for (const Arg& a : op.args)
+        if (a.is_value()) visit(a.value, index);
+    }
+  }
+
+  Index member_index(const Kernel& kernel, ValueId v) const {
+    const Shape& shape = t_.value(v).shape;
+    if (kernel.layout.is_row && (shape != kernel.layout.domain || home_is_reduction(v))) return kernel.layout.outer_index();
+    return identity_index(shape.size());
+  }
+  bool home_is_reduction(ValueId v) const { return producer_[v] >= 0 && is_reduction(t_.ops[producer_[v]]); }
+
+  Trace build() const {
+    // What each kernel computes and reads.
+    std::vector<std::set<int>> ops(kernels_.size());
+    std::vector<std::set<ValueId>> reads(kernels_.size());
+    std::set<ValueId> read_elsewhere(t_.outputs.begin(), t_.outputs.end());
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      std::set<std::string> seen;
+      for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
+      read_elsewhere.insert(reads[k].begin(), reads[k].end());
+    }
+    Trace out = t_;
+    out.ops.clear();
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const Kernel& kernel = kernels_[k];
+      Op op;
+      op.symbol = "thunder_gen.kernel";
+      op.info = &op_info(OpKind::fused_kernel);
+      for (int i : ops[k]) op.sub.push_back(t_.ops[i]);
+      // Reads in the order the trace defines them, for stable signatures.
+      std::vector<ValueId> in(reads[k].begin(), reads[k].end());
+      for (ValueId v : in) op.args.push_back(Arg::of_value(v));
+      for (ValueId v : kernel.members)
+        if (read_elsewhere.count(v)) op.outs.push_back(v);
+      TG_CHECK(!op.outs.empty(), "a kernel writes nothing");
+      op.label = t_.name + (kernel.layout.is_row ? "_rowreduce_" : "_pointwise_") + t_.value(op.outs[0]).name;
+      op.where = op.sub.front().where;
+      out.ops.push_back(std::move(op));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Trace fuse(const Trace& trace) { return Fuser(trace).run(); }
+
+KernelLayout kernel_layout(const Trace& t, const Op& kernel) {
+  for (const Op& op : kernel.sub)
+    if (op.info->fusion == FusionClass::reduction) return row_layout(t, op);
+  KernelLayout layout;
+  layout.domain = t.value(kernel.outs.at(0)).shape;
+  return layout;
+}
+
+}  // namespace tg

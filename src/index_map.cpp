@@ -1,0 +1,191 @@
+#include "index_map.h"
+
+#include "thunder_gen/diagnostics.h"
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+
+std::string IndexComp::text() const {
+  switch (kind) {
+    case Kind::var: return "d" + std::to_string(var);
+    case Kind::constant: return std::to_string(value);
+    case Kind::code: return code;
+  }
+  return "?";
+}
+
+bool IndexComp::operator==(const IndexComp& o) const {
+  if (kind != o.kind) return false;
+  switch (kind) {
+    case Kind::var: return var == o.var;
+    case Kind::constant: return value == o.value;
+    case Kind::code: return code == o.code;
+  }
+  return false;
+}
+
+Index identity_index(size_t rank) {
+  Index index;
+  for (size_t k = 0; k < rank; ++k) index.push_back(IndexComp::of_var(int(k)));
+  return index;
+}
+
+std::string index_key(const Index& index) {
+  std::string key;
+  for (const IndexComp& c : index) key += c.text() + ";";
+  return key;
+}
+
+namespace {
+
+// c * mul + add, folded where it can be.
+IndexComp affine(const IndexComp& c, int64_t mul, int64_t add) {
+  if (c.kind == IndexComp::Kind::constant) return IndexComp::of_const(c.value * mul + add);
+  if (mul == 1 && add == 0) return c;
+  std::string s = c.text();
+  if (mul != 1) s = s + " * " + std::to_string(mul);
+  if (add != 0) s = s + (add > 0 ? " + " : " - ") + std::to_string(add > 0 ? add : -add);
+  return IndexComp::of_code("(" + s + ")");
+}
+
+// Dims of length 1 hold index 0, whatever the reader asked for.
+Index squash_unit_dims(Index index, const Shape& shape) {
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] == 1) index[k] = IndexComp::of_const(0);
+  return index;
+}
+
+// Reshape that only inserts or removes length-1 dims keeps the other components as they are.
+bool only_unit_dims_differ(const Shape& a, const Shape& b) {
+  Shape x, y;
+  for (int64_t d : a) if (d != 1) x.push_back(d);
+  for (int64_t d : b) if (d != 1) y.push_back(d);
+  return x == y;
+}
+
+Index reshape_read(const Shape& in_shape, const Shape& out_shape, const Index& out) {
+  Index in;
+  if (in_shape == out_shape) return out;
+  if (only_unit_dims_differ(in_shape, out_shape)) {
+    size_t k = 0;
+    for (int64_t d : in_shape) {
+      if (d == 1) { in.push_back(IndexComp::of_const(0)); continue; }
+      while (out_shape[k] == 1) ++k;
+      in.push_back(out[k++]);
+    }
+    return in;
+  }
+  // General case: through the row-major linear index.
+  std::string linear = linear_offset(out, out_shape);
+  int64_t stride = 1;
+  in.resize(in_shape.size());
+  for (size_t i = in_shape.size(); i-- > 0;) {
+    std::string c = "(" + linear + ")";
+    if (stride != 1) c = "(" + c + " / " + std::to_string(stride) + ")";
+    if (i > 0) c = "(" + c + " % " + std::to_string(in_shape[i]) + ")";
+    in[i] = in_shape[i] == 1 ? IndexComp::of_const(0) : IndexComp::of_code(c);
+    stride *= in_shape[i];
+  }
+  return in;
+}
+
+}  // namespace
+
+std::string linear_offset(const Index& index, const Shape& shape) {
+  std::string s;
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    const IndexComp& c = index[k];
+    if (shape[k] != 1 && !(c.kind == IndexComp::Kind::constant && c.value == 0)) {
+      std::string term = stride == 1 ? c.text() : c.text() + " * " + std::to_string(stride);
+      s = s.empty() ? term : term + " + " + s;
+    }
+    stride *= shape[k];
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out) {
+  const Shape& out_shape = t.value(op.outs[0]).shape;
+  switch (op.info->kind) {
+    case OpKind::broadcast_in_dim: {
+      const Value& a = t.value(op.arg(0).value);
+      auto bdims = op.arg(2).int_list();
+      Index in;
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(a.shape[i] == 1 ? IndexComp::of_const(0) : out[bdims[i]]);
+      return {{op.arg(0).value, in, ""}};
+    }
+    case OpKind::reshape: {
+      const Value& a = t.value(op.arg(0).value);
+      return {{op.arg(0).value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape), ""}};
+    }
+    case OpKind::transpose: {
+      auto perm = op.arg(1).int_list();
+      Index in(perm.size());
+      for (size_t j = 0; j < perm.size(); ++j) in[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = out[j];
+      return {{op.arg(0).value, in, ""}};
+    }
+    case OpKind::squeeze: {
+      const Value& a = t.value(op.arg(0).value);
+      auto dims = op.arg(1).int_list();
+      Index in;
+      size_t k = 0;
+      for (size_t i = 0; i < a.shape.size(); ++i) {
+        bool squeezed = false;
+        for (int64_t d : dims) squeezed |= (d < 0 ? d + int64_t(a.shape.size()) : d) == int64_t(i);
+        in.push_back(squeezed ? IndexComp::of_const(0) : out[k++]);
+      }
+      return {{op.arg(0).value, in, ""}};
+    }
+    case OpKind::slice: {
+      const Value& a = t.value(op.arg(0).value);
+      auto start = op.arg(1).int_list();
+      std::vector<int64_t> strides(a.shape.size(), 1);
+      if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+      Index in;
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], strides[i], start[i]));
+      return {{op.arg(0).value, squash_unit_dims(in, a.shape), ""}};
+    }
+    case OpKind::pad: {
+      // out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
+      const Value& a = t.value(op.arg(0).value);
+      const Arg& config = op.arg(2);
+      Index in;
+      std::string guard;
+      for (size_t i = 0; i < a.shape.size(); ++i) {
+        auto lhi = config.items[i].int_list();
+        int64_t lo = lhi[0], step = lhi[2] + 1;
+        if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
+        std::string p = affine(out[i], 1, -lo).text();
+        std::string cond = "(" + p + " >= 0 && " + p + " < " + std::to_string((a.shape[i] - 1) * step + 1) + ")";
+        if (step != 1) cond = "(" + cond + " && " + p + " % " + std::to_string(step) + " == 0)";
+        guard += (guard.empty() ? "" : " && ") + cond;
+        std::string pos = step == 1 ? p : "(" + p + ") / " + std::to_string(step);
+        in.push_back(IndexComp::of_code("(" + cond + " ? " + pos + " : 0)"));
+      }
+      return {{op.arg(0).value, squash_unit_dims(in, a.shape), guard}};
+    }
+    case OpKind::cat: {
+      int64_t rank = int64_t(out_shape.size());
+      int64_t dim = op.arg(1).integer < 0 ? op.arg(1).integer + rank : op.arg(1).integer;
+      std::vector<OperandRead> reads;
+      int64_t offset = 0;
+      for (const Arg& piece : op.arg(0).items) {
+        const Value& v = t.value(piece.value);
+        int64_t len = v.shape[dim];
+        std::string d = out[dim].text();
+        std::string guard = "(" + d + " >= " + std::to_string(offset) + " && " + d + " < " + std::to_string(offset + len) + ")";
+        // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
+        Index in = out;
+        in[dim] = IndexComp::of_code("(" + guard + " ? " + affine(out[dim], 1, -offset).text() + " : 0)");
+        reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
+        offset += len;
+      }
+      return reads;
+    }
+    default: break;
+  }
+  throw InternalError("shape_op_reads: not a shape op: " + op.symbol);
+}
+
+}  // namespace tg

@@ -1,0 +1,45 @@
+// Index maps: which element of an operand a shape op's output element reads. Kernels evaluate a
+// fused expression at a symbolic index (one component per dim of the value); shape ops map it to
+// their operand's index. Components stay structural (a loop variable, a constant) as long as they
+// can, so fusion can tell whether two reads hit the same element, and otherwise become code.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+struct IndexComp {
+  enum class Kind { var, constant, code };
+  Kind kind = Kind::constant;
+  int var = 0;       // Kind::var: the kernel's loop dimension d<var>
+  int64_t value = 0; // Kind::constant
+  std::string code;  // Kind::code: a C++ int64 expression over d<k> variables
+
+  static IndexComp of_var(int v) { IndexComp c; c.kind = Kind::var; c.var = v; return c; }
+  static IndexComp of_const(int64_t v) { IndexComp c; c.kind = Kind::constant; c.value = v; return c; }
+  static IndexComp of_code(std::string s) { IndexComp c; c.kind = Kind::code; c.code = std::move(s); return c; }
+  std::string text() const;
+  bool operator==(const IndexComp& o) const;
+};
+using Index = std::vector<IndexComp>;
+
+Index identity_index(size_t rank);
+std::string index_key(const Index& index);  // a text that is equal exactly when two indices are
+
+// One operand read of a shape op. `guard` (code, empty = always) says when the read is the one
+// that counts: pad reads its input only inside the padded region, cat reads one piece.
+struct OperandRead {
+  ValueId value;
+  Index index;
+  std::string guard;
+};
+
+// The reads that element `out` of shape op `op` makes. For every op but cat this is one read.
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out);
+
+// Row-major linear offset of `index` into a tensor of `shape`, as code ("0" for scalars).
+std::string linear_offset(const Index& index, const Shape& shape);
+
+}  // namespace tg

@@ -1,0 +1,449 @@
+// One row per op. To add an op: add its OpKind, a row here, its case in the reference interpreter
+// (src/reference.cpp; the compiler insists) and, for elementwise ops, the device function its code
+// template calls (templates/tg_runtime.cuh). The op-table tests then cover it automatically.
+#include "thunder_gen/op_table.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "thunder_gen/diagnostics.h"
+
+namespace tg {
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> Arg::int_list() const {
+  std::vector<int64_t> out;
+  for (const Arg& a : items) out.push_back(a.integer);
+  return out;
+}
+
+std::string_view fusion_class_name(FusionClass c) {
+  switch (c) {
+    case FusionClass::elementwise: return "elementwise";
+    case FusionClass::shape: return "shape";
+    case FusionClass::source: return "source";
+    case FusionClass::reduction: return "reduction";
+    case FusionClass::kernel: return "kernel";
+  }
+  return "?";
+}
+
+bool dtypes_accept(DTypes set, DType t) {
+  switch (set) {
+    case DTypes::floats: return is_float(t);
+    case DTypes::numbers: return !is_bool(t);
+    case DTypes::numbers_and_bool: return true;
+    case DTypes::integers_and_bool: return !is_float(t);
+    case DTypes::integers: return is_integer(t);
+    case DTypes::any: return true;
+  }
+  return false;
+}
+
+namespace {
+
+using K = ParamKind;
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+[[noreturn]] void fail(int arg, std::string message) { throw RuleError{arg, std::move(message)}; }
+
+Param p(std::string_view name, ParamKind kind) { return Param{name, kind}; }
+Param kw(std::string_view name, ParamKind kind) { return Param{name, kind, true}; }
+Param opt(std::string_view name, ParamKind kind, Arg def = {}) { return Param{name, kind, false, true, std::move(def)}; }
+
+const Value* tensor_arg(const Trace& t, const Op& op, size_t i) {
+  const Arg& a = op.arg(i);
+  if (!a.is_value() || t.value(a.value).is_scalar) return nullptr;
+  return &t.value(a.value);
+}
+
+// Wraps a possibly negative dim into [0, rank).
+int64_t wrap_dim(int64_t d, size_t rank, int arg) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (d < -r || d >= std::max<int64_t>(r, 1)) fail(arg, "dim " + std::to_string(d) + " is out of range for rank " + std::to_string(r));
+  return d < 0 ? d + r : d;
+}
+
+// ---- shape rules --------------------------------------------------------------------------
+
+// Elementwise: tensor operands share one shape and dtype; numbers broadcast.
+ShapeRule elementwise_rule(bool bool_result) {
+  return [bool_result](const Trace& t, const Op& op) -> std::vector<OutType> {
+    const Value* first = nullptr;
+    for (size_t i = 0; i < op.args.size(); ++i) {
+      const Value* v = tensor_arg(t, op, i);
+      if (!v) continue;
+      if (!dtypes_accept(op.info->accepts, v->dtype))
+        fail(int(i), std::string(op.info->id) + " does not accept dtype " + std::string(dtype_name(v->dtype)));
+      if (!first) { first = v; continue; }
+      if (v->shape != first->shape)
+        fail(int(i), "shape " + shape_str(v->shape) + " does not match " + shape_str(first->shape) +
+                         " (elementwise prims need equal shapes; broadcast with prims.broadcast_in_dim)");
+      if (v->dtype != first->dtype)
+        fail(int(i), "dtype " + std::string(dtype_name(v->dtype)) + " does not match " + std::string(dtype_name(first->dtype)) +
+                         " (convert with prims.convert_element_type)");
+    }
+    if (!first) fail(-1, "needs at least one tensor operand (scalar-only arithmetic is not supported)");
+    return {{bool_result ? DType::b8 : first->dtype, first->shape}};
+  };
+}
+
+std::vector<OutType> where_rule(const Trace& t, const Op& op) {
+  const Value* pred = tensor_arg(t, op, 0);
+  if (pred && pred->dtype != DType::b8) fail(0, "the condition must be b8, not " + std::string(dtype_name(pred->dtype)));
+  const Value* a = tensor_arg(t, op, 1);
+  const Value* b = tensor_arg(t, op, 2);
+  if (!a && !b) fail(-1, "needs a tensor among its two branches");
+  if (a && b && a->dtype != b->dtype) fail(2, "branch dtypes differ: " + std::string(dtype_name(a->dtype)) + " and " + std::string(dtype_name(b->dtype)));
+  const Value* like = a ? a : b;
+  for (int i = 0; i < 3; ++i)
+    if (const Value* v = tensor_arg(t, op, i); v && v->shape != like->shape)
+      fail(i, "shape " + shape_str(v->shape) + " does not match " + shape_str(like->shape));
+  return {{like->dtype, like->shape}};
+}
+
+std::vector<OutType> convert_rule(const Trace& t, const Op& op) {
+  return {{op.arg(1).dtype, t.value(op.arg(0).value).shape}};
+}
+
+void check_shape(const std::vector<int64_t>& shape, int arg) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail(arg, "negative dimension " + std::to_string(d));
+    if (d > 0 && n > (int64_t(1) << 48) / d) fail(arg, "shape " + shape_str(shape) + " has too many elements");
+    n *= d;
+  }
+}
+
+std::vector<OutType> full_rule(const Trace&, const Op& op) {
+  Shape shape = op.arg(0).int_list();
+  check_shape(shape, 0);
+  return {{op.arg(3).dtype, shape}};
+}
+
+std::vector<OutType> iota_rule(const Trace&, const Op& op) {
+  int64_t n = op.arg(0).integer;
+  if (n < 0) fail(0, "length must not be negative");
+  if (op.arg(2).integer == 0) fail(2, "step must not be zero");
+  DType dt = op.arg(4).dtype;
+  if (is_bool(dt)) fail(4, "iota cannot make b8");
+  return {{dt, n == 0 ? Shape{} : Shape{n}}};
+}
+
+std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  Shape shape = op.arg(1).int_list();
+  check_shape(shape, 1);
+  std::vector<int64_t> bdims = op.arg(2).int_list();
+  if (bdims.size() != a.shape.size())
+    fail(2, "needs one broadcast dimension per input dimension (" + std::to_string(a.shape.size()) + "), got " + std::to_string(bdims.size()));
+  int64_t last = -1;
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    int64_t d = bdims[i];
+    if (d < 0 || d >= int64_t(shape.size())) fail(2, "broadcast dimension " + std::to_string(d) + " is out of range for rank " + std::to_string(shape.size()));
+    if (d <= last) fail(2, "broadcast dimensions must be strictly increasing");
+    last = d;
+    if (a.shape[i] != 1 && a.shape[i] != shape[d])
+      fail(1, "input dimension " + std::to_string(i) + " of length " + std::to_string(a.shape[i]) + " cannot broadcast to length " + std::to_string(shape[d]));
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> reshape_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  Shape shape = op.arg(1).int_list();
+  check_shape(shape, 1);
+  if (numel(shape) != numel(a.shape))
+    fail(1, "cannot reshape " + shape_str(a.shape) + " (" + std::to_string(numel(a.shape)) + " elements) to " + shape_str(shape));
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> transpose_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  std::vector<int64_t> perm = op.arg(1).int_list();
+  if (perm.size() != a.shape.size()) fail(1, "permutation has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(a.shape.size()));
+  std::vector<bool> seen(perm.size());
+  Shape shape;
+  for (int64_t d : perm) {
+    int64_t w = wrap_dim(d, perm.size(), 1);
+    if (seen[w]) fail(1, "permutation repeats dim " + std::to_string(w));
+    seen[w] = true;
+    shape.push_back(a.shape[w]);
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> squeeze_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  std::set<int64_t> dims;
+  for (int64_t d : op.arg(1).int_list()) {
+    int64_t w = wrap_dim(d, a.shape.size(), 1);
+    if (a.shape[w] != 1) fail(1, "cannot squeeze dim " + std::to_string(w) + " of length " + std::to_string(a.shape[w]));
+    if (!dims.insert(w).second) fail(1, "dim " + std::to_string(w) + " listed twice");
+  }
+  Shape shape;
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    if (!dims.count(int64_t(i))) shape.push_back(a.shape[i]);
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  auto start = op.arg(1).int_list(), end = op.arg(2).int_list();
+  std::vector<int64_t> strides(a.shape.size(), 1);
+  if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+  if (start.size() != a.shape.size()) fail(1, "needs one start index per dimension");
+  if (end.size() != a.shape.size()) fail(2, "needs one end index per dimension");
+  if (strides.size() != a.shape.size()) fail(3, "needs one stride per dimension");
+  Shape shape;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    if (start[i] < 0 || start[i] > a.shape[i]) fail(1, "start index " + std::to_string(start[i]) + " is out of range for dim " + std::to_string(i) + " of length " + std::to_string(a.shape[i]));
+    if (end[i] < start[i] || end[i] > a.shape[i]) fail(2, "end index " + std::to_string(end[i]) + " is out of range for dim " + std::to_string(i));
+    if (strides[i] < 1) fail(3, "strides must be positive");
+    shape.push_back((end[i] - start[i] + strides[i] - 1) / strides[i]);
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  const Arg& config = op.arg(2);
+  if (config.items.size() != a.shape.size()) fail(2, "needs one (lo, hi, interior) triple per dimension");
+  Shape shape;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    auto triple = config.items[i].int_list();
+    if (triple[2] < 0) fail(2, "interior padding must not be negative");
+    int64_t len = a.shape[i];
+    int64_t out = triple[0] + triple[1] + len + (len > 0 ? (len - 1) * triple[2] : 0);
+    if (out < 0) fail(2, "dimension " + std::to_string(i) + " would have negative length " + std::to_string(out));
+    shape.push_back(out);
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
+  const Arg& list = op.arg(0);
+  if (list.items.empty()) fail(0, "needs at least one tensor");
+  const Value& first = t.value(list.items[0].value);
+  if (first.shape.empty()) fail(0, "cannot concatenate 0-d tensors");
+  int64_t dim = wrap_dim(op.arg(1).integer, first.shape.size(), 1);
+  Shape shape = first.shape;
+  for (size_t i = 1; i < list.items.size(); ++i) {
+    const Value& v = t.value(list.items[i].value);
+    if (v.dtype != first.dtype) fail(0, "tensor " + std::to_string(i) + " has dtype " + std::string(dtype_name(v.dtype)) + ", not " + std::string(dtype_name(first.dtype)));
+    if (v.shape.size() != first.shape.size()) fail(0, "tensor " + std::to_string(i) + " has rank " + std::to_string(v.shape.size()));
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (int64_t(d) != dim && v.shape[d] != first.shape[d]) fail(0, "tensor " + std::to_string(i) + " has shape " + shape_str(v.shape) + ", incompatible with " + shape_str(first.shape));
+    shape[dim] += v.shape[dim];
+  }
+  return {{first.dtype, shape}};
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!std::count(dims.begin(), dims.end(), int64_t(i))) out.push_back(in[i]);
+  return out;
+}
+
+ShapeRule reduction_rule(int outputs, bool index_result) {
+  return [outputs, index_result](const Trace& t, const Op& op) -> std::vector<OutType> {
+    const Value& a = t.value(op.arg(0).value);
+    std::vector<int64_t> dims = reduction_dims(t, op);
+    for (int64_t d : dims)
+      if (a.shape[d] == 0 && op.info->kind != OpKind::sum && op.info->kind != OpKind::prod)
+        fail(1, "cannot reduce over the empty dim " + std::to_string(d));
+    if (!dtypes_accept(op.info->accepts, a.dtype)) fail(0, std::string(op.info->id) + " does not accept dtype " + std::string(dtype_name(a.dtype)));
+    Shape shape = reduced_shape(a.shape, dims);
+    std::vector<OutType> out(outputs, OutType{index_result ? DType::i64 : a.dtype, shape});
+    return out;
+  };
+}
+
+// ---- row builders ---------------------------------------------------------------------------
+
+OpInfo unary(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
+  return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor)}, elementwise_rule(bool_result), code, accepts, ""};
+}
+OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
+  return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
+                elementwise_rule(bool_result), code, accepts, ""};
+}
+OpInfo reduction(OpKind k, std::string_view id, DTypes accepts) {
+  return OpInfo{k, id, FusionClass::reduction, {p("a", K::tensor), p("dims", K::int_list)}, reduction_rule(1, false), "", accepts, ""};
+}
+
+std::vector<OpInfo> build_table() {
+  using D = DTypes;
+  std::vector<OpInfo> rows = {
+      unary(OpKind::abs, "prims.abs", "tg::abs({0})", D::numbers),
+      unary(OpKind::neg, "prims.neg", "(-{0})", D::numbers),
+      unary(OpKind::exp, "prims.exp", "tg::exp({0})", D::floats),
+      unary(OpKind::exp2, "prims.exp2", "tg::exp2({0})", D::floats),
+      unary(OpKind::expm1, "prims.expm1", "tg::expm1({0})", D::floats),
+      unary(OpKind::log, "prims.log", "tg::log({0})", D::floats),
+      unary(OpKind::log1p, "prims.log1p", "tg::log1p({0})", D::floats),
+      unary(OpKind::log2, "prims.log2", "tg::log2({0})", D::floats),
+      unary(OpKind::log10, "prims.log10", "tg::log10({0})", D::floats),
+      unary(OpKind::sqrt, "prims.sqrt", "tg::sqrt({0})", D::floats),
+      unary(OpKind::rsqrt, "prims.rsqrt", "tg::rsqrt({0})", D::floats),
+      unary(OpKind::reciprocal, "prims.reciprocal", "tg::reciprocal({0})", D::floats),
+      unary(OpKind::sin, "prims.sin", "tg::sin({0})", D::floats),
+      unary(OpKind::cos, "prims.cos", "tg::cos({0})", D::floats),
+      unary(OpKind::tan, "prims.tan", "tg::tan({0})", D::floats),
+      unary(OpKind::tanh, "prims.tanh", "tg::tanh({0})", D::floats),
+      unary(OpKind::sinh, "prims.sinh", "tg::sinh({0})", D::floats),
+      unary(OpKind::cosh, "prims.cosh", "tg::cosh({0})", D::floats),
+      unary(OpKind::asin, "prims.asin", "tg::asin({0})", D::floats),
+      unary(OpKind::acos, "prims.acos", "tg::acos({0})", D::floats),
+      unary(OpKind::atan, "prims.atan", "tg::atan({0})", D::floats),
+      unary(OpKind::asinh, "prims.asinh", "tg::asinh({0})", D::floats),
+      unary(OpKind::acosh, "prims.acosh", "tg::acosh({0})", D::floats),
+      unary(OpKind::atanh, "prims.atanh", "tg::atanh({0})", D::floats),
+      unary(OpKind::erf, "prims.erf", "tg::erf({0})", D::floats),
+      unary(OpKind::erfc, "prims.erfc", "tg::erfc({0})", D::floats),
+      unary(OpKind::erfinv, "prims.erfinv", "tg::erfinv({0})", D::floats),
+      unary(OpKind::floor, "prims.floor", "tg::floor({0})", D::numbers),
+      unary(OpKind::ceil, "prims.ceil", "tg::ceil({0})", D::numbers),
+      unary(OpKind::round, "prims.round", "tg::round({0})", D::numbers),
+      unary(OpKind::trunc, "prims.trunc", "tg::trunc({0})", D::numbers),
+      unary(OpKind::sign, "prims.sign", "tg::sign({0})", D::numbers),
+      unary(OpKind::signbit, "prims.signbit", "tg::signbit({0})", D::numbers, true),
+      unary(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true),
+      unary(OpKind::bitwise_not, "prims.bitwise_not", "tg::bitwise_not({0})", D::integers_and_bool),
+
+      binary(OpKind::add, "prims.add", "({0} + {1})", D::numbers),
+      binary(OpKind::sub, "prims.sub", "({0} - {1})", D::numbers),
+      binary(OpKind::mul, "prims.mul", "({0} * {1})", D::numbers),
+      binary(OpKind::div, "prims.div", "tg::div({0}, {1})", D::numbers),
+      binary(OpKind::pow, "prims.pow", "tg::pow({0}, {1})", D::numbers),
+      binary(OpKind::fmod, "prims.fmod", "tg::fmod({0}, {1})", D::numbers),
+      binary(OpKind::remainder, "prims.remainder", "tg::remainder({0}, {1})", D::numbers),
+      binary(OpKind::atan2, "prims.atan2", "tg::atan2({0}, {1})", D::floats),
+      binary(OpKind::maximum, "prims.maximum", "tg::maximum({0}, {1})", D::numbers_and_bool),
+      binary(OpKind::minimum, "prims.minimum", "tg::minimum({0}, {1})", D::numbers_and_bool),
+      binary(OpKind::bitwise_and, "prims.bitwise_and", "({0} & {1})", D::integers_and_bool),
+      binary(OpKind::bitwise_or, "prims.bitwise_or", "({0} | {1})", D::integers_and_bool),
+      binary(OpKind::bitwise_xor, "prims.bitwise_xor", "({0} ^ {1})", D::integers_and_bool),
+      binary(OpKind::bitwise_left_shift, "prims.bitwise_left_shift", "tg::shift_left({0}, {1})", D::integers),
+      binary(OpKind::bitwise_right_shift, "prims.bitwise_right_shift", "tg::shift_right({0}, {1})", D::integers),
+      binary(OpKind::eq, "prims.eq", "({0} == {1})", D::numbers_and_bool, true),
+      binary(OpKind::ne, "prims.ne", "({0} != {1})", D::numbers_and_bool, true),
+      binary(OpKind::lt, "prims.lt", "({0} < {1})", D::numbers_and_bool, true),
+      binary(OpKind::le, "prims.le", "({0} <= {1})", D::numbers_and_bool, true),
+      binary(OpKind::gt, "prims.gt", "({0} > {1})", D::numbers_and_bool, true),
+      binary(OpKind::ge, "prims.ge", "({0} >= {1})", D::numbers_and_bool, true),
+
+      OpInfo{OpKind::where, "prims.where", FusionClass::elementwise,
+             {p("pred", K::tensor_or_number), p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
+             where_rule, "({0} ? {1} : {2})", D::any, ""},
+      OpInfo{OpKind::lerp, "prims.lerp", FusionClass::elementwise,
+             {p("start", K::tensor), p("end", K::tensor), p("weight", K::tensor_or_number)},
+             elementwise_rule(false), "tg::lerp({0}, {1}, {2})", D::floats, ""},
+      OpInfo{OpKind::convert_element_type, "prims.convert_element_type", FusionClass::elementwise,
+             {p("a", K::tensor), p("dtype", K::dtype)}, convert_rule, "", D::any, ""},
+
+      OpInfo{OpKind::full, "prims.full", FusionClass::source,
+             {p("shape", K::int_list), p("fill_value", K::number), kw("device", K::device), kw("dtype", K::dtype)},
+             full_rule, "", D::any, ""},
+      OpInfo{OpKind::iota, "prims.iota", FusionClass::source,
+             {p("length", K::integer), kw("start", K::integer), kw("step", K::integer), kw("device", K::device), kw("dtype", K::dtype)},
+             iota_rule, "", D::any, ""},
+
+      OpInfo{OpKind::broadcast_in_dim, "prims.broadcast_in_dim", FusionClass::shape,
+             {p("a", K::tensor), p("shape", K::int_list), p("broadcast_dimensions", K::int_list)}, broadcast_rule, "", D::any, ""},
+      OpInfo{OpKind::reshape, "prims.reshape", FusionClass::shape, {p("a", K::tensor), p("shape", K::int_list)}, reshape_rule, "", D::any, ""},
+      OpInfo{OpKind::transpose, "prims.transpose", FusionClass::shape, {p("a", K::tensor), p("permutation", K::int_list)}, transpose_rule, "", D::any, ""},
+      OpInfo{OpKind::squeeze, "prims.squeeze", FusionClass::shape, {p("a", K::tensor), p("dims", K::int_list)}, squeeze_rule, "", D::any, ""},
+      OpInfo{OpKind::slice, "prims.slice_prim", FusionClass::shape,
+             {p("a", K::tensor), p("start_indices", K::int_list), p("end_indices", K::int_list), opt("strides", K::optional_int_list)},
+             slice_rule, "", D::any, ""},
+      OpInfo{OpKind::pad, "prims.pad", FusionClass::shape,
+             {p("a", K::tensor), p("padding_value", K::number), p("padding_config", K::padding_config)}, pad_rule, "", D::any, ""},
+      OpInfo{OpKind::cat, "prims.cat", FusionClass::shape, {p("tensors", K::tensor_list), p("dim", K::integer)}, cat_rule, "", D::any, ""},
+
+      reduction(OpKind::sum, "prims.sum", D::numbers),
+      reduction(OpKind::prod, "prims.prod", D::numbers),
+      reduction(OpKind::amax, "prims.amax", D::numbers_and_bool),
+      reduction(OpKind::amin, "prims.amin", D::numbers_and_bool),
+      OpInfo{OpKind::var, "prims.var", FusionClass::reduction, {p("a", K::tensor), p("dims", K::int_list), kw("correction", K::number)},
+             reduction_rule(1, false), "", D::floats, ""},
+      OpInfo{OpKind::var_mean, "prims.var_mean", FusionClass::reduction, {p("a", K::tensor), p("dims", K::int_list), kw("correction", K::number)},
+             reduction_rule(2, false), "", D::floats, ""},
+      OpInfo{OpKind::argmax, "prims.argmax", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
+             reduction_rule(1, true), "", D::numbers, ""},
+      OpInfo{OpKind::argmin, "prims.argmin", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
+             reduction_rule(1, true), "", D::numbers, ""},
+
+      OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
+  };
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<OpInfo>& op_table() {
+  static const std::vector<OpInfo> table = [] {
+    std::vector<OpInfo> rows = build_table();
+    // Index by kind so op_info(kind) is a lookup; every kind must have exactly one row.
+    std::vector<OpInfo> by_kind(rows.size());
+    std::vector<bool> seen(rows.size());
+    for (OpInfo& r : rows) {
+      size_t k = static_cast<size_t>(r.kind);
+      TG_CHECK(k < rows.size() && !seen[k], "op table: kind declared twice or out of range: " + std::string(r.id));
+      seen[k] = true;
+      by_kind[k] = std::move(r);
+    }
+    TG_CHECK(static_cast<size_t>(OpKind::fused_kernel) + 1 == by_kind.size(), "op table: a kind has no row");
+    return by_kind;
+  }();
+  return table;
+}
+
+const OpInfo& op_info(OpKind kind) { return op_table().at(static_cast<size_t>(kind)); }
+
+const OpInfo* find_op(std::string_view id) {
+  static const std::map<std::string_view, const OpInfo*> index = [] {
+    std::map<std::string_view, const OpInfo*> m;
+    for (const OpInfo& r : op_table())
+      if (r.kind != OpKind::fused_kernel) m[r.id] = &r;
+    return m;
+  }();
+  auto it = index.find(id);
+  return it == index.end() ? nullptr : it->second;
+}
+
+std::vector<int64_t> reduction_dims(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  std::vector<int64_t> dims;
+  if (op.info->kind == OpKind::argmax || op.info->kind == OpKind::argmin) {
+    if (op.arg(1).kind == Arg::Kind::none) {
+      dims.resize(a.shape.size());
+      std::iota(dims.begin(), dims.end(), 0);
+    } else {
+      dims.push_back(wrap_dim(op.arg(1).integer, a.shape.size(), 1));
+    }
+  } else {
+    for (int64_t d : op.arg(1).int_list()) {
+      int64_t w = wrap_dim(d, a.shape.size(), 1);
+      if (std::count(dims.begin(), dims.end(), w)) fail(1, "dim " + std::to_string(w) + " listed twice");
+      dims.push_back(w);
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+}  // namespace tg

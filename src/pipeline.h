@@ -1,0 +1,30 @@
+// The generator's straight-line pipeline: read -> verify -> decompose -> fuse -> emit. Each pass
+// is a pure function Trace -> Trace, verified after it runs; -v logs one line per pass, and
+// --dump-dir writes every stage's trace, numbered.
+#pragma once
+#include <ostream>
+#include <string>
+
+#include "output_folder.h"
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+enum class Stage { read, decompose, fuse, cuda, all };
+
+struct PipelineOptions {
+  std::string input_file = "trace.json";  // as named in banners (a base name keeps output portable)
+  bool verbose = false;
+  std::string dump_dir;      // write each stage's listing here when not empty
+  Stage stop_after = Stage::all;
+};
+
+struct PipelineResult {
+  std::string stopped_text;  // the listing (or source) of the stage --emit stopped after
+  FileSet files;             // the output folder, when the pipeline ran to the end
+};
+
+// `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs.
+PipelineResult run_pipeline(const Trace& input, const PipelineOptions& options, std::ostream& log);
+
+}  // namespace tg

@@ -1,0 +1,130 @@
+#include "printer.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+
+std::string print_type(const Value& v) {
+  if (v.is_scalar) return std::string(dtype_name(v.dtype)) + " scalar";
+  std::string s = std::string(dtype_name(v.dtype)) + "[";
+  for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
+  return s + "]";
+}
+
+std::string print_number(double d) {
+  if (std::isnan(d)) return "float('nan')";
+  if (std::isinf(d)) return d > 0 ? "float('inf')" : "-float('inf')";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, end);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string print_literal(const Arg& a, const Trace& t) {
+  switch (a.kind) {
+    case Arg::Kind::none: return "None";
+    case Arg::Kind::value: return t.value(a.value).name;
+    case Arg::Kind::boolean: return a.boolean ? "True" : "False";
+    case Arg::Kind::integer: return std::to_string(a.integer);
+    case Arg::Kind::real: return print_number(a.real);
+    case Arg::Kind::string: return "'" + a.text + "'";
+    case Arg::Kind::dtype: return "dtypes." + std::string(dtype_name(a.dtype));
+    case Arg::Kind::device: return "devices.Device('" + a.text + "')";
+    case Arg::Kind::list: {
+      std::string s = "[";
+      for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + print_literal(a.items[i], t);
+      return s + "]";
+    }
+  }
+  return "?";
+}
+
+namespace {
+
+std::string outs_text(const Op& op, const Trace& t) {
+  if (op.outs.size() == 1) return t.value(op.outs[0]).name;
+  std::string s = "(";
+  for (size_t i = 0; i < op.outs.size(); ++i) s += (i ? ", " : "") + t.value(op.outs[i]).name;
+  return s + ")";
+}
+
+std::string call_text(const Op& op, const Trace& t) {
+  std::string s = op.symbol;
+  if (!op.label.empty()) s += "[" + op.label + "]";
+  s += "(";
+  bool first = true;
+  auto sep = [&] { std::string r = first ? "" : ", "; first = false; return r; };
+  for (size_t i = 0; i < op.args.size(); ++i) {
+    if (op.info && i < op.info->params.size() && op.info->params[i].keyword_only)
+      s += sep() + std::string(op.info->params[i].name) + "=" + print_literal(op.args[i], t);
+    else
+      s += sep() + print_literal(op.args[i], t);
+  }
+  for (const auto& [name, a] : op.kwargs) s += sep() + name + "=" + print_literal(a, t);
+  return s + ")";
+}
+
+std::string types_comment(const Op& op, const Trace& t) {
+  std::string s = "  # ";
+  for (size_t i = 0; i < op.outs.size(); ++i) s += (i ? ", " : "") + t.value(op.outs[i]).name + ": " + print_type(t.value(op.outs[i]));
+  if (!op.tags.empty()) {
+    s += "  tags:";
+    for (const std::string& tag : op.tags) s += " " + tag;
+  }
+  return s;
+}
+
+void print_ops(const std::vector<Op>& ops, const Trace& t, const std::string& indent, std::string& out);
+
+void print_body(const char* label, const SubTrace& body, const Trace& t, const std::string& indent, std::string& out) {
+  out += indent + label + "(";
+  for (size_t i = 0; i < body.inputs.size(); ++i) out += (i ? ", " : "") + t.value(body.inputs[i]).name;
+  out += "):\n";
+  print_ops(body.ops, t, indent + "  ", out);
+  out += indent + "  return (";
+  for (size_t i = 0; i < body.outputs.size(); ++i) out += (i ? ", " : "") + (body.outputs[i] == kNoValue ? std::string("None") : t.value(body.outputs[i]).name);
+  out += body.outputs.size() == 1 ? ",)" : ")";
+  if (!body.saved.empty()) {
+    out += "  # saved:";
+    for (ValueId v : body.saved) out += " " + t.value(v).name;
+  }
+  out += "\n";
+}
+
+void print_ops(const std::vector<Op>& ops, const Trace& t, const std::string& indent, std::string& out) {
+  for (const Op& op : ops) {
+    out += indent + outs_text(op, t) + " = " + call_text(op, t) + types_comment(op, t) + "\n";
+    if (op.custom) {
+      print_body("# fwd", op.custom->fwd, t, indent + "  ", out);
+      print_body("# bwd", op.custom->bwd, t, indent + "  ", out);
+    }
+    print_ops(op.sub, t, indent + "  # ", out);
+  }
+}
+
+}  // namespace
+
+std::string print_op(const Op& op, const Trace& t, bool types) {
+  return outs_text(op, t) + " = " + call_text(op, t) + (types ? types_comment(op, t) : "");
+}
+
+std::string print_trace(const Trace& t) {
+  std::string out = "def " + t.name + "(";
+  for (size_t i = 0; i < t.inputs.size(); ++i) out += (i ? ", " : "") + t.value(t.inputs[i]).name;
+  out += "):\n";
+  for (ValueId id : t.inputs) {
+    const Value& v = t.value(id);
+    out += "  # " + v.name + ": " + print_type(v) + (v.requires_grad ? " requires_grad" : "") + "\n";
+  }
+  print_ops(t.ops, t, "  ", out);
+  out += "  return (";
+  for (size_t i = 0; i < t.outputs.size(); ++i) out += (i ? ", " : "") + t.value(t.outputs[i]).name;
+  out += t.outputs.size() == 1 ? ",)\n" : ")\n";
+  return out;
+}
+
+}  // namespace tg

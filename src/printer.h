@@ -1,0 +1,18 @@
+// Printer: a Trace as a readable, Thunder-style listing, e.g.
+//   t2 = prims.mul(t0, t1)  # t2: f32[1024, 1024]
+// Decompositions and the bodies of fused kernels follow their op as indented comments.
+#pragma once
+#include <string>
+
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+std::string print_trace(const Trace& trace);
+// One op as its listing line (without its decomposition); `types` adds the "# t2: f32[...]" comment.
+std::string print_op(const Op& op, const Trace& trace, bool types = true);
+std::string print_type(const Value& v);      // "f32[1024, 1024]" or "f64 scalar"
+std::string print_literal(const Arg& arg, const Trace& trace);
+std::string print_number(double d);           // shortest text that reads back to d
+
+}  // namespace tg

@@ -1,0 +1,506 @@
+#include "reader.h"
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "thunder_gen/diagnostics.h"
+#include "thunder_gen/op_table.h"
+#include "verify.h"
+
+namespace tg {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxDepth = 64;  // JSON nesting deeper than any real trace; refused, never recursed
+constexpr const char* kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
+
+std::string escape_pointer_token(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string kind_name(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "a list";
+    case json::value_t::object: return "an object";
+    default: return "an unexpected value";
+  }
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// Names visible at a point of the program: a stack of scopes, innermost last. A trace's sub-ops
+// see the names before their op; a custom-gradient body sees only its own.
+class Scope {
+ public:
+  ValueId find(const std::string& name) const {
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return f->second;
+    }
+    return kNoValue;
+  }
+  void push() { frames_.emplace_back(); }
+  void pop() { frames_.pop_back(); }
+  void define(const std::string& name, ValueId id) { frames_.back()[name] = id; }
+
+ private:
+  std::vector<std::map<std::string, ValueId>> frames_;
+};
+
+class Reader {
+ public:
+  explicit Reader(Trace& trace) : t_(trace) {}
+
+  void read(const json& doc) {
+    expect_object(doc, "");
+    const json& format = require(doc, "", "format");
+    if (!format.is_string() || format.get<std::string>() != "thunder-gen-trace")
+      throw UserError("/format", "expected \"thunder-gen-trace\", got " + format.dump());
+    const json& version = require(doc, "", "version");
+    if (!version.is_number_integer() || version.get<int64_t>() != 1)
+      throw UserError("/version", "unsupported format version " + version.dump() + " (this reader knows version 1)");
+    const json& name = require(doc, "", "name");
+    if (!name.is_string() || !is_identifier(name.get<std::string>()))
+      throw UserError("/name", "the trace name must be a C identifier, got " + name.dump());
+    t_.name = name.get<std::string>();
+    if (doc.contains("device")) t_.device = string_at(doc["device"], "/device");
+    if (doc.contains("source")) t_.source = string_at(doc["source"], "/source");
+
+    scope_.push();
+    names_.emplace_back();
+    const json& inputs = list_at(require(doc, "", "inputs"), "/inputs");
+    for (size_t i = 0; i < inputs.size(); ++i)
+      t_.inputs.push_back(declare(inputs[i], "/inputs/" + std::to_string(i), true));
+    t_.ops = read_ops(list_at(require(doc, "", "ops"), "/ops"), "/ops");
+    const json& outputs = list_at(require(doc, "", "outputs"), "/outputs");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      t_.outputs.push_back(reference(outputs[i], "/outputs/" + std::to_string(i)));
+  }
+
+ private:
+  Trace& t_;
+  Scope scope_;
+  std::vector<std::set<std::string>> names_;  // every name declared in each naming domain
+
+  static void expect_object(const json& j, const std::string& where) {
+    if (!j.is_object()) throw UserError(where.empty() ? "/" : where, "expected an object, got " + kind_name(j));
+  }
+  static const json& require(const json& obj, const std::string& where, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end()) throw UserError(where.empty() ? "/" : where, std::string("missing required field \"") + key + "\"");
+    return *it;
+  }
+  static const json& list_at(const json& j, const std::string& where) {
+    if (!j.is_array()) throw UserError(where, "expected a list, got " + kind_name(j));
+    return j;
+  }
+  static std::string string_at(const json& j, const std::string& where) {
+    if (!j.is_string()) throw UserError(where, "expected a string, got " + kind_name(j));
+    return j.get<std::string>();
+  }
+
+  // A value declaration: a tensor or a scalar.
+  ValueId declare(const json& decl, const std::string& where, bool is_input) {
+    Value v = parse_declaration(decl, where, is_input);
+    return define(std::move(v), where);
+  }
+
+  Value parse_declaration(const json& decl, const std::string& where, bool is_input) {
+    expect_object(decl, where);
+    Value v;
+    v.name = string_at(require(decl, where, "name"), where + "/name");
+    if (!is_identifier(v.name)) throw UserError(where + "/name", "value names must be identifiers, got \"" + v.name + "\"");
+    v.device = t_.device;
+    if (decl.contains("scalar")) {
+      v.is_scalar = true;
+      std::string s = string_at(decl["scalar"], where + "/scalar");
+      if (s != "i64" && s != "f64" && s != "b8") throw UserError(where + "/scalar", "a scalar is i64, f64 or b8, not \"" + s + "\"");
+      v.dtype = *parse_dtype(s);
+      return v;
+    }
+    const json& shape = list_at(require(decl, where, "shape"), where + "/shape");
+    int64_t elements = 1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      std::string w = where + "/shape/" + std::to_string(i);
+      if (!shape[i].is_number_integer()) throw UserError(w, "a dimension must be an integer, got " + kind_name(shape[i]));
+      if (shape[i].is_number_unsigned() && shape[i].get<uint64_t>() > uint64_t(INT64_MAX))
+        throw UserError(w, "dimension " + shape[i].dump() + " overflows");
+      int64_t d = shape[i].get<int64_t>();
+      if (d < 0) throw UserError(w, "negative dimension " + std::to_string(d));
+      if (d > 0 && elements > (int64_t(1) << 48) / d) throw UserError(w, "the shape has more than 2^48 elements");
+      elements *= d;
+      v.shape.push_back(d);
+    }
+    std::string dt = string_at(require(decl, where, "dtype"), where + "/dtype");
+    auto parsed = parse_dtype(dt);
+    if (!parsed) throw UserError(where + "/dtype", "unknown dtype \"" + dt + "\" (expected one of b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64)");
+    v.dtype = *parsed;
+    if (decl.contains("device")) v.device = string_at(decl["device"], where + "/device");
+    if (decl.contains("requires_grad")) {
+      const json& rg = decl["requires_grad"];
+      if (!rg.is_boolean()) throw UserError(where + "/requires_grad", "expected true or false, got " + kind_name(rg));
+      if (!is_input && rg.get<bool>()) throw UserError(where + "/requires_grad", "requires_grad only applies to trace inputs");
+      v.requires_grad = rg.get<bool>();
+    }
+    return v;
+  }
+
+  ValueId define(Value v, const std::string& where) {
+    if (!names_.back().insert(v.name).second)
+      throw UserError(where + "/name", "value \"" + v.name + "\" is defined twice");
+    std::string name = v.name;
+    ValueId id = t_.add_value(std::move(v));
+    scope_.define(name, id);
+    return id;
+  }
+
+  ValueId reference(const json& j, const std::string& where) {
+    if (!j.is_string()) throw UserError(where, "expected a value name, got " + kind_name(j));
+    ValueId id = scope_.find(j.get<std::string>());
+    if (id == kNoValue) throw UserError(where, "undefined value \"" + j.get<std::string>() + "\"");
+    return id;
+  }
+
+  std::vector<Op> read_ops(const json& ops, const std::string& where) {
+    std::vector<Op> out;
+    out.reserve(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) out.push_back(read_op(ops[i], where + "/" + std::to_string(i), {}));
+    return out;
+  }
+
+  // `parent_outs` maps the names of the enclosing op's outputs, which a decomposition defines.
+  Op read_op(const json& j, const std::string& where, const std::map<std::string, ValueId>& parent_outs) {
+    expect_object(j, where);
+    Op op;
+    op.where = where;
+    op.symbol = string_at(require(j, where, "op"), where + "/op");
+    op.info = find_op(op.symbol);
+    bool custom = op.symbol == kCustomGradOp;
+    if (!op.info && !custom && !j.contains("sub"))
+      throw UserError(where + "/op", "unknown op \"" + op.symbol + "\" has no rule and no decomposition (\"sub\")");
+
+    if (j.contains("tags")) {
+      const json& tags = list_at(j["tags"], where + "/tags");
+      for (size_t i = 0; i < tags.size(); ++i) op.tags.push_back(string_at(tags[i], where + "/tags/" + std::to_string(i)));
+    }
+
+    // Arguments refer to values defined before this op.
+    std::vector<std::pair<std::string, const json*>> positional, keyword;
+    if (j.contains("args")) {
+      const json& args = list_at(j["args"], where + "/args");
+      for (size_t i = 0; i < args.size(); ++i) positional.emplace_back(where + "/args/" + std::to_string(i), &args[i]);
+    }
+    std::vector<std::string> keyword_names;
+    if (j.contains("kwargs")) {
+      const json& kwargs = j["kwargs"];
+      expect_object(kwargs, where + "/kwargs");
+      for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
+        keyword.emplace_back(where + "/kwargs/" + escape_pointer_token(it.key()), &it.value());
+        keyword_names.push_back(it.key());
+      }
+    }
+    if (op.info) {
+      bind(op, positional, keyword, keyword_names, where);
+    } else {
+      for (auto& [w, a] : positional) {
+        op.args.push_back(literal_or_ref(*a, w, 1));
+        op.arg_where.push_back(w);
+      }
+      for (size_t i = 0; i < keyword.size(); ++i)
+        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(*keyword[i].second, keyword[i].first, 1));
+    }
+
+    // Outputs: new values, except inside a decomposition, where the enclosing op's outputs are
+    // redefined under the same names.
+    const json& outs = list_at(require(j, where, "out"), where + "/out");
+    if (outs.empty()) throw UserError(where + "/out", "an op must define at least one value");
+    std::vector<Value> declared;
+    for (size_t i = 0; i < outs.size(); ++i) declared.push_back(parse_declaration(outs[i], where + "/out/" + std::to_string(i), false));
+
+    if (custom) op.custom = read_custom(j, op, declared, where);
+    if (j.contains("sub")) {
+      std::map<std::string, ValueId> mine;
+      // The decomposition's own names live in a nested scope; the op's outputs are pre-declared
+      // there so the last sub-ops can define them.
+      std::vector<ValueId> out_ids;
+      for (size_t i = 0; i < declared.size(); ++i) out_ids.push_back(claim_output(declared[i], where + "/out/" + std::to_string(i), parent_outs));
+      for (size_t i = 0; i < declared.size(); ++i) mine[declared[i].name] = out_ids[i];
+      scope_.push();
+      const json& sub = list_at(j["sub"], where + "/sub");
+      std::set<ValueId> defined_by_sub;
+      for (size_t i = 0; i < sub.size(); ++i) {
+        op.sub.push_back(read_op(sub[i], where + "/sub/" + std::to_string(i), mine));
+        for (ValueId v : op.sub.back().outs) defined_by_sub.insert(v);
+      }
+      scope_.pop();
+      for (size_t i = 0; i < out_ids.size(); ++i)
+        if (!defined_by_sub.count(out_ids[i]))
+          throw UserError(where + "/sub", "the decomposition does not define output \"" + declared[i].name + "\"");
+      op.outs = out_ids;
+      for (size_t i = 0; i < out_ids.size(); ++i) scope_.define(declared[i].name, out_ids[i]);
+    } else {
+      for (size_t i = 0; i < declared.size(); ++i) op.outs.push_back(claim_output(declared[i], where + "/out/" + std::to_string(i), parent_outs));
+      for (size_t i = 0; i < declared.size(); ++i) scope_.define(declared[i].name, op.outs[i]);
+    }
+    return op;
+  }
+
+  // Inside a decomposition an output named like one of the enclosing op's is that value (and must
+  // be declared the same); any other name is a new value.
+  ValueId claim_output(const Value& v, const std::string& where, const std::map<std::string, ValueId>& parent_outs) {
+    auto it = parent_outs.find(v.name);
+    if (it == parent_outs.end()) {
+      if (!names_.back().insert(v.name).second) throw UserError(where + "/name", "value \"" + v.name + "\" is defined twice");
+      return t_.add_value(v);
+    }
+    const Value& outer = t_.value(it->second);
+    if (outer.is_scalar != v.is_scalar || outer.dtype != v.dtype || outer.shape != v.shape)
+      throw UserError(where, "\"" + v.name + "\" is declared differently here than by the op this decomposes");
+    return it->second;
+  }
+
+  // Binds positional and keyword arguments to the op's signature the way Python does.
+  void bind(Op& op, const std::vector<std::pair<std::string, const json*>>& positional,
+            const std::vector<std::pair<std::string, const json*>>& keyword, const std::vector<std::string>& keyword_names,
+            const std::string& where) {
+    const auto& params = op.info->params;
+    std::vector<const json*> bound(params.size(), nullptr);
+    std::vector<std::string> bound_where(params.size());
+    size_t positional_slots = 0;
+    while (positional_slots < params.size() && !params[positional_slots].keyword_only) ++positional_slots;
+    if (positional.size() > positional_slots)
+      throw UserError(positional[positional_slots].first, std::string(op.info->id) + " takes " + std::to_string(positional_slots) +
+                                                           " positional argument" + (positional_slots == 1 ? "" : "s") + " but " +
+                                                           std::to_string(positional.size()) + " were given");
+    for (size_t i = 0; i < positional.size(); ++i) {
+      bound[i] = positional[i].second;
+      bound_where[i] = positional[i].first;
+    }
+    for (size_t k = 0; k < keyword.size(); ++k) {
+      size_t i = 0;
+      while (i < params.size() && params[i].name != keyword_names[k]) ++i;
+      if (i == params.size()) throw UserError(keyword[k].first, std::string(op.info->id) + " has no parameter \"" + keyword_names[k] + "\"");
+      if (bound[i]) throw UserError(keyword[k].first, "argument \"" + keyword_names[k] + "\" is given twice");
+      bound[i] = keyword[k].second;
+      bound_where[i] = keyword[k].first;
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!bound[i]) {
+        if (!params[i].has_default)
+          throw UserError(where, std::string(op.info->id) + " is missing its argument \"" + std::string(params[i].name) + "\"");
+        op.args.push_back(params[i].default_value);
+        op.arg_where.push_back("");
+        continue;
+      }
+      op.args.push_back(typed_arg(*bound[i], params[i], bound_where[i]));
+      op.arg_where.push_back(bound_where[i]);
+    }
+  }
+
+  Arg typed_arg(const json& j, const Param& param, const std::string& where) {
+    Arg a = literal_or_ref(j, where, 1);
+    auto expect = [&](bool ok, const char* what) {
+      if (!ok) throw UserError(where, "argument \"" + std::string(param.name) + "\" must be " + what + ", got " + kind_name(j));
+    };
+    auto is_tensor = [&](const Arg& x) { return x.is_value() && !t_.value(x.value).is_scalar; };
+    auto is_scalar_value = [&](const Arg& x) { return x.is_value() && t_.value(x.value).is_scalar; };
+    auto is_int_list = [&](const Arg& x) {
+      if (x.kind != Arg::Kind::list) return false;
+      for (const Arg& i : x.items)
+        if (i.kind != Arg::Kind::integer) return false;
+      return true;
+    };
+    switch (param.kind) {
+      case ParamKind::tensor: expect(is_tensor(a), "a tensor"); break;
+      case ParamKind::tensor_or_number: expect(a.is_value() || a.is_number(), "a tensor or a number"); break;
+      case ParamKind::number: expect(a.is_number() || is_scalar_value(a), "a number"); break;
+      case ParamKind::integer: expect(a.kind == Arg::Kind::integer, "an integer"); break;
+      case ParamKind::optional_integer: expect(a.kind == Arg::Kind::integer || a.kind == Arg::Kind::none, "an integer or null"); break;
+      case ParamKind::int_list: expect(is_int_list(a), "a list of integers"); break;
+      case ParamKind::optional_int_list: expect(is_int_list(a) || a.kind == Arg::Kind::none, "a list of integers or null"); break;
+      case ParamKind::dtype: expect(a.kind == Arg::Kind::dtype, "a dtype literal such as {\"dtype\": \"f32\"}"); break;
+      case ParamKind::device: expect(a.kind == Arg::Kind::device || a.kind == Arg::Kind::string, "a device literal such as {\"device\": \"cuda:0\"}"); break;
+      case ParamKind::tensor_list: {
+        bool ok = a.kind == Arg::Kind::list && !a.items.empty();
+        for (const Arg& x : a.items) ok = ok && is_tensor(x);
+        expect(ok, "a non-empty list of tensors");
+        break;
+      }
+      case ParamKind::padding_config: {
+        bool ok = a.kind == Arg::Kind::list;
+        for (const Arg& x : a.items) ok = ok && is_int_list(x) && x.items.size() == 3;
+        expect(ok, "a list of [lo, hi, interior] integer triples");
+        break;
+      }
+    }
+    return a;
+  }
+
+  Arg literal_or_ref(const json& j, const std::string& where, int depth) {
+    if (depth > kMaxDepth) throw UserError(where, "arguments nest deeper than " + std::to_string(kMaxDepth) + " levels");
+    Arg a;
+    switch (j.type()) {
+      case json::value_t::null: return a;
+      case json::value_t::boolean: return Arg::of_bool(j.get<bool>());
+      case json::value_t::number_unsigned:
+        if (j.get<uint64_t>() > uint64_t(INT64_MAX)) throw UserError(where, "integer " + j.dump() + " overflows 64 bits");
+        return Arg::of_int(j.get<int64_t>());
+      case json::value_t::number_integer: return Arg::of_int(j.get<int64_t>());
+      case json::value_t::number_float: return Arg::of_real(j.get<double>());
+      case json::value_t::string: return Arg::of_value(reference(j, where));
+      case json::value_t::array: {
+        std::vector<Arg> items;
+        for (size_t i = 0; i < j.size(); ++i) items.push_back(literal_or_ref(j[i], where + "/" + std::to_string(i), depth + 1));
+        return Arg::of_list(std::move(items));
+      }
+      case json::value_t::object: return typed_literal(j, where);
+      default: throw UserError(where, "unsupported argument " + kind_name(j));
+    }
+  }
+
+  Arg typed_literal(const json& j, const std::string& where) {
+    if (j.size() != 1) throw UserError(where, "a typed literal has exactly one key (dtype, device, str or float)");
+    auto it = j.begin();
+    std::string w = where + "/" + escape_pointer_token(it.key());
+    std::string text = string_at(it.value(), w);
+    Arg a;
+    if (it.key() == "dtype") {
+      auto dt = parse_dtype(text);
+      if (!dt) throw UserError(w, "unknown dtype \"" + text + "\"");
+      return Arg::of_dtype(*dt);
+    }
+    if (it.key() == "device") { a.kind = Arg::Kind::device; a.text = text; return a; }
+    if (it.key() == "str") { a.kind = Arg::Kind::string; a.text = text; return a; }
+    if (it.key() == "float") {
+      if (text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
+      if (text == "-inf") return Arg::of_real(-std::numeric_limits<double>::infinity());
+      if (text == "nan") return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
+      throw UserError(w, "a float literal is \"inf\", \"-inf\" or \"nan\", not \"" + text + "\"");
+    }
+    throw UserError(where, "unknown typed literal \"" + it.key() + "\" (expected dtype, device, str or float)");
+  }
+
+  // fwd/bwd bodies of a custom-gradient op: each its own scope and naming domain.
+  std::shared_ptr<const CustomGrad> read_custom(const json& j, const Op& op, const std::vector<Value>& outs, const std::string& where) {
+    auto grad = std::make_shared<CustomGrad>();
+    std::vector<const Value*> tensor_args;
+    for (const Arg& a : op.args)
+      if (a.is_value() && !t_.value(a.value).is_scalar) tensor_args.push_back(&t_.value(a.value));
+    grad->fwd = read_body(require(j, where, "fwd"), where + "/fwd", true);
+    grad->bwd = read_body(require(j, where, "bwd"), where + "/bwd", false);
+    const SubTrace& fwd = grad->fwd;
+    const SubTrace& bwd = grad->bwd;
+    auto same_type = [&](ValueId id, const Value& v) {
+      const Value& x = t_.value(id);
+      return x.is_scalar == v.is_scalar && x.dtype == v.dtype && x.shape == v.shape;
+    };
+    if (fwd.inputs.size() != tensor_args.size())
+      throw UserError(where + "/fwd/inputs", "has " + std::to_string(fwd.inputs.size()) + " inputs for " + std::to_string(tensor_args.size()) + " tensor arguments");
+    for (size_t i = 0; i < fwd.inputs.size(); ++i)
+      if (!same_type(fwd.inputs[i], *tensor_args[i])) throw UserError(where + "/fwd/inputs/" + std::to_string(i), "does not match the type of tensor argument " + std::to_string(i));
+    if (fwd.outputs.size() != outs.size()) throw UserError(where + "/fwd/outputs", "has " + std::to_string(fwd.outputs.size()) + " outputs for the op's " + std::to_string(outs.size()));
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (fwd.outputs[i] == kNoValue || !same_type(fwd.outputs[i], outs[i])) throw UserError(where + "/fwd/outputs/" + std::to_string(i), "does not match the op's output \"" + outs[i].name + "\"");
+    size_t expect_inputs = outs.size() + fwd.saved.size();
+    if (bwd.inputs.size() != expect_inputs)
+      throw UserError(where + "/bwd/inputs", "expected " + std::to_string(expect_inputs) + " inputs (one cotangent per forward output, then the saved values), got " + std::to_string(bwd.inputs.size()));
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (!same_type(bwd.inputs[i], outs[i])) throw UserError(where + "/bwd/inputs/" + std::to_string(i), "the cotangent of \"" + outs[i].name + "\" must have its type");
+    for (size_t i = 0; i < fwd.saved.size(); ++i)
+      if (!same_type(bwd.inputs[outs.size() + i], t_.value(fwd.saved[i])))
+        throw UserError(where + "/bwd/inputs/" + std::to_string(outs.size() + i), "does not match the type of saved value \"" + t_.value(fwd.saved[i]).name + "\"");
+    if (bwd.outputs.size() != tensor_args.size())
+      throw UserError(where + "/bwd/outputs", "needs one gradient (or null) per tensor argument: " + std::to_string(tensor_args.size()));
+    for (size_t i = 0; i < bwd.outputs.size(); ++i)
+      if (bwd.outputs[i] != kNoValue && !same_type(bwd.outputs[i], *tensor_args[i]))
+        throw UserError(where + "/bwd/outputs/" + std::to_string(i), "the gradient must have the type of tensor argument " + std::to_string(i));
+    return grad;
+  }
+
+  SubTrace read_body(const json& j, const std::string& where, bool is_fwd) {
+    expect_object(j, where);
+    Scope outer = std::move(scope_);
+    scope_ = Scope();
+    scope_.push();
+    names_.emplace_back();
+    SubTrace body;
+    const json& inputs = list_at(require(j, where, "inputs"), where + "/inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) body.inputs.push_back(declare(inputs[i], where + "/inputs/" + std::to_string(i), false));
+    body.ops = read_ops(list_at(require(j, where, "ops"), where + "/ops"), where + "/ops");
+    const json& outputs = list_at(require(j, where, "outputs"), where + "/outputs");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string w = where + "/outputs/" + std::to_string(i);
+      body.outputs.push_back(outputs[i].is_null() && !is_fwd ? kNoValue : reference(outputs[i], w));
+    }
+    if (is_fwd && j.contains("saved")) {
+      const json& saved = list_at(j["saved"], where + "/saved");
+      for (size_t i = 0; i < saved.size(); ++i) body.saved.push_back(reference(saved[i], where + "/saved/" + std::to_string(i)));
+    }
+    names_.pop_back();
+    scope_ = std::move(outer);
+    return body;
+  }
+};
+
+// line:col of a byte offset, for syntax errors.
+std::string line_col(const std::string& text, size_t byte) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+}  // namespace
+
+Trace read_trace(const std::string& text) {
+  json doc;
+  try {
+    // The callback refuses deep nesting before the parser builds it.
+    doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth) throw UserError("", "JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
+      return true;
+    });
+  } catch (const json::parse_error& e) {
+    std::string message = e.what();
+    auto pos = message.find("syntax error");
+    throw UserError(line_col(text, e.byte > 0 ? e.byte - 1 : 0), "invalid JSON: " + (pos == std::string::npos ? message : message.substr(pos)));
+  } catch (UserError& e) {
+    throw UserError("/", e.what());
+  }
+  Trace trace;
+  Reader(trace).read(doc);
+  verify(trace);
+  return trace;
+}
+
+Trace read_trace_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("", "cannot open file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return read_trace(buf.str());
+}
+
+}  // namespace tg

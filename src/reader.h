@@ -1,0 +1,15 @@
+// Reader: trace JSON (format v1, shared/trace-format.md) -> verified Trace.
+// Every error is a UserError naming the JSON pointer of the offending element, or line:col for
+// JSON syntax errors.
+#pragma once
+#include <string>
+
+#include "thunder_gen/ir.h"
+
+namespace tg {
+
+// Parses and verifies `text`. Deeply nested input is refused rather than recursed into.
+Trace read_trace(const std::string& text);
+Trace read_trace_file(const std::string& path);
+
+}  // namespace tg

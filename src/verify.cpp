@@ -1,0 +1,125 @@
+#include "verify.h"
+
+#include <map>
+#include <string>
+
+#include "thunder_gen/diagnostics.h"
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+namespace {
+
+std::string type_str(const Value& v) {
+  if (v.is_scalar) return std::string(dtype_name(v.dtype)) + " scalar";
+  std::string s = std::string(dtype_name(v.dtype)) + "[";
+  for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
+  return s + "]";
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Trace& t) : t_(t), defined_(t.values.size(), false) {}
+
+  void run() {
+    for (ValueId id : t_.inputs) define(id, "/inputs");
+    ops(t_.ops);
+    for (size_t i = 0; i < t_.outputs.size(); ++i) use(t_.outputs[i], "/outputs/" + std::to_string(i));
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<bool> defined_;
+  std::map<std::string, ValueId> names_;  // a name belongs to one value in its naming domain
+
+  void define(ValueId id, const std::string& where) {
+    if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where, "defines a value that does not exist");
+    if (defined_[id]) throw UserError(where, "value \"" + t_.value(id).name + "\" is defined twice");
+    auto [it, fresh] = names_.emplace(t_.value(id).name, id);
+    if (!fresh && it->second != id) throw UserError(where, "the name \"" + t_.value(id).name + "\" is used by two values");
+    defined_[id] = true;
+  }
+  void use(ValueId id, const std::string& where) const {
+    if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where, "refers to a value that does not exist");
+    if (!defined_[id]) throw UserError(where, "value \"" + t_.value(id).name + "\" is used before it is defined");
+  }
+  void uses(const Arg& a, const std::string& where) const {
+    if (a.is_value()) use(a.value, where);
+    for (const Arg& item : a.items) uses(item, where);
+  }
+
+  void ops(const std::vector<Op>& list) {
+    for (const Op& op : list) one(op);
+  }
+
+  void one(const Op& op) {
+    for (size_t i = 0; i < op.args.size(); ++i) uses(op.args[i], arg_where(op, int(i)));
+    for (const auto& [name, a] : op.kwargs) uses(a, op.where + "/kwargs/" + name);
+    if (op.outs.empty()) throw UserError(op.where, "defines no value");
+    if (!op.sub.empty()) {
+      // A decomposition defines the op's outputs itself; its other values stay private to it.
+      std::vector<bool> before = defined_;
+      ops(op.sub);
+      for (ValueId out : op.outs)
+        if (!defined_[out]) throw UserError(op.where + "/sub", "the decomposition does not define \"" + t_.value(out).name + "\"");
+      defined_ = std::move(before);
+    }
+    for (size_t i = 0; i < op.outs.size(); ++i) define(op.outs[i], op.where + "/out/" + std::to_string(i));
+    if (op.custom) {
+      body(op.custom->fwd, op.where + "/fwd");
+      body(op.custom->bwd, op.where + "/bwd");
+    }
+    if (op.info && op.info->rule) check_types(op);
+    if (!op.info && op.sub.empty() && !op.custom) throw UserError(op.where + "/op", "unknown op \"" + op.symbol + "\" has no rule and no decomposition");
+  }
+
+  void body(const SubTrace& b, const std::string& where) {
+    Verifier inner(t_);
+    for (size_t i = 0; i < b.inputs.size(); ++i) inner.define(b.inputs[i], where + "/inputs/" + std::to_string(i));
+    inner.ops(b.ops);
+    for (size_t i = 0; i < b.outputs.size(); ++i)
+      if (b.outputs[i] != kNoValue) inner.use(b.outputs[i], where + "/outputs/" + std::to_string(i));
+    for (size_t i = 0; i < b.saved.size(); ++i) inner.use(b.saved[i], where + "/saved/" + std::to_string(i));
+  }
+
+  static std::string arg_where(const Op& op, int i) {
+    if (i >= 0 && size_t(i) < op.arg_where.size() && !op.arg_where[i].empty()) return op.arg_where[i];
+    if (i >= 0 && op.info && size_t(i) < op.info->params.size()) return op.where + "/args/" + std::to_string(i);
+    return op.where;
+  }
+
+  void check_types(const Op& op) const {
+    std::vector<OutType> expected;
+    try {
+      expected = op.info->rule(t_, op);
+    } catch (const RuleError& e) {
+      throw UserError(arg_where(op, e.arg), std::string(op.info->id) + ": " + e.message);
+    }
+    if (expected.size() != op.outs.size())
+      throw UserError(op.where + "/out", std::string(op.info->id) + " defines " + std::to_string(expected.size()) + " value" +
+                                             (expected.size() == 1 ? "" : "s") + ", not " + std::to_string(op.outs.size()));
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const Value& v = t_.value(op.outs[i]);
+      if (v.is_scalar || v.dtype != expected[i].dtype || v.shape != expected[i].shape) {
+        Value want;
+        want.dtype = expected[i].dtype;
+        want.shape = expected[i].shape;
+        throw UserError(op.where + "/out/" + std::to_string(i), std::string(op.info->id) + " gives " + type_str(want) + ", but \"" +
+                                                                     v.name + "\" is declared " + type_str(v));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void verify(const Trace& trace) { Verifier(trace).run(); }
+
+void verify_pass(const Trace& trace, std::string_view pass) {
+  try {
+    verify(trace);
+  } catch (const UserError& e) {
+    throw InternalError("pass " + std::string(pass) + " produced an invalid trace: " + e.where + ": " + e.what());
+  }
+}
+
+}  // namespace tg

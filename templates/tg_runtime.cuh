@@ -1,0 +1,293 @@
+// thunder-gen device runtime: the helpers generated kernels call. Written into every output
+// folder by thunder-gen; compiles three ways from the same text:
+//   nvcc (__CUDACC__), NVRTC (__CUDACC_RTC__: no standard headers), and g++ for host emulation
+//   (neither defined: tg_emu.h turns CUDA threads into fibers).
+// 16-bit floats are stored as raw bits (tg::half, tg::bfloat16) and computed in float: one
+// rounding per stored output, round-to-nearest-even.
+#pragma once
+
+#if defined(__CUDACC_RTC__)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#else
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#endif
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TG_INFINITY __int_as_float(0x7f800000)
+#else
+#define TG_INFINITY std::numeric_limits<float>::infinity()
+#endif
+
+// Host code that never sees a kernel (the harness, the host side of an NVRTC build) needs only
+// the storage types.
+#if defined(TG_NVRTC_HOST) && !defined(TG_HOST_ONLY)
+#define TG_HOST_ONLY
+#endif
+
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(TG_HOST_ONLY)
+#include "tg_emu.h"
+#endif
+
+#if defined(TG_HOST_ONLY)
+#define TG_HD inline
+#else
+#define TG_HD __host__ __device__ __forceinline__
+#endif
+
+namespace tg {
+
+// ---- storage types -------------------------------------------------------------------------
+
+struct half { uint16_t bits; };
+struct bfloat16 { uint16_t bits; };
+
+TG_HD uint32_t float_bits(float f) {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+  return __float_as_uint(f);
+#else
+  uint32_t u; std::memcpy(&u, &f, 4); return u;
+#endif
+}
+TG_HD float bits_float(uint32_t u) {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+  return __uint_as_float(u);
+#else
+  float f; std::memcpy(&f, &u, 4); return f;
+#endif
+}
+
+TG_HD float to_float(bfloat16 h) { return bits_float(uint32_t(h.bits) << 16); }
+TG_HD bfloat16 to_bfloat16(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bfloat16{uint16_t((u >> 16) | 0x40)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return bfloat16{uint16_t(u >> 16)};
+}
+
+TG_HD float to_float(half h) {
+  uint32_t sign = uint32_t(h.bits & 0x8000u) << 16, exp = (h.bits >> 10) & 0x1fu, man = h.bits & 0x3ffu;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    if (man == 0) return bits_float(sign);
+    // subnormal: value = man * 2^-24
+    float f = float(man) * (1.0f / 16777216.0f);
+    return sign ? -f : f;
+  }
+  return bits_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+TG_HD half to_half(float f) {
+  uint32_t u = float_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return half{uint16_t(sign | 0x7e00u)};             // NaN
+  if (a >= 0x477ff000u) return half{uint16_t(sign | 0x7c00u)};            // rounds to inf
+  if (a < 0x38800000u) {                                                  // subnormal or zero
+    float scaled = bits_float(a) * 16777216.0f;                           // value / 2^-24
+    uint32_t m = uint32_t(scaled);
+    float rest = scaled - float(m);
+    if (rest > 0.5f || (rest == 0.5f && (m & 1u))) ++m;
+    return half{uint16_t(sign | m)};
+  }
+  uint32_t rounded = a + 0xfffu + ((a >> 13) & 1u);
+  return half{uint16_t(sign | ((rounded - 0x38000000u) >> 13))};
+}
+
+// ---- loads and stores: storage type <-> compute type ----------------------------------------
+
+template <class T> TG_HD T load(const T* p, int64_t i) { return p[i]; }
+TG_HD float load(const half* p, int64_t i) { return to_float(p[i]); }
+TG_HD float load(const bfloat16* p, int64_t i) { return to_float(p[i]); }
+template <class T, class V> TG_HD void store(T* p, int64_t i, V v) { p[i] = static_cast<T>(v); }
+template <class V> TG_HD void store(half* p, int64_t i, V v) { p[i] = to_half(float(v)); }
+template <class V> TG_HD void store(bfloat16* p, int64_t i, V v) { p[i] = to_bfloat16(float(v)); }
+
+// Explicit conversions inside a kernel round like a store would.
+TG_HD float round_to_half(float x) { return to_float(to_half(x)); }
+TG_HD float round_to_bfloat16(float x) { return to_float(to_bfloat16(x)); }
+
+#if !defined(TG_HOST_ONLY)
+
+// ---- math: one name per op, overloaded by compute type ----------------------------------------
+// Floats use the CUDA math library (libm under emulation); integer overloads follow PyTorch.
+
+#define TG_UNARY_FLOAT(name, f32, f64) \
+  TG_HD float name(float x) { return f32(x); } \
+  TG_HD double name(double x) { return f64(x); }
+TG_UNARY_FLOAT(exp, expf, ::exp)
+TG_UNARY_FLOAT(exp2, exp2f, ::exp2)
+TG_UNARY_FLOAT(expm1, expm1f, ::expm1)
+TG_UNARY_FLOAT(log, logf, ::log)
+TG_UNARY_FLOAT(log1p, log1pf, ::log1p)
+TG_UNARY_FLOAT(log2, log2f, ::log2)
+TG_UNARY_FLOAT(log10, log10f, ::log10)
+TG_UNARY_FLOAT(sqrt, sqrtf, ::sqrt)
+TG_UNARY_FLOAT(rsqrt, rsqrtf, ::rsqrt)
+TG_UNARY_FLOAT(sin, sinf, ::sin)
+TG_UNARY_FLOAT(cos, cosf, ::cos)
+TG_UNARY_FLOAT(tan, tanf, ::tan)
+TG_UNARY_FLOAT(tanh, tanhf, ::tanh)
+TG_UNARY_FLOAT(sinh, sinhf, ::sinh)
+TG_UNARY_FLOAT(cosh, coshf, ::cosh)
+TG_UNARY_FLOAT(asin, asinf, ::asin)
+TG_UNARY_FLOAT(acos, acosf, ::acos)
+TG_UNARY_FLOAT(atan, atanf, ::atan)
+TG_UNARY_FLOAT(asinh, asinhf, ::asinh)
+TG_UNARY_FLOAT(acosh, acoshf, ::acosh)
+TG_UNARY_FLOAT(atanh, atanhf, ::atanh)
+TG_UNARY_FLOAT(erf, erff, ::erf)
+TG_UNARY_FLOAT(erfc, erfcf, ::erfc)
+TG_UNARY_FLOAT(erfinv, erfinvf, ::erfinv)
+TG_UNARY_FLOAT(floor, floorf, ::floor)
+TG_UNARY_FLOAT(ceil, ceilf, ::ceil)
+TG_UNARY_FLOAT(round, rintf, ::rint)  // half to even, like torch.round
+TG_UNARY_FLOAT(trunc, truncf, ::trunc)
+#undef TG_UNARY_FLOAT
+
+TG_HD float reciprocal(float x) { return 1.0f / x; }
+TG_HD double reciprocal(double x) { return 1.0 / x; }
+
+// Integer rounding is the identity.
+template <class T> TG_HD T floor(T x) { return x; }
+template <class T> TG_HD T ceil(T x) { return x; }
+template <class T> TG_HD T round(T x) { return x; }
+template <class T> TG_HD T trunc(T x) { return x; }
+
+TG_HD float abs(float x) { return fabsf(x); }
+TG_HD double abs(double x) { return ::fabs(x); }
+template <class T> TG_HD T abs(T x) { return x < 0 ? T(-x) : x; }
+
+template <class T> TG_HD T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T(0))); }
+TG_HD bool sign(bool x) { return x; }
+// Classification from the bits, so the three compilers agree without <cmath> macros.
+TG_HD uint64_t double_bits(double d) {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+  return uint64_t(__double_as_longlong(d));
+#else
+  uint64_t u; std::memcpy(&u, &d, 8); return u;
+#endif
+}
+TG_HD bool signbit(float x) { return (float_bits(x) >> 31) != 0; }
+TG_HD bool signbit(double x) { return (double_bits(x) >> 63) != 0; }
+template <class T> TG_HD bool signbit(T x) { return x < 0; }
+TG_HD bool isfinite(float x) { return (float_bits(x) & 0x7f800000u) != 0x7f800000u; }
+TG_HD bool isfinite(double x) { return (double_bits(x) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull; }
+template <class T> TG_HD bool isfinite(T) { return true; }
+TG_HD bool bitwise_not(bool x) { return !x; }
+template <class T> TG_HD T bitwise_not(T x) { return T(~x); }
+
+// Division: true division for floats, truncation for integers (prims.div).
+TG_HD float div(float a, float b) { return a / b; }
+TG_HD double div(double a, double b) { return a / b; }
+template <class T> TG_HD T div(T a, T b) { return T(a / b); }
+
+TG_HD float pow(float a, float b) { return powf(a, b); }
+TG_HD double pow(double a, double b) { return ::pow(a, b); }
+template <class T> TG_HD T pow(T base, T e) {
+  if (e < 0) return base == 1 ? T(1) : base == T(-1) ? T((e & 1) ? -1 : 1) : T(0);
+  T r = 1;
+  for (; e > 0; e >>= 1, base = T(base * base))
+    if (e & 1) r = T(r * base);
+  return r;
+}
+
+TG_HD float fmod(float a, float b) { return fmodf(a, b); }
+TG_HD double fmod(double a, double b) { return ::fmod(a, b); }
+template <class T> TG_HD T fmod(T a, T b) { return T(a % b); }
+
+// remainder takes the sign of the divisor (Python's %).
+TG_HD float remainder(float a, float b) { float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+TG_HD double remainder(double a, double b) { double r = ::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+template <class T> TG_HD T remainder(T a, T b) { T r = T(a % b); return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r; }
+
+TG_HD float atan2(float a, float b) { return atan2f(a, b); }
+TG_HD double atan2(double a, double b) { return ::atan2(a, b); }
+
+// maximum/minimum propagate NaN, like torch.maximum.
+template <class T> TG_HD T maximum(T a, T b) { return (a != a) ? a : (b != b) ? b : (a > b ? a : b); }
+template <class T> TG_HD T minimum(T a, T b) { return (a != a) ? a : (b != b) ? b : (a < b ? a : b); }
+
+template <class T> TG_HD T shift_left(T a, T b) { return T(a << b); }
+template <class T> TG_HD T shift_right(T a, T b) { return T(a >> b); }
+
+TG_HD float lerp(float a, float b, float w) { return w < 0.5f ? a + w * (b - a) : b - (b - a) * (1.0f - w); }
+TG_HD double lerp(double a, double b, double w) { return w < 0.5 ? a + w * (b - a) : b - (b - a) * (1.0 - w); }
+
+// ---- reductions --------------------------------------------------------------------------------
+
+template <class T> struct Sum { static TG_HD T init() { return T(0); } static TG_HD T combine(T a, T b) { return a + b; } };
+template <class T> struct Prod { static TG_HD T init() { return T(1); } static TG_HD T combine(T a, T b) { return a * b; } };
+template <class T> struct Max {
+  static TG_HD T init();
+  static TG_HD T combine(T a, T b) { return maximum(a, b); }
+};
+template <class T> struct Min {
+  static TG_HD T init();
+  static TG_HD T combine(T a, T b) { return minimum(a, b); }
+};
+template <> TG_HD float Max<float>::init() { return -TG_INFINITY; }
+template <> TG_HD double Max<double>::init() { return -double(TG_INFINITY); }
+template <> TG_HD float Min<float>::init() { return TG_INFINITY; }
+template <> TG_HD double Min<double>::init() { return double(TG_INFINITY); }
+template <> TG_HD bool Max<bool>::init() { return false; }
+template <> TG_HD bool Min<bool>::init() { return true; }
+#define TG_INT_LIMITS(T, lo, hi) \
+  template <> TG_HD T Max<T>::init() { return lo; } \
+  template <> TG_HD T Min<T>::init() { return hi; }
+TG_INT_LIMITS(uint8_t, 0, 0xff)
+TG_INT_LIMITS(int8_t, -128, 127)
+TG_INT_LIMITS(int16_t, -32768, 32767)
+TG_INT_LIMITS(int32_t, (-2147483647 - 1), 2147483647)
+TG_INT_LIMITS(int64_t, (-9223372036854775807LL - 1), 9223372036854775807LL)
+#undef TG_INT_LIMITS
+
+// argmax/argmin carry (value, index); ties keep the smaller index, NaN wins (like PyTorch).
+template <class T> struct ArgPair { T value; int64_t index; };
+template <class T, bool IsMax> struct ArgBest {
+  static TG_HD ArgPair<T> init() { return ArgPair<T>{IsMax ? Max<T>::init() : Min<T>::init(), -1}; }
+  static TG_HD ArgPair<T> combine(ArgPair<T> a, ArgPair<T> b) {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    bool a_nan = a.value != a.value, b_nan = b.value != b.value;
+    if (a_nan || b_nan) return (a_nan && (!b_nan || a.index < b.index)) ? a : b;
+    bool b_better = IsMax ? (b.value > a.value) : (b.value < a.value);
+    if (b_better || (b.value == a.value && b.index < a.index)) return b;
+    return a;
+  }
+};
+
+template <class T> __device__ __forceinline__ T shuffle_xor(T v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
+template <class T> __device__ __forceinline__ ArgPair<T> shuffle_xor(ArgPair<T> v, int lane_mask) {
+  return ArgPair<T>{__shfl_xor_sync(0xffffffffu, v.value, lane_mask), __shfl_xor_sync(0xffffffffu, v.index, lane_mask)};
+}
+__device__ __forceinline__ bool shuffle_xor(bool v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, int(v), lane_mask) != 0; }
+#define TG_SHUFFLE_VIA_INT(T) \
+  __device__ __forceinline__ T shuffle_xor(T v, int lane_mask) { return T(__shfl_xor_sync(0xffffffffu, int(v), lane_mask)); }
+TG_SHUFFLE_VIA_INT(int8_t)
+TG_SHUFFLE_VIA_INT(uint8_t)
+TG_SHUFFLE_VIA_INT(int16_t)
+#undef TG_SHUFFLE_VIA_INT
+
+// Reduces one value per thread over the whole block; every thread gets the result. blockDim.x
+// must be a multiple of 32. Safe to call repeatedly: it syncs before reusing its scratch.
+template <class Op, class T> __device__ T block_reduce(T v) {
+  __shared__ T scratch[32];
+  for (int m = 16; m > 0; m >>= 1) v = Op::combine(v, shuffle_xor(v, m));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : Op::init();
+  for (int m = 16; m > 0; m >>= 1) v = Op::combine(v, shuffle_xor(v, m));
+  return v;
+}
+
+#endif  // !TG_HOST_ONLY
+
+}  // namespace tg
