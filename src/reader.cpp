@@ -404,9 +404,9 @@ class Reader {
   // fwd/bwd bodies of a custom-gradient op: each its own scope and naming domain.
   std::shared_ptr<const CustomGrad> read_custom(const json& j, const Op& op, const std::vector<Value>& outs, const std::string& where) {
     auto grad = std::make_shared<CustomGrad>();
-    std::vector<const Value*> tensor_args;
+    std::vector<ValueId> tensor_args;  // ids: reading the bodies adds values and moves Trace::values
     for (const Arg& a : op.args)
-      if (a.is_value() && !t_.value(a.value).is_scalar) tensor_args.push_back(&t_.value(a.value));
+      if (a.is_value() && !t_.value(a.value).is_scalar) tensor_args.push_back(a.value);
     grad->fwd = read_body(require(j, where, "fwd"), where + "/fwd", true);
     grad->bwd = read_body(require(j, where, "bwd"), where + "/bwd", false);
     const SubTrace& fwd = grad->fwd;
@@ -418,7 +418,7 @@ class Reader {
     if (fwd.inputs.size() != tensor_args.size())
       throw UserError(where + "/fwd/inputs", "has " + std::to_string(fwd.inputs.size()) + " inputs for " + std::to_string(tensor_args.size()) + " tensor arguments");
     for (size_t i = 0; i < fwd.inputs.size(); ++i)
-      if (!same_type(fwd.inputs[i], *tensor_args[i])) throw UserError(where + "/fwd/inputs/" + std::to_string(i), "does not match the type of tensor argument " + std::to_string(i));
+      if (!same_type(fwd.inputs[i], t_.value(tensor_args[i]))) throw UserError(where + "/fwd/inputs/" + std::to_string(i), "does not match the type of tensor argument " + std::to_string(i));
     if (fwd.outputs.size() != outs.size()) throw UserError(where + "/fwd/outputs", "has " + std::to_string(fwd.outputs.size()) + " outputs for the op's " + std::to_string(outs.size()));
     for (size_t i = 0; i < outs.size(); ++i)
       if (fwd.outputs[i] == kNoValue || !same_type(fwd.outputs[i], outs[i])) throw UserError(where + "/fwd/outputs/" + std::to_string(i), "does not match the op's output \"" + outs[i].name + "\"");
@@ -433,7 +433,7 @@ class Reader {
     if (bwd.outputs.size() != tensor_args.size())
       throw UserError(where + "/bwd/outputs", "needs one gradient (or null) per tensor argument: " + std::to_string(tensor_args.size()));
     for (size_t i = 0; i < bwd.outputs.size(); ++i)
-      if (bwd.outputs[i] != kNoValue && !same_type(bwd.outputs[i], *tensor_args[i]))
+      if (bwd.outputs[i] != kNoValue && !same_type(bwd.outputs[i], t_.value(tensor_args[i])))
         throw UserError(where + "/bwd/outputs/" + std::to_string(i), "the gradient must have the type of tensor argument " + std::to_string(i));
     return grad;
   }

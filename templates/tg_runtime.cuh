@@ -21,11 +21,7 @@ typedef unsigned long long uint64_t;
 #include <cstring>
 #include <limits>
 #endif
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define TG_INFINITY __int_as_float(0x7f800000)
-#else
-#define TG_INFINITY std::numeric_limits<float>::infinity()
-#endif
+#define TG_INFINITY tg::bits_float(0x7f800000u)
 
 // Host code that never sees a kernel (the harness, the host side of an NVRTC build) needs only
 // the storage types.
@@ -50,15 +46,16 @@ namespace tg {
 struct half { uint16_t bits; };
 struct bfloat16 { uint16_t bits; };
 
+// Device passes use the bit-cast intrinsics; host passes (g++, nvcc's host side) use memcpy.
 TG_HD uint32_t float_bits(float f) {
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#if defined(__CUDA_ARCH__)
   return __float_as_uint(f);
 #else
   uint32_t u; std::memcpy(&u, &f, 4); return u;
 #endif
 }
 TG_HD float bits_float(uint32_t u) {
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
   float f; std::memcpy(&f, &u, 4); return f;
@@ -167,7 +164,7 @@ template <class T> TG_HD T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T
 TG_HD bool sign(bool x) { return x; }
 // Classification from the bits, so the three compilers agree without <cmath> macros.
 TG_HD uint64_t double_bits(double d) {
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#if defined(__CUDA_ARCH__)
   return uint64_t(__double_as_longlong(d));
 #else
   uint64_t u; std::memcpy(&u, &d, 8); return u;

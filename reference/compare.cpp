@@ -1,0 +1,52 @@
+#include "compare.h"
+
+#include <cstdio>
+
+namespace tg {
+
+// Set from the rounding unit of each type and the reductions the examples run (sums over up to
+// millions of elements in f32 accumulate a few ulps more than one op); fixed, not tuned per test.
+Tolerance tolerance_for(DType t) {
+  switch (t) {
+    case DType::f64: return {1e-12, 1e-10};
+    case DType::f32: return {1e-5, 1e-5};
+    case DType::f16: return {1e-3, 1e-3};
+    case DType::bf16: return {1e-2, 1.6e-2};
+    default: return {0, 0};
+  }
+}
+
+std::string Comparison::summary() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "max abs err %.3g, max rel err %.3g, %lld mismatching", max_abs_err, max_rel_err, (long long)mismatches);
+  return buf;
+}
+
+Comparison compare(const torch::Tensor& actual, const torch::Tensor& expected, DType t) {
+  Comparison c;
+  if (actual.sizes() != expected.sizes()) {
+    c.ok = false;
+    c.mismatches = -1;
+    return c;
+  }
+  Tolerance tol = tolerance_for(t);
+  torch::Tensor a = actual.to(torch::kDouble).flatten(), e = expected.to(torch::kDouble).flatten();
+  torch::Tensor both_nan = a.isnan() & e.isnan();
+  torch::Tensor same_inf = a.isinf() & e.isinf() & (a == e);
+  torch::Tensor diff = (a - e).abs();
+  torch::Tensor finite = e.isfinite() & a.isfinite();
+  torch::Tensor close = (diff <= tol.atol + tol.rtol * e.abs()) & finite;
+  torch::Tensor good = close | both_nan | same_inf;
+  torch::Tensor bad = ~good;
+  c.mismatches = bad.sum().item<int64_t>();
+  c.ok = c.mismatches == 0;
+  if (finite.any().item<bool>()) {
+    torch::Tensor fd = diff.masked_select(finite);
+    c.max_abs_err = fd.max().item<double>();
+    c.max_rel_err = (fd / e.abs().masked_select(finite).clamp_min(1e-30)).max().item<double>();
+  }
+  if (!c.ok) c.first_mismatch = bad.nonzero().index({0, 0}).item<int64_t>();
+  return c;
+}
+
+}  // namespace tg

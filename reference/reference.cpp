@@ -1,0 +1,263 @@
+#include "reference.h"
+
+#include <functional>
+#include <map>
+
+#include "thunder_gen/diagnostics.h"
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+
+torch::Dtype torch_storage_dtype(DType t) {
+  switch (t) {
+    case DType::b8: return torch::kBool;
+    case DType::u8: return torch::kUInt8;
+    case DType::i8: return torch::kInt8;
+    case DType::i16: return torch::kInt16;
+    case DType::i32: return torch::kInt32;
+    case DType::i64: return torch::kInt64;
+    case DType::f16: return torch::kHalf;
+    case DType::bf16: return torch::kBFloat16;
+    case DType::f32: return torch::kFloat;
+    case DType::f64: return torch::kDouble;
+  }
+  return torch::kFloat;
+}
+
+torch::Dtype torch_compute_dtype(DType t) {
+  return t == DType::f16 || t == DType::bf16 ? torch::kFloat : torch_storage_dtype(t);
+}
+
+namespace {
+
+using torch::Tensor;
+
+std::vector<int64_t> to_vec(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+class Interpreter {
+ public:
+  explicit Interpreter(const Trace& t) : t_(t) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
+    TG_CHECK(inputs.size() == t_.inputs.size(), "reference: wrong number of inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) env_[t_.inputs[i]] = inputs[i].to(torch_compute_dtype(t_.value(t_.inputs[i]).dtype));
+    ops(t_.ops);
+    std::vector<Tensor> out;
+    for (ValueId v : t_.outputs) out.push_back(env_.at(v));
+    return out;
+  }
+
+ private:
+  const Trace& t_;
+  std::map<ValueId, Tensor> env_;
+
+  void ops(const std::vector<Op>& list) {
+    for (const Op& op : list) one(op);
+  }
+
+  void one(const Op& op) {
+    if (op.info && op.info->kind == OpKind::fused_kernel) return ops(op.sub);
+    if (op.info) {
+      std::vector<Tensor> outs = eval(op);
+      for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = outs[i].to(torch_compute_dtype(t_.value(op.outs[i]).dtype)).contiguous();
+      return;
+    }
+    if (op.custom) return custom_forward(op);
+    ops(op.sub);
+  }
+
+  void custom_forward(const Op& op) {
+    const SubTrace& fwd = op.custom->fwd;
+    size_t k = 0;
+    for (const Arg& a : op.args)
+      if (a.is_value() && !t_.value(a.value).is_scalar) env_[fwd.inputs.at(k++)] = env_.at(a.value);
+    ops(fwd.ops);
+    for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = env_.at(fwd.outputs[i]);
+  }
+
+  // An operand as a tensor of dtype `as`: values from the environment, numbers as 0-d tensors.
+  Tensor operand(const Arg& a, torch::Dtype as) const {
+    if (a.is_value()) return env_.at(a.value).to(as);
+    return torch::scalar_tensor(a.kind == Arg::Kind::integer ? torch::Scalar(a.integer) : a.kind == Arg::Kind::boolean ? torch::Scalar(a.boolean) : torch::Scalar(a.real),
+                                torch::TensorOptions().dtype(torch::kDouble))
+        .to(as);
+  }
+
+  DType operand_dtype(const Op& op) const {
+    size_t first = op.info->kind == OpKind::where ? 1 : 0;
+    for (size_t i = first; i < op.args.size(); ++i)
+      if (op.args[i].is_value() && !t_.value(op.args[i].value).is_scalar) return t_.value(op.args[i].value).dtype;
+    return t_.value(op.outs[0]).dtype;
+  }
+
+  std::vector<Tensor> eval(const Op& op) {
+    const Value& out = t_.value(op.outs[0]);
+    const torch::Dtype ct = torch_compute_dtype(out.dtype);
+    auto a = [&](size_t i) { return operand(op.arg(i), torch_compute_dtype(operand_dtype(op))); };
+    auto in = [&] { return env_.at(op.arg(0).value); };
+    auto floating = [&] { return is_float(operand_dtype(op)); };
+    switch (op.info->kind) {
+      case OpKind::abs: return {torch::abs(a(0))};
+      case OpKind::neg: return {torch::neg(a(0))};
+      case OpKind::exp: return {torch::exp(a(0))};
+      case OpKind::exp2: return {torch::exp2(a(0))};
+      case OpKind::expm1: return {torch::expm1(a(0))};
+      case OpKind::log: return {torch::log(a(0))};
+      case OpKind::log1p: return {torch::log1p(a(0))};
+      case OpKind::log2: return {torch::log2(a(0))};
+      case OpKind::log10: return {torch::log10(a(0))};
+      case OpKind::sqrt: return {torch::sqrt(a(0))};
+      case OpKind::rsqrt: return {torch::rsqrt(a(0))};
+      case OpKind::reciprocal: return {torch::reciprocal(a(0))};
+      case OpKind::sin: return {torch::sin(a(0))};
+      case OpKind::cos: return {torch::cos(a(0))};
+      case OpKind::tan: return {torch::tan(a(0))};
+      case OpKind::tanh: return {torch::tanh(a(0))};
+      case OpKind::sinh: return {torch::sinh(a(0))};
+      case OpKind::cosh: return {torch::cosh(a(0))};
+      case OpKind::asin: return {torch::asin(a(0))};
+      case OpKind::acos: return {torch::acos(a(0))};
+      case OpKind::atan: return {torch::atan(a(0))};
+      case OpKind::asinh: return {torch::asinh(a(0))};
+      case OpKind::acosh: return {torch::acosh(a(0))};
+      case OpKind::atanh: return {torch::atanh(a(0))};
+      case OpKind::erf: return {torch::erf(a(0))};
+      case OpKind::erfc: return {torch::erfc(a(0))};
+      case OpKind::erfinv: return {torch::erfinv(a(0))};
+      case OpKind::floor: return {floating() ? torch::floor(a(0)) : a(0)};
+      case OpKind::ceil: return {floating() ? torch::ceil(a(0)) : a(0)};
+      case OpKind::round: return {floating() ? torch::round(a(0)) : a(0)};
+      case OpKind::trunc: return {floating() ? torch::trunc(a(0)) : a(0)};
+      case OpKind::sign: return {torch::sign(a(0))};
+      case OpKind::signbit: return {torch::signbit(a(0))};
+      case OpKind::isfinite: return {torch::isfinite(a(0))};
+      case OpKind::bitwise_not: return {torch::bitwise_not(a(0))};
+      case OpKind::add: return {torch::add(a(0), a(1))};
+      case OpKind::sub: return {torch::sub(a(0), a(1))};
+      case OpKind::mul: return {torch::mul(a(0), a(1))};
+      case OpKind::div: return {floating() ? torch::div(a(0), a(1)) : torch::div(a(0), a(1), "trunc")};
+      case OpKind::pow: return {torch::pow(a(0), a(1))};
+      case OpKind::fmod: return {torch::fmod(a(0), a(1))};
+      case OpKind::remainder: return {torch::remainder(a(0), a(1))};
+      case OpKind::atan2: return {torch::atan2(a(0), a(1))};
+      case OpKind::maximum: return {torch::maximum(a(0), a(1))};
+      case OpKind::minimum: return {torch::minimum(a(0), a(1))};
+      case OpKind::bitwise_and: return {torch::bitwise_and(a(0), a(1))};
+      case OpKind::bitwise_or: return {torch::bitwise_or(a(0), a(1))};
+      case OpKind::bitwise_xor: return {torch::bitwise_xor(a(0), a(1))};
+      case OpKind::bitwise_left_shift: return {torch::bitwise_left_shift(a(0), a(1))};
+      case OpKind::bitwise_right_shift: return {torch::bitwise_right_shift(a(0), a(1))};
+      case OpKind::eq: return {torch::eq(a(0), a(1))};
+      case OpKind::ne: return {torch::ne(a(0), a(1))};
+      case OpKind::lt: return {torch::lt(a(0), a(1))};
+      case OpKind::le: return {torch::le(a(0), a(1))};
+      case OpKind::gt: return {torch::gt(a(0), a(1))};
+      case OpKind::ge: return {torch::ge(a(0), a(1))};
+      case OpKind::where: return {torch::where(operand(op.arg(0), torch::kBool), a(1), a(2))};
+      case OpKind::lerp: return {torch::lerp(a(0), a(1), a(2))};
+      case OpKind::convert_element_type: {
+        // Round through the stored type, then hold it in the compute type.
+        DType to = op.arg(1).dtype;
+        Tensor x = in();
+        if (to == DType::b8) return {x != 0};
+        return {x.to(torch_storage_dtype(to)).to(torch_compute_dtype(to))};
+      }
+      case OpKind::full:
+        return {operand(op.arg(1), ct).expand(to_vec(out.shape)).contiguous()};
+      case OpKind::iota: {
+        int64_t n = op.arg(0).integer, start = op.arg(1).integer, step = op.arg(2).integer;
+        return {torch::arange(0, n, torch::kInt64).mul(step).add(start).to(ct)};
+      }
+      case OpKind::broadcast_in_dim: {
+        Tensor x = in();
+        auto bdims = op.arg(2).int_list();
+        std::vector<int64_t> view(out.shape.size(), 1);
+        for (size_t i = 0; i < bdims.size(); ++i) view[bdims[i]] = x.size(int64_t(i));
+        return {x.reshape(view).expand(to_vec(out.shape))};
+      }
+      case OpKind::reshape:
+      case OpKind::squeeze: return {in().reshape(to_vec(out.shape))};
+      case OpKind::transpose: return {in().permute(op.arg(1).int_list())};
+      case OpKind::slice: {
+        Tensor x = in();
+        auto start = op.arg(1).int_list(), end = op.arg(2).int_list();
+        std::vector<int64_t> strides(start.size(), 1);
+        if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+        for (size_t d = 0; d < start.size(); ++d) x = x.slice(int64_t(d), start[d], end[d], strides[d]);
+        return {x};
+      }
+      case OpKind::pad: return {pad(op)};
+      case OpKind::cat: {
+        std::vector<Tensor> pieces;
+        for (const Arg& p : op.arg(0).items) pieces.push_back(env_.at(p.value));
+        return {torch::cat(pieces, op.arg(1).integer)};
+      }
+      case OpKind::sum:
+      case OpKind::prod:
+      case OpKind::amax:
+      case OpKind::amin: return {reduce(op)};
+      case OpKind::var:
+      case OpKind::var_mean: {
+        auto dims = reduction_dims(t_, op);
+        double correction = op.arg(2).is_value() ? env_.at(op.arg(2).value).item<double>() : op.arg(2).as_double();
+        auto [var, mean] = torch::var_mean(in(), dims, correction, false);
+        if (op.info->kind == OpKind::var) return {var};
+        return {var, mean};
+      }
+      case OpKind::argmax:
+      case OpKind::argmin: {
+        c10::optional<int64_t> dim;
+        if (op.arg(1).kind != Arg::Kind::none) dim = op.arg(1).integer;
+        return {op.info->kind == OpKind::argmax ? torch::argmax(in(), dim) : torch::argmin(in(), dim)};
+      }
+      case OpKind::fused_kernel: break;
+    }
+    throw InternalError("reference: cannot evaluate " + op.symbol);
+  }
+
+  Tensor reduce(const Op& op) {
+    Tensor x = env_.at(op.arg(0).value);
+    auto dims = reduction_dims(t_, op);
+    if (dims.empty()) return x;  // LibTorch would reduce everything for an empty dim list
+    switch (op.info->kind) {
+      case OpKind::sum: return x.sum(dims, false, is_float(t_.value(op.outs[0]).dtype) ? x.scalar_type() : torch::kInt64);
+      case OpKind::prod: {
+        for (auto it = dims.rbegin(); it != dims.rend(); ++it) x = x.prod(*it, false, is_float(t_.value(op.outs[0]).dtype) ? x.scalar_type() : torch::kInt64);
+        return x;
+      }
+      case OpKind::amax: return x.amax(dims);
+      default: return x.amin(dims);
+    }
+  }
+
+  // Pads one dim at a time: positions lo + p * (interior + 1) take input element p.
+  Tensor pad(const Op& op) {
+    Tensor x = env_.at(op.arg(0).value);
+    const Arg& config = op.arg(2);
+    for (size_t d = 0; d < config.items.size(); ++d) {
+      auto lhi = config.items[d].int_list();
+      int64_t len = x.size(int64_t(d)), step = lhi[2] + 1;
+      int64_t out_len = lhi[0] + lhi[1] + len + (len > 0 ? (len - 1) * lhi[2] : 0);
+      std::vector<int64_t> shape = x.sizes().vec();
+      shape[d] = out_len;
+      Tensor padded = operand(op.arg(1), x.scalar_type()).expand(shape).contiguous();
+      std::vector<int64_t> from, to;
+      for (int64_t p = 0; p < len; ++p) {
+        int64_t o = lhi[0] + p * step;
+        if (o >= 0 && o < out_len) { from.push_back(p); to.push_back(o); }
+      }
+      if (!from.empty())
+        padded.index_copy_(int64_t(d), torch::tensor(to, torch::kInt64), x.index_select(int64_t(d), torch::tensor(from, torch::kInt64)));
+      x = padded;
+    }
+    return x;
+  }
+};
+
+}  // namespace
+
+std::vector<torch::Tensor> run_reference(const Trace& trace, const std::vector<torch::Tensor>& inputs) {
+  return Interpreter(trace).run(inputs);
+}
+
+}  // namespace tg

@@ -1,0 +1,106 @@
+// Fusion: which kernels a trace becomes, and what each reads and writes.
+#include <catch2/catch.hpp>
+
+#include "decompose.h"
+#include "emit_cuda.h"
+#include "fuse.h"
+#include "reader.h"
+#include "trace_builder.h"
+#include "verify.h"
+
+using test::op;
+using test::tensor;
+
+namespace {
+
+tg::Trace fused(const std::string& json) {
+  tg::Trace t = tg::fuse(tg::decompose(tg::read_trace(json)));
+  tg::verify_pass(t, "fuse");
+  return t;
+}
+
+std::vector<std::string> names(const tg::Trace& t, const std::vector<tg::ValueId>& ids) {
+  std::vector<std::string> out;
+  for (tg::ValueId v : ids) out.push_back(t.value(v).name);
+  return out;
+}
+std::vector<std::string> arg_names(const tg::Trace& t, const tg::Op& k) {
+  std::vector<std::string> out;
+  for (const tg::Arg& a : k.args) out.push_back(t.value(a.value).name);
+  return out;
+}
+
+const std::string kRow = "[8, 32]";
+
+}  // namespace
+
+TEST_CASE("an elementwise chain becomes one kernel reading its input once") {
+  std::string ops;
+  const char* chain[] = {"prims.exp", "prims.neg", "prims.tanh", "prims.abs", "prims.sqrt"};
+  std::string prev = "x";
+  for (int i = 0; i < 5; ++i) {
+    std::string out = "t" + std::to_string(i);
+    ops += (i ? "," : "") + op(chain[i], "[\"" + prev + "\"]", tensor(out, kRow));
+    prev = out;
+  }
+  ops += "," + op("prims.mul", "[\"t4\", \"x\"]", tensor("y", kRow));
+  tg::Trace t = fused(test::trace("chain", tensor("x", kRow), ops, "\"y\", \"t2\""));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"t2", "y"});
+  CHECK(t.ops[0].label == "chain_pointwise_t2");
+}
+
+TEST_CASE("softmax is one row kernel whose intermediate reductions stay in registers") {
+  std::string ops = op("prims.amax", "[\"x\", [1]]", tensor("m", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"m\", [8, 32], [0]]", tensor("mb", kRow)) + "," +
+                    op("prims.sub", "[\"x\", \"mb\"]", tensor("d", kRow)) + "," + op("prims.exp", "[\"d\"]", tensor("e", kRow)) + "," +
+                    op("prims.sum", "[\"e\", [1]]", tensor("s", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"s\", [8, 32], [0]]", tensor("sb", kRow)) + "," +
+                    op("prims.div", "[\"e\", \"sb\"]", tensor("y", kRow));
+  tg::Trace t = fused(test::trace("softmax", tensor("x", kRow), ops, "\"y\""));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"y"});
+  CHECK(t.ops[0].label == "softmax_rowreduce_y");
+  tg::CudaFile cuda = tg::emit_cuda(t, "softmax_forward", "forward.cu", "softmax.json");
+  CHECK(cuda.text.find("tg::block_reduce<tg::Max<float>>") != std::string::npos);
+  CHECK(cuda.text.find("tg::block_reduce<tg::Sum<float>>") != std::string::npos);
+}
+
+TEST_CASE("a reduction read at another row's index is written and read by a later kernel") {
+  // m[i] is read transposed: y[i, j] = x[i, j] - m[j], which is not row i's value.
+  std::string ops = op("prims.amax", "[\"x\", [1]]", tensor("m", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"m\", [8, 8], [1]]", tensor("mb", "[8, 8]")) + "," +
+                    op("prims.sub", "[\"x\", \"mb\"]", tensor("y", "[8, 8]"));
+  tg::Trace t = fused(test::trace("t", tensor("x", "[8, 8]"), ops, "\"y\""));
+  REQUIRE(t.ops.size() == 2);
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"m"});
+  CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"x", "m"});
+}
+
+TEST_CASE("var_mean, normalization and the per-row statistics form one kernel") {
+  std::string ops = "{\"op\": \"prims.var_mean\", \"args\": [\"x\", [1]], \"kwargs\": {\"correction\": 0}, \"out\": [" + tensor("v", "[8]") + "," +
+                    tensor("mu", "[8]") + "]}," + op("prims.add", "[\"v\", 1e-5]", tensor("ve", "[8]")) + "," +
+                    op("prims.rsqrt", "[\"ve\"]", tensor("r", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"mu\", [8, 32], [0]]", tensor("mub", kRow)) + "," +
+                    op("prims.broadcast_in_dim", "[\"r\", [8, 32], [0]]", tensor("rb", kRow)) + "," +
+                    op("prims.sub", "[\"x\", \"mub\"]", tensor("c", kRow)) + "," + op("prims.mul", "[\"c\", \"rb\"]", tensor("y", kRow));
+  tg::Trace t = fused(test::trace("ln", tensor("x", kRow), ops, "\"y\", \"mu\", \"r\""));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"mu", "r", "y"});
+}
+
+TEST_CASE("values no output needs make no kernel") {
+  std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("unused", "[8]")) + "," + op("prims.exp", "[\"x\"]", tensor("y", kRow));
+  tg::Trace t = fused(test::trace("t", tensor("x", kRow), ops, "\"y\""));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(t.ops[0].label == "t_pointwise_y");
+}
+
+TEST_CASE("a value computed by an earlier kernel is read, not recomputed") {
+  // e is an output (written by the first kernel); the column sums after it read e.
+  std::string ops = op("prims.exp", "[\"x\"]", tensor("e", kRow)) + "," + op("prims.sum", "[\"e\", [0]]", tensor("s", "[32]"));
+  tg::Trace t = fused(test::trace("t", tensor("x", kRow), ops, "\"e\", \"s\""));
+  REQUIRE(t.ops.size() == 2);
+  CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"e"});
+}

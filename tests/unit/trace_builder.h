@@ -1,0 +1,22 @@
+// Small helpers for writing test traces as JSON text.
+#pragma once
+#include <string>
+
+namespace test {
+
+// A tensor declaration.
+inline std::string tensor(const std::string& name, const std::string& shape, const std::string& dtype = "f32") {
+  return "{\"name\": \"" + name + "\", \"shape\": " + shape + ", \"dtype\": \"" + dtype + "\"}";
+}
+
+// An op: {"op": id, "args": args, "out": [outs]} plus optional extra fields (",\"kwargs\": {...}").
+inline std::string op(const std::string& id, const std::string& args, const std::string& outs, const std::string& extra = "") {
+  return "{\"op\": \"" + id + "\", \"args\": " + args + ", \"out\": [" + outs + "]" + extra + "}";
+}
+
+inline std::string trace(const std::string& name, const std::string& inputs, const std::string& ops, const std::string& outputs) {
+  return "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"" + name + "\", \"inputs\": [" + inputs + "], \"ops\": [" + ops +
+         "], \"outputs\": [" + outputs + "]}";
+}
+
+}  // namespace test
