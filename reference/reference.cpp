@@ -200,7 +200,13 @@ class Interpreter {
       case OpKind::var_mean: {
         auto dims = reduction_dims(t_, op);
         double correction = op.arg(2).is_value() ? env_.at(op.arg(2).value).item<double>() : op.arg(2).as_double();
-        auto [var, mean] = torch::var_mean(in(), dims, correction, false);
+        // Spelled out: the meaning is plain and no overload of torch::var_mean is guessed at.
+        Tensor x = in();
+        int64_t n = 1;
+        for (int64_t d : dims) n *= x.size(d);
+        Tensor mean = dims.empty() ? x : x.mean(dims, true);
+        Tensor var = dims.empty() ? torch::zeros_like(x) : (x - mean).square().sum(dims) / (double(n) - correction);
+        if (!dims.empty()) mean = mean.reshape(var.sizes());
         if (op.info->kind == OpKind::var) return {var};
         return {var, mean};
       }

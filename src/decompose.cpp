@@ -1,6 +1,7 @@
 #include "decompose.h"
 
 #include <map>
+#include <set>
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
@@ -15,7 +16,9 @@ void add_tags(Op& op, const std::vector<std::string>& tags) {
 
 class Decomposer {
  public:
-  explicit Decomposer(Trace& t) : t_(t) {}
+  explicit Decomposer(Trace& t) : t_(t) {
+    for (const Value& v : t.values) taken_.insert(v.name);
+  }
 
   std::vector<Op> lower(const std::vector<Op>& ops, const std::vector<std::string>& inherited) {
     std::vector<Op> out;
@@ -25,6 +28,7 @@ class Decomposer {
 
  private:
   Trace& t_;
+  std::set<std::string> taken_;  // every name in the trace: inlined values get fresh ones
 
   void lower_one(const Op& op, const std::vector<std::string>& inherited, std::vector<Op>& out) {
     std::vector<std::string> tags = op.tags;
@@ -53,21 +57,28 @@ class Decomposer {
     size_t next_input = 0;
     for (const Arg& a : op.args)
       if (a.is_value() && !t_.value(a.value).is_scalar) rename[fwd.inputs.at(next_input++)] = a.value;
-    for (size_t i = 0; i < fwd.outputs.size(); ++i) rename[fwd.outputs[i]] = op.outs[i];
-    const std::string prefix = t_.value(op.outs[0]).name + "__";
-    std::vector<Op> body = fwd.ops;
-    for (Op& inner : body) rename_op(inner, rename, prefix);
-    // An fwd output that is just one of its inputs becomes a copy, so the op's output is defined.
+    // An fwd output that is one of its inputs, or that it returns twice, becomes a copy, so each
+    // of the op's outputs is defined exactly once.
+    std::vector<Op> copies;
     for (size_t i = 0; i < fwd.outputs.size(); ++i) {
-      bool is_input = std::find(fwd.inputs.begin(), fwd.inputs.end(), fwd.outputs[i]) != fwd.inputs.end();
-      if (!is_input) continue;
+      if (!rename.count(fwd.outputs[i])) {
+        rename[fwd.outputs[i]] = op.outs[i];
+        continue;
+      }
       Op copy;
       copy.symbol = "prims.convert_element_type";
       copy.info = find_op(copy.symbol);
-      copy.args = {Arg::of_value(rename.at(fwd.outputs[i])), Arg::of_dtype(t_.value(op.outs[i]).dtype)};
+      copy.args = {Arg::of_value(fwd.outputs[i]), Arg::of_dtype(t_.value(op.outs[i]).dtype)};
       copy.arg_where = {"", ""};
       copy.outs = {op.outs[i]};
       copy.where = op.where + "/fwd/outputs/" + std::to_string(i);
+      copies.push_back(std::move(copy));
+    }
+    const std::string prefix = t_.value(op.outs[0]).name + "__";
+    std::vector<Op> body = fwd.ops;
+    for (Op& inner : body) rename_op(inner, rename, prefix);
+    for (Op& copy : copies) {
+      for (Arg& a : copy.args) rename_arg(a, rename, prefix);
       body.push_back(std::move(copy));
     }
     for (Op& lowered : lower(body, tags)) out.push_back(std::move(lowered));
@@ -77,7 +88,10 @@ class Decomposer {
     auto it = rename.find(v);
     if (it != rename.end()) return it->second;
     Value copy = t_.value(v);
-    copy.name = prefix + copy.name;
+    std::string name = prefix + copy.name;
+    for (int k = 2; taken_.count(name); ++k) name = prefix + copy.name + "_" + std::to_string(k);
+    taken_.insert(name);
+    copy.name = name;
     ValueId id = t_.add_value(std::move(copy));
     rename[v] = id;
     return id;

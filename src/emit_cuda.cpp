@@ -25,10 +25,14 @@ std::string c_ident(const std::string& name) {
       "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "try", "typedef", "typename",
       "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
       // names generated code uses
-      "i", "j", "row", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
+      "i", "j", "n", "row", "rows", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
   static const std::regex dim_var("d[0-9]+");
-  if (reserved.count(name) || std::regex_match(name, dim_var) || name.rfind("__", 0) == 0) return name + "_";
-  return name;
+  // Generated locals start with v_, acc_ or mean_; escaped names get p_, so p_ is reserved too.
+  // Escaping prepends p_, which keeps the mapping one-to-one.
+  static const char* prefixes[] = {"v_", "acc_", "mean_", "p_", "__"};
+  bool escape = reserved.count(name) || std::regex_match(name, dim_var);
+  for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
+  return escape ? "p_" + name : name;
 }
 
 namespace {

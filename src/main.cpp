@@ -67,7 +67,12 @@ int generate(const std::string& file, const std::string& out_dir, const std::str
     std::cout << result.stopped_text;
     return 0;
   }
-  tg::write_folder_atomically(out_dir, result.files);
+  try {
+    tg::write_folder_atomically(out_dir, result.files);
+  } catch (const std::runtime_error& e) {  // includes filesystem_error
+    std::cerr << "thunder-gen: error: cannot write " << out_dir << ": " << e.what() << "\n";
+    return kExitBadInput;
+  }
   if (verbose) std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << "\n";
   return 0;
 }
@@ -75,7 +80,6 @@ int generate(const std::string& file, const std::string& out_dir, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string first = argc > 1 ? argv[1] : "";
   CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
   app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
   std::string trace_file, out_dir, emit, dump_dir;
@@ -99,7 +103,6 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
   }
-  (void)first;
   try {
     if (*validate_cmd) return validate(validate_files);
     if (*list_cmd) return list_ops();

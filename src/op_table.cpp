@@ -72,7 +72,7 @@ const Value* tensor_arg(const Trace& t, const Op& op, size_t i) {
 // Wraps a possibly negative dim into [0, rank).
 int64_t wrap_dim(int64_t d, size_t rank, int arg) {
   int64_t r = static_cast<int64_t>(rank);
-  if (d < -r || d >= std::max<int64_t>(r, 1)) fail(arg, "dim " + std::to_string(d) + " is out of range for rank " + std::to_string(r));
+  if (d < -r || d >= r) fail(arg, "dim " + std::to_string(d) + " is out of range for rank " + std::to_string(r));
   return d < 0 ? d + r : d;
 }
 
@@ -86,7 +86,7 @@ ShapeRule elementwise_rule(bool bool_result) {
       const Value* v = tensor_arg(t, op, i);
       if (!v) continue;
       if (!dtypes_accept(op.info->accepts, v->dtype))
-        fail(int(i), std::string(op.info->id) + " does not accept dtype " + std::string(dtype_name(v->dtype)));
+        fail(int(i), "does not accept dtype " + std::string(dtype_name(v->dtype)));
       if (!first) { first = v; continue; }
       if (v->shape != first->shape)
         fail(int(i), "shape " + shape_str(v->shape) + " does not match " + shape_str(first->shape) +
@@ -139,7 +139,7 @@ std::vector<OutType> iota_rule(const Trace&, const Op& op) {
   if (op.arg(2).integer == 0) fail(2, "step must not be zero");
   DType dt = op.arg(4).dtype;
   if (is_bool(dt)) fail(4, "iota cannot make b8");
-  return {{dt, n == 0 ? Shape{} : Shape{n}}};
+  return {{dt, Shape{n}}};
 }
 
 std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
@@ -212,7 +212,8 @@ std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
     if (start[i] < 0 || start[i] > a.shape[i]) fail(1, "start index " + std::to_string(start[i]) + " is out of range for dim " + std::to_string(i) + " of length " + std::to_string(a.shape[i]));
     if (end[i] < start[i] || end[i] > a.shape[i]) fail(2, "end index " + std::to_string(end[i]) + " is out of range for dim " + std::to_string(i));
     if (strides[i] < 1) fail(3, "strides must be positive");
-    shape.push_back((end[i] - start[i] + strides[i] - 1) / strides[i]);
+    int64_t len = end[i] - start[i];
+    shape.push_back(len == 0 ? 0 : 1 + (len - 1) / strides[i]);  // no overflow for huge strides
   }
   return {{a.dtype, shape}};
 }
@@ -225,8 +226,10 @@ std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
   for (size_t i = 0; i < a.shape.size(); ++i) {
     auto triple = config.items[i].int_list();
     if (triple[2] < 0) fail(2, "interior padding must not be negative");
-    int64_t len = a.shape[i];
-    int64_t out = triple[0] + triple[1] + len + (len > 0 ? (len - 1) * triple[2] : 0);
+    int64_t len = a.shape[i], out = 0, interior = 0;
+    if (__builtin_mul_overflow(len > 0 ? len - 1 : 0, triple[2], &interior) || __builtin_add_overflow(triple[0], triple[1], &out) ||
+        __builtin_add_overflow(out, len, &out) || __builtin_add_overflow(out, interior, &out))
+      fail(2, "padding of dimension " + std::to_string(i) + " overflows 64 bits");
     if (out < 0) fail(2, "dimension " + std::to_string(i) + " would have negative length " + std::to_string(out));
     shape.push_back(out);
   }
@@ -265,7 +268,7 @@ ShapeRule reduction_rule(int outputs, bool index_result) {
     for (int64_t d : dims)
       if (a.shape[d] == 0 && op.info->kind != OpKind::sum && op.info->kind != OpKind::prod)
         fail(1, "cannot reduce over the empty dim " + std::to_string(d));
-    if (!dtypes_accept(op.info->accepts, a.dtype)) fail(0, std::string(op.info->id) + " does not accept dtype " + std::string(dtype_name(a.dtype)));
+    if (!dtypes_accept(op.info->accepts, a.dtype)) fail(0, "does not accept dtype " + std::string(dtype_name(a.dtype)));
     Shape shape = reduced_shape(a.shape, dims);
     std::vector<OutType> out(outputs, OutType{index_result ? DType::i64 : a.dtype, shape});
     return out;

@@ -14,7 +14,7 @@ void write_folder_atomically(const std::string& folder, const FileSet& files) {
   if (target.filename().empty()) target = target.parent_path();
   if (fs::exists(target) && !fs::is_directory(target)) throw std::runtime_error(folder + " exists and is not a folder");
   fs::path parent = target.parent_path();
-  if (!fs::exists(parent)) throw std::runtime_error("the folder " + parent.string() + " does not exist");
+  fs::create_directories(parent);
   std::random_device rd;
   std::string suffix = std::to_string(rd());
   fs::path staging = parent / ("." + target.filename().string() + ".tmp-" + suffix);

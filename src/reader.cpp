@@ -1,5 +1,7 @@
 #include "reader.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -92,6 +94,7 @@ class Reader {
     const json& inputs = list_at(require(doc, "", "inputs"), "/inputs");
     for (size_t i = 0; i < inputs.size(); ++i)
       t_.inputs.push_back(declare(inputs[i], "/inputs/" + std::to_string(i), true));
+    note_definitions(require(doc, "", "ops"), "/ops");
     t_.ops = read_ops(list_at(require(doc, "", "ops"), "/ops"), "/ops");
     const json& outputs = list_at(require(doc, "", "outputs"), "/outputs");
     for (size_t i = 0; i < outputs.size(); ++i)
@@ -102,6 +105,7 @@ class Reader {
   Trace& t_;
   Scope scope_;
   std::vector<std::set<std::string>> names_;  // every name declared in each naming domain
+  std::map<std::string, std::string> defined_anywhere_;  // top-level naming domain: name -> op
 
   static void expect_object(const json& j, const std::string& where) {
     if (!j.is_object()) throw UserError(where.empty() ? "/" : where, "expected an object, got " + kind_name(j));
@@ -177,9 +181,34 @@ class Reader {
 
   ValueId reference(const json& j, const std::string& where) {
     if (!j.is_string()) throw UserError(where, "expected a value name, got " + kind_name(j));
-    ValueId id = scope_.find(j.get<std::string>());
-    if (id == kNoValue) throw UserError(where, "undefined value \"" + j.get<std::string>() + "\"");
-    return id;
+    const std::string& name = j.get_ref<const std::string&>();
+    ValueId id = scope_.find(name);
+    if (id != kNoValue) return id;
+    auto later = defined_anywhere_.find(name);
+    if (later != defined_anywhere_.end()) {
+      // A name defined inside a decomposition is visible only later in that decomposition.
+      const std::string& def = later->second;
+      size_t sub = def.rfind("/sub/");
+      if (sub != std::string::npos && where.compare(0, sub + 5, def, 0, sub + 5) != 0)
+        throw UserError(where, "value \"" + name + "\" exists only inside the decomposition at " + def.substr(0, sub));
+      throw UserError(where, "value \"" + name + "\" is used before it is defined (at " + def + ")");
+    }
+    throw UserError(where, "undefined value \"" + name + "\"");
+  }
+
+  // Where each name is defined, anywhere in an op list (decompositions included), so a use
+  // before the definition can be told from a name that is never defined.
+  void note_definitions(const json& ops, const std::string& where) {
+    if (!ops.is_array()) return;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const json& op = ops[i];
+      if (!op.is_object()) continue;
+      std::string w = where + "/" + std::to_string(i);
+      if (auto out = op.find("out"); out != op.end() && out->is_array())
+        for (const json& d : *out)
+          if (d.is_object() && d.contains("name") && d["name"].is_string()) defined_anywhere_.emplace(d["name"].get<std::string>(), w);
+      if (auto sub = op.find("sub"); sub != op.end()) note_definitions(*sub, w + "/sub");
+    }
   }
 
   std::vector<Op> read_ops(const json& ops, const std::string& where) {
@@ -318,41 +347,53 @@ class Reader {
     }
   }
 
+  // What an argument is, for messages: "the scalar \"alpha\"", "a list", ...
+  std::string describe(const Arg& a, const json& j) const {
+    if (a.is_value()) return (t_.value(a.value).is_scalar ? "the scalar \"" : "the tensor \"") + t_.value(a.value).name + "\"";
+    if (a.kind == Arg::Kind::dtype) return "a dtype";
+    if (a.kind == Arg::Kind::device) return "a device";
+    if (a.kind == Arg::Kind::string) return "a string";
+    return kind_name(j);
+  }
+
   Arg typed_arg(const json& j, const Param& param, const std::string& where) {
     Arg a = literal_or_ref(j, where, 1);
+    auto fail = [&](const std::string& at, const Arg& got, const json& got_json, const char* what) {
+      throw UserError(at, "argument \"" + std::string(param.name) + "\" must be " + what + ", got " + describe(got, got_json));
+    };
     auto expect = [&](bool ok, const char* what) {
-      if (!ok) throw UserError(where, "argument \"" + std::string(param.name) + "\" must be " + what + ", got " + kind_name(j));
+      if (!ok) fail(where, a, j, what);
     };
     auto is_tensor = [&](const Arg& x) { return x.is_value() && !t_.value(x.value).is_scalar; };
     auto is_scalar_value = [&](const Arg& x) { return x.is_value() && t_.value(x.value).is_scalar; };
-    auto is_int_list = [&](const Arg& x) {
-      if (x.kind != Arg::Kind::list) return false;
-      for (const Arg& i : x.items)
-        if (i.kind != Arg::Kind::integer) return false;
-      return true;
+    // A list whose every element satisfies `ok`; otherwise the first bad element is named.
+    auto expect_list = [&](bool allow_null, bool non_empty, const char* what, const char* element_what, auto&& ok) {
+      if (allow_null && a.kind == Arg::Kind::none) return;
+      expect(a.kind == Arg::Kind::list, what);
+      if (non_empty && a.items.empty()) fail(where, a, j, what);
+      for (size_t i = 0; i < a.items.size(); ++i)
+        if (!ok(a.items[i])) fail(where + "/" + std::to_string(i), a.items[i], j[i], element_what);
     };
+    auto integer = [](const Arg& x) { return x.kind == Arg::Kind::integer; };
     switch (param.kind) {
       case ParamKind::tensor: expect(is_tensor(a), "a tensor"); break;
       case ParamKind::tensor_or_number: expect(a.is_value() || a.is_number(), "a tensor or a number"); break;
       case ParamKind::number: expect(a.is_number() || is_scalar_value(a), "a number"); break;
       case ParamKind::integer: expect(a.kind == Arg::Kind::integer, "an integer"); break;
       case ParamKind::optional_integer: expect(a.kind == Arg::Kind::integer || a.kind == Arg::Kind::none, "an integer or null"); break;
-      case ParamKind::int_list: expect(is_int_list(a), "a list of integers"); break;
-      case ParamKind::optional_int_list: expect(is_int_list(a) || a.kind == Arg::Kind::none, "a list of integers or null"); break;
+      case ParamKind::int_list: expect_list(false, false, "a list of integers", "an integer", integer); break;
+      case ParamKind::optional_int_list: expect_list(true, false, "a list of integers or null", "an integer", integer); break;
       case ParamKind::dtype: expect(a.kind == Arg::Kind::dtype, "a dtype literal such as {\"dtype\": \"f32\"}"); break;
       case ParamKind::device: expect(a.kind == Arg::Kind::device || a.kind == Arg::Kind::string, "a device literal such as {\"device\": \"cuda:0\"}"); break;
-      case ParamKind::tensor_list: {
-        bool ok = a.kind == Arg::Kind::list && !a.items.empty();
-        for (const Arg& x : a.items) ok = ok && is_tensor(x);
-        expect(ok, "a non-empty list of tensors");
+      case ParamKind::tensor_list: expect_list(false, true, "a non-empty list of tensors", "a tensor", is_tensor); break;
+      case ParamKind::padding_config:
+        expect_list(false, false, "a list of [lo, hi, interior] integer triples", "a [lo, hi, interior] integer triple", [&](const Arg& x) {
+          if (x.kind != Arg::Kind::list || x.items.size() != 3) return false;
+          for (const Arg& v : x.items)
+            if (!integer(v)) return false;
+          return true;
+        });
         break;
-      }
-      case ParamKind::padding_config: {
-        bool ok = a.kind == Arg::Kind::list;
-        for (const Arg& x : a.items) ok = ok && is_int_list(x) && x.items.size() == 3;
-        expect(ok, "a list of [lo, hi, interior] integer triples");
-        break;
-      }
     }
     return a;
   }
@@ -441,6 +482,9 @@ class Reader {
   SubTrace read_body(const json& j, const std::string& where, bool is_fwd) {
     expect_object(j, where);
     Scope outer = std::move(scope_);
+    auto outer_definitions = std::move(defined_anywhere_);
+    defined_anywhere_.clear();
+    if (j.contains("ops")) note_definitions(j["ops"], where + "/ops");
     scope_ = Scope();
     scope_.push();
     names_.emplace_back();
@@ -459,6 +503,7 @@ class Reader {
     }
     names_.pop_back();
     scope_ = std::move(outer);
+    defined_anywhere_ = std::move(outer_definitions);
     return body;
   }
 };
@@ -472,22 +517,92 @@ std::string line_col(const std::string& text, size_t byte) {
   return std::to_string(line) + ":" + std::to_string(col);
 }
 
+// What the JSON library would accept silently or recurse into: nesting deeper than kMaxDepth
+// (refused before parsing, at the bracket that goes too deep) and integers beyond 64 bits (which
+// it would turn into floats). Strings are skipped; syntax errors are left to the parser.
+void scan_lexically(const std::string& text) {
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) throw UserError(line_col(text, i), "JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      size_t start = i, end = i + (c == '-');
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+      bool integer = end == text.size() || (text[end] != '.' && text[end] != 'e' && text[end] != 'E');
+      std::string digits = text.substr(start, end - start);
+      if (integer && digits.size() > 1) {
+        errno = 0;
+        if (c == '-') (void)std::strtoll(digits.c_str(), nullptr, 10);
+        else (void)std::strtoull(digits.c_str(), nullptr, 10);
+        if (errno == ERANGE) throw UserError(line_col(text, start), "integer " + digits + " overflows 64 bits");
+      }
+      i = end - 1;
+    }
+  }
+}
+
+// Tracks the JSON pointer of what the parser is reading, to name a duplicate key's place (the
+// library keeps the last of two equal keys silently).
+class DuplicateKeyCheck {
+ public:
+  bool operator()(int depth, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    switch (event) {
+      case E::object_start: frames_.push_back({false, 0, "", {}}); break;
+      case E::array_start: frames_.push_back({true, 0, "", {}}); break;
+      case E::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) throw UserError(pointer(), "duplicate key \"" + f.key + "\"");
+        break;
+      }
+      case E::object_end:
+      case E::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case E::value: element_done(); break;
+    }
+    (void)depth;
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_array;
+    size_t index;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> frames_;
+
+  void element_done() {
+    if (!frames_.empty() && frames_.back().is_array) ++frames_.back().index;
+  }
+  std::string pointer() const {
+    std::string p;
+    for (const Frame& f : frames_) p += "/" + (f.is_array ? std::to_string(f.index) : escape_pointer_token(f.key));
+    return p;
+  }
+};
+
 }  // namespace
 
 Trace read_trace(const std::string& text) {
+  scan_lexically(text);
   json doc;
   try {
-    // The callback refuses deep nesting before the parser builds it.
-    doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth) throw UserError("", "JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
-      return true;
-    });
+    doc = json::parse(text, DuplicateKeyCheck());
   } catch (const json::parse_error& e) {
     std::string message = e.what();
     auto pos = message.find("syntax error");
     throw UserError(line_col(text, e.byte > 0 ? e.byte - 1 : 0), "invalid JSON: " + (pos == std::string::npos ? message : message.substr(pos)));
-  } catch (UserError& e) {
-    throw UserError("/", e.what());
   }
   Trace trace;
   Reader(trace).read(doc);

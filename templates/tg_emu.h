@@ -31,6 +31,9 @@
 //   in one branch and a shuffle in the other), the emulator prints the kernel,
 //   the block and what each waiting thread waits on, then calls std::abort().
 // * Context switches are annotated for AddressSanitizer.
+// * Cost: a thread that never waits costs about a function call; every wait
+//   costs one fiber switch (some 10-20 ns). Kernels that synchronise are
+//   therefore cheapest as grid-stride loops over few blocks.
 //
 // Limits
 // ------
@@ -182,6 +185,44 @@ inline void asan_finish_switch([[maybe_unused]] void* fake_stack_save, [[maybe_u
 #endif
 }
 
+// Runs f() with ASan believing that a stack switch is under way. Boost enters
+// a new fiber once while constructing it, unannotated; this keeps the frame it
+// leaves there off the current fiber's fake stack (detect_stack_use_after_return
+// mode), which may be gone by the time the new fiber finishes.
+template <class F>
+void asan_as_switch(F f) {
+#if TG_EMU_ASAN
+  void* fake_stack = nullptr;
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+  __sanitizer_start_switch_fiber(&fake_stack, nullptr, 0);
+  f();
+  __sanitizer_finish_switch_fiber(fake_stack, &bottom, &size);
+  // The "switch" targeted an unknown stack: restore the bounds of this one.
+  __sanitizer_start_switch_fiber(&fake_stack, bottom, size);
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+  f();
+#endif
+}
+
+// Frees the fake stack (ASan's detect_stack_use_after_return mode) of a fiber
+// that has finished, from the stack at [bottom, bottom + size) we are on.
+// The finished fiber could not free it itself: Boost code still used its
+// frames after the last switch was announced. ASan only frees the current
+// fake stack, so make it current by "switching" from this stack to itself.
+inline void asan_discard_fake_stack([[maybe_unused]] void* fake_stack, [[maybe_unused]] const void* bottom,
+                                    [[maybe_unused]] std::size_t size) {
+#if TG_EMU_ASAN
+  if (fake_stack == nullptr) return;
+  void* own = nullptr;
+  __sanitizer_start_switch_fiber(&own, bottom, size);
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+  __sanitizer_start_switch_fiber(nullptr, bottom, size);
+  __sanitizer_finish_switch_fiber(own, nullptr, nullptr);
+#endif
+}
+
 // ---------------------------------------------------------------------------
 // Fiber stacks: mmap'ed once with a guard page, then recycled process-wide.
 // ---------------------------------------------------------------------------
@@ -276,6 +317,9 @@ inline const char* warp_op_name(WarpOp op) {
 
 struct Carrier;
 
+// Index of the lowest set bit of a non-empty lane mask.
+inline unsigned lowest_lane(unsigned lanes) { return static_cast<unsigned>(std::countr_zero(lanes)); }
+
 // One CUDA thread of the running block.
 struct Thread {
   uint3 idx{};                 // threadIdx
@@ -348,11 +392,13 @@ class Executor {
   // All carriers are parked: let each return so its stack goes back to the pool.
   ~Executor() {
     quitting_ = true;
-    for (const std::unique_ptr<Carrier>& carrier : carriers_) switch_to(sched_, *carrier);
+    for (const std::unique_ptr<Carrier>& carrier : carriers_) {
+      switch_to(sched_, *carrier);
+      asan_discard_fake_stack(carrier->asan_fake_stack, sched_.stack_bottom, sched_.stack_size);
+    }
   }
 
   void run() {
-    if (current_exec != nullptr) fatal("launching kernel '%s' from inside a kernel is not supported", name());
     current_exec = this;
     for (;;) {
       const std::uint64_t block = launch_.next_block.fetch_add(1, std::memory_order_relaxed);
@@ -458,9 +504,11 @@ class Executor {
     const boost::context::stack_context stack = StackPool::instance().take();
     carrier.stack_bottom = static_cast<char*>(stack.sp) - stack.size;
     carrier.stack_size = stack.size;
-    carrier.fiber = boost::context::fiber(
-        std::allocator_arg, PooledStack{stack},
-        [this, &carrier](boost::context::fiber&& from) { return carrier_main(carrier, std::move(from)); });
+    asan_as_switch([&] {
+      carrier.fiber = boost::context::fiber(
+          std::allocator_arg, PooledStack{stack},
+          [this, &carrier](boost::context::fiber&& from) { return carrier_main(carrier, std::move(from)); });
+    });
     return carrier;
   }
 
@@ -475,9 +523,9 @@ class Executor {
     } catch (...) {
       fatal("kernel '%s' threw an exception", name());
     }
-    // Wound down by ~Executor: leave for good (nullptr drops the fake stack).
+    // Wound down by ~Executor, which also discards the saved fake stack.
     last_ = &self;
-    asan_start_switch(nullptr, sched_.stack_bottom, sched_.stack_size);
+    asan_start_switch(&self.asan_fake_stack, sched_.stack_bottom, sched_.stack_size);
     return std::move(sched_.fiber);
   }
 
@@ -555,7 +603,7 @@ class Executor {
     for (bool progress = true; progress && warp.arrived != 0;) {
       progress = false;
       for (unsigned pending = warp.arrived; pending != 0; pending &= pending - 1) {
-        const unsigned group = threads_[w * 32 + std::countr_zero(pending)].mask & live;
+        const unsigned group = threads_[w * 32 + lowest_lane(pending)].mask & live;
         if ((group & ~warp.arrived) == 0) {
           finish_group(w, group);
           progress = true;
@@ -567,19 +615,20 @@ class Executor {
 
   void finish_group(unsigned w, unsigned group) {
     Thread* lanes = threads_.data() + w * 32;
-    const WarpOp op = lanes[std::countr_zero(group)].op;
+    const WarpOp op = lanes[lowest_lane(group)].op;
     unsigned votes = 0;
-    for (unsigned g = group; g != 0; g &= g - 1) {
-      const unsigned lane = std::countr_zero(g);
-      if (lanes[lane].op != op) report_mismatch(w, group);
-      if (lanes[lane].posted != 0) votes |= 1u << lane;
-    }
-    for (unsigned g = group; g != 0; g &= g - 1) {
-      const unsigned lane = std::countr_zero(g);
-      lanes[lane].result = lane_result(lanes, lane, group, votes);
+    if (op == WarpOp::ballot || op == WarpOp::any || op == WarpOp::all) {
+      for (unsigned g = group; g != 0; g &= g - 1)
+        if (lanes[lowest_lane(g)].posted != 0) votes |= 1u << lowest_lane(g);
     }
     warps_[w].arrived &= ~group;
-    for (unsigned g = group; g != 0; g &= g - 1) wake(lanes[std::countr_zero(g)]);
+    // Results only read `posted`, so each lane can be released right away.
+    for (unsigned g = group; g != 0; g &= g - 1) {
+      const unsigned lane = lowest_lane(g);
+      if (lanes[lane].op != op) report_mismatch(w, group);
+      lanes[lane].result = lane_result(lanes, lane, group, votes);
+      wake(lanes[lane]);
+    }
   }
 
   static std::uint64_t lane_result(const Thread* lanes, unsigned lane, unsigned group, unsigned votes) {
@@ -652,7 +701,7 @@ class Executor {
     std::fprintf(stderr, "tg_emu: kernel '%s', block (%u,%u,%u), warp %u: lanes met at different warp operations:\n",
                  name(), block_idx.x, block_idx.y, block_idx.z, w);
     for (unsigned g = group; g != 0; g &= g - 1) {
-      const unsigned lane = std::countr_zero(g);
+      const unsigned lane = lowest_lane(g);
       std::fprintf(stderr, "  lane %u: %s\n", lane, warp_op_name(threads_[w * 32 + lane].op));
     }
     std::fflush(stderr);
@@ -741,6 +790,7 @@ inline double erfc_inverse_tail(double w) {
   for (int i = 0; i < 12; ++i) {
     const double e = std::erfc(y);
     const double step = (std::log(e) - log_w) * e / (-two_over_sqrt_pi * std::exp(-y * y));
+    if (!std::isfinite(step)) break;  // erfc(y) underflowed: w is among the smallest subnormals
     y -= step;
     if (std::fabs(step) <= 0x1p-53 * y) break;
   }
@@ -812,6 +862,7 @@ namespace detail {
 
 inline void run_grid(const char* name, dim3 grid, dim3 block, const void* bound, void (*invoke)(const void*)) {
   const char* shown = name != nullptr ? name : "<unnamed>";
+  if (current_exec != nullptr) fatal("launch of kernel '%s' from inside a kernel is not supported", shown);
   const std::uint64_t nthreads = std::uint64_t{block.x} * block.y * block.z;
   if (nthreads == 0 || nthreads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64)
     fatal("launch of kernel '%s' failed: invalid block (%u,%u,%u); a block has 1..1024 threads "

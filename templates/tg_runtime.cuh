@@ -260,9 +260,6 @@ template <class T, bool IsMax> struct ArgBest {
 };
 
 template <class T> __device__ __forceinline__ T shuffle_xor(T v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
-template <class T> __device__ __forceinline__ ArgPair<T> shuffle_xor(ArgPair<T> v, int lane_mask) {
-  return ArgPair<T>{__shfl_xor_sync(0xffffffffu, v.value, lane_mask), __shfl_xor_sync(0xffffffffu, v.index, lane_mask)};
-}
 __device__ __forceinline__ bool shuffle_xor(bool v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, int(v), lane_mask) != 0; }
 #define TG_SHUFFLE_VIA_INT(T) \
   __device__ __forceinline__ T shuffle_xor(T v, int lane_mask) { return T(__shfl_xor_sync(0xffffffffu, int(v), lane_mask)); }
@@ -270,6 +267,10 @@ TG_SHUFFLE_VIA_INT(int8_t)
 TG_SHUFFLE_VIA_INT(uint8_t)
 TG_SHUFFLE_VIA_INT(int16_t)
 #undef TG_SHUFFLE_VIA_INT
+// After the narrow-type overloads, so v.value finds them.
+template <class T> __device__ __forceinline__ ArgPair<T> shuffle_xor(ArgPair<T> v, int lane_mask) {
+  return ArgPair<T>{shuffle_xor(v.value, lane_mask), __shfl_xor_sync(0xffffffffu, v.index, lane_mask)};
+}
 
 // Reduces one value per thread over the whole block; every thread gets the result. blockDim.x
 // must be a multiple of 32. Safe to call repeatedly: it syncs before reusing its scratch.

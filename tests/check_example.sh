@@ -6,10 +6,10 @@
 #   nvrtc  generate and compile forward.cu's kernels with NVRTC for sm_90
 # Tools come from the environment: THUNDER_GEN, THUNDER_GEN_CHECK, NVRTC_CHECK, CXX, NVCC.
 set -euo pipefail
-mode=$1 trace=$2 work=$3
+mode=$1 trace=$(realpath "$2") work=$3
 : "${THUNDER_GEN:?}" "${CXX:=g++}" "${NVCC:=nvcc}"
 rm -rf "$work"
-mkdir -p "$(dirname "$work")"
+mkdir -p "$work"
 "$THUNDER_GEN" "$trace" -o "$work/out"
 cd "$work/out"
 case "$mode" in

@@ -64,7 +64,7 @@ TEST_CASE("a decomposition defines its op's outputs; its private names stay priv
                              op("prims.exp", "[\"x\"]", tensor("e", "[3]")) + "," + op("prims.neg", "[\"e\"]", tensor("y", "[3]")) + "]}," +
                              op("prims.add", "[\"y\", \"e\"]", tensor("z", "[3]")),
                          "\"z\"");
-  CHECK(where_of(sub) == "/ops/1/args/1 | undefined value \"e\"");
+  CHECK(where_of(sub) == "/ops/1/args/1 | value \"e\" exists only inside the decomposition at /ops/0");
 }
 
 TEST_CASE("typed literals and scalars are read") {
@@ -117,4 +117,25 @@ TEST_CASE("every op-table row has a rule, and ids are unique") {
     }
     if (info.fusion == tg::FusionClass::elementwise && info.kind != tg::OpKind::convert_element_type) CHECK(!info.code.empty());
   }
+}
+
+TEST_CASE("edge shapes: 0-d reductions are refused, iota(0) is [0], huge strides do not overflow") {
+  auto zero_d = test::trace("t", tensor("x", "[]"), op("prims.amax", "[\"x\", [0]]", tensor("y", "[]")), "\"y\"");
+  CHECK(where_of(zero_d) == "/ops/0/args/1 | prims.amax: dim 0 is out of range for rank 0");
+  auto iota0 = test::trace("t", "",
+                           op("prims.iota", "[0]", tensor("y", "[0]", "i64"),
+                              ", \"kwargs\": {\"start\": 0, \"step\": 1, \"device\": {\"device\": \"cuda:0\"}, \"dtype\": {\"dtype\": \"i64\"}}"),
+                           "\"y\"");
+  CHECK(where_of(iota0) == "accepted");
+  auto stride = test::trace("t", tensor("x", "[4]"), op("prims.slice_prim", "[\"x\", [0], [4], [9223372036854775807]]", tensor("y", "[1]")), "\"y\"");
+  CHECK(where_of(stride) == "accepted");
+  auto pad = test::trace("t", tensor("x", "[2]"), op("prims.pad", "[\"x\", 0.0, [[9223372036854775807, 9223372036854775807, 0]]]", tensor("y", "[0]")), "\"y\"");
+  CHECK(where_of(pad) == "/ops/0/args/2 | prims.pad: padding of dimension 0 overflows 64 bits");
+}
+
+TEST_CASE("a duplicate key is an error at its place") {
+  std::string doc = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"t\", \"inputs\": [" + tensor("x", "[2]") +
+                    "], \"ops\": [{\"op\": \"prims.exp\", \"args\": [\"x\"], \"args\": [\"x\"], \"out\": [" + tensor("y", "[2]") +
+                    "]}], \"outputs\": [\"y\"]}";
+  CHECK(where_of(doc) == "/ops/0/args | duplicate key \"args\"");
 }

@@ -1,0 +1,89 @@
+// Properties of the example corpus and of what the generator makes of it.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "decompose.h"
+#include "pipeline.h"
+#include "reader.h"
+#include "thunder_gen/op_table.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> examples() {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(TG_EXAMPLES_DIR))
+    if (e.path().extension() == ".json") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void collect_ops(const std::vector<tg::Op>& ops, std::set<tg::OpKind>& kinds) {
+  for (const tg::Op& op : ops) {
+    if (op.info) kinds.insert(op.info->kind);
+    collect_ops(op.sub, kinds);
+  }
+}
+
+std::string file_text(const tg::FileSet& files, const std::string& name) {
+  for (const auto& [n, text] : files)
+    if (n == name) return text;
+  return "";
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the examples cover every op in the table and every dtype") {
+  std::set<tg::OpKind> ops;
+  std::set<tg::DType> dtypes;
+  bool large = false;
+  for (const fs::path& p : examples()) {
+    tg::Trace t = tg::decompose(tg::read_trace_file(p.string()));
+    collect_ops(t.ops, ops);
+    for (const tg::Value& v : t.values) {
+      dtypes.insert(v.dtype);
+      large = large || (!v.is_scalar && tg::numel(v.shape) >= (int64_t(1) << 21));
+    }
+  }
+  for (const tg::OpInfo& info : tg::op_table()) {
+    if (info.kind == tg::OpKind::fused_kernel) continue;
+    INFO("op " << info.id << " is in no example");
+    CHECK(ops.count(info.kind));
+  }
+  for (tg::DType t : tg::kAllDTypes) {
+    INFO("dtype " << tg::dtype_name(t) << " is in no example");
+    CHECK(dtypes.count(t));
+  }
+  CHECK(examples().size() >= 10);
+  CHECK(large);  // at least one real-size case: millions of elements
+}
+
+TEST_CASE("a fused chain of 10 elementwise ops is one kernel reading x once and writing once") {
+  tg::Trace t = tg::read_trace_file(std::string(TG_EXAMPLES_DIR) + "/chain10.json");
+  size_t elementwise = 0;
+  for (const tg::Op& op : tg::decompose(t).ops) elementwise += op.info->fusion == tg::FusionClass::elementwise;
+  REQUIRE(elementwise == 10);
+  std::ostringstream log;
+  tg::PipelineResult r = tg::run_pipeline(t, tg::PipelineOptions{}, log);
+  auto manifest = nlohmann::json::parse(file_text(r.files, "manifest.json"));
+  REQUIRE(manifest["kernels"].size() == 1);
+  auto kernel = manifest["kernels"][0];
+  CHECK(kernel["reads"] == nlohmann::json::array({"x"}));
+  CHECK(kernel["writes"].size() == 1);
+  CHECK(kernel["ops"].size() == 10);
+  std::string cu = file_text(r.files, "forward.cu");
+  CHECK(count(cu, "tg::load(") == 1);
+  CHECK(count(cu, "tg::store(") == 1);
+  CHECK(count(cu, "TG_LAUNCH(") == 1);
+}

@@ -1,0 +1,945 @@
+#!/usr/bin/env python3
+"""Writes the example traces in examples/*.json (thunder-gen-trace, version 1).
+
+Each example is a hand-written trace in the shape Lightning Thunder gives its traces: prims, and
+torch-level symbols with their decomposition in `sub`. A small builder below infers every output's
+shape and dtype the way src/op_table.cpp does, so the JSON stays consistent when an example
+changes. Plain python3, standard library only:
+
+    python3 tools/make_examples.py            # rewrite examples/*.json made by this script
+    python3 tools/make_examples.py --check    # exit 1 when a committed file differs from its output
+
+examples/softmax.json is hand-written and not touched. Inputs are drawn by the harness uniformly in
+[-2, 2) for floats and [-4, 4] for integers (u8: [0, 8]), so every example builds the domain its ops
+need inside the trace (log(abs(x) + 1), asin(x * 0.5), divisor abs(y) + 1, shift & 7, ...).
+"""
+import json
+import math
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+FLOATS = ("f16", "bf16", "f32", "f64")
+BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "signbit", "isfinite"}
+REDUCTIONS = {"sum", "prod", "amax", "amin", "var", "var_mean", "argmax", "argmin"}
+DEVICE = {"device": "cuda:0"}
+
+
+def dtype(name):
+    return {"dtype": name}
+
+
+class Builder:
+    """Collects ops of one trace (or of one custom-gradient body) and infers their outputs."""
+
+    def __init__(self, names=None):
+        self.values = {}          # name -> ("tensor", shape, dtype) | ("scalar", kind)
+        self.scopes = [set()]     # names visible, innermost last
+        self.lists = [[]]         # where new ops go, innermost last
+        self.names = names if names is not None else {"next": 0}
+
+    # ---- declarations ------------------------------------------------------------------
+    def fresh(self):
+        n = "t%d" % self.names["next"]
+        self.names["next"] += 1
+        return n
+
+    def declare(self, name, shape, dt):
+        assert name not in self.values, "defined twice: " + name
+        self.values[name] = ("tensor", list(shape), dt)
+        self.scopes[-1].add(name)
+        return name
+
+    def decl(self, name):
+        v = self.values[name]
+        if v[0] == "scalar":
+            return {"name": name, "scalar": v[1]}
+        return {"name": name, "shape": v[1], "dtype": v[2]}
+
+    def shape(self, name):
+        return self.values[name][1]
+
+    def dtype(self, name):
+        return self.values[name][2]
+
+    def is_tensor(self, a):
+        if not isinstance(a, str):
+            return False
+        assert any(a in s for s in self.scopes), "not visible here: " + a
+        return self.values[a][0] == "tensor"
+
+    # ---- ops ---------------------------------------------------------------------------
+    def op(self, symbol, *args, kwargs=None, tags=None, name=None):
+        """Appends prims.<symbol>; returns the output name (or a tuple for var_mean)."""
+        outs = self.infer(symbol, list(args), kwargs or {})
+        names = []
+        for i, (shape, dt) in enumerate(outs):
+            n = name[i] if isinstance(name, (list, tuple)) else (name if name and i == 0 else self.fresh())
+            names.append(self.declare(n, shape, dt))
+        op = {"op": "prims." + symbol, "args": list(args)}
+        if kwargs:
+            op["kwargs"] = kwargs
+        op["out"] = [self.decl(n) for n in names]
+        if tags:
+            op["tags"] = tags
+        self.lists[-1].append(op)
+        return names[0] if len(names) == 1 else tuple(names)
+
+    def begin(self, symbol, args, kwargs=None, tags=None):
+        """Opens a torch-level call; the ops until end() are its decomposition (`sub`)."""
+        self.lists.append([])
+        self.scopes.append(set())
+        return {"symbol": symbol, "args": args, "kwargs": kwargs, "tags": tags}
+
+    def end(self, call, outs):
+        sub = self.lists.pop()
+        inner = self.scopes.pop()
+        for n in outs:
+            assert n in inner, "the decomposition does not define " + n
+            self.scopes[-1].add(n)
+        op = {"op": call["symbol"], "args": call["args"]}
+        if call["kwargs"]:
+            op["kwargs"] = call["kwargs"]
+        op["out"] = [self.decl(n) for n in outs]
+        if call["tags"]:
+            op["tags"] = call["tags"]
+        op["sub"] = sub
+        self.lists[-1].append(op)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def custom(self, args, fwd, bwd):
+        """torch.ops.higher_order.autograd_function_apply: fwd/bwd are finished Body objects."""
+        outs = []
+        for o in fwd.outputs:
+            _, shape, dt = fwd.b.values[o]
+            outs.append(self.declare(self.fresh(), shape, dt))
+        for a, i in zip([a for a in args if self.is_tensor(a)], fwd.inputs):
+            assert self.shape(a) == fwd.b.shape(i) and self.dtype(a) == fwd.b.dtype(i), "fwd input mismatch"
+        op = {"op": "torch.ops.higher_order.autograd_function_apply", "args": list(args),
+              "out": [self.decl(n) for n in outs], "fwd": fwd.json(), "bwd": bwd.json()}
+        self.lists[-1].append(op)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # ---- shape and dtype rules (mirroring src/op_table.cpp) -----------------------------
+    def bind(self, params, args, kwargs):
+        vals = dict(zip(params, args))
+        for k, v in kwargs.items():
+            assert k in params and k not in vals, "bad keyword " + k
+            vals[k] = v
+        return vals
+
+    def infer(self, s, args, kwargs):
+        if s in ("where",):
+            v = self.bind(["pred", "a", "b"], args, kwargs)
+            if self.is_tensor(v["pred"]):
+                assert self.dtype(v["pred"]) == "b8"
+            ts = [x for x in (v["a"], v["b"]) if self.is_tensor(x)]
+            assert ts, "where needs a tensor branch"
+            if len(ts) == 2:
+                assert self.dtype(ts[0]) == self.dtype(ts[1]), "where: branch dtypes differ"
+            like = ts[0]
+            for x in (v["pred"], v["a"], v["b"]):
+                if self.is_tensor(x):
+                    assert self.shape(x) == self.shape(like), "where: shapes differ"
+            return [(self.shape(like), self.dtype(like))]
+        if s == "convert_element_type":
+            v = self.bind(["a", "dtype"], args, kwargs)
+            return [(self.shape(v["a"]), v["dtype"]["dtype"])]
+        if s == "full":
+            v = self.bind(["shape", "fill_value", "device", "dtype"], args, kwargs)
+            return [(v["shape"], v["dtype"]["dtype"])]
+        if s == "iota":
+            v = self.bind(["length", "start", "step", "device", "dtype"], args, kwargs)
+            return [([v["length"]], v["dtype"]["dtype"])]
+        if s == "broadcast_in_dim":
+            v = self.bind(["a", "shape", "broadcast_dimensions"], args, kwargs)
+            a, shape, bd = v["a"], v["shape"], v["broadcast_dimensions"]
+            assert len(bd) == len(self.shape(a))
+            for i, d in enumerate(bd):
+                assert self.shape(a)[i] in (1, shape[d]), "cannot broadcast"
+            return [(shape, self.dtype(a))]
+        if s == "reshape":
+            v = self.bind(["a", "shape"], args, kwargs)
+            assert math.prod(v["shape"]) == math.prod(self.shape(v["a"]))
+            return [(v["shape"], self.dtype(v["a"]))]
+        if s == "transpose":
+            v = self.bind(["a", "permutation"], args, kwargs)
+            sh = self.shape(v["a"])
+            return [([sh[d] for d in v["permutation"]], self.dtype(v["a"]))]
+        if s == "squeeze":
+            v = self.bind(["a", "dims"], args, kwargs)
+            sh = self.shape(v["a"])
+            dims = {d % len(sh) for d in v["dims"]}
+            assert all(sh[d] == 1 for d in dims)
+            return [([n for i, n in enumerate(sh) if i not in dims], self.dtype(v["a"]))]
+        if s == "slice_prim":
+            v = self.bind(["a", "start_indices", "end_indices", "strides"], args, kwargs)
+            sh = self.shape(v["a"])
+            st = v.get("strides") or [1] * len(sh)
+            out = [(e - b + k - 1) // k for b, e, k in zip(v["start_indices"], v["end_indices"], st)]
+            return [(out, self.dtype(v["a"]))]
+        if s == "pad":
+            v = self.bind(["a", "padding_value", "padding_config"], args, kwargs)
+            sh = self.shape(v["a"])
+            out = [lo + hi + n + max(n - 1, 0) * it for n, (lo, hi, it) in zip(sh, v["padding_config"])]
+            return [(out, self.dtype(v["a"]))]
+        if s == "cat":
+            v = self.bind(["tensors", "dim"], args, kwargs)
+            ts = v["tensors"]
+            sh = list(self.shape(ts[0]))
+            d = v["dim"] % len(sh)
+            sh[d] = sum(self.shape(t)[d] for t in ts)
+            assert all(self.dtype(t) == self.dtype(ts[0]) for t in ts)
+            return [(sh, self.dtype(ts[0]))]
+        if s in REDUCTIONS:
+            params = {"var": ["a", "dims", "correction"], "var_mean": ["a", "dims", "correction"],
+                      "argmax": ["a", "dim"], "argmin": ["a", "dim"]}.get(s, ["a", "dims"])
+            v = self.bind(params, args, kwargs)
+            sh = self.shape(v["a"])
+            if s in ("argmax", "argmin"):
+                dims = list(range(len(sh))) if v["dim"] is None else [v["dim"] % len(sh)]
+            else:
+                dims = [d % len(sh) for d in v["dims"]]
+            out = [n for i, n in enumerate(sh) if i not in dims]
+            dt = "i64" if s in ("argmax", "argmin") else self.dtype(v["a"])
+            if s in ("var", "var_mean"):
+                assert dt in FLOATS
+            return [(out, dt)] * (2 if s == "var_mean" else 1)
+        # elementwise
+        ts = [a for a in list(args) + list(kwargs.values()) if self.is_tensor(a)]
+        assert ts, s + " needs a tensor operand"
+        for t in ts:
+            assert self.shape(t) == self.shape(ts[0]), "%s: shapes %s and %s differ" % (s, self.shape(t), self.shape(ts[0]))
+            assert self.dtype(t) == self.dtype(ts[0]), "%s: dtypes %s and %s differ" % (s, self.dtype(t), self.dtype(ts[0]))
+        return [(self.shape(ts[0]), "b8" if s in BOOL_RESULT else self.dtype(ts[0]))]
+
+
+class Body:
+    """A custom-gradient sub-trace (fwd or bwd): its own scope."""
+
+    def __init__(self, names):
+        self.b = Builder(names)
+        self.inputs, self.outputs, self.saved = [], [], None
+
+    def input(self, name, shape, dt):
+        self.inputs.append(self.b.declare(name, shape, dt))
+        return name
+
+    def json(self):
+        j = {"inputs": [self.b.decl(n) for n in self.inputs], "ops": self.b.lists[0], "outputs": self.outputs}
+        if self.saved is not None:
+            j["saved"] = self.saved
+        return j
+
+
+class Trace(Builder):
+    def __init__(self, name, source, device=None):
+        super().__init__()
+        self.name, self.source, self.device = name, source, device
+        self.inputs, self.outputs = [], []
+
+    def input(self, name, shape, dt, requires_grad=False):
+        self.declare(name, shape, dt)
+        d = self.decl(name)
+        if requires_grad:
+            d["requires_grad"] = True
+        self.inputs.append(d)
+        return name
+
+    def scalar(self, name, kind):
+        self.values[name] = ("scalar", kind)
+        self.scopes[-1].add(name)
+        self.inputs.append({"name": name, "scalar": kind})
+        return name
+
+    def json(self):
+        j = {"format": "thunder-gen-trace", "version": 1, "name": self.name}
+        if self.device:
+            j["device"] = self.device
+        j["source"] = self.source
+        j["inputs"] = self.inputs
+        j["ops"] = self.lists[0]
+        j["outputs"] = self.outputs
+        return j
+
+
+# ---- JSON layout: one op per line, decompositions and bodies nested below their op -------------
+def dumps(x):
+    return json.dumps(x, separators=(", ", ": "))
+
+
+def op_lines(op, indent):
+    nested = [k for k in ("sub", "fwd", "bwd") if k in op]
+    if not nested:
+        return [indent + dumps(op)]
+    head = {k: v for k, v in op.items() if k not in nested}
+    lines = [indent + dumps(head)[:-1] + ","]
+    inner = indent + " "
+    for i, k in enumerate(nested):
+        last = i == len(nested) - 1
+        if k == "sub":
+            lines.append(inner + '"sub": [')
+            lines += ops_lines(op[k], inner + "  ")
+            lines.append(inner + "]" + ("}" if last else ","))
+        else:
+            body = op[k]
+            lines.append(inner + dumps(k) + ': {"inputs": ' + dumps(body["inputs"]) + ",")
+            lines.append(inner + ' "ops": [')
+            lines += ops_lines(body["ops"], inner + "   ")
+            tail = inner + ' ], "outputs": ' + dumps(body["outputs"])
+            if "saved" in body:
+                tail += ', "saved": ' + dumps(body["saved"])
+            lines.append(tail + "}" + ("}" if last else ","))
+    return lines
+
+
+def ops_lines(ops, indent):
+    out = []
+    for i, op in enumerate(ops):
+        ls = op_lines(op, indent)
+        if i < len(ops) - 1:
+            ls[-1] += ","
+        out += ls
+    return out
+
+
+def render(t):
+    j = t.json()
+    lines = ["{"]
+    for k in ("format", "version", "name", "device", "source"):
+        if k in j:
+            lines.append("  %s: %s," % (dumps(k), dumps(j[k])))
+    lines.append('  "inputs": [')
+    lines += ["    " + dumps(d) + ("," if i < len(j["inputs"]) - 1 else "") for i, d in enumerate(j["inputs"])]
+    lines.append("  ],")
+    lines.append('  "ops": [')
+    lines += ops_lines(j["ops"], "    ")
+    lines.append("  ],")
+    lines.append('  "outputs": ' + dumps(j["outputs"]))
+    lines.append("}")
+    text = "\n".join(lines) + "\n"
+    assert json.loads(text) == j, "layout changed the document"
+    return text
+
+
+# ---- the examples -------------------------------------------------------------------------------
+EXAMPLES_MADE = []
+
+
+def example(fn):
+    EXAMPLES_MADE.append(fn)
+    return fn
+
+
+@example
+def chain10():
+    t = Trace("chain10", "hand-written: a fused chain of exactly 10 elementwise prims over x f32[1024, 1024] "
+                         "(tanh(log(|sin(1.5x + 0.25)^2 - x| + 1)) * 3); generated code must be one kernel")
+    x = t.input("x", [1024, 1024], "f32")
+    a = t.op("mul", x, 1.5)
+    a = t.op("add", a, 0.25)
+    a = t.op("sin", a)
+    a = t.op("mul", a, a)
+    a = t.op("sub", a, x)
+    a = t.op("abs", a)
+    a = t.op("add", a, 1.0)
+    a = t.op("log", a)
+    a = t.op("tanh", a)
+    a = t.op("mul", a, 3.0)
+    t.outputs = [a]
+    return t
+
+
+@example
+def residual_scale():
+    t = Trace("residual_scale", "hand-written: a real-size fused epilogue over f32[2048, 2048] (4M elements): "
+                                "residual + x * gamma (LayerScale, gamma row-broadcast) * s (per-token scale "
+                                "[2048, 1], broadcast through its size-1 dim), as torch.add/torch.mul calls with "
+                                "their broadcasts in `sub`; one output")
+    x = t.input("x", [2048, 2048], "f32")
+    residual = t.input("residual", [2048, 2048], "f32")
+    gamma = t.input("gamma", [2048], "f32")
+    s = t.input("s", [2048, 1], "f32")
+    call = t.begin("torch.mul", [x, gamma])
+    y = t.end(call, [t.op("mul", x, t.op("broadcast_in_dim", gamma, [2048, 2048], [1]))])
+    call = t.begin("torch.mul", [y, s])
+    y = t.end(call, [t.op("mul", y, t.op("broadcast_in_dim", s, [2048, 2048], [0, 1]))])
+    call = t.begin("torch.add", [residual, y])
+    t.outputs = [t.end(call, [t.op("add", residual, y)])]
+    return t
+
+
+@example
+def unary_f32():
+    t = Trace("unary_f32", "hand-written: every elementwise unary prim of the exp/log/sqrt/rounding families on f32, "
+                           "each on a domain it accepts, one output per op; isfinite sees real infinities "
+                           "(1/floor(x) and a where with an inf literal)")
+    x = t.input("x", [256, 512], "f32")
+    outs = []
+    ax = t.op("abs", x)
+    a1 = t.op("add", ax, 1.0)                  # [1, 3)
+    for f in ("exp", "exp2", "expm1"):
+        outs.append(t.op(f, x))
+    outs.append(t.op("log", a1))
+    outs.append(t.op("log1p", ax))
+    outs.append(t.op("log2", a1))
+    outs.append(t.op("log10", a1))
+    outs.append(t.op("sqrt", ax))
+    outs.append(t.op("rsqrt", t.op("add", ax, 0.25)))
+    outs.append(t.op("reciprocal", a1))
+    outs.append(t.op("neg", x))
+    s = t.op("mul", x, 3.0)
+    for f in ("floor", "ceil", "round", "trunc", "sign"):
+        outs.append(t.op(f, s))
+    # exact halves (k / 2 for integer k): round is half-to-even, like torch.round
+    halves = t.op("mul", t.op("floor", t.op("mul", x, 4.0)), 0.5)
+    outs.append(t.op("round", halves))
+    outs.append(t.op("signbit", t.op("sub", x, 0.5)))
+    inv = t.op("reciprocal", t.op("floor", x))  # inf where floor(x) == 0
+    outs.append(t.op("isfinite", inv))
+    big = t.op("where", t.op("gt", x, 1.75), {"float": "inf"}, x)
+    big = t.op("where", t.op("lt", x, -1.75), {"float": "-inf"}, big)
+    outs.append(t.op("isfinite", big))
+    outs.append(big)
+    t.outputs = outs
+    return t
+
+
+@example
+def trig_f64():
+    t = Trace("trig_f64", "hand-written: the trigonometric, hyperbolic and error-function prims on f64 (domains built "
+                          "in the trace: asin(x/2), acosh(|x|+1), atanh(0.4x), erfinv(0.45x)), plus atan2")
+    x = t.input("x", [128, 512], "f64")
+    y = t.input("y", [128, 512], "f64")
+    outs = [t.op(f, x) for f in ("sin", "cos", "tanh", "sinh", "cosh", "atan", "asinh", "erf", "erfc")]
+    outs.append(t.op("tan", t.op("mul", x, 0.7)))
+    half = t.op("mul", x, 0.5)
+    outs.append(t.op("asin", half))
+    outs.append(t.op("acos", half))
+    outs.append(t.op("acosh", t.op("add", t.op("abs", x), 1.0)))
+    outs.append(t.op("atanh", t.op("mul", x, 0.4)))
+    outs.append(t.op("erfinv", t.op("mul", x, 0.45)))
+    outs.append(t.op("atan2", y, x))
+    t.outputs = outs
+    return t
+
+
+@example
+def binary_float():
+    t = Trace("binary_float", "hand-written: the binary and ternary float prims (add sub mul div pow fmod remainder "
+                              "atan2 maximum minimum lerp where and the six comparisons) on f32 and bf16; "
+                              "pow on a positive base, fmod/remainder by |y| + 0.5 and by a negative divisor")
+    x = t.input("x", [256, 512], "f32")
+    y = t.input("y", [256, 512], "f32")
+    a = t.input("a", [256, 512], "bf16")
+    b = t.input("b", [256, 512], "bf16")
+    outs = []
+    outs.append(t.op("add", x, y))
+    outs.append(t.op("sub", x, y))
+    outs.append(t.op("mul", x, y))
+    d = t.op("add", t.op("abs", y), 0.5)
+    outs.append(t.op("div", x, d))
+    outs.append(t.op("pow", t.op("add", t.op("abs", x), 0.5), y))
+    outs.append(t.op("fmod", x, d))
+    outs.append(t.op("remainder", x, d))
+    outs.append(t.op("remainder", x, t.op("neg", d)))
+    outs.append(t.op("atan2", x, y))
+    outs.append(t.op("maximum", x, y))
+    outs.append(t.op("minimum", x, y))
+    outs.append(t.op("lerp", x, y, 0.3))
+    w = t.op("mul", t.op("add", y, 2.0), 0.25)    # weight in [0, 1)
+    outs.append(t.op("lerp", x, y, w))
+    fx, fy = t.op("floor", x), t.op("floor", y)   # equal often enough to matter
+    for c in ("eq", "ne", "lt", "le", "gt", "ge"):
+        outs.append(t.op(c, fx, fy))
+    outs.append(t.op("where", t.op("gt", x, y), x, 0.0))
+    # bf16: computed in f32 registers, rounded once per stored output
+    outs.append(t.op("add", a, b))
+    outs.append(t.op("mul", a, b))
+    outs.append(t.op("div", a, t.op("add", t.op("abs", b), 1.0)))
+    outs.append(t.op("maximum", a, b))
+    outs.append(t.op("pow", t.op("add", t.op("abs", a), 0.5), 2.0))
+    outs.append(t.op("le", a, b))
+    t.outputs = outs
+    return t
+
+
+@example
+def int_arith():
+    t = Trace("int_arith", "hand-written: integer arithmetic on i32 and i64: add sub mul, truncating div, "
+                           "remainder and fmod (divisor |y| + 1, and negative), abs neg sign maximum minimum, "
+                           "integer floor/ceil/round/trunc/signbit, comparisons and where, sum/prod/amax/amin/"
+                           "argmax/argmin, and conversions i32 <-> i64 <-> f64/f32")
+    x = t.input("x", [256, 256], "i32")
+    y = t.input("y", [256, 256], "i32")
+    p = t.input("p", [256, 256], "i64")
+    q = t.input("q", [256, 256], "i64")
+    outs = []
+    d = t.op("add", t.op("abs", y), 1)           # [1, 5]
+    nd = t.op("neg", d)
+    outs.append(t.op("div", x, d))
+    outs.append(t.op("div", x, nd))
+    outs.append(t.op("remainder", x, d))
+    outs.append(t.op("remainder", x, nd))
+    outs.append(t.op("fmod", x, nd))
+    outs.append(t.op("sub", t.op("mul", x, y), t.op("add", x, 7)))
+    outs.append(t.op("maximum", x, y))
+    outs.append(t.op("minimum", x, y))
+    outs.append(t.op("sign", x))
+    s = t.op("add", t.op("floor", x), t.op("ceil", y))
+    s = t.op("add", s, t.op("round", x))
+    outs.append(t.op("sub", s, t.op("trunc", y)))
+    outs.append(t.op("signbit", x))
+    outs.append(t.op("where", t.op("lt", x, y), x, y))
+    # i64
+    dq = t.op("add", t.op("abs", q), 1)
+    outs.append(t.op("div", t.op("mul", p, 1000000007), dq))      # beyond 32 bits
+    outs.append(t.op("remainder", p, dq))
+    outs.append(t.op("fmod", t.op("neg", p), dq))
+    outs.append(t.op("sum", x, [1]))
+    outs.append(t.op("sum", t.op("convert_element_type", x, dtype("i64")), [0, 1]))
+    outs.append(t.op("amax", p, [0]))
+    outs.append(t.op("amin", y, [1]))
+    outs.append(t.op("argmax", x, 1))           # ties: the first index wins
+    outs.append(t.op("argmin", p, None))
+    few = t.op("slice_prim", p, [0, 0], [256, 8], None)
+    outs.append(t.op("prod", few, [1]))
+    # conversions
+    outs.append(t.op("convert_element_type", t.op("mul", p, q), dtype("i32")))
+    xf = t.op("convert_element_type", x, dtype("f64"))
+    outs.append(t.op("div", xf, 3.0))
+    back = t.op("convert_element_type", t.op("mul", t.op("convert_element_type", y, dtype("f32")), 0.75), dtype("i32"))
+    outs.append(back)                           # f32 -> i32 truncates toward zero
+    t.outputs = outs
+    return t
+
+
+@example
+def int_bitwise():
+    t = Trace("int_bitwise", "hand-written: bitwise prims and shifts on i8, u8 and i16 (shift amounts y & 7), "
+                             "wrapping add/sub/mul in the narrow types, maximum/minimum, and reductions "
+                             "sum/amax/amin/argmin over narrow integers")
+    a = t.input("a", [128, 512], "i8")
+    b = t.input("b", [128, 512], "i8")
+    c = t.input("c", [128, 512], "u8")
+    d = t.input("d", [128, 512], "u8")
+    e = t.input("e", [128, 512], "i16")
+    f = t.input("f", [128, 512], "i16")
+    outs = []
+    for op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        outs.append(t.op(op, a, b))
+    outs.append(t.op("bitwise_not", a))
+    sb = t.op("bitwise_and", b, 7)
+    outs.append(t.op("bitwise_left_shift", a, sb))      # wraps in 8 bits
+    outs.append(t.op("bitwise_right_shift", a, sb))     # arithmetic: sign fills
+    outs.append(t.op("maximum", a, b))
+    outs.append(t.op("minimum", a, b))
+    outs.append(t.op("mul", t.op("mul", a, b), 9))         # wraps in i8
+    # u8
+    cd = t.op("sub", c, d)                                  # wraps below zero
+    sd = t.op("bitwise_and", d, 7)
+    outs.append(cd)
+    outs.append(t.op("bitwise_right_shift", cd, sd))
+    outs.append(t.op("bitwise_left_shift", c, sd))
+    outs.append(t.op("bitwise_xor", t.op("bitwise_not", c), d))
+    outs.append(t.op("div", cd, t.op("add", d, 1)))
+    outs.append(t.op("gt", cd, 128))
+    # i16
+    sf = t.op("bitwise_and", f, 7)
+    outs.append(t.op("bitwise_left_shift", t.op("mul", e, 1000), sf))
+    outs.append(t.op("bitwise_right_shift", e, sf))
+    outs.append(t.op("bitwise_or", t.op("bitwise_and", e, f), t.op("bitwise_xor", e, 255)))
+    outs.append(t.op("remainder", e, t.op("add", t.op("abs", f), 1)))
+    # reductions and conversions between the narrow types
+    outs.append(t.op("sum", e, [1]))
+    outs.append(t.op("sum", t.op("convert_element_type", a, dtype("i16")), [0]))
+    outs.append(t.op("amax", c, [1]))
+    outs.append(t.op("amin", a, [0]))
+    outs.append(t.op("argmin", c, None))
+    outs.append(t.op("argmax", e, 0))
+    outs.append(t.op("convert_element_type", e, dtype("i8")))     # wraps
+    outs.append(t.op("convert_element_type", a, dtype("u8")))     # wraps
+    t.outputs = outs
+    return t
+
+
+@example
+def bool_masks():
+    t = Trace("bool_masks", "hand-written: b8 masks: comparisons, bitwise and/or/xor/not on b8, maximum/minimum "
+                            "and eq/ne on b8, isfinite, amax/amin over b8, b8 -> f32/i32 conversions, where, and "
+                            "a masked mean")
+    m = t.input("m", [256, 256], "b8")
+    x = t.input("x", [256, 256], "f32")
+    outs = []
+    pos = t.op("gt", x, 0.0)
+    outs.append(t.op("bitwise_and", m, pos))
+    outs.append(t.op("bitwise_or", m, pos))
+    outs.append(t.op("bitwise_xor", m, pos))
+    outs.append(t.op("bitwise_not", m))
+    outs.append(t.op("maximum", m, pos))
+    outs.append(t.op("minimum", m, pos))
+    outs.append(t.op("eq", m, pos))
+    outs.append(t.op("ne", m, True))
+    outs.append(t.op("isfinite", m))
+    outs.append(t.op("amax", m, [1]))
+    outs.append(t.op("amin", m, [0]))
+    mf = t.op("convert_element_type", m, dtype("f32"))
+    num = t.op("sum", t.op("mul", x, mf), [1])
+    den = t.op("add", t.op("sum", mf, [1]), 1.0)
+    outs.append(t.op("div", num, den))                       # masked row mean
+    outs.append(t.op("sum", t.op("convert_element_type", m, dtype("i32")), [0]))
+    outs.append(t.op("where", m, x, t.op("neg", x)))
+    outs.append(t.op("convert_element_type", x, dtype("b8")))  # x != 0
+    t.outputs = outs
+    return t
+
+
+@example
+def shape_ops():
+    t = Trace("shape_ops", "hand-written: data movement prims: squeeze, transpose (2-d and 3-d), reshape, slice_prim "
+                           "with strides and with null strides, pad with lo/hi/interior padding and a negative lo, "
+                           "cat, broadcast_in_dim (row, column, size-1 dims, new leading dims, by keyword), "
+                           "full and iota given device/dtype by keyword",
+              device="cuda:0")
+    x = t.input("x", [64, 1, 96], "f32")
+    y = t.input("y", [32, 48], "i16")
+    z = t.input("z", [8, 16], "f64")
+    v = t.input("v", [1, 48], "f32")
+    outs = []
+    s = t.op("squeeze", x, [1])                             # [64, 96]
+    tr = t.op("transpose", s, [1, 0])                       # [96, 64]
+    r = t.op("reshape", tr, [48, 128])
+    sl = t.op("slice_prim", r, [2, 1], [46, 127], [2, 3])   # [22, 42]
+    outs.append(t.op("mul", sl, 2.0))
+    p = t.op("pad", sl, 0.5, [[-2, 3, 1], [1, 0, 2]])       # [44, 125]
+    outs.append(p)
+    p2 = t.op("pad", t.op("squeeze", x, [-2]), -1.0, [[1, -3, 0], [0, 0, 0]])   # [62, 96]
+    outs.append(t.op("exp", p2))
+    left = t.op("slice_prim", s, [0, 0], [32, 48], None)
+    right = t.op("slice_prim", s, [32, 48], [64, 96], None)
+    outs.append(t.op("cat", [left, right, t.op("neg", left)], 1))   # [32, 144]
+    outs.append(t.op("cat", [left, right], 0))                      # [64, 48]
+    # row and column broadcasts over y, with full and iota built by keyword
+    ones = t.op("full", [32, 48], 7, kwargs={"device": DEVICE, "dtype": dtype("i16")})
+    col = t.op("iota", 48, kwargs={"start": -5, "step": 3, "device": DEVICE, "dtype": dtype("i16")})
+    row = t.op("iota", 32, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i16")})
+    colb = t.op("broadcast_in_dim", col, [32, 48], [1])
+    rowb = t.op("broadcast_in_dim", row, kwargs={"shape": [32, 48], "broadcast_dimensions": [0]})
+    outs.append(t.op("add", t.op("mul", y, colb), t.op("sub", rowb, ones)))
+    # size-1 dims: v [1, 48] stretched over 32 rows, then a new leading dim
+    vb = t.op("broadcast_in_dim", v, [32, 48], [0, 1])
+    yf = t.op("convert_element_type", y, dtype("f32"))
+    outs.append(t.op("add", yf, vb))
+    z3 = t.op("broadcast_in_dim", z, [4, 8, 16], [1, 2])
+    z3 = t.op("transpose", z3, [2, 0, 1])                   # [16, 4, 8]
+    z2 = t.op("reshape", z3, [16, 32])
+    outs.append(t.op("mul", z2, t.op("full", [16, 32], 0.25, kwargs={"device": DEVICE, "dtype": dtype("f64")})))
+    t.outputs = outs
+    return t
+
+
+@example
+def reductions():
+    t = Trace("reductions", "hand-written: reduction prims: sum, prod, amax, amin over one, several and all dims; "
+                            "var and var_mean with correction given by keyword; argmax/argmin with a dim, a "
+                            "negative dim and dim null; on f32, f64 and f16")
+    x = t.input("x", [64, 32, 48], "f32")
+    y = t.input("y", [128, 96], "f64")
+    h = t.input("h", [64, 256], "f16")
+    outs = []
+    outs.append(t.op("sum", x, [0, 2]))
+    outs.append(t.op("sum", x, [0, 1, 2]))
+    outs.append(t.op("prod", t.op("add", t.op("mul", x, 0.05), 1.0), [2]))
+    outs.append(t.op("amax", x, [1]))
+    outs.append(t.op("amin", x, [0, 2]))
+    outs.append(t.op("var", x, [2], kwargs={"correction": 1}))
+    outs.extend(t.op("var_mean", y, [0], kwargs={"correction": 0}))
+    outs.append(t.op("var", y, [0, 1], kwargs={"correction": 1}))
+    outs.append(t.op("argmax", x, 2))
+    outs.append(t.op("argmin", x, -1))
+    outs.append(t.op("argmax", y, None))
+    outs.append(t.op("argmin", y, None))
+    outs.append(t.op("sum", h, [1]))
+    outs.append(t.op("amax", h, [0]))
+    outs.extend(t.op("var_mean", h, [1], kwargs={"correction": 1}))
+    outs.append(t.op("prod", y, [0, 1]))
+    t.outputs = outs
+    return t
+
+
+def layer_norm_sub(t, x, w, b, n, eps):
+    """Thunder's decomposition of torch.nn.functional.layer_norm over the last dim."""
+    rows = t.shape(x)[:-1]
+    full = t.shape(x)
+    keep = rows + [1]
+    bd = list(range(len(rows)))
+    var, mean = t.op("var_mean", x, [len(rows)], kwargs={"correction": 0})
+    var_k = t.op("broadcast_in_dim", var, keep, bd)
+    mean_k = t.op("broadcast_in_dim", mean, keep, bd)
+    rstd = t.op("rsqrt", t.op("add", var_k, eps))
+    mean_b = t.op("broadcast_in_dim", mean_k, full, bd + [len(rows)])
+    centered = t.op("sub", x, mean_b)
+    rstd_b = t.op("broadcast_in_dim", rstd, full, bd + [len(rows)])
+    out = t.op("mul", centered, rstd_b)
+    wb = t.op("broadcast_in_dim", w, full, [len(rows)])
+    out = t.op("mul", out, wb)
+    bb = t.op("broadcast_in_dim", b, full, [len(rows)])
+    return t.op("add", out, bb)
+
+
+@example
+def layer_norm():
+    t = Trace("layer_norm", "hand-written: torch.nn.functional.layer_norm(x, [1024], w, b, 1e-05) over "
+                            "x f32[2048, 1024] (2M elements) as Thunder decomposes it: var_mean with correction 0, "
+                            "keepdim broadcasts through size-1 dims, add eps, rsqrt, sub, mul, weight and bias "
+                            "broadcast over rows")
+    x = t.input("x", [2048, 1024], "f32", requires_grad=True)
+    w = t.input("w", [1024], "f32", requires_grad=True)
+    b = t.input("b", [1024], "f32", requires_grad=True)
+    call = t.begin("torch.nn.functional.layer_norm", [x, [1024], w, b, 1e-05])
+    out = layer_norm_sub(t, x, w, b, 1024, 1e-05)
+    t.outputs = [t.end(call, [out])]
+    return t
+
+
+@example
+def gelu_bf16():
+    t = Trace("gelu_bf16", "hand-written: bias add then torch.nn.functional.gelu(h, approximate='tanh') on "
+                           "bf16[2048, 1024] computed in f32 (Thunder's upcast), plus the exact erf gelu of the "
+                           "same h; bias broadcast over rows")
+    x = t.input("x", [2048, 1024], "bf16")
+    bias = t.input("bias", [1024], "bf16")
+    call = t.begin("torch.add", [x, bias])
+    bb = t.op("broadcast_in_dim", bias, [2048, 1024], [1])
+    h32 = t.op("add", t.op("convert_element_type", x, dtype("f32")), t.op("convert_element_type", bb, dtype("f32")))
+    h = t.op("convert_element_type", h32, dtype("bf16"))
+    h = t.end(call, [h])
+    call = t.begin("torch.nn.functional.gelu", [h], {"approximate": {"str": "tanh"}})
+    a = t.op("convert_element_type", h, dtype("f32"))
+    cube = t.op("mul", t.op("mul", a, a), a)
+    inner = t.op("add", a, t.op("mul", cube, 0.044715))
+    inner = t.op("mul", inner, math.sqrt(2.0 / math.pi))
+    g = t.op("mul", t.op("mul", a, 0.5), t.op("add", t.op("tanh", inner), 1.0))
+    g = t.op("convert_element_type", g, dtype("bf16"))
+    g = t.end(call, [g])
+    call = t.begin("torch.nn.functional.gelu", [h], {"approximate": {"str": "none"}})
+    a = t.op("convert_element_type", h, dtype("f32"))
+    e = t.op("erf", t.op("mul", a, 1.0 / math.sqrt(2.0)))
+    ge = t.op("mul", t.op("mul", a, 0.5), t.op("add", e, 1.0))
+    ge = t.op("convert_element_type", ge, dtype("bf16"))
+    ge = t.end(call, [ge])
+    t.outputs = [g, ge]
+    return t
+
+
+@example
+def swiglu_f16():
+    t = Trace("swiglu_f16", "hand-written: LLaMA MLP gate, torch.nn.functional.silu(gate) * up on f16[1024, 2048] "
+                            "(2M elements); silu as Thunder decomposes it in f32 (x * reciprocal(1 + exp(-x))), "
+                            "torch.mul upcast and rounded back to f16")
+    gate = t.input("gate", [1024, 2048], "f16")
+    up = t.input("up", [1024, 2048], "f16")
+    call = t.begin("torch.nn.functional.silu", [gate], {"inplace": False})
+    a = t.op("convert_element_type", gate, dtype("f32"))
+    sig = t.op("reciprocal", t.op("add", t.op("exp", t.op("neg", a)), 1.0))
+    s = t.op("convert_element_type", t.op("mul", a, sig), dtype("f16"))
+    s = t.end(call, [s])
+    call = t.begin("torch.mul", [s, up])
+    m = t.op("mul", t.op("convert_element_type", s, dtype("f32")), t.op("convert_element_type", up, dtype("f32")))
+    m = t.op("convert_element_type", m, dtype("f16"))
+    t.outputs = [t.end(call, [m])]
+    return t
+
+
+@example
+def rms_norm_bf16():
+    t = Trace("rms_norm_bf16", "hand-written: torch.nn.functional.rms_norm(x, [1024], w, 1e-06) on "
+                               "bf16[2048, 1024]: mixed precision, x converted to f32 for the mean of squares "
+                               "(keepdim broadcast through a size-1 dim) and the result rounded back to bf16 "
+                               "before the bf16 weight")
+    x = t.input("x", [2048, 1024], "bf16")
+    w = t.input("w", [1024], "bf16")
+    call = t.begin("torch.nn.functional.rms_norm", [x, [1024], w, 1e-06])
+    a = t.op("convert_element_type", x, dtype("f32"))
+    ms = t.op("div", t.op("sum", t.op("mul", a, a), [1]), 1024.0)
+    ms = t.op("broadcast_in_dim", ms, [2048, 1], [0])
+    r = t.op("rsqrt", t.op("add", ms, 1e-06))
+    r = t.op("broadcast_in_dim", r, [2048, 1024], [0, 1])
+    y = t.op("convert_element_type", t.op("mul", a, r), dtype("bf16"))
+    wb = t.op("broadcast_in_dim", w, [2048, 1024], [1])
+    y = t.op("convert_element_type",
+             t.op("mul", t.op("convert_element_type", y, dtype("f32")), t.op("convert_element_type", wb, dtype("f32"))),
+             dtype("bf16"))
+    t.outputs = [t.end(call, [y])]
+    return t
+
+
+def log_softmax_sub(t, x, dim):
+    rows = t.shape(x)[:-1]
+    full = t.shape(x)
+    bd = list(range(len(rows)))
+    m = t.op("amax", x, [dim])
+    mb = t.op("broadcast_in_dim", m, full, bd)
+    sh = t.op("sub", x, mb)
+    s = t.op("sum", t.op("exp", sh), [dim])
+    ls = t.op("broadcast_in_dim", t.op("log", s), full, bd)
+    return t.op("sub", sh, ls)
+
+
+@example
+def cross_entropy():
+    t = Trace("cross_entropy", "hand-written: torch.nn.functional.cross_entropy(logits, target) with "
+                               "reduction='mean' and ignore_index=-100 over 1000 classes: log_softmax (nested "
+                               "torch.log_softmax with its own decomposition), then a gather-free pick via a one-hot "
+                               "mask (iota + eq + where); targets made valid in the trace as target % 1000")
+    logits = t.input("logits", [512, 1000], "f32", requires_grad=True)
+    target = t.input("target", [512], "i64")
+    tgt = t.op("remainder", target, 1000)
+    call = t.begin("torch.nn.functional.cross_entropy", [logits, tgt],
+                   {"weight": None, "size_average": None, "ignore_index": -100, "reduce": None,
+                    "reduction": {"str": "mean"}, "label_smoothing": 0.0})
+    c2 = t.begin("torch.log_softmax", [logits, 1], {"dtype": None})
+    logp = t.end(c2, [log_softmax_sub(t, logits, 1)])
+    classes = t.op("iota", 1000, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i64")})
+    cb = t.op("broadcast_in_dim", classes, [512, 1000], [1])
+    tb = t.op("broadcast_in_dim", tgt, [512, 1000], [0])
+    onehot = t.op("eq", cb, tb)
+    picked = t.op("sum", t.op("where", onehot, logp, 0.0), [1])
+    valid = t.op("ne", tgt, -100)
+    nll = t.op("where", valid, t.op("neg", picked), 0.0)
+    count = t.op("sum", t.op("convert_element_type", valid, dtype("f32")), [0])
+    loss = t.op("div", t.op("sum", nll, [0]), count)
+    loss = t.end(call, [loss])
+    t.outputs = [loss]
+    return t
+
+
+@example
+def attention_softmax_f16():
+    t = Trace("attention_softmax_f16", "hand-written: causal attention probabilities on f16 scores[8, 128, 128]: "
+                                       "upcast, scale by a scalar input, causal mask from two iotas (ge) broadcast "
+                                       "over heads, masked_fill with -inf, torch.softmax(dim=-1) with its "
+                                       "decomposition, and the result rounded to f16")
+    scores = t.input("scores", [8, 128, 128], "f16")
+    scale = t.scalar("scale", "f64")
+    a = t.op("convert_element_type", scores, dtype("f32"))
+    a = t.op("mul", a, scale)
+    i = t.op("iota", 128, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i32")})
+    rows = t.op("broadcast_in_dim", i, [128, 128], [0])
+    cols = t.op("broadcast_in_dim", i, [128, 128], [1])
+    causal = t.op("broadcast_in_dim", t.op("ge", rows, cols), [8, 128, 128], [1, 2])
+    a = t.op("where", causal, a, {"float": "-inf"})
+    call = t.begin("torch.softmax", [a, -1], {"dtype": None})
+    m = t.op("broadcast_in_dim", t.op("amax", a, [2]), [8, 128, 128], [0, 1])
+    e = t.op("exp", t.op("sub", a, m))
+    s = t.op("broadcast_in_dim", t.op("sum", e, [2]), [8, 128, 128], [0, 1])
+    p = t.end(call, [t.op("div", e, s)])
+    t.outputs = [t.op("convert_element_type", p, dtype("f16"))]
+    return t
+
+
+@example
+def custom_grad():
+    t = Trace("custom_grad", "hand-written: a torch.autograd.Function ScaledTanh (y = 1.5 * tanh(x), hand-written "
+                             "backward g * 1.5 * (1 - tanh(x)^2) saving tanh(x)) captured as "
+                             "torch.ops.higher_order.autograd_function_apply between two prims; its forward is "
+                             "inlined and fuses with its neighbours")
+    x = t.input("x", [512, 512], "f32", requires_grad=True)
+    pre = t.op("mul", x, 2.0)
+    fwd = Body(t.names)
+    a = fwd.input("a", [512, 512], "f32")
+    th = fwd.b.op("tanh", a, name="th")
+    out = fwd.b.op("mul", th, 1.5, name="out")
+    fwd.outputs, fwd.saved = [out], [th]
+    bwd = Body(t.names)
+    g = bwd.input("g", [512, 512], "f32")
+    th2 = bwd.input("th", [512, 512], "f32")
+    sq = bwd.b.op("mul", th2, th2, name="sq")
+    one_minus = bwd.b.op("sub", 1.0, sq, name="one_minus")
+    gs = bwd.b.op("mul", g, 1.5, name="gs")
+    ga = bwd.b.op("mul", gs, one_minus, name="ga")
+    bwd.outputs = [ga]
+    y = t.custom([pre], fwd, bwd)
+    t.outputs = [t.op("add", y, x)]
+    return t
+
+
+@example
+def scalar_inputs():
+    t = Trace("scalar_inputs", "hand-written: Thunder NumberProxy inputs (f64, i64, b8) used in elementwise ops and "
+                               "as full's fill value: x * alpha + beta, n + k, where(flag, ...), and a typed "
+                               "{\"dtype\": \"f32\"} conversion")
+    x = t.input("x", [256, 256], "f32")
+    n = t.input("n", [256, 256], "i32")
+    alpha = t.scalar("alpha", "f64")
+    beta = t.scalar("beta", "f64")
+    k = t.scalar("k", "i64")
+    flag = t.scalar("flag", "b8")
+    outs = []
+    outs.append(t.op("add", t.op("mul", x, alpha), beta))
+    outs.append(t.op("add", n, k))
+    outs.append(t.op("mul", t.op("convert_element_type", n, dtype("f32")), alpha))
+    outs.append(t.op("where", flag, x, t.op("neg", x)))
+    outs.append(t.op("bitwise_and", t.op("gt", x, beta), flag))
+    fill = t.op("full", [256, 256], alpha, kwargs={"device": DEVICE, "dtype": dtype("f32")})
+    outs.append(t.op("sub", x, fill))
+    outs.append(t.op("maximum", n, k))
+    t.outputs = outs
+    return t
+
+
+# ---- coverage report ------------------------------------------------------------------------------
+def walk(ops):
+    for op in ops:
+        yield op
+        yield from walk(op.get("sub", []))
+        for k in ("fwd", "bwd"):
+            if k in op:
+                yield from walk(op[k]["ops"])
+
+
+def table_ops():
+    path = os.path.join(ROOT, "src", "op_table.cpp")
+    with open(path) as f:
+        return sorted(set(re.findall(r'"(prims\.[a-z0-9_]+)"', f.read())))
+
+
+def main(argv):
+    check = "--check" in argv
+    os.makedirs(EXAMPLES, exist_ok=True)
+    used, dtypes, stale = set(), set(), []
+    for fn in EXAMPLES_MADE:
+        t = fn()
+        assert t.name == fn.__name__
+        text = render(t)
+        path = os.path.join(EXAMPLES, t.name + ".json")
+        old = open(path).read() if os.path.exists(path) else None
+        if check:
+            if old != text:
+                stale.append(path)
+        elif old != text:
+            with open(path, "w") as f:
+                f.write(text)
+        j = json.loads(text)
+        for op in walk(j["ops"]):
+            used.add(op["op"])
+        for d in j["inputs"]:
+            dtypes.add(d.get("dtype") or d.get("scalar"))
+        for op in walk(j["ops"]):
+            for o in op["out"]:
+                dtypes.add(o.get("dtype"))
+    missing = [o for o in table_ops() if o not in used]
+    all_dt = ["b8", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"]
+    print("%d examples; ops not covered: %s; dtypes not covered: %s" % (
+        len(EXAMPLES_MADE), missing or "none", [d for d in all_dt if d not in dtypes] or "none"), file=sys.stderr)
+    if stale:
+        print("out of date: " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

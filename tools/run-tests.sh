@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything and runs every test (what CI runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+tools/build.sh
+cd "${BUILD_DIR:-build}"
+ctest --output-on-failure -j "${JOBS:-$(nproc)}"
