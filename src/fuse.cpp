@@ -118,18 +118,28 @@ class Fuser {
   }
 
   bool walk_operands(const Op& op, const Index& index, int k, int& deepest, std::set<std::string>& seen) const {
+    bool ok = true;
+    for_each_operand(op, index, [&](ValueId u, const Index& i) { ok = ok && walk(u, i, k, deepest, seen); });
+    return ok;
+  }
+
+  // The (value, index) pairs computing `op` at `index` reads: shape ops map the index, a
+  // reduction reads its input over the whole row (the kernel's full index) and its scalar
+  // arguments, elementwise ops read their operands at the same index.
+  template <class F>
+  void for_each_operand(const Op& op, const Index& index, F&& read) const {
     if (op.info->fusion == FusionClass::shape) {
-      for (const OperandRead& r : shape_op_reads(t_, op, index))
-        if (!walk(r.value, r.index, k, deepest, seen)) return false;
-      return true;
+      for (const OperandRead& r : shape_op_reads(t_, op, index)) read(r.value, r.index);
+      return;
     }
     if (is_reduction(op)) {
-      // A reduction reads its input over the whole row: the kernel's own full index.
-      return walk(op.arg(0).value, identity_index(t_.value(op.arg(0).value).shape.size()), k, deepest, seen);
+      read(op.arg(0).value, identity_index(t_.value(op.arg(0).value).shape.size()));
+      for (size_t i = 1; i < op.args.size(); ++i)
+        if (op.args[i].is_value()) read(op.args[i].value, Index{});
+      return;
     }
     for (const Arg& a : op.args)
-      if (a.is_value() && !walk(a.value, index, k, deepest, seen)) return false;
-    return true;
+      if (a.is_value()) read(a.value, index);
   }
 
   // Can `v` (computed by walking from `start`) join kernel k? Fills nothing; just answers.
@@ -196,15 +206,7 @@ class Fuser {
     const Op& op = t_.ops[producer_[v]];
     ops.insert(producer_[v]);
     if (is_reduction(op) && !index.empty() && index != kernels_[k].layout.outer_index()) TG_CHECK(false, "misplaced reduction read");
-    auto visit = [&](ValueId u, const Index& i) { collect(k, u, i, ops, reads, seen); };
-    if (op.info->fusion == FusionClass::shape) {
-      for (const OperandRead& r : shape_op_reads(t_, op, index)) visit(r.value, r.index);
-    } else if (is_reduction(op)) {
-      visit(op.arg(0).value, identity_index(t_.value(op.arg(0).value).shape.size()));
-    } else {
-      for (const Arg& a : op.args)
-        if (a.is_value()) visit(a.value, index);
-    }
+    for_each_operand(op, index, [&](ValueId u, const Index& i) { collect(k, u, i, ops, reads, seen); });
   }
 
   Index member_index(const Kernel& kernel, ValueId v) const {

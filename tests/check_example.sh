@@ -14,7 +14,7 @@ mkdir -p "$work"
 cd "$work/out"
 case "$mode" in
   emu)
-    "$CXX" -std=c++20 -O1 -g -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+    "$CXX" -std=c++20 -O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined \
       -fno-omit-frame-pointer -I. -xc++ forward.cu -xnone harness.cpp -lboost_context -lpthread -o harness
     mkdir -p ../results
     ./harness --outputs ../results --repeat 1

@@ -871,7 +871,7 @@ def custom_grad():
 def scalar_inputs():
     t = Trace("scalar_inputs", "hand-written: Thunder NumberProxy inputs (f64, i64, b8) used in elementwise ops and "
                                "as full's fill value: x * alpha + beta, n + k, where(flag, ...), and a typed "
-                               "{\"dtype\": \"f32\"} conversion")
+                               "{\"dtype\": \"f32\"} conversion, and var with its correction from a scalar")
     x = t.input("x", [256, 256], "f32")
     n = t.input("n", [256, 256], "i32")
     alpha = t.scalar("alpha", "f64")
@@ -887,6 +887,8 @@ def scalar_inputs():
     fill = t.op("full", [256, 256], alpha, kwargs={"device": DEVICE, "dtype": dtype("f32")})
     outs.append(t.op("sub", x, fill))
     outs.append(t.op("maximum", n, k))
+    # A scalar as a reduction's argument: var's correction from the i64 input k (in [-4, 4]).
+    outs.append(t.op("var", x, [1], kwargs={"correction": k}))
     t.outputs = outs
     return t
 

@@ -442,7 +442,7 @@ class Interpreter:
         # that of the first output.
         operand_dt = op["out"][0]["dtype"]
         for _, a in params[1:] if symbol == "prims.where" else params:
-            if isinstance(a, Ref) and not is_scalar(decls[a.name]):
+            if isinstance(a, Ref) and a.name in decls and not is_scalar(decls[a.name]):
                 operand_dt = value_dtype(decls[a.name])
                 break
 
