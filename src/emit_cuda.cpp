@@ -27,9 +27,9 @@ std::string c_ident(const std::string& name) {
       // names generated code uses
       "i", "j", "n", "row", "rows", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
   static const std::regex dim_var("d[0-9]+");
-  // Generated locals start with v_, acc_ or mean_; escaped names get p_, so p_ is reserved too.
+  // Generated locals start with v_, ix_, acc_ or mean_; escaped names get p_, so p_ is reserved too.
   // Escaping prepends p_, which keeps the mapping one-to-one.
-  static const char* prefixes[] = {"v_", "acc_", "mean_", "p_", "__"};
+  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "p_", "__"};
   bool escape = reserved.count(name) || std::regex_match(name, dim_var);
   for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
   return escape ? "p_" + name : name;
@@ -167,10 +167,19 @@ class KernelWriter {
     return code;
   }
 
-  // v_<name>, numbered only when a live scope already has that name (the same value at
-  // another index); sibling loops reuse the plain name.
-  std::string fresh_name(ValueId v) {
-    const std::string base = "v_" + c_ident(t_.value(v).name);
+  // An index computation of a shape op as a variable, ix_<operand>_i<dim> (or _in_<output> for a
+  // guard), declared once per scope.
+  std::string name_index(const std::string& code, const char* type, const std::string& hint) {
+    std::string key = "#" + code;
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto m = it->memo.find(key); m != it->memo.end()) return m->second;
+    std::string name = unique_local("ix_" + hint);
+    line(std::string("const ") + type + " " + name + " = " + code + ";");
+    scopes_.back().memo[key] = name;
+    return name;
+  }
+
+  std::string unique_local(const std::string& base) {
     auto taken = [&](const std::string& n) {
       for (const Scope& s : scopes_)
         if (s.declared.count(n)) return true;
@@ -181,6 +190,10 @@ class KernelWriter {
     scopes_.back().declared.insert(name);
     return name;
   }
+
+  // v_<name>, numbered only when a live scope already has that name (the same value at
+  // another index); sibling loops reuse the plain name.
+  std::string fresh_name(ValueId v) { return unique_local("v_" + c_ident(t_.value(v).name)); }
 
   bool is_identity(const Index& index) const { return index == identity_index(layout_.domain.size()); }
 
@@ -285,7 +298,9 @@ class KernelWriter {
         }
         break;
       case FusionClass::shape: {
-        std::vector<OperandRead> reads = shape_op_reads(t_, op, index);
+        std::vector<OperandRead> reads = shape_op_reads(t_, op, index, [this](const std::string& code, const char* type, const std::string& hint) {
+          return name_index(code, type, hint);
+        });
         if (op.info->kind == OpKind::pad) {
           std::string inner = value_at(reads[0].value, reads[0].index);
           if (reads[0].guard.empty()) return inner;

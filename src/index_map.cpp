@@ -105,7 +105,37 @@ std::string linear_offset(const Index& index, const Shape& shape) {
   return s.empty() ? "0" : s;
 }
 
-std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out) {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0]));
+}
+
+// Gives the code parts of a read names of their own: "<operand>_i<dim>" and "<operand>_in_<output>".
+std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<OperandRead> reads, const IndexNamer& namer) {
+  if (!namer) return reads;
+  for (OperandRead& r : reads) {
+    for (size_t k = 0; k < r.index.size(); ++k)
+      if (r.index[k].kind == IndexComp::Kind::code && !is_identifier(r.index[k].code))
+        r.index[k] = IndexComp::of_code(namer(r.index[k].code, "int64_t", t.value(r.value).name + "_i" + std::to_string(k)));
+    if (!r.guard.empty()) r.guard = namer(r.guard, "bool", t.value(r.value).name + "_in_" + t.value(op.outs[0]).name);
+  }
+  return reads;
+}
+
+std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out);
+
+}  // namespace
+
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, const IndexNamer& namer) {
+  return named(t, op, reads_of(t, op, out), namer);
+}
+
+namespace {
+
+std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out) {
   const Shape& out_shape = t.value(op.outs[0]).shape;
   switch (op.info->kind) {
     case OpKind::broadcast_in_dim: {
@@ -181,11 +211,14 @@ std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Inde
         reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
         offset += len;
       }
+      reads.back().guard.clear();  // the last piece is what remains: no test needed
       return reads;
     }
     default: break;
   }
   throw InternalError("shape_op_reads: not a shape op: " + op.symbol);
 }
+
+}  // namespace
 
 }  // namespace tg

@@ -3,6 +3,7 @@
 // their operand's index. Components stay structural (a loop variable, a constant) as long as they
 // can, so fusion can tell whether two reads hit the same element, and otherwise become code.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,13 @@ struct OperandRead {
   std::string guard;
 };
 
+// Names a piece of index code so emitted kernels stay readable: given the code, its C++ type
+// ("int64_t" or "bool") and a hint, returns the expression to use instead (a variable). Analysis
+// passes none and gets the code itself.
+using IndexNamer = std::function<std::string(const std::string& code, const char* type, const std::string& hint)>;
+
 // The reads that element `out` of shape op `op` makes. For every op but cat this is one read.
-std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out);
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, const IndexNamer& namer = nullptr);
 
 // Row-major linear offset of `index` into a tensor of `shape`, as code ("0" for scalars).
 std::string linear_offset(const Index& index, const Shape& shape);

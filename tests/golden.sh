@@ -3,7 +3,7 @@
 # listed in tests/golden/LIST: the decomposed and fused listings and the emitted forward.cu and
 # manifest.json. Regenerate after an intended change with: tools/update-golden.sh
 set -uo pipefail
-mode=$1 gen=$2
+mode=$1 gen=$(realpath "$2")
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 pass=0 fail=0

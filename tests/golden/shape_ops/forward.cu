@@ -18,7 +18,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 42;
     const int64_t d1 = i % 42;
-    const float v_x = tg::load(x, (((d0 * 2 + 2) * 128 + (d1 * 3 + 1)) % 64) * 96 + (((d0 * 2 + 2) * 128 + (d1 * 3 + 1)) / 64));
+    const int64_t ix_t2_i0 = (d0 * 2 + 2);
+    const int64_t ix_t2_i1 = (d1 * 3 + 1);
+    const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
+    const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
+    const float v_x = tg::load(x, ix_t1_i1 * 96 + ix_t1_i0);
     const float v_t4 = (v_x * 2.0f);
     tg::store(t4, i, v_t4);
   }
@@ -36,8 +40,15 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 125;
     const int64_t d1 = i % 125;
-    const float v_x = tg::load(x, (((((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0) * 2 + 2) * 128 + (((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0) * 3 + 1)) % 64) * 96 + (((((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0) * 2 + 2) * 128 + (((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0) * 3 + 1)) / 64));
-    const float v_t5 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0)) ? v_x : 0.5f;
+    const int64_t ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
+    const int64_t ix_t3_i1 = ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
+    const bool ix_t3_in_t5 = (((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0);
+    const int64_t ix_t2_i0 = (ix_t3_i0 * 2 + 2);
+    const int64_t ix_t2_i1 = (ix_t3_i1 * 3 + 1);
+    const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
+    const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
+    const float v_x = tg::load(x, ix_t1_i1 * 96 + ix_t1_i0);
+    const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
     tg::store(t5, i, v_t5);
   }
 }
@@ -52,8 +63,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const f
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 96;
     const int64_t d1 = i % 96;
-    const float v_x = tg::load(x, (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0) * 96 + d1);
-    const float v_t7 = (((d0 - 1) >= 0 && (d0 - 1) < 64)) ? v_x : -1.0f;
+    const int64_t ix_t6_i0 = (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0);
+    const bool ix_t6_in_t7 = ((d0 - 1) >= 0 && (d0 - 1) < 64);
+    const float v_x = tg::load(x, ix_t6_i0 * 96 + d1);
+    const float v_t7 = (ix_t6_in_t7) ? v_x : -1.0f;
     const float v_t8 = tg::exp(v_t7);
     tg::store(t8, i, v_t8);
   }
@@ -71,11 +84,18 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 144;
     const int64_t d1 = i % 144;
-    const float v_x = tg::load(x, d0 * 96 + ((d1 >= 0 && d1 < 48) ? d1 : 0));
-    const float v_x_1 = tg::load(x, (d0 + 32) * 96 + (((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0) + 48));
-    const float v_x_2 = tg::load(x, d0 * 96 + ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0));
+    const int64_t ix_t9_i1 = ((d1 >= 0 && d1 < 48) ? d1 : 0);
+    const bool ix_t9_in_t12 = (d1 >= 0 && d1 < 48);
+    const int64_t ix_t10_i1 = ((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0);
+    const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
+    const int64_t ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
+    const float v_x = tg::load(x, d0 * 96 + ix_t9_i1);
+    const int64_t ix_t0_i0 = (d0 + 32);
+    const int64_t ix_t0_i1 = (ix_t10_i1 + 48);
+    const float v_x_1 = tg::load(x, ix_t0_i0 * 96 + ix_t0_i1);
+    const float v_x_2 = tg::load(x, d0 * 96 + ix_t11_i1);
     const float v_t11 = (-v_x_2);
-    const float v_t12 = (d1 >= 0 && d1 < 48) ? v_x : (d1 >= 48 && d1 < 96) ? v_x_1 : v_t11;
+    const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
     tg::store(t12, i, v_t12);
   }
 }
@@ -91,9 +111,14 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 48;
     const int64_t d1 = i % 48;
-    const float v_x = tg::load(x, ((d0 >= 0 && d0 < 32) ? d0 : 0) * 96 + d1);
-    const float v_x_1 = tg::load(x, (((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0) + 32) * 96 + (d1 + 48));
-    const float v_t13 = (d0 >= 0 && d0 < 32) ? v_x : v_x_1;
+    const int64_t ix_t9_i0 = ((d0 >= 0 && d0 < 32) ? d0 : 0);
+    const bool ix_t9_in_t13 = (d0 >= 0 && d0 < 32);
+    const int64_t ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
+    const float v_x = tg::load(x, ix_t9_i0 * 96 + d1);
+    const int64_t ix_t0_i0 = (ix_t10_i0 + 32);
+    const int64_t ix_t0_i1 = (d1 + 48);
+    const float v_x_1 = tg::load(x, ix_t0_i0 * 96 + ix_t0_i1);
+    const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
     tg::store(t13, i, v_t13);
   }
 }
@@ -143,7 +168,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const 
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 32;
     const int64_t d1 = i % 32;
-    const double v_z = tg::load(z, ((d0 * 32 + d1) % 8) * 16 + ((d0 * 32 + d1) / 32));
+    const int64_t ix_t26_i0 = ((d0 * 32 + d1) / 32);
+    const int64_t ix_t26_i1 = (((d0 * 32 + d1) / 8) % 4);
+    const int64_t ix_t26_i2 = ((d0 * 32 + d1) % 8);
+    const double v_z = tg::load(z, ix_t26_i2 * 16 + ix_t26_i0);
     const double v_t28 = 0.25;
     const double v_t29 = (v_z * v_t28);
     tg::store(t29, i, v_t29);
