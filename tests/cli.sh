@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# cli.sh THUNDER_GEN WORK: the command line's contract: exit codes (0 ok, 1 bad input, 2 usage),
+# --version, list-ops, validate, --emit, -v, --dump-dir, and an output folder that is replaced
+# whole or not at all.
+set -u
+gen=$1 work=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+ex=$root/examples/softmax.json
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+pass=0 fail=0
+check() {  # check NAME CONDITION...
+  local name=$1; shift
+  if "$@"; then pass=$((pass + 1)); echo "ok $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
+}
+run() { "$gen" "$@" >out.txt 2>err.txt; echo $? >rc.txt; }
+rc() { [ "$(cat rc.txt)" = "$1" ]; }
+has() { grep -q -- "$2" "$1"; }
+
+run --version;                       check version rc 0; check version-text has out.txt "thunder-gen 0.1.0"
+run;                                 check no-args rc 2
+run "$ex" --no-such-flag;            check unknown-flag rc 2
+run "$ex" --emit nonsense;           check bad-stage rc 2
+run "$ex";                           check missing-output rc 2; check missing-output-text has err.txt "-o OUT is required"
+run list-ops;                        check list-ops rc 0; check list-ops-lists has out.txt "prims.var_mean(a, dims, \*, correction)"
+declared=$(sed -n 's/^thunder-gen [0-9.]*: \([0-9]*\) ops$/\1/p' out.txt)
+check list-ops-count [ "$(grep -c '^prims\.' out.txt)" = "$declared" ]
+run validate "$ex";                  check validate-ok rc 0
+run validate "$root/tests/bad/unknown_op.json"; check validate-bad rc 1
+run "$ex" --emit decomposed;         check emit-decomposed has out.txt "t0 = prims.amax(x, \[1\])"
+run "$ex" --emit cuda;               check emit-cuda has out.txt "__global__"
+run "$ex" -o gen -v --dump-dir dump; check generate rc 0
+check verbose-lines [ "$(grep -c '^thunder-gen: \(decompose\|fuse\|emit\)' err.txt)" = 3 ]
+check dump-files [ -f dump/00-read.txt ] && [ -f dump/01-decompose.txt ] && [ -f dump/02-fuse.txt ]
+check output-files [ -f gen/forward.cu ] && [ -f gen/harness.cpp ] && [ -f gen/manifest.json ] && [ -f gen/CMakeLists.txt ] && [ -f gen/tg_runtime.cuh ]
+touch gen/stale.txt
+run "$ex" -o gen;                    check replaced-whole [ ! -e gen/stale.txt ]
+touch gen/keep.txt
+run "$root/tests/bad/shape_mismatch.json" -o gen; check failure-rc rc 1
+check failure-keeps-old [ -e gen/keep.txt ]
+check no-temporaries [ -z "$(ls -A . | grep '^\.gen\.')" ]
+touch afile
+run "$ex" -o afile;                  check output-is-a-file rc 1
+run "$ex" -o deeper/new/out;         check creates-parents [ -f deeper/new/out/forward.cu ]
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
