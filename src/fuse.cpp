@@ -46,6 +46,7 @@ struct Kernel {
 };
 
 constexpr int kInput = -1;   // a trace input: always in memory
+constexpr int kMaxInlineDepth = 16;  // longest chain of ops computed inline before it is written
 constexpr int kInline = -2;  // not placed: computed wherever it is needed
 
 class Fuser {
@@ -54,6 +55,7 @@ class Fuser {
     for (ValueId v : t.inputs) home_[v] = kInput;
     for (size_t i = 0; i < t.ops.size(); ++i)
       for (ValueId v : t.ops[i].outs) producer_[v] = int(i);
+    depth_.assign(t.values.size(), 0);
     mark_live();
   }
 
@@ -65,9 +67,16 @@ class Fuser {
       if (!live_op_[i]) continue;  // computes nothing an output needs
       if (is_reduction(op)) {
         place_reduction(op);
-      } else {
-        for (ValueId v : op.outs)
-          if (outputs.count(v) && !t_.value(v).is_scalar) place_pointwise(v);
+        continue;
+      }
+      // Inlining recomputes a value in every kernel (and every row pass) that reads it, so deep
+      // chains are cut: past kMaxInlineDepth ops the value is written once and read after.
+      int depth = 1;
+      for_each_value_arg(op, [&](ValueId u) { depth = std::max(depth, 1 + (home_[u] == kInline ? depth_[u] : 0)); });
+      for (ValueId v : op.outs) {
+        depth_[v] = depth;
+        if (t_.value(v).is_scalar) continue;
+        if (outputs.count(v) || depth > kMaxInlineDepth) place_pointwise(v);
       }
     }
     return build();
@@ -78,6 +87,8 @@ class Fuser {
   std::vector<int> home_;      // kernel that computes and places the value, kInput or kInline
   std::vector<int> producer_;  // op index defining the value, -1 for inputs
   std::vector<bool> live_op_;  // does a trace output depend on the op?
+  std::vector<int> depth_;     // inline values: the longest chain of ops computing them
+  bool placing_reduction_ = false;
   std::vector<Kernel> kernels_;
   std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel
   std::map<Shape, int> last_row_;        // domain -> most recent row kernel
@@ -110,6 +121,9 @@ class Fuser {
       return true;
     }
     const Op& op = t_.ops[producer_[v]];
+    // A row kernel writes its row-shaped values in its last pass; a reduction reading one would
+    // recompute it in its own pass, so it starts a new kernel that reads it instead.
+    if (home == k && placing_reduction_ && !is_reduction(op)) return false;
     if (is_reduction(op)) {
       TG_CHECK(home == k, "an unplaced reduction was read");
       return index == kernels_[k].layout.outer_index();
@@ -121,6 +135,15 @@ class Fuser {
     bool ok = true;
     for_each_operand(op, index, [&](ValueId u, const Index& i) { ok = ok && walk(u, i, k, deepest, seen); });
     return ok;
+  }
+
+  template <class F>
+  static void for_each_value_arg(const Op& op, F&& f) {
+    std::function<void(const Arg&)> visit = [&](const Arg& a) {
+      if (a.is_value()) f(a.value);
+      for (const Arg& item : a.items) visit(item);
+    };
+    for (const Arg& a : op.args) visit(a);
   }
 
   // The (value, index) pairs computing `op` at `index` reads: shape ops map the index, a
@@ -159,7 +182,9 @@ class Fuser {
     auto start = [&](int k, int& deepest, std::set<std::string>& seen) { return walk_operands(op, {}, k, deepest, seen); };
     int k = -1;
     auto it = last_row_.find(layout.domain);
+    placing_reduction_ = true;
     if (it != last_row_.end() && kernels_[it->second].layout.reduced == layout.reduced && fits(it->second, start)) k = it->second;
+    placing_reduction_ = false;
     if (k < 0) k = add_kernel(layout);
     for (ValueId v : op.outs) {
       home_[v] = k;

@@ -354,6 +354,21 @@ def chain10():
 
 
 @example
+def deep_residual():
+    t = Trace("deep_residual", "hand-written: 40 stacked blocks y = y + tanh(y - rowmean(y) * 0.5), each reading "
+                               "the previous block: long elementwise chains through row reductions over the "
+                               "same rows, which fusion must cut (written and re-read) instead of recomputing "
+                               "the whole chain in every row pass")
+    y = t.input("x", [64, 512], "f32")
+    for _ in range(40):
+        m = t.op("mul", t.op("sum", y, [1]), 1.0 / 512)
+        d = t.op("sub", y, t.op("broadcast_in_dim", t.op("mul", m, 0.5), [64, 512], [0]))
+        y = t.op("add", y, t.op("tanh", d))
+    t.outputs = [y]
+    return t
+
+
+@example
 def residual_scale():
     t = Trace("residual_scale", "hand-written: a real-size fused epilogue over f32[2048, 2048] (4M elements): "
                                 "residual + x * gamma (LayerScale, gamma row-broadcast) * s (per-token scale "

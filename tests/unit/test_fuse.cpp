@@ -104,3 +104,22 @@ TEST_CASE("a value computed by an earlier kernel is read, not recomputed") {
   REQUIRE(t.ops.size() == 2);
   CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"e"});
 }
+
+TEST_CASE("long chains through row reductions are cut, so no kernel recomputes the whole chain") {
+  // y = y + tanh(y - bcast(sum(y))) stacked 200 times over the same rows.
+  std::string ops, prev = "x";
+  for (int i = 0; i < 200; ++i) {
+    std::string s = "s" + std::to_string(i), b = "b" + std::to_string(i), d = "d" + std::to_string(i), e = "e" + std::to_string(i),
+                y = "y" + std::to_string(i);
+    ops += (i ? "," : "") + op("prims.sum", "[\"" + prev + "\", [1]]", tensor(s, "[8]")) + "," +
+           op("prims.broadcast_in_dim", "[\"" + s + "\", [8, 32], [0]]", tensor(b, kRow)) + "," +
+           op("prims.sub", "[\"" + prev + "\", \"" + b + "\"]", tensor(d, kRow)) + "," + op("prims.tanh", "[\"" + d + "\"]", tensor(e, kRow)) + "," +
+           op("prims.add", "[\"" + prev + "\", \"" + e + "\"]", tensor(y, kRow));
+    prev = y;
+  }
+  tg::Trace t = fused(test::trace("deep", tensor("x", kRow), ops, "\"" + prev + "\""));
+  size_t largest = 0;
+  for (const tg::Op& k : t.ops) largest = std::max(largest, k.sub.size());
+  CHECK(t.ops.size() > 10);
+  CHECK(largest <= 64);
+}
