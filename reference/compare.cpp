@@ -1,5 +1,6 @@
 #include "compare.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace tg {
@@ -40,11 +41,10 @@ Comparison compare(const torch::Tensor& actual, const torch::Tensor& expected, D
   torch::Tensor bad = ~good;
   c.mismatches = bad.sum().item<int64_t>();
   c.ok = c.mismatches == 0;
-  if (finite.any().item<bool>()) {
-    torch::Tensor fd = diff.masked_select(finite);
-    c.max_abs_err = fd.max().item<double>();
-    c.max_rel_err = (fd / e.abs().masked_select(finite).clamp_min(1e-30)).max().item<double>();
-  }
+  if (finite.any().item<bool>()) c.max_abs_err = diff.masked_select(finite).max().item<double>();
+  // Relative error only where it means something: away from zero, beyond the absolute tolerance.
+  torch::Tensor sizable = finite & (e.abs() > std::max(tol.atol, 1e-30));
+  if (sizable.any().item<bool>()) c.max_rel_err = (diff.masked_select(sizable) / e.abs().masked_select(sizable)).max().item<double>();
   if (!c.ok) c.first_mismatch = bad.nonzero().index({0, 0}).item<int64_t>();
   return c;
 }

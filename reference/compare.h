@@ -19,7 +19,7 @@ Tolerance tolerance_for(DType t);
 struct Comparison {
   bool ok = true;
   double max_abs_err = 0;
-  double max_rel_err = 0;
+  double max_rel_err = 0;  // over elements with |expected| > atol
   int64_t mismatches = 0;
   int64_t first_mismatch = -1;  // flat index
   std::string summary() const;
