@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "gradients.h"
 #include "thunder_gen/diagnostics.h"
 
 namespace tg {
@@ -407,6 +408,7 @@ const std::vector<OpInfo>& op_table() {
       size_t k = static_cast<size_t>(r.kind);
       TG_CHECK(k < rows.size() && !seen[k], "op table: kind declared twice or out of range: " + std::string(r.id));
       seen[k] = true;
+      r.grad = gradient_rule(r.kind);
       by_kind[k] = std::move(r);
     }
     TG_CHECK(static_cast<size_t>(OpKind::fused_kernel) + 1 == by_kind.size(), "op table: a kind has no row");

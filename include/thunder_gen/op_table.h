@@ -84,6 +84,22 @@ struct RuleError {
 
 using ShapeRule = std::function<std::vector<OutType>(const Trace&, const Op&)>;
 
+// What gradient rules build with: it appends prims to the joint trace being made, typing each
+// output with the prim's own shape rule.
+class GradBuilder {
+ public:
+  virtual ~GradBuilder() = default;
+  virtual const Trace& trace() const = 0;
+  // Appends prim `id` with `args` bound in its signature's order; returns its outputs.
+  virtual std::vector<ValueId> emit(std::string_view id, std::vector<Arg> args) = 0;
+};
+
+// One contribution to the cotangent of an input: (input value, cotangent).
+using GradContribution = std::pair<ValueId, ValueId>;
+// A gradient rule: given the op and the cotangent of each output (kNoValue where the output gets
+// none), the contributions to its inputs' cotangents. Ops without a rule are not differentiable.
+using GradRule = std::function<std::vector<GradContribution>(GradBuilder&, const Op&, const std::vector<ValueId>& cotangents)>;
+
 struct OpInfo {
   OpKind kind;
   std::string_view id;  // Thunder's symbol id
@@ -94,6 +110,7 @@ struct OpInfo {
   std::string_view code;
   DTypes accepts = DTypes::any;
   std::string_view summary;
+  GradRule grad;  // empty: no gradient flows through (comparisons, rounding, integer ops)
 };
 
 const std::vector<OpInfo>& op_table();

@@ -1,0 +1,361 @@
+#include "gradients.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "thunder_gen/diagnostics.h"
+
+namespace tg {
+namespace {
+
+using V = ValueId;
+using G = GradBuilder;
+using Contributions = std::vector<GradContribution>;
+
+Arg val(V v) { return Arg::of_value(v); }
+Arg num(double d) { return Arg::of_real(d); }
+
+// Small prims vocabulary for writing rules. A number operand is an Arg literal.
+V call(G& g, std::string_view id, std::vector<Arg> args) { return g.emit(id, std::move(args)).at(0); }
+V add(G& g, Arg a, Arg b) { return call(g, "prims.add", {a, b}); }
+V sub(G& g, Arg a, Arg b) { return call(g, "prims.sub", {a, b}); }
+V mul(G& g, Arg a, Arg b) { return call(g, "prims.mul", {a, b}); }
+V div(G& g, Arg a, Arg b) { return call(g, "prims.div", {a, b}); }
+V neg(G& g, V a) { return call(g, "prims.neg", {val(a)}); }
+V unary(G& g, std::string_view id, V a) { return call(g, id, {val(a)}); }
+V where(G& g, V pred, Arg a, Arg b) { return call(g, "prims.where", {val(pred), a, b}); }
+V cmp(G& g, std::string_view id, Arg a, Arg b) { return call(g, id, {a, b}); }
+V convert(G& g, V a, DType t) { return call(g, "prims.convert_element_type", {val(a), Arg::of_dtype(t)}); }
+
+Arg int_list(const std::vector<int64_t>& v) {
+  std::vector<Arg> items;
+  for (int64_t i : v) items.push_back(Arg::of_int(i));
+  return Arg::of_list(std::move(items));
+}
+
+const Value& value_of(G& g, V v) { return g.trace().value(v); }
+// By value: rules emit ops (adding values) while they hold shapes.
+Shape shape_of(G& g, V v) { return value_of(g, v).shape; }
+
+V sum(G& g, V a, const std::vector<int64_t>& dims) { return dims.empty() ? a : call(g, "prims.sum", {val(a), int_list(dims)}); }
+V reshape(G& g, V a, const Shape& shape) { return shape_of(g, a) == shape ? a : call(g, "prims.reshape", {val(a), int_list(shape)}); }
+V broadcast(G& g, V a, const Shape& shape, const std::vector<int64_t>& dims) {
+  return call(g, "prims.broadcast_in_dim", {val(a), int_list(shape), int_list(dims)});
+}
+V full(G& g, const Shape& shape, double fill, DType t) {
+  Arg device;
+  device.kind = Arg::Kind::device;
+  device.text = g.trace().device;
+  return call(g, "prims.full", {int_list(shape), num(fill), device, Arg::of_dtype(t)});
+}
+V zeros(G& g, const Shape& shape, DType t) { return full(g, shape, 0.0, t); }
+
+// A reduced value broadcast back over the dims it lost.
+V unreduce(G& g, V reduced, const Shape& full, const std::vector<int64_t>& reduced_dims) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < int64_t(full.size()); ++d)
+    if (!std::count(reduced_dims.begin(), reduced_dims.end(), d)) kept.push_back(d);
+  return broadcast(g, reduced, full, kept);
+}
+
+bool is_tensor(G& g, const Arg& a) { return a.is_value() && !value_of(g, a.value).is_scalar; }
+
+// x op number where x may itself be a number literal: folded, since prims need a tensor operand.
+Arg plus(G& g, const Arg& x, double d) { return x.is_number() ? num(x.as_double() + d) : val(add(g, x, num(d))); }
+Arg one_minus(G& g, const Arg& x) { return x.is_number() ? num(1.0 - x.as_double()) : val(sub(g, num(1.0), x)); }
+Arg squared(G& g, const Arg& x) { return x.is_number() ? num(x.as_double() * x.as_double()) : val(mul(g, x, x)); }
+
+// ---- rule shapes ----------------------------------------------------------------------------
+
+// d out / d a = f(a, out): contribution g * f.
+using LocalDerivative = std::function<V(G&, V a, V out)>;
+GradRule unary_rule(LocalDerivative f) {
+  return [f](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+    V a = op.arg(0).value;
+    return {{a, mul(g, val(cot[0]), val(f(g, a, op.outs[0])))}};
+  };
+}
+
+// Contributions of both operands of a binary op; number operands get none.
+using BinaryDerivatives = std::function<std::pair<V, V>(G&, const Arg& a, const Arg& b, V out, V cot)>;
+GradRule binary_rule(BinaryDerivatives f) {
+  return [f](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+    auto [ga, gb] = f(g, op.arg(0), op.arg(1), op.outs[0], cot[0]);
+    Contributions out;
+    if (is_tensor(g, op.arg(0)) && ga != kNoValue) out.emplace_back(op.arg(0).value, ga);
+    if (is_tensor(g, op.arg(1)) && gb != kNoValue) out.emplace_back(op.arg(1).value, gb);
+    return out;
+  };
+}
+
+Contributions extremum(G& g, const Op& op, const std::vector<V>& cot, bool is_max) {
+  // Ties share the gradient equally, as PyTorch does.
+  Arg a = op.arg(0), b = op.arg(1);
+  V c = cot[0];
+  auto part = [&](const Arg& self, const Arg& other) {
+    V wins = cmp(g, is_max ? "prims.gt" : "prims.lt", self, other);
+    V tie = cmp(g, "prims.eq", self, other);
+    V half = mul(g, val(c), num(0.5));
+    return where(g, wins, val(c), val(where(g, tie, val(half), num(0.0))));
+  };
+  Contributions out;
+  if (is_tensor(g, a)) out.emplace_back(a.value, part(a, b));
+  if (is_tensor(g, b)) out.emplace_back(b.value, part(b, a));
+  return out;
+}
+
+// Reductions to one value over dims: amax/amin share the gradient among the extreme elements.
+Contributions extreme_reduction(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value;
+  const Shape& shape = shape_of(g, a);
+  auto dims = reduction_dims(g.trace(), op);
+  V hit = cmp(g, "prims.eq", val(a), val(unreduce(g, op.outs[0], shape, dims)));
+  V count = sum(g, convert(g, hit, value_of(g, a).dtype), dims);
+  V share = div(g, val(cot[0]), val(count));
+  return {{a, where(g, hit, val(unreduce(g, share, shape, dims)), num(0.0))}};
+}
+
+Contributions variance(G& g, const Op& op, const std::vector<V>& cot) {
+  // var = sum((a - mean)^2) / (n - correction): d var / d a = 2 (a - mean) / (n - correction).
+  V a = op.arg(0).value;
+  const Shape& shape = shape_of(g, a);
+  auto dims = reduction_dims(g.trace(), op);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= shape[d];
+  V mean = op.info->kind == OpKind::var_mean ? op.outs[1] : div(g, val(sum(g, a, dims)), num(double(n)));
+  V centered = sub(g, val(a), val(unreduce(g, mean, shape, dims)));
+  V total = kNoValue;
+  if (cot[0] != kNoValue) {
+    // n - correction; a scalar correction needs a tensor to subtract from.
+    Arg denominator = op.arg(2).is_number() ? num(double(n) - op.arg(2).as_double())
+                                            : val(sub(g, val(full(g, shape_of(g, cot[0]), double(n), value_of(g, cot[0]).dtype)), op.arg(2)));
+    V scale = div(g, val(mul(g, val(cot[0]), num(2.0))), denominator);
+    total = mul(g, val(centered), val(unreduce(g, scale, shape, dims)));
+  }
+  if (op.info->kind == OpKind::var_mean && cot.size() > 1 && cot[1] != kNoValue) {
+    V from_mean = unreduce(g, div(g, val(cot[1]), num(double(n))), shape, dims);
+    total = total == kNoValue ? from_mean : add(g, val(total), val(from_mean));
+  }
+  if (total == kNoValue) return {};
+  return {{a, total}};
+}
+
+// The input positions a slice or pad reads: for output/input lengths and out = lo + p * step.
+Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value;
+  const Shape& in = shape_of(g, a);
+  const Shape& out = shape_of(g, op.outs[0]);
+  std::vector<int64_t> start, end, strides;
+  std::vector<Arg> repad;
+  bool empty = false;
+  for (size_t d = 0; d < in.size(); ++d) {
+    auto lhi = op.arg(2).items[d].int_list();
+    int64_t lo = lhi[0], step = lhi[2] + 1, len = in[d];
+    // input positions p whose padded position lo + p * step lands inside the output
+    int64_t p0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
+    int64_t p1 = len;
+    while (p1 > p0 && lo + (p1 - 1) * step >= out[d]) --p1;
+    if (p1 <= p0) { empty = true; break; }
+    start.push_back(lo + p0 * step);
+    end.push_back(lo + (p1 - 1) * step + 1);
+    strides.push_back(step);
+    repad.push_back(int_list({p0, len - p1, 0}));
+  }
+  if (empty) return {{a, zeros(g, in, value_of(g, a).dtype)}};
+  V taken = call(g, "prims.slice_prim", {val(cot[0]), int_list(start), int_list(end), int_list(strides)});
+  bool cropped = false;
+  for (const Arg& r : repad) cropped = cropped || r.items[0].integer != 0 || r.items[1].integer != 0;
+  if (!cropped) return {{a, taken}};
+  return {{a, call(g, "prims.pad", {val(taken), num(0.0), Arg::of_list(repad)})}};
+}
+
+Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value;
+  const Shape& in = shape_of(g, a);
+  const Shape& out = shape_of(g, op.outs[0]);
+  auto start = op.arg(1).int_list();
+  std::vector<int64_t> strides(in.size(), 1);
+  if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+  std::vector<Arg> config;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (out[d] == 0) return {{a, zeros(g, in, value_of(g, a).dtype)}};
+    int64_t last = start[d] + (out[d] - 1) * strides[d];
+    config.push_back(int_list({start[d], in[d] - last - 1, strides[d] - 1}));
+  }
+  return {{a, call(g, "prims.pad", {val(cot[0]), num(0.0), Arg::of_list(config)})}};
+}
+
+Contributions broadcast_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value;
+  const Shape& in = shape_of(g, a);
+  const Shape& out = shape_of(g, op.outs[0]);
+  auto bdims = op.arg(2).int_list();
+  std::vector<int64_t> summed;
+  for (int64_t d = 0; d < int64_t(out.size()); ++d) {
+    auto it = std::find(bdims.begin(), bdims.end(), d);
+    if (it == bdims.end() || (in[it - bdims.begin()] == 1 && out[d] != 1)) summed.push_back(d);
+  }
+  return {{a, reshape(g, sum(g, cot[0], summed), in)}};
+}
+
+Contributions cat_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  const Shape& out = shape_of(g, op.outs[0]);
+  int64_t dim = op.arg(1).integer < 0 ? op.arg(1).integer + int64_t(out.size()) : op.arg(1).integer;
+  Contributions result;
+  int64_t offset = 0;
+  for (const Arg& piece : op.arg(0).items) {
+    const Shape& s = shape_of(g, piece.value);
+    std::vector<int64_t> start(out.size(), 0), end(out.begin(), out.end());
+    start[dim] = offset;
+    end[dim] = offset + s[dim];
+    result.emplace_back(piece.value, call(g, "prims.slice_prim", {val(cot[0]), int_list(start), int_list(end), Arg{}}));
+    offset += s[dim];
+  }
+  return result;
+}
+
+}  // namespace
+
+GradRule gradient_rule(OpKind kind) {
+  const double ln2 = std::log(2.0), ln10 = std::log(10.0), two_over_sqrt_pi = 2.0 / std::sqrt(M_PI);
+  auto square = [](G& g, V x) { return mul(g, val(x), val(x)); };
+  switch (kind) {
+    case OpKind::abs: return unary_rule([](G& g, V a, V) { return unary(g, "prims.sign", a); });
+    case OpKind::neg:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions { return {{op.arg(0).value, neg(g, cot[0])}}; };
+    case OpKind::exp: return unary_rule([](G&, V, V out) { return out; });
+    case OpKind::exp2: return unary_rule([ln2](G& g, V, V out) { return mul(g, val(out), num(ln2)); });
+    case OpKind::expm1: return unary_rule([](G& g, V, V out) { return add(g, val(out), num(1.0)); });
+    case OpKind::log: return unary_rule([](G& g, V a, V) { return unary(g, "prims.reciprocal", a); });
+    case OpKind::log1p: return unary_rule([](G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, val(a), num(1.0))); });
+    case OpKind::log2: return unary_rule([ln2](G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(ln2))); });
+    case OpKind::log10: return unary_rule([ln10](G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(ln10))); });
+    case OpKind::sqrt: return unary_rule([](G& g, V, V out) { return div(g, num(0.5), val(out)); });
+    case OpKind::rsqrt: return unary_rule([square](G& g, V, V out) { return mul(g, val(mul(g, val(square(g, out)), val(out))), num(-0.5)); });
+    case OpKind::reciprocal: return unary_rule([square](G& g, V, V out) { return neg(g, square(g, out)); });
+    case OpKind::sin: return unary_rule([](G& g, V a, V) { return unary(g, "prims.cos", a); });
+    case OpKind::cos: return unary_rule([](G& g, V a, V) { return neg(g, unary(g, "prims.sin", a)); });
+    case OpKind::tan: return unary_rule([square](G& g, V, V out) { return add(g, num(1.0), val(square(g, out))); });
+    case OpKind::tanh: return unary_rule([square](G& g, V, V out) { return sub(g, num(1.0), val(square(g, out))); });
+    case OpKind::sinh: return unary_rule([](G& g, V a, V) { return unary(g, "prims.cosh", a); });
+    case OpKind::cosh: return unary_rule([](G& g, V a, V) { return unary(g, "prims.sinh", a); });
+    case OpKind::asin: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a)))); });
+    case OpKind::acos: return unary_rule([square](G& g, V a, V) { return neg(g, unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a))))); });
+    case OpKind::atan: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, num(1.0), val(square(g, a)))); });
+    case OpKind::asinh: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.rsqrt", add(g, val(square(g, a)), num(1.0))); });
+    case OpKind::acosh: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, val(square(g, a)), num(1.0))); });
+    case OpKind::atanh: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.reciprocal", sub(g, num(1.0), val(square(g, a)))); });
+    case OpKind::erf:
+      return unary_rule([=](G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(two_over_sqrt_pi)); });
+    case OpKind::erfc:
+      return unary_rule([=](G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(-two_over_sqrt_pi)); });
+    case OpKind::erfinv:
+      return unary_rule([=](G& g, V, V out) { return mul(g, val(unary(g, "prims.exp", square(g, out))), num(1.0 / two_over_sqrt_pi)); });
+
+    case OpKind::add: return binary_rule([](G&, const Arg&, const Arg&, V, V c) { return std::pair{c, c}; });
+    case OpKind::sub: return binary_rule([](G& g, const Arg&, const Arg& b, V, V c) { return std::pair{c, is_tensor(g, b) ? neg(g, c) : kNoValue}; });
+    case OpKind::mul:
+      return binary_rule([](G& g, const Arg& a, const Arg& b, V, V c) {
+        return std::pair{is_tensor(g, a) ? mul(g, val(c), b) : kNoValue, is_tensor(g, b) ? mul(g, val(c), a) : kNoValue};
+      });
+    case OpKind::div:
+      return binary_rule([](G& g, const Arg& a, const Arg& b, V out, V c) {
+        return std::pair{is_tensor(g, a) ? div(g, val(c), b) : kNoValue, is_tensor(g, b) ? neg(g, div(g, val(mul(g, val(c), val(out))), b)) : kNoValue};
+      });
+    case OpKind::pow:
+      return binary_rule([](G& g, const Arg& a, const Arg& b, V out, V c) {
+        V ga = kNoValue, gb = kNoValue;
+        if (is_tensor(g, a)) ga = mul(g, val(c), val(mul(g, b, val(call(g, "prims.pow", {a, plus(g, b, -1.0)})))));
+        if (is_tensor(g, b)) gb = mul(g, val(c), val(mul(g, val(out), val(call(g, "prims.log", {a})))));
+        return std::pair{ga, gb};
+      });
+    case OpKind::fmod:
+    case OpKind::remainder:
+      return binary_rule([kind](G& g, const Arg& a, const Arg& b, V, V c) {
+        V gb = kNoValue;
+        if (is_tensor(g, b)) gb = neg(g, mul(g, val(c), val(unary(g, kind == OpKind::fmod ? "prims.trunc" : "prims.floor", div(g, a, b)))));
+        return std::pair{is_tensor(g, a) ? c : kNoValue, gb};
+      });
+    case OpKind::atan2:
+      return binary_rule([](G& g, const Arg& a, const Arg& b, V, V c) {
+        V denominator = add(g, squared(g, a), squared(g, b));
+        V scale = div(g, val(c), val(denominator));
+        return std::pair{is_tensor(g, a) ? mul(g, val(scale), b) : kNoValue, is_tensor(g, b) ? neg(g, mul(g, val(scale), a)) : kNoValue};
+      });
+    case OpKind::maximum: return [](G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, true); };
+    case OpKind::minimum: return [](G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, false); };
+    case OpKind::where:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        Contributions out;
+        V pred = op.arg(0).is_value() ? op.arg(0).value : kNoValue;
+        auto pick = [&](const Arg& branch, bool when) {
+          if (!is_tensor(g, branch)) return;
+          V c = pred == kNoValue ? ((op.arg(0).boolean == when) ? cot[0] : zeros(g, shape_of(g, cot[0]), value_of(g, cot[0]).dtype))
+                                 : where(g, pred, when ? val(cot[0]) : num(0.0), when ? num(0.0) : val(cot[0]));
+          out.emplace_back(branch.value, c);
+        };
+        pick(op.arg(1), true);
+        pick(op.arg(2), false);
+        return out;
+      };
+    case OpKind::lerp:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        const Arg &s = op.arg(0), &e = op.arg(1), &w = op.arg(2);
+        V c = cot[0];
+        Contributions out = {{s.value, mul(g, val(c), one_minus(g, w))}, {e.value, mul(g, val(c), w)}};
+        if (is_tensor(g, w)) out.emplace_back(w.value, mul(g, val(c), val(sub(g, e, s))));
+        return out;
+      };
+    case OpKind::convert_element_type:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        V a = op.arg(0).value;
+        if (!is_float(value_of(g, a).dtype)) return {};
+        return {{a, convert(g, cot[0], value_of(g, a).dtype)}};
+      };
+    case OpKind::broadcast_in_dim: return broadcast_gradient;
+    case OpKind::reshape:
+    case OpKind::squeeze:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        return {{op.arg(0).value, reshape(g, cot[0], shape_of(g, op.arg(0).value))}};
+      };
+    case OpKind::transpose:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        auto perm = op.arg(1).int_list();
+        std::vector<int64_t> inverse(perm.size());
+        for (size_t j = 0; j < perm.size(); ++j) inverse[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = int64_t(j);
+        return {{op.arg(0).value, call(g, "prims.transpose", {val(cot[0]), int_list(inverse)})}};
+      };
+    case OpKind::slice: return slice_gradient;
+    case OpKind::pad: return pad_gradient;
+    case OpKind::cat: return cat_gradient;
+    case OpKind::sum:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        V a = op.arg(0).value;
+        return {{a, unreduce(g, cot[0], shape_of(g, a), reduction_dims(g.trace(), op))}};
+      };
+    case OpKind::prod:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        // d prod / d a_i = prod / a_i (undefined where a_i is zero; see docs/design-notes.md).
+        V a = op.arg(0).value;
+        auto dims = reduction_dims(g.trace(), op);
+        V scaled = mul(g, val(cot[0]), val(op.outs[0]));
+        return {{a, div(g, val(unreduce(g, scaled, shape_of(g, a), dims)), val(a))}};
+      };
+    case OpKind::amax:
+    case OpKind::amin: return extreme_reduction;
+    case OpKind::var:
+    case OpKind::var_mean: return variance;
+
+    // No gradient flows: piecewise constant, boolean or integer results, sources.
+    case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:
+    case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not: case OpKind::bitwise_and:
+    case OpKind::bitwise_or: case OpKind::bitwise_xor: case OpKind::bitwise_left_shift: case OpKind::bitwise_right_shift:
+    case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
+    case OpKind::full: case OpKind::iota: case OpKind::argmax: case OpKind::argmin: case OpKind::fused_kernel:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace tg
