@@ -70,6 +70,8 @@ std::string emit_cmake(const Trace& t, const std::vector<std::string>& cu_files)
       << "  target_link_libraries(harness PRIVATE Boost::context Threads::Threads)\n"
       << "elseif(TG_MODE STREQUAL \"nvcc\")\n"
       << "  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)\n    set(CMAKE_CUDA_ARCHITECTURES 90)\n  endif()\n"
+      << "  set(CMAKE_CUDA_STANDARD 17)\n"
+      << "  set(CMAKE_CUDA_STANDARD_REQUIRED ON)\n"
       << "  enable_language(CUDA)\n"
       << "  find_package(CUDAToolkit REQUIRED)\n"
       << "  add_executable(harness harness.cpp ${TG_KERNEL_SOURCES})\n"
