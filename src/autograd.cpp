@@ -147,7 +147,19 @@ Trace autograd(const Trace& forward) {
     }
     joint.outputs.push_back(g);
   }
-  for (Op& op : b.take_ops()) joint.ops.push_back(std::move(op));
+  // Rules give every operand its contribution; drop the ones no gradient output uses (those for
+  // operands that do not require grad).
+  std::vector<Op> backward = b.take_ops();
+  std::vector<bool> live(joint.values.size(), false);
+  for (ValueId v : joint.outputs) live[v] = true;
+  std::vector<bool> keep(backward.size(), false);
+  for (size_t i = backward.size(); i-- > 0;) {
+    for (ValueId v : backward[i].outs) keep[i] = keep[i] || live[v];
+    if (keep[i])
+      for (const Arg& a : backward[i].args) for_each_value(a, [&](ValueId v) { live[v] = true; });
+  }
+  for (size_t i = 0; i < backward.size(); ++i)
+    if (keep[i]) joint.ops.push_back(std::move(backward[i]));
   return joint;
 }
 

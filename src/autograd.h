@@ -3,7 +3,7 @@
 // value has several uses. The joint trace's inputs are the forward inputs and one cotangent per
 // output ("cotangent_<output>"); its outputs are the forward outputs and one gradient per input
 // that requires grad, in input order (zeros where no gradient reaches it). No gradient work is
-// done for values no such input influences.
+// kept for values no such input influences.
 //
 // Not yet: custom-gradient ops must be differentiated with their own `bwd` body, so they have to
 // reach autograd before decompose inlines their forward; this pass refuses traces whose decompose
