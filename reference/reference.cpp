@@ -83,19 +83,12 @@ class Interpreter {
         .to(as);
   }
 
-  DType operand_dtype(const Op& op) const {
-    size_t first = op.info->kind == OpKind::where ? 1 : 0;
-    for (size_t i = first; i < op.args.size(); ++i)
-      if (op.args[i].is_value() && !t_.value(op.args[i].value).is_scalar) return t_.value(op.args[i].value).dtype;
-    return t_.value(op.outs[0]).dtype;
-  }
-
   std::vector<Tensor> eval(const Op& op) {
     const Value& out = t_.value(op.outs[0]);
     const torch::Dtype ct = torch_compute_dtype(out.dtype);
-    auto a = [&](size_t i) { return operand(op.arg(i), torch_compute_dtype(operand_dtype(op))); };
+    auto a = [&](size_t i) { return operand(op.arg(i), torch_compute_dtype(operand_dtype(t_, op))); };
     auto in = [&] { return env_.at(op.arg(0).value); };
-    auto floating = [&] { return is_float(operand_dtype(op)); };
+    auto floating = [&] { return is_float(operand_dtype(t_, op)); };
     switch (op.info->kind) {
       case OpKind::abs: return {torch::abs(a(0))};
       case OpKind::neg: return {torch::neg(a(0))};

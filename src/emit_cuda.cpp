@@ -243,14 +243,6 @@ class KernelWriter {
     return literal_code(a, as);
   }
 
-  // The dtype elementwise operands compute in: that of the tensor operands.
-  DType operand_dtype(const Op& op) const {
-    size_t first = op.info->kind == OpKind::where ? 1 : 0;
-    for (size_t i = first; i < op.args.size(); ++i)
-      if (op.args[i].is_value() && !t_.value(op.args[i].value).is_scalar) return t_.value(op.args[i].value).dtype;
-    return t_.value(op.outs[0]).dtype;
-  }
-
   static std::string format(std::string_view code, const std::vector<std::string>& operands) {
     std::string out;
     for (size_t i = 0; i < code.size(); ++i) {
@@ -279,7 +271,7 @@ class KernelWriter {
           else expr = "static_cast<" + ctype(out.dtype) + ">(" + x + ")";
           break;
         }
-        DType as = operand_dtype(op);
+        DType as = operand_dtype(t_, op);
         std::vector<std::string> operands;
         for (size_t i = 0; i < op.args.size(); ++i) {
           DType want = (op.info->kind == OpKind::where && i == 0) ? DType::b8 : as;

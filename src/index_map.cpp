@@ -107,11 +107,6 @@ std::string linear_offset(const Index& index, const Shape& shape) {
 
 namespace {
 
-bool is_identifier(const std::string& s) {
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0]));
-}
 
 // Gives the code parts of a read names of their own: "<operand>_i<dim>" and "<operand>_in_<output>".
 std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<OperandRead> reads, const IndexNamer& namer) {

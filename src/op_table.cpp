@@ -4,6 +4,7 @@
 #include "thunder_gen/op_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <numeric>
 #include <set>
@@ -17,6 +18,13 @@ int64_t numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
 }
 
 std::vector<int64_t> Arg::int_list() const {
@@ -428,6 +436,13 @@ const OpInfo* find_op(std::string_view id) {
   }();
   auto it = index.find(id);
   return it == index.end() ? nullptr : it->second;
+}
+
+DType operand_dtype(const Trace& t, const Op& op) {
+  size_t first = op.info->kind == OpKind::where ? 1 : 0;  // where's condition is always b8
+  for (size_t i = first; i < op.args.size(); ++i)
+    if (op.args[i].is_value() && !t.value(op.args[i].value).is_scalar) return t.value(op.args[i].value).dtype;
+  return t.value(op.outs[0]).dtype;
 }
 
 std::vector<int64_t> reduction_dims(const Trace& t, const Op& op) {

@@ -44,12 +44,6 @@ std::string kind_name(const json& j) {
   }
 }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
 
 // Names visible at a point of the program: a stack of scopes, innermost last. A trace's sub-ops
 // see the names before their op; a custom-gradient body sees only its own.

@@ -3,18 +3,12 @@
 #include <map>
 #include <string>
 
+#include "printer.h"
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
 namespace {
-
-std::string type_str(const Value& v) {
-  if (v.is_scalar) return std::string(dtype_name(v.dtype)) + " scalar";
-  std::string s = std::string(dtype_name(v.dtype)) + "[";
-  for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
-  return s + "]";
-}
 
 class Verifier {
  public:
@@ -103,8 +97,8 @@ class Verifier {
         Value want;
         want.dtype = expected[i].dtype;
         want.shape = expected[i].shape;
-        throw UserError(op.where + "/out/" + std::to_string(i), std::string(op.info->id) + " gives " + type_str(want) + ", but \"" +
-                                                                     v.name + "\" is declared " + type_str(v));
+        throw UserError(op.where + "/out/" + std::to_string(i), std::string(op.info->id) + " gives " + print_type(want) + ", but \"" +
+                                                                     v.name + "\" is declared " + print_type(v));
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "thunder_gen/dtype.h"
@@ -17,6 +18,9 @@ inline constexpr ValueId kNoValue = -1;
 
 using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& shape);
+
+// A C identifier: value names must be one, since generated code uses them.
+bool is_identifier(std::string_view s);
 
 struct Value {
   std::string name;

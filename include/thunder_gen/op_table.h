@@ -117,6 +117,10 @@ const std::vector<OpInfo>& op_table();
 const OpInfo* find_op(std::string_view id);
 const OpInfo& op_info(OpKind kind);
 
+// The dtype an elementwise op's operands compute in: that of its tensor operands (numbers and
+// scalar values are converted to it).
+DType operand_dtype(const Trace& t, const Op& op);
+
 // The reduced dims of a reduction op (sorted, non-negative).
 std::vector<int64_t> reduction_dims(const Trace& t, const Op& op);
 
