@@ -1,5 +1,6 @@
 // thunder-gen-check TRACE DIR: runs TRACE on LibTorch with the inputs a harness wrote to DIR and
-// compares every output the harness wrote there. Prints one line per output; exits 0 when all
+// compares every output the harness wrote there, and, when the trace trains, every grad_<input>
+// with LibTorch autograd's gradient for the cotangents the harness wrote. Prints one line per output; exits 0 when all
 // match within the tolerance table, 1 otherwise.
 #include <cstdio>
 #include <iostream>
@@ -19,23 +20,44 @@ int main(int argc, char** argv) {
   try {
     tg::Trace trace = tg::read_trace_file(argv[1]);
     const std::string dir = argv[2];
-    std::vector<torch::Tensor> inputs;
-    for (tg::ValueId id : trace.inputs) inputs.push_back(tg::read_npy(dir + "/" + trace.value(id).name + ".npy", trace.value(id).dtype));
-    std::vector<torch::Tensor> expected = tg::run_reference(trace, inputs);
-    int failures = 0;
-    for (size_t i = 0; i < trace.outputs.size(); ++i) {
-      const tg::Value& v = trace.value(trace.outputs[i]);
-      torch::Tensor actual = tg::read_npy(dir + "/" + v.name + ".npy", v.dtype);
-      tg::Comparison c = tg::compare(actual, expected[i], v.dtype);
+    std::vector<torch::Tensor> inputs, cotangents;
+    bool trains = false;
+    for (tg::ValueId id : trace.inputs) {
+      inputs.push_back(tg::read_npy(dir + "/" + trace.value(id).name + ".npy", trace.value(id).dtype));
+      trains = trains || trace.value(id).requires_grad;
+    }
+    if (trains)
+      for (tg::ValueId id : trace.outputs) cotangents.push_back(tg::read_npy(dir + "/cotangent_" + trace.value(id).name + ".npy", trace.value(id).dtype));
+    // The truth is computed in f64 (Precision::wide): the tolerance then bounds the generated code's
+    // error alone, not the sum of two f32 computations' errors.
+    const tg::Precision wide = tg::Precision::wide;
+    tg::ReferenceGradients expected =
+        trains ? tg::reference_gradients(trace, inputs, cotangents, wide) : tg::ReferenceGradients{tg::run_reference(trace, inputs, wide), {}};
+
+    int failures = 0, checked = 0;
+    auto check = [&](const std::string& name, const std::string& file, const tg::Value& v, const torch::Tensor& want) {
+      torch::Tensor actual = tg::read_npy(dir + "/" + file + ".npy", v.dtype);
+      tg::Comparison c = tg::compare(actual, want, v.dtype);
       tg::Tolerance tol = tg::tolerance_for(v.dtype);
-      std::printf("%s: %s %s: %s (atol %g, rtol %g): %s\n", trace.name.c_str(), v.name.c_str(), tg::print_type(v).c_str(), c.summary().c_str(),
-                  tol.atol, tol.rtol, c.ok ? "ok" : "MISMATCH");
+      std::printf("%s: %s %s: %s (atol %g, rtol %g): %s\n", trace.name.c_str(), name.c_str(), tg::print_type(v).c_str(), c.summary().c_str(), tol.atol,
+                  tol.rtol, c.ok ? "ok" : "MISMATCH");
       if (!c.ok && c.first_mismatch >= 0)
         std::printf("  first mismatch at flat index %lld: generated %.9g, LibTorch %.9g\n", (long long)c.first_mismatch,
-                    actual.flatten()[c.first_mismatch].item<double>(), expected[i].flatten()[c.first_mismatch].item<double>());
+                    actual.flatten()[c.first_mismatch].item<double>(), want.flatten()[c.first_mismatch].item<double>());
       failures += !c.ok;
+      ++checked;
+    };
+    for (size_t i = 0; i < trace.outputs.size(); ++i) {
+      const tg::Value& v = trace.value(trace.outputs[i]);
+      check(v.name, v.name, v, expected.outputs[i]);
     }
-    std::printf("%s: %zu of %zu outputs match LibTorch\n", trace.name.c_str(), trace.outputs.size() - failures, trace.outputs.size());
+    size_t k = 0;
+    for (tg::ValueId id : trace.inputs) {
+      const tg::Value& v = trace.value(id);
+      if (!v.requires_grad) continue;
+      check("grad_" + v.name, "grad_" + v.name, v, expected.gradients.at(k++));
+    }
+    std::printf("%s: %d of %d %s match LibTorch\n", trace.name.c_str(), checked - failures, checked, trains ? "outputs and gradients" : "outputs");
     return failures ? 1 : 0;
   } catch (const tg::UserError& e) {
     std::cerr << argv[1] << ": " << e.where << ": error: " << e.what() << "\n";

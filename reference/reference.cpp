@@ -36,11 +36,14 @@ std::vector<int64_t> to_vec(const Shape& s) { return std::vector<int64_t>(s.begi
 
 class Interpreter {
  public:
-  explicit Interpreter(const Trace& t) : t_(t) {}
+  Interpreter(const Trace& t, Precision p) : t_(t), wide_(p == Precision::wide) {}
+
+  // What a value of dtype `t` computes in: see Precision.
+  torch::Dtype compute(DType t) const { return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t); }
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
     TG_CHECK(inputs.size() == t_.inputs.size(), "reference: wrong number of inputs");
-    for (size_t i = 0; i < inputs.size(); ++i) env_[t_.inputs[i]] = inputs[i].to(torch_compute_dtype(t_.value(t_.inputs[i]).dtype));
+    for (size_t i = 0; i < inputs.size(); ++i) env_[t_.inputs[i]] = inputs[i].to(compute(t_.value(t_.inputs[i]).dtype));
     ops(t_.ops);
     std::vector<Tensor> out;
     for (ValueId v : t_.outputs) out.push_back(env_.at(v));
@@ -49,6 +52,7 @@ class Interpreter {
 
  private:
   const Trace& t_;
+  bool wide_;
   std::map<ValueId, Tensor> env_;
 
   void ops(const std::vector<Op>& list) {
@@ -59,21 +63,64 @@ class Interpreter {
     if (op.info && op.info->kind == OpKind::fused_kernel) return ops(op.sub);
     if (op.info) {
       std::vector<Tensor> outs = eval(op);
-      for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = outs[i].to(torch_compute_dtype(t_.value(op.outs[i]).dtype)).contiguous();
+      for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = outs[i].to(compute(t_.value(op.outs[i]).dtype)).contiguous();
       return;
     }
     if (op.custom) return custom_forward(op);
     ops(op.sub);
   }
 
+  // A custom-gradient op runs as a LibTorch autograd Function, so torch differentiates it with
+  // the user's bwd body, as the contract demands, and never sees inside its fwd.
   void custom_forward(const Op& op) {
-    const SubTrace& fwd = op.custom->fwd;
-    size_t k = 0;
+    std::vector<Tensor> args;
     for (const Arg& a : op.args)
-      if (a.is_value() && !t_.value(a.value).is_scalar) env_[fwd.inputs.at(k++)] = env_.at(a.value);
-    ops(fwd.ops);
-    for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = env_.at(fwd.outputs[i]);
+      if (a.is_value() && !t_.value(a.value).is_scalar) args.push_back(env_.at(a.value));
+    std::vector<Tensor> outs = CustomFunction::apply(&op, this, at::TensorList(args));
+    for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = outs[i];
   }
+
+  // Runs a body with `inputs` bound to its inputs; returns its outputs (undefined for null ones)
+  // and, for fwd, its saved values.
+  std::vector<Tensor> run_body(const SubTrace& body, const std::vector<Tensor>& inputs, std::vector<Tensor>* saved) {
+    Interpreter inner(t_, wide_ ? Precision::wide : Precision::generated);
+    for (size_t i = 0; i < inputs.size(); ++i) inner.env_[body.inputs.at(i)] = inputs[i];
+    inner.ops(body.ops);
+    std::vector<Tensor> out;
+    for (ValueId v : body.outputs) out.push_back(v == kNoValue ? Tensor() : inner.env_.at(v).clone());
+    if (saved)
+      for (ValueId v : body.saved) saved->push_back(inner.env_.at(v));
+    return out;
+  }
+
+  struct CustomFunction : torch::autograd::Function<CustomFunction> {
+    static std::vector<Tensor> forward(torch::autograd::AutogradContext* ctx, const Op* op, Interpreter* self, at::TensorList args) {
+      std::vector<Tensor> saved;
+      std::vector<Tensor> outs = self->run_body(op->custom->fwd, args.vec(), &saved);
+      ctx->save_for_backward(saved);
+      ctx->saved_data["op"] = int64_t(reinterpret_cast<intptr_t>(op));
+      // The trace outlives the autograd graph; this interpreter may not.
+      ctx->saved_data["trace"] = int64_t(reinterpret_cast<intptr_t>(&self->t_));
+      ctx->saved_data["wide"] = self->wide_;
+      return outs;
+    }
+    static std::vector<Tensor> backward(torch::autograd::AutogradContext* ctx, std::vector<Tensor> cotangents) {
+      const Op* op = reinterpret_cast<const Op*>(intptr_t(ctx->saved_data["op"].toInt()));
+      Interpreter interpreter(*reinterpret_cast<const Trace*>(intptr_t(ctx->saved_data["trace"].toInt())),
+                              ctx->saved_data["wide"].toBool() ? Precision::wide : Precision::generated);
+      Interpreter* self = &interpreter;
+      std::vector<Tensor> inputs;
+      for (size_t i = 0; i < cotangents.size(); ++i) {
+        const Value& out = self->t_.value(op->outs[i]);
+        inputs.push_back(cotangents[i].defined() ? cotangents[i]
+                                                 : torch::zeros(to_vec(out.shape), torch::TensorOptions().dtype(self->compute(out.dtype))));
+      }
+      for (const Tensor& s : ctx->get_saved_variables()) inputs.push_back(s);
+      std::vector<Tensor> grads = {Tensor(), Tensor()};  // for op and self
+      for (Tensor& g : self->run_body(op->custom->bwd, inputs, nullptr)) grads.push_back(g);
+      return grads;
+    }
+  };
 
   // An operand as a tensor of dtype `as`: values from the environment, numbers as 0-d tensors.
   Tensor operand(const Arg& a, torch::Dtype as) const {
@@ -85,8 +132,8 @@ class Interpreter {
 
   std::vector<Tensor> eval(const Op& op) {
     const Value& out = t_.value(op.outs[0]);
-    const torch::Dtype ct = torch_compute_dtype(out.dtype);
-    auto a = [&](size_t i) { return operand(op.arg(i), torch_compute_dtype(operand_dtype(t_, op))); };
+    const torch::Dtype ct = compute(out.dtype);
+    auto a = [&](size_t i) { return operand(op.arg(i), compute(operand_dtype(t_, op))); };
     auto in = [&] { return env_.at(op.arg(0).value); };
     auto floating = [&] { return is_float(operand_dtype(t_, op)); };
     switch (op.info->kind) {
@@ -153,7 +200,7 @@ class Interpreter {
         DType to = op.arg(1).dtype;
         Tensor x = in();
         if (to == DType::b8) return {x != 0};
-        return {x.to(torch_storage_dtype(to)).to(torch_compute_dtype(to))};
+        return {x.to(torch_storage_dtype(to)).to(compute(to))};
       }
       case OpKind::full:
         return {operand(op.arg(1), ct).expand(to_vec(out.shape)).contiguous()};
@@ -255,8 +302,39 @@ class Interpreter {
 
 }  // namespace
 
-std::vector<torch::Tensor> run_reference(const Trace& trace, const std::vector<torch::Tensor>& inputs) {
-  return Interpreter(trace).run(inputs);
+std::vector<torch::Tensor> run_reference(const Trace& trace, const std::vector<torch::Tensor>& inputs, Precision precision) {
+  return Interpreter(trace, precision).run(inputs);
+}
+
+ReferenceGradients reference_gradients(const Trace& trace, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& cotangents,
+                                       Precision precision) {
+  std::vector<torch::Tensor> leaves;
+  std::vector<torch::Tensor> differentiable;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = trace.value(trace.inputs[i]);
+    torch::Tensor x = inputs[i].to(precision == Precision::wide && is_float(v.dtype) ? torch::kDouble : torch_compute_dtype(v.dtype)).detach();
+    if (v.requires_grad) {
+      x.requires_grad_(true);
+      differentiable.push_back(x);
+    }
+    leaves.push_back(x);
+  }
+  ReferenceGradients r;
+  r.outputs = run_reference(trace, leaves, precision);
+  std::vector<torch::Tensor> roots, seeds;
+  for (size_t i = 0; i < r.outputs.size(); ++i)
+    if (r.outputs[i].requires_grad()) {
+      roots.push_back(r.outputs[i]);
+      seeds.push_back(cotangents.at(i).to(r.outputs[i].scalar_type()));
+    }
+  std::vector<torch::Tensor> grads;
+  if (!roots.empty()) grads = torch::autograd::grad(roots, differentiable, seeds, /*retain_graph=*/false, /*create_graph=*/false, /*allow_unused=*/true);
+  for (size_t i = 0; i < differentiable.size(); ++i) {
+    torch::Tensor g = i < grads.size() && grads[i].defined() ? grads[i] : torch::zeros_like(differentiable[i]);
+    r.gradients.push_back(g.detach());
+  }
+  for (torch::Tensor& o : r.outputs) o = o.detach();
+  return r;
 }
 
 }  // namespace tg

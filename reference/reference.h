@@ -14,8 +14,23 @@ namespace tg {
 torch::Dtype torch_compute_dtype(DType t);
 torch::Dtype torch_storage_dtype(DType t);
 
+// generated: floats compute in their compute dtype (f32 for f16/bf16), as generated code does.
+// wide: floats compute in f64 (rounding still happens where the trace converts), so the
+// reference's own rounding error is negligible next to the generated code's: the checker's truth.
+enum class Precision { generated, wide };
+
 // `inputs` in the trace's input order (scalars as 0-d tensors). Returns the outputs in compute
 // dtype.
-std::vector<torch::Tensor> run_reference(const Trace& trace, const std::vector<torch::Tensor>& inputs);
+std::vector<torch::Tensor> run_reference(const Trace& trace, const std::vector<torch::Tensor>& inputs, Precision precision = Precision::generated);
+
+// The forward outputs, and LibTorch autograd's gradient of every input that requires grad (in
+// input order; zeros where none reaches it) for the given cotangents, one per output (outputs no
+// gradient flows through ignore theirs). Custom-gradient ops use their own bwd bodies.
+struct ReferenceGradients {
+  std::vector<torch::Tensor> outputs;
+  std::vector<torch::Tensor> gradients;
+};
+ReferenceGradients reference_gradients(const Trace& trace, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& cotangents,
+                                       Precision precision = Precision::generated);
 
 }  // namespace tg

@@ -1,5 +1,7 @@
 #include "autograd.h"
 
+#include "decompose.h"
+
 #include <map>
 #include <set>
 
@@ -16,6 +18,7 @@ class JointBuilder : public GradBuilder {
   }
 
   const Trace& trace() const override { return t_; }
+  Trace& mutable_trace() { return t_; }
 
   std::vector<ValueId> emit(std::string_view id, std::vector<Arg> args) override {
     Op op;
@@ -64,6 +67,10 @@ class JointBuilder : public GradBuilder {
     return n;
   }
 
+  // Appends an op whose outputs are already typed values of the trace (an inlined body's).
+  void append(Op op) { ops_.push_back(std::move(op)); }
+  std::set<std::string>& taken() { return taken_; }
+
   std::vector<Op> take_ops() { return std::move(ops_); }
 
  private:
@@ -80,23 +87,92 @@ void for_each_value(const Arg& a, const std::function<void(ValueId)>& f) {
   for (const Arg& item : a.items) for_each_value(item, f);
 }
 
+// A custom-gradient op's contributions: the user's bwd body inlined, its inputs bound to the
+// cotangents (zeros where an output got none) and to where the saved values went in the forward.
+std::vector<GradContribution> custom_backward(JointBuilder& b, const std::map<ValueId, ValueId>& fwd_rename, const Op& op,
+                                              const std::vector<ValueId>& cots) {
+  const Trace& t = b.trace();
+  const CustomGrad& custom = *op.custom;
+  std::vector<ValueId> inputs;
+  for (size_t i = 0; i < op.outs.size(); ++i) {
+    if (cots[i] != kNoValue) {
+      inputs.push_back(cots[i]);
+      continue;
+    }
+    const Value& out = t.value(op.outs[i]);
+    Arg device;
+    device.kind = Arg::Kind::device;
+    device.text = t.device;
+    std::vector<Arg> shape;
+    for (int64_t d : out.shape) shape.push_back(Arg::of_int(d));
+    inputs.push_back(b.emit("prims.full", {Arg::of_list(shape), Arg::of_real(0.0), device, Arg::of_dtype(out.dtype)}).at(0));
+  }
+  for (ValueId s : custom.fwd.saved) inputs.push_back(fwd_rename.at(s));
+  std::map<ValueId, ValueId> rename;
+  std::vector<ValueId> outputs(custom.bwd.outputs.size(), kNoValue);
+  std::vector<Op> body = inline_body(b.mutable_trace(), b.taken(), custom.bwd, inputs, outputs, t.value(op.outs[0]).name + "__bwd__",
+                                     op.where + "/bwd", rename);
+  for (Op& inner : body) {
+    inner.tags = op.tags;
+    b.append(std::move(inner));
+  }
+  std::vector<GradContribution> out;
+  std::vector<ValueId> args = tensor_args(t, op);
+  for (size_t i = 0; i < custom.bwd.outputs.size(); ++i)
+    if (custom.bwd.outputs[i] != kNoValue) out.emplace_back(args.at(i), rename.at(custom.bwd.outputs[i]));
+  return out;
+}
+
 }  // namespace
 
-size_t forward_output_count(const Trace& forward) { return forward.outputs.size(); }
-
-Trace autograd(const Trace& forward) {
-  Trace joint = forward;
+JointTrace autograd(const Trace& forward) {
+  JointTrace result;
+  result.forward_inputs = forward.inputs.size();
+  result.forward_outputs = forward.outputs.size();
+  Trace& joint = result.trace;
+  joint = forward;
+  joint.ops.clear();
   JointBuilder b(joint);
+
+  // The forward part: ops as they are, custom-gradient ops with their fwd body inlined. For
+  // those, remember where their saved values went.
+  struct CustomSite {
+    const Op* op;
+    std::map<ValueId, ValueId> rename;  // fwd body value -> joint value
+  };
+  std::map<const Op*, CustomSite> custom_sites;
+  std::vector<const Op*> differentiable;  // the forward ops autograd walks back over
+  for (const Op& op : forward.ops) {
+    if (op.custom) {
+      CustomSite site{&op, {}};
+      std::vector<Op> body = inline_body(joint, b.taken(), op.custom->fwd, tensor_args(forward, op), op.outs,
+                                         joint.value(op.outs[0]).name + "__", op.where + "/fwd", site.rename);
+      for (Op& inner : body) {
+        for (const std::string& tag : op.tags)
+          if (std::find(inner.tags.begin(), inner.tags.end(), tag) == inner.tags.end()) inner.tags.push_back(tag);
+        joint.ops.push_back(std::move(inner));
+      }
+      custom_sites.emplace(&op, std::move(site));
+    } else {
+      TG_CHECK(op.info, "autograd expects a decomposed trace");
+      joint.ops.push_back(op);
+    }
+    differentiable.push_back(&op);
+  }
+  result.forward_ops = joint.ops.size();
 
   // Which values carry gradient: those a requires-grad input influences through differentiable ops.
   std::vector<bool> needs(joint.values.size(), false);
   for (ValueId v : forward.inputs) needs[v] = forward.value(v).requires_grad;
-  for (const Op& op : forward.ops) {
-    TG_CHECK(op.info, "autograd expects a decomposed trace");
-    if (!op.info->grad) continue;
+  auto any_input_needs = [&](const Op& op) {
     bool any = false;
     for (const Arg& a : op.args) for_each_value(a, [&](ValueId v) { any = any || needs[v]; });
-    for (ValueId v : op.outs) needs[v] = any && is_float(forward.value(v).dtype);
+    return any;
+  };
+  for (const Op* op : differentiable) {
+    if (!op->custom && !op->info->grad) continue;
+    bool any = any_input_needs(*op);
+    for (ValueId v : op->outs) needs[v] = any && is_float(joint.value(v).dtype);
   }
 
   // One cotangent input per output; an output listed twice sums its two cotangents.
@@ -114,9 +190,10 @@ Trace autograd(const Trace& forward) {
     joint.inputs.push_back(id);
     if (needs[out]) accumulate(out, id);
   }
+  needs.resize(joint.values.size(), false);
 
-  for (auto it = forward.ops.rbegin(); it != forward.ops.rend(); ++it) {
-    const Op& op = *it;
+  for (auto it = differentiable.rbegin(); it != differentiable.rend(); ++it) {
+    const Op& op = **it;
     std::vector<ValueId> cots;
     bool any = false;
     for (ValueId v : op.outs) {
@@ -124,12 +201,17 @@ Trace autograd(const Trace& forward) {
       cots.push_back(c == cot.end() ? kNoValue : c->second);
       any = any || c != cot.end();
     }
-    if (!any || !op.info->grad) continue;
+    if (!any) continue;
     b.differentiating(op);
+    if (op.custom) {
+      for (const auto& [input, g] : custom_backward(b, custom_sites.at(&op).rename, op, cots))
+        if (needs[input]) accumulate(input, g);
+      continue;
+    }
+    if (!op.info->grad) continue;
     for (const auto& [input, g] : op.info->grad(b, op, cots))
       if (input < ValueId(needs.size()) && needs[input]) accumulate(input, g);
   }
-
   // Gradients in input order; zeros where nothing reached an input.
   for (ValueId in : forward.inputs) {
     const Value& v = forward.value(in);
@@ -160,7 +242,20 @@ Trace autograd(const Trace& forward) {
   }
   for (size_t i = 0; i < backward.size(); ++i)
     if (keep[i]) joint.ops.push_back(std::move(backward[i]));
-  return joint;
+
+  // A gradient the backward computes is named for its input ("grad_x"), for readable listings
+  // and entry points. Values that are inputs, forward values or several gradients keep theirs.
+  std::set<ValueId> renamed;
+  for (size_t i = joint.ops.size(); i-- > result.forward_ops;)
+    for (ValueId v : joint.ops[i].outs) renamed.insert(v);  // candidates: backward-defined values
+  size_t k = 0;
+  for (ValueId in : forward.inputs) {
+    if (!forward.value(in).requires_grad) continue;
+    ValueId g = joint.outputs[result.forward_outputs + k++];
+    if (std::count(joint.outputs.begin(), joint.outputs.end(), g) != 1 || !renamed.erase(g)) continue;
+    joint.value(g).name = b.fresh_named("grad_" + forward.value(in).name);
+  }
+  return result;
 }
 
 }  // namespace tg

@@ -1,21 +1,25 @@
-// Autograd: a prims-only forward trace -> the joint trace, in Thunder's style: the forward ops in
+// Autograd: a decomposed forward trace -> the joint trace, in Thunder's style: the forward ops in
 // order, then each op's gradient rule (from the op table) in reverse, cotangents summed where a
 // value has several uses. The joint trace's inputs are the forward inputs and one cotangent per
 // output ("cotangent_<output>"); its outputs are the forward outputs and one gradient per input
 // that requires grad, in input order (zeros where no gradient reaches it). No gradient work is
 // kept for values no such input influences.
 //
-// Not yet: custom-gradient ops must be differentiated with their own `bwd` body, so they have to
-// reach autograd before decompose inlines their forward; this pass refuses traces whose decompose
-// inlined one under an input that requires grad (see the autograd issue).
+// Custom-gradient ops (kept by decompose's keep_custom) are inlined both ways: their fwd body in
+// the forward part, and the user's bwd body, never an automatic derivative, in the backward part,
+// reading the values their fwd named as saved.
 #pragma once
 #include "thunder_gen/ir.h"
 
 namespace tg {
 
-Trace autograd(const Trace& forward);
+struct JointTrace {
+  Trace trace;
+  size_t forward_ops = 0;      // trace.ops[0, forward_ops) is the forward part
+  size_t forward_inputs = 0;   // trace.inputs: forward inputs, then cotangents
+  size_t forward_outputs = 0;  // trace.outputs: forward outputs, then gradients
+};
 
-// How many of the joint trace's outputs are the forward's (the rest are gradients).
-size_t forward_output_count(const Trace& forward);
+JointTrace autograd(const Trace& forward);
 
 }  // namespace tg

@@ -9,14 +9,53 @@
 namespace tg {
 namespace {
 
-void add_tags(Op& op, const std::vector<std::string>& tags) {
-  for (const std::string& tag : tags)
-    if (std::find(op.tags.begin(), op.tags.end(), tag) == op.tags.end()) op.tags.push_back(tag);
+void add_tags(std::vector<std::string>& tags, const std::vector<std::string>& more) {
+  for (const std::string& tag : more)
+    if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
 }
+
+// Renames the values of copied body ops: bound ones per `rename`, the rest fresh.
+class Renamer {
+ public:
+  Renamer(Trace& t, std::set<std::string>& taken, std::map<ValueId, ValueId>& rename, std::string prefix)
+      : t_(t), taken_(taken), rename_(rename), prefix_(std::move(prefix)) {}
+
+  ValueId value(ValueId v) {
+    auto it = rename_.find(v);
+    if (it != rename_.end()) return it->second;
+    Value copy = t_.value(v);
+    std::string name = prefix_ + copy.name;
+    for (int k = 2; taken_.count(name); ++k) name = prefix_ + copy.name + "_" + std::to_string(k);
+    taken_.insert(name);
+    copy.name = name;
+    ValueId id = t_.add_value(std::move(copy));
+    rename_[v] = id;
+    return id;
+  }
+
+  void arg(Arg& a) {
+    if (a.is_value()) a.value = value(a.value);
+    for (Arg& item : a.items) arg(item);
+  }
+
+  void op(Op& o) {
+    for (Arg& a : o.args) arg(a);
+    for (auto& kv : o.kwargs) arg(kv.second);
+    for (ValueId& v : o.outs) v = value(v);
+    for (Op& s : o.sub) op(s);
+    // A nested custom op's bodies have their own scope; they are bound when it is inlined.
+  }
+
+ private:
+  Trace& t_;
+  std::set<std::string>& taken_;
+  std::map<ValueId, ValueId>& rename_;
+  std::string prefix_;
+};
 
 class Decomposer {
  public:
-  explicit Decomposer(Trace& t) : t_(t) {
+  Decomposer(Trace& t, bool keep_custom) : t_(t), keep_custom_(keep_custom) {
     for (const Value& v : t.values) taken_.insert(v.name);
   }
 
@@ -28,95 +67,91 @@ class Decomposer {
 
  private:
   Trace& t_;
+  bool keep_custom_;
   std::set<std::string> taken_;  // every name in the trace: inlined values get fresh ones
 
   void lower_one(const Op& op, const std::vector<std::string>& inherited, std::vector<Op>& out) {
     std::vector<std::string> tags = op.tags;
-    for (const std::string& tag : inherited)
-      if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
+    add_tags(tags, inherited);
     if (op.info) {
       Op copy = op;
       copy.sub.clear();
-      add_tags(copy, inherited);
+      add_tags(copy.tags, inherited);
+      out.push_back(std::move(copy));
+      return;
+    }
+    if (op.custom && keep_custom_) {
+      // Bodies are lowered in their own scope; a custom op nested in them is only ever run
+      // forward (the outer op's backward is the user's), so it is inlined.
+      Decomposer inner(t_, false);
+      inner.taken_ = taken_;
+      auto lowered = std::make_shared<CustomGrad>(*op.custom);
+      lowered->fwd.ops = inner.lower(op.custom->fwd.ops, {});
+      lowered->bwd.ops = inner.lower(op.custom->bwd.ops, {});
+      taken_ = inner.taken_;
+      Op copy = op;
+      copy.tags = tags;
+      copy.custom = std::move(lowered);
       out.push_back(std::move(copy));
       return;
     }
     if (op.custom) {
-      inline_custom_forward(op, tags, out);
+      const SubTrace& fwd = op.custom->fwd;
+      std::map<ValueId, ValueId> rename;
+      std::vector<Op> body = inline_body(t_, taken_, fwd, tensor_args(t_, op), op.outs, t_.value(op.outs[0]).name + "__", op.where + "/fwd", rename);
+      for (Op& lowered : lower(body, tags)) out.push_back(std::move(lowered));
       return;
     }
     TG_CHECK(!op.sub.empty(), "op without rule or decomposition survived verification: " + op.symbol);
     for (Op& lowered : lower(op.sub, tags)) out.push_back(std::move(lowered));
   }
-
-  // Inlines fwd: its inputs become the op's tensor arguments, its outputs the op's outputs, and
-  // its private values fresh values named after the op ("t6__s").
-  void inline_custom_forward(const Op& op, const std::vector<std::string>& tags, std::vector<Op>& out) {
-    const SubTrace& fwd = op.custom->fwd;
-    std::map<ValueId, ValueId> rename;
-    size_t next_input = 0;
-    for (const Arg& a : op.args)
-      if (a.is_value() && !t_.value(a.value).is_scalar) rename[fwd.inputs.at(next_input++)] = a.value;
-    // An fwd output that is one of its inputs, or that it returns twice, becomes a copy, so each
-    // of the op's outputs is defined exactly once.
-    std::vector<Op> copies;
-    for (size_t i = 0; i < fwd.outputs.size(); ++i) {
-      if (!rename.count(fwd.outputs[i])) {
-        rename[fwd.outputs[i]] = op.outs[i];
-        continue;
-      }
-      Op copy;
-      copy.symbol = "prims.convert_element_type";
-      copy.info = find_op(copy.symbol);
-      copy.args = {Arg::of_value(fwd.outputs[i]), Arg::of_dtype(t_.value(op.outs[i]).dtype)};
-      copy.arg_where = {"", ""};
-      copy.outs = {op.outs[i]};
-      copy.where = op.where + "/fwd/outputs/" + std::to_string(i);
-      copies.push_back(std::move(copy));
-    }
-    const std::string prefix = t_.value(op.outs[0]).name + "__";
-    std::vector<Op> body = fwd.ops;
-    for (Op& inner : body) rename_op(inner, rename, prefix);
-    for (Op& copy : copies) {
-      for (Arg& a : copy.args) rename_arg(a, rename, prefix);
-      body.push_back(std::move(copy));
-    }
-    for (Op& lowered : lower(body, tags)) out.push_back(std::move(lowered));
-  }
-
-  ValueId renamed(ValueId v, std::map<ValueId, ValueId>& rename, const std::string& prefix) {
-    auto it = rename.find(v);
-    if (it != rename.end()) return it->second;
-    Value copy = t_.value(v);
-    std::string name = prefix + copy.name;
-    for (int k = 2; taken_.count(name); ++k) name = prefix + copy.name + "_" + std::to_string(k);
-    taken_.insert(name);
-    copy.name = name;
-    ValueId id = t_.add_value(std::move(copy));
-    rename[v] = id;
-    return id;
-  }
-
-  void rename_arg(Arg& a, std::map<ValueId, ValueId>& rename, const std::string& prefix) {
-    if (a.is_value()) a.value = renamed(a.value, rename, prefix);
-    for (Arg& item : a.items) rename_arg(item, rename, prefix);
-  }
-
-  void rename_op(Op& op, std::map<ValueId, ValueId>& rename, const std::string& prefix) {
-    for (Arg& a : op.args) rename_arg(a, rename, prefix);
-    for (auto& kv : op.kwargs) rename_arg(kv.second, rename, prefix);
-    for (ValueId& v : op.outs) v = renamed(v, rename, prefix);
-    for (Op& s : op.sub) rename_op(s, rename, prefix);
-    // A nested custom op's bodies have their own scope; they are bound when it is inlined.
-  }
 };
 
 }  // namespace
 
-Trace decompose(const Trace& trace) {
+Trace decompose(const Trace& trace, bool keep_custom) {
   Trace out = trace;
-  out.ops = Decomposer(out).lower(trace.ops, {});
+  out.ops = Decomposer(out, keep_custom).lower(trace.ops, {});
   return out;
+}
+
+std::vector<ValueId> tensor_args(const Trace& t, const Op& op) {
+  std::vector<ValueId> out;
+  for (const Arg& a : op.args)
+    if (a.is_value() && !t.value(a.value).is_scalar) out.push_back(a.value);
+  return out;
+}
+
+std::vector<Op> inline_body(Trace& t, std::set<std::string>& taken, const SubTrace& body, const std::vector<ValueId>& inputs,
+                            const std::vector<ValueId>& outputs, const std::string& prefix, const std::string& where,
+                            std::map<ValueId, ValueId>& rename) {
+  TG_CHECK(inputs.size() == body.inputs.size() && outputs.size() == body.outputs.size(), "inline_body: arity mismatch");
+  for (size_t i = 0; i < inputs.size(); ++i) rename[body.inputs[i]] = inputs[i];
+  std::vector<Op> copies;
+  for (size_t i = 0; i < body.outputs.size(); ++i) {
+    ValueId out = body.outputs[i];
+    if (out == kNoValue || outputs[i] == kNoValue) continue;
+    if (!rename.count(out)) {
+      rename[out] = outputs[i];
+      continue;
+    }
+    Op copy;
+    copy.symbol = "prims.convert_element_type";
+    copy.info = find_op(copy.symbol);
+    copy.args = {Arg::of_value(out), Arg::of_dtype(t.value(outputs[i]).dtype)};
+    copy.arg_where = {"", ""};
+    copy.outs = {outputs[i]};
+    copy.where = where + "/outputs/" + std::to_string(i);
+    copies.push_back(std::move(copy));
+  }
+  Renamer renamer(t, taken, rename, prefix);
+  std::vector<Op> ops = body.ops;
+  for (Op& inner : ops) renamer.op(inner);
+  for (Op& copy : copies) {
+    for (Arg& a : copy.args) renamer.arg(a);
+    ops.push_back(std::move(copy));
+  }
+  return ops;
 }
 
 }  // namespace tg

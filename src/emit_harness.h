@@ -5,12 +5,15 @@
 #include <vector>
 
 #include "emit_cuda.h"
+#include "partition.h"
 #include "thunder_gen/ir.h"
 
 namespace tg {
 
-std::string emit_harness(const Trace& trace, const std::string& forward_entry, const std::string& input_file);
+// `training` is the partition when the trace trains (some input requires grad), else null. The
+// entry points are <trace>_forward and <trace>_backward.
+std::string emit_harness(const Trace& trace, const Partition* training, const std::string& input_file);
 std::string emit_cmake(const Trace& trace, const std::vector<std::string>& cu_files);
-std::string emit_manifest(const Trace& trace, const std::vector<std::pair<std::string, const CudaFile*>>& files);
+std::string emit_manifest(const Trace& trace, const Partition* training, const std::vector<std::pair<std::string, const CudaFile*>>& files);
 
 }  // namespace tg

@@ -54,7 +54,7 @@ int validate(const std::vector<std::string>& files) {
 
 int generate(const std::string& file, const std::string& out_dir, const std::string& emit, const std::string& dump_dir, bool verbose) {
   static const std::map<std::string, tg::Stage> stages = {
-      {"trace", tg::Stage::read}, {"decomposed", tg::Stage::decompose}, {"fused", tg::Stage::fuse}, {"cuda", tg::Stage::cuda}};
+      {"trace", tg::Stage::read}, {"decomposed", tg::Stage::decompose}, {"joint", tg::Stage::joint}, {"fused", tg::Stage::fuse}, {"cuda", tg::Stage::cuda}};
   tg::PipelineOptions options;
   options.input_file = std::filesystem::path(file).filename().string();
   options.verbose = verbose;
@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
   app.add_option("trace", trace_file, "trace JSON file");
   app.add_option("-o,--output", out_dir, "output folder (replaced as a whole)");
-  app.add_option("--emit", emit, "stop after a stage and print it: trace, decomposed, fused or cuda")
-      ->check(CLI::IsMember({"trace", "decomposed", "fused", "cuda"}));
+  app.add_option("--emit", emit, "stop after a stage and print it: trace, decomposed, joint (the autograd trace), fused or cuda")
+      ->check(CLI::IsMember({"trace", "decomposed", "joint", "fused", "cuda"}));
   app.add_option("--dump-dir", dump_dir, "write every stage's trace here, numbered");
   app.add_flag("-v,--verbose", verbose, "one line per pass, with its time");
   app.require_subcommand(0, 1);

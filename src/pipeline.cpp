@@ -4,10 +4,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include <optional>
+
+#include "autograd.h"
 #include "decompose.h"
 #include "emit_cuda.h"
 #include "emit_harness.h"
 #include "fuse.h"
+#include "partition.h"
 #include "printer.h"
 #include "templates.h"
 #include "verify.h"
@@ -49,28 +53,77 @@ class PassLog {
 
 }  // namespace
 
+namespace {
+
+bool trains(const Trace& t) {
+  for (ValueId id : t.inputs)
+    if (t.value(id).requires_grad) return true;
+  return false;
+}
+
+std::string listing(const char* title, const Trace& t) { return "# " + std::string(title) + "\n" + print_trace(t); }
+
+}  // namespace
+
 PipelineResult run_pipeline(const Trace& input, const PipelineOptions& o, std::ostream& log) {
   PipelineResult result;
   PassLog passes(o, log);
   passes.dump("read", input);
   if (o.stop_after == Stage::read) return {print_trace(input), {}};
-  Trace decomposed = passes.pass("decompose", input, decompose);
+  const bool training = trains(input);
+  Trace decomposed = passes.pass("decompose", input, [&](const Trace& t) { return decompose(t, training); });
   if (o.stop_after == Stage::decompose) return {print_trace(decomposed), {}};
-  Trace fused = passes.pass("fuse", decomposed, fuse);
-  if (o.stop_after == Stage::fuse) return {print_trace(fused), {}};
+
+  std::optional<Partition> parts;
+  Trace forward = decomposed;
+  if (training) {
+    JointTrace joint;
+    passes.pass("autograd", decomposed, [&](const Trace& t) {
+      joint = autograd(t);
+      return joint.trace;
+    });
+    if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
+    parts = partition(joint);
+    verify_pass(parts->forward, "partition");
+    verify_pass(parts->backward, "partition");
+    passes.dump("forward", parts->forward);
+    passes.dump("backward", parts->backward);
+    if (o.verbose)
+      log << "thunder-gen: partition: " << parts->forward.ops.size() << " forward ops, " << parts->backward.ops.size() << " backward ops, "
+          << parts->saved.size() << " saved values\n";
+    forward = parts->forward;
+  } else if (o.stop_after == Stage::joint) {
+    return {print_trace(decomposed), {}};
+  }
+
+  Trace fused_forward = passes.pass("fuse", forward, fuse);
+  std::optional<Trace> fused_backward;
+  if (parts) fused_backward = passes.pass("fuse", parts->backward, fuse);
+  if (o.stop_after == Stage::fuse)
+    return {fused_backward ? listing("forward", fused_forward) + "\n" + listing("backward", *fused_backward) : print_trace(fused_forward), {}};
 
   auto start = std::chrono::steady_clock::now();
-  const std::string entry = input.name + "_forward";
-  CudaFile forward = emit_cuda(fused, entry, "forward.cu", o.input_file);
+  CudaFile forward_cu = emit_cuda(fused_forward, input.name + "_forward", "forward.cu", o.input_file);
+  std::optional<CudaFile> backward_cu;
+  if (fused_backward) backward_cu = emit_cuda(*fused_backward, input.name + "_backward", "backward.cu", o.input_file);
   if (o.verbose)
-    log << "thunder-gen: emit: " << forward.kernels.size() << " kernels ("
+    log << "thunder-gen: emit: " << forward_cu.kernels.size() << " forward kernels"
+        << (backward_cu ? ", " + std::to_string(backward_cu->kernels.size()) + " backward kernels" : std::string()) << " ("
         << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() << " ms)\n";
-  if (o.stop_after == Stage::cuda) return {forward.text, {}};
+  if (o.stop_after == Stage::cuda) return {forward_cu.text + (backward_cu ? "\n" + backward_cu->text : std::string()), {}};
 
-  result.files.emplace_back("forward.cu", forward.text);
-  result.files.emplace_back("harness.cpp", emit_harness(input, entry, o.input_file));
-  result.files.emplace_back("CMakeLists.txt", emit_cmake(input, {"forward.cu"}));
-  result.files.emplace_back("manifest.json", emit_manifest(input, {{"forward.cu", &forward}}));
+  const Partition* training_parts = parts ? &*parts : nullptr;
+  std::vector<std::string> cu_files = {"forward.cu"};
+  std::vector<std::pair<std::string, const CudaFile*>> emitted = {{"forward.cu", &forward_cu}};
+  result.files.emplace_back("forward.cu", forward_cu.text);
+  if (backward_cu) {
+    result.files.emplace_back("backward.cu", backward_cu->text);
+    cu_files.push_back("backward.cu");
+    emitted.emplace_back("backward.cu", &*backward_cu);
+  }
+  result.files.emplace_back("harness.cpp", emit_harness(input, training_parts, o.input_file));
+  result.files.emplace_back("CMakeLists.txt", emit_cmake(input, cu_files));
+  result.files.emplace_back("manifest.json", emit_manifest(input, training_parts, emitted));
   for (const auto& [name, text] : embedded_templates()) result.files.emplace_back(std::string(name), std::string(text));
   return result;
 }

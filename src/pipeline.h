@@ -1,4 +1,6 @@
-// The generator's straight-line pipeline: read -> verify -> decompose -> fuse -> emit. Each pass
+// The generator's straight-line pipeline: read -> verify -> decompose -> [autograd -> partition]
+// -> fuse -> emit (the bracket when some input requires grad: forward and backward are then fused
+// and emitted separately). Each pass
 // is a pure function Trace -> Trace, verified after it runs; -v logs one line per pass, and
 // --dump-dir writes every stage's trace, numbered.
 #pragma once
@@ -10,7 +12,7 @@
 
 namespace tg {
 
-enum class Stage { read, decompose, fuse, cuda, all };
+enum class Stage { read, decompose, joint, fuse, cuda, all };
 
 struct PipelineOptions {
   std::string input_file = "trace.json";  // as named in banners (a base name keeps output portable)

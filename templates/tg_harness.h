@@ -3,9 +3,10 @@
 // entry points; everything else is here.
 //
 //   harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet]
-// Reads DIR/<input>.npy where present (else draws from the seed), runs the forward once, then
-// --repeat more times for timing and checks every run gives the same bytes. Writes every input it
-// used and every output to --outputs. Exits non-zero on any failure.
+// Reads DIR/<input>.npy and DIR/cotangent_<output>.npy where present (else draws from the seed),
+// runs the forward (and the backward, when the trace trains) once, then --repeat more times for
+// timing, and checks every run gives the same bytes. Writes every input and cotangent it used,
+// every output and every grad_<input> to --outputs. Exits non-zero on any failure.
 #pragma once
 #define TG_HOST_ONLY
 #include <algorithm>
@@ -67,21 +68,33 @@ class Harness {
     return b;
   }
 
-  // Runs `step` once for the results, then --repeat times for timing; every run must give the
-  // same output bytes.
-  int run(const std::function<void(Stream)>& step) {
-    step(stream_);
+  // A device buffer the entry points pass between them (a value saved for the backward); never
+  // read from or written to files.
+  Buffer& internal(const char* name, const char* dtype, std::vector<int64_t> shape) {
+    return add(name, dtype, std::move(shape), false);
+  }
+
+  struct Phase {
+    const char* name;  // "forward", "backward"
+    std::function<void(Stream)> step;
+  };
+
+  // Runs the phases in order once for the results, then --repeat times for timing (each phase
+  // timed on its own); every run must give the same output bytes.
+  int run(const std::vector<Phase>& phases) {
+    for (const Phase& p : phases) p.step(stream_);
     synchronize(stream_);
     fetch_outputs();
     std::vector<std::vector<unsigned char>> first;
     for (Buffer* b : outputs_) first.push_back(b->host);
-    std::vector<double> ms;
-    for (int r = 0; r < repeat_; ++r) {
-      auto start = std::chrono::steady_clock::now();
-      step(stream_);
-      synchronize(stream_);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
+    std::vector<std::vector<double>> ms(phases.size());
+    for (int r = 0; r < repeat_; ++r)
+      for (size_t i = 0; i < phases.size(); ++i) {
+        auto start = std::chrono::steady_clock::now();
+        phases[i].step(stream_);
+        synchronize(stream_);
+        ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      }
     int failures = 0;
     if (repeat_ > 0) {
       fetch_outputs();
@@ -95,9 +108,9 @@ class Harness {
       for (Buffer* b : written_) failures += !write_npy(outputs_dir_ + "/" + b->name + ".npy", *b);
     if (!quiet_) {
       for (Buffer* b : outputs_) std::printf("%s: output %s: %s[%s], %lld non-finite\n", trace_, b->name.c_str(), b->dtype.c_str(), shape_text(b->shape).c_str(), nonfinite(*b));
-      if (!ms.empty()) {
-        std::sort(ms.begin(), ms.end());
-        std::printf("%s: median %.3f ms over %d runs\n", trace_, ms[ms.size() / 2], repeat_);
+      for (size_t i = 0; i < phases.size() && repeat_ > 0; ++i) {
+        std::sort(ms[i].begin(), ms[i].end());
+        std::printf("%s: %s: median %.3f ms over %d runs\n", trace_, phases[i].name, ms[i][ms[i].size() / 2], repeat_);
       }
     }
     return failures == 0 ? 0 : 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # golden.sh check|update THUNDER_GEN: compares (or rewrites) the golden files of the examples
-# listed in tests/golden/LIST: the decomposed and fused listings and the emitted forward.cu and
-# manifest.json. Regenerate after an intended change with: tools/update-golden.sh
+# listed in tests/golden/LIST: the decomposed and fused listings and the emitted forward.cu,
+# backward.cu (for traces that train) and manifest.json. Regenerate after an intended change with: tools/update-golden.sh
 set -uo pipefail
 mode=$1 gen=$(realpath "$2")
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +18,7 @@ while read -r name; do
   "$gen" "$trace" --emit decomposed >"$got/decomposed.txt" &&
     "$gen" "$trace" --emit fused >"$got/fused.txt" &&
     "$gen" "$trace" -o "$tmp/$name.out" &&
-    cp "$tmp/$name.out/forward.cu" "$tmp/$name.out/manifest.json" "$got/" || { echo "FAIL $name: generation failed"; fail=$((fail + 1)); continue; }
+    cp "$tmp/$name.out/forward.cu" "$tmp/$name.out/manifest.json" $(ls "$tmp/$name.out/backward.cu" 2>/dev/null) "$got/" || { echo "FAIL $name: generation failed"; fail=$((fail + 1)); continue; }
   if [ "$mode" = update ]; then
     mkdir -p "$want" && cp "$got"/* "$want/" && echo "updated $want"
     continue

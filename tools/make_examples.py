@@ -882,6 +882,54 @@ def custom_grad():
     return t
 
 
+def custom_unary(t, x, shape, fwd_op, bwd_scale, name):
+    """A torch.autograd.Function with forward fwd_op(a) (None: the identity) saving a, and
+    backward g * cos(a) * bwd_scale (fwd_op "sin") or g * bwd_scale (identity)."""
+    fwd = Body(t.names)
+    a = fwd.input("a", shape, "f32")
+    fwd.outputs, fwd.saved = [fwd.b.op(fwd_op, a, name="y") if fwd_op else a], [a] if fwd_op else []
+    bwd = Body(t.names)
+    g = bwd.input("g", shape, "f32")
+    if fwd_op:
+        a2 = bwd.input("a", shape, "f32")
+        ga = bwd.b.op("mul", g, bwd.b.op("cos", a2, name="c"), name="ga")
+    else:
+        ga = g
+    if bwd_scale != 1:
+        ga = bwd.b.op("mul", ga, float(bwd_scale), name="scaled")
+    bwd.outputs = [ga]
+    return t.custom([x], fwd, bwd)
+
+
+@example
+def custom_functions():
+    t = Trace("custom_functions", "hand-written after Thunder's custom autograd.Function tests: sin with backward "
+                                  "g*cos(x) (the true gradient), sin with backward g*cos(x)*200 (deliberately wrong: "
+                                  "thunder-gen must use it as written), an identity with backward 2*g, and a custom "
+                                  "function whose forward calls another custom function (the inner backward is never "
+                                  "used: the outer one's is)")
+    shape = [300, 257]
+    x = t.input("x", shape, "f32", requires_grad=True)
+    y = t.input("y", shape, "f32", requires_grad=True)
+    z = t.input("z", shape, "f32", requires_grad=True)
+    w = t.input("w", shape, "f32", requires_grad=True)
+    outs = [custom_unary(t, x, shape, "sin", 1, "sin_true"),
+            custom_unary(t, y, shape, "sin", 200, "sin_x200"),
+            custom_unary(t, z, shape, None, 2, "identity_2g")]
+    # Outer: forward exp(inner_sin(a)) where inner_sin is itself custom (backward g * 7, never
+    # used); backward g * 3 (deliberately not the derivative).
+    fwd = Body(t.names)
+    a = fwd.input("a", shape, "f32")
+    inner = custom_unary(fwd.b, a, shape, "sin", 7, "inner")
+    fwd.outputs, fwd.saved = [fwd.b.op("exp", inner, name="e")], []
+    bwd = Body(t.names)
+    g = bwd.input("g", shape, "f32")
+    bwd.outputs = [bwd.b.op("mul", g, 3.0, name="g3")]
+    outs.append(t.custom([w], fwd, bwd))
+    t.outputs = outs
+    return t
+
+
 @example
 def scalar_inputs():
     t = Trace("scalar_inputs", "hand-written: Thunder NumberProxy inputs (f64, i64, b8) used in elementwise ops and "

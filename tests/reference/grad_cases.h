@@ -1,0 +1,87 @@
+// The gradient test case of every op in the table: one small trace per differentiable op, in
+// f64 (tests that need another float dtype substitute it). A switch over OpKind, so an op added
+// to the table without a case here fails to compile (-Werror=switch). Used by the f64 check
+// against LibTorch autograd (test_gradients.cpp) and by the per-op checks through generated
+// code (tools/op_grad_trace.cpp).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "thunder_gen/op_table.h"
+
+namespace test {
+
+struct Case {
+  std::string inputs;  // JSON declarations
+  std::string op;      // JSON of the one op
+  std::string outputs;
+  double lo = 0.2, hi = 0.9;  // input domain
+};
+
+inline std::string f64(const std::string& name, const std::string& shape, bool grad = true) {
+  return "{\"name\": \"" + name + "\", \"shape\": " + shape + ", \"dtype\": \"f64\"" + (grad ? ", \"requires_grad\": true" : "") + "}";
+}
+inline std::string out(const std::string& name, const std::string& shape, const char* dtype = "f64") {
+  return "{\"name\": \"" + name + "\", \"shape\": " + shape + ", \"dtype\": \"" + dtype + "\"}";
+}
+inline std::string call(std::string_view id, const std::string& args, const std::string& outs, const std::string& extra = "") {
+  return "{\"op\": \"" + std::string(id) + "\", \"args\": " + args + ", \"out\": [" + outs + "]" + extra + "}";
+}
+
+// The case for one op, or nullopt when the op has no gradient to check.
+inline std::optional<Case> case_for(const tg::OpInfo& info) {
+  const std::string x = f64("x", "[3, 4]"), y = f64("y", "[3, 4]");
+  const std::string o = out("o", "[3, 4]");
+  switch (info.kind) {
+    case tg::OpKind::abs: case tg::OpKind::neg: case tg::OpKind::exp: case tg::OpKind::exp2: case tg::OpKind::expm1:
+    case tg::OpKind::log: case tg::OpKind::log1p: case tg::OpKind::log2: case tg::OpKind::log10: case tg::OpKind::sqrt:
+    case tg::OpKind::rsqrt: case tg::OpKind::reciprocal: case tg::OpKind::sin: case tg::OpKind::cos: case tg::OpKind::tan:
+    case tg::OpKind::tanh: case tg::OpKind::sinh: case tg::OpKind::cosh: case tg::OpKind::asin: case tg::OpKind::acos:
+    case tg::OpKind::atan: case tg::OpKind::asinh: case tg::OpKind::atanh: case tg::OpKind::erf: case tg::OpKind::erfc:
+    case tg::OpKind::erfinv:
+      return Case{x, call(info.id, "[\"x\"]", o), "\"o\""};
+    case tg::OpKind::acosh: return Case{x, call(info.id, "[\"x\"]", o), "\"o\"", 1.2, 2.0};
+    case tg::OpKind::add: case tg::OpKind::sub: case tg::OpKind::mul: case tg::OpKind::div: case tg::OpKind::pow:
+    case tg::OpKind::atan2: case tg::OpKind::maximum: case tg::OpKind::minimum:
+      return Case{x + "," + y, call(info.id, "[\"x\", \"y\"]", o), "\"o\""};
+    // A number divisor (several wraps) and a tensor one (the gradient of the divisor). The divisor
+    // is an input, not a computed value, so f32 and bf16 runs see the same quotient as LibTorch.
+    case tg::OpKind::fmod: case tg::OpKind::remainder:
+      return Case{x + "," + y, call(info.id, "[\"x\", 0.15]", o) + "," + call(info.id, "[\"x\", \"y\"]", out("r", "[3, 4]")), "\"o\", \"r\""};
+    case tg::OpKind::where:
+      return Case{f64("p", "[3, 4]", false) + "," + x + "," + y,
+                  call("prims.gt", "[\"p\", 0.5]", out("m", "[3, 4]", "b8")) + "," + call(info.id, "[\"m\", \"x\", \"y\"]", o), "\"o\""};
+    case tg::OpKind::lerp: return Case{x + "," + y + "," + f64("w", "[3, 4]"), call(info.id, "[\"x\", \"y\", \"w\"]", o), "\"o\""};
+    case tg::OpKind::convert_element_type:
+      return Case{x, call(info.id, "[\"x\", {\"dtype\": \"f32\"}]", out("c", "[3, 4]", "f32")) + "," +
+                         call(info.id, "[\"c\", {\"dtype\": \"f64\"}]", o), "\"o\""};
+    case tg::OpKind::broadcast_in_dim:
+      return Case{f64("x", "[3, 1]"), call(info.id, "[\"x\", [2, 3, 4], [1, 2]]", out("o", "[2, 3, 4]")), "\"o\""};
+    case tg::OpKind::reshape: return Case{x, call(info.id, "[\"x\", [2, 6]]", out("o", "[2, 6]")), "\"o\""};
+    case tg::OpKind::transpose: return Case{f64("x", "[2, 3, 4]"), call(info.id, "[\"x\", [2, 0, 1]]", out("o", "[4, 2, 3]")), "\"o\""};
+    case tg::OpKind::squeeze: return Case{f64("x", "[3, 1, 4]"), call(info.id, "[\"x\", [1]]", o), "\"o\""};
+    case tg::OpKind::slice:
+      return Case{f64("x", "[5, 7]"), call(info.id, "[\"x\", [1, 0], [5, 6], [2, 3]]", out("o", "[2, 2]")), "\"o\""};
+    case tg::OpKind::pad:
+      return Case{x, call(info.id, "[\"x\", 0.5, [[-1, 2, 1], [1, -2, 0]]]", out("o", "[6, 3]")), "\"o\""};
+    case tg::OpKind::cat:
+      return Case{x + "," + f64("y", "[3, 2]"), call(info.id, "[[\"x\", \"y\", \"x\"], 1]", out("o", "[3, 10]")), "\"o\""};
+    case tg::OpKind::sum: case tg::OpKind::prod: case tg::OpKind::amax: case tg::OpKind::amin:
+      return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2]]", out("o", "[4]")), "\"o\""};
+    case tg::OpKind::var:
+      return Case{x, call(info.id, "[\"x\", [1]]", out("o", "[3]"), ", \"kwargs\": {\"correction\": 1}"), "\"o\""};
+    case tg::OpKind::var_mean:
+      return Case{x, call(info.id, "[\"x\", [0]]", out("v", "[4]") + "," + out("m", "[4]"), ", \"kwargs\": {\"correction\": 0}"), "\"v\", \"m\""};
+    // no gradient flows through these
+    case tg::OpKind::floor: case tg::OpKind::ceil: case tg::OpKind::round: case tg::OpKind::trunc: case tg::OpKind::sign:
+    case tg::OpKind::signbit: case tg::OpKind::isfinite: case tg::OpKind::bitwise_not: case tg::OpKind::bitwise_and:
+    case tg::OpKind::bitwise_or: case tg::OpKind::bitwise_xor: case tg::OpKind::bitwise_left_shift:
+    case tg::OpKind::bitwise_right_shift: case tg::OpKind::eq: case tg::OpKind::ne: case tg::OpKind::lt: case tg::OpKind::le:
+    case tg::OpKind::gt: case tg::OpKind::ge: case tg::OpKind::full: case tg::OpKind::iota: case tg::OpKind::argmax:
+    case tg::OpKind::argmin: case tg::OpKind::fused_kernel:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace test
