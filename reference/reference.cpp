@@ -256,6 +256,7 @@ class Interpreter {
         if (op.arg(1).kind != Arg::Kind::none) dim = op.arg(1).integer;
         return {op.info->kind == OpKind::argmax ? torch::argmax(in(), dim) : torch::argmin(in(), dim)};
       }
+      case OpKind::matmul: return {torch::matmul(a(0), a(1))};
       case OpKind::fused_kernel: break;
     }
     throw InternalError("reference: cannot evaluate " + op.symbol);

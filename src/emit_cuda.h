@@ -14,6 +14,7 @@ struct EmittedKernel {
   std::vector<std::string> values;  // names of the values it computes (its trace lines)
   std::vector<std::string> reads;   // names of the values it reads from memory
   std::vector<std::string> writes;  // names of the values it writes
+  std::string library;              // "cuBLASLt" for a library call, else empty
 };
 
 struct CudaFile {

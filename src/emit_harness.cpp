@@ -130,13 +130,13 @@ std::string emit_cmake(const Trace& t, const std::vector<std::string>& cu_files)
       << "  find_package(CUDAToolkit REQUIRED)\n"
       << "  add_executable(harness harness.cpp ${TG_KERNEL_SOURCES})\n"
       << "  target_compile_definitions(harness PRIVATE TG_GPU)\n"
-      << "  target_link_libraries(harness PRIVATE CUDA::cudart)\n"
+      << "  target_link_libraries(harness PRIVATE CUDA::cudart CUDA::cublasLt)\n"
       << "elseif(TG_MODE STREQUAL \"nvrtc\")\n"
       << "  find_package(CUDAToolkit REQUIRED)\n"
       << "  set_source_files_properties(${TG_KERNEL_SOURCES} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS \"-xc++\")\n"
       << "  add_executable(harness harness.cpp ${TG_KERNEL_SOURCES})\n"
       << "  target_compile_definitions(harness PRIVATE TG_GPU TG_NVRTC_HOST TG_KERNEL_DIR=\"${CMAKE_CURRENT_SOURCE_DIR}\")\n"
-      << "  target_link_libraries(harness PRIVATE CUDA::cudart CUDA::nvrtc CUDA::cuda_driver)\n"
+      << "  target_link_libraries(harness PRIVATE CUDA::cudart CUDA::cublasLt CUDA::nvrtc CUDA::cuda_driver)\n"
       << "  if(TG_CUBIN_AHEAD)\n"
       << "    find_program(NVCC nvcc REQUIRED)\n"
       << "    foreach(cu ${TG_KERNEL_SOURCES})\n"
@@ -212,6 +212,7 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
       j["ops"] = k.values;
       j["reads"] = k.reads;
       j["writes"] = k.writes;
+      if (!k.library.empty()) j["library"] = k.library;
       m["kernels"].push_back(j);
     }
   return m.dump(2) + "\n";

@@ -43,6 +43,7 @@ KernelLayout row_layout(const Trace& t, const Op& reduction) {
 struct Kernel {
   KernelLayout layout;
   std::vector<ValueId> members;  // placed values: reductions and written outputs, in order
+  int library_op = -1;           // a library call (matmul): the op's index; it is not a kernel
 };
 
 constexpr int kInput = -1;   // a trace input: always in memory
@@ -67,6 +68,10 @@ class Fuser {
       if (!live_op_[i]) continue;  // computes nothing an output needs
       if (is_reduction(op)) {
         place_reduction(op);
+        continue;
+      }
+      if (op.info->fusion == FusionClass::library) {
+        place_library_call(int(i));
         continue;
       }
       // Inlining recomputes a value in every kernel (and every row pass) that reads it, so deep
@@ -194,6 +199,21 @@ class Fuser {
     last_row_outer_[layout.outer_shape()] = k;
   }
 
+  // A library call reads its operands from memory, so they are placed first; it runs in order
+  // between the kernels, and what reads its result joins only kernels after it.
+  void place_library_call(int i) {
+    const Op& op = t_.ops[i];
+    for_each_value_arg(op, [&](ValueId u) {
+      if (home_[u] == kInline) place_pointwise(u);
+    });
+    int k = add_kernel(KernelLayout{});
+    kernels_[k].library_op = i;
+    for (ValueId v : op.outs) {
+      home_[v] = k;
+      kernels_[k].members.push_back(v);
+    }
+  }
+
   void place_pointwise(ValueId v) {
     if (home_[v] != kInline) return;  // an output listed twice
     const Shape& shape = t_.value(v).shape;
@@ -248,13 +268,20 @@ class Fuser {
     std::set<ValueId> read_elsewhere(t_.outputs.begin(), t_.outputs.end());
     for (size_t k = 0; k < kernels_.size(); ++k) {
       std::set<std::string> seen;
-      for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
+      if (kernels_[k].library_op >= 0)
+        for_each_value_arg(t_.ops[kernels_[k].library_op], [&](ValueId u) { reads[k].insert(u); });
+      else
+        for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
       read_elsewhere.insert(reads[k].begin(), reads[k].end());
     }
     Trace out = t_;
     out.ops.clear();
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
+      if (kernel.library_op >= 0) {
+        out.ops.push_back(t_.ops[kernel.library_op]);
+        continue;
+      }
       Op op;
       op.symbol = "thunder_gen.kernel";
       op.info = &op_info(OpKind::fused_kernel);

@@ -1,5 +1,6 @@
 // Fuse: groups a prims-only trace into kernels. The result is a trace of thunder_gen.kernel ops,
-// each holding in `sub` the ops it computes, reading its args from memory and writing its outs.
+// each holding in `sub` the ops it computes, reading its args from memory and writing its outs,
+// and of library calls (prims.matmul) as they are.
 //
 // Rules (see docs/design-notes.md):
 // - Elementwise, shape and source ops are never written out on their own account; they are
@@ -11,6 +12,8 @@
 //   layer_norm and var_mean become one kernel each).
 // - Trace outputs of the same shape share a pointwise kernel, so a chain with several outputs
 //   reads each input once.
+// - A library call (matmul) stays an op of its own between the kernels; its operands are written
+//   to memory by the kernels before it.
 // A value joins the most recent compatible kernel that runs after everything it reads.
 #pragma once
 #include <vector>

@@ -66,6 +66,31 @@ Arg plus(G& g, const Arg& x, double d) { return x.is_number() ? num(x.as_double(
 Arg one_minus(G& g, const Arg& x) { return x.is_number() ? num(1.0 - x.as_double()) : val(sub(g, num(1.0), x)); }
 Arg squared(G& g, const Arg& x) { return x.is_number() ? num(x.as_double() * x.as_double()) : val(mul(g, x, x)); }
 
+// a @ b: ga = g @ b^T; gb = a^T @ g, summed over a's batch dims when b has none (done as one
+// GEMM over the batch folded into M).
+std::vector<int64_t> swap_last_two(size_t rank) {
+  std::vector<int64_t> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return perm;
+}
+V transpose_last_two(G& g, V a) { return call(g, "prims.transpose", {val(a), int_list(swap_last_two(shape_of(g, a).size()))}); }
+V matmul(G& g, V a, V b) { return call(g, "prims.matmul", {val(a), val(b)}); }
+
+Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value, b = op.arg(1).value, c = cot[0];
+  Shape as = shape_of(g, a), bs = shape_of(g, b), cs = shape_of(g, c);
+  Contributions out = {{a, matmul(g, c, transpose_last_two(g, b))}};
+  if (bs.size() == 2 && as.size() > 2) {
+    int64_t rows = numel(as) / as.back();
+    V a2 = reshape(g, a, {rows, as.back()}), c2 = reshape(g, c, {rows, cs.back()});
+    out.emplace_back(b, matmul(g, transpose_last_two(g, a2), c2));
+  } else {
+    out.emplace_back(b, matmul(g, transpose_last_two(g, a), c));
+  }
+  return out;
+}
+
 // ---- rule shapes ----------------------------------------------------------------------------
 
 // d out / d a = f(a, out): contribution g * f.
@@ -346,6 +371,7 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::amin: return extreme_reduction;
     case OpKind::var:
     case OpKind::var_mean: return variance;
+    case OpKind::matmul: return matmul_gradient;
 
     // No gradient flows: piecewise constant, boolean or integer results, sources.
     case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:

@@ -39,6 +39,7 @@ std::string_view fusion_class_name(FusionClass c) {
     case FusionClass::shape: return "shape";
     case FusionClass::source: return "source";
     case FusionClass::reduction: return "reduction";
+    case FusionClass::library: return "library";
     case FusionClass::kernel: return "kernel";
   }
   return "?";
@@ -263,6 +264,24 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
   return {{first.dtype, shape}};
 }
 
+// a [..., M, K] @ b [K, N] or [..., K, N] (the same batch dims) -> [..., M, N].
+std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  const Value& b = t.value(op.arg(1).value);
+  if (a.shape.size() < 2) fail(0, "needs at least 2 dims, has shape " + shape_str(a.shape));
+  if (b.shape.size() < 2) fail(1, "needs at least 2 dims, has shape " + shape_str(b.shape));
+  if (b.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(b.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
+  if (!is_float(a.dtype)) fail(0, "needs a float dtype, not " + std::string(dtype_name(a.dtype)));
+  size_t r = a.shape.size();
+  if (b.shape[b.shape.size() - 2] != a.shape[r - 1])
+    fail(1, "shape " + shape_str(b.shape) + " does not match " + shape_str(a.shape) + " (inner dims differ)");
+  if (b.shape.size() != 2 && (b.shape.size() != r || !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin())))
+    fail(1, "shape " + shape_str(b.shape) + ": batch dims must be absent or equal to those of " + shape_str(a.shape));
+  Shape out = a.shape;
+  out[r - 1] = b.shape.back();
+  return {{a.dtype, out}};
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -398,6 +417,9 @@ std::vector<OpInfo> build_table() {
              reduction_rule(1, true), "", D::numbers, ""},
       OpInfo{OpKind::argmin, "prims.argmin", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
              reduction_rule(1, true), "", D::numbers, ""},
+
+      OpInfo{OpKind::matmul, "prims.matmul", FusionClass::library, {p("a", K::tensor), p("b", K::tensor)}, matmul_rule, "", D::floats,
+             "cuBLASLt on the GPU, a reference GEMM under host emulation"},
 
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };

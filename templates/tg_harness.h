@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -127,7 +128,7 @@ class Harness {
   int repeat_ = 0;
   bool quiet_ = false;
   Stream stream_ = nullptr;
-  std::vector<Buffer> buffers_;  // reserved up front: Buffer& stay valid
+  std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
   std::vector<Buffer*> outputs_, written_;
 
   [[noreturn]] void usage(const char* message) {
@@ -155,8 +156,6 @@ class Harness {
   }
 
   Buffer& add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar) {
-    if (buffers_.capacity() == 0) buffers_.reserve(256);
-    if (buffers_.size() == buffers_.capacity()) usage("too many buffers");
     Buffer b;
     b.name = name;
     b.dtype = dtype;

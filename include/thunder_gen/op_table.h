@@ -31,6 +31,8 @@ enum class OpKind {
   broadcast_in_dim, reshape, transpose, squeeze, slice, pad, cat,
   // reductions
   sum, prod, amax, amin, var, var_mean, argmax, argmin,
+  // library calls
+  matmul,
   // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
   fused_kernel,
 };
@@ -40,6 +42,7 @@ enum class FusionClass {
   shape,        // moves elements: an index map, no arithmetic
   source,       // makes values from nothing but its attributes (full, iota)
   reduction,    // reduces dims of one input
+  library,      // a call into a vendor library (cuBLASLt); its operands and result live in memory
   kernel,       // a fused kernel
 };
 std::string_view fusion_class_name(FusionClass c);

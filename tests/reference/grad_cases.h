@@ -68,6 +68,9 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
       return Case{x + "," + f64("y", "[3, 2]"), call(info.id, "[[\"x\", \"y\", \"x\"], 1]", out("o", "[3, 10]")), "\"o\""};
     case tg::OpKind::sum: case tg::OpKind::prod: case tg::OpKind::amax: case tg::OpKind::amin:
       return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2]]", out("o", "[4]")), "\"o\""};
+    case tg::OpKind::matmul:  // b without batch dims, and with a's
+      return Case{f64("x", "[2, 3, 4]") + "," + f64("y", "[4, 5]") + "," + f64("z", "[2, 4, 5]"),
+                  call(info.id, "[\"x\", \"y\"]", out("o", "[2, 3, 5]")) + "," + call(info.id, "[\"x\", \"z\"]", out("r", "[2, 3, 5]")), "\"o\", \"r\""};
     case tg::OpKind::var:
       return Case{x, call(info.id, "[\"x\", [1]]", out("o", "[3]"), ", \"kwargs\": {\"correction\": 1}"), "\"o\""};
     case tg::OpKind::var_mean:

@@ -1,0 +1,139 @@
+// thunder-gen matrix products (prims.matmul) for generated host code:
+//   on the GPU (nvcc and nvrtc modes)  cuBLASLt, f32 accumulation (f64 for f64)
+//   under host emulation               a plain reference GEMM on the CPU, same accumulation types
+// No hand-written GPU GEMM: the vendor library is faster than anything a generator should emit.
+#pragma once
+#include <cstdint>
+
+#include "tg_host.h"
+#include "tg_runtime.cuh"
+
+#if defined(TG_ON_GPU)
+#include <cublasLt.h>
+
+#include <type_traits>
+#else
+#include <thread>
+#include <vector>
+#endif
+
+namespace tg {
+
+// C[batch][m][n] = sum over k of A[batch][m][k] * B[batch][k][n], all row-major and contiguous.
+// A B without batch dims (b_batched false) is shared by every batch; the emitter then folds the
+// batch into m, so batch is 1.
+struct GemmShape {
+  int64_t batch, m, n, k;
+  bool b_batched;
+};
+
+#if defined(TG_ON_GPU)
+
+#define TG_CUBLAS_CHECK(expr)                                                      \
+  do {                                                                             \
+    cublasStatus_t tg_status_ = (expr);                                            \
+    if (tg_status_ != CUBLAS_STATUS_SUCCESS) ::tg::fatal(#expr, cublasGetStatusString(tg_status_)); \
+  } while (0)
+
+template <class T> struct CublasType;
+template <> struct CublasType<float> { static constexpr cudaDataType_t data = CUDA_R_32F; };
+template <> struct CublasType<double> { static constexpr cudaDataType_t data = CUDA_R_64F; };
+template <> struct CublasType<half> { static constexpr cudaDataType_t data = CUDA_R_16F; };
+template <> struct CublasType<bfloat16> { static constexpr cudaDataType_t data = CUDA_R_16BF; };
+
+inline cublasLtHandle_t cublaslt_handle() {
+  static cublasLtHandle_t handle = [] {
+    cublasLtHandle_t h;
+    TG_CUBLAS_CHECK(cublasLtCreate(&h));
+    return h;
+  }();
+  return handle;
+}
+
+constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+inline void* gemm_workspace() {
+  static void* workspace = [] {
+    void* p = nullptr;
+    TG_CUDA_CHECK(cudaMalloc(&p, kGemmWorkspaceBytes));
+    return p;
+  }();
+  return workspace;
+}
+
+// Row-major C = A B is column-major C^T = B^T A^T, so cuBLASLt's first operand is our b.
+template <class T>
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream) {
+  using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const cudaDataType_t type = CublasType<T>::data;
+  const cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
+  const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  cublasLtMatmulDesc_t desc;
+  TG_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, scale_type));
+  cublasLtMatrixLayout_t lb, la, lc;
+  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.n), uint64_t(s.k), int64_t(s.n)));
+  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k)));
+  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, type, uint64_t(s.n), uint64_t(s.m), int64_t(s.n)));
+  if (s.batch > 1) {
+    int32_t count = int32_t(s.batch);
+    int64_t stride_b = s.b_batched ? s.k * s.n : 0, stride_a = s.m * s.k, stride_c = s.m * s.n;
+    for (cublasLtMatrixLayout_t l : {lb, la, lc})
+      TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_b, sizeof stride_b));
+    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_a, sizeof stride_a));
+    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_c, sizeof stride_c));
+  }
+  cublasLtMatmulPreference_t preference;
+  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  size_t workspace_bytes = kGemmWorkspaceBytes;
+  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                       sizeof workspace_bytes));
+  cublasLtMatmulHeuristicResult_t heuristic;
+  int found = 0;
+  TG_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found));
+  if (found == 0) fatal("cuBLASLt", "no algorithm for this matmul");
+  Scale alpha = 1, beta = 0;
+  TG_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &heuristic.algo, gemm_workspace(),
+                                 workspace_bytes, stream));
+  cublasLtMatmulPreferenceDestroy(preference);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+#else
+
+// The reference GEMM: each output row accumulates a[i][p] * b[p][:] over p in the compute type
+// (f32, f64 for f64), rows split over CPU threads. Optimized and not sanitized even in
+// sanitizer builds: it is plain loops over memory the caller owns, and it dominates run time.
+template <class T>
+__attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_rows(const T* a, const T* b, T* c, GemmShape s,
+                                                                                    int64_t first_row, int64_t end_row) {
+  using Acc = decltype(load(a, 0));
+  std::vector<Acc> acc(size_t(s.n));
+  for (int64_t row = first_row; row < end_row; ++row) {  // row over batch * m
+    int64_t batch = row / s.m;
+    const T* b_batch = b + (s.b_batched ? batch * s.k * s.n : 0);
+    std::fill(acc.begin(), acc.end(), Acc(0));
+    for (int64_t p = 0; p < s.k; ++p) {
+      Acc x = load(a, row * s.k + p);
+      const T* b_row = b_batch + p * s.n;
+      for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_row, j);
+    }
+    for (int64_t j = 0; j < s.n; ++j) store(c, row * s.n + j, acc[size_t(j)]);
+  }
+}
+
+template <class T>
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream) {
+  const int64_t rows = s.batch * s.m;
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
+  std::vector<std::thread> workers;
+  for (int64_t t = 0; t < threads; ++t)
+    workers.emplace_back(gemm_rows<T>, a, b, c, s, rows * t / threads, rows * (t + 1) / threads);
+  for (std::thread& w : workers) w.join();
+}
+
+#endif
+
+}  // namespace tg
