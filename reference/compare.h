@@ -8,8 +8,8 @@
 
 namespace tg {
 
-// |actual - expected| <= atol + rtol * |expected|, elementwise; NaN matches NaN, inf matches an
-// equal inf; integers and bools must be equal.
+// |actual - expected| <= atol + rtol * max(|expected|, rms(expected)), elementwise (the RMS floor:
+// see compare.cpp); NaN matches NaN, inf matches an equal inf; integers and bools must be equal.
 struct Tolerance {
   double atol;
   double rtol;

@@ -6,6 +6,9 @@
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
+#define TG_HOST_ONLY
+#include "tg_runtime.cuh"  // the runtime's Philox generator
+
 namespace tg {
 
 torch::Dtype torch_storage_dtype(DType t) {
@@ -204,6 +207,17 @@ class Interpreter {
       }
       case OpKind::full:
         return {operand(op.arg(1), ct).expand(to_vec(out.shape)).contiguous()};
+      case OpKind::uniform_philox: {
+        // The runtime's own generator (templates/tg_runtime.cuh), so the draws are the same.
+        uint64_t seed = uint64_t(operand(op.arg(5), torch::kInt64).item<int64_t>());
+        uint64_t offset = uint64_t(operand(op.arg(6), torch::kInt64).item<int64_t>());
+        double lo = operand(op.arg(1), torch::kDouble).item<double>(), hi = operand(op.arg(2), torch::kDouble).item<double>();
+        Tensor u = torch::empty({numel(out.shape)}, torch::kFloat);
+        float* p = u.data_ptr<float>();
+        for (int64_t i = 0; i < u.numel(); ++i) p[i] = philox_uniform(seed, offset, i);
+        // In the output's compute type, as the kernel's expression computes it.
+        return {torch::full({}, lo, torch::kFloat).add(u.mul(float(hi - lo))).to(ct).reshape(to_vec(out.shape))};
+      }
       case OpKind::iota: {
         int64_t n = op.arg(0).integer, start = op.arg(1).integer, step = op.arg(2).integer;
         return {torch::arange(0, n, torch::kInt64).mul(step).add(start).to(ct)};

@@ -284,6 +284,12 @@ class KernelWriter {
         if (op.info->kind == OpKind::full) {
           expr = op.arg(1).is_value() ? "static_cast<" + ctype(out.dtype) + ">(" + value_at(op.arg(1).value, index) + ")"
                                       : literal_code(op.arg(1), out.dtype);
+        } else if (op.info->kind == OpKind::uniform_philox) {
+          // The element's linear position in the drawn tensor picks its Philox counter.
+          std::string u = "tg::philox_uniform(static_cast<uint64_t>(" + operand(op.arg(5), index, DType::i64) + "), static_cast<uint64_t>(" +
+                          operand(op.arg(6), index, DType::i64) + "), " + offset(out, index) + ")";
+          std::string lo = operand(op.arg(1), index, DType::f32), hi = operand(op.arg(2), index, DType::f32);
+          expr = "static_cast<" + ctype(out.dtype) + ">(" + lo + " + (" + hi + " - " + lo + ") * " + u + ")";
         } else {  // iota
           expr = "static_cast<" + ctype(out.dtype) + ">(" + std::to_string(op.arg(1).integer) + " + " + index.at(0).text() + " * " +
                  std::to_string(op.arg(2).integer) + ")";

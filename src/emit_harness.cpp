@@ -1,14 +1,37 @@
 #include "emit_harness.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "printer.h"
+#include "thunder_gen/op_table.h"
 #include "thunder_gen/dtype.h"
 
 namespace tg {
 
 namespace {
+// Scalar inputs that seed or offset a Philox draw anywhere in the trace (decompositions and
+// custom bodies included), so the harness's --philox-seed / --philox-offset can set them.
+void find_philox_roles(const Trace& t, const std::vector<Op>& ops, std::map<ValueId, std::string>& roles) {
+  for (const Op& op : ops) {
+    if (op.info && op.info->kind == OpKind::uniform_philox) {
+      if (op.arg(5).is_value()) roles[op.arg(5).value] = "philox_seed";
+      if (op.arg(6).is_value()) roles[op.arg(6).value] = "philox_offset";
+    }
+    find_philox_roles(t, op.sub, roles);
+    if (op.custom) {
+      find_philox_roles(t, op.custom->fwd.ops, roles);
+      find_philox_roles(t, op.custom->bwd.ops, roles);
+    }
+  }
+}
+std::map<ValueId, std::string> philox_roles(const Trace& t) {
+  std::map<ValueId, std::string> roles;
+  find_philox_roles(t, t.ops, roles);
+  return roles;
+}
+
 std::string shape_init(const Shape& s) {
   std::string out = "{";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -28,9 +51,15 @@ std::string emit_harness(const Trace& t, const Partition* training, const std::s
   out << "\nint main(int argc, char** argv) {\n";
   out << "  tg::Harness h(argc, argv, \"" << t.name << "\");\n";
 
-  auto declare = [&](const std::string& var, const char* kind, const std::string& file_name, const Value& v) {
-    out << "  tg::Buffer& " << var << " = h." << kind << "(\"" << file_name << "\", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape)
-        << (v.is_scalar ? ", true" : "") << ");\n";
+  std::map<ValueId, std::string> roles = philox_roles(t);
+  auto declare = [&](const std::string& var, const char* kind, const std::string& file_name, const Value& v, ValueId id = kNoValue) {
+    // Only trace inputs (id given) have a Philox role or an "init" range.
+    const bool role = id != kNoValue && roles.count(id), init = id != kNoValue && v.init_uniform;
+    out << "  tg::Buffer& " << var << " = h." << kind << "(\"" << file_name << "\", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape);
+    if (v.is_scalar || role || init) out << (v.is_scalar ? ", true" : ", false");
+    if (role || init) out << ", tg::Harness::Role::" << (role ? roles[id] : "data");
+    if (init) out << ", " << print_number(v.init_uniform->first) << ", " << print_number(v.init_uniform->second);
+    out << ");\n";
   };
   auto reads = [&](const std::string& var, const Value& v) {
     if (v.is_scalar) return var + ".scalar<" + std::string(compute_ctype(v.dtype)) + ">()";
@@ -45,7 +74,7 @@ std::string emit_harness(const Trace& t, const Partition* training, const std::s
   for (ValueId id : t.inputs) {
     const Value& v = t.value(id);
     input_var.push_back("in_" + v.name);
-    declare(input_var.back(), "input", v.name, v);
+    declare(input_var.back(), "input", v.name, v, id);
     forward_call.push_back(reads(input_var.back(), v));
   }
   for (size_t k = 0; k < t.outputs.size(); ++k) {

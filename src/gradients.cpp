@@ -378,10 +378,33 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not: case OpKind::bitwise_and:
     case OpKind::bitwise_or: case OpKind::bitwise_xor: case OpKind::bitwise_left_shift: case OpKind::bitwise_right_shift:
     case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
-    case OpKind::full: case OpKind::iota: case OpKind::argmax: case OpKind::argmin: case OpKind::fused_kernel:
+    case OpKind::full: case OpKind::iota: case OpKind::uniform_philox: case OpKind::argmax: case OpKind::argmin: case OpKind::fused_kernel:
       return nullptr;
   }
   return nullptr;
+}
+
+}  // namespace tg
+
+namespace tg {
+
+std::string_view gradient_saves(OpKind kind) {
+  if (!gradient_rule(kind)) return "";
+  switch (kind) {
+    // Rules written in terms of the result: d exp(a) = g * exp(a) reads exp(a), not a.
+    case OpKind::exp: case OpKind::exp2: case OpKind::expm1: case OpKind::sqrt: case OpKind::rsqrt:
+    case OpKind::reciprocal: case OpKind::tan: case OpKind::tanh: case OpKind::erfinv:
+      return "output";
+    case OpKind::div: case OpKind::pow: case OpKind::prod: case OpKind::amax: case OpKind::amin: case OpKind::var_mean:
+      return "inputs, output";
+    // Linear in their operands (or moving elements): the cotangent alone decides the gradient.
+    case OpKind::neg: case OpKind::add: case OpKind::sub: case OpKind::convert_element_type: case OpKind::broadcast_in_dim:
+    case OpKind::reshape: case OpKind::transpose: case OpKind::squeeze: case OpKind::slice: case OpKind::pad: case OpKind::cat:
+    case OpKind::sum:
+      return "nothing";
+    default:
+      return "inputs";
+  }
 }
 
 }  // namespace tg

@@ -7,5 +7,8 @@
 namespace tg {
 
 GradRule gradient_rule(OpKind kind);
+// What that rule reads of the forward: "inputs", "output", "inputs, output", "nothing", or ""
+// for an op without a gradient.
+std::string_view gradient_saves(OpKind kind);
 
 }  // namespace tg

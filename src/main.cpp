@@ -32,6 +32,7 @@ int list_ops() {
       sig += std::string(p.name) + (p.has_default ? "=" + tg::print_literal(p.default_value, tg::Trace{}) : "");
     }
     std::cout << op.id << "(" << sig << ")  [" << tg::fusion_class_name(op.fusion) << "]";
+    if (!op.grad_saves.empty()) std::cout << "  grad saves: " << op.grad_saves;
     if (!op.code.empty()) std::cout << "  " << op.code;
     std::cout << "\n";
   }

@@ -143,6 +143,13 @@ std::vector<OutType> full_rule(const Trace&, const Op& op) {
   return {{op.arg(3).dtype, shape}};
 }
 
+std::vector<OutType> uniform_rule(const Trace&, const Op& op) {
+  Shape shape = op.arg(0).int_list();
+  check_shape(shape, 0);
+  if (!is_float(op.arg(4).dtype)) fail(4, "uniform_philox makes floats, not " + std::string(dtype_name(op.arg(4).dtype)));
+  return {{op.arg(4).dtype, shape}};
+}
+
 std::vector<OutType> iota_rule(const Trace&, const Op& op) {
   int64_t n = op.arg(0).integer;
   if (n < 0) fail(0, "length must not be negative");
@@ -392,6 +399,10 @@ std::vector<OpInfo> build_table() {
       OpInfo{OpKind::iota, "prims.iota", FusionClass::source,
              {p("length", K::integer), kw("start", K::integer), kw("step", K::integer), kw("device", K::device), kw("dtype", K::dtype)},
              iota_rule, "", D::any, ""},
+      OpInfo{OpKind::uniform_philox, "prims.uniform_philox", FusionClass::source,
+             {p("shape", K::int_list), p("minval", K::number), p("maxval", K::number), kw("device", K::device), kw("dtype", K::dtype),
+              kw("seed", K::number), kw("offset", K::number)},
+             uniform_rule, "", D::any, "Philox4x32-10 counter-based draws: element i of (seed, offset) is the same everywhere"},
 
       OpInfo{OpKind::broadcast_in_dim, "prims.broadcast_in_dim", FusionClass::shape,
              {p("a", K::tensor), p("shape", K::int_list), p("broadcast_dimensions", K::int_list)}, broadcast_rule, "", D::any, ""},
@@ -439,6 +450,7 @@ const std::vector<OpInfo>& op_table() {
       TG_CHECK(k < rows.size() && !seen[k], "op table: kind declared twice or out of range: " + std::string(r.id));
       seen[k] = true;
       r.grad = gradient_rule(r.kind);
+      r.grad_saves = gradient_saves(r.kind);
       by_kind[k] = std::move(r);
     }
     TG_CHECK(static_cast<size_t>(OpKind::fused_kernel) + 1 == by_kind.size(), "op table: a kind has no row");

@@ -30,13 +30,19 @@ Partition partition(const JointTrace& joint) {
     for (ValueId v : j.ops[i].outs) forward_def.emplace(v, &j.ops[i]);
 
   // Index-only forward ops (broadcasts, reshapes, fills) are recomputed in the backward rather
-  // than saved: they cost no arithmetic and a broadcast is far bigger than its source. Forward
+  // than saved: they cost no arithmetic and a broadcast is far bigger than its source. So are
+  // widening conversions (a b8 dropout mask converted to f32 is saved as the b8 mask). Forward
   // outputs are in memory anyway, so they are read, not recomputed.
   auto recomputable = [&](ValueId v) -> const Op* {
     auto def = forward_def.find(v);
     if (def == forward_def.end() || output_index.count(v)) return nullptr;
-    FusionClass f = def->second->info->fusion;
-    return f == FusionClass::shape || f == FusionClass::source ? def->second : nullptr;
+    const Op& op = *def->second;
+    FusionClass f = op.info->fusion;
+    if (f == FusionClass::shape || (f == FusionClass::source && op.info->kind != OpKind::uniform_philox)) return &op;
+    if (op.info->kind == OpKind::convert_element_type && op.arg(0).is_value() &&
+        dtype_bytes(j.value(op.arg(0).value).dtype) < dtype_bytes(j.value(v).dtype))
+      return &op;
+    return nullptr;
   };
   std::set<const Op*> recomputed;
   std::map<ValueId, std::string> read_by_backward;  // forward value -> why (its first reader)

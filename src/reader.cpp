@@ -161,6 +161,20 @@ class Reader {
       if (!is_input && rg.get<bool>()) throw UserError(where + "/requires_grad", "requires_grad only applies to trace inputs");
       v.requires_grad = rg.get<bool>();
     }
+    // Extension: {"init": {"uniform": [lo, hi]}} on a float input says how a harness draws it
+    // when no file is given (realistic weight scales keep deep models finite in f32).
+    if (decl.contains("init")) {
+      const std::string w = where + "/init";
+      if (!is_input) throw UserError(w, "init only applies to trace inputs");
+      const json& init = decl["init"];
+      if (!init.is_object() || init.size() != 1 || !init.contains("uniform")) throw UserError(w, "expected {\"uniform\": [lo, hi]}");
+      const json& range = init["uniform"];
+      if (!range.is_array() || range.size() != 2 || !range[0].is_number() || !range[1].is_number())
+        throw UserError(w + "/uniform", "expected [lo, hi], two numbers");
+      if (!is_float(v.dtype)) throw UserError(w, "init applies to float inputs, not " + std::string(dtype_name(v.dtype)));
+      v.init_uniform = {range[0].get<double>(), range[1].get<double>()};
+      if (!(v.init_uniform->first < v.init_uniform->second)) throw UserError(w + "/uniform", "lo must be below hi");
+    }
     return v;
   }
 

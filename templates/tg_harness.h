@@ -3,6 +3,7 @@
 // entry points; everything else is here.
 //
 //   harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet]
+//           [--philox-seed N] [--philox-offset N]
 // Reads DIR/<input>.npy and DIR/cotangent_<output>.npy where present (else draws from the seed),
 // runs the forward (and the backward, when the trace trains) once, then --repeat more times for
 // timing, and checks every run gives the same bytes. Writes every input and cotangent it used,
@@ -50,14 +51,25 @@ class Harness {
       else if (a == "--seed") seed_ = std::stoull(value());
       else if (a == "--repeat") repeat_ = std::stoi(value());
       else if (a == "--quiet") quiet_ = true;
+      else if (a == "--philox-seed") philox_seed_ = std::stoll(value()), has_philox_seed_ = true;
+      else if (a == "--philox-offset") philox_offset_ = std::stoll(value()), has_philox_offset_ = true;
       else usage(("unknown argument " + a).c_str());
     }
   }
 
-  // A tensor or scalar input: loaded from <inputs>/<name>.npy, or drawn from the seed.
-  Buffer& input(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar = false) {
+  // What a scalar input is for: the seed or offset of the trace's Philox draws (dropout) can be
+  // set with --philox-seed / --philox-offset.
+  enum class Role { data, philox_seed, philox_offset };
+
+  // A tensor or scalar input: loaded from <inputs>/<name>.npy, or drawn from the seed; a Philox
+  // seed or offset given on the command line wins over both.
+  // Floats are drawn uniform in [lo, hi): by default [-2, 2), or the trace's "init" range.
+  Buffer& input(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar = false, Role role = Role::data,
+                double lo = -2.0, double hi = 2.0) {
     Buffer& b = add(name, dtype, std::move(shape), is_scalar);
-    if (!(inputs_dir_.size() && read_npy(inputs_dir_ + "/" + name + ".npy", b))) draw(b);
+    if (!(inputs_dir_.size() && read_npy(inputs_dir_ + "/" + name + ".npy", b))) draw(b, lo, hi);
+    if (role == Role::philox_seed && has_philox_seed_) set_integer(b, philox_seed_);
+    if (role == Role::philox_offset && has_philox_offset_) set_integer(b, philox_offset_);
     if (!is_scalar) copy_to_device(b.device, b.host.data(), b.bytes(), stream_);
     written_.push_back(&b);
     return b;
@@ -126,14 +138,25 @@ class Harness {
   std::string inputs_dir_, outputs_dir_;
   uint64_t seed_ = 0;
   int repeat_ = 0;
+  long long philox_seed_ = 0, philox_offset_ = 0;
+  bool has_philox_seed_ = false, has_philox_offset_ = false;
   bool quiet_ = false;
   Stream stream_ = nullptr;
   std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
   std::vector<Buffer*> outputs_, written_;
 
   [[noreturn]] void usage(const char* message) {
-    std::fprintf(stderr, "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet]\n", trace_, message);
+    std::fprintf(stderr,
+                 "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--philox-seed N] "
+                 "[--philox-offset N]\n",
+                 trace_, message);
     std::exit(2);
+  }
+
+  void set_integer(Buffer& b, long long v) {
+    if (b.dtype == "i64") { int64_t x = v; std::memcpy(b.host.data(), &x, 8); }
+    else if (b.dtype == "i32") { int32_t x = int32_t(v); std::memcpy(b.host.data(), &x, 4); }
+    else usage(("Philox seed and offset inputs must be i64 or i32; " + b.name + " is " + b.dtype).c_str());
   }
 
   static int element_size(const std::string& dtype) {
@@ -181,7 +204,7 @@ class Harness {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  void draw(Buffer& b) const {
+  void draw(Buffer& b, double lo, double hi) const {
     uint64_t state = seed_;
     for (char c : b.name) state = state * 131 + uint64_t(static_cast<unsigned char>(c));
     size_t n = b.bytes() / element_size(b.dtype);
@@ -189,7 +212,7 @@ class Harness {
     for (size_t i = 0; i < n; ++i) {
       uint64_t r = mix(state);
       double u = double(r >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
-      double x = 4.0 * u - 2.0;                                 // floats in [-2, 2)
+      double x = lo + (hi - lo) * u;                            // floats in [lo, hi)
       int64_t k = int64_t(r % 9) - 4;                           // integers in [-4, 4]
       const std::string& t = b.dtype;
       if (t == "f32") { float v = float(x); std::memcpy(p + 4 * i, &v, 4); }

@@ -96,6 +96,30 @@ TG_HD half to_half(float f) {
   return half{uint16_t(sign | ((rounded - 0x38000000u) >> 13))};
 }
 
+// ---- random numbers: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3")
+// A counter-based generator: draw i of (seed, offset) is a pure function of the three, so host
+// emulation, the GPU and the reference interpreter make the same draws. Element i uses word i % 4
+// of the block at counter (i / 4, offset) under key seed.
+TG_HD uint32_t philox_word(uint64_t seed, uint64_t offset, uint64_t block, unsigned word) {
+  uint32_t c0 = uint32_t(block), c1 = uint32_t(block >> 32), c2 = uint32_t(offset), c3 = uint32_t(offset >> 32);
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(0xD2511F53u) * c0, p1 = uint64_t(0xCD9E8D57u) * c2;
+    const uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0, n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c1 = uint32_t(p1);
+    c3 = uint32_t(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;  // the Weyl key schedule
+    k1 += 0xBB67AE85u;
+  }
+  return word == 0 ? c0 : word == 1 ? c1 : word == 2 ? c2 : c3;
+}
+// Uniform in [0, 1): the top 24 bits of the word, so every value is exact in f32.
+TG_HD float philox_uniform(uint64_t seed, uint64_t offset, int64_t i) {
+  return float(philox_word(seed, offset, uint64_t(i) >> 2, unsigned(i & 3)) >> 8) * (1.0f / 16777216.0f);
+}
+
 // ---- loads and stores: storage type <-> compute type ----------------------------------------
 
 template <class T> TG_HD T load(const T* p, int64_t i) { return p[i]; }

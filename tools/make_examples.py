@@ -151,6 +151,15 @@ class Builder:
         if s == "full":
             v = self.bind(["shape", "fill_value", "device", "dtype"], args, kwargs)
             return [(v["shape"], v["dtype"]["dtype"])]
+        if s == "uniform_philox":
+            v = self.bind(["shape", "minval", "maxval", "device", "dtype", "seed", "offset"], args, kwargs)
+            return [(v["shape"], v["dtype"]["dtype"])]
+        if s == "matmul":
+            v = self.bind(["a", "b"], args, kwargs)
+            a, b = self.shape(v["a"]), self.shape(v["b"])
+            assert a[-1] == b[-2] and (len(b) == 2 or b[:-2] == a[:-2]), "matmul: shapes %s and %s" % (a, b)
+            assert self.dtype(v["a"]) == self.dtype(v["b"])
+            return [(a[:-1] + [b[-1]], self.dtype(v["a"]))]
         if s == "iota":
             v = self.bind(["length", "start", "step", "device", "dtype"], args, kwargs)
             return [([v["length"]], v["dtype"]["dtype"])]
@@ -241,11 +250,14 @@ class Trace(Builder):
         self.name, self.source, self.device = name, source, device
         self.inputs, self.outputs = [], []
 
-    def input(self, name, shape, dt, requires_grad=False):
+    def input(self, name, shape, dt, requires_grad=False, init=None):
+        """init: (lo, hi) for the harness's draws (the "init" extension), e.g. a weight's scale."""
         self.declare(name, shape, dt)
         d = self.decl(name)
         if requires_grad:
             d["requires_grad"] = True
+        if init is not None:
+            d["init"] = {"uniform": [init[0], init[1]]}
         self.inputs.append(d)
         return name
 
@@ -953,6 +965,194 @@ def scalar_inputs():
     # A scalar as a reduction's argument: var's correction from the i64 input k (in [-4, 4]).
     outs.append(t.op("var", x, [1], kwargs={"correction": k}))
     t.outputs = outs
+    return t
+
+
+def fan_in(n):
+    """PyTorch's default nn.Linear init range, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), rounded."""
+    r = round(1.0 / math.sqrt(n), 6)
+    return (-r, r)
+
+
+# ---- composite models: torch-level calls with the decompositions Thunder gives them ------------
+def linear(t, x, w, b=None):
+    """torch.nn.functional.linear(x, w, b): x @ w^T + b, w [out, in]."""
+    call = t.begin("torch.nn.functional.linear", [x, w, b])
+    y = t.op("matmul", x, t.op("transpose", w, [1, 0]))
+    if b is not None:
+        shape = t.shape(y)
+        y = t.op("add", y, t.op("broadcast_in_dim", b, shape, [len(shape) - 1]))
+    return t.end(call, [y])
+
+
+def layer_norm_call(t, x, w, b, eps=1e-5):
+    n = t.shape(x)[-1]
+    call = t.begin("torch.nn.functional.layer_norm", [x, [n], w, b, eps])
+    return t.end(call, [layer_norm_sub(t, x, w, b, n, eps)])
+
+
+def gelu_tanh(t, x):
+    call = t.begin("torch.nn.functional.gelu", [x], {"approximate": {"str": "tanh"}})
+    cube = t.op("mul", t.op("mul", x, x), x)
+    inner = t.op("mul", t.op("add", x, t.op("mul", cube, 0.044715)), math.sqrt(2.0 / math.pi))
+    g = t.op("mul", t.op("mul", x, 0.5), t.op("add", t.op("tanh", inner), 1.0))
+    return t.end(call, [g])
+
+
+def dropout(t, x, p, seed, offset):
+    """Thunder's decomposition with its RNG state made explicit: uniform_philox draws, keep where
+    r < 1 - p, scale by 1 / (1 - p). The gradient needs only the b8 keep mask."""
+    call = t.begin("torch.nn.functional.dropout", [x], {"p": p, "training": True, "inplace": False})
+    r = t.op("uniform_philox", t.shape(x), 0.0, 1.0,
+             kwargs={"device": DEVICE, "dtype": dtype("f32"), "seed": seed, "offset": offset})
+    keep = t.op("lt", r, 1.0 - p)
+    y = t.op("mul", t.op("mul", x, t.op("convert_element_type", keep, dtype(t.dtype(x)))), 1.0 / (1.0 - p))
+    return t.end(call, [y])
+
+
+def softmax_call(t, x):
+    shape = t.shape(x)
+    bd = list(range(len(shape) - 1))
+    call = t.begin("torch.softmax", [x, -1], {"dtype": None})
+    m = t.op("broadcast_in_dim", t.op("amax", x, [len(shape) - 1]), shape, bd)
+    e = t.op("exp", t.op("sub", x, m))
+    s = t.op("broadcast_in_dim", t.op("sum", e, [len(shape) - 1]), shape, bd)
+    return t.end(call, [t.op("div", e, s)])
+
+
+@example
+def gpt2_mlp():
+    t = Trace("gpt2_mlp", "hand-written after a GPT-2 block's MLP half: x + dropout(linear(gelu_tanh(linear("
+                          "layer_norm(x), 768 -> 3072)), 3072 -> 768), p=0.1) on 64 tokens; every torch-level call "
+                          "with Thunder's decomposition, dropout from explicit Philox seed and offset inputs")
+    x = t.input("x", [4, 16, 768], "f32", requires_grad=True)
+    ln_w = t.input("ln_w", [768], "f32", requires_grad=True, init=(0.5, 1.5))
+    ln_b = t.input("ln_b", [768], "f32", requires_grad=True, init=fan_in(768))
+    w1 = t.input("w_fc", [3072, 768], "f32", requires_grad=True, init=fan_in(768))
+    b1 = t.input("b_fc", [3072], "f32", requires_grad=True, init=fan_in(768))
+    w2 = t.input("w_proj", [768, 3072], "f32", requires_grad=True, init=fan_in(3072))
+    b2 = t.input("b_proj", [768], "f32", requires_grad=True, init=fan_in(3072))
+    seed = t.scalar("seed", "i64")
+    offset = t.scalar("offset", "i64")
+    h = layer_norm_call(t, x, ln_w, ln_b)
+    h = gelu_tanh(t, linear(t, h, w1, b1))
+    h = dropout(t, linear(t, h, w2, b2), 0.1, seed, offset)
+    call = t.begin("torch.add", [x, h])
+    t.outputs = [t.end(call, [t.op("add", x, h)])]
+    return t
+
+
+@example
+def attention_block():
+    t = Trace("attention_block", "hand-written after a GPT-2 attention block: fused QKV projection (linear 256 -> "
+                                 "768), split into heads (reshape, permute), causal softmax attention in the math "
+                                 "form of scaled_dot_product_attention (q k^T / sqrt(d), iota causal mask, "
+                                 "softmax, @ v), heads merged, output projection; batch 2, 64 tokens, 4 heads of 64")
+    B, T, C, H = 2, 64, 256, 4
+    D = C // H
+    x = t.input("x", [B, T, C], "f32", requires_grad=True)
+    w_qkv = t.input("w_qkv", [3 * C, C], "f32", requires_grad=True, init=fan_in(C))
+    b_qkv = t.input("b_qkv", [3 * C], "f32", requires_grad=True, init=fan_in(C))
+    w_o = t.input("w_o", [C, C], "f32", requires_grad=True, init=fan_in(C))
+    qkv = linear(t, x, w_qkv, b_qkv)
+
+    def head(k):
+        call = t.begin("torch.split", [qkv, C, -1])
+        part = t.op("slice_prim", qkv, [0, 0, k * C], [B, T, (k + 1) * C], [1, 1, 1])
+        part = t.end(call, [part])
+        call = t.begin("torch.reshape", [part, [B, T, H, D]])
+        part = t.end(call, [t.op("reshape", part, [B, T, H, D])])
+        call = t.begin("torch.permute", [part, [0, 2, 1, 3]])
+        part = t.end(call, [t.op("transpose", part, [0, 2, 1, 3])])
+        return t.op("reshape", part, [B * H, T, D])
+
+    q, k, v = head(0), head(1), head(2)
+    call = t.begin("torch.nn.functional.scaled_dot_product_attention", [q, k, v],
+                   {"attn_mask": None, "dropout_p": 0.0, "is_causal": True, "scale": None})
+    s = t.op("mul", t.op("matmul", q, t.op("transpose", k, [0, 2, 1])), 1.0 / math.sqrt(D))
+    i = t.op("iota", T, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i64")})
+    causal = t.op("ge", t.op("broadcast_in_dim", i, [T, T], [0]), t.op("broadcast_in_dim", i, [T, T], [1]))
+    s = t.op("where", t.op("broadcast_in_dim", causal, [B * H, T, T], [1, 2]), s, {"float": "-inf"})
+    y = t.end(call, [t.op("matmul", softmax_call(t, s), v)])
+    y = t.op("reshape", t.op("transpose", t.op("reshape", y, [B, H, T, D]), [0, 2, 1, 3]), [B, T, C])
+    t.outputs = [linear(t, y, w_o)]
+    return t
+
+
+@example
+def llama_mlp():
+    t = Trace("llama_mlp", "hand-written after a Llama block's second half: rms_norm then the SwiGLU MLP "
+                           "(silu(x w_gate^T) * (x w_up^T)) w_down^T, 512 -> 1376 -> 512, on 2 x 32 tokens, with "
+                           "the residual")
+    x = t.input("x", [2, 32, 512], "f32", requires_grad=True)
+    g = t.input("norm_w", [512], "f32", requires_grad=True, init=(0.5, 1.5))
+    w_gate = t.input("w_gate", [1376, 512], "f32", requires_grad=True, init=fan_in(512))
+    w_up = t.input("w_up", [1376, 512], "f32", requires_grad=True, init=fan_in(512))
+    w_down = t.input("w_down", [512, 1376], "f32", requires_grad=True, init=fan_in(1376))
+    call = t.begin("torch.nn.functional.rms_norm", [x, [512], g, 1e-6])
+    ms = t.op("broadcast_in_dim", t.op("div", t.op("sum", t.op("mul", x, x), [2]), 512.0), [2, 32, 1], [0, 1])
+    r = t.op("broadcast_in_dim", t.op("rsqrt", t.op("add", ms, 1e-6)), [2, 32, 512], [0, 1, 2])
+    h = t.end(call, [t.op("mul", t.op("mul", x, r), t.op("broadcast_in_dim", g, [2, 32, 512], [2]))])
+    gate = linear(t, h, w_gate)
+    call = t.begin("torch.nn.functional.silu", [gate], {"inplace": False})
+    s = t.end(call, [t.op("mul", gate, t.op("reciprocal", t.op("add", t.op("exp", t.op("neg", gate)), 1.0)))])
+    up = linear(t, h, w_up)
+    y = linear(t, t.op("mul", s, up), w_down)
+    t.outputs = [t.op("add", x, y)]
+    return t
+
+
+@example
+def classifier_head():
+    t = Trace("classifier_head", "hand-written: a classifier head, linear 512 -> 1000 then "
+                                 "torch.nn.functional.cross_entropy(logits, target, ignore_index=-1, "
+                                 "reduction='mean'); a quarter of the targets are ignored (target % 1000 - "
+                                 "(target == 3) * 1001)")
+    x = t.input("x", [256, 512], "f32", requires_grad=True)
+    w = t.input("w", [1000, 512], "f32", requires_grad=True, init=fan_in(512))
+    b = t.input("b", [1000], "f32", requires_grad=True, init=fan_in(512))
+    target = t.input("target", [256], "i64")
+    tgt = t.op("remainder", target, 1000)
+    # The harness draws targets in [-4, 4]: those equal to 3 become ignore_index -1.
+    tgt = t.op("where", t.op("eq", target, 3), -1, tgt)
+    logits = linear(t, x, w, b)
+    call = t.begin("torch.nn.functional.cross_entropy", [logits, tgt],
+                   {"weight": None, "size_average": None, "ignore_index": -1, "reduce": None,
+                    "reduction": {"str": "mean"}, "label_smoothing": 0.0})
+    c2 = t.begin("torch.log_softmax", [logits, 1], {"dtype": None})
+    logp = t.end(c2, [log_softmax_sub(t, logits, 1)])
+    classes = t.op("iota", 1000, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i64")})
+    onehot = t.op("eq", t.op("broadcast_in_dim", classes, [256, 1000], [1]), t.op("broadcast_in_dim", tgt, [256, 1000], [0]))
+    picked = t.op("sum", t.op("where", onehot, logp, 0.0), [1])
+    valid = t.op("ne", tgt, -1)
+    nll = t.op("where", valid, t.op("neg", picked), 0.0)
+    count = t.op("sum", t.op("convert_element_type", valid, dtype("f32")), [0])
+    t.outputs = [t.end(call, [t.op("div", t.op("sum", nll, [0]), count)])]
+    return t
+
+
+@example
+def dropout_p09():
+    t = Trace("dropout_p09", "hand-written: the contract's example, torch.nn.functional.dropout(x, p=0.9) on "
+                             "f32[1024, 1024], with Thunder's decomposition and its Philox seed and offset as "
+                             "scalar inputs; tests/tools/dropout_property.cpp checks that every output is 0 or "
+                             "x / (1 - p) and the gradient g / (1 - p) under the same mask")
+    x = t.input("x", [1024, 1024], "f32", requires_grad=True)
+    seed = t.scalar("seed", "i64")
+    offset = t.scalar("offset", "i64")
+    t.outputs = [dropout(t, x, 0.9, seed, offset)]
+    return t
+
+
+@example
+def exp_chain_matmul():
+    t = Trace("exp_chain_matmul", "hand-written: y = exp(exp(exp(x / 4))) @ w, the README's example of reading "
+                                  "the manifest's saved_for_backward list (x / 4 keeps seeded inputs in [-2, 2) "
+                                  "from overflowing f32)")
+    x = t.input("x", [256, 128], "f32", requires_grad=True)
+    w = t.input("w", [128, 64], "f32", requires_grad=True, init=fan_in(128))
+    y = t.op("exp", t.op("exp", t.op("exp", t.op("mul", x, 0.25))))
+    t.outputs = [t.op("matmul", y, w)]
     return t
 
 

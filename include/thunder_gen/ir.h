@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,7 @@ struct Value {
   Shape shape;
   std::string device;
   bool requires_grad = false;
+  std::optional<std::pair<double, double>> init_uniform;  // inputs: how a harness draws it (extension)
 };
 
 // An argument: a reference to a value, a literal, or a list of either.

@@ -26,7 +26,7 @@ enum class OpKind {
   where, lerp,
   convert_element_type,
   // sources
-  full, iota,
+  full, iota, uniform_philox,
   // shape
   broadcast_in_dim, reshape, transpose, squeeze, slice, pad, cat,
   // reductions
@@ -114,6 +114,10 @@ struct OpInfo {
   DTypes accepts = DTypes::any;
   std::string_view summary;
   GradRule grad;  // empty: no gradient flows through (comparisons, rounding, integer ops)
+  // What the gradient rule reads of the forward, so what a backward must keep: "inputs",
+  // "output" (exp, tanh, sqrt... read their result, not their operand), "inputs, output", or
+  // "nothing". Checked against the rules themselves by tests/reference/test_gradients.cpp.
+  std::string_view grad_saves;
 };
 
 const std::vector<OpInfo>& op_table();

@@ -9,6 +9,9 @@
 
 #include "autograd.h"
 #include "decompose.h"
+#include "partition.h"
+
+#include <set>
 #include "printer.h"
 #include "reader.h"
 #include "reference.h"
@@ -86,5 +89,35 @@ CATCH_TEST_CASE("custom functions use the user's backward, even a wrong one") {
     CATCH_CHECK(torch::allclose(results[4 + i], expected_grads[i], 1e-5, 1e-6));
     CATCH_CHECK(torch::allclose(reference.outputs[i], expected_outputs[i], 1e-5, 1e-6));
     CATCH_CHECK(torch::allclose(reference.gradients[i], expected_grads[i], 1e-5, 1e-6));
+  }
+}
+
+// The op table's grad_saves column says what each rule reads of the forward; check it against
+// what the rule actually reads (the backward part of the partitioned joint trace of its case).
+CATCH_TEST_CASE("grad_saves in the op table is what each gradient rule reads") {
+  for (const tg::OpInfo& info : tg::op_table()) {
+    std::optional<Case> c = case_for(info);
+    if (!c) {
+      CATCH_CHECK(info.grad_saves.empty());
+      continue;
+    }
+    std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + c->inputs + "], \"ops\": [" + c->op +
+                       "], \"outputs\": [" + c->outputs + "]}";
+    tg::Trace forward = tg::read_trace(json);
+    const tg::Op* op = nullptr;
+    for (const tg::Op& o : forward.ops)
+      if (o.info == &info) op = &o;
+    CATCH_REQUIRE(op);
+    std::set<tg::ValueId> inputs, outputs(op->outs.begin(), op->outs.end());
+    for (tg::ValueId v : tg::tensor_args(forward, *op)) inputs.insert(v);
+    tg::Partition p = tg::partition(tg::autograd(forward));
+    bool reads_input = false, reads_output = false;
+    for (const tg::SavedValue& s : p.saved) {
+      reads_input = reads_input || inputs.count(s.value);
+      reads_output = reads_output || outputs.count(s.value);
+    }
+    std::string actual = reads_input && reads_output ? "inputs, output" : reads_input ? "inputs" : reads_output ? "output" : "nothing";
+    CATCH_INFO("op " << info.id);
+    CATCH_CHECK(actual == std::string(info.grad_saves));
   }
 }

@@ -6,36 +6,36 @@
 
 #if !defined(TG_NVRTC_HOST)
 
-// layer_norm_rowreduce_bw0: row reduction over 2048 x 1024, reducing dims [0]
+// layer_norm_rowreduce_grad_b: row reduction over 2048 x 1024, reducing dims [0]
 // Implements:
-//   bw0 = prims.sum(cotangent_t13, [0])  # bw0: f32[1024]
+//   grad_b = prims.sum(cotangent_t13, [0])  # grad_b: f32[1024]
 //   bw2 = prims.mul(cotangent_t13, t9)  # bw2: f32[2048, 1024]
-//   bw3 = prims.sum(bw2, [0])  # bw3: f32[1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_bw0(const float* __restrict__ t9, const float* __restrict__ cotangent_t13, float* __restrict__ bw0, float* __restrict__ bw3) {
+//   grad_w = prims.sum(bw2, [0])  # grad_w: f32[1024]
+extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_grad_b(const float* __restrict__ t9, const float* __restrict__ cotangent_t13, float* __restrict__ grad_b, float* __restrict__ grad_w) {
   const int64_t rows = 1024;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t d1 = row;
-    // bw0 = prims.sum(cotangent_t13, [0])
-    float acc_bw0 = tg::Sum<float>::init();
+    // grad_b = prims.sum(cotangent_t13, [0])
+    float acc_grad_b = tg::Sum<float>::init();
     for (int64_t j = threadIdx.x; j < 2048; j += blockDim.x) {
       const int64_t d0 = j;
       const float v_cotangent_t13 = tg::load(cotangent_t13, d0 * 1024 + d1);
-      acc_bw0 = tg::Sum<float>::combine(acc_bw0, v_cotangent_t13);
+      acc_grad_b = tg::Sum<float>::combine(acc_grad_b, v_cotangent_t13);
     }
-    const float v_bw0 = tg::block_reduce<tg::Sum<float>>(acc_bw0);
-    // bw3 = prims.sum(bw2, [0])
-    float acc_bw3 = tg::Sum<float>::init();
+    const float v_grad_b = tg::block_reduce<tg::Sum<float>>(acc_grad_b);
+    // grad_w = prims.sum(bw2, [0])
+    float acc_grad_w = tg::Sum<float>::init();
     for (int64_t j = threadIdx.x; j < 2048; j += blockDim.x) {
       const int64_t d0 = j;
       const float v_cotangent_t13 = tg::load(cotangent_t13, d0 * 1024 + d1);
       const float v_t9 = tg::load(t9, d0 * 1024 + d1);
       const float v_bw2 = (v_cotangent_t13 * v_t9);
-      acc_bw3 = tg::Sum<float>::combine(acc_bw3, v_bw2);
+      acc_grad_w = tg::Sum<float>::combine(acc_grad_w, v_bw2);
     }
-    const float v_bw3 = tg::block_reduce<tg::Sum<float>>(acc_bw3);
+    const float v_grad_w = tg::block_reduce<tg::Sum<float>>(acc_grad_w);
     if (threadIdx.x == 0) {
-      tg::store(bw0, row, v_bw0);
-      tg::store(bw3, row, v_bw3);
+      tg::store(grad_b, row, v_grad_b);
+      tg::store(grad_w, row, v_grad_w);
     }
   }
 }
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(32) layer_norm_rowreduce_bw15(const
   }
 }
 
-// layer_norm_pointwise_bw26: pointwise over 2048 x 1024
+// layer_norm_pointwise_grad_x: pointwise over 2048 x 1024
 // Implements:
 //   t8 = prims.broadcast_in_dim(t5, [2048, 1024], [0, 1])  # t8: f32[2048, 1024]
 //   t10 = prims.broadcast_in_dim(w, [2048, 1024], [1])  # t10: f32[2048, 1024]
@@ -140,8 +140,8 @@ extern "C" __global__ void __launch_bounds__(32) layer_norm_rowreduce_bw15(const
 //   bw23 = prims.div(bw15, 1024.0)  # bw23: f32[2048]
 //   bw24 = prims.broadcast_in_dim(bw23, [2048, 1024], [0])  # bw24: f32[2048, 1024]
 //   bw25 = prims.add(bw22, bw24)  # bw25: f32[2048, 1024]
-//   bw26 = prims.add(bw4, bw25)  # bw26: f32[2048, 1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_pointwise_bw26(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ t1, const float* __restrict__ t5, const float* __restrict__ cotangent_t13, const float* __restrict__ bw15, const float* __restrict__ bw16, float* __restrict__ bw26) {
+//   grad_x = prims.add(bw4, bw25)  # grad_x: f32[2048, 1024]
+extern "C" __global__ void __launch_bounds__(256) layer_norm_pointwise_grad_x(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ t1, const float* __restrict__ t5, const float* __restrict__ cotangent_t13, const float* __restrict__ bw15, const float* __restrict__ bw16, float* __restrict__ grad_x) {
   const int64_t n = 2097152;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 1024;
@@ -161,8 +161,8 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_pointwise_bw26(cons
     const float v_bw15 = tg::load(bw15, d0);
     const float v_bw23 = tg::div(v_bw15, 1024.0f);
     const float v_bw25 = (v_bw22 + v_bw23);
-    const float v_bw26 = (v_bw4 + v_bw25);
-    tg::store(bw26, i, v_bw26);
+    const float v_grad_x = (v_bw4 + v_bw25);
+    tg::store(grad_x, i, v_grad_x);
   }
 }
 
@@ -179,17 +179,17 @@ static tg::KernelModule& tg_kernels() {
 #endif
 
 // Inputs: x f32[2048, 1024]; w f32[1024]; t1 f32[2048]; t5 f32[2048, 1]; t7 f32[2048, 1024]; t9 f32[2048, 1024]; cotangent_t13 f32[2048, 1024];
-// Outputs: bw26 f32[2048, 1024]; bw3 f32[1024]; bw0 f32[1024];
+// Outputs: grad_x f32[2048, 1024]; grad_w f32[1024]; grad_b f32[1024];
 // Device pointers; runs asynchronously on `stream`.
-extern "C" void layer_norm_backward(const float* x, const float* w, const float* t1, const float* t5, const float* t7, const float* t9, const float* cotangent_t13, float* bw26, float* bw3, float* bw0, tg::Stream stream) {
+extern "C" void layer_norm_backward(const float* x, const float* w, const float* t1, const float* t5, const float* t7, const float* t9, const float* cotangent_t13, float* grad_x, float* grad_w, float* grad_b, tg::Stream stream) {
   float* bw6 = static_cast<float*>(tg::device_alloc(8192, stream));
   float* bw9 = static_cast<float*>(tg::device_alloc(8192, stream));
   float* bw15 = static_cast<float*>(tg::device_alloc(8192, stream));
   float* bw16 = static_cast<float*>(tg::device_alloc(8192, stream));
-  TG_LAUNCH(layer_norm_rowreduce_bw0, tg::grid_for(1024, 1), 256, stream, t9, cotangent_t13, bw0, bw3);
+  TG_LAUNCH(layer_norm_rowreduce_grad_b, tg::grid_for(1024, 1), 256, stream, t9, cotangent_t13, grad_b, grad_w);
   TG_LAUNCH(layer_norm_rowreduce_bw6, tg::grid_for(2048, 1), 256, stream, w, t5, t7, cotangent_t13, bw6, bw9);
   TG_LAUNCH(layer_norm_rowreduce_bw15, tg::grid_for(2048, 1), 32, stream, t5, bw6, bw9, bw15, bw16);
-  TG_LAUNCH(layer_norm_pointwise_bw26, tg::grid_for(2097152, 256), 256, stream, x, w, t1, t5, cotangent_t13, bw15, bw16, bw26);
+  TG_LAUNCH(layer_norm_pointwise_grad_x, tg::grid_for(2097152, 256), 256, stream, x, w, t1, t5, cotangent_t13, bw15, bw16, grad_x);
   tg::device_free(bw6, stream);
   tg::device_free(bw9, stream);
   tg::device_free(bw15, stream);
