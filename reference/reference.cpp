@@ -271,6 +271,35 @@ class Interpreter {
         return {op.info->kind == OpKind::argmax ? torch::argmax(in(), dim) : torch::argmin(in(), dim)};
       }
       case OpKind::matmul: return {torch::matmul(a(0), a(1))};
+      // Torch-level ops: LibTorch's own functions, not thunder-gen's lowering, so the lowering is
+      // checked too. 16-bit inputs compute in f32 (they are held in f32) and round at the end.
+      case OpKind::t_softmax: return {torch::softmax(in(), op.arg(1).integer)};
+      case OpKind::t_log_softmax: return {torch::log_softmax(in(), op.arg(1).integer)};
+      case OpKind::t_relu: return {torch::relu(in())};
+      case OpKind::t_sigmoid: return {torch::sigmoid(in())};
+      case OpKind::t_tanh: return {torch::tanh(in())};
+      case OpKind::t_silu: return {torch::silu(in())};
+      case OpKind::t_gelu: return {torch::gelu(in(), op.arg(1).text)};
+      case OpKind::t_linear:
+        return {op.arg(2).is_value() ? torch::linear(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value)) : torch::linear(in(), env_.at(op.arg(1).value))};
+      case OpKind::t_matmul: return {torch::matmul(in(), env_.at(op.arg(1).value))};
+      case OpKind::t_reshape: return {in().reshape(to_vec(out.shape))};
+      case OpKind::t_permute: return {in().permute(op.arg(1).int_list()).contiguous()};
+      case OpKind::t_transpose: return {in().transpose(op.arg(1).integer, op.arg(2).integer).contiguous()};
+      case OpKind::t_unsqueeze: return {in().unsqueeze(op.arg(1).integer)};
+      case OpKind::t_sum:
+      case OpKind::t_mean: {
+        Tensor x = in();
+        if (op.arg(3).kind == Arg::Kind::dtype) x = x.to(compute(op.arg(3).dtype));
+        std::vector<int64_t> dims;
+        if (op.arg(1).kind == Arg::Kind::integer) dims = {op.arg(1).integer};
+        else if (op.arg(1).kind == Arg::Kind::list) dims = op.arg(1).int_list();
+        else for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+        bool keep = op.arg(2).boolean;
+        if (dims.empty()) return {x};
+        if (op.info->kind == OpKind::t_mean) return {x.mean(dims, keep)};
+        return {x.sum(dims, keep, is_float(out.dtype) ? x.scalar_type() : torch::kInt64)};
+      }
       case OpKind::fused_kernel: break;
     }
     throw InternalError("reference: cannot evaluate " + op.symbol);

@@ -1,7 +1,10 @@
 #include "autograd.h"
 
 #include "decompose.h"
+#include "prim_builder.h"
+#include "torch_ops.h"
 
+#include <deque>
 #include <map>
 #include <set>
 
@@ -11,77 +14,6 @@
 namespace tg {
 namespace {
 
-class JointBuilder : public GradBuilder {
- public:
-  explicit JointBuilder(Trace& t) : t_(t) {
-    for (const Value& v : t.values) taken_.insert(v.name);
-  }
-
-  const Trace& trace() const override { return t_; }
-  Trace& mutable_trace() { return t_; }
-
-  std::vector<ValueId> emit(std::string_view id, std::vector<Arg> args) override {
-    Op op;
-    op.info = find_op(id);
-    TG_CHECK(op.info, "gradient rule uses an unknown prim: " + std::string(id));
-    op.symbol = std::string(op.info->id);
-    op.args = std::move(args);
-    op.arg_where.assign(op.args.size(), "");
-    op.where = where_;
-    op.tags = tags_;
-    std::vector<OutType> types;
-    try {
-      types = op.info->rule(t_, op);
-    } catch (const RuleError& e) {
-      throw InternalError("gradient rule of " + rule_of_ + " built an ill-typed " + std::string(id) + ": " + e.message);
-    }
-    for (const OutType& type : types) {
-      Value v;
-      v.name = fresh("bw");
-      v.dtype = type.dtype;
-      v.shape = type.shape;
-      v.device = t_.device;
-      op.outs.push_back(t_.add_value(std::move(v)));
-    }
-    ops_.push_back(op);
-    return op.outs;
-  }
-
-  // Provenance for what the next rule emits: the forward op it differentiates.
-  void differentiating(const Op& op) {
-    where_ = op.where;
-    tags_ = op.tags;
-    rule_of_ = op.symbol;
-  }
-
-  std::string fresh(const std::string& base) {
-    std::string name;
-    do name = base + std::to_string(counter_++); while (taken_.count(name));
-    taken_.insert(name);
-    return name;
-  }
-  std::string fresh_named(const std::string& name) {
-    std::string n = name;
-    for (int k = 2; taken_.count(n); ++k) n = name + "_" + std::to_string(k);
-    taken_.insert(n);
-    return n;
-  }
-
-  // Appends an op whose outputs are already typed values of the trace (an inlined body's).
-  void append(Op op) { ops_.push_back(std::move(op)); }
-  std::set<std::string>& taken() { return taken_; }
-
-  std::vector<Op> take_ops() { return std::move(ops_); }
-
- private:
-  Trace& t_;
-  std::vector<Op> ops_;
-  std::set<std::string> taken_;
-  int counter_ = 0;
-  std::string where_, rule_of_;
-  std::vector<std::string> tags_;
-};
-
 void for_each_value(const Arg& a, const std::function<void(ValueId)>& f) {
   if (a.is_value()) f(a.value);
   for (const Arg& item : a.items) for_each_value(item, f);
@@ -89,7 +21,7 @@ void for_each_value(const Arg& a, const std::function<void(ValueId)>& f) {
 
 // A custom-gradient op's contributions: the user's bwd body inlined, its inputs bound to the
 // cotangents (zeros where an output got none) and to where the saved values went in the forward.
-std::vector<GradContribution> custom_backward(JointBuilder& b, const std::map<ValueId, ValueId>& fwd_rename, const Op& op,
+std::vector<GradContribution> custom_backward(PrimBuilder& b, const std::map<ValueId, ValueId>& fwd_rename, const Op& op,
                                               const std::vector<ValueId>& cots) {
   const Trace& t = b.trace();
   const CustomGrad& custom = *op.custom;
@@ -132,7 +64,9 @@ JointTrace autograd(const Trace& forward) {
   Trace& joint = result.trace;
   joint = forward;
   joint.ops.clear();
-  JointBuilder b(joint);
+  std::set<std::string> taken;
+  for (const Value& v : joint.values) taken.insert(v.name);
+  PrimBuilder b(joint, taken, "bw");
 
   // The forward part: ops as they are, custom-gradient ops with their fwd body inlined. For
   // those, remember where their saved values went.
@@ -142,6 +76,7 @@ JointTrace autograd(const Trace& forward) {
   };
   std::map<const Op*, CustomSite> custom_sites;
   std::vector<const Op*> differentiable;  // the forward ops autograd walks back over
+  std::deque<Op> lowered;                 // lowered prims of composite ops without a rule (stable addresses)
   for (const Op& op : forward.ops) {
     if (op.custom) {
       CustomSite site{&op, {}};
@@ -153,11 +88,25 @@ JointTrace autograd(const Trace& forward) {
         joint.ops.push_back(std::move(inner));
       }
       custom_sites.emplace(&op, std::move(site));
+      differentiable.push_back(&op);
+    } else if (op.info && op.info->has_lowering()) {
+      // A torch-level op: its prims go in the forward; the backward uses its own rule when it
+      // has one, else the rules of those prims.
+      std::vector<Op> prims = lower_composite(joint, b.taken(), op);
+      joint.ops.insert(joint.ops.end(), prims.begin(), prims.end());
+      if (op.info->grad) {
+        differentiable.push_back(&op);
+      } else {
+        for (Op& prim : prims) {
+          lowered.push_back(std::move(prim));
+          differentiable.push_back(&lowered.back());
+        }
+      }
     } else {
       TG_CHECK(op.info, "autograd expects a decomposed trace");
       joint.ops.push_back(op);
+      differentiable.push_back(&op);
     }
-    differentiable.push_back(&op);
   }
   result.forward_ops = joint.ops.size();
 

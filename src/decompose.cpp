@@ -4,6 +4,7 @@
 #include <set>
 
 #include "thunder_gen/diagnostics.h"
+#include "prim_builder.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
@@ -73,6 +74,13 @@ class Decomposer {
   void lower_one(const Op& op, const std::vector<std::string>& inherited, std::vector<Op>& out) {
     std::vector<std::string> tags = op.tags;
     add_tags(tags, inherited);
+    if (op.info && op.info->has_lowering() && !keep_custom_) {
+      for (Op& lowered : lower_composite(t_, taken_, op)) {
+        add_tags(lowered.tags, tags);
+        out.push_back(std::move(lowered));
+      }
+      return;
+    }
     if (op.info) {
       Op copy = op;
       copy.sub.clear();

@@ -3,7 +3,9 @@
 // holds prims only. Ops produced from a tagged call inherit its tags.
 //
 // With keep_custom (the training path), custom-gradient ops stay as they are, with their fwd and
-// bwd bodies lowered in place: autograd needs the op boundary to use the user's backward.
+// bwd bodies lowered in place, and so do torch-level ops with rows of their own (composite):
+// autograd needs the op boundary to use the user's backward or the op's own rule. Otherwise
+// composite ops are lowered to prims (src/torch_ops.cpp).
 #pragma once
 #include <map>
 #include <set>

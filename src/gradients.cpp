@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "prim_vocabulary.h"
+#include "torch_ops.h"
 #include "thunder_gen/diagnostics.h"
 
 namespace tg {
@@ -13,70 +15,10 @@ using V = ValueId;
 using G = GradBuilder;
 using Contributions = std::vector<GradContribution>;
 
-Arg val(V v) { return Arg::of_value(v); }
-Arg num(double d) { return Arg::of_real(d); }
-
-// Small prims vocabulary for writing rules. A number operand is an Arg literal.
-V call(G& g, std::string_view id, std::vector<Arg> args) { return g.emit(id, std::move(args)).at(0); }
-V add(G& g, Arg a, Arg b) { return call(g, "prims.add", {a, b}); }
-V sub(G& g, Arg a, Arg b) { return call(g, "prims.sub", {a, b}); }
-V mul(G& g, Arg a, Arg b) { return call(g, "prims.mul", {a, b}); }
-V div(G& g, Arg a, Arg b) { return call(g, "prims.div", {a, b}); }
-V neg(G& g, V a) { return call(g, "prims.neg", {val(a)}); }
-V unary(G& g, std::string_view id, V a) { return call(g, id, {val(a)}); }
-V where(G& g, V pred, Arg a, Arg b) { return call(g, "prims.where", {val(pred), a, b}); }
-V cmp(G& g, std::string_view id, Arg a, Arg b) { return call(g, id, {a, b}); }
-V convert(G& g, V a, DType t) { return call(g, "prims.convert_element_type", {val(a), Arg::of_dtype(t)}); }
-
-Arg int_list(const std::vector<int64_t>& v) {
-  std::vector<Arg> items;
-  for (int64_t i : v) items.push_back(Arg::of_int(i));
-  return Arg::of_list(std::move(items));
-}
-
-const Value& value_of(G& g, V v) { return g.trace().value(v); }
-// By value: rules emit ops (adding values) while they hold shapes.
-Shape shape_of(G& g, V v) { return value_of(g, v).shape; }
-
-V sum(G& g, V a, const std::vector<int64_t>& dims) { return dims.empty() ? a : call(g, "prims.sum", {val(a), int_list(dims)}); }
-V reshape(G& g, V a, const Shape& shape) { return shape_of(g, a) == shape ? a : call(g, "prims.reshape", {val(a), int_list(shape)}); }
-V broadcast(G& g, V a, const Shape& shape, const std::vector<int64_t>& dims) {
-  return call(g, "prims.broadcast_in_dim", {val(a), int_list(shape), int_list(dims)});
-}
-V full(G& g, const Shape& shape, double fill, DType t) {
-  Arg device;
-  device.kind = Arg::Kind::device;
-  device.text = g.trace().device;
-  return call(g, "prims.full", {int_list(shape), num(fill), device, Arg::of_dtype(t)});
-}
-V zeros(G& g, const Shape& shape, DType t) { return full(g, shape, 0.0, t); }
-
-// A reduced value broadcast back over the dims it lost.
-V unreduce(G& g, V reduced, const Shape& full, const std::vector<int64_t>& reduced_dims) {
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < int64_t(full.size()); ++d)
-    if (!std::count(reduced_dims.begin(), reduced_dims.end(), d)) kept.push_back(d);
-  return broadcast(g, reduced, full, kept);
-}
-
-bool is_tensor(G& g, const Arg& a) { return a.is_value() && !value_of(g, a.value).is_scalar; }
-
-// x op number where x may itself be a number literal: folded, since prims need a tensor operand.
-Arg plus(G& g, const Arg& x, double d) { return x.is_number() ? num(x.as_double() + d) : val(add(g, x, num(d))); }
-Arg one_minus(G& g, const Arg& x) { return x.is_number() ? num(1.0 - x.as_double()) : val(sub(g, num(1.0), x)); }
-Arg squared(G& g, const Arg& x) { return x.is_number() ? num(x.as_double() * x.as_double()) : val(mul(g, x, x)); }
+using namespace vocabulary;
 
 // a @ b: ga = g @ b^T; gb = a^T @ g, summed over a's batch dims when b has none (done as one
 // GEMM over the batch folded into M).
-std::vector<int64_t> swap_last_two(size_t rank) {
-  std::vector<int64_t> perm(rank);
-  for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
-  std::swap(perm[rank - 1], perm[rank - 2]);
-  return perm;
-}
-V transpose_last_two(G& g, V a) { return call(g, "prims.transpose", {val(a), int_list(swap_last_two(shape_of(g, a).size()))}); }
-V matmul(G& g, V a, V b) { return call(g, "prims.matmul", {val(a), val(b)}); }
-
 Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg(0).value, b = op.arg(1).value, c = cot[0];
   Shape as = shape_of(g, a), bs = shape_of(g, b), cs = shape_of(g, c);
@@ -372,6 +314,10 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::var:
     case OpKind::var_mean: return variance;
     case OpKind::matmul: return matmul_gradient;
+    case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
+    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_matmul: case OpKind::t_reshape:
+    case OpKind::t_permute: case OpKind::t_transpose: case OpKind::t_unsqueeze: case OpKind::t_sum: case OpKind::t_mean:
+      return torch_gradient(kind);
 
     // No gradient flows: piecewise constant, boolean or integer results, sources.
     case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:
@@ -389,6 +335,7 @@ GradRule gradient_rule(OpKind kind) {
 namespace tg {
 
 std::string_view gradient_saves(OpKind kind) {
+  if (kind >= OpKind::t_softmax && kind <= OpKind::t_mean) return torch_gradient_saves(kind);  // torch-level rows
   if (!gradient_rule(kind)) return "";
   switch (kind) {
     // Rules written in terms of the result: d exp(a) = g * exp(a) reads exp(a), not a.

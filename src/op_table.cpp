@@ -40,6 +40,7 @@ std::string_view fusion_class_name(FusionClass c) {
     case FusionClass::source: return "source";
     case FusionClass::reduction: return "reduction";
     case FusionClass::library: return "library";
+    case FusionClass::composite: return "composite";
     case FusionClass::kernel: return "kernel";
   }
   return "?";
@@ -72,6 +73,12 @@ std::string shape_str(const Shape& s) {
 Param p(std::string_view name, ParamKind kind) { return Param{name, kind}; }
 Param kw(std::string_view name, ParamKind kind) { return Param{name, kind, true}; }
 Param opt(std::string_view name, ParamKind kind, Arg def = {}) { return Param{name, kind, false, true, std::move(def)}; }
+Arg string_arg(std::string text) {
+  Arg a;
+  a.kind = Arg::Kind::string;
+  a.text = std::move(text);
+  return a;
+}
 
 const Value* tensor_arg(const Trace& t, const Op& op, size_t i) {
   const Arg& a = op.arg(i);
@@ -289,6 +296,131 @@ std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
   return {{a.dtype, out}};
 }
 
+// ---- torch-level shape rules ----
+
+const Value& float_tensor(const Trace& t, const Op& op, size_t i) {
+  const Value& a = t.value(op.arg(i).value);
+  if (!is_float(a.dtype)) fail(int(i), "needs a float tensor, not " + std::string(dtype_name(a.dtype)));
+  return a;
+}
+
+// Same shape and dtype as the float input (activations).
+std::vector<OutType> like_input_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  return {{a.dtype, a.shape}};
+}
+
+// softmax / log_softmax(a, dim, dtype=None).
+std::vector<OutType> softmax_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  if (a.shape.empty()) fail(0, "needs at least one dim");
+  wrap_dim(op.arg(1).integer, a.shape.size(), 1);
+  if (op.arg(2).kind == Arg::Kind::dtype) {
+    if (!is_float(op.arg(2).dtype)) fail(2, "must be a float dtype");
+    return {{op.arg(2).dtype, a.shape}};
+  }
+  return {{a.dtype, a.shape}};
+}
+
+std::vector<OutType> gelu_rule(const Trace& t, const Op& op) {
+  const std::string& mode = op.arg(1).text;
+  if (mode != "none" && mode != "tanh") fail(1, "approximate must be \"none\" or \"tanh\", not \"" + mode + "\"");
+  return like_input_rule(t, op);
+}
+
+// linear(a [..., in], w [out, in], bias [out] or null) -> [..., out].
+std::vector<OutType> linear_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  const Value& w = t.value(op.arg(1).value);
+  if (a.shape.empty()) fail(0, "needs at least one dim");
+  if (w.shape.size() != 2) fail(1, "weight must be 2-d [out, in], has shape " + shape_str(w.shape));
+  if (w.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(w.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
+  if (w.shape[1] != a.shape.back()) fail(1, "weight shape " + shape_str(w.shape) + " does not match input shape " + shape_str(a.shape));
+  if (op.arg(2).is_value()) {
+    const Value& b = t.value(op.arg(2).value);
+    if (b.shape != Shape{w.shape[0]} || b.dtype != a.dtype) fail(2, "bias must be " + std::string(dtype_name(a.dtype)) + "[" + std::to_string(w.shape[0]) + "]");
+  }
+  Shape out = a.shape;
+  out.back() = w.shape[0];
+  return {{a.dtype, out}};
+}
+
+// reshape(a, shape) with at most one -1.
+std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  Shape shape = op.arg(1).int_list();
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) fail(1, "at most one dim may be -1");
+      infer = int64_t(i);
+    } else if (shape[i] < 0) {
+      fail(1, "negative dim " + std::to_string(shape[i]));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel(a.shape) % known) fail(1, "cannot infer the -1 dim of " + shape_str(shape) + " for " + shape_str(a.shape));
+    shape[size_t(infer)] = numel(a.shape) / known;
+  }
+  if (numel(shape) != numel(a.shape)) fail(1, "shape " + shape_str(shape) + " has a different number of elements than " + shape_str(a.shape));
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> permute_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  std::vector<int64_t> perm = op.arg(1).int_list();
+  if (perm.size() != a.shape.size()) fail(1, "needs " + std::to_string(a.shape.size()) + " dims");
+  std::vector<bool> seen(perm.size());
+  Shape out;
+  for (int64_t d : perm) {
+    int64_t w = wrap_dim(d, perm.size(), 1);
+    if (seen[size_t(w)]) fail(1, "dim " + std::to_string(d) + " appears twice");
+    seen[size_t(w)] = true;
+    out.push_back(a.shape[size_t(w)]);
+  }
+  return {{a.dtype, out}};
+}
+
+std::vector<OutType> torch_transpose_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  Shape out = a.shape;
+  std::swap(out[size_t(wrap_dim(op.arg(1).integer, a.shape.size(), 1))], out[size_t(wrap_dim(op.arg(2).integer, a.shape.size(), 2))]);
+  return {{a.dtype, out}};
+}
+
+std::vector<OutType> unsqueeze_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  Shape out = a.shape;
+  int64_t d = wrap_dim(op.arg(1).integer, a.shape.size() + 1, 1);
+  out.insert(out.begin() + d, 1);
+  return {{a.dtype, out}};
+}
+
+// sum / mean(a, dim=None, keepdim=False, *, dtype=None).
+std::vector<OutType> torch_reduction_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  std::vector<bool> reduced(a.shape.size(), op.arg(1).kind == Arg::Kind::none);
+  auto mark = [&](int64_t d) {
+    int64_t w = wrap_dim(d, a.shape.size(), 1);
+    if (reduced[size_t(w)] && op.arg(1).kind != Arg::Kind::none) fail(1, "dim " + std::to_string(d) + " appears twice");
+    reduced[size_t(w)] = true;
+  };
+  if (op.arg(1).kind == Arg::Kind::integer) mark(op.arg(1).integer);
+  if (op.arg(1).kind == Arg::Kind::list)
+    for (const Arg& d : op.arg(1).items) mark(d.integer);
+  DType dt = op.arg(3).kind == Arg::Kind::dtype ? op.arg(3).dtype : a.dtype;
+  if (op.info->kind == OpKind::t_mean && !is_float(dt)) fail(0, "mean needs a float dtype, not " + std::string(dtype_name(dt)));
+  if (op.info->kind == OpKind::t_sum && !is_float(dt) && dt != DType::i64) dt = DType::i64;  // torch.sum promotes integers
+  Shape out;
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    if (!reduced[d]) out.push_back(a.shape[d]);
+    else if (op.arg(2).boolean) out.push_back(1);
+  }
+  return {{dt, out}};
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -431,6 +563,38 @@ std::vector<OpInfo> build_table() {
 
       OpInfo{OpKind::matmul, "prims.matmul", FusionClass::library, {p("a", K::tensor), p("b", K::tensor)}, matmul_rule, "", D::floats,
              "cuBLASLt on the GPU, a reference GEMM under host emulation"},
+
+      // Torch-level ops with Thunder's ids and signatures (see src/torch_ops.cpp).
+      OpInfo{OpKind::t_softmax, "torch.softmax", FusionClass::composite,
+             {p("a", K::tensor), p("dim", K::integer), opt("dtype", K::optional_dtype)}, softmax_rule, "", D::floats, "gradient reads its output"},
+      OpInfo{OpKind::t_log_softmax, "torch.log_softmax", FusionClass::composite,
+             {p("a", K::tensor), p("dim", K::integer), opt("dtype", K::optional_dtype)}, softmax_rule, "", D::floats, "gradient reads its output"},
+      OpInfo{OpKind::t_relu, "torch.relu", FusionClass::composite, {p("a", K::tensor), opt("inplace", K::boolean, Arg::of_bool(false))},
+             like_input_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_sigmoid, "torch.sigmoid", FusionClass::composite, {p("a", K::tensor)}, like_input_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_tanh, "torch.tanh", FusionClass::composite, {p("a", K::tensor)}, like_input_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_silu, "torch.nn.functional.silu", FusionClass::composite,
+             {p("a", K::tensor), opt("inplace", K::boolean, Arg::of_bool(false))}, like_input_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_gelu, "torch.nn.functional.gelu", FusionClass::composite,
+             {p("a", K::tensor), Param{"approximate", K::string, true, true, string_arg("none")}}, gelu_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_linear, "torch.nn.functional.linear", FusionClass::composite,
+             {p("a", K::tensor), p("w", K::tensor), opt("bias", K::optional_tensor)}, linear_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_matmul, "torch.matmul", FusionClass::composite, {p("a", K::tensor), p("b", K::tensor)}, matmul_rule, "", D::floats,
+             "operands of at least 2 dims"},
+      OpInfo{OpKind::t_reshape, "torch.reshape", FusionClass::composite, {p("a", K::tensor), p("shape", K::int_list)}, torch_reshape_rule, "",
+             D::any, "shape as one list"},
+      OpInfo{OpKind::t_permute, "torch.permute", FusionClass::composite, {p("a", K::tensor), p("dims", K::int_list)}, permute_rule, "", D::any,
+             "dims as one list"},
+      OpInfo{OpKind::t_transpose, "torch.transpose", FusionClass::composite,
+             {p("a", K::tensor), p("dim0", K::integer), p("dim1", K::integer)}, torch_transpose_rule, "", D::any, ""},
+      OpInfo{OpKind::t_unsqueeze, "torch.unsqueeze", FusionClass::composite, {p("a", K::tensor), p("dim", K::integer)}, unsqueeze_rule, "",
+             D::any, ""},
+      OpInfo{OpKind::t_sum, "torch.sum", FusionClass::composite,
+             {p("a", K::tensor), opt("dim", K::dims), opt("keepdim", K::boolean, Arg::of_bool(false)), Param{"dtype", K::optional_dtype, true, true, {}}},
+             torch_reduction_rule, "", D::numbers, ""},
+      OpInfo{OpKind::t_mean, "torch.mean", FusionClass::composite,
+             {p("a", K::tensor), opt("dim", K::dims), opt("keepdim", K::boolean, Arg::of_bool(false)), Param{"dtype", K::optional_dtype, true, true, {}}},
+             torch_reduction_rule, "", D::floats, ""},
 
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };

@@ -394,6 +394,13 @@ class Reader {
       case ParamKind::dtype: expect(a.kind == Arg::Kind::dtype, "a dtype literal such as {\"dtype\": \"f32\"}"); break;
       case ParamKind::device: expect(a.kind == Arg::Kind::device || a.kind == Arg::Kind::string, "a device literal such as {\"device\": \"cuda:0\"}"); break;
       case ParamKind::tensor_list: expect_list(false, true, "a non-empty list of tensors", "a tensor", is_tensor); break;
+      case ParamKind::optional_tensor: expect(is_tensor(a) || a.kind == Arg::Kind::none, "a tensor or null"); break;
+      case ParamKind::optional_dtype: expect(a.kind == Arg::Kind::dtype || a.kind == Arg::Kind::none, "a dtype literal or null"); break;
+      case ParamKind::dims:
+        if (a.kind != Arg::Kind::integer) expect_list(true, false, "an integer, a list of integers or null", "an integer", integer);
+        break;
+      case ParamKind::boolean: expect(a.kind == Arg::Kind::boolean, "true or false"); break;
+      case ParamKind::string: expect(a.kind == Arg::Kind::string, "a string such as {\"str\": \"tanh\"}"); break;
       case ParamKind::padding_config:
         expect_list(false, false, "a list of [lo, hi, interior] integer triples", "a [lo, hi, interior] integer triple", [&](const Arg& x) {
           if (x.kind != Arg::Kind::list || x.items.size() != 3) return false;

@@ -110,6 +110,17 @@ class Builder:
         self.lists[-1].append(op)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def torch(self, symbol, args, kwargs, shape, dt):
+        """A torch-level op thunder-gen has a row for, written without a decomposition (as an
+        exporter that knows thunder-gen's table may); its output type is given."""
+        out = self.declare(self.fresh(), shape, dt)
+        op = {"op": symbol, "args": list(args)}
+        if kwargs:
+            op["kwargs"] = kwargs
+        op["out"] = [self.decl(out)]
+        self.lists[-1].append(op)
+        return out
+
     def custom(self, args, fwd, bwd):
         """torch.ops.higher_order.autograd_function_apply: fwd/bwd are finished Body objects."""
         outs = []
@@ -1141,6 +1152,35 @@ def dropout_p09():
     seed = t.scalar("seed", "i64")
     offset = t.scalar("offset", "i64")
     t.outputs = [dropout(t, x, 0.9, seed, offset)]
+    return t
+
+
+@example
+def torch_ops():
+    t = Trace("torch_ops", "hand-written: every torch-level op thunder-gen has a row for, written without "
+                           "decompositions and bound positionally and by keyword, in a small trained graph: "
+                           "linear, relu, sigmoid, tanh, transpose, matmul, softmax, log_softmax, mean, "
+                           "unsqueeze, permute, reshape, gelu (tanh), silu, sum")
+    f = "f32"
+    x = t.input("x", [64, 96], f, requires_grad=True)
+    w = t.input("w", [48, 96], f, requires_grad=True, init=fan_in(96))
+    b = t.input("b", [48], f, requires_grad=True, init=fan_in(96))
+    h = t.torch("torch.nn.functional.linear", [x, w], {"bias": b}, [64, 48], f)
+    r = t.torch("torch.relu", [h], None, [64, 48], f)
+    s = t.torch("torch.sigmoid", [h], None, [64, 48], f)
+    th = t.torch("torch.tanh", [h], None, [64, 48], f)
+    st = t.torch("torch.transpose", [s, 0, -1], None, [48, 64], f)
+    m = t.torch("torch.matmul", [r, st], None, [64, 64], f)
+    sm = t.torch("torch.softmax", [m, -1], {"dtype": None}, [64, 64], f)
+    ls = t.torch("torch.log_softmax", [m], {"dim": 1}, [64, 64], f)
+    mean = t.torch("torch.mean", [ls], None, [], f)
+    u = t.torch("torch.unsqueeze", [th, 0], None, [1, 64, 48], f)
+    p = t.torch("torch.permute", [u, [2, 0, 1]], None, [48, 1, 64], f)
+    rs = t.torch("torch.reshape", [p, [48, -1]], None, [48, 64], f)
+    g = t.torch("torch.nn.functional.gelu", [h], {"approximate": {"str": "tanh"}}, [64, 48], f)
+    si = t.torch("torch.nn.functional.silu", [h, False], None, [64, 48], f)
+    gs = t.torch("torch.sum", [g], {"dim": [0], "keepdim": True}, [1, 48], f)
+    t.outputs = [sm, mean, rs, gs, si]
     return t
 
 

@@ -33,6 +33,9 @@ enum class OpKind {
   sum, prod, amax, amin, var, var_mean, argmax, argmin,
   // library calls
   matmul,
+  // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
+  t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
+  t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean,
   // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
   fused_kernel,
 };
@@ -43,6 +46,7 @@ enum class FusionClass {
   source,       // makes values from nothing but its attributes (full, iota)
   reduction,    // reduces dims of one input
   library,      // a call into a vendor library (cuBLASLt); its operands and result live in memory
+  composite,    // a torch-level op: lowered to prims (after autograd, which may use its own rule)
   kernel,       // a fused kernel
 };
 std::string_view fusion_class_name(FusionClass c);
@@ -59,6 +63,12 @@ enum class ParamKind {
   padding_config,    // a list of [lo, hi, interior] integer triples
   dtype,             // a dtype literal
   device,            // a device literal (or string)
+  // torch-level signatures
+  optional_tensor,   // a tensor value or null
+  optional_dtype,    // a dtype literal or null
+  dims,              // an integer, a list of integers, or null (all dims)
+  boolean,           // true or false
+  string,            // a string literal {"str": ...}
 };
 
 struct Param {
@@ -118,6 +128,7 @@ struct OpInfo {
   // "output" (exp, tanh, sqrt... read their result, not their operand), "inputs, output", or
   // "nothing". Checked against the rules themselves by tests/reference/test_gradients.cpp.
   std::string_view grad_saves;
+  bool has_lowering() const { return fusion == FusionClass::composite; }
 };
 
 const std::vector<OpInfo>& op_table();

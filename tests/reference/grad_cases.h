@@ -68,6 +68,34 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
       return Case{x + "," + f64("y", "[3, 2]"), call(info.id, "[[\"x\", \"y\", \"x\"], 1]", out("o", "[3, 10]")), "\"o\""};
     case tg::OpKind::sum: case tg::OpKind::prod: case tg::OpKind::amax: case tg::OpKind::amin:
       return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2]]", out("o", "[4]")), "\"o\""};
+    // Torch-level ops, bound positionally and by keyword as exporters write them.
+    case tg::OpKind::t_softmax: case tg::OpKind::t_log_softmax:
+      return Case{x, call(info.id, "[\"x\"]", o, ", \"kwargs\": {\"dim\": -1}") + "," + call(info.id, "[\"x\", 0, null]", out("r", "[3, 4]")),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_relu:
+      return Case{x, call(info.id, "[\"x\"]", o, ", \"kwargs\": {\"inplace\": false}"), "\"o\"", -1.0, 1.0};
+    case tg::OpKind::t_sigmoid: case tg::OpKind::t_tanh: case tg::OpKind::t_silu:
+      return Case{x, call(info.id, "[\"x\"]", o), "\"o\"", -2.0, 2.0};
+    case tg::OpKind::t_gelu:
+      return Case{x, call(info.id, "[\"x\"]", o) + "," + call(info.id, "[\"x\"]", out("r", "[3, 4]"), ", \"kwargs\": {\"approximate\": {\"str\": \"tanh\"}}"),
+                  "\"o\", \"r\"", -2.0, 2.0};
+    case tg::OpKind::t_linear:
+      return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[5, 4]") + "," + f64("b", "[5]"),
+                  call(info.id, "[\"x\", \"w\", \"b\"]", out("o", "[2, 3, 5]")) + "," +
+                      call(info.id, "[\"x\"]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"w\": \"w\"}"),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_matmul:
+      return Case{f64("x", "[2, 3, 4]") + "," + f64("y", "[2, 4, 5]"), call(info.id, "[\"x\", \"y\"]", out("o", "[2, 3, 5]")), "\"o\""};
+    case tg::OpKind::t_reshape: return Case{x, call(info.id, "[\"x\", [2, -1]]", out("o", "[2, 6]")), "\"o\""};
+    case tg::OpKind::t_permute:
+      return Case{f64("x", "[2, 3, 4]"), call(info.id, "[\"x\", [2, 0, 1]]", out("o", "[4, 2, 3]")), "\"o\""};
+    case tg::OpKind::t_transpose:
+      return Case{f64("x", "[2, 3, 4]"), call(info.id, "[\"x\", 0, -1]", out("o", "[4, 3, 2]")), "\"o\""};
+    case tg::OpKind::t_unsqueeze: return Case{x, call(info.id, "[\"x\", 1]", out("o", "[3, 1, 4]")), "\"o\""};
+    case tg::OpKind::t_sum: case tg::OpKind::t_mean:
+      return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2], true]", out("o", "[1, 4, 1]")) + "," +
+                                             call(info.id, "[\"x\"]", out("r", "[]"), ", \"kwargs\": {\"dim\": null}"),
+                  "\"o\", \"r\""};
     case tg::OpKind::matmul:  // b without batch dims, and with a's
       return Case{f64("x", "[2, 3, 4]") + "," + f64("y", "[4, 5]") + "," + f64("z", "[2, 4, 5]"),
                   call(info.id, "[\"x\", \"y\"]", out("o", "[2, 3, 5]")) + "," + call(info.id, "[\"x\", \"z\"]", out("r", "[2, 3, 5]")), "\"o\", \"r\""};

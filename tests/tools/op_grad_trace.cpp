@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
       ops_list << info.id << " -\n";
       continue;
     }
-    std::string prefix = std::string(info.id.substr(info.id.find('.') + 1)) + "__";
+    // "sin__", "torch_gelu__": an identifier, distinct for prims.sum and torch.sum.
+    std::string prefix = std::string(info.id.rfind("torch.", 0) == 0 ? "torch_" : "") + std::string(info.id.substr(info.id.rfind('.') + 1)) + "__";
     ops_list << info.id << " " << prefix << "\n";
     json inputs = json::parse("[" + c->inputs + "]"), ops = json::parse("[" + c->op + "]"), outputs = json::parse("[" + c->outputs + "]");
     std::set<std::string> names;

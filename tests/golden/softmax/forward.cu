@@ -8,38 +8,38 @@
 
 // softmax_rowreduce_t4: row reduction over 64 x 1000, reducing dims [1]
 // Implements:
-//   t0 = prims.amax(x, [1])  # t0: f32[64]
-//   t1 = prims.broadcast_in_dim(t0, [64, 1000], [0])  # t1: f32[64, 1000]
-//   t2 = prims.sub(x, t1)  # t2: f32[64, 1000]
-//   t3 = prims.exp(t2)  # t3: f32[64, 1000]
-//   t5 = prims.sum(t3, [1])  # t5: f32[64]
-//   t6 = prims.broadcast_in_dim(t5, [64, 1000], [0])  # t6: f32[64, 1000]
-//   t4 = prims.div(t3, t6)  # t4: f32[64, 1000]
+//   t4__0 = prims.amax(x, [1])  # t4__0: f32[64]
+//   t4__1 = prims.broadcast_in_dim(t4__0, [64, 1000], [0])  # t4__1: f32[64, 1000]
+//   t4__2 = prims.sub(x, t4__1)  # t4__2: f32[64, 1000]
+//   t4__3 = prims.exp(t4__2)  # t4__3: f32[64, 1000]
+//   t4__4 = prims.sum(t4__3, [1])  # t4__4: f32[64]
+//   t4__5 = prims.broadcast_in_dim(t4__4, [64, 1000], [0])  # t4__5: f32[64, 1000]
+//   t4 = prims.div(t4__3, t4__5)  # t4: f32[64, 1000]
 extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const float* __restrict__ x, float* __restrict__ t4) {
   const int64_t rows = 64;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    // t0 = prims.amax(x, [1])
-    float acc_t0 = tg::Max<float>::init();
+    // t4__0 = prims.amax(x, [1])
+    float acc_t4__0 = tg::Max<float>::init();
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
       const float v_x = tg::load(x, row * 1000 + j);
-      acc_t0 = tg::Max<float>::combine(acc_t0, v_x);
+      acc_t4__0 = tg::Max<float>::combine(acc_t4__0, v_x);
     }
-    const float v_t0 = tg::block_reduce<tg::Max<float>>(acc_t0);
-    // t5 = prims.sum(t3, [1])
-    float acc_t5 = tg::Sum<float>::init();
+    const float v_t4__0 = tg::block_reduce<tg::Max<float>>(acc_t4__0);
+    // t4__4 = prims.sum(t4__3, [1])
+    float acc_t4__4 = tg::Sum<float>::init();
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
       const float v_x = tg::load(x, row * 1000 + j);
-      const float v_t2 = (v_x - v_t0);
-      const float v_t3 = tg::exp(v_t2);
-      acc_t5 = tg::Sum<float>::combine(acc_t5, v_t3);
+      const float v_t4__2 = (v_x - v_t4__0);
+      const float v_t4__3 = tg::exp(v_t4__2);
+      acc_t4__4 = tg::Sum<float>::combine(acc_t4__4, v_t4__3);
     }
-    const float v_t5 = tg::block_reduce<tg::Sum<float>>(acc_t5);
+    const float v_t4__4 = tg::block_reduce<tg::Sum<float>>(acc_t4__4);
     // write the row
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
       const float v_x = tg::load(x, row * 1000 + j);
-      const float v_t2 = (v_x - v_t0);
-      const float v_t3 = tg::exp(v_t2);
-      const float v_t4 = tg::div(v_t3, v_t5);
+      const float v_t4__2 = (v_x - v_t4__0);
+      const float v_t4__3 = tg::exp(v_t4__2);
+      const float v_t4 = tg::div(v_t4__3, v_t4__4);
       tg::store(t4, row * 1000 + j, v_t4);
     }
   }

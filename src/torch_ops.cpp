@@ -1,0 +1,231 @@
+#include "torch_ops.h"
+
+#include <cmath>
+
+#include "prim_vocabulary.h"
+#include "thunder_gen/diagnostics.h"
+
+namespace tg {
+namespace {
+
+using namespace vocabulary;
+using Contributions = std::vector<GradContribution>;
+
+bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
+// Thunder computes 16-bit floats in f32 and rounds the result once.
+V upcast(G& g, V a) { return is_16bit(value_of(g, a).dtype) ? convert(g, a, DType::f32) : a; }
+V downcast(G& g, V a, DType to) { return value_of(g, a).dtype == to ? a : convert(g, a, to); }
+
+int64_t wrapped(int64_t d, size_t rank) { return d < 0 ? d + int64_t(rank) : d; }
+
+// The dims a torch.sum/mean dim argument names (null: all), sorted.
+std::vector<int64_t> dims_of(const Arg& dim, size_t rank) {
+  std::vector<int64_t> dims;
+  if (dim.kind == Arg::Kind::none) {
+    for (size_t d = 0; d < rank; ++d) dims.push_back(int64_t(d));
+  } else if (dim.kind == Arg::Kind::integer) {
+    dims.push_back(wrapped(dim.integer, rank));
+  } else {
+    for (const Arg& d : dim.items) dims.push_back(wrapped(d.integer, rank));
+  }
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+// softmax / log_softmax along `dim` (in f32 for 16-bit inputs), then to the result dtype.
+V softmax_like(G& g, const Op& op, bool log) {
+  V a = upcast(g, op.arg(0).value);
+  Shape shape = shape_of(g, a);
+  int64_t dim = wrapped(op.arg(1).integer, shape.size());
+  V m = unreduce(g, call(g, "prims.amax", {val(a), int_list({dim})}), shape, {dim});
+  V shifted = sub(g, val(a), val(m));
+  V e = unary(g, "prims.exp", shifted);
+  V s = unreduce(g, sum(g, e, {dim}), shape, {dim});
+  V y = log ? sub(g, val(shifted), val(unary(g, "prims.log", s))) : div(g, val(e), val(s));
+  return downcast(g, y, g.trace().value(op.outs[0]).dtype);
+}
+
+// sigmoid(a) = 1 / (1 + exp(-a)), computed in a's dtype (already upcast).
+V sigmoid_of(G& g, V a) { return unary(g, "prims.reciprocal", add(g, val(unary(g, "prims.exp", neg(g, a))), num(1.0))); }
+
+// The element dtype an op computes its own gradient in, and the output's dtype.
+struct Upcast {
+  V value;
+  DType original;
+};
+Upcast up(G& g, V v) { return {upcast(g, v), value_of(g, v).dtype}; }
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;   // sqrt(2 / pi)
+constexpr double kInvSqrt2 = 0.7071067811865476;       // 1 / sqrt(2)
+constexpr double kInvSqrt2Pi = 0.3989422804014327;     // 1 / sqrt(2 pi)
+
+bool gelu_tanh(const Op& op) { return op.arg(1).text == "tanh"; }
+
+}  // namespace
+
+std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
+  const Trace& t = g.trace();
+  const DType out_dtype = t.value(op.outs[0]).dtype;
+  switch (op.info->kind) {
+    case OpKind::t_softmax: return {softmax_like(g, op, false)};
+    case OpKind::t_log_softmax: return {softmax_like(g, op, true)};
+    case OpKind::t_relu: {
+      V a = op.arg(0).value;
+      return {where(g, cmp(g, "prims.gt", val(a), num(0.0)), val(a), num(0.0))};
+    }
+    case OpKind::t_sigmoid: {
+      auto [a, dt] = up(g, op.arg(0).value);
+      return {downcast(g, sigmoid_of(g, a), dt)};
+    }
+    case OpKind::t_tanh: return {unary(g, "prims.tanh", op.arg(0).value)};
+    case OpKind::t_silu: {
+      auto [a, dt] = up(g, op.arg(0).value);
+      return {downcast(g, mul(g, val(a), val(sigmoid_of(g, a))), dt)};
+    }
+    case OpKind::t_gelu: {
+      auto [a, dt] = up(g, op.arg(0).value);
+      V inner;
+      if (gelu_tanh(op)) {
+        V cube = mul(g, val(mul(g, val(a), val(a))), val(a));
+        V arg = mul(g, val(add(g, val(a), val(mul(g, val(cube), num(0.044715))))), num(kSqrt2OverPi));
+        inner = unary(g, "prims.tanh", arg);
+      } else {
+        inner = unary(g, "prims.erf", mul(g, val(a), num(kInvSqrt2)));
+      }
+      V y = mul(g, val(mul(g, val(a), num(0.5))), val(add(g, val(inner), num(1.0))));
+      return {downcast(g, y, dt)};
+    }
+    case OpKind::t_linear: {
+      V a = op.arg(0).value, w = op.arg(1).value;
+      V y = matmul(g, a, call(g, "prims.transpose", {val(w), int_list({1, 0})}));
+      if (op.arg(2).is_value()) {
+        Shape shape = shape_of(g, y);
+        y = add(g, val(y), val(broadcast(g, op.arg(2).value, shape, {int64_t(shape.size()) - 1})));
+      }
+      return {y};
+    }
+    case OpKind::t_matmul: return {matmul(g, op.arg(0).value, op.arg(1).value)};
+    case OpKind::t_reshape: return {call(g, "prims.reshape", {val(op.arg(0).value), int_list(t.value(op.outs[0]).shape)})};
+    case OpKind::t_permute: {
+      std::vector<int64_t> perm = op.arg(1).int_list();
+      for (int64_t& d : perm) d = wrapped(d, perm.size());
+      return {call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)})};
+    }
+    case OpKind::t_transpose: {
+      size_t rank = shape_of(g, op.arg(0).value).size();
+      std::vector<int64_t> perm(rank);
+      for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
+      std::swap(perm[size_t(wrapped(op.arg(1).integer, rank))], perm[size_t(wrapped(op.arg(2).integer, rank))]);
+      return {call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)})};
+    }
+    case OpKind::t_unsqueeze: return {call(g, "prims.reshape", {val(op.arg(0).value), int_list(t.value(op.outs[0]).shape)})};
+    case OpKind::t_sum:
+    case OpKind::t_mean: {
+      V a = op.arg(0).value;
+      Shape shape = shape_of(g, a);
+      std::vector<int64_t> dims = dims_of(op.arg(1), shape.size());
+      if (op.arg(3).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(3).dtype);
+      V acc = upcast(g, a);
+      V s = sum(g, acc, dims);
+      if (op.info->kind == OpKind::t_mean) {
+        int64_t n = 1;
+        for (int64_t d : dims) n *= shape[size_t(d)];
+        s = div(g, val(s), num(double(n)));
+      }
+      s = downcast(g, s, out_dtype);
+      return {reshape(g, s, t.value(op.outs[0]).shape)};  // keepdim: size-1 dims back
+    }
+    default: break;
+  }
+  throw InternalError("no lowering for " + op.symbol);
+}
+
+GradRule torch_gradient(OpKind kind) {
+  switch (kind) {
+    // Softmax family: read the output only. d softmax: y * (g - sum(g * y)); d log_softmax:
+    // g - exp(y) * sum(g).
+    case OpKind::t_softmax:
+    case OpKind::t_log_softmax:
+      return [kind](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        auto [y, dt] = up(g, op.outs[0]);
+        V c = upcast(g, cot[0]);
+        Shape shape = shape_of(g, y);
+        int64_t dim = wrapped(op.arg(1).integer, shape.size());
+        V ga;
+        if (kind == OpKind::t_softmax) {
+          V dot = unreduce(g, sum(g, mul(g, val(c), val(y)), {dim}), shape, {dim});
+          ga = mul(g, val(y), val(sub(g, val(c), val(dot))));
+        } else {
+          V total = unreduce(g, sum(g, c, {dim}), shape, {dim});
+          ga = sub(g, val(c), val(mul(g, val(unary(g, "prims.exp", y)), val(total))));
+        }
+        return {{op.arg(0).value, downcast(g, ga, value_of(g, op.arg(0).value).dtype)}};
+      };
+    case OpKind::t_relu:  // reads the output: where(y > 0, g, 0)
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        return {{op.arg(0).value, where(g, cmp(g, "prims.gt", val(op.outs[0]), num(0.0)), val(cot[0]), num(0.0))}};
+      };
+    case OpKind::t_sigmoid:  // reads the output: g * y * (1 - y)
+    case OpKind::t_tanh:     // reads the output: g * (1 - y^2)
+      return [kind](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        auto [y, dt] = up(g, op.outs[0]);
+        V c = upcast(g, cot[0]);
+        V local = kind == OpKind::t_sigmoid ? mul(g, val(y), one_minus(g, val(y))) : sub(g, num(1.0), val(mul(g, val(y), val(y))));
+        return {{op.arg(0).value, downcast(g, mul(g, val(c), val(local)), dt)}};
+      };
+    case OpKind::t_silu:  // reads the input: g * s * (1 + a * (1 - s)), s = sigmoid(a)
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        auto [a, dt] = up(g, op.arg(0).value);
+        V s = sigmoid_of(g, a);
+        V local = mul(g, val(s), val(add(g, val(mul(g, val(a), one_minus(g, val(s)))), num(1.0))));
+        return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
+      };
+    case OpKind::t_gelu:  // reads the input
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        auto [a, dt] = up(g, op.arg(0).value);
+        V local;
+        if (gelu_tanh(op)) {
+          // y = 0.5 a (1 + tanh(u)), u = k (a + 0.044715 a^3):
+          // dy/da = 0.5 (1 + tanh(u)) + 0.5 a (1 - tanh(u)^2) k (1 + 3 * 0.044715 a^2)
+          V a2 = mul(g, val(a), val(a));
+          V u = mul(g, val(add(g, val(a), val(mul(g, val(mul(g, val(a2), val(a))), num(0.044715))))), num(kSqrt2OverPi));
+          V th = unary(g, "prims.tanh", u);
+          V du = mul(g, val(add(g, val(mul(g, val(a2), num(3 * 0.044715))), num(1.0))), num(kSqrt2OverPi));
+          V left = mul(g, val(add(g, val(th), num(1.0))), num(0.5));
+          V right = mul(g, val(mul(g, val(mul(g, val(a), num(0.5))), val(sub(g, num(1.0), val(mul(g, val(th), val(th))))))), val(du));
+          local = add(g, val(left), val(right));
+        } else {
+          // dy/da = Phi(a) + a phi(a) = 0.5 (1 + erf(a / sqrt 2)) + a exp(-a^2 / 2) / sqrt(2 pi)
+          V cdf = mul(g, val(add(g, val(unary(g, "prims.erf", mul(g, val(a), num(kInvSqrt2)))), num(1.0))), num(0.5));
+          V pdf = mul(g, val(unary(g, "prims.exp", mul(g, val(mul(g, val(a), val(a))), num(-0.5)))), num(kInvSqrt2Pi));
+          local = add(g, val(cdf), val(mul(g, val(a), val(pdf))));
+        }
+        return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
+      };
+    case OpKind::t_linear:  // ga = g @ w (no transpose of w); gw = g^T @ a over all rows; gb = sum of g
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        V a = op.arg(0).value, w = op.arg(1).value, c = cot[0];
+        Shape as = shape_of(g, a), cs = shape_of(g, c);
+        int64_t rows = numel(as) / as.back();
+        V c2 = reshape(g, c, {rows, cs.back()}), a2 = reshape(g, a, {rows, as.back()});
+        Contributions out = {{a, matmul(g, c, w)}, {w, matmul(g, call(g, "prims.transpose", {val(c2), int_list({1, 0})}), a2)}};
+        if (op.arg(2).is_value()) out.emplace_back(op.arg(2).value, sum(g, c2, {0}));
+        return out;
+      };
+    default:
+      return nullptr;  // differentiated through its lowering (shape ops, sums, matmul: the prims' rules)
+  }
+}
+
+std::string_view torch_gradient_saves(OpKind kind) {
+  switch (kind) {
+    case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
+      return "output";
+    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear:
+      return "inputs";
+    default:
+      return "";
+  }
+}
+
+}  // namespace tg
