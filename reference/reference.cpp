@@ -287,6 +287,40 @@ class Interpreter {
       case OpKind::t_permute: return {in().permute(op.arg(1).int_list()).contiguous()};
       case OpKind::t_transpose: return {in().transpose(op.arg(1).integer, op.arg(2).integer).contiguous()};
       case OpKind::t_unsqueeze: return {in().unsqueeze(op.arg(1).integer)};
+      case OpKind::t_cross_entropy:
+      case OpKind::t_nll_loss: {
+        Tensor target = env_.at(op.arg(1).value).to(torch::kInt64);
+        const std::string& r = op.arg(6).text;
+        if (op.info->kind == OpKind::t_cross_entropy) {
+          namespace F = torch::nn::functional;
+          auto o = F::CrossEntropyFuncOptions().ignore_index(op.arg(4).integer).label_smoothing(op.arg(7).as_double());
+          if (r == "none") o = o.reduction(torch::kNone);
+          else if (r == "sum") o = o.reduction(torch::kSum);
+          return {F::cross_entropy(in(), target, o)};
+        }
+        namespace F = torch::nn::functional;
+        auto o = F::NLLLossFuncOptions().ignore_index(op.arg(4).integer);
+        if (r == "none") o = o.reduction(torch::kNone);
+        else if (r == "sum") o = o.reduction(torch::kSum);
+        return {F::nll_loss(in(), target, o)};
+      }
+      case OpKind::t_layer_norm: {
+        auto ns = op.arg(1).int_list();
+        c10::optional<Tensor> w, b;
+        if (op.arg(2).is_value()) w = env_.at(op.arg(2).value);
+        if (op.arg(3).is_value()) b = env_.at(op.arg(3).value);
+        return {torch::layer_norm(in(), ns, w, b, op.arg(4).as_double())};
+      }
+      case OpKind::t_rms_norm: {  // LibTorch 1.13 has no rms_norm: its definition, autograd differentiates it
+        Tensor x = in();
+        std::vector<int64_t> dims;
+        for (size_t k = 0; k < op.arg(1).items.size(); ++k) dims.push_back(x.dim() - 1 - int64_t(k));
+        DType dt = t_.value(op.arg(0).value).dtype;
+        double eps = op.arg(3).is_number() ? op.arg(3).as_double()
+                                           : dt == DType::f64 ? 2.220446049250313e-16 : dt == DType::f16 ? 0.0009765625 : dt == DType::bf16 ? 0.0078125 : 1.1920929e-07;
+        Tensor y = x * torch::rsqrt(x.square().mean(dims, true) + eps);
+        return {op.arg(2).is_value() ? y * env_.at(op.arg(2).value) : y};
+      }
       case OpKind::t_sum:
       case OpKind::t_mean: {
         Tensor x = in();

@@ -7,7 +7,8 @@
 //
 // Custom-gradient ops (kept by decompose's keep_custom) are inlined both ways: their fwd body in
 // the forward part, and the user's bwd body, never an automatic derivative, in the backward part,
-// reading the values their fwd named as saved.
+// reading the values their fwd named as saved. Torch-level ops with rows (composite) are lowered
+// to prims in the forward part and differentiated by their own rule where they have one.
 #pragma once
 #include "thunder_gen/ir.h"
 

@@ -421,6 +421,40 @@ std::vector<OutType> torch_reduction_rule(const Trace& t, const Op& op) {
   return {{dt, out}};
 }
 
+// layer_norm(a, normalized_shape, weight=None, bias=None, eps=1e-5) and
+// rms_norm(a, normalized_shape, weight=None, eps=None): normalized_shape is a's trailing dims;
+// weight and bias have that shape.
+std::vector<OutType> norm_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  Shape ns = op.arg(1).int_list();
+  if (ns.empty() || ns.size() > a.shape.size() || !std::equal(ns.begin(), ns.end(), a.shape.end() - ptrdiff_t(ns.size())))
+    fail(1, "normalized_shape " + shape_str(ns) + " must be the trailing dims of " + shape_str(a.shape));
+  size_t affine = op.info->kind == OpKind::t_layer_norm ? 2 : 1;  // weight (and bias)
+  for (size_t i = 2; i < 2 + affine; ++i)
+    if (op.arg(i).is_value()) {
+      const Value& p = t.value(op.arg(i).value);
+      if (p.shape != ns || p.dtype != a.dtype) fail(int(i), "must be " + std::string(dtype_name(a.dtype)) + shape_str(ns));
+    }
+  return {{a.dtype, a.shape}};
+}
+
+// cross_entropy / nll_loss(a [N, C], target [N] class indices, weight=None, size_average=None,
+// ignore_index=-100, reduce=None, reduction="mean"[, label_smoothing=0.0]).
+std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  const Value& target = t.value(op.arg(1).value);
+  if (a.shape.size() != 2) fail(0, "needs [N, C] scores, has shape " + shape_str(a.shape));
+  if (target.dtype != DType::i64 && target.dtype != DType::i32) fail(1, "needs class indices (i64 or i32), not " + std::string(dtype_name(target.dtype)));
+  if (target.shape != Shape{a.shape[0]}) fail(1, "needs shape [" + std::to_string(a.shape[0]) + "], has " + shape_str(target.shape));
+  if (op.arg(2).kind != Arg::Kind::none) fail(2, "class weights are not supported yet");
+  if (op.arg(3).kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
+  if (op.arg(5).kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
+  const std::string& reduction = op.arg(6).text;
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") fail(6, "reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"");
+  if (op.args.size() > 7 && (op.arg(7).as_double() < 0 || op.arg(7).as_double() > 1)) fail(7, "label_smoothing must be in [0, 1]");
+  return {{a.dtype, reduction == "none" ? Shape{a.shape[0]} : Shape{}}};
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -595,6 +629,24 @@ std::vector<OpInfo> build_table() {
       OpInfo{OpKind::t_mean, "torch.mean", FusionClass::composite,
              {p("a", K::tensor), opt("dim", K::dims), opt("keepdim", K::boolean, Arg::of_bool(false)), Param{"dtype", K::optional_dtype, true, true, {}}},
              torch_reduction_rule, "", D::floats, ""},
+
+      OpInfo{OpKind::t_layer_norm, "torch.nn.functional.layer_norm", FusionClass::composite,
+             {p("a", K::tensor), p("normalized_shape", K::int_list), opt("weight", K::optional_tensor), opt("bias", K::optional_tensor),
+              opt("eps", K::number, Arg::of_real(1e-5))},
+             norm_rule, "", D::floats, "gradient recomputes the row statistics instead of saving them"},
+      OpInfo{OpKind::t_rms_norm, "torch.nn.functional.rms_norm", FusionClass::composite,
+             {p("a", K::tensor), p("normalized_shape", K::int_list), opt("weight", K::optional_tensor), opt("eps", K::optional_number)},
+             norm_rule, "", D::floats, "eps null: the dtype's machine epsilon"},
+
+      OpInfo{OpKind::t_cross_entropy, "torch.nn.functional.cross_entropy", FusionClass::composite,
+             {p("a", K::tensor), p("target", K::tensor), opt("weight", K::optional_tensor), opt("size_average", K::optional_number),
+              opt("ignore_index", K::integer, Arg::of_int(-100)), opt("reduce", K::optional_number), opt("reduction", K::string, string_arg("mean")),
+              opt("label_smoothing", K::number, Arg::of_real(0.0))},
+             class_loss_rule, "", D::floats, "class-index targets; gradient recomputes the softmax"},
+      OpInfo{OpKind::t_nll_loss, "torch.nn.functional.nll_loss", FusionClass::composite,
+             {p("a", K::tensor), p("target", K::tensor), opt("weight", K::optional_tensor), opt("size_average", K::optional_number),
+              opt("ignore_index", K::integer, Arg::of_int(-100)), opt("reduce", K::optional_number), opt("reduction", K::string, string_arg("mean"))},
+             class_loss_rule, "", D::floats, "class-index targets"},
 
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };

@@ -61,6 +61,95 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;     // 1 / sqrt(2 pi)
 
 bool gelu_tanh(const Op& op) { return op.arg(1).text == "tanh"; }
 
+// ---- layer_norm and rms_norm over the trailing normalized_shape dims ----
+
+struct Norm {
+  Shape shape;                   // of the input
+  std::vector<int64_t> dims;     // normalized (trailing) dims
+  std::vector<int64_t> row_dims; // the others
+  double n;                      // elements per row
+  bool rms;
+  double eps;
+};
+
+Norm norm_of(G& g, const Op& op) {
+  Norm m;
+  m.shape = shape_of(g, op.arg(0).value);
+  size_t k = op.arg(1).items.size(), r = m.shape.size();
+  m.n = 1;
+  for (size_t d = 0; d < r; ++d) {
+    if (d + k >= r) {
+      m.dims.push_back(int64_t(d));
+      m.n *= double(m.shape[d]);
+    } else {
+      m.row_dims.push_back(int64_t(d));
+    }
+  }
+  m.rms = op.info->kind == OpKind::t_rms_norm;
+  const Arg& eps = op.arg(m.rms ? 3 : 4);
+  if (eps.is_number()) {
+    m.eps = eps.as_double();
+  } else {  // rms_norm's default: the machine epsilon of the input dtype
+    DType t = value_of(g, op.arg(0).value).dtype;
+    m.eps = t == DType::f64 ? 2.220446049250313e-16 : t == DType::f16 ? 0.0009765625 : t == DType::bf16 ? 0.0078125 : 1.1920929e-07;
+  }
+  return m;
+}
+
+// The normalized input x-hat (in f32 for 16-bit) and its per-element scale: rstd (layer_norm:
+// (a - mean) * rstd) or 1/rms (rms_norm: a * rstd), as broadcast values.
+struct Normalized {
+  V xhat, rstd;
+};
+Normalized normalize(G& g, const Norm& m, V a) {
+  V centered = a, var;
+  if (m.rms) {
+    var = div(g, val(sum(g, mul(g, val(a), val(a)), m.dims)), num(m.n));
+  } else {
+    auto vm = g.emit("prims.var_mean", {val(a), int_list(m.dims), num(0.0)});
+    var = vm[0];
+    centered = sub(g, val(a), val(unreduce(g, vm[1], m.shape, m.dims)));
+  }
+  V rstd = unary(g, "prims.rsqrt", add(g, val(unreduce(g, var, m.shape, m.dims)), num(m.eps)));
+  return {mul(g, val(centered), val(rstd)), rstd};
+}
+
+// ---- cross_entropy and nll_loss with class-index targets ----
+
+struct ClassLoss {
+  int64_t n, c;
+  V onehot;  // b8 [N, C]: the target class of each row
+  V valid;   // b8 [N]: rows whose target is not ignore_index
+  std::string reduction;
+  double smoothing;
+};
+
+ClassLoss class_loss_of(G& g, const Op& op) {
+  ClassLoss l;
+  Shape s = shape_of(g, op.arg(0).value);
+  l.n = s[0];
+  l.c = s[1];
+  V target = op.arg(1).value;
+  DType tt = value_of(g, target).dtype;
+  Arg device;
+  device.kind = Arg::Kind::device;
+  device.text = g.trace().device;
+  V classes = call(g, "prims.iota", {Arg::of_int(l.c), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(tt)});
+  l.onehot = cmp(g, "prims.eq", val(broadcast(g, classes, s, {1})), val(broadcast(g, target, s, {0})));
+  l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(op.arg(4).integer));
+  l.reduction = op.arg(6).text;
+  l.smoothing = op.info->kind == OpKind::t_cross_entropy ? op.arg(7).as_double() : 0.0;
+  return l;
+}
+
+// Per-row losses -> the reduction: "none" as is, "sum", or "mean" over the rows not ignored.
+V reduce_loss(G& g, const ClassLoss& l, V per_row) {
+  if (l.reduction == "none") return per_row;
+  V total = sum(g, per_row, {0});
+  if (l.reduction == "sum") return total;
+  return div(g, val(total), val(sum(g, convert(g, l.valid, value_of(g, per_row).dtype), {0})));
+}
+
 }  // namespace
 
 std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
@@ -134,6 +223,34 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       }
       s = downcast(g, s, out_dtype);
       return {reshape(g, s, t.value(op.outs[0]).shape)};  // keepdim: size-1 dims back
+    }
+    case OpKind::t_cross_entropy:
+    case OpKind::t_nll_loss: {
+      ClassLoss l = class_loss_of(g, op);
+      auto [a, dt] = up(g, op.arg(0).value);
+      V logp = a;  // nll_loss takes log-probabilities
+      if (op.info->kind == OpKind::t_cross_entropy) {
+        Shape s = shape_of(g, a);
+        V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
+        V lse = unary(g, "prims.log", sum(g, unary(g, "prims.exp", shifted), {1}));
+        logp = sub(g, val(shifted), val(unreduce(g, lse, s, {1})));
+      }
+      V loss = neg(g, sum(g, where(g, l.onehot, val(logp), num(0.0)), {1}));
+      if (l.smoothing > 0) {  // (1 - s) * nll + s * mean over classes of -log p
+        V smooth = div(g, val(neg(g, sum(g, logp, {1}))), num(double(l.c)));
+        loss = add(g, val(mul(g, val(loss), num(1.0 - l.smoothing))), val(mul(g, val(smooth), num(l.smoothing))));
+      }
+      loss = where(g, l.valid, val(loss), num(0.0));
+      return {downcast(g, reduce_loss(g, l, loss), dt)};
+    }
+    case OpKind::t_layer_norm:
+    case OpKind::t_rms_norm: {
+      Norm m = norm_of(g, op);
+      auto [a, dt] = up(g, op.arg(0).value);
+      V y = normalize(g, m, a).xhat;
+      if (op.arg(2).is_value()) y = mul(g, val(y), val(broadcast(g, upcast(g, op.arg(2).value), m.shape, m.dims)));
+      if (!m.rms && op.arg(3).is_value()) y = add(g, val(y), val(broadcast(g, upcast(g, op.arg(3).value), m.shape, m.dims)));
+      return {downcast(g, y, dt)};
     }
     default: break;
   }
@@ -212,6 +329,54 @@ GradRule torch_gradient(OpKind kind) {
         if (op.arg(2).is_value()) out.emplace_back(op.arg(2).value, sum(g, c2, {0}));
         return out;
       };
+    // layer_norm / rms_norm: read the input and the weight, and recompute the row statistics
+    // (a cheap row reduction the backward fuses) instead of saving them or x-hat:
+    //   gx = rstd * (g' - mean(g') - xhat * mean(g' * xhat)), g' = g * w  (rms_norm: no mean(g'))
+    //   gw = sum over rows of g * xhat;  gb = sum over rows of g
+    case OpKind::t_layer_norm:
+    case OpKind::t_rms_norm:
+      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        Norm m = norm_of(g, op);
+        auto [a, dt] = up(g, op.arg(0).value);
+        V c = upcast(g, cot[0]);
+        Normalized x = normalize(g, m, a);
+        const Arg& w = op.arg(2);
+        V gs = w.is_value() ? mul(g, val(c), val(broadcast(g, upcast(g, w.value), m.shape, m.dims))) : c;
+        auto row_mean = [&](V v) { return unreduce(g, div(g, val(sum(g, v, m.dims)), num(m.n)), m.shape, m.dims); };
+        V inner = sub(g, val(gs), val(mul(g, val(x.xhat), val(row_mean(mul(g, val(gs), val(x.xhat)))))));
+        if (!m.rms) inner = sub(g, val(inner), val(row_mean(gs)));
+        Contributions out = {{op.arg(0).value, downcast(g, mul(g, val(x.rstd), val(inner)), dt)}};
+        if (w.is_value()) out.emplace_back(w.value, downcast(g, sum(g, mul(g, val(c), val(x.xhat)), m.row_dims), dt));
+        if (!m.rms && op.arg(3).is_value()) out.emplace_back(op.arg(3).value, downcast(g, sum(g, c, m.row_dims), dt));
+        return out;
+      };
+    // cross_entropy: (softmax(a) - q) * w_row, q = (1 - s) onehot + s / C, w_row the row's share
+    // of the cotangent (0 for ignored rows); the softmax is recomputed from the input.
+    // nll_loss: -onehot * w_row.
+    case OpKind::t_cross_entropy:
+    case OpKind::t_nll_loss:
+      return [kind](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
+        ClassLoss l = class_loss_of(g, op);
+        auto [a, dt] = up(g, op.arg(0).value);
+        Shape s = shape_of(g, a);
+        V c = upcast(g, cot[0]);
+        DType ct = value_of(g, c).dtype;
+        V share = l.reduction == "mean" ? div(g, val(c), val(sum(g, convert(g, l.valid, ct), {0}))) : c;
+        V per_row = l.reduction == "none" ? share : broadcast(g, share, {l.n}, {});
+        per_row = broadcast(g, where(g, l.valid, val(per_row), num(0.0)), s, {0});
+        V target = convert(g, l.onehot, ct);
+        V ga;
+        if (kind == OpKind::t_cross_entropy) {
+          V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
+          V e = unary(g, "prims.exp", shifted);
+          V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
+          V q = l.smoothing > 0 ? add(g, val(mul(g, val(target), num(1.0 - l.smoothing))), num(l.smoothing / double(l.c))) : target;
+          ga = mul(g, val(sub(g, val(p), val(q))), val(per_row));
+        } else {
+          ga = neg(g, mul(g, val(target), val(per_row)));
+        }
+        return {{op.arg(0).value, downcast(g, ga, dt)}};
+      };
     default:
       return nullptr;  // differentiated through its lowering (shape ops, sums, matmul: the prims' rules)
   }
@@ -221,7 +386,8 @@ std::string_view torch_gradient_saves(OpKind kind) {
   switch (kind) {
     case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
       return "output";
-    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear:
+    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_layer_norm: case OpKind::t_rms_norm:
+    case OpKind::t_cross_entropy: case OpKind::t_nll_loss:
       return "inputs";
     default:
       return "";

@@ -836,23 +836,27 @@ def cross_entropy():
     logits = t.input("logits", [512, 1000], "f32", requires_grad=True)
     target = t.input("target", [512], "i64")
     tgt = t.op("remainder", target, 1000)
+    t.outputs = [cross_entropy_call(t, logits, tgt, -100)]
+    return t
+
+
+def cross_entropy_call(t, logits, tgt, ignore_index):
+    """torch.nn.functional.cross_entropy(logits [N, C], tgt [N], reduction='mean') as Thunder
+    decomposes it: log_softmax, a gather-free pick through a one-hot mask (iota + eq + where),
+    ignored targets masked out of the sum and the count."""
+    n, c = t.shape(logits)
     call = t.begin("torch.nn.functional.cross_entropy", [logits, tgt],
-                   {"weight": None, "size_average": None, "ignore_index": -100, "reduce": None,
+                   {"weight": None, "size_average": None, "ignore_index": ignore_index, "reduce": None,
                     "reduction": {"str": "mean"}, "label_smoothing": 0.0})
     c2 = t.begin("torch.log_softmax", [logits, 1], {"dtype": None})
     logp = t.end(c2, [log_softmax_sub(t, logits, 1)])
-    classes = t.op("iota", 1000, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i64")})
-    cb = t.op("broadcast_in_dim", classes, [512, 1000], [1])
-    tb = t.op("broadcast_in_dim", tgt, [512, 1000], [0])
-    onehot = t.op("eq", cb, tb)
+    classes = t.op("iota", c, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i64")})
+    onehot = t.op("eq", t.op("broadcast_in_dim", classes, [n, c], [1]), t.op("broadcast_in_dim", tgt, [n, c], [0]))
     picked = t.op("sum", t.op("where", onehot, logp, 0.0), [1])
-    valid = t.op("ne", tgt, -100)
+    valid = t.op("ne", tgt, ignore_index)
     nll = t.op("where", valid, t.op("neg", picked), 0.0)
     count = t.op("sum", t.op("convert_element_type", valid, dtype("f32")), [0])
-    loss = t.op("div", t.op("sum", nll, [0]), count)
-    loss = t.end(call, [loss])
-    t.outputs = [loss]
-    return t
+    return t.end(call, [t.op("div", t.op("sum", nll, [0]), count)])
 
 
 @example
@@ -1126,19 +1130,7 @@ def classifier_head():
     tgt = t.op("remainder", target, 1000)
     # The harness draws targets in [-4, 4]: those equal to 3 become ignore_index -1.
     tgt = t.op("where", t.op("eq", target, 3), -1, tgt)
-    logits = linear(t, x, w, b)
-    call = t.begin("torch.nn.functional.cross_entropy", [logits, tgt],
-                   {"weight": None, "size_average": None, "ignore_index": -1, "reduce": None,
-                    "reduction": {"str": "mean"}, "label_smoothing": 0.0})
-    c2 = t.begin("torch.log_softmax", [logits, 1], {"dtype": None})
-    logp = t.end(c2, [log_softmax_sub(t, logits, 1)])
-    classes = t.op("iota", 1000, kwargs={"start": 0, "step": 1, "device": DEVICE, "dtype": dtype("i64")})
-    onehot = t.op("eq", t.op("broadcast_in_dim", classes, [256, 1000], [1]), t.op("broadcast_in_dim", tgt, [256, 1000], [0]))
-    picked = t.op("sum", t.op("where", onehot, logp, 0.0), [1])
-    valid = t.op("ne", tgt, -1)
-    nll = t.op("where", valid, t.op("neg", picked), 0.0)
-    count = t.op("sum", t.op("convert_element_type", valid, dtype("f32")), [0])
-    t.outputs = [t.end(call, [t.op("div", t.op("sum", nll, [0]), count)])]
+    t.outputs = [cross_entropy_call(t, linear(t, x, w, b), tgt, -1)]
     return t
 
 

@@ -35,7 +35,8 @@ enum class OpKind {
   matmul,
   // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
   t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
-  t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean,
+  t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
+  t_cross_entropy, t_nll_loss,
   // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
   fused_kernel,
 };
@@ -69,6 +70,7 @@ enum class ParamKind {
   dims,              // an integer, a list of integers, or null (all dims)
   boolean,           // true or false
   string,            // a string literal {"str": ...}
+  optional_number,   // a number literal, a scalar value or null
 };
 
 struct Param {

@@ -96,6 +96,30 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
       return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2], true]", out("o", "[1, 4, 1]")) + "," +
                                              call(info.id, "[\"x\"]", out("r", "[]"), ", \"kwargs\": {\"dim\": null}"),
                   "\"o\", \"r\""};
+    // Class-index targets from an i64 input in the case's domain (0, 1): floor(3.9 * x) - 1 is
+    // in [-1, 2], so -1 (the ignore_index given) appears; the three reductions, and smoothing.
+    case tg::OpKind::t_cross_entropy: case tg::OpKind::t_nll_loss: {
+      const bool ce = info.kind == tg::OpKind::t_cross_entropy;
+      std::string targets = call("prims.mul", "[\"k\", 3.9]", out("k1", "[5]")) + "," + call("prims.floor", "[\"k1\"]", out("k2", "[5]")) + "," +
+                            call("prims.sub", "[\"k2\", 1.0]", out("k3", "[5]")) + "," +
+                            call("prims.convert_element_type", "[\"k3\", {\"dtype\": \"i64\"}]", out("t", "[5]", "i64"));
+      std::string calls = call(info.id, "[\"x\", \"t\"]", out("o", "[]"), ", \"kwargs\": {\"ignore_index\": -1}") + "," +
+                          call(info.id, "[\"x\", \"t\"]", out("r", "[]"), ", \"kwargs\": {\"reduction\": {\"str\": \"sum\"}, \"ignore_index\": -1}") + "," +
+                          call(info.id, "[\"x\", \"t\"]", out("q", "[5]"),
+                               std::string(", \"kwargs\": {\"reduction\": {\"str\": \"none\"}, \"ignore_index\": -1") +
+                                   (ce ? ", \"label_smoothing\": 0.1}" : "}"));
+      return Case{f64("x", "[5, 3]") + "," + f64("k", "[5]", false), targets + "," + calls, "\"o\", \"r\", \"q\""};
+    }
+    case tg::OpKind::t_layer_norm:  // affine over the last dim, and plain over the last two
+      return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]") + "," + f64("b", "[4]"),
+                  call(info.id, "[\"x\", [4], \"w\", \"b\", 1e-5]", out("o", "[2, 3, 4]")) + "," +
+                      call(info.id, "[\"x\", [3, 4]]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"eps\": 0.001}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_rms_norm:
+      return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]"),
+                  call(info.id, "[\"x\", [4], \"w\", 1e-6]", out("o", "[2, 3, 4]")) + "," +
+                      call(info.id, "[\"x\", [3, 4]]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"eps\": null}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
     case tg::OpKind::matmul:  // b without batch dims, and with a's
       return Case{f64("x", "[2, 3, 4]") + "," + f64("y", "[4, 5]") + "," + f64("z", "[2, 4, 5]"),
                   call(info.id, "[\"x\", \"y\"]", out("o", "[2, 3, 5]")) + "," + call(info.id, "[\"x\", \"z\"]", out("r", "[2, 3, 5]")), "\"o\", \"r\""};
