@@ -304,6 +304,39 @@ class Interpreter {
         else if (r == "sum") o = o.reduction(torch::kSum);
         return {F::nll_loss(in(), target, o)};
       }
+      case OpKind::t_cat: {
+        std::vector<Tensor> parts;
+        for (const Arg& a : op.arg(0).items) parts.push_back(env_.at(a.value));
+        return {torch::cat(parts, op.arg(1).integer)};
+      }
+      case OpKind::t_split: {
+        std::vector<Tensor> parts;
+        if (op.arg(1).kind == Arg::Kind::integer) parts = torch::split(in(), op.arg(1).integer, op.arg(2).integer);
+        else parts = torch::split_with_sizes(in(), op.arg(1).int_list(), op.arg(2).integer);
+        for (Tensor& p : parts) p = p.contiguous();
+        return parts;
+      }
+      case OpKind::t_var: {
+        Tensor x = in();
+        std::vector<int64_t> dims;
+        if (op.arg(1).kind == Arg::Kind::integer) dims = {op.arg(1).integer};
+        else if (op.arg(1).kind == Arg::Kind::list) dims = op.arg(1).int_list();
+        else for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+        int64_t correction = op.arg(4).is_number() ? int64_t(op.arg(4).as_double()) : op.arg(2).is_number() ? int64_t(op.arg(2).as_double() != 0) : 1;
+        return {torch::var(x, at::OptionalIntArrayRef(dims), correction, op.arg(3).boolean)};
+      }
+      case OpKind::t_embedding: return {torch::embedding(env_.at(op.arg(1).value), in().to(torch::kInt64))};
+      case OpKind::t_sdpa: {  // the math form, written with LibTorch ops (1.13 has no fused SDPA)
+        Tensor q = in(), k = env_.at(op.arg(1).value), v = env_.at(op.arg(2).value);
+        double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(q.size(-1)));
+        Tensor s = torch::matmul(q, k.transpose(-2, -1)) * scale;
+        if (op.arg(5).boolean) s = s.masked_fill(torch::ones({q.size(-2), k.size(-2)}, torch::kBool).tril().logical_not(), -INFINITY);
+        if (op.arg(3).is_value()) {
+          Tensor m = env_.at(op.arg(3).value);
+          s = m.scalar_type() == torch::kBool ? s.masked_fill(m.logical_not(), -INFINITY) : s + m;
+        }
+        return {torch::matmul(torch::softmax(s, -1), v)};
+      }
       case OpKind::t_layer_norm: {
         auto ns = op.arg(1).int_list();
         c10::optional<Tensor> w, b;

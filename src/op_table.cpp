@@ -455,6 +455,94 @@ std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
   return {{a.dtype, reduction == "none" ? Shape{a.shape[0]} : Shape{}}};
 }
 
+// cat(tensors, dim=0).
+std::vector<OutType> torch_cat_rule(const Trace& t, const Op& op) { return cat_rule(t, op); }
+
+// split(a, split_size_or_sections, dim=0): pieces of a size (the last may be shorter) or of
+// the listed sizes.
+std::vector<OutType> split_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  if (a.shape.empty()) fail(0, "cannot split a 0-d tensor");
+  int64_t dim = wrap_dim(op.arg(2).integer, a.shape.size(), 2);
+  int64_t len = a.shape[size_t(dim)];
+  std::vector<int64_t> sizes;
+  if (op.arg(1).kind == Arg::Kind::integer) {
+    int64_t size = op.arg(1).integer;
+    if (size <= 0) fail(1, "split size must be positive");
+    for (int64_t at = 0; at < len || (len == 0 && sizes.empty()); at += size) sizes.push_back(std::min(size, len - at));
+  } else {
+    sizes = op.arg(1).int_list();
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) fail(1, "section sizes must not be negative");
+      total += s;
+    }
+    if (total != len) fail(1, "sections add up to " + std::to_string(total) + ", not " + std::to_string(len));
+  }
+  std::vector<OutType> out;
+  for (int64_t s : sizes) {
+    Shape shape = a.shape;
+    shape[size_t(dim)] = s;
+    out.push_back({a.dtype, shape});
+  }
+  return out;
+}
+
+// var(a, dim=None, unbiased=None, keepdim=False, *, correction=None).
+std::vector<OutType> torch_var_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  if (op.arg(2).kind != Arg::Kind::none && op.arg(4).kind != Arg::Kind::none) fail(4, "give unbiased or correction, not both");
+  std::vector<bool> reduced(a.shape.size(), op.arg(1).kind == Arg::Kind::none);
+  if (op.arg(1).kind == Arg::Kind::integer) reduced[size_t(wrap_dim(op.arg(1).integer, a.shape.size(), 1))] = true;
+  if (op.arg(1).kind == Arg::Kind::list)
+    for (const Arg& d : op.arg(1).items) reduced[size_t(wrap_dim(d.integer, a.shape.size(), 1))] = true;
+  Shape out;
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    if (!reduced[d]) out.push_back(a.shape[d]);
+    else if (op.arg(3).boolean) out.push_back(1);
+  }
+  return {{a.dtype, out}};
+}
+
+// embedding(a integer ids [...], weight [V, D], padding_idx=None, max_norm=None, ...) -> [..., D].
+std::vector<OutType> embedding_rule(const Trace& t, const Op& op) {
+  const Value& ids = t.value(op.arg(0).value);
+  const Value& w = t.value(op.arg(1).value);
+  if (ids.dtype != DType::i64 && ids.dtype != DType::i32) fail(0, "needs integer ids (i64 or i32), not " + std::string(dtype_name(ids.dtype)));
+  if (w.shape.size() != 2 || !is_float(w.dtype)) fail(1, "weight must be a float [num_embeddings, dim] tensor");
+  if (op.arg(2).kind != Arg::Kind::none) fail(2, "padding_idx is not supported yet");
+  if (op.arg(3).kind != Arg::Kind::none) fail(3, "max_norm is not supported yet");
+  if (op.arg(5).boolean) fail(5, "scale_grad_by_freq is not supported yet");
+  Shape out = ids.shape;
+  out.push_back(w.shape[1]);
+  return {{w.dtype, out}};
+}
+
+// scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev], attn_mask=None,
+// dropout_p=0.0, is_causal=False, scale=None) -> [..., L, Ev]; the math form.
+std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
+  const Value& q = float_tensor(t, op, 0);
+  const Value& k = t.value(op.arg(1).value);
+  const Value& v = t.value(op.arg(2).value);
+  size_t r = q.shape.size();
+  if (r < 2 || k.shape.size() != r || v.shape.size() != r) fail(0, "q, k and v need the same rank, at least 2");
+  if (k.dtype != q.dtype || v.dtype != q.dtype) fail(1, "q, k and v need the same dtype");
+  if (!std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) || !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
+    fail(1, "batch dims of q, k and v differ");
+  if (k.shape[r - 1] != q.shape[r - 1]) fail(1, "k's last dim must equal q's");
+  if (v.shape[r - 2] != k.shape[r - 2]) fail(2, "v's sequence dim must equal k's");
+  if (op.arg(3).is_value()) {
+    const Value& m = t.value(op.arg(3).value);
+    Shape want(q.shape.begin(), q.shape.end() - 1);
+    want.push_back(k.shape[r - 2]);
+    if (m.shape != want || (m.dtype != DType::b8 && m.dtype != q.dtype)) fail(3, "attn_mask must be b8 or " + std::string(dtype_name(q.dtype)) + shape_str(want));
+  }
+  if (op.arg(4).as_double() != 0.0) fail(4, "dropout_p must be 0: attention dropout is not supported yet (apply dropout to the weights in the trace)");
+  Shape out = q.shape;
+  out[r - 1] = v.shape[r - 1];
+  return {{q.dtype, out}};
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -647,6 +735,24 @@ std::vector<OpInfo> build_table() {
              {p("a", K::tensor), p("target", K::tensor), opt("weight", K::optional_tensor), opt("size_average", K::optional_number),
               opt("ignore_index", K::integer, Arg::of_int(-100)), opt("reduce", K::optional_number), opt("reduction", K::string, string_arg("mean"))},
              class_loss_rule, "", D::floats, "class-index targets"},
+
+      OpInfo{OpKind::t_cat, "torch.cat", FusionClass::composite, {p("tensors", K::tensor_list), opt("dim", K::integer, Arg::of_int(0))},
+             torch_cat_rule, "", D::any, ""},
+      OpInfo{OpKind::t_split, "torch.split", FusionClass::composite,
+             {p("a", K::tensor), p("split_size_or_sections", K::int_or_int_list), opt("dim", K::integer, Arg::of_int(0))}, split_rule, "", D::any, ""},
+      OpInfo{OpKind::t_var, "torch.var", FusionClass::composite,
+             {p("a", K::tensor), opt("dim", K::dims), opt("unbiased", K::optional_number), opt("keepdim", K::boolean, Arg::of_bool(false)),
+              Param{"correction", K::optional_number, true, true, {}}},
+             torch_var_rule, "", D::floats, "correction defaults to 1"},
+      OpInfo{OpKind::t_embedding, "torch.nn.functional.embedding", FusionClass::composite,
+             {p("a", K::tensor), p("weight", K::tensor), opt("padding_idx", K::optional_number), opt("max_norm", K::optional_number),
+              opt("norm_type", K::number, Arg::of_real(2.0)), opt("scale_grad_by_freq", K::boolean, Arg::of_bool(false)),
+              opt("sparse", K::boolean, Arg::of_bool(false))},
+             embedding_rule, "", D::any, "a one-hot matmul: exact, but O(ids x vocabulary x dim)"},
+      OpInfo{OpKind::t_sdpa, "torch.nn.functional.scaled_dot_product_attention", FusionClass::composite,
+             {p("query", K::tensor), p("key", K::tensor), p("value", K::tensor), opt("attn_mask", K::optional_tensor),
+              opt("dropout_p", K::number, Arg::of_real(0.0)), opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"scale", K::optional_number, true, true, {}}},
+             sdpa_rule, "", D::floats, "the math form; dropout_p 0 only"},
 
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };

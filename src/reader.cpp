@@ -400,6 +400,9 @@ class Reader {
         if (a.kind != Arg::Kind::integer) expect_list(true, false, "an integer, a list of integers or null", "an integer", integer);
         break;
       case ParamKind::boolean: expect(a.kind == Arg::Kind::boolean, "true or false"); break;
+      case ParamKind::int_or_int_list:
+        if (a.kind != Arg::Kind::integer) expect_list(false, true, "an integer or a list of integers", "an integer", integer);
+        break;
       case ParamKind::optional_number: expect(a.is_number() || is_scalar_value(a) || a.kind == Arg::Kind::none, "a number or null"); break;
       case ParamKind::string: expect(a.kind == Arg::Kind::string, "a string such as {\"str\": \"tanh\"}"); break;
       case ParamKind::padding_config:

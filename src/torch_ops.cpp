@@ -243,6 +243,76 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       loss = where(g, l.valid, val(loss), num(0.0));
       return {downcast(g, reduce_loss(g, l, loss), dt)};
     }
+    case OpKind::t_cat: {
+      std::vector<Arg> items = op.arg(0).items;
+      size_t rank = shape_of(g, items[0].value).size();
+      return {call(g, "prims.cat", {Arg::of_list(items), Arg::of_int(wrapped(op.arg(1).integer, rank))})};
+    }
+    case OpKind::t_split: {
+      V a = op.arg(0).value;
+      Shape shape = shape_of(g, a);
+      int64_t dim = wrapped(op.arg(2).integer, shape.size()), at = 0;
+      std::vector<ValueId> pieces;
+      for (ValueId out : op.outs) {
+        int64_t len = t.value(out).shape[size_t(dim)];
+        std::vector<int64_t> start(shape.size(), 0), end = shape;
+        start[size_t(dim)] = at;
+        end[size_t(dim)] = at + len;
+        pieces.push_back(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}}));
+        at += len;
+      }
+      return pieces;
+    }
+    case OpKind::t_var: {
+      V a = op.arg(0).value;
+      Shape shape = shape_of(g, a);
+      double correction = op.arg(4).is_number() ? op.arg(4).as_double() : op.arg(2).is_number() ? double(op.arg(2).as_double() != 0) : 1.0;
+      V acc = upcast(g, a);
+      V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg(1), shape.size())), num(correction)});
+      return {reshape(g, downcast(g, v, out_dtype), t.value(op.outs[0]).shape)};
+    }
+    case OpKind::t_embedding: {
+      // One-hot rows times the table: exact (one nonzero term per output) and differentiable as
+      // a matmul, so the weight gradient is onehot^T @ g, the scatter-add embedding needs.
+      V ids = op.arg(0).value, w = op.arg(1).value;
+      Shape is = shape_of(g, ids), ws = shape_of(g, w);
+      int64_t n = numel(is);
+      Arg device;
+      device.kind = Arg::Kind::device;
+      device.text = t.device;
+      V classes = call(g, "prims.iota", {Arg::of_int(ws[0]), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(value_of(g, ids).dtype)});
+      V flat = reshape(g, ids, {n});
+      V onehot = cmp(g, "prims.eq", val(broadcast(g, flat, {n, ws[0]}, {0})), val(broadcast(g, classes, {n, ws[0]}, {1})));
+      V rows = matmul(g, convert(g, onehot, value_of(g, w).dtype), w);
+      return {reshape(g, rows, t.value(op.outs[0]).shape)};
+    }
+    case OpKind::t_sdpa: {
+      V q = op.arg(0).value, k = op.arg(1).value, v = op.arg(2).value;
+      Shape qs = shape_of(g, q), ks = shape_of(g, k);
+      size_t r = qs.size();
+      double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
+      V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(scale));
+      Shape ss = shape_of(g, s);
+      if (op.arg(5).boolean) {  // causal: row i sees columns j <= i
+        Arg device;
+        device.kind = Arg::Kind::device;
+        device.text = t.device;
+        int64_t l = qs[r - 2], sl = ks[r - 2];
+        V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(DType::i64)});
+        V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(DType::i64)});
+        V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
+        s = where(g, broadcast(g, keep, ss, {int64_t(r) - 2, int64_t(r) - 1}), val(s), num(-INFINITY));
+      }
+      if (op.arg(3).is_value()) {
+        V m = op.arg(3).value;
+        s = value_of(g, m).dtype == DType::b8 ? where(g, m, val(s), num(-INFINITY)) : add(g, val(s), val(m));
+      }
+      int64_t last = int64_t(r) - 1;
+      V mx = unreduce(g, call(g, "prims.amax", {val(s), int_list({last})}), ss, {last});
+      V e = unary(g, "prims.exp", sub(g, val(s), val(mx)));
+      V p = div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
+      return {matmul(g, p, v)};
+    }
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: {
       Norm m = norm_of(g, op);

@@ -1070,11 +1070,14 @@ def attention_block():
     b_qkv = t.input("b_qkv", [3 * C], "f32", requires_grad=True, init=fan_in(C))
     w_o = t.input("w_o", [C, C], "f32", requires_grad=True, init=fan_in(C))
     qkv = linear(t, x, w_qkv, b_qkv)
+    # torch.split's three outputs, with the slices Thunder decomposes it into.
+    names = [t.fresh() for _ in range(3)]
+    call = t.begin("torch.split", [qkv, C, -1])
+    parts = [t.op("slice_prim", qkv, [0, 0, k * C], [B, T, (k + 1) * C], [1, 1, 1], name=names[k]) for k in range(3)]
+    parts = t.end(call, parts)
 
     def head(k):
-        call = t.begin("torch.split", [qkv, C, -1])
-        part = t.op("slice_prim", qkv, [0, 0, k * C], [B, T, (k + 1) * C], [1, 1, 1])
-        part = t.end(call, [part])
+        part = parts[k]
         call = t.begin("torch.reshape", [part, [B, T, H, D]])
         part = t.end(call, [t.op("reshape", part, [B, T, H, D])])
         call = t.begin("torch.permute", [part, [0, 2, 1, 3]])
@@ -1152,7 +1155,8 @@ def torch_ops():
     t = Trace("torch_ops", "hand-written: every torch-level op thunder-gen has a row for, written without "
                            "decompositions and bound positionally and by keyword, in a small trained graph: "
                            "linear, relu, sigmoid, tanh, transpose, matmul, softmax, log_softmax, mean, "
-                           "unsqueeze, permute, reshape, gelu (tanh), silu, sum")
+                           "unsqueeze, permute, reshape, gelu (tanh), silu, sum, cat, var, nll_loss, embedding, "
+                           "scaled_dot_product_attention (causal)")
     f = "f32"
     x = t.input("x", [64, 96], f, requires_grad=True)
     w = t.input("w", [48, 96], f, requires_grad=True, init=fan_in(96))
@@ -1172,7 +1176,16 @@ def torch_ops():
     g = t.torch("torch.nn.functional.gelu", [h], {"approximate": {"str": "tanh"}}, [64, 48], f)
     si = t.torch("torch.nn.functional.silu", [h, False], None, [64, 48], f)
     gs = t.torch("torch.sum", [g], {"dim": [0], "keepdim": True}, [1, 48], f)
-    t.outputs = [sm, mean, rs, gs, si]
+    both = t.torch("torch.cat", [[sm, ls]], {"dim": 0}, [128, 64], f)
+    var = t.torch("torch.var", [h, 1], {"correction": 0}, [64], f)
+    target = t.op("remainder", t.input("target", [64], "i64"), 64)
+    nll = t.torch("torch.nn.functional.nll_loss", [ls, target], {"reduction": {"str": "sum"}}, [], f)
+    table = t.input("table", [10, 12], f, requires_grad=True)
+    ids = t.op("remainder", t.input("ids", [16, 16], "i64"), 10)
+    emb = t.torch("torch.nn.functional.embedding", [ids, table], None, [16, 16, 12], f)
+    q = t.torch("torch.reshape", [h, [16, 16, 12]], None, [16, 16, 12], f)
+    att = t.torch("torch.nn.functional.scaled_dot_product_attention", [q, emb, emb], {"is_causal": True}, [16, 16, 12], f)
+    t.outputs = [sm, mean, rs, gs, si, both, var, nll, att]
     return t
 
 

@@ -110,6 +110,32 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                                    (ce ? ", \"label_smoothing\": 0.1}" : "}"));
       return Case{f64("x", "[5, 3]") + "," + f64("k", "[5]", false), targets + "," + calls, "\"o\", \"r\", \"q\""};
     }
+    case tg::OpKind::t_cat:
+      return Case{x + "," + f64("y", "[3, 2]"),
+                  call(info.id, "[[\"x\", \"y\", \"x\"], 1]", out("o", "[3, 10]")) + "," +
+                      call(info.id, "[[\"y\", \"x\"]]", out("r", "[3, 6]"), ", \"kwargs\": {\"dim\": -1}"),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_split:
+      return Case{f64("x", "[5, 4]"),
+                  call(info.id, "[\"x\", 2]", out("o", "[2, 4]") + "," + out("p", "[2, 4]") + "," + out("q", "[1, 4]")) + "," +
+                      call(info.id, "[\"x\", [1, 3]]", out("r", "[5, 1]") + "," + out("s", "[5, 3]"), ", \"kwargs\": {\"dim\": 1}"),
+                  "\"o\", \"p\", \"q\", \"r\", \"s\""};
+    case tg::OpKind::t_var:
+      return Case{f64("x", "[3, 4, 5]"),
+                  call(info.id, "[\"x\", [0, 2], null, true]", out("o", "[1, 4, 1]")) + "," +
+                      call(info.id, "[\"x\", 1]", out("r", "[3, 5]"), ", \"kwargs\": {\"correction\": 0}"),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_embedding:  // ids floor(3.9 k) in [0, 3] from a non-differentiable input
+      return Case{f64("k", "[2, 3]", false) + "," + f64("w", "[4, 5]"),
+                  call("prims.mul", "[\"k\", 3.9]", out("k1", "[2, 3]")) + "," + call("prims.floor", "[\"k1\"]", out("k2", "[2, 3]")) + "," +
+                      call("prims.convert_element_type", "[\"k2\", {\"dtype\": \"i64\"}]", out("i", "[2, 3]", "i64")) + "," +
+                      call(info.id, "[\"i\", \"w\"]", out("o", "[2, 3, 5]")),
+                  "\"o\""};
+    case tg::OpKind::t_sdpa:  // causal, and with an additive mask and an explicit scale
+      return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]"),
+                  call(info.id, "[\"q\", \"k\", \"v\"]", out("o", "[2, 3, 4]"), ", \"kwargs\": {\"is_causal\": true}") + "," +
+                      call(info.id, "[\"q\", \"k\", \"v\", \"m\", 0.0, false]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"scale\": 0.3}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
     case tg::OpKind::t_layer_norm:  // affine over the last dim, and plain over the last two
       return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]") + "," + f64("b", "[4]"),
                   call(info.id, "[\"x\", [4], \"w\", \"b\", 1e-5]", out("o", "[2, 3, 4]")) + "," +
