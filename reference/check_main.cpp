@@ -10,6 +10,7 @@
 #include "printer.h"
 #include "reader.h"
 #include "reference.h"
+#include "rng.h"
 #include "thunder_gen/diagnostics.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +19,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    tg::Trace trace = tg::read_trace_file(argv[1]);
+    // The generator's RNG binding, so the Philox seed and offset inputs the harness wrote are read.
+    tg::Trace trace = tg::bind_rng(tg::read_trace_file(argv[1]));
     const std::string dir = argv[2];
     std::vector<torch::Tensor> inputs, cotangents;
     bool trains = false;

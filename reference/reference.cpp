@@ -214,7 +214,7 @@ class Interpreter {
         double lo = operand(op.arg(1), torch::kDouble).item<double>(), hi = operand(op.arg(2), torch::kDouble).item<double>();
         Tensor u = torch::empty({numel(out.shape)}, torch::kFloat);
         float* p = u.data_ptr<float>();
-        for (int64_t i = 0; i < u.numel(); ++i) p[i] = philox_uniform(seed, offset, i);
+        for (int64_t i = 0; i < u.numel(); ++i) p[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(7).integer));
         // In the output's compute type, as the kernel's expression computes it.
         return {torch::full({}, lo, torch::kFloat).add(u.mul(float(hi - lo))).to(ct).reshape(to_vec(out.shape))};
       }
@@ -303,6 +303,17 @@ class Interpreter {
         if (r == "none") o = o.reduction(torch::kNone);
         else if (r == "sum") o = o.reduction(torch::kSum);
         return {F::nll_loss(in(), target, o)};
+      }
+      case OpKind::t_dropout: {  // the mask from the runtime's Philox, as the lowering draws it
+        double p = op.arg(1).as_double();
+        Tensor x = in();
+        if (!op.arg(2).boolean || p == 0.0) return {x};
+        uint64_t seed = uint64_t(operand(op.arg(4), torch::kInt64).item<int64_t>());
+        uint64_t offset = uint64_t(operand(op.arg(5), torch::kInt64).item<int64_t>());
+        Tensor keep = torch::empty({x.numel()}, torch::kBool);
+        bool* k = keep.data_ptr<bool>();
+        for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(6).integer)) < float(1.0 - p);
+        return {x * keep.reshape(x.sizes()).to(x.scalar_type()) * (1.0 / (1.0 - p))};
       }
       case OpKind::t_cat: {
         std::vector<Tensor> parts;

@@ -287,7 +287,8 @@ class KernelWriter {
         } else if (op.info->kind == OpKind::uniform_philox) {
           // The element's linear position in the drawn tensor picks its Philox counter.
           std::string u = "tg::philox_uniform(static_cast<uint64_t>(" + operand(op.arg(5), index, DType::i64) + "), static_cast<uint64_t>(" +
-                          operand(op.arg(6), index, DType::i64) + "), " + offset(out, index) + ")";
+                          operand(op.arg(6), index, DType::i64) + "), " + offset(out, index) +
+                          (op.arg(7).integer ? ", " + std::to_string(op.arg(7).integer) + "ull" : std::string()) + ")";
           std::string lo = operand(op.arg(1), index, DType::f32), hi = operand(op.arg(2), index, DType::f32);
           expr = "static_cast<" + ctype(out.dtype) + ">(" + lo + " + (" + hi + " - " + lo + ") * " + u + ")";
         } else {  // iota

@@ -319,6 +319,7 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::t_permute: case OpKind::t_transpose: case OpKind::t_unsqueeze: case OpKind::t_sum: case OpKind::t_mean:
     case OpKind::t_layer_norm: case OpKind::t_rms_norm: case OpKind::t_cross_entropy: case OpKind::t_nll_loss:
     case OpKind::t_cat: case OpKind::t_split: case OpKind::t_var: case OpKind::t_embedding: case OpKind::t_sdpa:
+    case OpKind::t_dropout:
       return torch_gradient(kind);
 
     // No gradient flows: piecewise constant, boolean or integer results, sources.
@@ -337,7 +338,7 @@ GradRule gradient_rule(OpKind kind) {
 namespace tg {
 
 std::string_view gradient_saves(OpKind kind) {
-  if (kind >= OpKind::t_softmax && kind <= OpKind::t_sdpa) return torch_gradient_saves(kind);  // torch-level rows
+  if (kind >= OpKind::t_softmax && kind <= OpKind::t_dropout) return torch_gradient_saves(kind);  // torch-level rows
   if (!gradient_rule(kind)) return "";
   switch (kind) {
     // Rules written in terms of the result: d exp(a) = g * exp(a) reads exp(a), not a.

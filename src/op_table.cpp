@@ -543,6 +543,12 @@ std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
   return {{q.dtype, out}};
 }
 
+std::vector<OutType> dropout_rule(const Trace& t, const Op& op) {
+  double p = op.arg(1).as_double();
+  if (op.arg(1).is_number() && (p < 0 || p > 1)) fail(1, "p must be in [0, 1]");
+  return like_input_rule(t, op);
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -655,7 +661,7 @@ std::vector<OpInfo> build_table() {
              iota_rule, "", D::any, ""},
       OpInfo{OpKind::uniform_philox, "prims.uniform_philox", FusionClass::source,
              {p("shape", K::int_list), p("minval", K::number), p("maxval", K::number), kw("device", K::device), kw("dtype", K::dtype),
-              kw("seed", K::number), kw("offset", K::number)},
+              kw("seed", K::number), kw("offset", K::number), Param{"stream", K::integer, true, true, Arg::of_int(0)}},
              uniform_rule, "", D::any, "Philox4x32-10 counter-based draws: element i of (seed, offset) is the same everywhere"},
 
       OpInfo{OpKind::broadcast_in_dim, "prims.broadcast_in_dim", FusionClass::shape,
@@ -753,6 +759,14 @@ std::vector<OpInfo> build_table() {
              {p("query", K::tensor), p("key", K::tensor), p("value", K::tensor), opt("attn_mask", K::optional_tensor),
               opt("dropout_p", K::number, Arg::of_real(0.0)), opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"scale", K::optional_number, true, true, {}}},
              sdpa_rule, "", D::floats, "the math form; dropout_p 0 only"},
+
+      // seed and offset are an extension: thunder-gen's RNG pass (src/rng.cpp) binds them to the
+      // trace's Philox seed and offset inputs; Thunder's traces do not pass them.
+      OpInfo{OpKind::t_dropout, "torch.nn.functional.dropout", FusionClass::composite,
+             {p("a", K::tensor), opt("p", K::number, Arg::of_real(0.5)), opt("training", K::boolean, Arg::of_bool(true)),
+              opt("inplace", K::boolean, Arg::of_bool(false)), Param{"seed", K::optional_number, true, true, {}},
+              Param{"offset", K::optional_number, true, true, {}}, Param{"stream", K::integer, true, true, Arg::of_int(0)}},
+             dropout_rule, "", D::floats, "draws from the trace's Philox seed and offset inputs; the backward keeps the b8 mask"},
 
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };

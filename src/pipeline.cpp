@@ -12,6 +12,7 @@
 #include "emit_harness.h"
 #include "fuse.h"
 #include "partition.h"
+#include "rng.h"
 #include "printer.h"
 #include "templates.h"
 #include "verify.h"
@@ -65,7 +66,8 @@ std::string listing(const char* title, const Trace& t) { return "# " + std::stri
 
 }  // namespace
 
-PipelineResult run_pipeline(const Trace& input, const PipelineOptions& o, std::ostream& log) {
+PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::ostream& log) {
+  const Trace input = bind_rng(read);  // dropout calls get the trace's Philox seed and offset inputs
   PipelineResult result;
   PassLog passes(o, log);
   passes.dump("read", input);

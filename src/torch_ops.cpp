@@ -313,6 +313,23 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       V p = div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
       return {matmul(g, p, v)};
     }
+    case OpKind::t_dropout: {
+      // Thunder's decomposition: keep where a uniform draw is below 1 - p, scale by 1 / (1 - p).
+      // The draws come from the seed and offset the RNG pass bound (src/rng.cpp).
+      V a = op.arg(0).value;
+      double p = op.arg(1).as_double();
+      DType dt = value_of(g, a).dtype;
+      if (!op.arg(2).boolean || p == 0.0) return {a};
+      if (p == 1.0) return {mul(g, val(a), num(0.0))};
+      TG_CHECK(op.arg(4).kind != Arg::Kind::none, "dropout reached lowering without a bound seed");
+      Arg device;
+      device.kind = Arg::Kind::device;
+      device.text = t.device;
+      V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device, Arg::of_dtype(DType::f32), op.arg(4),
+                                             op.arg(5), op.arg(6)});
+      V keep = cmp(g, "prims.lt", val(r), num(1.0 - p));
+      return {mul(g, val(mul(g, val(a), val(convert(g, keep, dt)))), num(1.0 / (1.0 - p)))};
+    }
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: {
       Norm m = norm_of(g, op);

@@ -115,9 +115,11 @@ TG_HD uint32_t philox_word(uint64_t seed, uint64_t offset, uint64_t block, unsig
   }
   return word == 0 ? c0 : word == 1 ? c1 : word == 2 ? c2 : c3;
 }
-// Uniform in [0, 1): the top 24 bits of the word, so every value is exact in f32.
-TG_HD float philox_uniform(uint64_t seed, uint64_t offset, int64_t i) {
-  return float(philox_word(seed, offset, uint64_t(i) >> 2, unsigned(i & 3)) >> 8) * (1.0f / 16777216.0f);
+// Uniform in [0, 1): the top 24 bits of the word, so every value is exact in f32. Stream k
+// (one per dropout call under one seed and offset) starts at block k * 2^40, so streams of up to
+// 2^42 elements never share a counter.
+TG_HD float philox_uniform(uint64_t seed, uint64_t offset, int64_t i, uint64_t stream = 0) {
+  return float(philox_word(seed, offset, (uint64_t(i) >> 2) + (stream << 40), unsigned(i & 3)) >> 8) * (1.0f / 16777216.0f);
 }
 
 // ---- loads and stores: storage type <-> compute type ----------------------------------------

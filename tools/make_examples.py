@@ -1016,8 +1016,11 @@ def gelu_tanh(t, x):
 
 def dropout(t, x, p, seed, offset):
     """Thunder's decomposition with its RNG state made explicit: uniform_philox draws, keep where
-    r < 1 - p, scale by 1 / (1 - p). The gradient needs only the b8 keep mask."""
-    call = t.begin("torch.nn.functional.dropout", [x], {"p": p, "training": True, "inplace": False})
+    r < 1 - p, scale by 1 / (1 - p). The gradient needs only the b8 keep mask. seed and offset
+    are also passed to the call itself (thunder-gen's extension of the signature), so its own
+    lowering draws from the same inputs."""
+    call = t.begin("torch.nn.functional.dropout", [x],
+                   {"p": p, "training": True, "inplace": False, "seed": seed, "offset": offset})
     r = t.op("uniform_philox", t.shape(x), 0.0, 1.0,
              kwargs={"device": DEVICE, "dtype": dtype("f32"), "seed": seed, "offset": offset})
     keep = t.op("lt", r, 1.0 - p)
@@ -1139,14 +1142,13 @@ def classifier_head():
 
 @example
 def dropout_p09():
-    t = Trace("dropout_p09", "hand-written: the contract's example, torch.nn.functional.dropout(x, p=0.9) on "
-                             "f32[1024, 1024], with Thunder's decomposition and its Philox seed and offset as "
-                             "scalar inputs; tests/tools/dropout_property.cpp checks that every output is 0 or "
-                             "x / (1 - p) and the gradient g / (1 - p) under the same mask")
+    t = Trace("dropout_p09", "the contract's example as written there: torch.nn.functional.dropout(x, p=0.9) on "
+                             "f32[1024, 1024], no decomposition and no random state in the trace (thunder-gen adds "
+                             "philox_seed and philox_offset inputs); tests/tools/dropout_property.cpp checks that "
+                             "every output is 0 or x / (1 - p) and the gradient g / (1 - p) under the same mask")
     x = t.input("x", [1024, 1024], "f32", requires_grad=True)
-    seed = t.scalar("seed", "i64")
-    offset = t.scalar("offset", "i64")
-    t.outputs = [dropout(t, x, 0.9, seed, offset)]
+    t.outputs = [t.torch("torch.nn.functional.dropout", [x], {"p": 0.9, "training": True, "inplace": False},
+                         [1024, 1024], "f32")]
     return t
 
 

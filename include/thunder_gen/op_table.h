@@ -36,7 +36,7 @@ enum class OpKind {
   // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
   t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
   t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
-  t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa,
+  t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa, t_dropout,
   // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
   fused_kernel,
 };

@@ -110,6 +110,11 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                                    (ce ? ", \"label_smoothing\": 0.1}" : "}"));
       return Case{f64("x", "[5, 3]") + "," + f64("k", "[5]", false), targets + "," + calls, "\"o\", \"r\", \"q\""};
     }
+    case tg::OpKind::t_dropout:  // a draw (seed and offset bound by thunder-gen's RNG pass), and eval mode
+      return Case{f64("x", "[20, 30]"),
+                  call(info.id, "[\"x\", 0.3]", out("o", "[20, 30]")) + "," +
+                      call(info.id, "[\"x\"]", out("r", "[20, 30]"), ", \"kwargs\": {\"p\": 0.5, \"training\": false}"),
+                  "\"o\", \"r\""};
     case tg::OpKind::t_cat:
       return Case{x + "," + f64("y", "[3, 2]"),
                   call(info.id, "[[\"x\", \"y\", \"x\"], 1]", out("o", "[3, 10]")) + "," +

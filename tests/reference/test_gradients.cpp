@@ -15,6 +15,7 @@
 #include "printer.h"
 #include "reader.h"
 #include "reference.h"
+#include "rng.h"
 #include "grad_cases.h"
 #include "thunder_gen/op_table.h"
 
@@ -35,7 +36,7 @@ CATCH_TEST_CASE("every differentiable op's gradient matches LibTorch autograd in
       CATCH_INFO("op " << info.id);
       std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + c->inputs +
                          "], \"ops\": [" + c->op + "], \"outputs\": [" + c->outputs + "]}";
-      tg::Trace forward = tg::read_trace(json);
+      tg::Trace forward = tg::bind_rng(tg::read_trace(json));
       tg::Trace joint = tg::autograd(forward).trace;
       CATCH_INFO(tg::print_trace(joint));
 
@@ -105,7 +106,7 @@ CATCH_TEST_CASE("grad_saves in the op table is what each gradient rule reads") {
     }
     std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + c->inputs + "], \"ops\": [" + c->op +
                        "], \"outputs\": [" + c->outputs + "]}";
-    tg::Trace forward = tg::read_trace(json);
+    tg::Trace forward = tg::bind_rng(tg::read_trace(json));
     const tg::Op* op = nullptr;
     for (const tg::Op& o : forward.ops)
       if (o.info == &info) op = &o;

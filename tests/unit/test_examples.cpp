@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "decompose.h"
+#include "rng.h"
 #include "pipeline.h"
 #include "reader.h"
 #include "thunder_gen/op_table.h"
@@ -51,7 +52,7 @@ TEST_CASE("the examples cover every op in the table and every dtype") {
   for (const fs::path& p : examples()) {
     tg::Trace read = tg::read_trace_file(p.string());
     collect_ops(read.ops, ops);  // torch-level ops as written
-    tg::Trace t = tg::decompose(read);
+    tg::Trace t = tg::decompose(tg::bind_rng(read));
     collect_ops(t.ops, ops);
     for (const tg::Value& v : t.values) {
       dtypes.insert(v.dtype);
