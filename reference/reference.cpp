@@ -346,7 +346,17 @@ class Interpreter {
           Tensor m = env_.at(op.arg(3).value);
           s = m.scalar_type() == torch::kBool ? s.masked_fill(m.logical_not(), -INFINITY) : s + m;
         }
-        return {torch::matmul(torch::softmax(s, -1), v)};
+        Tensor p = torch::softmax(s, -1);
+        double dropout_p = op.arg(4).as_double();
+        if (dropout_p > 0.0) {  // the runtime's Philox, as the lowering draws it
+          uint64_t seed = uint64_t(operand(op.arg(7), torch::kInt64).item<int64_t>());
+          uint64_t offset = uint64_t(operand(op.arg(8), torch::kInt64).item<int64_t>());
+          Tensor keep = torch::empty({p.numel()}, torch::kBool);
+          bool* k = keep.data_ptr<bool>();
+          for (int64_t i = 0; i < p.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(9).integer)) < float(1.0 - dropout_p);
+          p = p * keep.reshape(p.sizes()).to(p.scalar_type()) * (1.0 / (1.0 - dropout_p));
+        }
+        return {torch::matmul(p, v)};
       }
       case OpKind::t_layer_norm: {
         auto ns = op.arg(1).int_list();

@@ -15,8 +15,8 @@ namespace {
 // custom bodies included), so the harness's --philox-seed / --philox-offset can set them.
 void find_philox_roles(const Trace& t, const std::vector<Op>& ops, std::map<ValueId, std::string>& roles) {
   for (const Op& op : ops) {
-    if (op.info && (op.info->kind == OpKind::uniform_philox || op.info->kind == OpKind::t_dropout)) {
-      size_t seed = op.info->kind == OpKind::uniform_philox ? 5 : 4;  // then the offset
+    if (op.info && (op.info->kind == OpKind::uniform_philox || op.info->kind == OpKind::t_dropout || op.info->kind == OpKind::t_sdpa)) {
+      size_t seed = op.info->kind == OpKind::uniform_philox ? 5 : op.info->kind == OpKind::t_dropout ? 4 : 7;  // then the offset
       if (op.arg(seed).is_value()) roles[op.arg(seed).value] = "philox_seed";
       if (op.arg(seed + 1).is_value()) roles[op.arg(seed + 1).value] = "philox_offset";
     }

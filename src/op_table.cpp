@@ -537,7 +537,7 @@ std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
     want.push_back(k.shape[r - 2]);
     if (m.shape != want || (m.dtype != DType::b8 && m.dtype != q.dtype)) fail(3, "attn_mask must be b8 or " + std::string(dtype_name(q.dtype)) + shape_str(want));
   }
-  if (op.arg(4).as_double() != 0.0) fail(4, "dropout_p must be 0: attention dropout is not supported yet (apply dropout to the weights in the trace)");
+  if (op.arg(4).is_number() && (op.arg(4).as_double() < 0.0 || op.arg(4).as_double() >= 1.0)) fail(4, "dropout_p must be in [0, 1)");
   Shape out = q.shape;
   out[r - 1] = v.shape[r - 1];
   return {{q.dtype, out}};
@@ -757,8 +757,10 @@ std::vector<OpInfo> build_table() {
              embedding_rule, "", D::any, "a one-hot matmul: exact, but O(ids x vocabulary x dim)"},
       OpInfo{OpKind::t_sdpa, "torch.nn.functional.scaled_dot_product_attention", FusionClass::composite,
              {p("query", K::tensor), p("key", K::tensor), p("value", K::tensor), opt("attn_mask", K::optional_tensor),
-              opt("dropout_p", K::number, Arg::of_real(0.0)), opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"scale", K::optional_number, true, true, {}}},
-             sdpa_rule, "", D::floats, "the math form; dropout_p 0 only"},
+              opt("dropout_p", K::number, Arg::of_real(0.0)), opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"scale", K::optional_number, true, true, {}},
+              Param{"seed", K::optional_number, true, true, {}}, Param{"offset", K::optional_number, true, true, {}},
+              Param{"stream", K::integer, true, true, Arg::of_int(0)}},
+             sdpa_rule, "", D::floats, "the math form; attention dropout draws like dropout"},
 
       // seed and offset are an extension: thunder-gen's RNG pass (src/rng.cpp) binds them to the
       // trace's Philox seed and offset inputs; Thunder's traces do not pass them.

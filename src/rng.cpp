@@ -8,7 +8,18 @@
 namespace tg {
 namespace {
 
-bool unbound_dropout(const Op& op) { return op.info && op.info->kind == OpKind::t_dropout && op.arg(4).kind == Arg::Kind::none; }
+// Where an op that draws keeps its seed (then offset, then stream), or 0 for ops that do not
+// draw: dropout, and attention with dropout_p above 0.
+size_t seed_param(const Op& op) {
+  if (!op.info) return 0;
+  if (op.info->kind == OpKind::t_dropout) return 4;
+  if (op.info->kind == OpKind::t_sdpa && !(op.arg(4).is_number() && op.arg(4).as_double() == 0.0)) return 7;
+  return 0;
+}
+bool unbound_dropout(const Op& op) {
+  size_t s = seed_param(op);
+  return s && op.arg(s).kind == Arg::Kind::none;
+}
 
 bool any_unbound(const std::vector<Op>& ops) {
   for (const Op& op : ops)
@@ -19,9 +30,10 @@ bool any_unbound(const std::vector<Op>& ops) {
 void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
   for (Op& op : ops) {
     if (unbound_dropout(op)) {
-      op.args[4] = Arg::of_value(seed);
-      op.args[5] = Arg::of_value(offset);
-      op.args[6] = Arg::of_int(stream++);
+      size_t s = seed_param(op);
+      op.args[s] = Arg::of_value(seed);
+      op.args[s + 1] = Arg::of_value(offset);
+      op.args[s + 2] = Arg::of_int(stream++);
     }
     bind(op.sub, seed, offset, stream);
   }

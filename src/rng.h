@@ -1,4 +1,5 @@
-// RNG binding: a torch.nn.functional.dropout call in a Thunder trace names no random state, but
+// RNG binding: a torch.nn.functional.dropout call (or an attention with dropout_p above 0) in a
+// Thunder trace names no random state, but
 // generated code must draw reproducibly (the same seed and offset give the same mask in host
 // emulation and on the GPU). This pass adds two i64 scalar inputs to a trace that has such
 // calls, `philox_seed` and `philox_offset` (the harness's --philox-seed / --philox-offset), and

@@ -11,6 +11,13 @@ namespace {
 using namespace vocabulary;
 using Contributions = std::vector<GradContribution>;
 
+Arg device_of(G& g) {
+  Arg device;
+  device.kind = Arg::Kind::device;
+  device.text = g.trace().device;
+  return device;
+}
+
 bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
 // Thunder computes 16-bit floats in f32 and rounds the result once.
 V upcast(G& g, V a) { return is_16bit(value_of(g, a).dtype) ? convert(g, a, DType::f32) : a; }
@@ -311,6 +318,13 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       V mx = unreduce(g, call(g, "prims.amax", {val(s), int_list({last})}), ss, {last});
       V e = unary(g, "prims.exp", sub(g, val(s), val(mx)));
       V p = div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
+      double dropout_p = op.arg(4).as_double();
+      if (dropout_p > 0.0) {  // on the attention weights, drawn as dropout draws (src/rng.cpp bound the state)
+        TG_CHECK(op.arg(7).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
+        V r = call(g, "prims.uniform_philox", {int_list(ss), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(7), op.arg(8), op.arg(9)});
+        V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
+        p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
+      }
       return {matmul(g, p, v)};
     }
     case OpKind::t_dropout: {

@@ -136,11 +136,12 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                       call("prims.convert_element_type", "[\"k2\", {\"dtype\": \"i64\"}]", out("i", "[2, 3]", "i64")) + "," +
                       call(info.id, "[\"i\", \"w\"]", out("o", "[2, 3, 5]")),
                   "\"o\""};
-    case tg::OpKind::t_sdpa:  // causal, and with an additive mask and an explicit scale
+    case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout
       return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]"),
                   call(info.id, "[\"q\", \"k\", \"v\"]", out("o", "[2, 3, 4]"), ", \"kwargs\": {\"is_causal\": true}") + "," +
-                      call(info.id, "[\"q\", \"k\", \"v\", \"m\", 0.0, false]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"scale\": 0.3}"),
-                  "\"o\", \"r\"", -1.0, 1.0};
+                      call(info.id, "[\"q\", \"k\", \"v\", \"m\", 0.0, false]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"scale\": 0.3}") + "," +
+                      call(info.id, "[\"q\", \"k\", \"v\"]", out("d", "[2, 3, 4]"), ", \"kwargs\": {\"dropout_p\": 0.3, \"is_causal\": true}"),
+                  "\"o\", \"r\", \"d\"", -1.0, 1.0};
     case tg::OpKind::t_layer_norm:  // affine over the last dim, and plain over the last two
       return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]") + "," + f64("b", "[4]"),
                   call(info.id, "[\"x\", [4], \"w\", \"b\", 1e-5]", out("o", "[2, 3, 4]")) + "," +
