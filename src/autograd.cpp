@@ -2,6 +2,7 @@
 
 #include "decompose.h"
 #include "prim_builder.h"
+#include "prim_vocabulary.h"
 #include "torch_ops.h"
 
 #include <deque>
@@ -32,12 +33,7 @@ std::vector<GradContribution> custom_backward(PrimBuilder& b, const std::map<Val
       continue;
     }
     const Value& out = t.value(op.outs[i]);
-    Arg device;
-    device.kind = Arg::Kind::device;
-    device.text = t.device;
-    std::vector<Arg> shape;
-    for (int64_t d : out.shape) shape.push_back(Arg::of_int(d));
-    inputs.push_back(b.emit("prims.full", {Arg::of_list(shape), Arg::of_real(0.0), device, Arg::of_dtype(out.dtype)}).at(0));
+    inputs.push_back(vocabulary::zeros(b, out.shape, out.dtype));
   }
   for (ValueId s : custom.fwd.saved) inputs.push_back(fwd_rename.at(s));
   std::map<ValueId, ValueId> rename;
@@ -169,12 +165,7 @@ JointTrace autograd(const Trace& forward) {
     if (auto c = cot.find(in); c != cot.end()) {
       g = c->second;
     } else {
-      Arg device;
-      device.kind = Arg::Kind::device;
-      device.text = joint.device;
-      std::vector<Arg> shape;
-      for (int64_t d : v.shape) shape.push_back(Arg::of_int(d));
-      g = b.emit("prims.full", {Arg::of_list(shape), Arg::of_real(0.0), device, Arg::of_dtype(v.dtype)}).at(0);
+      g = vocabulary::zeros(b, v.shape, v.dtype);
     }
     joint.outputs.push_back(g);
   }

@@ -41,12 +41,14 @@ inline V reshape(G& g, V a, const Shape& shape) { return shape_of(g, a) == shape
 inline V broadcast(G& g, V a, const Shape& shape, const std::vector<int64_t>& dims) {
   return call(g, "prims.broadcast_in_dim", {val(a), int_list(shape), int_list(dims)});
 }
-inline V full(G& g, const Shape& shape, double fill, DType t) {
+// The trace's default device, as a literal for sources (full, iota, uniform_philox).
+inline Arg device_of(G& g) {
   Arg device;
   device.kind = Arg::Kind::device;
   device.text = g.trace().device;
-  return call(g, "prims.full", {int_list(shape), num(fill), device, Arg::of_dtype(t)});
+  return device;
 }
+inline V full(G& g, const Shape& shape, double fill, DType t) { return call(g, "prims.full", {int_list(shape), num(fill), device_of(g), Arg::of_dtype(t)}); }
 inline V zeros(G& g, const Shape& shape, DType t) { return full(g, shape, 0.0, t); }
 
 // A reduced value broadcast back over the dims it lost.

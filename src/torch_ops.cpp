@@ -11,13 +11,6 @@ namespace {
 using namespace vocabulary;
 using Contributions = std::vector<GradContribution>;
 
-Arg device_of(G& g) {
-  Arg device;
-  device.kind = Arg::Kind::device;
-  device.text = g.trace().device;
-  return device;
-}
-
 bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
 // Thunder computes 16-bit floats in f32 and rounds the result once.
 V upcast(G& g, V a) { return is_16bit(value_of(g, a).dtype) ? convert(g, a, DType::f32) : a; }
@@ -138,10 +131,7 @@ ClassLoss class_loss_of(G& g, const Op& op) {
   l.c = s[1];
   V target = op.arg(1).value;
   DType tt = value_of(g, target).dtype;
-  Arg device;
-  device.kind = Arg::Kind::device;
-  device.text = g.trace().device;
-  V classes = call(g, "prims.iota", {Arg::of_int(l.c), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(tt)});
+  V classes = call(g, "prims.iota", {Arg::of_int(l.c), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(tt)});
   l.onehot = cmp(g, "prims.eq", val(broadcast(g, classes, s, {1})), val(broadcast(g, target, s, {0})));
   l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(op.arg(4).integer));
   l.reduction = op.arg(6).text;
@@ -284,10 +274,7 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       V ids = op.arg(0).value, w = op.arg(1).value;
       Shape is = shape_of(g, ids), ws = shape_of(g, w);
       int64_t n = numel(is);
-      Arg device;
-      device.kind = Arg::Kind::device;
-      device.text = t.device;
-      V classes = call(g, "prims.iota", {Arg::of_int(ws[0]), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(value_of(g, ids).dtype)});
+      V classes = call(g, "prims.iota", {Arg::of_int(ws[0]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
       V flat = reshape(g, ids, {n});
       V onehot = cmp(g, "prims.eq", val(broadcast(g, flat, {n, ws[0]}, {0})), val(broadcast(g, classes, {n, ws[0]}, {1})));
       V rows = matmul(g, convert(g, onehot, value_of(g, w).dtype), w);
@@ -301,12 +288,9 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(scale));
       Shape ss = shape_of(g, s);
       if (op.arg(5).boolean) {  // causal: row i sees columns j <= i
-        Arg device;
-        device.kind = Arg::Kind::device;
-        device.text = t.device;
         int64_t l = qs[r - 2], sl = ks[r - 2];
-        V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(DType::i64)});
-        V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device, Arg::of_dtype(DType::i64)});
+        V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+        V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
         V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
         s = where(g, broadcast(g, keep, ss, {int64_t(r) - 2, int64_t(r) - 1}), val(s), num(-INFINITY));
       }
@@ -336,10 +320,7 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       if (!op.arg(2).boolean || p == 0.0) return {a};
       if (p == 1.0) return {mul(g, val(a), num(0.0))};
       TG_CHECK(op.arg(4).kind != Arg::Kind::none, "dropout reached lowering without a bound seed");
-      Arg device;
-      device.kind = Arg::Kind::device;
-      device.text = t.device;
-      V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device, Arg::of_dtype(DType::f32), op.arg(4),
+      V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(4),
                                              op.arg(5), op.arg(6)});
       V keep = cmp(g, "prims.lt", val(r), num(1.0 - p));
       return {mul(g, val(mul(g, val(a), val(convert(g, keep, dt)))), num(1.0 / (1.0 - p)))};
