@@ -270,7 +270,12 @@ class Interpreter {
         if (op.arg(1).kind != Arg::Kind::none) dim = op.arg(1).integer;
         return {op.info->kind == OpKind::argmax ? torch::argmax(in(), dim) : torch::argmin(in(), dim)};
       }
-      case OpKind::matmul: return {torch::matmul(a(0), a(1))};
+      case OpKind::matmul: {
+        torch::Tensor c = torch::matmul(a(0), a(1));
+        if (op.args.size() > 2 && op.arg(2).is_value()) c = c + a(2);
+        if (op.args.size() > 3 && op.arg(3).text == "gelu_tanh") c = torch::gelu(c, "tanh");
+        return {c};
+      }
       // Torch-level ops: LibTorch's own functions, not thunder-gen's lowering, so the lowering is
       // checked too. 16-bit inputs compute in f32 (they are held in f32) and round at the end.
       case OpKind::t_softmax: return {torch::softmax(in(), op.arg(1).integer)};

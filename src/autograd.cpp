@@ -15,11 +15,6 @@
 namespace tg {
 namespace {
 
-void for_each_value(const Arg& a, const std::function<void(ValueId)>& f) {
-  if (a.is_value()) f(a.value);
-  for (const Arg& item : a.items) for_each_value(item, f);
-}
-
 // A custom-gradient op's contributions: the user's bwd body inlined, its inputs bound to the
 // cotangents (zeros where an output got none) and to where the saved values went in the forward.
 std::vector<GradContribution> custom_backward(PrimBuilder& b, const std::map<ValueId, ValueId>& fwd_rename, const Op& op,

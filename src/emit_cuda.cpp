@@ -35,13 +35,14 @@ std::string c_ident(const std::string& name) {
   return escape ? "p_" + name : name;
 }
 
+std::string storage_type(const Value& v) { return v.bit_packed ? "tg::PackedBits" : std::string(storage_ctype(v.dtype)); }
+
 namespace {
 
 constexpr int kPointwiseBlock = 256;
 constexpr int kMaxRowBlock = 256;
 
 std::string ctype(DType t) { return std::string(compute_ctype(t)); }
-std::string stype(DType t) { return std::string(storage_ctype(t)); }
 
 // A number literal as code of compute type `as`.
 std::string number_code(double d, bool is_integer_literal, int64_t integer, DType as) {
@@ -117,12 +118,12 @@ class KernelWriter {
     bool first = true;
     for (const Arg& a : k_.args) {
       const Value& v = t_.value(a.value);
-      out << (first ? "" : ", ") << (v.is_scalar ? ctype(v.dtype) + " " : "const " + stype(v.dtype) + "* __restrict__ ") << c_ident(v.name);
+      out << (first ? "" : ", ") << (v.is_scalar ? ctype(v.dtype) + " " : "const " + storage_type(v) + "* __restrict__ ") << c_ident(v.name);
       first = false;
     }
     for (ValueId id : k_.outs) {
       const Value& v = t_.value(id);
-      out << (first ? "" : ", ") << stype(v.dtype) << "* __restrict__ " << c_ident(v.name);
+      out << (first ? "" : ", ") << storage_type(v) << "* __restrict__ " << c_ident(v.name);
       first = false;
     }
     out << ") {\n" << body << "}\n";
@@ -479,13 +480,21 @@ std::string gemm_shape(const Trace& t, const Op& op) {
          (b_batched ? "true" : "false") + "}";
 }
 
+// The trailing epilogue arguments of tg::matmul: the bias pointer and the activation, if any.
+std::string gemm_epilogue(const Op& op, const std::map<ValueId, std::string>& pointer) {
+  const bool bias = op.args.size() > 2 && op.arg(2).is_value();
+  const bool gelu = op.args.size() > 3 && op.arg(3).text == "gelu_tanh";
+  if (!bias && !gelu) return "";
+  return ", " + (bias ? pointer.at(op.arg(2).value) : std::string("nullptr")) + (gelu ? ", tg::Activation::gelu_tanh" : "");
+}
+
 std::string param_list(const Trace& t, std::map<ValueId, std::string>* pointer_of, std::vector<std::string>* output_params) {
   std::string s;
   std::set<std::string> taken;
   for (ValueId id : t.inputs) {
     const Value& v = t.value(id);
     std::string name = c_ident(v.name);
-    s += (v.is_scalar ? ctype(v.dtype) + " " : "const " + stype(v.dtype) + "* ") + name + ", ";
+    s += (v.is_scalar ? ctype(v.dtype) + " " : "const " + storage_type(v) + "* ") + name + ", ";
     taken.insert(name);
     if (pointer_of) (*pointer_of)[id] = name;
   }
@@ -494,7 +503,7 @@ std::string param_list(const Trace& t, std::map<ValueId, std::string>* pointer_o
     std::string name = c_ident(v.name);
     if (taken.count(name)) name = "out" + std::to_string(k);
     taken.insert(name);
-    s += stype(v.dtype) + "* " + name + ", ";
+    s += storage_type(v) + "* " + name + ", ";
     if (output_params) output_params->push_back(name);
     if (pointer_of && !pointer_of->count(t.outputs[k])) (*pointer_of)[t.outputs[k]] = name;
   }
@@ -530,7 +539,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       info.name = fused.name + "_matmul_" + fused.value(k.outs[0]).name;
       info.library = "cuBLASLt";
       info.values.push_back(fused.value(k.outs[0]).name);
-      for (const Arg& a : k.args) info.reads.push_back(fused.value(a.value).name);
+      for_each_value(k, [&](ValueId v) { info.reads.push_back(fused.value(v).name); });
       info.writes = info.values;
       result.kernels.push_back(std::move(info));
       continue;
@@ -567,15 +576,15 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
         const Value& val = fused.value(v);
         pointer[v] = c_ident(val.name);
         temporaries.push_back(v);
-        out << "  " << stype(val.dtype) << "* " << pointer[v] << " = static_cast<" << stype(val.dtype) << "*>(tg::device_alloc("
-            << numel(val.shape) * dtype_bytes(val.dtype) << ", stream));\n";
+        out << "  " << storage_type(val) << "* " << pointer[v] << " = static_cast<" << storage_type(val) << "*>(tg::device_alloc("
+            << stored_bytes(val) << ", stream));\n";
       }
   for (size_t i = 0; i < fused.ops.size(); ++i) {
     const Op& k = fused.ops[i];
     if (is_library_call(k)) {
       out << "  // " << print_op(k, fused) << "\n";
       out << "  tg::matmul(" << pointer.at(k.arg(0).value) << ", " << pointer.at(k.arg(1).value) << ", " << pointer.at(k.outs[0]) << ", "
-          << gemm_shape(fused, k) << ", stream);\n";
+          << gemm_shape(fused, k) << ", stream" << gemm_epilogue(k, pointer) << ");\n";
       continue;
     }
     auto [block, items] = launch[i];
@@ -594,7 +603,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
     ValueId v = fused.outputs[k];
     if (pointer.at(v) == output_params[k]) continue;
     const Value& val = fused.value(v);
-    out << "  tg::device_copy(" << output_params[k] << ", " << pointer.at(v) << ", " << numel(val.shape) * dtype_bytes(val.dtype) << ", stream);\n";
+    out << "  tg::device_copy(" << output_params[k] << ", " << pointer.at(v) << ", " << stored_bytes(val) << ", stream);\n";
   }
   for (ValueId v : temporaries) out << "  tg::device_free(" << pointer[v] << ", stream);\n";
   out << "}\n#endif  // __CUDACC_RTC__\n";

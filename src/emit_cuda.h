@@ -28,6 +28,9 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
 // A C++ identifier for a value name: escapes keywords and the names generated code uses itself.
 std::string c_ident(const std::string& name);
 
+// The C++ type a value is stored as in device memory (tg::PackedBits for a bit-packed mask).
+std::string storage_type(const Value& v);
+
 // The host entry point's C declaration, for the harness.
 std::string entry_declaration(const Trace& trace, const std::string& entry);
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "emit_cuda.h"
 #include "printer.h"
 #include "thunder_gen/op_table.h"
 #include "thunder_gen/dtype.h"
@@ -64,11 +65,9 @@ std::string emit_harness(const Trace& t, const Partition* training, const std::s
   };
   auto reads = [&](const std::string& var, const Value& v) {
     if (v.is_scalar) return var + ".scalar<" + std::string(compute_ctype(v.dtype)) + ">()";
-    return "static_cast<const " + std::string(storage_ctype(v.dtype)) + "*>(" + var + ".device)";
+    return "static_cast<const " + storage_type(v) + "*>(" + var + ".device)";
   };
-  auto writes = [&](const std::string& var, const Value& v) {
-    return "static_cast<" + std::string(storage_ctype(v.dtype)) + "*>(" + var + ".device)";
-  };
+  auto writes = [&](const std::string& var, const Value& v) { return "static_cast<" + storage_type(v) + "*>(" + var + ".device)"; };
 
   std::vector<std::string> forward_call, backward_call;
   std::vector<std::string> input_var, output_var;
@@ -94,7 +93,8 @@ std::string emit_harness(const Trace& t, const Partition* training, const std::s
         case SavedValue::Kind::output: backward_call.push_back(reads(output_var.at(s.index), v)); break;
         case SavedValue::Kind::intermediate: {
           std::string var = "saved" + std::to_string(s.index);
-          declare(var, "internal", v.name, v);
+          out << "  tg::Buffer& " << var << " = h.internal(\"" << v.name << "\", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape)
+              << (v.bit_packed ? ", tg::Harness::Storage::bits" : "") << ");\n";
           forward_call.push_back(writes(var, v));
           backward_call.push_back(reads(var, v));
           break;
@@ -224,15 +224,21 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
         m["saved_scalars"].push_back(j);
         continue;
       }
-      int64_t bytes = numel(v.shape) * dtype_bytes(v.dtype);
+      int64_t bytes = stored_bytes(v);
       j["bytes"] = bytes;
-      j["storage"] = "dense";
+      j["storage"] = v.bit_packed ? "bitmask" : "dense";
       j["reason"] = s.reason;
       saved_bytes += bytes;
       m["saved_for_backward"].push_back(j);
     }
-  // Extension: the total of saved_for_backward's bytes.
+  // Extensions: the total of saved_for_backward's bytes; the part of it that is intermediates
+  // (what --activation-budget bounds); and what the backward recomputes instead of reading.
   m["saved_bytes"] = saved_bytes;
+  if (training) {
+    m["saved_activation_bytes"] = training->activation_bytes;
+    m["recomputed_in_backward"] = json::array();
+    for (ValueId v : training->recomputed) m["recomputed_in_backward"].push_back(training->backward.value(v).name);
+  }
   m["kernels"] = json::array();
   for (const auto& [file, cuda] : files)
     for (const EmittedKernel& k : cuda->kernels) {

@@ -77,7 +77,7 @@ class Fuser {
       // Inlining recomputes a value in every kernel (and every row pass) that reads it, so deep
       // chains are cut: past kMaxInlineDepth ops the value is written once and read after.
       int depth = 1;
-      for_each_value_arg(op, [&](ValueId u) { depth = std::max(depth, 1 + (home_[u] == kInline ? depth_[u] : 0)); });
+      for_each_value(op, [&](ValueId u) { depth = std::max(depth, 1 + (home_[u] == kInline ? depth_[u] : 0)); });
       for (ValueId v : op.outs) {
         depth_[v] = depth;
         if (t_.value(v).is_scalar) continue;
@@ -142,15 +142,6 @@ class Fuser {
     return ok;
   }
 
-  template <class F>
-  static void for_each_value_arg(const Op& op, F&& f) {
-    std::function<void(const Arg&)> visit = [&](const Arg& a) {
-      if (a.is_value()) f(a.value);
-      for (const Arg& item : a.items) visit(item);
-    };
-    for (const Arg& a : op.args) visit(a);
-  }
-
   // The (value, index) pairs computing `op` at `index` reads: shape ops map the index, a
   // reduction reads its input over the whole row (the kernel's full index) and its scalar
   // arguments, elementwise ops read their operands at the same index.
@@ -203,7 +194,7 @@ class Fuser {
   // between the kernels, and what reads its result joins only kernels after it.
   void place_library_call(int i) {
     const Op& op = t_.ops[i];
-    for_each_value_arg(op, [&](ValueId u) {
+    for_each_value(op, [&](ValueId u) {
       if (home_[u] == kInline) place_pointwise(u);
     });
     int k = add_kernel(KernelLayout{});
@@ -269,7 +260,7 @@ class Fuser {
     for (size_t k = 0; k < kernels_.size(); ++k) {
       std::set<std::string> seen;
       if (kernels_[k].library_op >= 0)
-        for_each_value_arg(t_.ops[kernels_[k].library_op], [&](ValueId u) { reads[k].insert(u); });
+        for_each_value(t_.ops[kernels_[k].library_op], [&](ValueId u) { reads[k].insert(u); });
       else
         for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
       read_elsewhere.insert(reads[k].begin(), reads[k].end());

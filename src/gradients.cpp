@@ -19,7 +19,11 @@ using namespace vocabulary;
 
 // a @ b: ga = g @ b^T; gb = a^T @ g, summed over a's batch dims when b has none (done as one
 // GEMM over the batch folded into M).
+// A bias (the epilogue pass's extension) gets g summed over every dim but the last. The GELU
+// epilogue is only ever written after autograd, so a trace differentiating through it is refused.
 Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  if (op.args.size() > 3 && op.arg(3).text != "none")
+    throw UserError(op.where, "prims.matmul with epilogue=\"" + op.arg(3).text + "\" has no gradient rule; write the activation as its own op");
   V a = op.arg(0).value, b = op.arg(1).value, c = cot[0];
   Shape as = shape_of(g, a), bs = shape_of(g, b), cs = shape_of(g, c);
   Contributions out = {{a, matmul(g, c, transpose_last_two(g, b))}};
@@ -29,6 +33,11 @@ Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
     out.emplace_back(b, matmul(g, transpose_last_two(g, a2), c2));
   } else {
     out.emplace_back(b, matmul(g, transpose_last_two(g, a), c));
+  }
+  if (op.args.size() > 2 && op.arg(2).is_value()) {
+    std::vector<int64_t> leading(cs.size() - 1);
+    std::iota(leading.begin(), leading.end(), 0);
+    out.emplace_back(op.arg(2).value, sum(g, c, leading));
   }
   return out;
 }

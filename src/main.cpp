@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "pipeline.h"
 #include "printer.h"
@@ -16,8 +17,13 @@ constexpr int kExitUsage = 2;
 constexpr int kExitInternal = 70;
 
 // file: /json/pointer: error: message   (or file:line:col: error: ... for syntax errors)
-void report(const std::string& file, const tg::UserError& e) {
-  std::string where = e.where.empty() ? file + ":" : e.where[0] == '/' ? file + ": " + e.where + ":" : file + ":" + e.where + ":";
+void report(const std::string& trace_file, const tg::UserError& e) {
+  const std::string& file = e.file.empty() ? trace_file : e.file;
+  if (e.where.empty()) {
+    std::cerr << file << ": error: " << e.what() << "\n";
+    return;
+  }
+  std::string where = (e.where[0] == '/' || e.where[0] == '-') ? file + ": " + e.where + ":" : file + ":" + e.where + ":";
   std::cerr << where << " error: " << e.what() << "\n";
 }
 
@@ -44,6 +50,12 @@ int validate(const std::vector<std::string>& files) {
   for (const std::string& file : files) {
     try {
       tg::Trace t = tg::read_trace_file(file);
+      // Decomposition and autograd refuse some traces the reader accepts (an op with no gradient
+      // on a requires-grad path); validate reports what generation would.
+      tg::PipelineOptions through_autograd;
+      through_autograd.stop_after = tg::Stage::joint;
+      std::ostringstream no_log;
+      tg::run_pipeline(t, through_autograd, no_log);
       std::cout << file << ": ok (" << t.ops.size() << " ops, " << t.inputs.size() << " inputs, " << t.outputs.size() << " outputs)\n";
     } catch (const tg::UserError& e) {
       report(file, e);
@@ -53,13 +65,48 @@ int validate(const std::vector<std::string>& files) {
   return status;
 }
 
-int generate(const std::string& file, const std::string& out_dir, const std::string& emit, const std::string& dump_dir, bool verbose) {
-  static const std::map<std::string, tg::Stage> stages = {
-      {"trace", tg::Stage::read}, {"decomposed", tg::Stage::decompose}, {"joint", tg::Stage::joint}, {"fused", tg::Stage::fuse}, {"cuda", tg::Stage::cuda}};
+struct Request {
+  std::string trace_file, out_dir, emit, dump_dir;
+  bool verbose = false;
+  std::string tags_file;          // --tags overrides.json
+  std::vector<std::string> tags;  // --tag <selector>=<policy>, in order
+  bool no_pack_bool = false;      // --no-pack-bool
+  int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
+};
+
+// The overrides file's policies, then the command line's: later ones win.
+std::vector<tg::Override> overrides_of(const Request& r) {
+  std::vector<tg::Override> out;
+  if (!r.tags_file.empty()) out = tg::read_overrides_file(r.tags_file);
+  for (const std::string& flag : r.tags) out.push_back(tg::parse_tag_flag(flag));
+  return out;
+}
+
+void add_override_options(CLI::App& app, Request& r) {
+  app.add_option("--tag", r.tags, "rematerialization policy for an op: <symbol id or @value>=<save|recompute|prefer-save|prefer-recompute>; repeatable")
+      ->take_all();
+  app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
+  app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");
+  app.add_option("--activation-budget", r.activation_budget,
+                 "the most bytes of saved intermediates; among plans that fit, the one recomputing least")
+      ->check(CLI::NonNegativeNumber);
+}
+
+int generate(const Request& r) {
+  static const std::map<std::string, tg::Stage> stages = {{"trace", tg::Stage::read},  {"decomposed", tg::Stage::decompose},
+                                                          {"joint", tg::Stage::joint}, {"plan", tg::Stage::partition},
+                                                          {"fused", tg::Stage::fuse},  {"cuda", tg::Stage::cuda}};
+  const std::string& file = r.trace_file;
+  const std::string& emit = r.emit;
+  const std::string& out_dir = r.out_dir;
+  const bool verbose = r.verbose;
   tg::PipelineOptions options;
   options.input_file = std::filesystem::path(file).filename().string();
   options.verbose = verbose;
-  options.dump_dir = dump_dir;
+  options.dump_dir = r.dump_dir;
+  options.overrides = overrides_of(r);
+  options.remat.pack_bools = !r.no_pack_bool;
+  if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
   if (!emit.empty()) options.stop_after = stages.at(emit);
   tg::Trace trace = tg::read_trace_file(file);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops\n";
@@ -83,19 +130,25 @@ int generate(const std::string& file, const std::string& out_dir, const std::str
 int main(int argc, char** argv) {
   CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
   app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
-  std::string trace_file, out_dir, emit, dump_dir;
+  Request request;
+  std::string& trace_file = request.trace_file;
   std::vector<std::string> validate_files;
-  bool verbose = false;
 
   auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
   validate_cmd->add_option("traces", validate_files, "trace JSON files")->required();
   auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
+  Request explain_request;
+  auto* explain_cmd = app.add_subcommand("explain", "print the rematerialization plan: what is saved for the backward and why, what is recomputed");
+  explain_cmd->add_option("trace", explain_request.trace_file, "trace JSON file")->required();
+  add_override_options(*explain_cmd, explain_request);
   app.add_option("trace", trace_file, "trace JSON file");
-  app.add_option("-o,--output", out_dir, "output folder (replaced as a whole)");
-  app.add_option("--emit", emit, "stop after a stage and print it: trace, decomposed, joint (the autograd trace), fused or cuda")
-      ->check(CLI::IsMember({"trace", "decomposed", "joint", "fused", "cuda"}));
-  app.add_option("--dump-dir", dump_dir, "write every stage's trace here, numbered");
-  app.add_flag("-v,--verbose", verbose, "one line per pass, with its time");
+  app.add_option("-o,--output", request.out_dir, "output folder (replaced as a whole)");
+  app.add_option("--emit", request.emit,
+                 "stop after a stage and print it: trace, decomposed, joint (the autograd trace), plan (as explain prints it), fused or cuda")
+      ->check(CLI::IsMember({"trace", "decomposed", "joint", "plan", "fused", "cuda"}));
+  app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
+  app.add_flag("-v,--verbose", request.verbose, "one line per pass, with its time");
+  add_override_options(app, request);
   app.require_subcommand(0, 1);
 
   try {
@@ -107,16 +160,25 @@ int main(int argc, char** argv) {
   try {
     if (*validate_cmd) return validate(validate_files);
     if (*list_cmd) return list_ops();
+    if (*explain_cmd) {
+      explain_request.emit = "plan";
+      try {
+        return generate(explain_request);
+      } catch (const tg::UserError& e) {
+        report(explain_request.trace_file, e);
+        return kExitBadInput;
+      }
+    }
     if (trace_file.empty()) {
       std::cerr << "thunder-gen: error: no trace given (usage: thunder-gen trace.json -o out/)\n";
       return kExitUsage;
     }
-    if (out_dir.empty() && emit.empty()) {
+    if (request.out_dir.empty() && request.emit.empty()) {
       std::cerr << "thunder-gen: error: -o OUT is required unless --emit is given\n";
       return kExitUsage;
     }
     try {
-      return generate(trace_file, out_dir, emit, dump_dir, verbose);
+      return generate(request);
     } catch (const tg::UserError& e) {
       report(trace_file, e);
       return kExitBadInput;

@@ -293,6 +293,13 @@ std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
     fail(1, "shape " + shape_str(b.shape) + ": batch dims must be absent or equal to those of " + shape_str(a.shape));
   Shape out = a.shape;
   out[r - 1] = b.shape.back();
+  if (op.args.size() > 2 && op.arg(2).is_value()) {  // prims.matmul's bias: one value per output column
+    const Value& bias = t.value(op.arg(2).value);
+    if (bias.dtype != a.dtype) fail(2, "has dtype " + std::string(dtype_name(bias.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
+    if (bias.shape != Shape{out.back()}) fail(2, "has shape " + shape_str(bias.shape) + ", expected [" + std::to_string(out.back()) + "]");
+  }
+  if (op.args.size() > 3 && op.arg(3).text != "none" && op.arg(3).text != "gelu_tanh")
+    fail(3, "is \"" + op.arg(3).text + "\"; the epilogues are \"none\" and \"gelu_tanh\"");
   return {{a.dtype, out}};
 }
 
@@ -689,8 +696,11 @@ std::vector<OpInfo> build_table() {
       OpInfo{OpKind::argmin, "prims.argmin", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
              reduction_rule(1, true), "", D::numbers, ""},
 
-      OpInfo{OpKind::matmul, "prims.matmul", FusionClass::library, {p("a", K::tensor), p("b", K::tensor)}, matmul_rule, "", D::floats,
-             "cuBLASLt on the GPU, a reference GEMM under host emulation"},
+      // bias and epilogue are thunder-gen extensions, written by the GEMM-epilogue pass.
+      OpInfo{OpKind::matmul, "prims.matmul", FusionClass::library,
+             {p("a", K::tensor), p("b", K::tensor), Param{"bias", K::optional_tensor, true, true, Arg{}},
+              Param{"epilogue", K::string, true, true, string_arg("none")}},
+             matmul_rule, "", D::floats, "cuBLASLt on the GPU, a reference GEMM under host emulation"},
 
       // Torch-level ops with Thunder's ids and signatures (see src/torch_ops.cpp).
       OpInfo{OpKind::t_softmax, "torch.softmax", FusionClass::composite,

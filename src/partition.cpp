@@ -1,81 +1,246 @@
 #include "partition.h"
 
-#include <functional>
 #include <map>
 #include <set>
 
+#include "overrides.h"
+#include "remat.h"
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
 namespace {
 
-void for_each_value(const Arg& a, const std::function<void(ValueId)>& f) {
-  if (a.is_value()) f(a.value);
-  for (const Arg& item : a.items) for_each_value(item, f);
+constexpr int64_t kInfinite = RematProblem::kInfinite;
+
+// Ops the backward does not recompute unless a policy asks: their work is large (matmul,
+// reductions) or, for random draws, saving the mask they lead to is cheaper.
+bool pinned_by_default(const OpInfo& info) {
+  return info.fusion == FusionClass::library || info.fusion == FusionClass::reduction || info.kind == OpKind::uniform_philox;
+}
+
+// What recomputing an op costs, in the cut's units (bits): one per element an elementwise op or
+// a random draw writes, one per element a reduction reads, the inner dim per element of a
+// matmul; index-only ops and fills cost nothing.
+int64_t recompute_cost(const Trace& t, const Op& op) {
+  switch (op.info->fusion) {
+    case FusionClass::shape: return 0;
+    case FusionClass::source: return op.info->kind == OpKind::uniform_philox ? numel(t.value(op.outs[0]).shape) : 0;
+    case FusionClass::reduction: return numel(t.value(op.arg(0).value).shape);
+    case FusionClass::library: return numel(t.value(op.outs[0]).shape) * t.value(op.arg(0).value).shape.back();
+    default: {
+      int64_t n = 0;
+      for (ValueId v : op.outs) n += numel(t.value(v).shape);
+      return n;
+    }
+  }
+}
+
+// The path of the call an op's policy was set on: its own, or the nearest enclosing one's (ops
+// lowered from a call share its path; a `sub` decomposition's ops extend it). "" when none.
+std::string policy_root(const Trace& t, std::string where) {
+  while (!where.empty()) {
+    if (t.policy_sources.count(where)) return where;
+    size_t slash = where.rfind('/');
+    if (slash == std::string::npos) break;
+    where.resize(slash);
+  }
+  return "";
+}
+
+std::string policy_source(const Trace& t, const std::string& where) {
+  std::string root = policy_root(t, where);
+  return root.empty() ? "trace tag" : t.policy_sources.at(root);
+}
+
+std::string call_name(const Op& op) { return op.origin.empty() ? op.symbol : op.origin; }
+
+// What the plan chooses among, before costs are weighed against each other.
+struct Candidates {
+  struct Value {
+    bool is_input = false, needed = false;
+    bool is_activation = false;  // an intermediate: saving it costs memory the forward would free
+    int64_t bits = 0;            // what saving it occupies (0 unless an activation)
+    std::optional<Policy> policy;  // of the op defining it
+    int64_t element_bytes = 0;     // for the thunder_weights baseline
+  };
+  struct Op {
+    std::vector<int> inputs, outputs;
+    int64_t cost = 0;         // recomputing it (src/remat.h's units)
+    std::optional<Policy> policy;
+    bool pinned = false;      // a kind not recomputed by default (matmul, reduction, random draw)
+    bool forbidden = false;   // never recomputed: `save` on a call, for its ops reading from outside it
+  };
+  std::vector<Value> values;
+  std::vector<Op> ops;
+  RematOptions::Baseline baseline = RematOptions::Baseline::none;
+};
+
+// Recompute weight in 1/1024ths: kFullWeight is the default trade-off (a bit saved = an element
+// recomputed); 0 minimizes bytes alone.
+constexpr int64_t kFullWeight = 1024;
+
+// The cut problem for one trade-off. `unpinned`: the activation-budget search, where every kind
+// may be recomputed unless a policy forbids it, and soft policies leave saving costs exact.
+RematProblem weigh(const Candidates& c, int64_t recompute_weight, bool unpinned) {
+  RematProblem p;
+  if (c.baseline != RematOptions::Baseline::none) {
+    const bool thunder = c.baseline == RematOptions::Baseline::thunder_weights;
+    for (const Candidates::Value& cv : c.values)
+      p.values.push_back({thunder ? cv.element_bytes * (cv.is_input ? 1 : 2) : cv.bits, cv.is_input, cv.needed});
+    for (const Candidates::Op& co : c.ops) p.ops.push_back({co.inputs, co.outputs, thunder && !co.pinned ? 0 : kInfinite});
+    return p;
+  }
+  for (const Candidates::Value& cv : c.values) {
+    RematProblem::Value v;
+    v.is_input = cv.is_input;
+    v.needed = cv.needed;
+    v.save_cost = cv.bits * kFullWeight;
+    if (cv.is_activation && cv.policy == Policy::recompute) v.save_cost = kInfinite;
+    if (cv.is_activation && !unpinned && cv.policy == Policy::prefer_save) v.save_cost /= 2;
+    if (cv.is_activation && !unpinned && cv.policy == Policy::prefer_recompute) v.save_cost *= 2;
+    p.values.push_back(v);
+  }
+  for (const Candidates::Op& co : c.ops) {
+    RematProblem::Op o;
+    o.inputs = co.inputs;
+    o.outputs = co.outputs;
+    int64_t cost = co.cost * recompute_weight;
+    if (co.policy == Policy::prefer_save) cost *= 4;
+    if (co.policy == Policy::prefer_recompute) cost /= 2;
+    // A policy naming the call decides; without one, kinds pinned by default stay in the forward.
+    const bool lifted = co.policy == Policy::recompute || co.policy == Policy::prefer_recompute || unpinned;
+    o.recompute_cost = co.forbidden || (co.pinned && !lifted) ? kInfinite : cost;
+    p.ops.push_back(o);
+  }
+  return p;
 }
 
 }  // namespace
 
-Partition partition(const JointTrace& joint) {
+Partition partition(const JointTrace& joint, const RematOptions& options) {
   const Trace& j = joint.trace;
   Partition p;
 
-  // Where each value comes from in the forward: input, output, or an op of the forward part.
-  std::map<ValueId, size_t> input_index, output_index;
-  for (size_t i = 0; i < joint.forward_inputs; ++i) input_index.emplace(j.inputs[i], i);
-  for (size_t i = 0; i < joint.forward_outputs; ++i) output_index.emplace(j.outputs[i], i);
   std::map<ValueId, const Op*> forward_def;
-  for (size_t i = 0; i < joint.forward_ops; ++i)
-    for (ValueId v : j.ops[i].outs) forward_def.emplace(v, &j.ops[i]);
+  for (size_t x = 0; x < joint.forward_ops; ++x)
+    for (ValueId v : j.ops[x].outs) forward_def.emplace(v, &j.ops[x]);
 
-  // Index-only forward ops (broadcasts, reshapes, fills) are recomputed in the backward rather
-  // than saved: they cost no arithmetic and a broadcast is far bigger than its source. So are
-  // widening conversions (a b8 dropout mask converted to f32 is saved as the b8 mask). Forward
-  // outputs are in memory anyway, so they are read, not recomputed.
-  auto recomputable = [&](ValueId v) -> const Op* {
-    auto def = forward_def.find(v);
-    if (def == forward_def.end() || output_index.count(v)) return nullptr;
-    const Op& op = *def->second;
-    FusionClass f = op.info->fusion;
-    if (f == FusionClass::shape || (f == FusionClass::source && op.info->kind != OpKind::uniform_philox)) return &op;
-    if (op.info->kind == OpKind::convert_element_type && op.arg(0).is_value() &&
-        dtype_bytes(j.value(op.arg(0).value).dtype) < dtype_bytes(j.value(v).dtype))
-      return &op;
-    return nullptr;
+  // The candidates: the forward inputs and every value a forward op defines, with what saving
+  // and recomputing each would cost and what the policies allow.
+  Candidates c;
+  c.baseline = options.baseline;
+  std::map<ValueId, int> index;  // joint value -> candidate value
+  std::vector<ValueId> value_of;
+  std::map<ValueId, size_t> input_index, output_index;
+  for (size_t i = 0; i < joint.forward_outputs; ++i) output_index.emplace(j.outputs[i], i);
+  auto add_value = [&](ValueId v, bool is_input, const Op* def) {
+    if (index.count(v)) return;
+    index[v] = int(value_of.size());
+    value_of.push_back(v);
+    Candidates::Value cv;
+    cv.is_input = is_input;
+    // Trace inputs, forward outputs and scalars are alive anyway: crossing costs nothing.
+    cv.is_activation = !is_input && !output_index.count(v) && !j.value(v).is_scalar;
+    Value stored = j.value(v);
+    stored.bit_packed = options.pack_bools && stored.dtype == DType::b8;
+    if (cv.is_activation) cv.bits = stored_bytes(stored) * 8;
+    if (def) cv.policy = policy_of(def->tags);
+    if (!j.value(v).is_scalar) cv.element_bytes = dtype_bytes(j.value(v).dtype);
+    c.values.push_back(cv);
   };
-  std::set<const Op*> recomputed;
-  std::map<ValueId, std::string> read_by_backward;  // forward value -> why (its first reader)
-  std::vector<const Op*> readers;
-  for (size_t i = joint.forward_ops; i < j.ops.size(); ++i) readers.push_back(&j.ops[i]);
-  // A gradient that is a forward value itself (an identity-like path) is read too.
-  for (size_t i = joint.forward_outputs; i < j.outputs.size(); ++i) {
-    ValueId v = j.outputs[i];
-    if (const Op* def = recomputable(v)) {
-      if (recomputed.insert(def).second) readers.push_back(def);
-    } else if (input_index.count(v) || forward_def.count(v)) {
-      read_by_backward.emplace(v, "returned as a gradient");
+  for (size_t i = 0; i < joint.forward_inputs; ++i) {
+    input_index.emplace(j.inputs[i], i);
+    add_value(j.inputs[i], true, nullptr);
+  }
+  for (size_t x = 0; x < joint.forward_ops; ++x) {
+    const Op& op = j.ops[x];
+    Candidates::Op co;
+    for_each_value(op, [&](ValueId v) { co.inputs.push_back(index.at(v)); });
+    for (ValueId v : op.outs) {
+      add_value(v, false, &op);
+      co.outputs.push_back(index.at(v));
+    }
+    co.cost = recompute_cost(j, op);
+    co.policy = policy_of(op.tags);
+    co.pinned = pinned_by_default(*op.info);
+    // `save` on a call pins the ops of it that read from outside it: the backward never redoes
+    // the call from its inputs, but may still derive one of the call's values from another that
+    // was saved (dropout saves its mask and converts it again, rather than saving the f32 copy).
+    if (co.policy == Policy::save) {
+      const std::string root = policy_root(j, op.where);
+      for_each_value(op, [&](ValueId v) {
+        auto def = forward_def.find(v);
+        co.forbidden = co.forbidden || def == forward_def.end() || root.empty() || policy_root(j, def->second->where) != root;
+      });
+    }
+    c.ops.push_back(std::move(co));
+  }
+
+  // What the backward reads of the forward: operands of its ops, and gradients that are forward values.
+  std::map<ValueId, std::string> first_reader;
+  for (size_t x = joint.forward_ops; x < j.ops.size(); ++x)
+    for_each_value(j.ops[x], [&](ValueId v) {
+      if (!index.count(v) || first_reader.count(v)) return;
+      std::string why = "read by " + j.ops[x].symbol + " in the backward";
+      if (!j.ops[x].where.empty()) why += " (from the op at " + j.ops[x].where + ")";
+      first_reader.emplace(v, why);
+    });
+  for (size_t i = joint.forward_outputs; i < j.outputs.size(); ++i)
+    if (index.count(j.outputs[i])) first_reader.emplace(j.outputs[i], "returned as a gradient");
+  for (const auto& [v, why] : first_reader) c.values[size_t(index.at(v))].needed = true;
+
+  auto no_plan = [&](const NoFinitePlan& e) {
+    std::string path;
+    std::string where;
+    for (auto it = e.values.rbegin(); it != e.values.rend(); ++it) {
+      ValueId v = value_of[size_t(*it)];
+      path += (path.empty() ? "" : " -> ") + j.value(v).name;
+      for (size_t x = 0; x < joint.forward_ops && where.empty(); ++x)
+        for (ValueId o : j.ops[x].outs)
+          if (o == v && policy_of(j.ops[x].tags) == Policy::recompute) where = j.ops[x].where;
+    }
+    return UserError(where.empty() ? "/" : where, "the rematerialization policies leave no plan: " + path +
+                                                     " must reach the backward, but none of it may be saved or recomputed");
+  };
+  auto activation_bytes = [&](const RematPlan& plan) {
+    int64_t bits = 0;
+    for (size_t v = 0; v < c.values.size(); ++v)
+      if (plan.saved[v]) bits += c.values[v].bits;
+    return bits / 8;
+  };
+
+  RematPlan plan;
+  try {
+    plan = plan_remat(weigh(c, kFullWeight, false));
+  } catch (const NoFinitePlan& e) {
+    throw no_plan(e);
+  }
+  if (options.activation_budget && activation_bytes(plan) > *options.activation_budget) {
+    // Over budget: let the backward recompute anything the policies allow, and trade recompute
+    // cost against bytes. Weight 0 gives the fewest bytes any plan can save; then the largest
+    // weight whose plan still fits is the one that recomputes least. (Saved bytes never grow as
+    // the weight falls, so a smaller budget never saves more.)
+    const int64_t budget = *options.activation_budget;
+    RematPlan smallest = plan_remat(weigh(c, 0, true));
+    if (activation_bytes(smallest) > budget)
+      throw UserError("thunder-gen", "--activation-budget " + std::to_string(budget),
+                      "no plan saves that little: the smallest achievable is " + std::to_string(activation_bytes(smallest)) + " bytes of activations");
+    int64_t fits = 0, over = kFullWeight + 1;
+    plan = smallest;
+    while (over - fits > 1) {
+      const int64_t mid = (fits + over) / 2;
+      RematPlan candidate = plan_remat(weigh(c, mid, true));
+      if (activation_bytes(candidate) <= budget) {
+        fits = mid;
+        plan = std::move(candidate);
+      } else {
+        over = mid;
+      }
     }
   }
-  for (size_t r = 0; r < readers.size(); ++r) {
-    const Op& op = *readers[r];
-    for (const Arg& a : op.args)
-      for_each_value(a, [&](ValueId v) {
-        if (const Op* def = recomputable(v)) {
-          if (recomputed.insert(def).second) readers.push_back(def);
-          return;
-        }
-        if (!input_index.count(v) && !forward_def.count(v)) return;
-        std::string why = "read by " + op.symbol + " in the backward";
-        if (!op.where.empty()) why += " (from the op at " + op.where + ")";
-        read_by_backward.emplace(v, why);
-      });
-  }
-  // Saved values in forward order: inputs, then values as the forward defines them.
-  std::vector<ValueId> order;
-  for (size_t i = 0; i < joint.forward_inputs; ++i) order.push_back(j.inputs[i]);
-  for (size_t i = 0; i < joint.forward_ops; ++i)
-    for (ValueId v : j.ops[i].outs) order.push_back(v);
+  p.activation_bytes = activation_bytes(plan);
+  p.plan_cost_bits = plan_cost(weigh(c, kFullWeight, true), plan.saved) / kFullWeight;
 
   p.forward = j;
   p.forward.ops.assign(j.ops.begin(), j.ops.begin() + ptrdiff_t(joint.forward_ops));
@@ -83,18 +248,44 @@ Partition partition(const JointTrace& joint) {
   p.forward.outputs.assign(j.outputs.begin(), j.outputs.begin() + ptrdiff_t(joint.forward_outputs));
 
   p.backward = j;
+  p.backward.name = j.name + "_backward";  // its kernels are named after it: distinct from the forward's
   p.backward.ops.clear();
-  for (size_t i = 0; i < joint.forward_ops; ++i)
-    if (recomputed.count(&j.ops[i])) p.backward.ops.push_back(j.ops[i]);
+  for (size_t x = 0; x < joint.forward_ops; ++x) {
+    if (!plan.recomputed[x]) continue;
+    Op op = j.ops[x];
+    for (ValueId& v : op.outs) {
+      if (plan.saved[size_t(index.at(v))]) {  // another output of a multi-output op is saved: keep it unused
+        Value copy = p.backward.value(v);
+        copy.name += "_recomputed";
+        v = p.backward.add_value(std::move(copy));
+      } else {
+        p.recomputed.push_back(v);
+      }
+    }
+    p.backward.ops.push_back(std::move(op));
+  }
   p.backward.ops.insert(p.backward.ops.end(), j.ops.begin() + ptrdiff_t(joint.forward_ops), j.ops.end());
   p.backward.inputs.clear();
   p.backward.outputs.assign(j.outputs.begin() + ptrdiff_t(joint.forward_outputs), j.outputs.end());
 
+  // Why each saved value is saved; the reader that needs it, for inputs and outputs.
+  auto reason = [&](ValueId v) -> std::string {
+    auto reader = first_reader.find(v);
+    std::string needed_by = reader != first_reader.end() ? reader->second : "read by a recomputed op";
+    if (input_index.count(v) || output_index.count(v)) return needed_by;
+    const Op& def = *forward_def.at(v);
+    if (std::optional<Policy> policy = policy_of(def.tags); policy == Policy::save || policy == Policy::prefer_save)
+      return "tag " + std::string(policy_name(*policy)) + " on " + call_name(def) + " (" + policy_source(j, def.where) + "); " + needed_by;
+    if (!policy_of(def.tags) && pinned_by_default(*def.info))
+      return def.symbol + " is not recomputed by default; " + needed_by;
+    return "min-cut: cheaper to save than to recompute; " + needed_by;
+  };
+
   size_t saved_outputs = 0;
-  for (ValueId v : order) {
-    auto it = read_by_backward.find(v);
-    if (it == read_by_backward.end()) continue;
-    SavedValue s{v, SavedValue::Kind::intermediate, 0, it->second};
+  for (size_t i = 0; i < value_of.size(); ++i) {
+    if (!plan.saved[i]) continue;
+    const ValueId v = value_of[i];
+    SavedValue s{v, SavedValue::Kind::intermediate, 0, reason(v)};
     if (auto in = input_index.find(v); in != input_index.end()) {
       s.kind = SavedValue::Kind::input;
       s.index = in->second;
@@ -104,6 +295,10 @@ Partition partition(const JointTrace& joint) {
     } else {
       s.index = saved_outputs++;
       p.forward.outputs.push_back(v);
+      if (options.pack_bools && j.value(v).dtype == DType::b8) {
+        p.forward.value(v).bit_packed = true;
+        p.backward.value(v).bit_packed = true;
+      }
     }
     p.saved.push_back(s);
     p.backward.inputs.push_back(v);

@@ -1,13 +1,14 @@
-// Partition: the joint trace -> a forward trace and a backward trace.
+// Partition: the joint trace -> a forward trace and a backward trace, with the saved set chosen
+// by rematerialization (src/remat.h: a global min-cut under per-op policies).
 //
-// The forward trace takes the forward inputs and returns the forward outputs, then every value the
-// backward reads that the forward computes and does not already return ("saved" outputs). The
-// backward trace takes what it reads of the forward (inputs, outputs and saved values, in forward
-// order), then one cotangent per forward output, and returns one gradient per input that requires
-// grad, in input order. Saved is what the backward part of the joint trace reads, except values
-// of index-only ops (broadcast, reshape, full...), which the backward recomputes from their
-// sources; choosing a better set in general is rematerialization's job.
+// The forward trace takes the forward inputs and returns the forward outputs, then every saved
+// value the forward computes and does not already return ("saved" outputs). The backward trace
+// takes the saved values (inputs, outputs and intermediates, in forward order), then one
+// cotangent per forward output; it first recomputes the forward ops the plan recomputes, then
+// runs the backward part of the joint trace, and returns one gradient per input that requires
+// grad, in input order.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,15 +21,31 @@ struct SavedValue {
   ValueId value;        // in both traces (they share the joint trace's value table)
   enum class Kind { input, output, intermediate } kind;
   size_t index;         // forward input index, forward output index, or index among saved outputs
-  std::string reason;   // why the backward needs it
+  std::string reason;   // why it is saved rather than recomputed
 };
 
 struct Partition {
   Trace forward;
   Trace backward;
-  std::vector<SavedValue> saved;  // the backward's leading inputs, in order
+  std::vector<SavedValue> saved;     // the backward's leading inputs, in order
+  std::vector<ValueId> recomputed;   // forward values the backward computes again, in order
+  int64_t plan_cost_bits = 0;        // the plan's cost: saving plus recomputing (src/remat.h)
+  int64_t activation_bytes = 0;      // the saved intermediates' bytes, as stored
 };
 
-Partition partition(const JointTrace& joint);
+struct RematOptions {
+  bool pack_bools = true;  // a saved b8 mask is stored at one bit per element (--no-pack-bool: a byte)
+  // --activation-budget: the most bytes of saved intermediates (trace inputs and outputs are
+  // alive anyway and do not count). Among plans that fit, the one recomputing least.
+  std::optional<int64_t> activation_budget;
+  // For comparison only (bench/remat_bench.cpp): plan as a simpler rule would. save_all_read
+  // saves every forward value the backward reads and recomputes nothing; thunder_weights weighs
+  // every tensor by its element size alone (trace inputs at half), as Thunder's cut does, with
+  // recomputation free except for matmuls, reductions and random draws.
+  enum class Baseline { none, save_all_read, thunder_weights } baseline = Baseline::none;
+};
+
+// Throws UserError naming the op paths when the policies leave no finite plan.
+Partition partition(const JointTrace& joint, const RematOptions& options = {});
 
 }  // namespace tg

@@ -10,7 +10,9 @@
 #include "decompose.h"
 #include "emit_cuda.h"
 #include "emit_harness.h"
+#include "explain.h"
 #include "fuse.h"
+#include "gemm_epilogue.h"
 #include "partition.h"
 #include "rng.h"
 #include "printer.h"
@@ -67,7 +69,8 @@ std::string listing(const char* title, const Trace& t) { return "# " + std::stri
 }  // namespace
 
 PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::ostream& log) {
-  const Trace input = bind_rng(read);  // dropout calls get the trace's Philox seed and offset inputs
+  // Dropout calls get the trace's Philox seed and offset inputs; policies become tags on the ops.
+  const Trace input = apply_overrides(bind_rng(read), o.overrides);
   PipelineResult result;
   PassLog passes(o, log);
   passes.dump("read", input);
@@ -85,7 +88,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
       return joint.trace;
     });
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
-    parts = partition(joint);
+    parts = partition(joint, o.remat);
     verify_pass(parts->forward, "partition");
     verify_pass(parts->backward, "partition");
     passes.dump("forward", parts->forward);
@@ -94,13 +97,16 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
       log << "thunder-gen: partition: " << parts->forward.ops.size() << " forward ops, " << parts->backward.ops.size() << " backward ops, "
           << parts->saved.size() << " saved values\n";
     forward = parts->forward;
+    if (o.stop_after == Stage::partition) return {explain_partition(*parts, o.input_file), {}};
+  } else if (o.stop_after == Stage::partition) {
+    return {o.input_file + " (trace \"" + input.name + "\"): no input requires grad, so there is no backward and nothing is saved\n", {}};
   } else if (o.stop_after == Stage::joint) {
     return {print_trace(decomposed), {}};
   }
 
-  Trace fused_forward = passes.pass("fuse", forward, fuse);
+  Trace fused_forward = passes.pass("fuse", passes.pass("epilogue", forward, fold_gemm_epilogues), fuse);
   std::optional<Trace> fused_backward;
-  if (parts) fused_backward = passes.pass("fuse", parts->backward, fuse);
+  if (parts) fused_backward = passes.pass("fuse", passes.pass("epilogue", parts->backward, fold_gemm_epilogues), fuse);
   if (o.stop_after == Stage::fuse)
     return {fused_backward ? listing("forward", fused_forward) + "\n" + listing("backward", *fused_backward) : print_trace(fused_forward), {}};
 

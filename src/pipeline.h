@@ -8,17 +8,21 @@
 #include <string>
 
 #include "output_folder.h"
+#include "overrides.h"
+#include "partition.h"
 #include "thunder_gen/ir.h"
 
 namespace tg {
 
-enum class Stage { read, decompose, joint, fuse, cuda, all };
+enum class Stage { read, decompose, joint, partition, fuse, cuda, all };
 
 struct PipelineOptions {
   std::string input_file = "trace.json";  // as named in banners (a base name keeps output portable)
   bool verbose = false;
   std::string dump_dir;      // write each stage's listing here when not empty
   Stage stop_after = Stage::all;
+  std::vector<Override> overrides;  // rematerialization policies: the file's, then --tag's
+  RematOptions remat;
 };
 
 struct PipelineResult {

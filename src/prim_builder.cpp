@@ -13,8 +13,12 @@ std::vector<ValueId> PrimBuilder::emit(std::string_view id, std::vector<Arg> arg
   TG_CHECK(op.info, "a rule uses an unknown prim: " + std::string(id));
   op.symbol = std::string(op.info->id);
   op.args = std::move(args);
+  // Trailing parameters left out take their defaults, as the reader binds them.
+  for (size_t i = op.args.size(); i < op.info->params.size() && op.info->params[i].has_default; ++i)
+    op.args.push_back(op.info->params[i].default_value);
   op.arg_where.assign(op.args.size(), "");
   op.where = where_;
+  op.origin = rule_of_;
   op.tags = tags_;
   std::vector<OutType> types;
   try {
@@ -79,6 +83,7 @@ std::vector<Op> lower_composite(Trace& t, std::set<std::string>& taken, const Op
     copy.arg_where = {"", ""};
     copy.outs = {op.outs[i]};
     copy.where = op.where;
+    copy.origin = op.symbol;
     copy.tags = op.tags;
     ops.push_back(std::move(copy));
   }

@@ -59,8 +59,13 @@ std::string call_text(const Op& op, const Trace& t) {
   bool first = true;
   auto sep = [&] { std::string r = first ? "" : ", "; first = false; return r; };
   for (size_t i = 0; i < op.args.size(); ++i) {
-    if (op.info && i < op.info->params.size() && op.info->params[i].keyword_only)
-      s += sep() + std::string(op.info->params[i].name) + "=" + print_literal(op.args[i], t);
+    if (op.info && i < op.info->params.size() && op.info->params[i].keyword_only) {
+      const Param& param = op.info->params[i];
+      std::string text = print_literal(op.args[i], t);
+      // Keyword arguments at their default are left out, as Python callers write them.
+      if (param.has_default && text == print_literal(param.default_value, t)) continue;
+      s += sep() + std::string(param.name) + "=" + text;
+    }
     else
       s += sep() + print_literal(op.args[i], t);
   }

@@ -965,6 +965,9 @@ inline double atomicAdd(double* p, double v) noexcept { return std::atomic_ref<d
 inline int atomicSub(int* p, int v) noexcept { return std::atomic_ref<int>(*p).fetch_sub(v); }
 inline unsigned atomicSub(unsigned* p, unsigned v) noexcept { return std::atomic_ref<unsigned>(*p).fetch_sub(v); }
 
+inline unsigned atomicOr(unsigned* p, unsigned v) noexcept { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
+inline unsigned atomicAnd(unsigned* p, unsigned v) noexcept { return std::atomic_ref<unsigned>(*p).fetch_and(v); }
+
 inline int atomicMax(int* p, int v) noexcept { return ::tg_emu::detail::atomic_max(p, v); }
 inline unsigned atomicMax(unsigned* p, unsigned v) noexcept { return ::tg_emu::detail::atomic_max(p, v); }
 inline int atomicMin(int* p, int v) noexcept { return ::tg_emu::detail::atomic_min(p, v); }

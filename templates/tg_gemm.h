@@ -2,7 +2,10 @@
 //   on the GPU (nvcc and nvrtc modes)  cuBLASLt, f32 accumulation (f64 for f64)
 //   under host emulation               a plain reference GEMM on the CPU, same accumulation types
 // No hand-written GPU GEMM: the vendor library is faster than anything a generator should emit.
+// An optional epilogue adds a bias row and/or applies GELU (tanh form) to the f32 accumulator
+// before the one rounding to the output type, as cuBLASLt's BIAS / GELU / GELU_BIAS epilogues do.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "tg_host.h"
@@ -26,6 +29,15 @@ struct GemmShape {
   int64_t batch, m, n, k;
   bool b_batched;
 };
+
+// What happens to each accumulated element before it is stored: + bias[column], then GELU.
+enum class Activation { none, gelu_tanh };
+
+// GELU, tanh approximation, as cuBLASLt's epilogue and torch's approximate='tanh' define it.
+template <class Acc> Acc gelu_tanh(Acc x) {
+  const Acc k = Acc(0.7978845608028654);  // sqrt(2 / pi)
+  return Acc(0.5) * x * (Acc(1) + std::tanh(k * (x + Acc(0.044715) * x * x * x)));
+}
 
 #if defined(TG_ON_GPU)
 
@@ -62,13 +74,23 @@ inline void* gemm_workspace() {
 
 // Row-major C = A B is column-major C^T = B^T A^T, so cuBLASLt's first operand is our b.
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream) {
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* bias = nullptr, Activation act = Activation::none) {
   using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const cudaDataType_t type = CublasType<T>::data;
   const cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
   const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   cublasLtMatmulDesc_t desc;
   TG_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, scale_type));
+  // In cuBLASLt's column-major view the bias runs along its rows, which are our columns (n).
+  cublasLtEpilogue_t epilogue = act == Activation::gelu_tanh ? (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                                             : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+  TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  if (bias) {
+    const void* bias_pointer = bias;
+    cudaDataType_t bias_type = type;
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+  }
   cublasLtMatrixLayout_t lb, la, lc;
   TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.n), uint64_t(s.k), int64_t(s.n)));
   TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k)));
@@ -108,6 +130,7 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream) {
 // sanitizer builds: it is plain loops over memory the caller owns, and it dominates run time.
 template <class T>
 __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_rows(const T* a, const T* b, T* c, GemmShape s,
+                                                                                    const T* bias, Activation act,
                                                                                     int64_t first_row, int64_t end_row) {
   using Acc = decltype(load(a, 0));
   std::vector<Acc> acc(size_t(s.n));
@@ -120,17 +143,22 @@ __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_r
       const T* b_row = b_batch + p * s.n;
       for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_row, j);
     }
-    for (int64_t j = 0; j < s.n; ++j) store(c, row * s.n + j, acc[size_t(j)]);
+    for (int64_t j = 0; j < s.n; ++j) {
+      Acc x = acc[size_t(j)];
+      if (bias) x += load(bias, j);
+      if (act == Activation::gelu_tanh) x = gelu_tanh(x);
+      store(c, row * s.n + j, x);
+    }
   }
 }
 
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream) {
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream, const T* bias = nullptr, Activation act = Activation::none) {
   const int64_t rows = s.batch * s.m;
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
   std::vector<std::thread> workers;
   for (int64_t t = 0; t < threads; ++t)
-    workers.emplace_back(gemm_rows<T>, a, b, c, s, rows * t / threads, rows * (t + 1) / threads);
+    workers.emplace_back(gemm_rows<T>, a, b, c, s, bias, act, rows * t / threads, rows * (t + 1) / threads);
   for (std::thread& w : workers) w.join();
 }
 

@@ -83,8 +83,10 @@ class Harness {
 
   // A device buffer the entry points pass between them (a value saved for the backward); never
   // read from or written to files.
-  Buffer& internal(const char* name, const char* dtype, std::vector<int64_t> shape) {
-    return add(name, dtype, std::move(shape), false);
+  // How an internal buffer is stored: an element per element, or (saved b8 masks) one bit each.
+  enum class Storage { dense, bits };
+  Buffer& internal(const char* name, const char* dtype, std::vector<int64_t> shape, Storage storage = Storage::dense) {
+    return add(name, dtype, std::move(shape), false, storage);
   }
 
   struct Phase {
@@ -178,7 +180,7 @@ class Harness {
     return s;
   }
 
-  Buffer& add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar) {
+  Buffer& add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Storage storage = Storage::dense) {
     Buffer b;
     b.name = name;
     b.dtype = dtype;
@@ -186,7 +188,7 @@ class Harness {
     b.is_scalar = is_scalar;
     int64_t n = 1;
     for (int64_t d : b.shape) n *= d;
-    b.host.assign(size_t(n) * element_size(b.dtype), 0);
+    b.host.assign(storage == Storage::bits ? size_t((n + 31) / 32) * 4 : size_t(n) * element_size(b.dtype), 0);
     if (!is_scalar) b.device = device_alloc(b.bytes(), stream_);
     buffers_.push_back(std::move(b));
     return buffers_.back();

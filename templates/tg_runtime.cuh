@@ -131,6 +131,24 @@ template <class T, class V> TG_HD void store(T* p, int64_t i, V v) { p[i] = stat
 template <class V> TG_HD void store(half* p, int64_t i, V v) { p[i] = to_half(float(v)); }
 template <class V> TG_HD void store(bfloat16* p, int64_t i, V v) { p[i] = to_bfloat16(float(v)); }
 
+// A boolean tensor stored at one bit per element (a saved mask): element i is bit i % 32 of
+// 32-bit word i / 32. Each element is written once, by one thread, with an atomic on its word, so
+// the buffer needs no clearing and neighbouring threads never lose each other's bits.
+struct PackedBits { unsigned word; };
+TG_HD bool load(const PackedBits* p, int64_t i) { return (p[i >> 5].word >> (i & 31)) & 1u; }
+#if !defined(TG_HOST_ONLY)
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+__device__ __forceinline__
+#else
+inline
+#endif
+void store(PackedBits* p, int64_t i, bool v) {
+  const unsigned bit = 1u << (i & 31);
+  if (v) atomicOr(&p[i >> 5].word, bit);
+  else atomicAnd(&p[i >> 5].word, ~bit);
+}
+#endif
+
 // Explicit conversions inside a kernel round like a store would.
 TG_HD float round_to_half(float x) { return to_float(to_half(x)); }
 TG_HD float round_to_bfloat16(float x) { return to_float(to_bfloat16(x)); }

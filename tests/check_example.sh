@@ -7,12 +7,14 @@
 #   nvrtc  generate and compile their kernels with NVRTC for sm_90
 # Tools come from the environment: THUNDER_GEN, THUNDER_GEN_CHECK, NVRTC_CHECK, CXX, NVCC.
 # TG_INPUTS, when set, is a folder of input .npy files for the harness (else it draws them).
+# TG_FLAGS, when set, are extra generator flags (rematerialization policies, say); TG_FAST=1
+# builds the emulated harness with -O2 and no sanitizers.
 set -euo pipefail
 mode=$1 trace=$(realpath "$2") work=$3
 : "${THUNDER_GEN:?}" "${CXX:=g++}" "${NVCC:=nvcc}"
 rm -rf "$work"
 mkdir -p "$work"
-"$THUNDER_GEN" "$trace" -o "$work/out"
+"$THUNDER_GEN" "$trace" -o "$work/out" ${TG_FLAGS:-}
 cd "$work/out"
 sources=(forward.cu)
 [[ -f backward.cu ]] && sources+=(backward.cu)
@@ -21,8 +23,9 @@ case "$mode" in
     # One translation unit (the kernels first: harness.cpp asks for the host-only runtime), so the
     # heavy runtime headers are compiled once; the generated CMakeLists builds them separately.
     { for f in "${sources[@]}" harness.cpp; do echo "#include \"$f\""; done; } >unity.cpp
-    "$CXX" -std=c++20 -O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-      -fno-omit-frame-pointer -I. unity.cpp -lboost_context -lpthread -o harness
+    flags=(-O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+    [[ "${TG_FAST:-0}" = 1 ]] && flags=(-O2 -fno-strict-aliasing)
+    "$CXX" -std=c++20 "${flags[@]}" -I. unity.cpp -lboost_context -lpthread -o harness
     mkdir -p ../results
     ./harness --outputs ../results --repeat 1 ${TG_INPUTS:+--inputs "$TG_INPUTS"}
     "${THUNDER_GEN_CHECK:?}" "$trace" ../results | tee ../check.log

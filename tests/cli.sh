@@ -7,11 +7,7 @@ gen=$1 work=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 ex=$root/examples/softmax.json
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
-pass=0 fail=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); echo "ok $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
-}
+source "$root/tests/checks.sh"
 run() { "$gen" "$@" >out.txt 2>err.txt; echo $? >rc.txt; }
 rc() { [ "$(cat rc.txt)" = "$1" ]; }
 has() { grep -q -- "$2" "$1"; }
@@ -41,5 +37,4 @@ check no-temporaries [ -z "$(ls -A . | grep '^\.gen\.')" ]
 touch afile
 run "$ex" -o afile;                  check output-is-a-file rc 1
 run "$ex" -o deeper/new/out;         check creates-parents [ -f deeper/new/out/forward.cu ]
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1061,6 +1061,25 @@ def gpt2_mlp():
 
 
 @example
+def gpt2_mlp_inference_bf16():
+    t = Trace("gpt2_mlp_inference_bf16", "hand-written: the GPT-2 MLP half for inference in bf16, x + linear(gelu_tanh("
+                                         "linear(layer_norm(x), 768 -> 3072)), 3072 -> 768) on 128 tokens; both bias "
+                                         "adds and the GELU fold into cuBLASLt epilogues")
+    x = t.input("x", [4, 32, 768], "bf16")
+    ln_w = t.input("ln_w", [768], "bf16", init=(0.5, 1.5))
+    ln_b = t.input("ln_b", [768], "bf16", init=fan_in(768))
+    w1 = t.input("w_fc", [3072, 768], "bf16", init=fan_in(768))
+    b1 = t.input("b_fc", [3072], "bf16", init=fan_in(768))
+    w2 = t.input("w_proj", [768, 3072], "bf16", init=fan_in(3072))
+    b2 = t.input("b_proj", [768], "bf16", init=fan_in(3072))
+    h = layer_norm_call(t, x, ln_w, ln_b)
+    h = linear(t, gelu_tanh(t, linear(t, h, w1, b1)), w2, b2)
+    call = t.begin("torch.add", [x, h])
+    t.outputs = [t.end(call, [t.op("add", x, h)])]
+    return t
+
+
+@example
 def attention_block():
     t = Trace("attention_block", "hand-written after a GPT-2 attention block: fused QKV projection (linear 256 -> "
                                  "768), split into heads (reshape, permute), causal softmax attention in the math "

@@ -8,8 +8,11 @@ namespace tg {
 
 struct UserError : std::runtime_error {
   std::string where;  // JSON pointer such as "/ops/3/args/0", or "line:col" for syntax errors
+  std::string file;   // the input it is about when not the trace (an overrides file, a flag)
   UserError(std::string where_, const std::string& message)
       : std::runtime_error(message), where(std::move(where_)) {}
+  UserError(std::string file_, std::string where_, const std::string& message)
+      : std::runtime_error(message), where(std::move(where_)), file(std::move(file_)) {}
 };
 
 struct InternalError : std::runtime_error {

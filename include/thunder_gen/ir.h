@@ -4,6 +4,7 @@
 // one entry per parameter of the op-table row, in signature order, defaults filled in.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,7 +32,16 @@ struct Value {
   std::string device;
   bool requires_grad = false;
   std::optional<std::pair<double, double>> init_uniform;  // inputs: how a harness draws it (extension)
+  bool bit_packed = false;  // a saved b8 mask stored at one bit per element (tg::PackedBits)
 };
+
+// The bytes a tensor occupies in device memory as stored: whole 32-bit words when bit-packed.
+inline int64_t stored_bytes(const Value& v) {
+  if (v.is_scalar) return 0;
+  int64_t n = 1;
+  for (int64_t d : v.shape) n *= d;
+  return v.bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
+}
 
 // An argument: a reference to a value, a literal, or a list of either.
 struct Arg {
@@ -86,10 +96,23 @@ struct Op {
   std::vector<Op> sub;            // decomposition into ops over the same names
   std::shared_ptr<const CustomGrad> custom;
   std::string where;              // JSON pointer of the op in the input, for diagnostics
+  std::string origin;             // prims only: the torch-level symbol they lower or differentiate ("" as read)
   std::string label;              // for kernels: the structural name given by fusion
 
   const Arg& arg(size_t i) const { return args.at(i); }
 };
+
+// Calls f(id) for every value an argument refers to, nested lists included.
+template <class F>
+void for_each_value(const Arg& a, F&& f) {
+  if (a.is_value()) f(a.value);
+  for (const Arg& item : a.items) for_each_value(item, f);
+}
+// Calls f(id) for every value an op reads.
+template <class F>
+void for_each_value(const Op& op, F&& f) {
+  for (const Arg& a : op.args) for_each_value(a, f);
+}
 
 struct Trace {
   std::string name;
@@ -99,6 +122,9 @@ struct Trace {
   std::vector<ValueId> inputs;
   std::vector<Op> ops;
   std::vector<ValueId> outputs;
+  // Op path -> where its rematerialization policy came from ("--tag X=save", "trace tag"...),
+  // for the reasons `explain` and the manifest give. Ops lowered from a call share its path.
+  std::map<std::string, std::string> policy_sources;
 
   const Value& value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
   Value& value(ValueId id) { return values.at(static_cast<size_t>(id)); }

@@ -1,0 +1,136 @@
+#include "gemm_epilogue.h"
+
+#include <map>
+#include <set>
+
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+namespace {
+
+class EpilogueFolder {
+ public:
+  explicit EpilogueFolder(const Trace& t) : t_(t), out_(t) {
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      for (ValueId v : t.ops[i].outs) def_[v] = int(i);
+      for_each_value(t.ops[i], [&](ValueId v) { readers_[v].push_back(int(i)); });
+    }
+    for (ValueId v : t.outputs) is_output_.insert(v);
+  }
+
+  Trace run() {
+    removed_.assign(t_.ops.size(), false);
+    for (size_t i = 0; i < t_.ops.size(); ++i)
+      if (foldable_matmul(out_.ops[i])) {
+        fold_bias(int(i));
+        fold_gelu(int(i));
+      }
+    std::vector<Op> kept;
+    for (size_t i = 0; i < out_.ops.size(); ++i)
+      if (!removed_[i]) kept.push_back(std::move(out_.ops[i]));
+    out_.ops = std::move(kept);
+    return std::move(out_);
+  }
+
+ private:
+  bool foldable_matmul(const Op& op) const {
+    if (op.info->kind != OpKind::matmul || op.args.size() < 4 || op.arg(2).is_value() || op.arg(3).text != "none") return false;
+    const Value& c = t_.value(op.outs[0]);
+    return c.dtype != DType::f64 && t_.value(op.arg(1).value).shape.size() == 2;
+  }
+
+  // The one op reading v, when v is read by exactly one op and is not an output.
+  int only_reader(ValueId v) const {
+    auto it = readers_.find(v);
+    if (is_output_.count(v) || it == readers_.end() || it->second.size() != 1) return -1;
+    return it->second[0];
+  }
+
+  bool defined_before(ValueId v, int op) const {
+    auto it = def_.find(v);
+    return it == def_.end() || it->second < op;
+  }
+
+  // matmul -> add(c, broadcast_in_dim(bias [n], c's shape, [last dim])).
+  void fold_bias(int m) {
+    Op& matmul = out_.ops[size_t(m)];
+    const ValueId c = matmul.outs[0];
+    const int add = only_reader(c);
+    if (add < 0 || t_.ops[size_t(add)].info->kind != OpKind::add) return;
+    const Op& sum = t_.ops[size_t(add)];
+    const Arg& other = sum.arg(0).is_value() && sum.arg(0).value == c ? sum.arg(1) : sum.arg(0);
+    if (!other.is_value() || other.value == c || !def_.count(other.value)) return;
+    const int bcast = def_.at(other.value);
+    const Op& b = t_.ops[size_t(bcast)];
+    if (b.info->kind != OpKind::broadcast_in_dim || !b.arg(0).is_value()) return;
+    const ValueId bias = b.arg(0).value;
+    const Value& cv = t_.value(c);
+    const int64_t last = int64_t(cv.shape.size()) - 1;
+    if (t_.value(bias).shape != Shape{cv.shape.back()} || t_.value(bias).dtype != cv.dtype || b.arg(2).int_list() != std::vector<int64_t>{last} ||
+        t_.value(sum.outs[0]).dtype != cv.dtype || !defined_before(bias, m))
+      return;
+    matmul.args[2] = Arg::of_value(bias);
+    matmul.outs[0] = sum.outs[0];
+    removed_[size_t(add)] = true;
+    if (only_reader(other.value) == add) removed_[size_t(bcast)] = true;
+  }
+
+  // The prims lowering torch.nn.functional.gelu(d, approximate='tanh'): the ops of that one call
+  // (same origin and place) that read d. They must read nothing else from outside, be
+  // elementwise, contain the tanh, and leave exactly one value to the rest of the trace.
+  void fold_gelu(int m) {
+    Op& matmul = out_.ops[size_t(m)];
+    const ValueId d = matmul.outs[0];
+    auto it = readers_.find(d);
+    if (is_output_.count(d) || it == readers_.end()) return;
+    const Op& first = t_.ops[size_t(it->second[0])];
+    if (first.origin != "torch.nn.functional.gelu") return;
+    std::set<int> group;
+    std::set<ValueId> inside = {d};
+    for (size_t i = size_t(it->second[0]); i < t_.ops.size(); ++i) {
+      const Op& op = t_.ops[i];
+      if (op.origin != first.origin || op.where != first.where || removed_[i]) continue;
+      bool reads_inside = false;
+      for_each_value(op, [&](ValueId v) { reads_inside = reads_inside || inside.count(v); });
+      if (!reads_inside) continue;
+      group.insert(int(i));
+      for (ValueId v : op.outs) inside.insert(v);
+    }
+    for (int r : it->second)
+      if (!group.count(r)) return;  // d has a reader outside the GELU
+    bool has_tanh = false;
+    ValueId result = kNoValue;
+    for (int i : group) {
+      const Op& op = t_.ops[size_t(i)];
+      if (op.info->fusion != FusionClass::elementwise) return;
+      has_tanh = has_tanh || op.info->kind == OpKind::tanh;
+      bool closed = true;
+      for_each_value(op, [&](ValueId v) { closed = closed && inside.count(v); });
+      if (!closed) return;
+      for (ValueId v : op.outs) {
+        bool escapes = is_output_.count(v) > 0;
+        for (int r : readers_[v]) escapes = escapes || !group.count(r);
+        if (!escapes) continue;
+        if (result != kNoValue) return;
+        result = v;
+      }
+    }
+    if (!has_tanh || result == kNoValue || t_.value(result).dtype != t_.value(d).dtype || t_.value(result).shape != t_.value(d).shape) return;
+    matmul.args[3].text = "gelu_tanh";
+    matmul.outs[0] = result;
+    for (int i : group) removed_[size_t(i)] = true;
+  }
+
+  const Trace& t_;
+  Trace out_;
+  std::map<ValueId, int> def_;
+  std::map<ValueId, std::vector<int>> readers_;
+  std::set<ValueId> is_output_;
+  std::vector<bool> removed_;
+};
+
+}  // namespace
+
+Trace fold_gemm_epilogues(const Trace& trace) { return EpilogueFolder(trace).run(); }
+
+}  // namespace tg

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# remat.sh THUNDER_GEN DROPOUT_PROPERTY WORK: the seed report's scenario end to end. dropout(x,
+# p=0.9) on f32[1024, 1024], trained:
+# - `save` from each of the three sources (--tag, the trace's DONT_RECOMPUTE_IN_BACKWARD tag,
+#   --tags FILE): one saved tensor, the b8 mask, stored as bits (131072 bytes; 1048576 with
+#   --no-pack-bool); backward.cu draws nothing and reads only the mask and the cotangent;
+# - `recompute`: no saved tensor, only the seed and offset; the backward draws the mask again,
+#   and the emulated run satisfies dropout's property (gradient g/(1-p) exactly where the
+#   forward kept x);
+# - explain and the manifest give the same saved set, and bad overrides are diagnosed.
+set -u
+abs() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
+gen=$(abs "$1") property=$(abs "$2") work=$3
+root=$(cd "$(dirname "$0")/.." && pwd)
+ex=$root/examples/dropout_p09.json
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+source "$root/tests/checks.sh"
+# saved OUT: the saved tensors as "name dtype bytes storage" lines, then "scalars: names".
+saved() {
+  python3 -c 'import json, sys
+m = json.load(open(sys.argv[1] + "/manifest.json"))
+for s in m["saved_for_backward"]: print(s["name"], s["dtype"], s["bytes"], s["storage"])
+print("scalars:", " ".join(s["name"] for s in m["saved_scalars"]))' "$1"
+}
+# backward_inputs OUT: the backward entry point's inputs, as its banner lists them.
+backward_inputs() { sed -n 's|^// Inputs: ||p' "$1/backward.cu" | sed 's/ [a-z0-9]*\[[^]]*\];//g; s/ [a-z0-9]* scalar;//g'; }
+
+for source in flag trace file; do
+  case $source in
+    flag) "$gen" "$ex" -o "save_$source" --tag torch.nn.functional.dropout=save ;;
+    trace) "$gen" "$root/tests/remat/dropout_tagged.json" -o "save_$source" ;;
+    file) "$gen" "$ex" -o "save_$source" --tags "$root/tests/remat/dropout_save.tags.json" ;;
+  esac
+  check "save-$source-generates" [ $? = 0 ]
+  check "save-$source-one-mask" [ "$(saved "save_$source")" = "$(printf 't0__1 b8 131072 bitmask\nscalars: ')" ]
+  check "save-$source-no-draw" bash -c "[ -f save_$source/backward.cu ] && ! grep -q philox_uniform save_$source/backward.cu"
+  check "save-$source-reads-mask-and-cotangent" [ "$(backward_inputs "save_$source")" = "t0__1 cotangent_t0" ]
+done
+
+"$gen" "$ex" -o unpacked --tag torch.nn.functional.dropout=save --no-pack-bool
+check unpacked-mask [ "$(saved unpacked)" = "$(printf 't0__1 b8 1048576 dense\nscalars: ')" ]
+check packed-reads-bits grep -q "const tg::PackedBits\* __restrict__ t0__1" save_flag/backward.cu
+check unpacked-reads-bytes grep -q "const bool\* __restrict__ t0__1" unpacked/backward.cu
+
+"$gen" "$ex" -o recompute --tag torch.nn.functional.dropout=recompute
+check recompute-generates [ $? = 0 ]
+check recompute-nothing-saved [ "$(saved recompute)" = "scalars: philox_seed philox_offset" ]
+check recompute-draws-again grep -q philox_uniform recompute/backward.cu
+if (cd recompute && { echo '#include "forward.cu"'; echo '#include "backward.cu"'; echo '#include "harness.cpp"'; } >unity.cpp &&
+    "${CXX:-g++}" -std=c++20 -O2 -I. unity.cpp -lboost_context -lpthread -o harness && mkdir -p ../recompute_run && ./harness --outputs ../recompute_run --repeat 1 >run.log); then
+  check recompute-property "$property" recompute_run t0 0.9
+else
+  check recompute-runs false
+fi
+
+"$gen" explain "$ex" --tag @t0=save >explain.txt
+check explain-runs [ $? = 0 ]
+check explain-lists-mask grep -q "^  t0__1 b8\[1024, 1024\]  131072 bytes, bitmask, intermediate: tag save on torch.nn.functional.dropout (--tag @t0=save)" explain.txt
+check explain-recomputes-convert grep -q "^  t0__2 f32\[1024, 1024\] = prims.convert_element_type" explain.txt
+
+"$gen" "$ex" -o bad --tag @t9=save 2>err.txt
+check unknown-value-rc [ $? = 1 ]
+check unknown-value-text grep -q '^thunder-gen: --tag @t9=save: error: no op defines a value named "t9"' err.txt
+check unknown-value-no-folder [ ! -e bad ]
+"$gen" "$ex" -o bad --tag torch.nn.functional.dropout=keep 2>err.txt
+check bad-policy-rc [ $? = 1 ]
+check bad-policy-text grep -q 'error: unknown policy "keep"' err.txt
+echo '{"torch.nn.functional.dropout": 3}' >bad.tags.json
+"$gen" "$ex" -o bad --tags bad.tags.json 2>err.txt
+check bad-file-rc [ $? = 1 ]
+check bad-file-text grep -q '^bad.tags.json: /torch.nn.functional.dropout: error: expected a policy string' err.txt
+
+finish

@@ -1,0 +1,96 @@
+// GEMM epilogues: which bias adds and GELUs fold into the matmul before them, and which must not.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "decompose.h"
+#include "gemm_epilogue.h"
+#include "pipeline.h"
+#include "reader.h"
+#include "trace_builder.h"
+#include "thunder_gen/op_table.h"
+#include "verify.h"
+
+using test::op;
+using test::tensor;
+
+namespace {
+
+tg::Trace folded(const std::string& json) {
+  tg::Trace t = tg::fold_gemm_epilogues(tg::decompose(tg::read_trace(json)));
+  tg::verify_pass(t, "epilogue");
+  return t;
+}
+
+// x [16, 32] @ w [32, 8] + bias [8], the add's operands in either order.
+std::string bias_trace(const std::string& dtype, bool bias_first, const std::string& outputs = "\"y\"") {
+  std::string ops = op("prims.matmul", "[\"x\", \"w\"]", tensor("c", "[16, 8]", dtype)) + "," +
+                    op("prims.broadcast_in_dim", "[\"b\", [16, 8], [1]]", tensor("bb", "[16, 8]", dtype)) + "," +
+                    op("prims.add", bias_first ? "[\"bb\", \"c\"]" : "[\"c\", \"bb\"]", tensor("y", "[16, 8]", dtype));
+  return test::trace("bias", tensor("x", "[16, 32]", dtype) + "," + tensor("w", "[32, 8]", dtype) + "," + tensor("b", "[8]", dtype), ops,
+                     outputs);
+}
+
+// torch.nn.functional.gelu(linear(x, w, b), approximate=mode), torch-level calls lowered by thunder-gen.
+std::string linear_gelu_trace(const std::string& mode, bool requires_grad = false) {
+  std::string x = requires_grad ? "{\"name\": \"x\", \"shape\": [16, 32], \"dtype\": \"f32\", \"requires_grad\": true}" : tensor("x", "[16, 32]");
+  std::string ops = op("torch.nn.functional.linear", "[\"x\", \"w\", \"b\"]", tensor("h", "[16, 8]")) + "," +
+                    op("torch.nn.functional.gelu", "[\"h\"]", tensor("y", "[16, 8]"), ",\"kwargs\": {\"approximate\": {\"str\": \"" + mode + "\"}}");
+  return test::trace("mlp", x + "," + tensor("w", "[8, 32]") + "," + tensor("b", "[8]"), ops, "\"y\"");
+}
+
+const tg::Op* only_matmul(const tg::Trace& t) {
+  const tg::Op* found = nullptr;
+  for (const tg::Op& o : t.ops)
+    if (o.info->kind == tg::OpKind::matmul) {
+      REQUIRE(found == nullptr);
+      found = &o;
+    }
+  REQUIRE(found != nullptr);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("a bias add after a matmul folds into it, whichever side the bias is on") {
+  for (bool bias_first : {false, true}) {
+    tg::Trace t = folded(bias_trace("bf16", bias_first));
+    REQUIRE(t.ops.size() == 1);
+    const tg::Op& m = t.ops[0];
+    CHECK(m.arg(2).is_value());
+    CHECK(t.value(m.arg(2).value).name == "b");
+    CHECK(m.arg(3).text == "none");
+    CHECK(t.value(m.outs[0]).name == "y");
+  }
+}
+
+TEST_CASE("a bias add does not fold when the product is also read elsewhere, or in f64") {
+  CHECK(folded(bias_trace("f32", false, "\"y\", \"c\"")).ops.size() == 3);
+  CHECK(folded(bias_trace("f64", false)).ops.size() == 3);
+}
+
+TEST_CASE("linear then tanh GELU becomes one matmul with the bias and GELU epilogue") {
+  tg::Trace t = folded(linear_gelu_trace("tanh"));
+  const tg::Op* m = only_matmul(t);
+  CHECK(m->arg(2).is_value());
+  CHECK(m->arg(3).text == "gelu_tanh");
+  CHECK(t.value(m->outs[0]).name == "y");
+  for (const tg::Op& o : t.ops) CHECK(o.info->fusion != tg::FusionClass::elementwise);  // no GELU prims left
+}
+
+TEST_CASE("the exact (erf) GELU is not cuBLASLt's, so only the bias folds") {
+  tg::Trace t = folded(linear_gelu_trace("none"));
+  const tg::Op* m = only_matmul(t);
+  CHECK(m->arg(2).is_value());
+  CHECK(m->arg(3).text == "none");
+}
+
+TEST_CASE("in training the GELU input is saved for its gradient, so only the bias folds") {
+  tg::PipelineOptions options;
+  options.stop_after = tg::Stage::fuse;
+  std::ostringstream log;
+  std::string listing = tg::run_pipeline(tg::read_trace(linear_gelu_trace("tanh", true)), options, log).stopped_text;
+  CHECK(listing.find("prims.matmul(x, ") != std::string::npos);
+  CHECK(listing.find("bias=b)") != std::string::npos);
+  CHECK(listing.find("gelu_tanh") == std::string::npos);
+}
