@@ -207,6 +207,8 @@ class Interpreter {
       }
       case OpKind::full:
         return {operand(op.arg(1), ct).expand(to_vec(out.shape)).contiguous()};
+      case OpKind::uniform:
+        throw InternalError("prims.uniform reached the reference unbound: bind_rng runs first");
       case OpKind::uniform_philox: {
         // The runtime's own generator (templates/tg_runtime.cuh), so the draws are the same.
         uint64_t seed = uint64_t(operand(op.arg(5), torch::kInt64).item<int64_t>());

@@ -11,7 +11,7 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
   static const char* kKinds[] = {"input", "output", "intermediate"};
   const Trace& b = p.backward;
   std::ostringstream out;
-  out << input_file << " (trace \"" << b.name << "\"): rematerialization plan\n";
+  out << input_file << " (trace \"" << p.forward.name << "\"): rematerialization plan\n";
   int64_t total = 0, intermediate = 0;
   size_t tensors = 0;
   std::string scalars;

@@ -153,7 +153,7 @@ std::vector<OutType> full_rule(const Trace&, const Op& op) {
 std::vector<OutType> uniform_rule(const Trace&, const Op& op) {
   Shape shape = op.arg(0).int_list();
   check_shape(shape, 0);
-  if (!is_float(op.arg(4).dtype)) fail(4, "uniform_philox makes floats, not " + std::string(dtype_name(op.arg(4).dtype)));
+  if (!is_float(op.arg(4).dtype)) fail(4, std::string(op.info->id) + " makes floats, not " + std::string(dtype_name(op.arg(4).dtype)));
   return {{op.arg(4).dtype, shape}};
 }
 
@@ -666,6 +666,11 @@ std::vector<OpInfo> build_table() {
       OpInfo{OpKind::iota, "prims.iota", FusionClass::source,
              {p("length", K::integer), kw("start", K::integer), kw("step", K::integer), kw("device", K::device), kw("dtype", K::dtype)},
              iota_rule, "", D::any, ""},
+      // Thunder's stateful draw: the RNG pass (src/rng.cpp) binds it to the trace's Philox seed and
+      // offset, as prims.uniform_philox with a stream of its own, before anything else runs.
+      OpInfo{OpKind::uniform, "prims.uniform", FusionClass::source,
+             {p("shape", K::int_list), p("minval", K::number), p("maxval", K::number), kw("device", K::device), kw("dtype", K::dtype)},
+             uniform_rule, "", D::any, "bound to prims.uniform_philox by the RNG pass"},
       OpInfo{OpKind::uniform_philox, "prims.uniform_philox", FusionClass::source,
              {p("shape", K::int_list), p("minval", K::number), p("maxval", K::number), kw("device", K::device), kw("dtype", K::dtype),
               kw("seed", K::number), kw("offset", K::number), Param{"stream", K::integer, true, true, Arg::of_int(0)}},

@@ -272,6 +272,15 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
   auto reason = [&](ValueId v) -> std::string {
     auto reader = first_reader.find(v);
     std::string needed_by = reader != first_reader.end() ? reader->second : "read by a recomputed op";
+    if (reader == first_reader.end())
+      for (size_t x = 0; x < joint.forward_ops; ++x) {
+        bool reads = false;
+        for_each_value(j.ops[x], [&](ValueId u) { reads = reads || u == v; });
+        if (plan.recomputed[x] && reads) {
+          needed_by = "read by " + j.ops[x].symbol + " recomputing " + j.value(j.ops[x].outs[0]).name + " in the backward";
+          break;
+        }
+      }
     if (input_index.count(v) || output_index.count(v)) return needed_by;
     const Op& def = *forward_def.at(v);
     if (std::optional<Policy> policy = policy_of(def.tags); policy == Policy::save || policy == Policy::prefer_save)

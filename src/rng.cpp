@@ -17,25 +17,40 @@ size_t seed_param(const Op& op) {
   return 0;
 }
 bool unbound_dropout(const Op& op) {
+  if (op.info && op.info->kind == OpKind::uniform) return true;  // Thunder's stateful draw
   size_t s = seed_param(op);
   return s && op.arg(s).kind == Arg::Kind::none;
 }
 
 bool any_unbound(const std::vector<Op>& ops) {
   for (const Op& op : ops)
-    if (unbound_dropout(op) || any_unbound(op.sub)) return true;
+    if (unbound_dropout(op) || any_unbound(op.sub) || (op.custom && (any_unbound(op.custom->fwd.ops) || any_unbound(op.custom->bwd.ops))))
+      return true;
   return false;
 }
 
 void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
   for (Op& op : ops) {
-    if (unbound_dropout(op)) {
+    if (op.info && op.info->kind == OpKind::uniform) {
+      op.info = find_op("prims.uniform_philox");
+      op.symbol = std::string(op.info->id);
+      for (Arg a : {Arg::of_value(seed), Arg::of_value(offset), Arg::of_int(stream++)}) {
+        op.args.push_back(a);
+        op.arg_where.push_back("");
+      }
+    } else if (unbound_dropout(op)) {
       size_t s = seed_param(op);
       op.args[s] = Arg::of_value(seed);
       op.args[s + 1] = Arg::of_value(offset);
       op.args[s + 2] = Arg::of_int(stream++);
     }
     bind(op.sub, seed, offset, stream);
+    if (op.custom && (any_unbound(op.custom->fwd.ops) || any_unbound(op.custom->bwd.ops))) {
+      auto bodies = std::make_shared<CustomGrad>(*op.custom);  // shared with other copies of the trace
+      bind(bodies->fwd.ops, seed, offset, stream);
+      bind(bodies->bwd.ops, seed, offset, stream);
+      op.custom = std::move(bodies);
+    }
   }
 }
 

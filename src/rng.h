@@ -3,7 +3,9 @@
 // generated code must draw reproducibly (the same seed and offset give the same mask in host
 // emulation and on the GPU). This pass adds two i64 scalar inputs to a trace that has such
 // calls, `philox_seed` and `philox_offset` (the harness's --philox-seed / --philox-offset), and
-// binds every unbound dropout to them, each call with its own Philox stream (0, 1, ...). The
+// binds every unbound dropout to them, each call with its own Philox stream (0, 1, ...); a
+// prims.uniform (Thunder's stateful draw, as in dropout's decomposition) becomes a
+// prims.uniform_philox on the same inputs with a stream of its own. The
 // generator and the checker both run it, so they agree on the inputs.
 #pragma once
 #include "thunder_gen/ir.h"

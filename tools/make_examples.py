@@ -165,6 +165,9 @@ class Builder:
         if s == "uniform_philox":
             v = self.bind(["shape", "minval", "maxval", "device", "dtype", "seed", "offset"], args, kwargs)
             return [(v["shape"], v["dtype"]["dtype"])]
+        if s == "uniform":
+            v = self.bind(["shape", "minval", "maxval", "device", "dtype"], args, kwargs)
+            return [(v["shape"], v["dtype"]["dtype"])]
         if s == "matmul":
             v = self.bind(["a", "b"], args, kwargs)
             a, b = self.shape(v["a"]), self.shape(v["b"])
@@ -1168,6 +1171,22 @@ def dropout_p09():
     x = t.input("x", [1024, 1024], "f32", requires_grad=True)
     t.outputs = [t.torch("torch.nn.functional.dropout", [x], {"p": 0.9, "training": True, "inplace": False},
                          [1024, 1024], "f32")]
+    return t
+
+
+@example
+def dropout_sub():
+    t = Trace("dropout_sub", "dropout_p09 as Thunder records it: the torch.nn.functional.dropout call with its "
+                             "decomposition in sub (prims.uniform, prims.lt, prims.convert_element_type, prims.mul); "
+                             "thunder-gen uses its own row for the call and binds the draw to philox_seed and "
+                             "philox_offset; the rematerialization tests tag it")
+    x = t.input("x", [1024, 1024], "f32", requires_grad=True)
+    p = 0.9
+    call = t.begin("torch.nn.functional.dropout", [x], {"p": p, "training": True, "inplace": False})
+    r = t.op("uniform", [1024, 1024], 0.0, 1.0, kwargs={"device": DEVICE, "dtype": dtype("f32")})
+    keep = t.op("lt", r, 1.0 - p)
+    y = t.op("mul", t.op("mul", x, t.op("convert_element_type", keep, dtype("f32"))), 1.0 / (1.0 - p))
+    t.outputs = [t.end(call, [y])]
     return t
 
 

@@ -26,7 +26,7 @@ enum class OpKind {
   where, lerp,
   convert_element_type,
   // sources
-  full, iota, uniform_philox,
+  full, iota, uniform, uniform_philox,
   // shape
   broadcast_in_dim, reshape, transpose, squeeze, slice, pad, cat,
   // reductions
