@@ -4,6 +4,7 @@
 //                                       under "save every forward value the backward reads", and
 //                                       under Thunder's weights (element size per tensor)
 //   remat_bench --synthetic N [N...]    plan a synthetic forward of N ops (autograd + partition)
+//   remat_bench --write-synthetic N F   write that trace to F (to time the whole generator on it)
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -102,6 +103,12 @@ void synthetic(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--write-synthetic") {  // the trace itself, for thunder-gen -v
+    std::FILE* f = std::fopen(argv[3], "w");
+    if (!f) return 1;
+    std::fputs(synthetic_trace(std::stoi(argv[2])).c_str(), f);
+    return std::fclose(f) == 0 ? 0 : 1;
+  }
   if (argc >= 3 && std::string(argv[1]) == "--synthetic") {
     for (int i = 2; i < argc; ++i) synthetic(std::stoi(argv[i]));
     return 0;

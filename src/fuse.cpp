@@ -235,11 +235,16 @@ class Fuser {
   // from its members exactly as the emitter will.
   void collect(int k, ValueId v, const Index& index, std::set<int>& ops, std::set<ValueId>& reads, std::set<std::string>& seen) const {
     if (!seen.insert(std::to_string(v) + "@" + index_key(index)).second) return;
-    if (home_[v] == kInput || (home_[v] >= 0 && home_[v] != k)) {
+    // Values of earlier kernels are read from memory. A value placed in a later kernel (written
+    // there for a matmul operand, or past the inline depth) was still inline when this kernel
+    // took it, so this kernel computes it as it was planned to, not read it before it exists.
+    if (home_[v] == kInput || (home_[v] >= 0 && home_[v] < k)) {
       reads.insert(v);
       return;
     }
     const Op& op = t_.ops[producer_[v]];
+    TG_CHECK(!(home_[v] > k && (is_reduction(op) || op.info->fusion == FusionClass::library)),
+             "kernel " + std::to_string(k) + " reads " + t_.value(v).name + ", which a later kernel reduces or a later call computes");
     ops.insert(producer_[v]);
     if (is_reduction(op) && !index.empty() && index != kernels_[k].layout.outer_index()) TG_CHECK(false, "misplaced reduction read");
     for_each_operand(op, index, [&](ValueId u, const Index& i) { collect(k, u, i, ops, reads, seen); });

@@ -123,3 +123,16 @@ TEST_CASE("long chains through row reductions are cut, so no kernel recomputes t
   CHECK(t.ops.size() > 10);
   CHECK(largest <= 64);
 }
+
+TEST_CASE("a value an earlier kernel computes inline, later written for a matmul, is not read before it is written") {
+  // a = exp(x) is inline in y1's kernel; the row kernel for y2 comes next; the matmul then needs
+  // a in memory and places it in that later row kernel. y1's kernel must still compute a itself.
+  std::string ops = op("prims.exp", "[\"x\"]", tensor("a", kRow)) + "," + op("prims.mul", "[\"a\", 2.0]", tensor("y1", kRow)) + "," +
+                    op("prims.sum", "[\"x\", [1]]", tensor("s", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"s\", [8, 32], [0]]", tensor("sb", kRow)) + "," +
+                    op("prims.add", "[\"x\", \"sb\"]", tensor("y2", kRow)) + "," + op("prims.matmul", "[\"a\", \"w\"]", tensor("m", "[8, 8]"));
+  tg::Trace t = fused(test::trace("late", tensor("x", kRow) + "," + tensor("w", "[32, 8]"), ops, "\"y1\", \"y2\", \"m\""));
+  // fused() verifies the result: every value is defined before it is read.
+  REQUIRE(t.ops.size() == 3);
+  CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
+}
