@@ -269,18 +269,14 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
   p.backward.outputs.assign(j.outputs.begin() + ptrdiff_t(joint.forward_outputs), j.outputs.end());
 
   // Why each saved value is saved; the reader that needs it, for inputs and outputs.
+  std::map<ValueId, const Op*> first_recomputed_reader;
+  for (size_t x = 0; x < joint.forward_ops; ++x)
+    if (plan.recomputed[x]) for_each_value(j.ops[x], [&](ValueId u) { first_recomputed_reader.emplace(u, &j.ops[x]); });
   auto reason = [&](ValueId v) -> std::string {
     auto reader = first_reader.find(v);
     std::string needed_by = reader != first_reader.end() ? reader->second : "read by a recomputed op";
-    if (reader == first_reader.end())
-      for (size_t x = 0; x < joint.forward_ops; ++x) {
-        bool reads = false;
-        for_each_value(j.ops[x], [&](ValueId u) { reads = reads || u == v; });
-        if (plan.recomputed[x] && reads) {
-          needed_by = "read by " + j.ops[x].symbol + " recomputing " + j.value(j.ops[x].outs[0]).name + " in the backward";
-          break;
-        }
-      }
+    if (auto r = first_recomputed_reader.find(v); reader == first_reader.end() && r != first_recomputed_reader.end())
+      needed_by = "read by " + r->second->symbol + " recomputing " + j.value(r->second->outs[0]).name + " in the backward";
     if (input_index.count(v) || output_index.count(v)) return needed_by;
     const Op& def = *forward_def.at(v);
     if (std::optional<Policy> policy = policy_of(def.tags); policy == Policy::save || policy == Policy::prefer_save)
