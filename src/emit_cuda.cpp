@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <regex>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -26,11 +26,11 @@ std::string c_ident(const std::string& name) {
       "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
       // names generated code uses
       "i", "j", "n", "row", "rows", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
-  static const std::regex dim_var("d[0-9]+");
   // Generated locals start with v_, ix_, acc_ or mean_; escaped names get p_, so p_ is reserved too.
   // Escaping prepends p_, which keeps the mapping one-to-one.
   static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "p_", "__"};
-  bool escape = reserved.count(name) || std::regex_match(name, dim_var);
+  const bool dim_var = name.size() > 1 && name[0] == 'd' && name.find_first_not_of("0123456789", 1) == std::string::npos;  // d<k>
+  bool escape = reserved.count(name) || dim_var;
   for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
   return escape ? "p_" + name : name;
 }
@@ -73,6 +73,14 @@ std::string shape_text(const Shape& s) {
   return out.empty() ? "scalar" : out;
 }
 
+// Does `text` contain `word` as a whole identifier (not part of a longer one)?
+bool uses_word(const std::string& text, const std::string& word) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+    if ((at == 0 || !ident(text[at - 1])) && (at + word.size() == text.size() || !ident(text[at + word.size()]))) return true;
+  return false;
+}
+
 // Declares the loop dims a body uses: d<k> = (linear / stride) % size over `dims` of `domain`.
 std::string dim_declarations(const std::string& body, const std::string& linear, const Shape& domain,
                              const std::vector<int64_t>& dims, const std::string& indent) {
@@ -82,7 +90,7 @@ std::string dim_declarations(const std::string& body, const std::string& linear,
   for (size_t k = dims.size(); k-- > 0;) {
     int64_t d = dims[k];
     std::string var = "d" + std::to_string(d);
-    if (std::regex_search(body, std::regex("\\b" + var + "\\b"))) {
+    if (uses_word(body, var)) {
       std::string e = stride == 1 ? linear : linear + " / " + std::to_string(stride);
       if (k > 0) e = (stride == 1 ? e : "(" + e + ")") + " % " + std::to_string(domain[d]);
       lines[k] = indent + "const int64_t " + var + " = " + e + ";\n";
