@@ -12,10 +12,11 @@
 // op costs one bit per element it writes, index-only ops nothing, and matmuls, reductions and
 // random draws are not recomputed unless a policy says so.
 //
-// Policies (src/overrides.h) act on the values and ops a call produced: `save` (never
-// recompute: the op's recompute edge is infinite), `recompute` (never save: the crossing edge is
-// infinite, and the op becomes recomputable), `prefer-save` (crossing at half price),
-// `prefer-recompute` (crossing at double price; the op becomes recomputable).
+// Policies (src/overrides.h) act on the values and ops a call produced: `save` (the call is never
+// redone from its inputs: its ops reading from outside it get infinite recompute edges), `recompute` (never save: the crossing edge is
+// infinite, and the op becomes recomputable), `prefer-save` (crossing at half price,
+// recomputing at four times), `prefer-recompute` (crossing at double price, recomputing at half,
+// and the op becomes recomputable). src/partition.cpp turns traces and policies into this problem.
 #pragma once
 #include <cstdint>
 #include <map>
