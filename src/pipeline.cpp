@@ -1,5 +1,7 @@
 #include "pipeline.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,13 @@ namespace tg {
 
 namespace {
 
+// The process's peak resident memory so far, in MB (Linux reports ru_maxrss in KB).
+long peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+
 class PassLog {
  public:
   PassLog(const PipelineOptions& o, std::ostream& log) : o_(o), log_(log) {
@@ -36,7 +45,9 @@ class PassLog {
     Trace out = f(in);
     verify_pass(out, name);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (o_.verbose) log_ << "thunder-gen: " << name << ": " << in.ops.size() << " ops -> " << out.ops.size() << " ops (" << ms << " ms)\n";
+    if (o_.verbose)
+      log_ << "thunder-gen: " << name << ": " << in.ops.size() << " ops -> " << out.ops.size() << " ops (" << ms << " ms, peak RSS "
+           << peak_rss_mb() << " MB)\n";
     dump(name, out);
     return out;
   }
@@ -88,14 +99,16 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
       return joint.trace;
     });
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
+    auto plan_start = std::chrono::steady_clock::now();
     parts = partition(joint, o.remat);
+    const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start).count();
     verify_pass(parts->forward, "partition");
     verify_pass(parts->backward, "partition");
     passes.dump("forward", parts->forward);
     passes.dump("backward", parts->backward);
     if (o.verbose)
       log << "thunder-gen: partition: " << parts->forward.ops.size() << " forward ops, " << parts->backward.ops.size() << " backward ops, "
-          << parts->saved.size() << " saved values\n";
+          << parts->saved.size() << " saved values (" << plan_ms << " ms, peak RSS " << peak_rss_mb() << " MB)\n";
     forward = parts->forward;
     if (o.stop_after == Stage::partition) return {explain_partition(*parts, o.input_file), {}};
   } else if (o.stop_after == Stage::partition) {
@@ -117,7 +130,8 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   if (o.verbose)
     log << "thunder-gen: emit: " << forward_cu.kernels.size() << " forward kernels"
         << (backward_cu ? ", " + std::to_string(backward_cu->kernels.size()) + " backward kernels" : std::string()) << " ("
-        << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() << " ms)\n";
+        << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() << " ms, peak RSS " << peak_rss_mb()
+        << " MB)\n";
   if (o.stop_after == Stage::cuda) return {forward_cu.text + (backward_cu ? "\n" + backward_cu->text : std::string()), {}};
 
   const Partition* training_parts = parts ? &*parts : nullptr;
