@@ -216,7 +216,8 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
   } catch (const NoFinitePlan& e) {
     throw no_plan(e);
   }
-  if (options.activation_budget && activation_bytes(plan) > *options.activation_budget) {
+  const bool over_budget = options.activation_budget && activation_bytes(plan) > *options.activation_budget;
+  if (over_budget) {
     // Over budget: let the backward recompute anything the policies allow, and trade recompute
     // cost against bytes. Weight 0 gives the fewest bytes any plan can save; then the largest
     // weight whose plan still fits is the one that recomputes least. (Saved bytes never grow as
@@ -281,6 +282,7 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
     const Op& def = *forward_def.at(v);
     if (std::optional<Policy> policy = policy_of(def.tags); policy == Policy::save || policy == Policy::prefer_save)
       return "tag " + std::string(policy_name(*policy)) + " on " + call_name(def) + " (" + policy_source(j, def.where) + "); " + needed_by;
+    if (over_budget) return "min-cut under --activation-budget " + std::to_string(*options.activation_budget) + "; " + needed_by;
     if (!policy_of(def.tags) && pinned_by_default(*def.info))
       return def.symbol + " is not recomputed by default; " + needed_by;
     return "min-cut: cheaper to save than to recompute; " + needed_by;
