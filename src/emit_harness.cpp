@@ -6,6 +6,7 @@
 
 #include "emit_cuda.h"
 #include "printer.h"
+#include "rng.h"
 #include "thunder_gen/op_table.h"
 #include "thunder_gen/dtype.h"
 
@@ -14,23 +15,14 @@ namespace tg {
 namespace {
 // Scalar inputs that seed or offset a Philox draw anywhere in the trace (decompositions and
 // custom bodies included), so the harness's --philox-seed / --philox-offset can set them.
-void find_philox_roles(const Trace& t, const std::vector<Op>& ops, std::map<ValueId, std::string>& roles) {
-  for (const Op& op : ops) {
-    if (op.info && (op.info->kind == OpKind::uniform_philox || op.info->kind == OpKind::t_dropout || op.info->kind == OpKind::t_sdpa)) {
-      size_t seed = op.info->kind == OpKind::uniform_philox ? 5 : op.info->kind == OpKind::t_dropout ? 4 : 7;  // then the offset
+std::map<ValueId, std::string> philox_roles(const Trace& t) {
+  std::map<ValueId, std::string> roles;
+  for_each_nested_op(t.ops, [&](const Op& op) {
+    if (size_t seed = philox_seed_param(op)) {
       if (op.arg(seed).is_value()) roles[op.arg(seed).value] = "philox_seed";
       if (op.arg(seed + 1).is_value()) roles[op.arg(seed + 1).value] = "philox_offset";
     }
-    find_philox_roles(t, op.sub, roles);
-    if (op.custom) {
-      find_philox_roles(t, op.custom->fwd.ops, roles);
-      find_philox_roles(t, op.custom->bwd.ops, roles);
-    }
-  }
-}
-std::map<ValueId, std::string> philox_roles(const Trace& t) {
-  std::map<ValueId, std::string> roles;
-  find_philox_roles(t, t.ops, roles);
+  });
   return roles;
 }
 

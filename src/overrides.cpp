@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "thunder_gen/diagnostics.h"
@@ -90,40 +89,21 @@ std::vector<Override> read_overrides_file(const std::string& path) {
 Trace apply_overrides(const Trace& trace, const std::vector<Override>& overrides) {
   Trace out = trace;
   // Policies written in the trace itself.
-  std::function<void(const std::vector<Op>&)> note_trace_tags = [&](const std::vector<Op>& ops) {
-    for (const Op& op : ops) {
-      if (std::optional<Policy> p = policy_of(op.tags)) out.policy_sources[op.where] = "trace tag " + std::string(policy_tag(*p));
-      note_trace_tags(op.sub);
-      if (op.custom) {
-        note_trace_tags(op.custom->fwd.ops);
-        note_trace_tags(op.custom->bwd.ops);
-      }
-    }
-  };
-  note_trace_tags(out.ops);
+  for_each_nested_op(trace.ops, [&](const Op& op) {
+    if (std::optional<Policy> p = policy_of(op.tags)) out.policy_sources[op.where] = "trace tag " + std::string(policy_tag(*p));
+  });
 
   for (const Override& o : overrides) {
     const bool by_value = o.selector[0] == '@';
     const std::string name = by_value ? o.selector.substr(1) : o.selector;
     size_t selected = 0;
-    std::function<void(std::vector<Op>&)> visit = [&](std::vector<Op>& ops) {
-      for (Op& op : ops) {
-        if (by_value ? defines(out, op, name) : op.symbol == name) {
-          op.tags.erase(std::remove_if(op.tags.begin(), op.tags.end(), is_policy_tag), op.tags.end());
-          op.tags.insert(op.tags.begin(), std::string(policy_tag(o.policy)));
-          out.policy_sources[op.where] = o.source;
-          ++selected;
-        }
-        visit(op.sub);
-        if (op.custom) {  // bodies are shared between copies of a trace: edit a copy
-          auto body = std::make_shared<CustomGrad>(*op.custom);
-          visit(body->fwd.ops);
-          visit(body->bwd.ops);
-          op.custom = std::move(body);
-        }
-      }
-    };
-    visit(out.ops);
+    for_each_nested_op(out.ops, [&](Op& op) {
+      if (!(by_value ? defines(out, op, name) : op.symbol == name)) return;
+      op.tags.erase(std::remove_if(op.tags.begin(), op.tags.end(), is_policy_tag), op.tags.end());
+      op.tags.insert(op.tags.begin(), std::string(policy_tag(o.policy)));
+      out.policy_sources[op.where] = o.source;
+      ++selected;
+    });
     if (selected == 0)
       throw UserError(o.file, o.where, by_value ? "no op defines a value named \"" + name + "\"" : "the trace has no call of " + name);
   }

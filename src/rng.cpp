@@ -8,53 +8,50 @@
 namespace tg {
 namespace {
 
-// Where an op that draws keeps its seed (then offset, then stream), or 0 for ops that do not
-// draw: dropout, and attention with dropout_p above 0.
-size_t seed_param(const Op& op) {
-  if (!op.info) return 0;
-  if (op.info->kind == OpKind::t_dropout) return 4;
-  if (op.info->kind == OpKind::t_sdpa && !(op.arg(4).is_number() && op.arg(4).as_double() == 0.0)) return 7;
-  return 0;
-}
-bool unbound_dropout(const Op& op) {
-  if (op.info && op.info->kind == OpKind::uniform) return true;  // Thunder's stateful draw
-  size_t s = seed_param(op);
-  return s && op.arg(s).kind == Arg::Kind::none;
+// A draw still to be bound: Thunder's stateful prims.uniform, or a dropout (attention with
+// dropout_p above 0) whose seed is not given.
+bool unbound_draw(const Op& op) {
+  if (!op.info) return false;
+  if (op.info->kind == OpKind::uniform) return true;
+  if (op.info->kind == OpKind::t_sdpa && op.arg(4).is_number() && op.arg(4).as_double() == 0.0) return false;
+  size_t s = philox_seed_param(op);
+  return s && op.info->kind != OpKind::uniform_philox && op.arg(s).kind == Arg::Kind::none;
 }
 
 bool any_unbound(const std::vector<Op>& ops) {
-  for (const Op& op : ops)
-    if (unbound_dropout(op) || any_unbound(op.sub) || (op.custom && (any_unbound(op.custom->fwd.ops) || any_unbound(op.custom->bwd.ops))))
-      return true;
-  return false;
+  bool any = false;
+  for_each_nested_op(ops, [&](const Op& op) { any = any || unbound_draw(op); });
+  return any;
 }
 
+// Binds every unbound draw to (seed, offset), each with the next stream.
 void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
-  for (Op& op : ops) {
-    if (op.info && op.info->kind == OpKind::uniform) {
+  for_each_nested_op(ops, [&](Op& op) {
+    if (!unbound_draw(op)) return;
+    if (op.info->kind == OpKind::uniform) {  // becomes uniform_philox, whose last three params are these
       op.info = find_op("prims.uniform_philox");
       op.symbol = std::string(op.info->id);
-      for (Arg a : {Arg::of_value(seed), Arg::of_value(offset), Arg::of_int(stream++)}) {
-        op.args.push_back(a);
-        op.arg_where.push_back("");
-      }
-    } else if (unbound_dropout(op)) {
-      size_t s = seed_param(op);
-      op.args[s] = Arg::of_value(seed);
-      op.args[s + 1] = Arg::of_value(offset);
-      op.args[s + 2] = Arg::of_int(stream++);
+      op.args.resize(op.info->params.size());
+      op.arg_where.resize(op.info->params.size());
     }
-    bind(op.sub, seed, offset, stream);
-    if (op.custom && (any_unbound(op.custom->fwd.ops) || any_unbound(op.custom->bwd.ops))) {
-      auto bodies = std::make_shared<CustomGrad>(*op.custom);  // shared with other copies of the trace
-      bind(bodies->fwd.ops, seed, offset, stream);
-      bind(bodies->bwd.ops, seed, offset, stream);
-      op.custom = std::move(bodies);
-    }
-  }
+    size_t s = philox_seed_param(op);
+    op.args[s] = Arg::of_value(seed);
+    op.args[s + 1] = Arg::of_value(offset);
+    op.args[s + 2] = Arg::of_int(stream++);
+  });
 }
 
 }  // namespace
+
+size_t philox_seed_param(const Op& op) {
+  if (!op.info) return 0;
+  switch (op.info->kind) {
+    case OpKind::uniform_philox: return 5;
+    case OpKind::t_dropout: return 4;
+    case OpKind::t_sdpa: return 7;
+    default: return 0;
+  }
+}
 
 Trace bind_rng(const Trace& trace) {
   if (!any_unbound(trace.ops)) return trace;

@@ -8,10 +8,16 @@
 // prims.uniform_philox on the same inputs with a stream of its own. The
 // generator and the checker both run it, so they agree on the inputs.
 #pragma once
+#include <cstddef>
+
 #include "thunder_gen/ir.h"
 
 namespace tg {
 
 Trace bind_rng(const Trace& trace);
+
+// Where an op that can draw keeps its Philox seed (the offset and the stream follow), or 0:
+// prims.uniform_philox, torch.nn.functional.dropout, scaled_dot_product_attention.
+size_t philox_seed_param(const Op& op);
 
 }  // namespace tg

@@ -114,6 +114,35 @@ void for_each_value(const Op& op, F&& f) {
   for (const Arg& a : op.args) for_each_value(a, f);
 }
 
+// Calls f(op) for every op of `ops` and, depth first, of its `sub` decomposition and its custom
+// fwd/bwd bodies.
+template <class F>
+void for_each_nested_op(const std::vector<Op>& ops, F&& f) {
+  for (const Op& op : ops) {
+    f(op);
+    for_each_nested_op(op.sub, f);
+    if (op.custom) {
+      for_each_nested_op(op.custom->fwd.ops, f);
+      for_each_nested_op(op.custom->bwd.ops, f);
+    }
+  }
+}
+// The same for editing. Custom bodies are shared between copies of a trace, so each is copied
+// before f may change it.
+template <class F>
+void for_each_nested_op(std::vector<Op>& ops, F&& f) {
+  for (Op& op : ops) {
+    f(op);
+    for_each_nested_op(op.sub, f);
+    if (op.custom) {
+      auto bodies = std::make_shared<CustomGrad>(*op.custom);
+      for_each_nested_op(bodies->fwd.ops, f);
+      for_each_nested_op(bodies->bwd.ops, f);
+      op.custom = std::move(bodies);
+    }
+  }
+}
+
 struct Trace {
   std::string name;
   std::string device = "cuda:0";
