@@ -294,19 +294,21 @@ class Interpreter {
       case OpKind::t_permute: return {in().permute(op.arg(1).int_list()).contiguous()};
       case OpKind::t_transpose: return {in().transpose(op.arg(1).integer, op.arg(2).integer).contiguous()};
       case OpKind::t_unsqueeze: return {in().unsqueeze(op.arg(1).integer)};
+      case OpKind::shallow_copy:
+      case OpKind::stride_order: return {in().clone()};
       case OpKind::t_cross_entropy:
       case OpKind::t_nll_loss: {
         Tensor target = env_.at(op.arg(1).value).to(torch::kInt64);
-        const std::string& r = op.arg(6).text;
+        const auto [ignore_index, r] = class_loss_args(op);
         if (op.info->kind == OpKind::t_cross_entropy) {
           namespace F = torch::nn::functional;
-          auto o = F::CrossEntropyFuncOptions().ignore_index(op.arg(4).integer).label_smoothing(op.arg(7).as_double());
+          auto o = F::CrossEntropyFuncOptions().ignore_index(ignore_index).label_smoothing(op.arg(7).as_double());
           if (r == "none") o = o.reduction(torch::kNone);
           else if (r == "sum") o = o.reduction(torch::kSum);
           return {F::cross_entropy(in(), target, o)};
         }
         namespace F = torch::nn::functional;
-        auto o = F::NLLLossFuncOptions().ignore_index(op.arg(4).integer);
+        auto o = F::NLLLossFuncOptions().ignore_index(ignore_index);
         if (r == "none") o = o.reduction(torch::kNone);
         else if (r == "sum") o = o.reduction(torch::kSum);
         return {F::nll_loss(in(), target, o)};

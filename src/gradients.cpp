@@ -328,7 +328,7 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::t_permute: case OpKind::t_transpose: case OpKind::t_unsqueeze: case OpKind::t_sum: case OpKind::t_mean:
     case OpKind::t_layer_norm: case OpKind::t_rms_norm: case OpKind::t_cross_entropy: case OpKind::t_nll_loss:
     case OpKind::t_cat: case OpKind::t_split: case OpKind::t_var: case OpKind::t_embedding: case OpKind::t_sdpa:
-    case OpKind::t_dropout:
+    case OpKind::t_dropout: case OpKind::shallow_copy: case OpKind::stride_order:
       return torch_gradient(kind);
 
     // No gradient flows: piecewise constant, boolean or integer results, sources.

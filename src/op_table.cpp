@@ -353,6 +353,18 @@ std::vector<OutType> linear_rule(const Trace& t, const Op& op) {
 }
 
 // reshape(a, shape) with at most one -1.
+// shallow_copy(a), stride_order(a, order): the same values (thunder-gen chooses layouts itself).
+std::vector<OutType> same_as_input_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  if (op.info->kind == OpKind::stride_order) {
+    std::vector<int64_t> order = op.arg(1).int_list(), sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted.size() != a.shape.size() || sorted[i] != int64_t(i)) fail(1, "must be a permutation of the input's " + std::to_string(a.shape.size()) + " dims");
+  }
+  return {{a.dtype, a.shape}};
+}
+
 std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg(0).value);
   Shape shape = op.arg(1).int_list();
@@ -445,8 +457,9 @@ std::vector<OutType> norm_rule(const Trace& t, const Op& op) {
   return {{a.dtype, a.shape}};
 }
 
-// cross_entropy / nll_loss(a [N, C], target [N] class indices, weight=None, size_average=None,
-// ignore_index=-100, reduce=None, reduction="mean"[, label_smoothing=0.0]).
+// cross_entropy(a [N, C], target [N] class indices, weight=None, size_average=None,
+// ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0);
+// nll_loss(a, target, weight=None, ignore_index=None, reduction="mean").
 std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
   const Value& target = t.value(op.arg(1).value);
@@ -454,11 +467,12 @@ std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
   if (target.dtype != DType::i64 && target.dtype != DType::i32) fail(1, "needs class indices (i64 or i32), not " + std::string(dtype_name(target.dtype)));
   if (target.shape != Shape{a.shape[0]}) fail(1, "needs shape [" + std::to_string(a.shape[0]) + "], has " + shape_str(target.shape));
   if (op.arg(2).kind != Arg::Kind::none) fail(2, "class weights are not supported yet");
-  if (op.arg(3).kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
-  if (op.arg(5).kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
-  const std::string& reduction = op.arg(6).text;
-  if (reduction != "mean" && reduction != "sum" && reduction != "none") fail(6, "reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"");
-  if (op.args.size() > 7 && (op.arg(7).as_double() < 0 || op.arg(7).as_double() > 1)) fail(7, "label_smoothing must be in [0, 1]");
+  const bool ce = op.info->kind == OpKind::t_cross_entropy;
+  if (ce && op.arg(3).kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
+  if (ce && op.arg(5).kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
+  const std::string reduction = class_loss_args(op).reduction;
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") fail(ce ? 6 : 4, "reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"");
+  if (ce && (op.arg(7).as_double() < 0 || op.arg(7).as_double() > 1)) fail(7, "label_smoothing must be in [0, 1]");
   return {{a.dtype, reduction == "none" ? Shape{a.shape[0]} : Shape{}}};
 }
 
@@ -739,6 +753,10 @@ std::vector<OpInfo> build_table() {
              {p("a", K::tensor), opt("dim", K::dims), opt("keepdim", K::boolean, Arg::of_bool(false)), Param{"dtype", K::optional_dtype, true, true, {}}},
              torch_reduction_rule, "", D::floats, ""},
 
+      OpInfo{OpKind::shallow_copy, "prims.shallow_copy", FusionClass::composite, {p("a", K::tensor)}, same_as_input_rule, "", D::any, ""},
+      OpInfo{OpKind::stride_order, "prims.stride_order", FusionClass::composite, {p("a", K::tensor), p("order", K::int_list)},
+             same_as_input_rule, "", D::any, "the layout is thunder-gen's own: the values pass through"},
+
       OpInfo{OpKind::t_layer_norm, "torch.nn.functional.layer_norm", FusionClass::composite,
              {p("a", K::tensor), p("normalized_shape", K::int_list), opt("weight", K::optional_tensor), opt("bias", K::optional_tensor),
               opt("eps", K::number, Arg::of_real(1e-5))},
@@ -753,9 +771,9 @@ std::vector<OpInfo> build_table() {
               opt("label_smoothing", K::number, Arg::of_real(0.0))},
              class_loss_rule, "", D::floats, "class-index targets; gradient recomputes the softmax"},
       OpInfo{OpKind::t_nll_loss, "torch.nn.functional.nll_loss", FusionClass::composite,
-             {p("a", K::tensor), p("target", K::tensor), opt("weight", K::optional_tensor), opt("size_average", K::optional_number),
-              opt("ignore_index", K::integer, Arg::of_int(-100)), opt("reduce", K::optional_number), opt("reduction", K::string, string_arg("mean"))},
-             class_loss_rule, "", D::floats, "class-index targets"},
+             {p("a", K::tensor), p("target", K::tensor), opt("weight", K::optional_tensor), opt("ignore_index", K::optional_integer),
+              opt("reduction", K::string, string_arg("mean"))},
+             class_loss_rule, "", D::floats, "class-index targets; Thunder's signature: ignore_index null means -1"},
 
       OpInfo{OpKind::t_cat, "torch.cat", FusionClass::composite, {p("tensors", K::tensor_list), opt("dim", K::integer, Arg::of_int(0))},
              torch_cat_rule, "", D::any, ""},
@@ -814,11 +832,23 @@ const std::vector<OpInfo>& op_table() {
 
 const OpInfo& op_info(OpKind kind) { return op_table().at(static_cast<size_t>(kind)); }
 
+ClassLossArgs class_loss_args(const Op& op) {
+  if (op.info->kind == OpKind::t_nll_loss)  // Thunder's ignore_index=None means -1
+    return {op.arg(3).kind == Arg::Kind::none ? -1 : op.arg(3).integer, op.arg(4).text};
+  return {op.arg(4).integer, op.arg(6).text};
+}
+
+// Other ids Thunder gives an op of the table, as {the row's id, the other id}.
+constexpr std::pair<std::string_view, std::string_view> kOtherIds[] = {
+    {"torch.nn.functional.layer_norm", "torch.layer_norm"},  // what nn.LayerNorm records
+};
+
 const OpInfo* find_op(std::string_view id) {
   static const std::map<std::string_view, const OpInfo*> index = [] {
     std::map<std::string_view, const OpInfo*> m;
     for (const OpInfo& r : op_table())
       if (r.kind != OpKind::fused_kernel) m[r.id] = &r;
+    for (auto [row, other] : kOtherIds) m[other] = m.at(row);
     return m;
   }();
   auto it = index.find(id);

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -100,6 +101,7 @@ class Reader {
   Scope scope_;
   std::vector<std::set<std::string>> names_;  // every name declared in each naming domain
   std::map<std::string, std::string> defined_anywhere_;  // top-level naming domain: name -> op
+  std::deque<json> spelled_out_;  // lists gathered from variadic arguments (stable addresses)
 
   static void expect_object(const json& j, const std::string& where) {
     if (!j.is_object()) throw UserError(where.empty() ? "/" : where, "expected an object, got " + kind_name(j));
@@ -276,7 +278,10 @@ class Reader {
     for (size_t i = 0; i < outs.size(); ++i) declared.push_back(parse_declaration(outs[i], where + "/out/" + std::to_string(i), false));
 
     if (custom) op.custom = read_custom(j, op, declared, where);
-    if (j.contains("sub")) {
+    // A symbol with a rule of its own never uses its decomposition. Real traces decompose such
+    // symbols into prims thunder-gen need not know (prims.take_along_axis inside cross_entropy,
+    // say); then the decomposition is not read at all.
+    if (j.contains("sub") && (!op.info || readable(j["sub"]))) {
       std::map<std::string, ValueId> mine;
       // The decomposition's own names live in a nested scope; the op's outputs are pre-declared
       // there so the last sub-ops can define them.
@@ -317,15 +322,52 @@ class Reader {
     return it->second;
   }
 
+  // Whether every op of a decomposition is one thunder-gen can read: it has a rule (its own
+  // decomposition is decided when it is read), or is a custom-gradient op, or has a readable
+  // decomposition. A malformed list counts as readable, so reading it reports the error.
+  static bool readable(const json& ops) {
+    if (!ops.is_array()) return true;
+    for (const json& op : ops) {
+      auto id = op.is_object() ? op.find("op") : op.end();
+      if (!op.is_object() || id == op.end() || !id->is_string()) continue;
+      if (find_op(id->get<std::string>()) || *id == kCustomGradOp) continue;
+      auto sub = op.find("sub");
+      if (sub == op.end() || !readable(*sub)) return false;
+    }
+    return true;
+  }
+
   // Binds positional and keyword arguments to the op's signature the way Python does.
   void bind(Op& op, const std::vector<std::pair<std::string, const json*>>& positional,
             const std::vector<std::pair<std::string, const json*>>& keyword, const std::vector<std::string>& keyword_names,
             const std::string& where) {
     const auto& params = op.info->params;
-    std::vector<const json*> bound(params.size(), nullptr);
-    std::vector<std::string> bound_where(params.size());
     size_t positional_slots = 0;
     while (positional_slots < params.size() && !params[positional_slots].keyword_only) ++positional_slots;
+    // Thunder's torch.reshape(a, *shape) and torch.permute(a, *dims): integers past a last
+    // positional list parameter are that list, spelled out.
+    std::vector<std::pair<std::string, const json*>> gathered;
+    if (positional.size() > positional_slots && positional_slots > 0 && params[positional_slots - 1].kind == ParamKind::int_list) {
+      size_t first = positional_slots - 1;
+      bool all_integers = true;
+      for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && positional[i].second->is_number_integer();
+      if (all_integers) {
+        json& list = spelled_out_.emplace_back(json::array());
+        for (size_t i = first; i < positional.size(); ++i) list.push_back(*positional[i].second);
+        gathered.assign(positional.begin(), positional.begin() + std::ptrdiff_t(first));
+        gathered.emplace_back(positional[first].first, &list);
+      }
+    }
+    const auto& given = gathered.empty() ? positional : gathered;
+    bind_given(op, given, keyword, keyword_names, where, positional_slots);
+  }
+
+  void bind_given(Op& op, const std::vector<std::pair<std::string, const json*>>& positional,
+                  const std::vector<std::pair<std::string, const json*>>& keyword, const std::vector<std::string>& keyword_names,
+                  const std::string& where, size_t positional_slots) {
+    const auto& params = op.info->params;
+    std::vector<const json*> bound(params.size(), nullptr);
+    std::vector<std::string> bound_where(params.size());
     if (positional.size() > positional_slots)
       throw UserError(positional[positional_slots].first, std::string(op.info->id) + " takes " + std::to_string(positional_slots) +
                                                            " positional argument" + (positional_slots == 1 ? "" : "s") + " but " +
@@ -361,6 +403,7 @@ class Reader {
     if (a.kind == Arg::Kind::dtype) return "a dtype";
     if (a.kind == Arg::Kind::device) return "a device";
     if (a.kind == Arg::Kind::string) return "a string";
+    if (a.kind == Arg::Kind::opaque) return a.text;
     return kind_name(j);
   }
 
@@ -440,9 +483,10 @@ class Reader {
   }
 
   Arg typed_literal(const json& j, const std::string& where) {
-    if (j.size() != 1) throw UserError(where, "a typed literal has exactly one key (dtype, device, str or float)");
+    if (j.size() != 1) throw UserError(where, "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis or memory_format)");
     auto it = j.begin();
     std::string w = where + "/" + escape_pointer_token(it.key());
+    if (it.key() == "slice") return slice_literal(it.value(), w);
     std::string text = string_at(it.value(), w);
     Arg a;
     if (it.key() == "dtype") {
@@ -452,13 +496,39 @@ class Reader {
     }
     if (it.key() == "device") { a.kind = Arg::Kind::device; a.text = text; return a; }
     if (it.key() == "str") { a.kind = Arg::Kind::string; a.text = text; return a; }
+    if (it.key() == "ellipsis") {
+      if (text != "...") throw UserError(w, "the ellipsis literal is {\"ellipsis\": \"...\"}");
+      a.kind = Arg::Kind::opaque;
+      a.text = "...";
+      return a;
+    }
+    if (it.key() == "memory_format") {
+      if (!is_identifier(text)) throw UserError(w, "a memory format is a name such as \"contiguous_format\"");
+      a.kind = Arg::Kind::opaque;
+      a.text = "torch." + text;
+      return a;
+    }
     if (it.key() == "float") {
       if (text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
       if (text == "-inf") return Arg::of_real(-std::numeric_limits<double>::infinity());
       if (text == "nan") return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
       throw UserError(w, "a float literal is \"inf\", \"-inf\" or \"nan\", not \"" + text + "\"");
     }
-    throw UserError(where, "unknown typed literal \"" + it.key() + "\" (expected dtype, device, str or float)");
+    throw UserError(where, "unknown typed literal \"" + it.key() + "\" (expected dtype, device, str, float, slice, ellipsis or memory_format)");
+  }
+
+  // {"slice": [start, stop, step]}, each an integer or null: Python's slice(start, stop, step).
+  Arg slice_literal(const json& j, const std::string& where) {
+    if (!j.is_array() || j.size() != 3) throw UserError(where, "a slice literal is [start, stop, step], each an integer or null");
+    Arg a;
+    a.kind = Arg::Kind::opaque;
+    a.text = "slice(";
+    for (size_t i = 0; i < 3; ++i) {
+      if (!j[i].is_null() && !j[i].is_number_integer()) throw UserError(where + "/" + std::to_string(i), "a slice bound is an integer or null");
+      a.text += (i ? ", " : "") + (j[i].is_null() ? std::string("None") : std::to_string(j[i].get<int64_t>()));
+    }
+    a.text += ")";
+    return a;
   }
 
   // fwd/bwd bodies of a custom-gradient op: each its own scope and naming domain.

@@ -24,7 +24,8 @@ bool any_unbound(const std::vector<Op>& ops) {
   return any;
 }
 
-// Binds every unbound draw to (seed, offset), each with the next stream.
+// Binds every unbound draw that will be lowered to (seed, offset), each with the next stream, in
+// trace order.
 void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
   for_each_nested_op(ops, [&](Op& op) {
     if (!unbound_draw(op)) return;
@@ -38,7 +39,7 @@ void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
     op.args[s] = Arg::of_value(seed);
     op.args[s + 1] = Arg::of_value(offset);
     op.args[s + 2] = Arg::of_int(stream++);
-  });
+  }, /*only_lowered=*/true);
 }
 
 }  // namespace

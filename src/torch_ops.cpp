@@ -133,8 +133,9 @@ ClassLoss class_loss_of(G& g, const Op& op) {
   DType tt = value_of(g, target).dtype;
   V classes = call(g, "prims.iota", {Arg::of_int(l.c), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(tt)});
   l.onehot = cmp(g, "prims.eq", val(broadcast(g, classes, s, {1})), val(broadcast(g, target, s, {0})));
-  l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(op.arg(4).integer));
-  l.reduction = op.arg(6).text;
+  ClassLossArgs args = class_loss_args(op);
+  l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(args.ignore_index));
+  l.reduction = args.reduction;
   l.smoothing = op.info->kind == OpKind::t_cross_entropy ? op.arg(7).as_double() : 0.0;
   return l;
 }
@@ -204,7 +205,9 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       std::swap(perm[size_t(wrapped(op.arg(1).integer, rank))], perm[size_t(wrapped(op.arg(2).integer, rank))]);
       return {call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)})};
     }
-    case OpKind::t_unsqueeze: return {call(g, "prims.reshape", {val(op.arg(0).value), int_list(t.value(op.outs[0]).shape)})};
+    case OpKind::t_unsqueeze:
+    case OpKind::shallow_copy:
+    case OpKind::stride_order: return {call(g, "prims.reshape", {val(op.arg(0).value), int_list(t.value(op.outs[0]).shape)})};
     case OpKind::t_sum:
     case OpKind::t_mean: {
       V a = op.arg(0).value;

@@ -45,13 +45,15 @@ inline int64_t stored_bytes(const Value& v) {
 
 // An argument: a reference to a value, a literal, or a list of either.
 struct Arg {
-  enum class Kind { none, value, boolean, integer, real, string, dtype, device, list };
+  // opaque: a Python object only a decomposed symbol takes (a slice, Ellipsis, a memory format);
+  // `text` spells it as Python would.
+  enum class Kind { none, value, boolean, integer, real, string, dtype, device, list, opaque };
   Kind kind = Kind::none;
   ValueId value = kNoValue;
   bool boolean = false;
   int64_t integer = 0;
   double real = 0;
-  std::string text;  // string or device literal
+  std::string text;  // string, device or opaque literal
   DType dtype = DType::f32;
   std::vector<Arg> items;
 
@@ -128,16 +130,17 @@ void for_each_nested_op(const std::vector<Op>& ops, F&& f) {
   }
 }
 // The same for editing. Custom bodies are shared between copies of a trace, so each is copied
-// before f may change it.
+// before f may change it. With `only_lowered`, the decomposition of an op that has a rule of its
+// own is skipped: it is never lowered (the RNG pass must not number the draws in it).
 template <class F>
-void for_each_nested_op(std::vector<Op>& ops, F&& f) {
+void for_each_nested_op(std::vector<Op>& ops, F&& f, bool only_lowered = false) {
   for (Op& op : ops) {
     f(op);
-    for_each_nested_op(op.sub, f);
+    if (!only_lowered || !op.info) for_each_nested_op(op.sub, f, only_lowered);
     if (op.custom) {
       auto bodies = std::make_shared<CustomGrad>(*op.custom);
-      for_each_nested_op(bodies->fwd.ops, f);
-      for_each_nested_op(bodies->bwd.ops, f);
+      for_each_nested_op(bodies->fwd.ops, f, only_lowered);
+      for_each_nested_op(bodies->bwd.ops, f, only_lowered);
       op.custom = std::move(bodies);
     }
   }

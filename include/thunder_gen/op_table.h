@@ -37,6 +37,8 @@ enum class OpKind {
   t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
   t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
   t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa, t_dropout,
+  // prims that only name a copy or a memory layout: lowered to an identity reshape
+  shallow_copy, stride_order,
   // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
   fused_kernel,
 };
@@ -115,6 +117,16 @@ using GradContribution = std::pair<ValueId, ValueId>;
 // A gradient rule: given the op and the cotangent of each output (kNoValue where the output gets
 // none), the contributions to its inputs' cotangents. Ops without a rule are not differentiable.
 using GradRule = std::function<std::vector<GradContribution>(GradBuilder&, const Op&, const std::vector<ValueId>& cotangents)>;
+
+// Thunder's class losses keep ignore_index and reduction at different positions:
+// cross_entropy(a, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+// and nll_loss(a, target, weight, ignore_index, reduction).
+struct ClassLossArgs {
+  int64_t ignore_index;
+  std::string reduction;
+};
+struct Op;
+ClassLossArgs class_loss_args(const Op& op);
 
 struct OpInfo {
   OpKind kind;

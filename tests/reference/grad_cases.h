@@ -92,6 +92,8 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     case tg::OpKind::t_transpose:
       return Case{f64("x", "[2, 3, 4]"), call(info.id, "[\"x\", 0, -1]", out("o", "[4, 3, 2]")), "\"o\""};
     case tg::OpKind::t_unsqueeze: return Case{x, call(info.id, "[\"x\", 1]", out("o", "[3, 1, 4]")), "\"o\""};
+    case tg::OpKind::shallow_copy: return Case{x, call(info.id, "[\"x\"]", o), "\"o\""};
+    case tg::OpKind::stride_order: return Case{f64("x", "[2, 3, 4]"), call(info.id, "[\"x\", [2, 1, 0]]", out("o", "[2, 3, 4]")), "\"o\""};
     case tg::OpKind::t_sum: case tg::OpKind::t_mean:
       return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2], true]", out("o", "[1, 4, 1]")) + "," +
                                              call(info.id, "[\"x\"]", out("r", "[]"), ", \"kwargs\": {\"dim\": null}"),

@@ -18,7 +18,7 @@ namespace {
 
 std::vector<fs::path> examples() {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(TG_EXAMPLES_DIR))
+  for (const auto& e : fs::recursive_directory_iterator(TG_EXAMPLES_DIR))  // examples/corpus too
     if (e.path().extension() == ".json") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
