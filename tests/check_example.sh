@@ -11,6 +11,7 @@
 # builds the emulated harness with -O2 and no sanitizers.
 set -euo pipefail
 mode=$1 trace=$(realpath "$2") work=$3
+here=$(cd "$(dirname "$0")" && pwd)
 : "${THUNDER_GEN:?}" "${CXX:=g++}" "${NVCC:=nvcc}"
 rm -rf "$work"
 mkdir -p "$work"
@@ -20,12 +21,7 @@ sources=(forward.cu)
 [[ -f backward.cu ]] && sources+=(backward.cu)
 case "$mode" in
   emu)
-    # One translation unit (the kernels first: harness.cpp asks for the host-only runtime), so the
-    # heavy runtime headers are compiled once; the generated CMakeLists builds them separately.
-    { for f in "${sources[@]}" harness.cpp; do echo "#include \"$f\""; done; } >unity.cpp
-    flags=(-O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-    [[ "${TG_FAST:-0}" = 1 ]] && flags=(-O2 -fno-strict-aliasing)
-    "$CXX" -std=c++20 "${flags[@]}" -I. unity.cpp -lboost_context -lpthread -o harness
+    "$here/build_emu_harness.sh" . "$([[ "${TG_FAST:-0}" = 1 ]] && echo fast || echo checked)"
     mkdir -p ../results
     ./harness --outputs ../results --repeat 1 ${TG_INPUTS:+--inputs "$TG_INPUTS"}
     "${THUNDER_GEN_CHECK:?}" "$trace" ../results | tee ../check.log

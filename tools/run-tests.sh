@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything and runs every test (what CI runs).
+# Installs what is missing (Debian packages, then the pinned Python side into .venv), builds
+# everything and runs every test (what CI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+tools/setup-python.sh
 tools/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "${JOBS:-$(nproc)}"

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""End to end against PyTorch eager: export a module with Thunder, generate it with thunder-gen,
+run the generated forward and backward under host emulation, and compare every output and every
+input gradient with the same module run by PyTorch eager on the same inputs.
+
+    python3 tools/check_against_torch.py                      # every model of tools/corpus.py
+    python3 tools/check_against_torch.py --only llama_block --work /tmp/check
+
+Per model: tools/thunder_export.py writes the trace and its inputs (the module's parameters as
+initialised, its example inputs) and the cotangents drawn here as .npy; thunder-gen generates
+the folder; tests/build_emu_harness.sh builds the harness (g++, host emulation); the harness reads
+the .npy files and writes the outputs and gradients it computed. PyTorch eager then runs the
+module forward and backward on the same tensors and cotangents.
+
+Dropout: the generated code draws from its own counter-based Philox generator, not PyTorch's, so
+eager cannot draw the same masks. The eager run replays them instead: F.dropout and the dropout of
+F.scaled_dot_product_attention are replaced, for the run, by versions that take their keep-mask
+from the same Philox stream the generated code gives that call (streams are numbered in trace
+order, which is call order). Each replayed mask is also checked for dropout's defining property:
+its kept fraction is within 5 standard deviations of 1 - p.
+
+Tolerances are the table of reference/compare.cpp (tools/torch_reference.py). Prints one line per
+compared tensor and a summary line; exits 1 on any mismatch or failure.
+"""
+import argparse
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+TOOLS = Path(__file__).resolve().parent
+ROOT = TOOLS.parent
+sys.path.insert(0, str(TOOLS))
+import corpus  # noqa: E402
+import thunder_export  # noqa: E402
+import torch_reference  # noqa: E402
+
+# ---- the runtime's Philox (templates/tg_runtime.cuh: philox_word, philox_uniform) ------------
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def philox_uniform(seed, offset, n, stream):
+    """Draws 0..n-1 of stream `stream` under (seed, offset), as float32 in [0, 1)."""
+    seed, offset = np.uint64(seed % 2**64), np.uint64(offset % 2**64)  # i64 inputs, as the runtime casts them
+    i = np.arange(n, dtype=np.uint64)
+    block = (i >> np.uint64(2)) + (np.uint64(stream) << np.uint64(40))
+    c0, c1 = block & M32, block >> np.uint64(32)
+    c2 = np.full(n, offset & M32)
+    c3 = np.full(n, offset >> np.uint64(32))
+    k0, k1 = seed & M32, seed >> np.uint64(32)
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c0, np.uint64(0xCD9E8D57) * c2
+        n0 = (p1 >> np.uint64(32)) ^ c1 ^ k0
+        n2 = (p0 >> np.uint64(32)) ^ c3 ^ k1
+        c1, c3, c0, c2 = p1 & M32, p0 & M32, n0, n2
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & M32, (k1 + np.uint64(0xBB67AE85)) & M32
+    words = np.stack([c0, c1, c2, c3])[(i & np.uint64(3)).astype(np.int64), np.arange(n)]
+    return ((words >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0))
+
+
+class DropoutReplay:
+    """Replaces F.dropout and F.scaled_dot_product_attention's dropout with masks drawn from the
+    generated code's Philox streams, one stream per call in order."""
+
+    def __init__(self, seed, offset):
+        self.seed, self.offset, self.stream = seed, offset, 0
+        self.notes = []
+
+    def keep(self, shape, p):
+        n = math.prod(shape)
+        u = philox_uniform(self.seed, self.offset, n, self.stream)
+        keep = torch.from_numpy(u < np.float32(1.0 - p)).reshape(shape)
+        kept, sd = float(keep.sum()), math.sqrt(n * p * (1 - p))
+        ok = abs(kept - n * (1 - p)) <= 5 * sd
+        self.notes.append((f"dropout stream {self.stream}: kept {int(kept)} of {n} (p={p})", ok))
+        self.stream += 1
+        return keep
+
+    def dropout(self, x, p=0.5, training=True, inplace=False):
+        if not training or p == 0:
+            return x
+        return x * self.keep(tuple(x.shape), p).to(x.dtype) * (1.0 / (1.0 - p))
+
+    def sdpa(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
+        if dropout_p == 0:
+            return self.original_sdpa(q, k, v, attn_mask=attn_mask, dropout_p=0.0, is_causal=is_causal, scale=scale, **kw)
+        s = (q @ k.transpose(-2, -1)) * (scale if scale is not None else 1.0 / math.sqrt(q.size(-1)))
+        if is_causal:
+            s = s.masked_fill(~torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril(), float("-inf"))
+        if attn_mask is not None:
+            s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else s + attn_mask
+        p = torch.softmax(s, dim=-1)
+        p = p * self.keep(tuple(p.shape), dropout_p).to(p.dtype) * (1.0 / (1.0 - dropout_p))
+        return p @ v
+
+    @contextlib.contextmanager
+    def active(self):
+        self.original_dropout, self.original_sdpa = F.dropout, F.scaled_dot_product_attention
+        F.dropout, F.scaled_dot_product_attention = self.dropout, self.sdpa
+        try:
+            yield self
+        finally:
+            F.dropout, F.scaled_dot_product_attention = self.original_dropout, self.original_sdpa
+
+
+def run(cmd, log):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log.write(f"$ {' '.join(map(str, cmd))}\n{r.stdout}")
+    if r.returncode != 0:
+        raise RuntimeError(f"{Path(cmd[0]).name} exited {r.returncode}:\n{r.stdout[-3000:]}")
+    return r.stdout
+
+
+def check_model(model, work, thunder_gen, out):
+    """Returns the number of failed comparisons (outputs, gradients, mask properties)."""
+    work.mkdir(parents=True, exist_ok=True)
+    module, args = model.fn(), model.inputs()
+    doc, tensors = thunder_export.export_with_inputs(module, *args, name=model.name)
+    (work / "trace.json").write_text(thunder_export.dumps(doc))
+    inputs = work / "inputs"
+    thunder_export.save_inputs(tensors, inputs)
+    g = torch.Generator().manual_seed(2)
+    cotangents = {}
+    decls = {d["name"]: d for d in doc["inputs"]}
+    for name in doc["outputs"]:
+        out_decl = next(o for op in doc["ops"] for o in op["out"] if o["name"] == name)
+        cotangents[name] = torch.randn(out_decl["shape"], generator=g)
+        torch_reference.save_npy(inputs / f"cotangent_{name}.npy", cotangents[name], out_decl["dtype"])
+
+    log = open(work / "log.txt", "w")
+    run([thunder_gen, work / "trace.json", "-o", work / "out"], log)
+    run([ROOT / "tests" / "build_emu_harness.sh", work / "out", "fast"], log)
+    results = work / "results"
+    results.mkdir(exist_ok=True)
+    run([work / "out" / "harness", "--inputs", inputs, "--outputs", results, "--repeat", "1", "--quiet"], log)
+
+    # Eager on the very tensors the trace was bound to (the module's own parameters).
+    leaves = {}
+    for name, t in tensors.items():
+        if decls[name].get("requires_grad"):
+            leaves[name] = t
+            t.requires_grad_(True)
+            t.grad = None
+    seed_file, offset_file = results / "philox_seed.npy", results / "philox_offset.npy"
+    seed = int(np.load(seed_file)) if seed_file.exists() else 0
+    offset = int(np.load(offset_file)) if offset_file.exists() else 0
+    replay = DropoutReplay(seed, offset)
+    with replay.active():
+        outputs = module(*args)
+    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    torch.autograd.backward(outputs, [cotangents[n] for n in doc["outputs"]])
+
+    failures = 0
+    for note, ok in replay.notes:
+        out.write(f"{model.name}: {note}: {'ok' if ok else 'NOT WITHIN 5 SD OF 1 - p'}\n")
+        failures += not ok
+    expected = dict(zip(doc["outputs"], outputs))
+    expected.update({f"grad_{n}": t.grad for n, t in leaves.items()})
+    for key, want in expected.items():
+        dt = "f32" if want is None else thunder_export.dtype_name(want.dtype)
+        path = results / f"{key}.npy"
+        if want is None or not path.exists():
+            out.write(f"{model.name}: {key}: {'no eager gradient' if want is None else 'not written by the harness'}: MISSING\n")
+            failures += 1
+            continue
+        c = torch_reference.compare(torch_reference.load_npy(path, dt), want.detach(), dt)
+        out.write(f"{model.name}: {key} {dt}{list(want.shape)}: {c.summary()}: {'ok' if c.ok else 'MISMATCH'}\n")
+        failures += not c.ok
+    return failures
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="check only these corpus models")
+    parser.add_argument("--work", default=str(ROOT / "build" / "check_against_torch"), help="scratch folder")
+    parser.add_argument("--thunder-gen", default=os.environ.get("THUNDER_GEN", str(ROOT / "build" / "thunder-gen")))
+    a = parser.parse_args(argv)
+    models = [m for m in corpus.MODELS if not a.only or m.name in a.only]
+    if a.only and len(models) != len(a.only):
+        parser.error(f"unknown model among {a.only}; the corpus has {[m.name for m in corpus.MODELS]}")
+    failed_models = 0
+    for model in models:
+        start = time.time()
+        try:
+            failures = check_model(model, Path(a.work) / model.name, a.thunder_gen, sys.stdout)
+        except Exception as e:  # one model's failure must not hide the others' results
+            print(f"{model.name}: FAILED: {type(e).__name__}: {e}")
+            failures = 1
+        print(f"{model.name}: {'matches PyTorch eager' if failures == 0 else f'{failures} failures'} ({time.time() - start:.1f} s)")
+        failed_models += failures > 0
+    print(f"{len(models) - failed_models} passed, {failed_models} failed")
+    return 1 if failed_models else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

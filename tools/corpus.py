@@ -1,0 +1,209 @@
+"""The corpus of real models: PyTorch modules that tools/thunder_export.py captures with Thunder
+into examples/corpus/*.json, and that tools/check_against_torch.py checks against PyTorch eager.
+
+Small shapes (32 tokens, 64 channels) keep the host-emulated checks quick. Each model is an
+nn.Module in training mode with its example inputs; integer inputs (class targets) are drawn
+here in their valid range and written next to the trace, since the harness's own draws are not.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH, SEQ, EMBED, HEADS, VOCAB = 2, 16, 64, 4, 96
+
+
+class Model:
+    def __init__(self, name, build, inputs, dropout=False):
+        self.name, self._build, self._inputs, self.dropout = name, build, inputs, dropout
+
+    def fn(self):
+        torch.manual_seed(0)
+        m = self._build()
+        m.train()
+        return m
+
+    def inputs(self):
+        g = torch.Generator().manual_seed(1)
+        return self._inputs(g)
+
+
+def tokens(g, requires_grad=True):
+    return torch.randn(BATCH, SEQ, EMBED, generator=g).requires_grad_(requires_grad)
+
+
+# ---- nanoGPT (github.com/karpathy/nanoGPT, model.py): one transformer block ------------------
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd, n_head, dropout):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.n_head, self.n_embd, self.dropout = n_head, n_embd, dropout
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                           dropout_p=self.dropout if self.training else 0, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class GptMLP(nn.Module):
+    def __init__(self, n_embd, dropout):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class NanoGptBlock(nn.Module):
+    def __init__(self, n_embd=EMBED, n_head=HEADS, dropout=0.1):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head, dropout)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = GptMLP(n_embd, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+# ---- Llama-style block (lit-gpt / Llama 2): RMSNorm, rotary embedding, SwiGLU ----------------
+class RMSNorm(nn.Module):
+    def __init__(self, size, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.float()
+        norm_x = torch.mean(x * x, dim=-1, keepdim=True)
+        return (x * torch.rsqrt(norm_x + self.eps)).to(dtype) * self.weight
+
+
+def apply_rope(x, cos, sin):
+    head_size = x.size(-1)
+    x1 = x[..., : head_size // 2]
+    x2 = x[..., head_size // 2:]
+    rotated = torch.cat((-x2, x1), dim=-1)
+    return x * cos + rotated * sin
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, n_embd=EMBED, n_head=HEADS, hidden=172):
+        super().__init__()
+        self.norm_1 = RMSNorm(n_embd)
+        self.attn = nn.Linear(n_embd, 3 * n_embd, bias=False)
+        self.proj = nn.Linear(n_embd, n_embd, bias=False)
+        self.norm_2 = RMSNorm(n_embd)
+        self.fc_1 = nn.Linear(n_embd, hidden, bias=False)
+        self.fc_2 = nn.Linear(n_embd, hidden, bias=False)
+        self.mlp_proj = nn.Linear(hidden, n_embd, bias=False)
+        self.n_head = n_head
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.size()
+        hs = C // self.n_head
+        q, k, v = self.attn(self.norm_1(x)).split(C, dim=2)
+        q = q.view(B, T, self.n_head, hs).transpose(1, 2)
+        k = k.view(B, T, self.n_head, hs).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hs).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        h = self.norm_2(x)
+        return x + self.mlp_proj(F.silu(self.fc_1(h)) * self.fc_2(h))
+
+
+def rope_cache(seq, head_size, base=10000):
+    theta = 1.0 / (base ** (torch.arange(0, head_size, 2).float() / head_size))
+    angles = torch.outer(torch.arange(seq).float(), theta).repeat(1, 2)
+    return torch.cos(angles), torch.sin(angles)
+
+
+# ---- an MLP with dropout and a cross-entropy head -----------------------------------------
+class MlpDropout(nn.Module):
+    def __init__(self, n_embd=EMBED, p=0.1):
+        super().__init__()
+        self.fc1 = nn.Linear(n_embd, 4 * n_embd)
+        self.fc2 = nn.Linear(4 * n_embd, n_embd)
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(self.fc2(F.gelu(self.fc1(x), approximate="tanh")), self.p, self.training)
+
+
+class CrossEntropyHead(nn.Module):
+    def __init__(self, n_embd=EMBED, vocab=VOCAB):
+        super().__init__()
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+
+    def forward(self, x, targets):
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+# ---- custom autograd functions: inlined forward and backward ---------------------------------
+class TanhGate(torch.autograd.Function):
+    """y = tanh(a) * sigmoid(b); saves the two intermediates, not the inputs."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        t = torch.tanh(a)
+        s = torch.sigmoid(b)
+        ctx.save_for_backward(t, s)
+        return t * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        t, s = ctx.saved_tensors
+        return grad * s * (1 - t * t), grad * t * s * (1 - s)
+
+
+def quantize_fwd(ctx, x):
+    """Rounds to a grid of 1/8; saves its input for the backward."""
+    return torch.round(x * 8.0) / 8.0, [x]
+
+
+def quantize_bwd(ctx, grad, x):
+    """A clipped straight-through estimator: the rounding's true derivative is zero almost
+    everywhere; this passes the gradient where |x| <= 1 and blocks it elsewhere."""
+    return grad * (x.abs() <= 1.0).to(grad.dtype)
+
+
+class CustomFunctionsMlp(nn.Module):
+    def __init__(self, n_embd=EMBED):
+        super().__init__()
+        self.gate_in = nn.Linear(n_embd, 2 * n_embd)
+        self.out = nn.Linear(n_embd, n_embd)
+
+    def forward(self, x):
+        a, b = self.gate_in(x).chunk(2, dim=-1)
+        h = TanhGate.apply(a, b)
+        q = torch.ops.higher_order.autograd_function_apply(quantize_fwd, quantize_bwd, h, args_tensor_mask=[True],
+                                                            non_differentiable_idx=[])
+        return self.out(q)
+
+
+MODELS = [
+    Model("nanogpt_block", NanoGptBlock, lambda g: (tokens(g),), dropout=True),
+    Model("llama_block", LlamaBlock,
+          lambda g: (tokens(g), *rope_cache(SEQ, EMBED // HEADS))),
+    Model("mlp_dropout", MlpDropout, lambda g: (tokens(g),), dropout=True),
+    Model("cross_entropy_head", CrossEntropyHead,
+          lambda g: (tokens(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
+    Model("custom_functions_mlp", CustomFunctionsMlp, lambda g: (tokens(g),)),
+]

@@ -1,0 +1,56 @@
+"""Tests of tools/thunder_export.py's refusals and encodings (the corpus itself is checked by
+`thunder_export.py corpus --check` and tools/check_against_torch.py).
+
+    .venv/bin/python -m unittest tools/test_thunder_export.py
+"""
+import os
+import sys
+import unittest
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import thunder_export  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+
+class ScaleByCtxAttribute(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = 3.0  # a non-tensor ctx attribute: format v1 has no place for it
+        return x * 3.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.scale
+
+
+class ExporterTest(unittest.TestCase):
+    def test_unexpressible_dtype_names_the_symbol(self):
+        with self.assertRaises(thunder_export.ExportError) as e:
+            thunder_export.export(lambda x: (x.to(torch.complex64) * 2).real, torch.randn(4), name="complex")
+        self.assertIn("complex", str(e.exception))
+        self.assertRegex(str(e.exception), r"^/ops/\d+ \(torch\.Tensor\.to\) arg 1: ")
+
+    def test_ctx_attribute_is_refused_with_the_function_named(self):
+        x = torch.randn(4, requires_grad=True)
+        with self.assertRaises(thunder_export.ExportError) as e:
+            thunder_export.export(lambda x: ScaleByCtxAttribute.apply(x), x, name="ctx_attr")
+        self.assertIn("ScaleByCtxAttribute", str(e.exception))
+        self.assertIn("ctx attributes", str(e.exception))
+
+    def test_literals_and_custom_function_shape(self):
+        def f(x):
+            return torch.clamp(x, min=float("-inf"), max=1.0)[..., 1:3]
+        doc = thunder_export.export(f, torch.randn(2, 4, requires_grad=True), name="lits")
+        text = thunder_export.dumps(doc)
+        self.assertIn('"float": "-inf"', text)
+        self.assertIn('"ellipsis": "..."', text)
+        self.assertIn('"slice": [', text)
+        self.assertEqual(doc["inputs"][0], {"name": "x", "shape": [2, 4], "dtype": "f32", "requires_grad": True})
+
+
+if __name__ == "__main__":
+    unittest.main()

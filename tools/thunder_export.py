@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Exports a Lightning Thunder trace as a thunder-gen trace (format v1, ../shared/trace-format.md).
+
+    from thunder_export import export
+    doc = export(module, x, name="my_block")           # thunder.jit, run once, convert
+    json.dump(doc, open("my_block.json", "w"))
+
+    python3 tools/thunder_export.py corpus --out examples/corpus      # rewrite the corpus
+    python3 tools/thunder_export.py corpus --check examples/corpus    # exit 1 when a file differs
+    python3 tools/thunder_export.py MODULE:FACTORY -o trace.json      # FACTORY() -> (fn, args[, name])
+
+What is written is Thunder's first computation trace, `thunder.last_traces(jfn)[0]`: the program
+as the user wrote it, before Thunder's own autograd and fusion. Every bound symbol keeps its
+symbol id (`prims.<name>` for prims), args and kwargs as Thunder bound them, outputs, tags and
+its whole decomposition, nested as `sub`. A `torch.autograd.Function` and a call of
+`torch.ops.higher_order.autograd_function_apply` become one `autograd_function_apply` op whose
+`fwd` and `bwd` sub-traces are the traces Thunder made of the user's forward and backward.
+
+Tensors are captured on the CPU and retargeted: the file's `device` is the target (`cuda:0` by
+default) and device literals in arguments name it too. Anything the format cannot say (an
+argument of an unknown type, a symbol that is neither a prim, a torch-level symbol nor a custom
+autograd function) stops the export with an ExportError naming the symbol and the argument.
+"""
+import argparse
+import importlib
+import json
+import math
+import os
+import sys
+
+CUSTOM_GRAD_OP = "torch.ops.higher_order.autograd_function_apply"
+# Bound symbols that only plumb values in and out of a trace.
+PLUMBING = {"unpack_trivial", "python_return", "python_del", "comment", "unpack_sequence", "unpack_key"}
+# Tags that mean something to rematerialization; Thunder keeps DONT_RECOMPUTE_IN_BACKWARD on the
+# symbol (prims.OpTags), the others on the bound symbol or its output proxies.
+REMAT_TAGS = ("DONT_RECOMPUTE_IN_BACKWARD", "RECOMPUTE_IN_BACKWARD")
+
+
+class ExportError(Exception):
+    pass
+
+
+def _thunder():
+    import thunder  # imported lazily: `--help` and the corpus list work without it
+    return thunder
+
+
+def dtype_name(dtype):
+    """Thunder's short dtype name (f32, bf16, b8, ...) of a thunder or torch dtype."""
+    import torch
+    thunder = _thunder()
+    torch_dtype = dtype if isinstance(dtype, torch.dtype) else thunder.dtypes.to_torch_dtype(dtype)
+    names = {torch.bool: "b8", torch.uint8: "u8", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
+             torch.int64: "i64", torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
+             torch.float64: "f64"}
+    if torch_dtype not in names:
+        raise ExportError(f"dtype {dtype} has no name in format v1")
+    return names[torch_dtype]
+
+
+class Exporter:
+    def __init__(self, device):
+        self.device = device
+
+    # ---- values ------------------------------------------------------------------------------
+    def is_tensor(self, x):
+        return isinstance(x, _thunder().core.proxies.TensorProxy)
+
+    def is_number_proxy(self, x):
+        return isinstance(x, _thunder().core.proxies.NumberProxy)
+
+    def declaration(self, p, with_grad=False):
+        if self.is_tensor(p):
+            d = {"name": p.name, "shape": [int(s) for s in p.shape], "dtype": dtype_name(p.dtype)}
+            if with_grad:
+                d["requires_grad"] = bool(p.requires_grad)
+            return d
+        if self.is_number_proxy(p):
+            kind = {bool: "b8", int: "i64", float: "f64"}.get(p.python_type)
+            if kind is None:
+                raise ExportError(f"number {p.name} of type {p.python_type.__name__} has no scalar kind in format v1")
+            return {"name": p.name, "scalar": kind}
+        raise ExportError(f"{type(p).__name__} {getattr(p, 'name', p)!r} is neither a tensor nor a number")
+
+    def flat_proxies(self, x, where):
+        """The proxies of an output structure, in order; constants are refused."""
+        thunder = _thunder()
+        leaves, _ = thunder.core.pytree.tree_flatten(x)
+        out = []
+        for leaf in leaves:
+            if isinstance(leaf, thunder.core.proxies.Proxy):
+                out.append(leaf)
+            elif leaf is not None:
+                raise ExportError(f"{where}: output {leaf!r} is a constant, not a value")
+        return out
+
+    # ---- arguments ---------------------------------------------------------------------------
+    def literal(self, x, where):
+        thunder = _thunder()
+        import torch
+        if isinstance(x, thunder.core.proxies.Proxy):
+            if self.is_tensor(x) or self.is_number_proxy(x):
+                return x.name
+            raise ExportError(f"{where}: {type(x).__name__} {x.name!r} cannot be an argument in format v1")
+        if x is None or isinstance(x, bool):
+            return x
+        if isinstance(x, int):
+            return int(x)
+        if isinstance(x, float):
+            if math.isnan(x):
+                return {"float": "nan"}
+            if math.isinf(x):
+                return {"float": "inf" if x > 0 else "-inf"}
+            return x
+        if isinstance(x, str):
+            return {"str": x}
+        if isinstance(x, (list, tuple)):
+            return [self.literal(v, f"{where}[{i}]") for i, v in enumerate(x)]
+        if isinstance(x, (thunder.dtypes.dtype, torch.dtype)) or x in (float, int, bool):
+            if x in (float, int, bool):  # Thunder accepts Python types as dtypes
+                x = {float: torch.float32, int: torch.int64, bool: torch.bool}[x]
+            try:
+                return {"dtype": dtype_name(x)}
+            except ExportError as e:
+                raise ExportError(f"{where}: {e}") from None
+        if isinstance(x, (thunder.devices.Device, torch.device)):
+            return {"device": self.device}
+        if isinstance(x, slice):
+            return {"slice": [self.literal(x.start, where), self.literal(x.stop, where), self.literal(x.step, where)]}
+        if x is Ellipsis:
+            return {"ellipsis": "..."}
+        if isinstance(x, torch.memory_format):
+            return {"memory_format": str(x).removeprefix("torch.")}
+        raise ExportError(f"{where}: argument {x!r} of type {type(x).__name__} has no form in format v1")
+
+    # ---- bound symbols -----------------------------------------------------------------------
+    def symbol_id(self, bsym):
+        thunder = _thunder()
+        if isinstance(bsym.sym.id, thunder.core.prims.PrimIDs):
+            return f"prims.{bsym.sym.name}"
+        if isinstance(bsym.sym.id, str):
+            return bsym.sym.id
+        raise ExportError(f"symbol {bsym.sym.name!r} has an id of type {type(bsym.sym.id).__name__}")
+
+    def tags(self, bsym):
+        thunder = _thunder()
+        names = {getattr(t, "_value", getattr(t, "name", str(t))) for t in bsym.tags}
+        if thunder.core.prims.OpTags.DONT_RECOMPUTE_IN_BACKWARD in (bsym.sym.tags or ()):
+            names.add("DONT_RECOMPUTE_IN_BACKWARD")
+        for p in self.flat_proxies(bsym.output, bsym.sym.name):
+            if any(getattr(t, "_value", None) == "RECOMPUTE_IN_BACKWARD" for t in getattr(p, "tags", ())):
+                names.add("RECOMPUTE_IN_BACKWARD")
+        return sorted(names)
+
+    def custom_grad_traces(self, bsym):
+        """(forward trace, backward trace, kind) Thunder recorded for a custom autograd function.
+
+        Thunder keeps them only in the closure of the symbol's grad transform, one layout for
+        torch.autograd.Function and one for autograd_function_apply (thunder/core/jit_ext.py)."""
+        executor = bsym.sym.executor
+        impl = getattr(executor, "implmap", {}).get(bsym.sym.id) if executor is not None else None
+        grad = getattr(impl, "grad_transform", None)
+        if grad is None or grad.__closure__ is None:
+            return None
+        cells = dict(zip(grad.__code__.co_freevars, (c.cell_contents for c in grad.__closure__)))
+        if "aliased_trace_of_augmented_fwd" in cells:  # torch.autograd.Function
+            bwd_fn = cells["bwd_impl_callable"]
+            bwd_cells = dict(zip(bwd_fn.__code__.co_freevars, (c.cell_contents for c in bwd_fn.__closure__)))
+            ctx = cells["ctx_proxy"]
+            if ctx.saved_consts:
+                raise ExportError(f"custom autograd function {bsym.sym.name}: non-tensor ctx attributes "
+                                  f"({len(ctx.saved_consts)}) cannot be exported yet")
+            return cells["aliased_trace_of_augmented_fwd"], bwd_cells["aliased_bwd_trace_impl"], "function"
+        if "aliased_aug_fwd_trace" in cells:  # torch.ops.higher_order.autograd_function_apply
+            return cells["aliased_aug_fwd_trace"], cells["aliased_bwd_trace"], "higher_order"
+        return None
+
+    def ops(self, bsyms, where, defined):
+        out = []
+        for bsym in bsyms:
+            if bsym.sym.name in PLUMBING:
+                continue
+            op = self.op(bsym, f"{where}/{len(out)}", defined)
+            if op is not None:
+                out.append(op)
+        return out
+
+    def op(self, bsym, where, defined):
+        thunder = _thunder()
+        leaves, _ = thunder.core.pytree.tree_flatten(bsym.output)
+        if not any(isinstance(x, thunder.core.proxies.Proxy) for x in leaves):
+            return None  # a query answered by constants (a shape, say): later arguments hold them
+        outs = self.flat_proxies(bsym.output, f"{where} ({bsym.sym.name})")
+        new = [p for p in outs if p.name not in defined]
+        if not new:
+            return None  # Thunder returned an input unchanged (an alias): nothing to compute
+        if len(new) != len(outs):
+            raise ExportError(f"{where}: {bsym.sym.name} returns both new values and existing ones "
+                              f"({', '.join(p.name for p in outs if p.name in defined)})")
+        custom = self.custom_grad_traces(bsym)
+        if custom is not None:
+            return self.custom_op(bsym, custom, outs, where, defined)
+        if bsym.sym.executor is not None and not isinstance(bsym.sym.id, str):
+            raise ExportError(f"{where}: {bsym.sym.name} belongs to executor {bsym.sym.executor.name}, not to Thunder's language")
+        symbol = self.symbol_id(bsym)
+        op = {"op": symbol}
+        if bsym.args:
+            op["args"] = [self.literal(a, f"{where} ({symbol}) arg {i}") for i, a in enumerate(bsym.args)]
+        if bsym.kwargs:
+            op["kwargs"] = {k: self.literal(v, f"{where} ({symbol}) kwarg {k}") for k, v in bsym.kwargs.items()}
+        op["out"] = [self.declaration(p) for p in outs]
+        tags = self.tags(bsym)
+        if tags:
+            op["tags"] = tags
+        if bsym.subsymbols:
+            inner = set(defined)
+            op["sub"] = self.ops(bsym.subsymbols, f"{where}/sub", inner)
+        for p in outs:
+            defined.add(p.name)
+        return op
+
+    def body(self, trace, inputs, outputs, where, saved=None):
+        decls = [self.declaration(p) for p in inputs]
+        defined = {p.name for p in inputs}
+        body = {"inputs": decls, "ops": self.ops(trace.bound_symbols, f"{where}/ops", defined)}
+        body["outputs"] = [None if p is None else self.literal(p, where) for p in outputs]
+        if saved is not None:
+            body["saved"] = [p.name for p in saved]
+        return body
+
+    def custom_op(self, bsym, traces, outs, where, defined):
+        thunder = _thunder()
+        fwd_trace, bwd_trace, kind = traces
+        args = list(bsym.args)
+        fwd_args = list(fwd_trace.args)
+        if kind == "higher_order":  # the first argument is the (absent) ctx
+            args, fwd_args = args[1:], fwd_args[1:]
+        for i, a in enumerate(args):
+            if self.is_number_proxy(a):
+                raise ExportError(f"{where}: custom autograd function {bsym.sym.name}: number argument {i} is a proxy")
+        tensor_pos = [i for i, a in enumerate(args) if self.is_tensor(a)]
+        fwd_inputs = [fwd_args[i] for i in tensor_pos]
+        primal, saved = fwd_trace.output
+        primal = self.flat_proxies(primal, where)
+        saved = self.flat_proxies(saved, where)
+        bwd_args = [a for a in bwd_trace.args if isinstance(a, thunder.core.proxies.Proxy)]
+        if kind == "function":  # Thunder orders them saved, then cotangents; format v1 the other way
+            bwd_inputs = bwd_args[len(saved):] + bwd_args[:len(saved)]
+        else:
+            bwd_inputs = bwd_args
+        grads = list(thunder.core.baseutils.sequencify(bwd_trace.output))
+        if len(grads) != len(args):
+            raise ExportError(f"{where}: custom autograd function {bsym.sym.name}: backward returns "
+                              f"{len(grads)} gradients for {len(args)} arguments")
+        for i, g in enumerate(grads):
+            if g is not None and not self.is_tensor(g):
+                raise ExportError(f"{where}: custom autograd function {bsym.sym.name}: gradient {i} is {g!r}")
+        op = {"op": CUSTOM_GRAD_OP,
+              "args": [self.literal(args[i], f"{where} arg {i}") for i in tensor_pos],
+              "out": [self.declaration(p) for p in outs]}
+        op["fwd"] = self.body(fwd_trace, fwd_inputs, primal, f"{where}/fwd", saved=saved)
+        op["bwd"] = self.body(bwd_trace, bwd_inputs, [grads[i] for i in tensor_pos], f"{where}/bwd")
+        for p in outs:
+            defined.add(p.name)
+        return op
+
+    def trace(self, trace, name, source):
+        inputs = [a for a in trace.args]
+        for a in inputs:
+            if not (self.is_tensor(a) or self.is_number_proxy(a)):
+                raise ExportError(f"trace input {a!r} is neither a tensor nor a number")
+        defined = {a.name for a in inputs}
+        ops = self.ops(trace.bound_symbols, "/ops", defined)
+        outputs = self.flat_proxies(trace.output, "trace output")
+        return {
+            "format": "thunder-gen-trace",
+            "version": 1,
+            "name": name,
+            "device": self.device,
+            "source": source,
+            "inputs": [self.declaration(a, with_grad=self.is_tensor(a)) for a in inputs],
+            "ops": ops,
+            "outputs": [p.name for p in outputs],
+        }
+
+
+def export(fn, *args, name, device="cuda:0", **kwargs):
+    """thunder.jit `fn` (a function or nn.Module), run it once on `args`, and convert its first
+    computation trace to a format v1 document (a dict)."""
+    return export_with_inputs(fn, *args, name=name, device=device, **kwargs)[0]
+
+
+def export_with_inputs(fn, *args, name, device="cuda:0", **kwargs):
+    """export(), and the tensors the trace's inputs were bound to: {input name: tensor}."""
+    thunder = _thunder()
+    import torch
+    jfn = thunder.jit(fn)
+    jfn(*args, **kwargs)
+    trace = thunder.last_traces(jfn)[0]
+    source = (f"lightning-thunder {thunder.__version__}, torch {torch.__version__}: "
+              f"thunder.last_traces(jit({getattr(fn, '__name__', type(fn).__name__)}))[0], captured on the CPU")
+    doc = Exporter(device).trace(trace, name, source)
+    return doc, input_tensors(doc, fn, args, kwargs)
+
+
+def input_tensors(doc, fn, args, kwargs):
+    """The tensors behind the trace's inputs. Thunder names a module's parameters and buffers
+    t_<qualified name with dots as underscores> and the call's arguments by their parameter names."""
+    import inspect
+    import torch
+    known = {}
+    if isinstance(fn, torch.nn.Module):
+        for qualified, t in list(fn.named_parameters()) + list(fn.named_buffers()):
+            known["t_" + qualified.replace(".", "_")] = t
+        signature = inspect.signature(fn.forward)
+    else:
+        signature = inspect.signature(fn)
+    for pname, v in signature.bind(*args, **kwargs).arguments.items():
+        if isinstance(v, torch.Tensor):
+            known[pname] = v
+    out = {}
+    for decl in doc["inputs"]:
+        t = known.get(decl["name"])
+        if t is None:
+            raise ExportError(f"trace input {decl['name']!r} matches no argument, parameter or buffer")
+        if list(t.shape) != decl.get("shape") or dtype_name(t.dtype) != decl.get("dtype"):
+            raise ExportError(f"trace input {decl['name']!r} does not match the tensor of that name")
+        out[decl["name"]] = t
+    return out
+
+
+def save_inputs(tensors, folder):
+    """Writes each input as <folder>/<name>.npy, the harness's --inputs interface (bf16 as raw <u2)."""
+    import numpy as np
+    import torch
+    os.makedirs(folder, exist_ok=True)
+    for name, t in tensors.items():
+        t = t.detach()
+        a = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+        np.save(os.path.join(folder, name + ".npy"), np.ascontiguousarray(a))
+
+
+def dumps(doc):
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", help="'corpus', or MODULE:FACTORY where FACTORY() returns (fn, args[, name])")
+    parser.add_argument("-o", "--out", help="output file (MODULE:FACTORY) or folder (corpus)")
+    parser.add_argument("--check", metavar="DIR", help="corpus: compare with the files in DIR instead of writing")
+    parser.add_argument("--only", action="append", help="corpus: export only these models")
+    parser.add_argument("--device", default="cuda:0", help="target device written into the trace")
+    a = parser.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if a.what == "corpus":
+        import corpus
+        folder = a.check or a.out
+        if not folder:
+            parser.error("corpus needs --out DIR or --check DIR")
+        bad = 0
+        for model in corpus.MODELS:
+            if a.only and model.name not in a.only:
+                continue
+            doc, tensors = export_with_inputs(model.fn(), *model.inputs(), name=model.name, device=a.device)
+            text = dumps(doc)
+            path = os.path.join(folder, model.name + ".json")
+            if a.check:
+                with open(path) as f:
+                    same = f.read() == text
+                print(f"{model.name}: {'up to date' if same else 'DIFFERS from a fresh export'}")
+                bad += not same
+            else:
+                os.makedirs(folder, exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text)
+                save_inputs(tensors, os.path.join(folder, model.name + ".inputs"))
+                print(f"wrote {path} and its inputs")
+        return 1 if bad else 0
+    module_name, _, factory_name = a.what.partition(":")
+    if not factory_name or not a.out:
+        parser.error("expected MODULE:FACTORY -o FILE")
+    made = getattr(importlib.import_module(module_name), factory_name)()
+    fn, args = made[0], made[1]
+    name = made[2] if len(made) > 2 else factory_name
+    with open(a.out, "w") as f:
+        f.write(dumps(export(fn, *args, name=name, device=a.device)))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ExportError as e:
+        print(f"thunder_export: error: {e}", file=sys.stderr)
+        sys.exit(1)
