@@ -1,7 +1,7 @@
 """Tests of tools/thunder_export.py's refusals and encodings (the corpus itself is checked by
 `thunder_export.py corpus --check` and tools/check_against_torch.py).
 
-    .venv/bin/python -m unittest tools/test_thunder_export.py
+    .venv/bin/python tools/test_thunder_export.py
 """
 import os
 import sys
