@@ -107,6 +107,7 @@ class KernelWriter {
     for (size_t i = 0; i < k_.sub.size(); ++i)
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     for (const Arg& a : k_.args) loaded_.insert(a.value);
+    lanes_ = run_lanes();
   }
 
   std::string write(EmittedKernel& info) {
@@ -145,7 +146,7 @@ class KernelWriter {
     while (block < kMaxRowBlock && block < r) block *= 2;
     return block;
   }
-  int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : numel(layout_.domain); }
+  int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_; }
 
  private:
   const Trace& t_;
@@ -161,6 +162,25 @@ class KernelWriter {
     std::set<std::string> declared;  // variable names declared in this scope
   };
   std::vector<Scope> scopes_;
+  int lanes_ = 1;                   // pointwise: elements per thread in the 16-byte loop
+  bool in_run_ = false;             // writing that loop's per-lane body
+  std::vector<ValueId> run_loads_;  // operands it loads a run at a time
+
+  // Elements per run: 16 bytes of the widest operand or result that the kernel walks
+  // contiguously (shape equal to the domain), so every run access is at most 16 bytes.
+  int run_lanes() const {
+    if (layout_.is_row) return 1;
+    int widest = 0;
+    auto consider = [&](ValueId id) {
+      const Value& v = t_.value(id);
+      if (!v.is_scalar && !v.bit_packed && v.shape == layout_.domain) widest = std::max(widest, dtype_bytes(v.dtype));
+    };
+    for (const Arg& a : k_.args) consider(a.value);
+    for (ValueId v : k_.outs) consider(v);
+    if (widest == 0 || widest > 8) return 1;
+    int lanes = 16 / widest;
+    return numel(layout_.domain) >= lanes ? lanes : 1;
+  }
 
   static std::string dims_text(const std::vector<int64_t>& dims) {
     std::string s = "[";
@@ -233,7 +253,12 @@ class KernelWriter {
     if (loaded_.count(v)) {
       if (val.is_scalar) return c_ident(val.name);
       var = fresh_name(v);
-      line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + c_ident(val.name) + ", " + offset(val, index) + ");");
+      if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
+        if (std::find(run_loads_.begin(), run_loads_.end(), v) == run_loads_.end()) run_loads_.push_back(v);
+        line("const " + ctype(val.dtype) + " " + var + " = r_" + c_ident(val.name) + "[lane];");
+      } else {
+        line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + c_ident(val.name) + ", " + offset(val, index) + ");");
+      }
     } else {
       auto p = producer_.find(v);
       TG_CHECK(p != producer_.end(), "kernel " + k_.label + " needs " + val.name + " but neither computes nor reads it");
@@ -331,20 +356,73 @@ class KernelWriter {
 
   // ---- pointwise kernels ----------------------------------------------------------------------
 
-  std::string pointwise_body() {
-    push("    ");
+  // One element per iteration: the whole kernel, or what the run loop leaves.
+  std::string element_body(const std::string& indent) {
+    push(indent);
     for (ValueId v : k_.outs) {
       std::string var = value_at(v, identity_index(layout_.domain.size()));
       line("tg::store(" + c_ident(t_.value(v).name) + ", i, " + var + ");");
     }
-    std::string body = pop();
+    return pop();
+  }
+
+  std::string pointwise_body() {
     std::vector<int64_t> all(layout_.domain.size());
     for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
+    const std::string thread = "int64_t(blockIdx.x) * blockDim.x + threadIdx.x", stride = "int64_t(gridDim.x) * blockDim.x";
+    std::string out = "  const int64_t n = " + std::to_string(numel(layout_.domain)) + ";\n";
+    std::string runs = lanes_ > 1 ? run_loop(all, thread, stride) : "";
+    std::string element = element_body("    ");
+    std::string first = runs.empty() ? thread : "runs * " + std::to_string(lanes_) + " + " + thread;
+    out += runs;
+    out += "  for (int64_t i = " + first + "; i < n; i += " + stride + ") {\n";
+    out += dim_declarations(element, "i", layout_.domain, all, "    ");
+    out += element + "  }\n";
+    return out;
+  }
+
+  // The 16-byte loop: each thread takes a run of lanes_ neighbouring elements, loads each
+  // contiguous operand's run with one access, computes the lanes, stores each result's run with
+  // one access. Only when all those pointers are 16-byte aligned; "" when nothing would be wide.
+  std::string run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride) {
+    in_run_ = true;
+    run_loads_.clear();
+    push("      ");
+    std::vector<ValueId> run_stores;
+    for (ValueId v : k_.outs) {
+      const Value& val = t_.value(v);
+      std::string var = value_at(v, identity_index(layout_.domain.size()));
+      if (val.bit_packed) {
+        line("tg::store(" + c_ident(val.name) + ", i, " + var + ");");
+      } else {
+        line("w_" + c_ident(val.name) + "[lane] = " + var + ";");
+        run_stores.push_back(v);
+      }
+    }
+    std::string lane_body = pop();
+    in_run_ = false;
+    if (run_loads_.empty() && run_stores.empty()) return "";
+    const std::string L = std::to_string(lanes_);
+    std::string aligned;
+    for (ValueId v : run_loads_) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + c_ident(t_.value(v).name) + ")");
+    for (ValueId v : run_stores) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + c_ident(t_.value(v).name) + ")");
     std::string out;
-    out += "  const int64_t n = " + std::to_string(numel(layout_.domain)) + ";\n";
-    out += "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {\n";
-    out += dim_declarations(body, "i", layout_.domain, all, "    ");
-    out += body + "  }\n";
+    out += "  // Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;\n";
+    out += "  // the loop after this one takes the rest, or everything.\n";
+    out += "  const int64_t runs = " + aligned + " ? n / " + L + " : 0;\n";
+    out += "  for (int64_t run = " + thread + "; run < runs; run += " + stride + ") {\n";
+    for (ValueId v : run_loads_) {
+      const Value& val = t_.value(v);
+      out += "    " + ctype(val.dtype) + " r_" + c_ident(val.name) + "[" + L + "];\n";
+      out += "    tg::load_run(" + c_ident(val.name) + ", run * " + L + ", r_" + c_ident(val.name) + ");\n";
+    }
+    for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " w_" + c_ident(t_.value(v).name) + "[" + L + "];\n";
+    out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
+    out += "      const int64_t i = run * " + L + " + lane;\n";
+    out += dim_declarations(lane_body, "i", layout_.domain, all, "      ");
+    out += lane_body + "    }\n";
+    for (ValueId v : run_stores) out += "    tg::store_run(" + c_ident(t_.value(v).name) + ", run * " + L + ", w_" + c_ident(t_.value(v).name) + ");\n";
+    out += "  }\n";
     return out;
   }
 

@@ -131,6 +131,27 @@ template <class T, class V> TG_HD void store(T* p, int64_t i, V v) { p[i] = stat
 template <class V> TG_HD void store(half* p, int64_t i, V v) { p[i] = to_half(float(v)); }
 template <class V> TG_HD void store(bfloat16* p, int64_t i, V v) { p[i] = to_bfloat16(float(v)); }
 
+// ---- runs: N neighbouring elements moved as one access --------------------------------------
+// A pointwise kernel loads and stores each contiguous operand N elements at a time, N * size
+// bytes <= 16 (float x4, bf16 x8: one ld.global.v4 / st.global.v4), when its pointers are
+// 16-byte aligned; `Run` carries the alignment that lets the compiler use one wide access.
+template <class T, int N> struct alignas(sizeof(T) * N) Run { T v[N]; };
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TG_UNROLL _Pragma("unroll")
+#else
+#define TG_UNROLL
+#endif
+template <class T, class C, int N> TG_HD void load_run(const T* p, int64_t i, C (&out)[N]) {
+  const Run<T, N> r = *reinterpret_cast<const Run<T, N>*>(p + i);
+  TG_UNROLL for (int k = 0; k < N; ++k) out[k] = load(r.v, k);
+}
+template <class T, class C, int N> TG_HD void store_run(T* p, int64_t i, const C (&in)[N]) {
+  Run<T, N> r;
+  TG_UNROLL for (int k = 0; k < N; ++k) store(r.v, k, in[k]);
+  *reinterpret_cast<Run<T, N>*>(p + i) = r;
+}
+TG_HD bool aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0; }
+
 // A boolean tensor stored at one bit per element (a saved mask): element i is bit i % 32 of
 // 32-bit word i / 32. Each element is written once, by one thread, with an atomic on its word, so
 // the buffer needs no clearing and neighbouring threads never lose each other's bits.

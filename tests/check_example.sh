@@ -3,7 +3,8 @@
 #   emu    generate, build the harness for host emulation (g++, AddressSanitizer), run it, and
 #          compare every output (and gradient, when the trace trains) with LibTorch
 #          (thunder-gen-check)
-#   nvcc   generate and compile forward.cu (and backward.cu) with nvcc for sm_90
+#   nvcc   generate and compile forward.cu (and backward.cu) with nvcc for sm_90; check in the PTX
+#          and the ptxas report that runs became 16-byte accesses and nothing spills (ptx_check.py)
 #   nvrtc  generate and compile their kernels with NVRTC for sm_90
 # Tools come from the environment: THUNDER_GEN, THUNDER_GEN_CHECK, NVRTC_CHECK, CXX, NVCC.
 # TG_INPUTS, when set, is a folder of input .npy files for the harness (else it draws them).
@@ -27,9 +28,14 @@ case "$mode" in
     "${THUNDER_GEN_CHECK:?}" "$trace" ../results | tee ../check.log
     ;;
   nvcc)
+    # -keep leaves the PTX and -Xptxas -v reports registers and spills: ptx_check.py reads both.
     for cu in "${sources[@]}"; do
-      "$NVCC" -arch=sm_90 -std=c++17 -c "$cu" -I. -o "${cu%.cu}.o"
+      base=${cu%.cu}
+      mkdir -p "keep.$base"
+      "$NVCC" -arch=sm_90 -std=c++17 -c "$cu" -I. -o "$base.o" -Xptxas -v -keep -keep-dir "keep.$base" 2>"$base.ptxas.log" ||
+        { cat "$base.ptxas.log"; exit 1; }
       echo "nvcc -arch=sm_90: compiled $cu"
+      python3 "$here/ptx_check.py" "$cu" "keep.$base/$base.ptx" "$base.ptxas.log"
     done
     ;;
   nvrtc)

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""ptx_check.py SOURCE.cu PTX PTXAS_LOG: what nvcc made of a generated file (standard library only).
+
+1. Wide accesses: for every kernel with a run loop (tg::load_run / tg::store_run), each run of
+   N elements of S bytes (8 or 16 in all) must appear in that kernel's PTX as one vector access
+   of N*S bytes: ld.global(.nc).v4.f32 for four floats, st.global.v4.u16 for four bf16.
+2. No spills: every function ptxas reports has "0 bytes spill stores, 0 bytes spill loads",
+   with one named exception: cold paths of accurate math. An IEEE division or reciprocal
+   (div.rn / rcp.rn .f32 or .f64, what `a / b` compiles to without fast math) becomes a fast path
+   and a subroutine call for subnormal and extreme operands, and sin/cos/tan reduce huge
+   arguments (Payne-Hanek, the __cudart_i2opi table) in a local array; ptxas reports the
+   registers saved around those as spills. A function whose PTX has either may spill at most 64
+   bytes, and its line says so; any other spill fails.
+
+Prints one line per kernel and exits 1 on any failure.
+"""
+import re
+import sys
+
+SIZES = {"float": 4, "double": 8, "tg::bfloat16": 2, "tg::half": 2, "bfloat16": 2, "half": 2, "bool": 1,
+         "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1}
+PTX_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}  # a PTX type's bits -> bytes
+
+
+def vector_access_bytes(text, op):
+    """Sizes in bytes of the vector accesses `op` (ld.global / st.global) in a PTX entry:
+    ld.global.nc.v4.f32 is 16 bytes, st.global.v4.u16 is 8."""
+    return {int(w) * PTX_BYTES[bits] for w, bits in re.findall(rf"{op}(?:\.nc)?\.v(2|4)\.[a-z]+(8|16|32|64)\b", text)}
+
+
+def kernels(source):
+    """{name: (parameter storage types by name, body)} of the extern "C" __global__ kernels."""
+    out = {}
+    for m in re.finditer(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\) \{', source):
+        params = {}
+        for p in m.group(2).split(","):
+            pm = re.match(r"\s*(?:const )?([\w:]+)\*? __restrict__ (\w+)", p)
+            if pm:
+                params[pm.group(2)] = pm.group(1)
+        end = source.find('\n}\n', m.end())
+        out[m.group(1)] = (params, source[m.end():end])
+    return out
+
+
+def ptx_entries(ptx):
+    """{entry name: its PTX text}."""
+    out = {}
+    starts = [(m.start(), m.group(1)) for m in re.finditer(r"\.entry (\w+)\(", ptx)]
+    for k, (at, name) in enumerate(starts):
+        out[name] = ptx[at:starts[k + 1][0] if k + 1 < len(starts) else len(ptx)]
+    return out
+
+
+def main(cu, ptx_path, log_path):
+    source, ptx, log = open(cu).read(), open(ptx_path).read(), open(log_path).read()
+    entries = ptx_entries(ptx)
+    failures = 0
+    wide = 0
+    allowed = 0
+    for name, (params, body) in kernels(source).items():
+        runs = re.findall(r"tg::(load|store)_run\((\w+), run \* (\d+),", body)
+        if not runs:
+            continue
+        text = entries.get(name)
+        if text is None:
+            print(f"{cu}: {name}: no PTX entry")
+            failures += 1
+            continue
+        for kind, operand, lanes in runs:
+            size = SIZES.get(params.get(operand, ""), 0) * int(lanes)
+            if size not in (8, 16):
+                continue  # a narrower run: no single vector access to look for
+            op = "ld.global" if kind == "load" else "st.global"
+            if size not in vector_access_bytes(text, op):
+                print(f"{cu}: {name}: the {size}-byte {kind} run of {operand} is not one {size}-byte {op} vector access")
+                failures += 1
+            else:
+                wide += 1
+    spills = re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    if not spills and "__global__" in source:
+        print(f"{cu}: ptxas reported no functions (was -Xptxas -v given?)")
+        failures += 1
+    for function, stores, loads in spills:
+        if stores == "0" and loads == "0":
+            continue
+        cold = re.search(r"(div|rcp)\.rn\.f(32|64)|__cudart_i2opi_[fd]", entries.get(function, ""))
+        if cold and int(stores) <= 64 and int(loads) <= 64:
+            print(f"{cu}: {function}: {stores} bytes spilled, {loads} reloaded around accurate math's cold path "
+                  f"({'division' if cold.group(1) else 'trig reduction'}; allowed)")
+            allowed += 1
+        else:
+            print(f"{cu}: {function}: ptxas spills {stores} bytes, reloads {loads}")
+            failures += 1
+    regs = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
+    print(f"{cu}: {wide} wide run accesses as expected; {len(spills)} functions, "
+          f"{'no spills' if not allowed else f'no spills but {allowed} around math cold paths'}"
+          f"{', at most ' + str(max(regs)) + ' registers' if regs else ''}" if not failures else f"{cu}: {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(*sys.argv[1:]))
