@@ -352,7 +352,6 @@ std::vector<OutType> linear_rule(const Trace& t, const Op& op) {
   return {{a.dtype, out}};
 }
 
-// reshape(a, shape) with at most one -1.
 // shallow_copy(a), stride_order(a, order): the same values (thunder-gen chooses layouts itself).
 std::vector<OutType> same_as_input_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg(0).value);
@@ -365,6 +364,7 @@ std::vector<OutType> same_as_input_rule(const Trace& t, const Op& op) {
   return {{a.dtype, a.shape}};
 }
 
+// reshape(a, shape) with at most one -1.
 std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg(0).value);
   Shape shape = op.arg(1).int_list();

@@ -42,6 +42,39 @@ TEST_CASE("arguments bind to the signature positionally or by keyword, defaults 
   CHECK(tg::print_trace(a) == tg::print_trace(b));
 }
 
+TEST_CASE("Thunder's spellings: variadic shapes, other ids, opaque literals, unreadable decompositions") {
+  // torch.reshape(a, *shape): integers past the last list parameter are that list.
+  auto variadic = test::trace("t", tensor("x", "[4, 6]"), op("torch.reshape", "[\"x\", 2, 12]", tensor("y", "[2, 12]")), "\"y\"");
+  tg::Trace v = tg::read_trace(variadic);
+  CHECK(v.ops[0].args[1].int_list() == std::vector<int64_t>{2, 12});
+  CHECK(where_of(test::trace("t", tensor("x", "[4, 6]"), op("torch.reshape", "[\"x\", 2, 1.5]", tensor("y", "[2, 12]")), "\"y\"")) ==
+        "/ops/0/args/2 | torch.reshape takes 2 positional arguments but 3 were given");
+  // nn.LayerNorm records torch.layer_norm: the layer_norm row, with its own gradient rule.
+  REQUIRE(tg::find_op("torch.layer_norm"));
+  CHECK(tg::find_op("torch.layer_norm") == tg::find_op("torch.nn.functional.layer_norm"));
+  // A symbol lowered through its decomposition may take a slice or Ellipsis; a row refuses them.
+  auto getitem = test::trace("t", tensor("x", "[4, 6]"),
+                             op("torch.Tensor.__getitem__", "[\"x\", [{\"ellipsis\": \"...\"}, {\"slice\": [null, 3, null]}]]", tensor("y", "[4, 3]"),
+                                ", \"sub\": [" + op("prims.slice_prim", "[\"x\", [0, 0], [4, 3]]", tensor("y", "[4, 3]")) + "]"),
+                             "\"y\"");
+  tg::Trace g = tg::read_trace(getitem);
+  CHECK(tg::print_trace(g).find("[..., slice(None, 3, None)]") != std::string::npos);
+  CHECK(where_of(test::trace("t", tensor("x", "[4, 6]"), op("prims.reshape", "[\"x\", {\"ellipsis\": \"...\"}]", tensor("y", "[4, 6]")), "\"y\"")) ==
+        "/ops/0/args/1 | argument \"shape\" must be a list of integers, got ...");
+  // A ruled op whose decomposition holds a prim without a row: the decomposition is not read.
+  auto unknown_inside = test::trace("t", tensor("x", "[4, 6]"),
+                                    op("torch.relu", "[\"x\"]", tensor("y", "[4, 6]"),
+                                       ", \"sub\": [" + op("prims.not_a_prim", "[\"x\"]", tensor("y", "[4, 6]")) + "]"),
+                                    "\"y\"");
+  CHECK(tg::read_trace(unknown_inside).ops[0].sub.empty());
+  // ...but a symbol without a rule needs a decomposition it can read.
+  auto unruled = test::trace("t", tensor("x", "[4, 6]"),
+                             op("torch.my_op", "[\"x\"]", tensor("y", "[4, 6]"),
+                                ", \"sub\": [" + op("prims.not_a_prim", "[\"x\"]", tensor("y", "[4, 6]")) + "]"),
+                             "\"y\"");
+  CHECK(where_of(unruled).find("/ops/0/sub/0/op | unknown op \"prims.not_a_prim\"") == 0);
+}
+
 TEST_CASE("an argument given twice, an unknown keyword and a missing argument are errors at their place") {
   auto twice = test::trace("t", tensor("x", "[4]"), op("prims.exp", "[\"x\"]", tensor("y", "[4]"), ", \"kwargs\": {\"a\": \"x\"}"), "\"y\"");
   CHECK(where_of(twice).rfind("/ops/0/kwargs/a | argument \"a\" is given twice", 0) == 0);
