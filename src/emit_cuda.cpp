@@ -146,6 +146,7 @@ class KernelWriter {
     while (block < kMaxRowBlock && block < r) block *= 2;
     return block;
   }
+  // Threads' worth of work: runs in a pointwise kernel with a run loop (known once written).
   int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_; }
 
  private:
@@ -372,6 +373,7 @@ class KernelWriter {
     const std::string thread = "int64_t(blockIdx.x) * blockDim.x + threadIdx.x", stride = "int64_t(gridDim.x) * blockDim.x";
     std::string out = "  const int64_t n = " + std::to_string(numel(layout_.domain)) + ";\n";
     std::string runs = lanes_ > 1 ? run_loop(all, thread, stride) : "";
+    if (runs.empty()) lanes_ = 1;  // one element per thread: the grid is sized for elements
     std::string element = element_body("    ");
     std::string first = runs.empty() ? thread : "runs * " + std::to_string(lanes_) + " + " + thread;
     out += runs;
@@ -403,9 +405,10 @@ class KernelWriter {
     in_run_ = false;
     if (run_loads_.empty() && run_stores.empty()) return "";
     const std::string L = std::to_string(lanes_);
+    std::vector<ValueId> wide = run_loads_;
+    wide.insert(wide.end(), run_stores.begin(), run_stores.end());
     std::string aligned;
-    for (ValueId v : run_loads_) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + c_ident(t_.value(v).name) + ")");
-    for (ValueId v : run_stores) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + c_ident(t_.value(v).name) + ")");
+    for (ValueId v : wide) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + c_ident(t_.value(v).name) + ")");
     std::string out;
     out += "  // Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;\n";
     out += "  // the loop after this one takes the rest, or everything.\n";
