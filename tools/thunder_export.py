@@ -331,13 +331,11 @@ def input_tensors(doc, fn, args, kwargs):
 
 def save_inputs(tensors, folder):
     """Writes each input as <folder>/<name>.npy, the harness's --inputs interface (bf16 as raw <u2)."""
-    import numpy as np
-    import torch
+    from pathlib import Path
+    import torch_reference  # tools/: the .npy writer the harness's reader agrees with
     os.makedirs(folder, exist_ok=True)
     for name, t in tensors.items():
-        t = t.detach()
-        a = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
-        np.save(os.path.join(folder, name + ".npy"), np.ascontiguousarray(a))
+        torch_reference.save_npy(Path(folder) / f"{name}.npy", t, dtype_name(t.dtype))
 
 
 def dumps(doc):
