@@ -44,7 +44,7 @@ template <class Acc> Acc gelu_tanh(Acc x) {
 #define TG_CUBLAS_CHECK(expr)                                                      \
   do {                                                                             \
     cublasStatus_t tg_status_ = (expr);                                            \
-    if (tg_status_ != CUBLAS_STATUS_SUCCESS) ::tg::fatal(#expr, cublasGetStatusString(tg_status_)); \
+    if (tg_status_ != CUBLAS_STATUS_SUCCESS) ::tg::fatal(#expr, cublasLtGetStatusString(tg_status_)); \
   } while (0)
 
 template <class T> struct CublasType;

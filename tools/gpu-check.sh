@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # gpu-check.sh: checks thunder-gen's generated CUDA on a real GPU, example by example.
 #
-#   tools/gpu-check.sh [--dry-run] [--out DIR] [--jobs N] [examples...]
+#   tools/gpu-check.sh [--dry-run] [--out DIR] [--jobs N] [--expected DIR] [examples...]
 #
 # Needs nvcc; a real run also needs a GPU (nvidia-smi) and PyTorch with CUDA (plus numpy) for
 # the python3 on PATH (or $PYTHON). For each example (default: every examples/*.json; an argument
 # is a trace path or an example name) it
 #   1. generates the output folder with build/thunder-gen (configuring and building only the
 #      thunder-gen target, with -DTHUNDER_GEN_TESTS=OFF, if it is missing: that needs no LibTorch);
-#   2. builds the harness with nvcc for the local GPU's arch (nvidia-smi compute_cap, else sm_90),
-#      and the NVRTC-mode harness with g++ (-DTG_GPU -DTG_NVRTC_HOST, cudart + nvrtc + cuda);
-#   3. runs the nvcc harness (--outputs DIR --repeat 20) and compares its outputs with PyTorch on
+#   2. builds the harness (forward.cu, backward.cu where the trace trains, harness.cpp, cuBLASLt)
+#      with nvcc for the local GPU's arch (nvidia-smi compute_cap, else sm_90), and the NVRTC-mode
+#      harness with g++ (-DTG_GPU -DTG_NVRTC_HOST, cudart + nvrtc + cuda + cublasLt);
+#   3. runs the nvcc harness (--outputs DIR --repeat 20; --inputs <trace>.inputs/ beside the trace
+#      where that folder exists, as for examples/corpus) and compares its outputs with PyTorch on
 #      the GPU (tools/torch_reference.py --device cuda);
+#      With --expected DIR (DIR/<example>/ as `harness --outputs` wrote it elsewhere on the same
+#      inputs, under host emulation say, maybe thinned by torch_reference.py --thin), every output
+#      and input gradient is compared with that run's (torch_reference.py --expected): the backward
+#      and dropout too, which the forward-only PyTorch interpreter does not check.
 #   4. runs the NVRTC harness once on the same inputs and checks its outputs are bit for bit those
 #      of the nvcc harness.
 # --dry-run does everything that needs no GPU: generate, nvcc compile and link for sm_90, the
@@ -35,6 +41,7 @@ usage() {
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
 dry_run=0
+expected=""
 out_dir=${OUT:-/tmp/gpu-check}
 jobs=${JOBS:-}
 traces=()
@@ -44,6 +51,7 @@ while (($#)); do
     --out) [[ $# -ge 2 ]] || die "--out needs a folder"; out_dir=$2; shift ;;
     --out=*) out_dir=${1#--out=} ;;
     --jobs) [[ $# -ge 2 ]] || die "--jobs needs a number"; jobs=$2; shift ;;
+    --expected) [[ $# -ge 2 ]] || die "--expected needs a folder"; expected=$(cd "$2" && pwd) || die "no folder $2"; shift ;;
     -h|--help) usage 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; usage 2 ;;
     *)
@@ -149,9 +157,11 @@ prepare() {
     return
   fi
   mark "$d" gen ok
+  local kernels=("$gen/forward.cu")
+  [[ -f $gen/backward.cu ]] && kernels+=("$gen/backward.cu")
   (
     if step "$d/nvcc.log" "$NVCC" -O3 -arch="$arch" -std=c++17 -I"$gen" -DTG_GPU \
-         -o "$d/harness_nvcc" "$gen/forward.cu" "$gen/harness.cpp"; then
+         -o "$d/harness_nvcc" "${kernels[@]}" "$gen/harness.cpp" -lcublasLt; then
       mark "$d" nvcc ok
     else
       mark "$d" nvcc FAIL
@@ -159,18 +169,16 @@ prepare() {
   ) &
   (
     if step "$d/nvrtc-build.log" "$CXX" -std=c++20 -O2 -fno-strict-aliasing -I"$gen" -I"$CUDA_HOME/include" \
-         -DTG_GPU -DTG_NVRTC_HOST "-DTG_KERNEL_DIR=\"$gen\"" -xc++ "$gen/forward.cu" -xnone "$gen/harness.cpp" \
-         "${cuda_link[@]}" -o "$d/harness_nvrtc"; then
+         -DTG_GPU -DTG_NVRTC_HOST "-DTG_KERNEL_DIR=\"$gen\"" -xc++ "${kernels[@]}" -xnone "$gen/harness.cpp" \
+         "${cuda_link[@]}" -lcublasLt -o "$d/harness_nvrtc"; then
       mark "$d" nvrtc_build ok
     else
       mark "$d" nvrtc_build FAIL
     fi
     if [[ -n $nvrtc_check ]]; then
-      if step "$d/nvrtc-compile.log" "$nvrtc_check" "$gen/forward.cu" sm_90; then
-        mark "$d" nvrtc_compile ok
-      else
-        mark "$d" nvrtc_compile FAIL
-      fi
+      compiled=ok
+      for cu in "${kernels[@]}"; do step "$d/nvrtc-compile.log" "$nvrtc_check" "$cu" sm_90 || compiled=FAIL; done
+      mark "$d" nvrtc_compile "$compiled"
     fi
   ) &
   wait
@@ -193,6 +201,7 @@ wait
 
 names=()
 for trace in "${traces[@]}"; do names+=("$(basename "$trace" .json)"); done
+trace_of() { local t; for t in "${traces[@]}"; do [[ $(basename "$t" .json) == "$1" ]] && echo "$t" && return; done; }
 
 if ((!dry_run)); then
   echo "gpu-check: running the harnesses" >&2
@@ -200,7 +209,9 @@ if ((!dry_run)); then
     d=$out_dir/$name
     if [[ $(get "$d" nvcc) == ok ]]; then
       mkdir -p "$d/nvcc"
-      if step "$d/run-nvcc.log" timeout "$RUN_TIMEOUT" "$d/harness_nvcc" --outputs "$d/nvcc" --repeat "$REPEAT"; then
+      given=()  # a corpus model's captured inputs, else the harness draws them from its seed
+      [[ -d $(dirname "$(trace_of "$name")")/$name.inputs ]] && given=(--inputs "$(dirname "$(trace_of "$name")")/$name.inputs")
+      if step "$d/run-nvcc.log" timeout "$RUN_TIMEOUT" "$d/harness_nvcc" "${given[@]}" --outputs "$d/nvcc" --repeat "$REPEAT"; then
         mark "$d" run ok
         ms=$(grep -o 'median [0-9.]* ms' "$d/run-nvcc.log" | tail -n 1 | awk '{print $2}')
         mark "$d" ms "${ms:--}"
@@ -233,7 +244,9 @@ if ((!dry_run)); then
     local trace=$1 d err
     d=$out_dir/$(basename "$trace" .json)
     [[ $(get "$d" run) == ok ]] || return 0
-    if step "$d/torch.log" "$PYTHON" "$ROOT/tools/torch_reference.py" "$trace" "$d/nvcc" --device cuda; then
+    local against=(--device cuda)
+    [[ -n $expected ]] && against=(--expected "$expected/$(basename "$trace" .json)")
+    if step "$d/torch.log" "$PYTHON" "$ROOT/tools/torch_reference.py" "$trace" "$d/nvcc" "${against[@]}"; then
       mark "$d" torch ok
     elif grep -q MISMATCH "$d/torch.log"; then
       mark "$d" torch MISMATCH
@@ -261,7 +274,7 @@ failed=0
 summary=$out_dir/summary.txt
 row() { printf '%-24s %-9s %-10s %-9s %-22s %9s\n' "$@" | tee -a "$summary"; }
 : >"$summary"
-row example nvcc "max err" "vs torch" nvrtc "median ms"
+row example nvcc "max err" "$([[ -n $expected ]] && echo "vs emu" || echo "vs torch")" nvrtc "median ms"
 for name in "${names[@]}"; do
   d=$out_dir/$name
   gen=$(get "$d" gen) nvcc=$(get "$d" nvcc) nvrtc_build=$(get "$d" nvrtc_build)

@@ -48,8 +48,8 @@ def _thunder():
 def dtype_name(dtype):
     """Thunder's short dtype name (f32, bf16, b8, ...) of a thunder or torch dtype."""
     import torch
-    thunder = _thunder()
-    torch_dtype = dtype if isinstance(dtype, torch.dtype) else thunder.dtypes.to_torch_dtype(dtype)
+    # (a torch dtype needs no Thunder: gpu_bench.py writes inputs on machines without it)
+    torch_dtype = dtype if isinstance(dtype, torch.dtype) else _thunder().dtypes.to_torch_dtype(dtype)
     names = {torch.bool: "b8", torch.uint8: "u8", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
              torch.int64: "i64", torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
              torch.float64: "f64"}

@@ -2,11 +2,16 @@
 """torch_reference.py: a PyTorch interpreter of thunder-gen traces (format v1), and a checker.
 
     python3 tools/torch_reference.py TRACE.json DIR [--device cuda]
+    python3 tools/torch_reference.py TRACE.json DIR --expected DIR2
+    python3 tools/torch_reference.py TRACE.json DIR --thin
 
 Loads DIR/<input>.npy for every trace input (as a harness writes them with --outputs DIR; bf16
 as '<u2' raw bits), runs the trace with PyTorch on the chosen device, and compares every output
 with DIR/<output>.npy using the tolerance table of reference/compare.cpp. Prints one line per
-output and exits 0 when all match, 1 otherwise (2 on a usage error).
+output and exits 0 when all match, 1 otherwise (2 on a usage error). With --expected, the
+expected outputs and input gradients are another harness run's on the same inputs (gpu-check.sh
+compares the GPU with the host emulation this way) and the trace is not run; --thin makes such a
+folder small (see thin()), and --expected samples the results the same way.
 
 The semantics are those of the LibTorch interpreter in reference/reference.cpp:
   - values are held in their compute dtype: f16/bf16 in f32, everything else as itself; rounding
@@ -69,6 +74,14 @@ def compute_dtype(dt: str) -> torch.dtype:
 
 def tolerance(dt: str) -> tuple[float, float]:
     return TOLERANCES.get(dt, (0.0, 0.0))
+
+
+# Two runs of the same generated code on different machines (the GPU against the host emulation)
+# sum in different orders (cuBLASLt's GEMM tiling, GPU FMA contraction), so a reduction's elements
+# can differ by more than the elementwise table above allows. For them a float tensor also passes
+# when ||actual - expected|| / ||expected|| is under this bound, METHOD-style: fp32 accumulation
+# lands far under 1e-4, bf16 near 1e-3 to 1e-2. Same-machine checks use the elementwise table only.
+CROSS_DEVICE_NORM_TOLERANCES = {"f64": 1e-12, "f32": 1e-4, "f16": 1e-3, "bf16": 1e-2}
 
 
 # ---- trace arguments --------------------------------------------------------------------------
@@ -513,14 +526,17 @@ class Comparison:
     ok: bool = True
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
+    norm_rel_err: float = 0.0  # ||actual - expected|| / ||expected|| over the finite elements
     mismatches: int = 0
+    nonfinite_mismatches: int = 0
     first_mismatch: int = -1  # flat index
     note: str = ""
 
     def summary(self) -> str:
         if self.note:
             return self.note
-        return f"max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}, {self.mismatches} mismatching"
+        return (f"max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}, norm rel err {self.norm_rel_err:.3g}, "
+                f"{self.mismatches} mismatching")
 
 
 def compare(actual: torch.Tensor, expected: torch.Tensor, dt: str) -> Comparison:
@@ -540,19 +556,52 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, dt: str) -> Comparison
     bad = ~(close | both_nan | same_inf)
     c = Comparison()
     c.mismatches = int(bad.sum().item())
+    c.nonfinite_mismatches = int((bad & ~finite).sum().item())  # NaN or inf on one side only
     c.ok = c.mismatches == 0
     if bool(finite.any()):
         fd = diff[finite]
         c.max_abs_err = fd.max().item()
         c.max_rel_err = (fd / e.abs()[finite].clamp_min(1e-30)).max().item()
+        c.norm_rel_err = (fd.norm() / e[finite].norm().clamp_min(1e-300)).item()
     if not c.ok:
         c.first_mismatch = int(bad.nonzero()[0, 0].item())
     return c
 
 
-def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout) -> int:
+# A thinned results folder keeps of each large tensor every stride-th element of its flat view and
+# its last THIN_TAIL elements (where tail loops write), and drops the inputs and cotangents, which a
+# harness redraws from its seed: expected results small enough to carry to a GPU machine.
+THIN_KEEP = 16384
+THIN_TAIL = 1024
+
+
+def thin_sample(t: torch.Tensor, stride: int) -> torch.Tensor:
+    flat = t.flatten()
+    return torch.cat([flat[:-THIN_TAIL:stride], flat[-THIN_TAIL:]])
+
+
+def thin(trace_path: Path, folder: Path) -> None:
+    trace = json.loads(Path(trace_path).read_text())
+    for d in trace["inputs"]:
+        (folder / f"{d['name']}.npy").unlink(missing_ok=True)
+    for o in trace["outputs"]:
+        (folder / f"cotangent_{o}.npy").unlink(missing_ok=True)
+    sampling = {}
+    for path in sorted(folder.glob("*.npy")):
+        arr = np.load(path, allow_pickle=False)
+        if arr.size > THIN_KEEP + THIN_TAIL:
+            stride = -(-(arr.size - THIN_TAIL) // THIN_KEEP)
+            sampling[path.stem] = {"shape": list(arr.shape), "stride": stride}
+            flat = arr.reshape(-1)
+            np.save(path, np.concatenate([flat[:-THIN_TAIL:stride], flat[-THIN_TAIL:]]), allow_pickle=False)
+    (folder / "sampling.json").write_text(json.dumps(sampling, indent=1))
+
+
+def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout, expected_dir: Path | None = None) -> int:
     """Runs the trace on the inputs in `folder` and compares with the outputs there. Returns the
-    number of outputs that do not match."""
+    number of outputs that do not match. With `expected_dir` (another harness's --outputs folder,
+    run on the same inputs: the host emulation's, say) nothing runs: the outputs and every
+    grad_<input> there are the expected values."""
     trace = json.loads(Path(trace_path).read_text())
     name = trace.get("name", Path(trace_path).stem)
     inputs = {}
@@ -561,7 +610,6 @@ def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout) -
         if list(t.shape) != value_shape(decl):
             raise TraceError(f"{folder / (decl['name'] + '.npy')}: shape {list(t.shape)}, the trace declares {value_shape(decl)}")
         inputs[decl["name"]] = t
-    expected = run_trace(trace, inputs, device)
 
     out_decls = {}
     def collect(ops):
@@ -572,16 +620,38 @@ def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout) -
     for d in trace["inputs"]:
         out_decls.setdefault(d["name"], d)
 
+    checked = list(trace["outputs"])
+    if expected_dir is None:
+        expected = run_trace(trace, inputs, device)
+        against = f"PyTorch on {device}"
+    else:
+        for d in trace["inputs"]:
+            if (expected_dir / f"grad_{d['name']}.npy").exists():
+                out_decls[f"grad_{d['name']}"] = d
+                checked.append(f"grad_{d['name']}")
+        expected = {o: load_npy(expected_dir / f"{o}.npy", value_dtype(out_decls[o])) for o in checked}
+        against = str(expected_dir)
+        sampling_file = expected_dir / "sampling.json"
+        sampling = json.loads(sampling_file.read_text()) if sampling_file.exists() else {}
     failures = 0
     worst = 0.0
-    for oname in trace["outputs"]:
+    for oname in checked:
         decl = out_decls[oname]
         dt = value_dtype(decl)
         atol, rtol = tolerance(dt)
         path = folder / f"{oname}.npy"
         try:
             actual = load_npy(path, dt)
+            if expected_dir is not None and oname in sampling:
+                if list(actual.shape) != sampling[oname]["shape"]:
+                    raise TraceError(f"shape {list(actual.shape)}, expected {sampling[oname]['shape']}")
+                actual = thin_sample(actual, sampling[oname]["stride"])
             c = compare(actual, expected[oname], dt)
+            if (expected_dir is not None and not c.ok and c.mismatches > 0 and c.nonfinite_mismatches == 0
+                    and dt in CROSS_DEVICE_NORM_TOLERANCES
+                    and c.norm_rel_err <= CROSS_DEVICE_NORM_TOLERANCES[dt]):
+                c.ok = True  # elementwise differences of summation order only (see CROSS_DEVICE_NORM_TOLERANCES)
+                c.note = c.summary() + f", within the cross-device norm bound {CROSS_DEVICE_NORM_TOLERANCES[dt]:g}"
         except (OSError, ValueError, TraceError) as e:
             actual, c = None, Comparison(ok=False, note=f"cannot read: {e}")
         worst = max(worst, c.max_abs_err) if not math.isnan(c.max_abs_err) else worst
@@ -591,10 +661,10 @@ def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout) -
             i = c.first_mismatch
             got = actual.flatten()[i].to(torch.float64).item()
             want = expected[oname].flatten()[i].to(torch.float64).item()
-            print(f"  first mismatch at flat index {i}: generated {got:.9g}, PyTorch {want:.9g}", file=out)
+            print(f"  first mismatch at flat index {i}: generated {got:.9g}, expected {want:.9g}", file=out)
         failures += not c.ok
-    n = len(trace["outputs"])
-    print(f"{name}: {n - failures} of {n} outputs match PyTorch on {device} (max abs err {worst:.3g})", file=out)
+    n = len(checked)
+    print(f"{name}: {n - failures} of {n} outputs match {against} (max abs err {worst:.3g})", file=out)
     return failures
 
 
@@ -603,9 +673,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("trace", type=Path, help="trace JSON (format v1)")
     p.add_argument("dir", type=Path, help="folder with <input>.npy and <output>.npy, as `harness --outputs DIR` writes")
     p.add_argument("--device", default="cpu", help="torch device to compute on: cpu (default), cuda, cuda:1, ...")
+    p.add_argument("--expected", type=Path, help="compare with this harness --outputs folder (outputs and gradients) "
+                   "instead of running the trace")
+    p.add_argument("--thin", action="store_true", help="thin DIR (a harness's results) into expected values to carry "
+                   "elsewhere: drop inputs and cotangents, sample large tensors")
     a = p.parse_args(argv)
     try:
-        return 1 if check(a.trace, a.dir, a.device) else 0
+        if a.thin:
+            thin(a.trace, a.dir)
+            return 0
+        return 1 if check(a.trace, a.dir, a.device, expected_dir=a.expected) else 0
     except (TraceError, OSError, ValueError, KeyError, RuntimeError) as e:
         print(f"{a.trace}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
