@@ -25,10 +25,10 @@ std::string c_ident(const std::string& name) {
       "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "try", "typedef", "typename",
       "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
       // names generated code uses
-      "i", "j", "n", "row", "rows", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
-  // Generated locals start with v_, ix_, acc_ or mean_; escaped names get p_, so p_ is reserved too.
-  // Escaping prepends p_, which keeps the mapping one-to-one.
-  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "p_", "__"};
+      "i", "j", "n", "row", "rows", "run", "runs", "lane", "k", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
+  // Generated locals start with v_, ix_, acc_, mean_, r_, w_, b_ (runs) or c_ (rows); escaped names get p_,
+  // so p_ is reserved too. Escaping prepends p_, which keeps the mapping one-to-one.
+  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "r_", "w_", "b_", "c_", "p_", "__"};
   const bool dim_var = name.size() > 1 && name[0] == 'd' && name.find_first_not_of("0123456789", 1) == std::string::npos;  // d<k>
   bool escape = reserved.count(name) || dim_var;
   for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
@@ -41,6 +41,7 @@ namespace {
 
 constexpr int kPointwiseBlock = 256;
 constexpr int kMaxRowBlock = 256;
+constexpr int kColumnBlock = 1024;  // 32 rows x 32 parts
 
 std::string ctype(DType t) { return std::string(compute_ctype(t)); }
 
@@ -108,6 +109,8 @@ class KernelWriter {
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     for (const Arg& a : k_.args) loaded_.insert(a.value);
     lanes_ = run_lanes();
+    column_tile_ = column_tile();
+    cached_ = row_cache();
   }
 
   std::string write(EmittedKernel& info) {
@@ -141,6 +144,7 @@ class KernelWriter {
 
   int block_size() const {
     if (!layout_.is_row) return kPointwiseBlock;
+    if (column_tile_ > 1) return kColumnBlock;
     int64_t r = numel(layout_.reduced_shape());
     int block = 32;
     while (block < kMaxRowBlock && block < r) block *= 2;
@@ -148,6 +152,8 @@ class KernelWriter {
   }
   // Threads' worth of work: runs in a pointwise kernel with a run loop (known once written).
   int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_; }
+  // Work items a block takes: a thread each (pointwise), one row, or a column kernel's 32 rows.
+  int items_per_block() const { return layout_.is_row ? column_tile_ : block_size(); }
 
  private:
   const Trace& t_;
@@ -164,6 +170,9 @@ class KernelWriter {
   };
   std::vector<Scope> scopes_;
   int lanes_ = 1;                   // pointwise: elements per thread in the 16-byte loop
+  int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
+  int cached_ = 0;                  // row kernels: row elements per thread held in registers
+  std::vector<ValueId> row_cached_; // the operands held so
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
 
@@ -178,9 +187,63 @@ class KernelWriter {
     };
     for (const Arg& a : k_.args) consider(a.value);
     for (ValueId v : k_.outs) consider(v);
+    // Only packed masks to write (a dropout mask drawn on its own): runs of 4, one Philox block each.
+    if (widest == 0 && has_packed_output()) widest = 4;
     if (widest == 0 || widest > 8) return 1;
     int lanes = 16 / widest;
     return numel(layout_.domain) >= lanes ? lanes : 1;
+  }
+
+  // A row kernel whose rows are neighbours in memory (the last dim is an outer dim: LayerNorm's
+  // weight gradient sums over dim 0) would read with a stride of the row length if a block took
+  // one row. A column kernel's block takes 32 neighbouring rows instead: thread t works on row
+  // t % 32 of them, so a warp reads 32 neighbouring elements, and on every (blockDim.x / 32)-th
+  // element of that row from t / 32 (tg::column_reduce combines the parts).
+  int column_tile() const {
+    if (!layout_.is_row || layout_.outer.empty() || layout_.outer.back() != int64_t(layout_.domain.size()) - 1) return 1;
+    return numel(layout_.outer_shape()) % 32 == 0 ? 32 : 1;
+  }
+
+  // A thread's loop over the reduced elements j of its row, around `body`, in the current scope.
+  // With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = threadIdx.x + k * block.
+  void reduced_loop(const std::string& body) {
+    const std::string r = std::to_string(numel(layout_.reduced_shape()));
+    const std::string dims = dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
+    if (cached_ > 0) {
+      line("TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
+      if (uses_word(body + dims, "j")) line("  const int64_t j = threadIdx.x + k * " + std::to_string(block_size()) + ";");
+    } else {
+      line(column_tile_ > 1 ? "for (int64_t j = threadIdx.x / 32; j < " + r + "; j += blockDim.x / 32) {"
+                            : "for (int64_t j = threadIdx.x; j < " + r + "; j += blockDim.x) {");
+    }
+    scopes_.back().code += dims + body;
+    line("}");
+  }
+
+  // Elements of its row a thread keeps in registers (0: none), so that a row kernel's passes
+  // (mean, variance, write ...) read memory once: when the row splits evenly into at most 16
+  // elements per thread and the operands read along it fit 64 registers' worth.
+  int row_cache() const {
+    if (!layout_.is_row || column_tile_ > 1) return 0;
+    const std::string j_form = offset_of_row_element();
+    if (j_form.empty()) return 0;
+    const int64_t r = numel(layout_.reduced_shape()), block = block_size();
+    if (r % block != 0 || r / block > 16) return 0;
+    int64_t operands = 0;
+    for (const Arg& a : k_.args) operands += !t_.value(a.value).is_scalar && t_.value(a.value).shape == layout_.domain;
+    return operands * (r / block) <= 64 ? int(r / block) : 0;
+  }
+  // "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous.
+  std::string offset_of_row_element() const {
+    for (size_t k = 0; k < layout_.reduced.size(); ++k)
+      if (layout_.reduced[k] != int64_t(layout_.domain.size() - layout_.reduced.size() + k)) return "";
+    return layout_.outer.empty() ? "j" : "row * " + std::to_string(numel(layout_.reduced_shape())) + " + j";
+  }
+
+  bool has_packed_output() const {
+    for (ValueId v : k_.outs)
+      if (t_.value(v).bit_packed) return true;
+    return false;
   }
 
   static std::string dims_text(const std::vector<int64_t>& dims) {
@@ -231,10 +294,7 @@ class KernelWriter {
   std::string offset(const Value& v, const Index& index) const {
     if (v.shape == layout_.domain && is_identity(index)) {
       if (!layout_.is_row) return "i";
-      bool trailing = true;  // reduced dims are the last ones: rows are contiguous
-      for (size_t k = 0; k < layout_.reduced.size(); ++k)
-        trailing = trailing && layout_.reduced[k] == int64_t(layout_.domain.size() - layout_.reduced.size() + k);
-      if (trailing) return layout_.outer.empty() ? "j" : "row * " + std::to_string(numel(layout_.reduced_shape())) + " + j";
+      if (std::string row_form = offset_of_row_element(); !row_form.empty()) return row_form;
     }
     if (layout_.is_row && v.shape == layout_.outer_shape() && index == layout_.outer_index()) return "row";
     return linear_offset(index, v.shape);
@@ -254,6 +314,11 @@ class KernelWriter {
     if (loaded_.count(v)) {
       if (val.is_scalar) return c_ident(val.name);
       var = fresh_name(v);
+      if (cached_ > 0 && val.shape == layout_.domain && is_identity(index)) {  // this thread's k-th element of the row
+        if (std::find(row_cached_.begin(), row_cached_.end(), v) == row_cached_.end()) row_cached_.push_back(v);
+        scopes_.back().memo[key] = "c_" + c_ident(val.name) + "[k]";
+        return "c_" + c_ident(val.name) + "[k]";
+      }
       if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
         if (std::find(run_loads_.begin(), run_loads_.end(), v) == run_loads_.end()) run_loads_.push_back(v);
         line("const " + ctype(val.dtype) + " " + var + " = r_" + c_ident(val.name) + "[lane];");
@@ -386,16 +451,19 @@ class KernelWriter {
   // The 16-byte loop: each thread takes a run of lanes_ neighbouring elements, loads each
   // contiguous operand's run with one access, computes the lanes, stores each result's run with
   // one access. Only when all those pointers are 16-byte aligned; "" when nothing would be wide.
+  // A packed mask's run is lanes_ bits, which the warp gathers into whole words (no atomics); the
+  // loop then covers whole warps' worth of runs only, so every lane of a warp takes part.
   std::string run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride) {
     in_run_ = true;
     run_loads_.clear();
     push("      ");
-    std::vector<ValueId> run_stores;
+    std::vector<ValueId> run_stores, run_bits;
     for (ValueId v : k_.outs) {
       const Value& val = t_.value(v);
       std::string var = value_at(v, identity_index(layout_.domain.size()));
       if (val.bit_packed) {
-        line("tg::store(" + c_ident(val.name) + ", i, " + var + ");");
+        line("b_" + c_ident(val.name) + " |= unsigned(" + var + ") << lane;");
+        run_bits.push_back(v);
       } else {
         line("w_" + c_ident(val.name) + "[lane] = " + var + ";");
         run_stores.push_back(v);
@@ -403,7 +471,7 @@ class KernelWriter {
     }
     std::string lane_body = pop();
     in_run_ = false;
-    if (run_loads_.empty() && run_stores.empty()) return "";
+    if (run_loads_.empty() && run_stores.empty() && run_bits.empty()) return "";
     const std::string L = std::to_string(lanes_);
     std::vector<ValueId> wide = run_loads_;
     wide.insert(wide.end(), run_stores.begin(), run_stores.end());
@@ -412,8 +480,15 @@ class KernelWriter {
     std::string out;
     out += "  // Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;\n";
     out += "  // the loop after this one takes the rest, or everything.\n";
-    out += "  const int64_t runs = " + aligned + " ? n / " + L + " : 0;\n";
+    if (run_bits.empty()) {
+      out += "  const int64_t runs = " + aligned + " ? n / " + L + " : 0;\n";
+    } else {
+      out += "  // Whole warps of runs only: their lanes gather each mask's bits into words together.\n";
+      std::string whole_warps = "n / (32 * " + L + ") * 32";
+      out += "  const int64_t runs = " + (aligned.empty() ? whole_warps : aligned + " ? " + whole_warps + " : 0") + ";\n";
+    }
     out += "  for (int64_t run = " + thread + "; run < runs; run += " + stride + ") {\n";
+    for (ValueId v : run_bits) out += "    unsigned b_" + c_ident(t_.value(v).name) + " = 0;\n";
     for (ValueId v : run_loads_) {
       const Value& val = t_.value(v);
       out += "    " + ctype(val.dtype) + " r_" + c_ident(val.name) + "[" + L + "];\n";
@@ -421,53 +496,66 @@ class KernelWriter {
     }
     for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " w_" + c_ident(t_.value(v).name) + "[" + L + "];\n";
     out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
-    out += "      const int64_t i = run * " + L + " + lane;\n";
-    out += dim_declarations(lane_body, "i", layout_.domain, all, "      ");
-    out += lane_body + "    }\n";
+    const std::string dims = dim_declarations(lane_body, "i", layout_.domain, all, "      ");
+    if (uses_word(dims + lane_body, "i")) out += "      const int64_t i = run * " + L + " + lane;\n";
+    out += dims + lane_body + "    }\n";
     for (ValueId v : run_stores) out += "    tg::store_run(" + c_ident(t_.value(v).name) + ", run * " + L + ", w_" + c_ident(t_.value(v).name) + ");\n";
+    for (ValueId v : run_bits)
+      out += "    tg::store_run_bits<" + L + ">(" + c_ident(t_.value(v).name) + ", run * " + L + ", b_" + c_ident(t_.value(v).name) + ");\n";
     out += "  }\n";
     return out;
   }
 
   // ---- row kernels ----------------------------------------------------------------------------
 
-  struct Reducer {
-    std::string op;    // tg::Sum<float>, ...
-    std::string acc;   // accumulator type
-  };
-
   static std::string acc_type(DType t) { return is_float(t) ? ctype(t) : "int64_t"; }
 
-  // One pass over the row: acc = combine over j of `element`, then a block-wide reduction.
-  std::string reduce_pass(const std::string& comment, const std::string& reducer, const std::string& acc_type_name,
-                          const std::string& acc_name, const std::function<std::string()>& element) {
-    line("// " + comment);
-    line(acc_type_name + " " + acc_name + " = " + reducer + "::init();");
-    push(scopes_.back().indent + "  ");
-    std::string e = element();
-    line(acc_name + " = " + reducer + "::combine(" + acc_name + ", " + e + ");");
-    std::string body = pop();
-    int64_t r = numel(layout_.reduced_shape());
-    line("for (int64_t j = threadIdx.x; j < " + std::to_string(r) + "; j += blockDim.x) {");
-    scopes_.back().code += dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
-    scopes_.back().code += body;
-    line("}");
-    return "tg::block_reduce<" + reducer + ">(" + acc_name + ")";
+  // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
+  // column kernel, column-wide) combine; finish() gets that total's expression and declares the
+  // results. Accumulations whose elements need no result still to come share one pass.
+  struct Accumulation {
+    std::string comment, reducer, acc_type, acc_name;
+    std::function<std::string()> element;
+    std::function<void(const std::string& total)> finish;
+    std::set<ValueId> needs;  // reductions whose results element() reads
+  };
+  std::vector<Accumulation> pending_;
+
+  // The reductions of this kernel whose results computing v reads (v itself, if one).
+  std::set<ValueId> reductions_needed(ValueId v) {
+    std::set<ValueId> out;
+    std::vector<ValueId> stack = {v};
+    std::set<ValueId> seen;
+    while (!stack.empty()) {
+      ValueId x = stack.back();
+      stack.pop_back();
+      if (!seen.insert(x).second || loaded_.count(x)) continue;
+      auto p = producer_.find(x);
+      if (p == producer_.end()) continue;
+      if (p->second->info->fusion == FusionClass::reduction) {
+        out.insert(x);
+        continue;
+      }
+      for_each_value(*p->second, [&](ValueId a) { stack.push_back(a); });
+    }
+    return out;
   }
 
   void reduction(const Op& op) {
     const Value& in = t_.value(op.arg(0).value);
     const std::string name = t_.value(op.outs[0]).name;
-    const Index full = identity_index(layout_.domain.size());
     const std::string comment = print_op(op, t_, false);
     const std::string ct = ctype(in.dtype);
-    auto element = [&] { return value_at(op.arg(0).value, full); };
-    auto finish = [&](ValueId v, const std::string& expr) {
+    const ValueId input = op.arg(0).value;
+    auto element = [this, input] { return value_at(input, identity_index(layout_.domain.size())); };
+    auto declare = [this](ValueId v, const std::string& expr) {
       std::string var = fresh_name(v);
       line("const " + ctype(t_.value(v).dtype) + " " + var + " = " + expr + ";");
       reduced_[v] = var;
     };
+    const std::set<ValueId> needs = reductions_needed(input);
     const std::string rlen = std::to_string(numel(layout_.reduced_shape()));
+    const ValueId out = op.outs[0];
     switch (op.info->kind) {
       case OpKind::sum:
       case OpKind::prod:
@@ -475,34 +563,43 @@ class KernelWriter {
       case OpKind::amin: {
         std::string acc = (op.info->kind == OpKind::amax || op.info->kind == OpKind::amin) ? ct : acc_type(in.dtype);
         const char* which = op.info->kind == OpKind::sum ? "Sum" : op.info->kind == OpKind::prod ? "Prod" : op.info->kind == OpKind::amax ? "Max" : "Min";
-        std::string reducer = std::string("tg::") + which + "<" + acc + ">";
-        std::string total = reduce_pass(comment, reducer, acc, "acc_" + name, element);
-        finish(op.outs[0], acc == ct ? total : "static_cast<" + ct + ">(" + total + ")");
+        pending_.push_back({comment, std::string("tg::") + which + "<" + acc + ">", acc, "acc_" + name, element,
+                            [=](const std::string& total) { declare(out, acc == ct ? total : "static_cast<" + ct + ">(" + total + ")"); }, needs});
         break;
       }
       case OpKind::argmax:
       case OpKind::argmin: {
         std::string reducer = "tg::ArgBest<" + ct + ", " + (op.info->kind == OpKind::argmax ? "true" : "false") + ">";
-        std::string total = reduce_pass(comment, reducer, "tg::ArgPair<" + ct + ">", "acc_" + name,
-                                        [&] { return "tg::ArgPair<" + ct + ">{" + element() + ", j}"; });
-        finish(op.outs[0], total + ".index");
+        pending_.push_back({comment, reducer, "tg::ArgPair<" + ct + ">", "acc_" + name,
+                            [=] { return "tg::ArgPair<" + ct + ">{" + element() + ", j}"; },
+                            [=](const std::string& total) { declare(out, total + ".index"); }, needs});
         break;
       }
       case OpKind::var:
       case OpKind::var_mean: {
         // Two passes over the row: the mean, then the squared deviations from it.
-        std::string sum = reduce_pass(comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, "acc_mean_" + name, element);
-        std::string mean = "mean_" + name;
-        line("const " + ct + " " + mean + " = " + sum + " / " + ct + "(" + rlen + ");");
-        std::string m2 = reduce_pass(comment + " (pass 2: variance)", "tg::Sum<" + ct + ">", ct, "acc_m2_" + name, [&] {
-          std::string x = element();
-          return "(" + x + " - " + mean + ") * (" + x + " - " + mean + ")";
-        });
-        std::string correction = operand(op.arg(2), layout_.outer_index(), in.dtype);
-        finish(op.outs[0], m2 + " / (" + ct + "(" + rlen + ") - " + correction + ")");
-        if (op.outs.size() > 1) {
-          reduced_[op.outs[1]] = mean;
-        }
+        const std::string mean = "mean_" + name;
+        const ValueId mean_out = op.outs.size() > 1 ? op.outs[1] : kNoValue;
+        const Arg correction = op.arg(2);
+        auto variance = [=, this] {
+          pending_.push_back({comment + " (pass 2: variance)", "tg::Sum<" + ct + ">", ct, "acc_m2_" + name,
+                              [=] {
+                                std::string x = element();
+                                return "(" + x + " - " + mean + ") * (" + x + " - " + mean + ")";
+                              },
+                              [=, this](const std::string& m2) {
+                                std::string c = operand(correction, layout_.outer_index(), t_.value(input).dtype);
+                                declare(out, m2 + " / (" + ct + "(" + rlen + ") - " + c + ")");
+                                if (mean_out != kNoValue) reduced_[mean_out] = mean;
+                              },
+                              needs});
+        };
+        pending_.push_back({comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, "acc_mean_" + name, element,
+                            [=, this](const std::string& sum) {
+                              line("const " + ct + " " + mean + " = " + sum + " / " + ct + "(" + rlen + ");");
+                              variance();
+                            },
+                            needs});
         break;
       }
       default:
@@ -510,40 +607,99 @@ class KernelWriter {
     }
   }
 
+  // Passes over the row until every reduction is done: each takes every pending accumulation
+  // whose inputs are ready, and `stores` (row outputs that need no reduction) ride on the first.
+  void reduction_passes(std::vector<ValueId> stores) {
+    while (!pending_.empty()) {
+      std::vector<Accumulation> pass;
+      for (size_t i = 0; i < pending_.size();) {
+        bool ready = true;
+        for (ValueId v : pending_[i].needs) ready = ready && reduced_.count(v);
+        if (ready) {
+          pass.push_back(std::move(pending_[i]));
+          pending_.erase(pending_.begin() + long(i));
+        } else {
+          ++i;
+        }
+      }
+      TG_CHECK(!pass.empty(), "kernel " + k_.label + ": reductions wait on each other");
+      for (const Accumulation& a : pass) {
+        line("// " + a.comment);
+        line(a.acc_type + " " + a.acc_name + " = " + a.reducer + "::init();");
+      }
+      if (!stores.empty()) line("// ... and write the row's outputs that need no reduction");
+      push(scopes_.back().indent + "  ");
+      for (const Accumulation& a : pass) {
+        std::string e = a.element();
+        line(a.acc_name + " = " + a.reducer + "::combine(" + a.acc_name + ", " + e + ");");
+      }
+      store_row_outputs(stores);
+      stores.clear();
+      reduced_loop(pop());
+      for (const Accumulation& a : pass)
+        a.finish(std::string(column_tile_ > 1 ? "tg::column_reduce<" : "tg::block_reduce<") + a.reducer + ">(" + a.acc_name + ")");
+    }
+    if (!stores.empty()) {  // (no reduction at all)
+      push(scopes_.back().indent + "  ");
+      store_row_outputs(stores);
+      reduced_loop(pop());
+    }
+  }
+
+  void store_row_outputs(const std::vector<ValueId>& outs) {
+    const Index full = identity_index(layout_.domain.size());
+    for (ValueId v : outs) {
+      const Value& val = t_.value(v);
+      line("tg::store(" + c_ident(val.name) + ", " + offset(val, full) + ", " + value_at(v, full) + ");");
+    }
+  }
+
   std::string row_body() {
     push("    ");
+    // Outputs shaped like a row are written in a pass: the first, when they need no reduction.
+    std::vector<ValueId> row_outs, early_outs, outer_outs;
+    for (ValueId v : k_.outs) {
+      const Op* p = producer_.count(v) ? producer_.at(v) : nullptr;
+      bool is_reduced = p && p->info->fusion == FusionClass::reduction;
+      if (is_reduced || t_.value(v).shape != layout_.domain) outer_outs.push_back(v);
+      else (reductions_needed(v).empty() ? early_outs : row_outs).push_back(v);
+    }
     for (const Op& op : k_.sub)
       if (op.info->fusion == FusionClass::reduction) reduction(op);
-    // Outputs shaped like a row: one more pass writing them.
-    std::vector<ValueId> row_outs, outer_outs;
-    for (ValueId v : k_.outs) {
-      bool is_reduced = reduced_.count(v) > 0;
-      (!is_reduced && t_.value(v).shape == layout_.domain ? row_outs : outer_outs).push_back(v);
-    }
+    reduction_passes(early_outs);
     if (!row_outs.empty()) {
       line("// write the row");
       push(scopes_.back().indent + "  ");
-      for (ValueId v : row_outs) {
-        const Value& val = t_.value(v);
-        line("tg::store(" + c_ident(val.name) + ", " + offset(val, identity_index(layout_.domain.size())) + ", " +
-             value_at(v, identity_index(layout_.domain.size())) + ");");
-      }
-      std::string body = pop();
-      line("for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {");
-      scopes_.back().code += dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
-      scopes_.back().code += body;
-      line("}");
+      store_row_outputs(row_outs);
+      reduced_loop(pop());
     }
     if (!outer_outs.empty()) {
       std::vector<std::string> vars;
       for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
-      line("if (threadIdx.x == 0) {");
+      line(column_tile_ > 1 ? "if (threadIdx.x < 32) {" : "if (threadIdx.x == 0) {");
       for (size_t i = 0; i < outer_outs.size(); ++i) line("  tg::store(" + c_ident(t_.value(outer_outs[i]).name) + ", row, " + vars[i] + ");");
       line("}");
     }
     std::string body = pop();
+    if (!row_cached_.empty()) {  // read the row once, into registers
+      std::string fill = "    // the row, " + std::to_string(cached_) + " elements per thread, read once\n";
+      for (ValueId v : row_cached_) {
+        const Value& val = t_.value(v);
+        fill += "    " + ctype(val.dtype) + " c_" + c_ident(val.name) + "[" + std::to_string(cached_) + "];\n";
+      }
+      fill += "    TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {\n";
+      fill += "      const int64_t j = threadIdx.x + k * " + std::to_string(block_size()) + ";\n";
+      for (ValueId v : row_cached_) {
+        const Value& val = t_.value(v);
+        fill += "      c_" + c_ident(val.name) + "[k] = tg::load(" + c_ident(val.name) + ", " + offset_of_row_element() + ");\n";
+      }
+      body = fill + "    }\n" + body;
+    }
     std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n";
-    out += "  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {\n";
+    if (column_tile_ > 1)  // rows is a multiple of 32: every thread of a block runs the same iterations
+      out += "  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {\n";
+    else
+      out += "  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {\n";
     // Outer dims come from the row; the reduced ones were declared inside each pass from j.
     out += dim_declarations(body, "row", layout_.domain, layout_.outer, "    ");
     out += body + "  }\n";
@@ -555,18 +711,22 @@ bool is_library_call(const Op& op) { return op.info->fusion == FusionClass::libr
 
 // tg::GemmShape{batch, m, n, k, b_batched} of a matmul. A b without batch dims is shared by every
 // batch, which then folds into m: one larger GEMM.
+// transpose_a / transpose_b (2-D only) mean a is stored [k, m] and b [n, k].
 std::string gemm_shape(const Trace& t, const Op& op) {
   const Shape& a = t.value(op.arg(0).value).shape;
   const Shape& b = t.value(op.arg(1).value).shape;
-  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  const bool transpose_a = op.args.size() > 4 && op.arg(4).boolean, transpose_b = op.args.size() > 5 && op.arg(5).boolean;
+  int64_t m = transpose_a ? a.back() : a[a.size() - 2], k = transpose_a ? a[0] : a.back(), n = transpose_b ? b[0] : b.back();
   int64_t batch = numel(a) / (m * k);
   bool b_batched = b.size() > 2;
   if (!b_batched) {
     m *= batch;
     batch = 1;
   }
-  return "tg::GemmShape{" + std::to_string(batch) + ", " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " +
-         (b_batched ? "true" : "false") + "}";
+  std::string s = "tg::GemmShape{" + std::to_string(batch) + ", " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) +
+                  ", " + (b_batched ? "true" : "false");
+  if (transpose_a || transpose_b) s += std::string(", ") + (transpose_a ? "true" : "false") + ", " + (transpose_b ? "true" : "false");
+  return s + "}";
 }
 
 // The trailing epilogue arguments of tg::matmul: the bias pointer and the activation, if any.
@@ -620,10 +780,15 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   out << "// g++ runs it on the CPU through tg_emu.h (see the generated CMakeLists.txt).\n";
   out << "#include \"tg_runtime.cuh\"\n\n";
   out << "#if !defined(TG_NVRTC_HOST)\n\n";
-  std::vector<std::pair<int, int64_t>> launch;  // block size, work items per kernel
+  struct Launch {
+    int block = 0;
+    int64_t items = 0;
+    int items_per_block = 0;
+  };
+  std::vector<Launch> launch;
   for (const Op& k : fused.ops) {
     if (is_library_call(k)) {
-      launch.emplace_back(0, 0);
+      launch.push_back({});
       EmittedKernel info;
       info.name = fused.name + "_matmul_" + fused.value(k.outs[0]).name;
       info.library = "cuBLASLt";
@@ -636,7 +801,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
     KernelWriter writer(fused, k);
     EmittedKernel info;
     out << writer.write(info) << "\n";
-    launch.emplace_back(writer.block_size(), writer.work_items());
+    launch.push_back({writer.block_size(), writer.work_items(), writer.items_per_block()});
     result.kernels.push_back(std::move(info));
   }
   out << "#endif  // !TG_NVRTC_HOST\n\n";
@@ -646,7 +811,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   if (library_calls) out << "#include \"tg_gemm.h\"\n";
   out << "\n";
   out << "#if defined(TG_NVRTC_HOST)\n";
-  out << "static tg::KernelModule& tg_kernels() {\n  static tg::KernelModule module(TG_KERNEL_DIR, \"" << file << "\");\n  return module;\n}\n";
+  out << "static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace\n";
   out << "#endif\n\n";
   std::map<ValueId, std::string> pointer;
   std::vector<std::string> output_params;
@@ -676,7 +841,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
           << gemm_shape(fused, k) << ", stream" << gemm_epilogue(k, pointer) << ");\n";
       continue;
     }
-    auto [block, items] = launch[i];
+    auto [block, items, per_block] = launch[i];
     std::string args;
     for (const Arg& a : k.args) args += ", " + pointer.at(a.value);
     for (ValueId v : k.outs) args += ", " + pointer.at(v);
@@ -684,8 +849,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       out << "  // " << k.label << ": nothing to compute (empty)\n";
       continue;
     }
-    bool is_row = kernel_layout(fused, k).is_row;
-    out << "  TG_LAUNCH(" << k.label << ", tg::grid_for(" << items << ", " << (is_row ? 1 : block) << "), " << block << ", stream" << args << ");\n";
+    out << "  TG_LAUNCH(" << k.label << ", tg::grid_for(" << items << ", " << per_block << "), " << block << ", stream" << args << ");\n";
   }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
   for (size_t k = 0; k < fused.outputs.size(); ++k) {

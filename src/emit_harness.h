@@ -14,6 +14,8 @@ namespace tg {
 // entry points are <trace>_forward and <trace>_backward.
 std::string emit_harness(const Trace& trace, const Partition* training, const std::string& input_file);
 std::string emit_cmake(const Trace& trace, const std::vector<std::string>& cu_files);
+// kernels.cu: one NVRTC program #including every generated .cu file.
+std::string emit_nvrtc_program(const Trace& trace, const std::vector<std::string>& cu_files);
 std::string emit_manifest(const Trace& trace, const Partition* training, const std::vector<std::pair<std::string, const CudaFile*>>& files);
 
 }  // namespace tg

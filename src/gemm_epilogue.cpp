@@ -24,6 +24,7 @@ class EpilogueFolder {
       if (foldable_matmul(out_.ops[i])) {
         fold_bias(int(i));
         fold_gelu(int(i));
+        fold_transposes(int(i));
       }
     std::vector<Op> kept;
     for (size_t i = 0; i < out_.ops.size(); ++i)
@@ -34,7 +35,9 @@ class EpilogueFolder {
 
  private:
   bool foldable_matmul(const Op& op) const {
-    if (op.info->kind != OpKind::matmul || op.args.size() < 4 || op.arg(2).is_value() || op.arg(3).text != "none") return false;
+    if (op.info->kind != OpKind::matmul || op.args.size() < 6 || op.arg(2).is_value() || op.arg(3).text != "none" || op.arg(4).boolean ||
+        op.arg(5).boolean)
+      return false;
     const Value& c = t_.value(op.outs[0]);
     return c.dtype != DType::f64 && t_.value(op.arg(1).value).shape.size() == 2;
   }
@@ -119,6 +122,26 @@ class EpilogueFolder {
     matmul.args[3].text = "gelu_tanh";
     matmul.outs[0] = result;
     for (int i : group) removed_[size_t(i)] = true;
+  }
+
+  // matmul(transpose(x, [1, 0]), ...) -> matmul(x, ..., transpose_a=True), likewise for b: cuBLASLt
+  // reads the operand transposed instead of a kernel writing the transpose out. The transpose goes
+  // when the matmul was its only reader.
+  void fold_transposes(int m) {
+    Op& matmul = out_.ops[size_t(m)];
+    for (size_t operand : {size_t(0), size_t(1)}) {
+      const ValueId v = matmul.arg(operand).value;
+      auto def = def_.find(v);
+      if (def == def_.end() || removed_[size_t(def->second)]) continue;
+      const Op& transpose = t_.ops[size_t(def->second)];
+      if (transpose.info->kind != OpKind::transpose || !transpose.arg(0).is_value() || t_.value(v).shape.size() != 2 ||
+          transpose.arg(1).int_list() != std::vector<int64_t>{1, 0})
+        continue;
+      if (operand == 1 && t_.value(matmul.arg(0).value).shape.size() != 2) continue;  // a batched a with a shared b
+      matmul.args[operand] = Arg::of_value(transpose.arg(0).value);
+      matmul.args[4 + operand] = Arg::of_bool(true);
+      if (only_reader(v) == m) removed_[size_t(def->second)] = true;
+    }
   }
 
   const Trace& t_;

@@ -24,6 +24,8 @@ using namespace vocabulary;
 Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   if (op.args.size() > 3 && op.arg(3).text != "none")
     throw UserError(op.where, "prims.matmul with epilogue=\"" + op.arg(3).text + "\" has no gradient rule; write the activation as its own op");
+  if (op.args.size() > 5 && (op.arg(4).boolean || op.arg(5).boolean))
+    throw UserError(op.where, "prims.matmul with transpose_a or transpose_b has no gradient rule; write the transpose as its own op");
   V a = op.arg(0).value, b = op.arg(1).value, c = cot[0];
   Shape as = shape_of(g, a), bs = shape_of(g, b), cs = shape_of(g, c);
   Contributions out = {{a, matmul(g, c, transpose_last_two(g, b))}};

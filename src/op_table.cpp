@@ -278,10 +278,17 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
   return {{first.dtype, shape}};
 }
 
-// a [..., M, K] @ b [K, N] or [..., K, N] (the same batch dims) -> [..., M, N].
+// a [..., M, K] @ b [K, N] or [..., K, N] (the same batch dims) -> [..., M, N]. prims.matmul's
+// transpose_a / transpose_b (2-D operands only) say a is [K, M] / b is [N, K] in memory.
 std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  const Value& b = t.value(op.arg(1).value);
+  Value a = t.value(op.arg(0).value);
+  Value b = t.value(op.arg(1).value);
+  for (size_t i : {size_t(4), size_t(5)})
+    if (op.args.size() > i && op.arg(i).boolean) {
+      Value& operand = i == 4 ? a : b;
+      if (operand.shape.size() != 2) fail(int(i), "transposes only a 2-D operand, not shape " + shape_str(operand.shape));
+      std::swap(operand.shape[0], operand.shape[1]);
+    }
   if (a.shape.size() < 2) fail(0, "needs at least 2 dims, has shape " + shape_str(a.shape));
   if (b.shape.size() < 2) fail(1, "needs at least 2 dims, has shape " + shape_str(b.shape));
   if (b.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(b.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
@@ -715,10 +722,13 @@ std::vector<OpInfo> build_table() {
       OpInfo{OpKind::argmin, "prims.argmin", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
              reduction_rule(1, true), "", D::numbers, ""},
 
-      // bias and epilogue are thunder-gen extensions, written by the GEMM-epilogue pass.
+      // bias, epilogue, transpose_a and transpose_b are thunder-gen extensions, written by the
+      // GEMM-epilogue pass (transpose_a: a holds the transpose of the left operand, [k, m]).
       OpInfo{OpKind::matmul, "prims.matmul", FusionClass::library,
              {p("a", K::tensor), p("b", K::tensor), Param{"bias", K::optional_tensor, true, true, Arg{}},
-              Param{"epilogue", K::string, true, true, string_arg("none")}},
+              Param{"epilogue", K::string, true, true, string_arg("none")},
+              Param{"transpose_a", K::boolean, true, true, Arg::of_bool(false)},
+              Param{"transpose_b", K::boolean, true, true, Arg::of_bool(false)}},
              matmul_rule, "", D::floats, "cuBLASLt on the GPU, a reference GEMM under host emulation"},
 
       // Torch-level ops with Thunder's ids and signatures (see src/torch_ops.cpp).

@@ -143,6 +143,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
     cu_files.push_back("backward.cu");
     emitted.emplace_back("backward.cu", &*backward_cu);
   }
+  result.files.emplace_back("kernels.cu", emit_nvrtc_program(input, cu_files));
   result.files.emplace_back("harness.cpp", emit_harness(input, training_parts, o.input_file));
   result.files.emplace_back("CMakeLists.txt", emit_cmake(input, cu_files));
   result.files.emplace_back("manifest.json", emit_manifest(input, training_parts, emitted));

@@ -14,6 +14,9 @@
 #if defined(TG_ON_GPU)
 #include <cublasLt.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 #else
 #include <thread>
@@ -28,6 +31,8 @@ namespace tg {
 struct GemmShape {
   int64_t batch, m, n, k;
   bool b_batched;
+  bool transpose_a = false;  // a is stored [k, m] (its transpose), not [m, k]; 2-D only
+  bool transpose_b = false;  // b is stored [n, k]
 };
 
 // What happens to each accumulated element before it is stored: + bias[column], then GELU.
@@ -91,9 +96,16 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* b
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
   }
+  // Row-major b [k, n] is column-major b^T, what the first operand must be; stored [n, k] it is
+  // column-major b itself, which cuBLASLt then transposes (TRANSA). Likewise a, second operand.
+  const cublasOperation_t op_b = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
+  TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
   cublasLtMatrixLayout_t lb, la, lc;
-  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.n), uint64_t(s.k), int64_t(s.n)));
-  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k)));
+  if (s.transpose_b) TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.k), uint64_t(s.n), int64_t(s.k)));
+  else TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.n), uint64_t(s.k), int64_t(s.n)));
+  if (s.transpose_a) TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.m), uint64_t(s.k), int64_t(s.m)));
+  else TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k)));
   TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, type, uint64_t(s.n), uint64_t(s.m), int64_t(s.n)));
   if (s.batch > 1) {
     int32_t count = int32_t(s.batch);
@@ -104,19 +116,33 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* b
     TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_a, sizeof stride_a));
     TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_c, sizeof stride_c));
   }
-  cublasLtMatmulPreference_t preference;
-  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  // The heuristic's choice, asked once per problem: the query costs tens of microseconds of host
+  // time, as long as a small GEMM runs.
+  const auto key = std::make_tuple(int(type), s.batch, s.m, s.n, s.k, s.b_batched, s.transpose_a, s.transpose_b, bias != nullptr, int(act),
+                                   (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c) |
+                                    reinterpret_cast<uintptr_t>(bias)) % 16 == 0);  // alignment decides which kernels apply
+  static std::mutex chosen_lock;
+  static std::map<decltype(key), cublasLtMatmulAlgo_t> chosen;
   size_t workspace_bytes = kGemmWorkspaceBytes;
-  TG_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                                       sizeof workspace_bytes));
-  cublasLtMatmulHeuristicResult_t heuristic;
-  int found = 0;
-  TG_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found));
-  if (found == 0) fatal("cuBLASLt", "no algorithm for this matmul");
+  std::unique_lock<std::mutex> lock(chosen_lock);
+  auto it = chosen.find(key);
+  if (it == chosen.end()) {
+    cublasLtMatmulPreference_t preference;
+    TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    TG_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                         sizeof workspace_bytes));
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    TG_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found));
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (found == 0) fatal("cuBLASLt", "no algorithm for this matmul");
+    it = chosen.emplace(key, heuristic.algo).first;
+  }
+  const cublasLtMatmulAlgo_t algo = it->second;
+  lock.unlock();
   Scale alpha = 1, beta = 0;
-  TG_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &heuristic.algo, gemm_workspace(),
+  TG_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &algo, gemm_workspace(),
                                  workspace_bytes, stream));
-  cublasLtMatmulPreferenceDestroy(preference);
   cublasLtMatrixLayoutDestroy(lc);
   cublasLtMatrixLayoutDestroy(la);
   cublasLtMatrixLayoutDestroy(lb);
@@ -139,7 +165,11 @@ __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_r
     const T* b_batch = b + (s.b_batched ? batch * s.k * s.n : 0);
     std::fill(acc.begin(), acc.end(), Acc(0));
     for (int64_t p = 0; p < s.k; ++p) {
-      Acc x = load(a, row * s.k + p);
+      Acc x = s.transpose_a ? load(a, p * s.m + row) : load(a, row * s.k + p);  // (transposed: 2-D, batch 1)
+      if (s.transpose_b) {
+        for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_batch, j * s.k + p);
+        continue;
+      }
       const T* b_row = b_batch + p * s.n;
       for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_row, j);
     }

@@ -2,9 +2,9 @@
 // file is built (see the generated CMakeLists.txt):
 //   TG_MODE emu   g++ only: kernels run on the CPU under tg_emu.h; "device" memory is host memory
 //   TG_MODE nvcc  nvcc builds kernels and host code; launches use <<<>>>
-//   TG_MODE nvrtc g++ builds host code (TG_NVRTC_HOST); kernels are compiled from the same .cu file
-//                 by NVRTC at run time (or loaded from a .cubin compiled ahead) and launched with
-//                 the driver API
+//   TG_MODE nvrtc g++ builds host code (TG_NVRTC_HOST); the kernels of both .cu files are one
+//                 NVRTC program (kernels.cu), compiled at run time through a cache (tg_nvrtc.h)
+//                 or loaded from kernels.cu.cubin compiled ahead, and launched with the driver API
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -20,11 +20,12 @@
 #endif
 #if defined(TG_NVRTC_HOST)
 #include <cuda.h>
-#include <nvrtc.h>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <vector>
+
+#include "tg_nvrtc.h"
 #endif
 #if !defined(TG_ON_GPU)
 #include <thread>
@@ -97,11 +98,13 @@ inline unsigned grid_for(int64_t work_items, unsigned per_block) {
     }                                                                    \
   } while (0)
 
-// The kernels of one generated .cu file, compiled by NVRTC for the current device (or loaded
-// from <file>.cubin next to it when one was compiled ahead).
+// The kernels of a trace, all in one NVRTC program (kernels.cu, which includes forward.cu and
+// backward.cu): loaded from kernels.cu.cubin next to it when one was compiled ahead, else built
+// by tg::nvrtc_build for the current device, through its cache (tg_nvrtc.h). One module serves
+// both files: trace_kernels() below.
 class KernelModule {
  public:
-  KernelModule(const char* dir, const char* file) : dir_(dir), file_(file) {}
+  explicit KernelModule(const char* dir) : dir_(dir) {}
 
   template <class... Args>
   void launch(const char* kernel, unsigned grid, unsigned block, Stream stream, Args... args) {
@@ -110,7 +113,7 @@ class KernelModule {
   }
 
  private:
-  std::string dir_, file_;
+  std::string dir_;
   CUmodule module_ = nullptr;
   std::map<std::string, CUfunction> functions_;
 
@@ -123,51 +126,36 @@ class KernelModule {
     return functions_[name] = f;
   }
 
-  static std::string read_file(const std::string& path, bool required) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      if (required) fatal("cannot read", path.c_str());
-      return {};
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
   void load() {
     TG_CUDA_CHECK(cudaFree(nullptr));  // makes the runtime's primary context current
-    std::string image = read_file(dir_ + "/" + file_ + ".cubin", false);
-    if (image.empty()) image = compile();
+    std::string image;
+    if (std::ifstream ahead(dir_ + "/kernels.cu.cubin", std::ios::binary); ahead) {
+      std::ostringstream text;
+      text << ahead.rdbuf();
+      image = text.str();
+    } else {
+      int device = 0, major = 0, minor = 0;
+      TG_CUDA_CHECK(cudaGetDevice(&device));
+      TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+      TG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+      try {
+        NvrtcBuild build = nvrtc_build(dir_, "kernels.cu", "sm_" + std::to_string(major * 10 + minor));
+        std::fprintf(stderr, "tg: kernels.cu: %s in %.0f ms%s%s\n", build.from_cache ? "read from the NVRTC cache" : "compiled by NVRTC",
+                     build.milliseconds, build.cache_file.empty() ? " (cache off)" : build.from_cache ? ": " : ", cached as ",
+                     build.cache_file.c_str());
+        image = std::move(build.cubin);
+      } catch (const std::exception& e) {
+        fatal("NVRTC", e.what());
+      }
+    }
     TG_CU_CHECK(cuModuleLoadData(&module_, image.data()));
   }
-
-  std::string compile() {
-    std::string source = read_file(dir_ + "/" + file_, true);
-    int device = 0, major = 0, minor = 0;
-    TG_CUDA_CHECK(cudaGetDevice(&device));
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    std::string arch = "--gpu-architecture=sm_" + std::to_string(major * 10 + minor);
-    std::string include = "--include-path=" + dir_;
-    const char* options[] = {arch.c_str(), include.c_str(), "--std=c++17"};
-    nvrtcProgram program;
-    if (nvrtcCreateProgram(&program, source.c_str(), file_.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) fatal("NVRTC", "cannot create program");
-    nvrtcResult result = nvrtcCompileProgram(program, 3, options);
-    if (result != NVRTC_SUCCESS) {
-      size_t size = 0;
-      nvrtcGetProgramLogSize(program, &size);
-      std::string log(size, '\0');
-      nvrtcGetProgramLog(program, log.data());
-      fatal(("NVRTC compile of " + file_).c_str(), log.c_str());
-    }
-    size_t size = 0;
-    nvrtcGetCUBINSize(program, &size);
-    std::string cubin(size, '\0');
-    nvrtcGetCUBIN(program, cubin.data());
-    nvrtcDestroyProgram(&program);
-    return cubin;
-  }
 };
+
+inline KernelModule& trace_kernels(const char* dir) {
+  static KernelModule module(dir);
+  return module;
+}
 #endif
 
 }  // namespace tg

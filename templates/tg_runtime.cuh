@@ -168,6 +168,16 @@ void store(PackedBits* p, int64_t i, bool v) {
   if (v) atomicOr(&p[i >> 5].word, bit);
   else atomicAnd(&p[i >> 5].word, ~bit);
 }
+// A run's bits (bit k: element i + k; i a multiple of L, L a power of two <= 16) stored without
+// atomics: the warp's lanes, on consecutive runs, OR their bits into whole 32-bit words and one
+// lane per word writes it. Every lane of the warp must call it (a warp-uniform loop).
+template <int L> __device__ __forceinline__ void store_run_bits(PackedBits* p, int64_t i, unsigned bits) {
+  constexpr unsigned lanes_per_word = 32 / L;
+  const unsigned place = unsigned(i & 31) / L;  // this run's position in its word
+  unsigned word = bits << (place * L);
+  for (unsigned m = 1; m < lanes_per_word; m <<= 1) word |= __shfl_xor_sync(0xffffffffu, word, m);
+  if (place == 0) p[i >> 5].word = word;
+}
 #endif
 
 // Explicit conversions inside a kernel round like a store would.
@@ -335,6 +345,20 @@ TG_SHUFFLE_VIA_INT(int16_t)
 // After the narrow-type overloads, so v.value finds them.
 template <class T> __device__ __forceinline__ ArgPair<T> shuffle_xor(ArgPair<T> v, int lane_mask) {
   return ArgPair<T>{shuffle_xor(v.value, lane_mask), __shfl_xor_sync(0xffffffffu, v.index, lane_mask)};
+}
+
+// A column kernel's reduction: thread t works on column t % 32 of the block's 32 and on rows
+// t / 32, t / 32 + blockDim.x / 32, ...; this combines the partial values of each column in row
+// order (fixed, so results are deterministic) and gives every thread its column's result.
+template <class Op, class T> __device__ T column_reduce(T v) {
+  __shared__ T scratch[32][32];
+  const int column = threadIdx.x & 31, part = threadIdx.x >> 5, parts = blockDim.x >> 5;
+  __syncthreads();
+  scratch[part][column] = v;
+  __syncthreads();
+  T total = Op::init();
+  for (int k = 0; k < parts; ++k) total = Op::combine(total, scratch[k][column]);
+  return total;
 }
 
 // Reduces one value per thread over the whole block; every thread gets the result. blockDim.x

@@ -16,7 +16,7 @@ for mode in emu nvcc nvrtc; do
   cmake --build "$work/build-$mode" >>"$work/$mode.log" 2>&1 || { cat "$work/$mode.log"; exit 1; }
   [ -x "$work/build-$mode/harness" ] || { echo "no harness built in $mode mode"; exit 1; }
 done
-[ -s "$work/out/forward.cu.cubin" ] || { echo "TG_CUBIN_AHEAD made no cubin"; exit 1; }
+[ -s "$work/out/kernels.cu.cubin" ] || { echo "TG_CUBIN_AHEAD made no kernels.cu.cubin"; exit 1; }
 mkdir -p "$work/results"
 "$work/build-emu/harness" --outputs "$work/results" --quiet
 "$check" "$trace" "$work/results"

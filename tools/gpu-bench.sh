@@ -15,7 +15,8 @@
 #    backward milliseconds (DIR/<case>/run.log);
 # 6. tools/gpu_bench.py torch: eager and torch.compile forward+backward medians (CUDA events,
 #    warm-up), the device-to-device copy bandwidth, and the generated results against eager's;
-# 7. tools/gpu_bench.py report: ms, effective GB/s, fraction of copy bandwidth, speedups, errors.
+# 7. tools/gpu_bench.py report: ms, effective GB/s, fraction of copy bandwidth, speedups, errors,
+#    and the NVRTC compile time of the GPT-2 MLP's kernels (one program), cold and warm cache.
 # --dry-run: tiny sizes; steps 1-4 for sm_90 (no GPU needed), step 6 on the CPU without
 # torch.compile, no harness runs. Python: $PYTHON, else .venv/bin/python (tools/setup-python.sh),
 # else python3 (enough for steps 3-7). thunder-gen: $THUNDER_GEN, else build/thunder-gen.
@@ -84,6 +85,20 @@ export -f build
 export nvcc arch
 echo "$cases" | xargs -P "$(nproc)" -I{} bash -c "build {}" || true  # a failed case says so and has no run.log
 say "built $(echo "$cases" | wc -l) harnesses for $arch"
+
+# NVRTC: the GPT-2 MLP's kernels as one program (kernels.cu), cold and then warm through a fresh
+# cache (no GPU needed): $out/nvrtc.txt, which the report prints.
+nvrtc_time() {
+  local cuda_home check=$out/nvrtc-check gpt2=$out/gpt2_mlp/out
+  cuda_home=$(cd "$(dirname "$(readlink -f "$(command -v "$nvcc")")")/.." && pwd)
+  g++ -std=c++20 -O1 -I"$cuda_home/include" -I"$ROOT/templates" "$ROOT/tests/tools/nvrtc_check.cpp" \
+    -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" -lnvrtc -o "$check" &&
+    rm -rf "$out/nvrtc-cache" &&
+    { echo "NVRTC, gpt2_mlp kernels.cu ($(nproc) CPUs): cold: $("$check" "$gpt2/kernels.cu" "$arch" --cache "$out/nvrtc-cache" | sed 's/.* in //; s/, cache entry.*)/)/')"
+      echo "NVRTC, gpt2_mlp kernels.cu: warm: $("$check" "$gpt2/kernels.cu" "$arch" --cache "$out/nvrtc-cache" | sed 's/.* in //; s/, cache entry.*)/)/')"; } >"$out/nvrtc.txt"
+}
+nvrtc_time || echo "gpu-bench: the NVRTC timing failed" >&2
+say "timed NVRTC"
 
 if ((dry_run)); then
   "${gpu_bench[@]}" torch "$out" --device cpu --repeat 2 --no-compile | tee "$out/torch.log"

@@ -138,7 +138,7 @@ fi
 nvrtc_check=""
 if ((dry_run)) && [[ -f $ROOT/tests/tools/nvrtc_check.cpp ]]; then
   nvrtc_check=$out_dir/nvrtc-check
-  step "$out_dir/tools.log" "$CXX" -std=c++17 -O1 -I"$CUDA_HOME/include" "$ROOT/tests/tools/nvrtc_check.cpp" \
+  step "$out_dir/tools.log" "$CXX" -std=c++20 -O1 -I"$CUDA_HOME/include" -I"$ROOT/templates" "$ROOT/tests/tools/nvrtc_check.cpp" \
     -L"$CUDA_LIB" -Wl,-rpath,"$CUDA_LIB" -lnvrtc -o "$nvrtc_check" || nvrtc_check=""
 fi
 

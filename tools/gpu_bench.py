@@ -268,6 +268,11 @@ def report(folder):
               f"{gbs:6.0f} {gbs / copy:7.0%} {eager / gen:7.2f}x {comp / gen:6.2f}x {err:>8}")
 
 
+    nvrtc = folder / "nvrtc.txt"
+    if nvrtc.exists():
+        print(nvrtc.read_text().rstrip())
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -1,45 +1,37 @@
-// nvrtc-check FILE.cu [ARCH]: compiles the kernels of a generated .cu file with NVRTC, the way the
-// nvrtc-mode harness does at run time (include path: the file's folder), and reports the result.
-// Needs no GPU. Exits 0 when NVRTC compiles it, 1 with NVRTC's log otherwise.
-#include <nvrtc.h>
-
-#include <filesystem>
-#include <fstream>
+// nvrtc-check FILE.cu [ARCH] [--cache DIR]: compiles the kernels of a generated .cu file with
+// NVRTC, the way the nvrtc-mode harness does at run time (tg::nvrtc_build, include path: the
+// file's folder), and reports the result and the time. Without --cache it always compiles; with
+// it, it goes through that cache folder as the harness does and says whether it compiled.
+// Needs no GPU. Exits 0 when NVRTC compiles it (or the cache has it), 1 with NVRTC's log otherwise.
 #include <iostream>
-#include <sstream>
 #include <string>
 
+#include "tg_nvrtc.h"
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: nvrtc-check FILE.cu [sm_90]\n";
+  std::string file, arch = "sm_90";
+  std::filesystem::path cache;
+  int positional = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--cache" && i + 1 < argc) cache = argv[++i];
+    else if (positional == 0) file = a, ++positional;
+    else if (positional == 1) arch = a, ++positional;
+    else file.clear();
+  }
+  if (file.empty()) {
+    std::cerr << "usage: nvrtc-check FILE.cu [sm_90] [--cache DIR]\n";
     return 2;
   }
-  std::filesystem::path file = argv[1];
-  std::string arch = std::string("--gpu-architecture=") + (argc > 2 ? argv[2] : "sm_90");
-  std::ifstream in(file);
-  if (!in) {
-    std::cerr << file << ": cannot open\n";
+  const std::filesystem::path path = file;
+  try {
+    tg::NvrtcBuild build = tg::nvrtc_build(path.has_parent_path() ? path.parent_path() : ".", path.filename().string(), arch, cache);
+    std::cout << file << ": " << (build.from_cache ? "read from the NVRTC cache" : "NVRTC compiled it") << " for " << arch << " in "
+              << build.milliseconds << " ms (" << build.cubin.size() << " bytes of cubin"
+              << (build.cache_file.empty() ? "" : ", cache entry " + build.cache_file) << ")\n";
+  } catch (const std::exception& e) {
+    std::cerr << file << ": " << e.what() << "\n";
     return 1;
   }
-  std::stringstream source;
-  source << in.rdbuf();
-  std::string include = "--include-path=" + (file.has_parent_path() ? file.parent_path().string() : std::string("."));
-  const char* options[] = {arch.c_str(), include.c_str(), "--std=c++17"};
-  nvrtcProgram program;
-  std::string text = source.str();
-  if (nvrtcCreateProgram(&program, text.c_str(), file.filename().c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) return 1;
-  nvrtcResult result = nvrtcCompileProgram(program, 3, options);
-  size_t log_size = 0;
-  nvrtcGetProgramLogSize(program, &log_size);
-  std::string log(log_size, '\0');
-  nvrtcGetProgramLog(program, log.data());
-  size_t cubin = 0;
-  if (result == NVRTC_SUCCESS) nvrtcGetCUBINSize(program, &cubin);
-  nvrtcDestroyProgram(&program);
-  if (result != NVRTC_SUCCESS) {
-    std::cerr << file << ": NVRTC failed: " << nvrtcGetErrorString(result) << "\n" << log;
-    return 1;
-  }
-  std::cout << file << ": NVRTC compiled for " << arch.substr(arch.find('=') + 1) << " (" << cubin << " bytes of cubin)\n";
   return 0;
 }

@@ -91,6 +91,33 @@ TEST_CASE("in training the GELU input is saved for its gradient, so only the bia
   std::ostringstream log;
   std::string listing = tg::run_pipeline(tg::read_trace(linear_gelu_trace("tanh", true)), options, log).stopped_text;
   CHECK(listing.find("prims.matmul(x, ") != std::string::npos);
-  CHECK(listing.find("bias=b)") != std::string::npos);
+  CHECK(listing.find("bias=b, transpose_b=True)") != std::string::npos);
   CHECK(listing.find("gelu_tanh") == std::string::npos);
+}
+
+// x [16, 32] @ transpose(w [8, 32]) and, when `shared`, the transpose also an output.
+std::string transposed_weight_trace(bool shared) {
+  std::string ops = op("prims.transpose", "[\"w\", [1, 0]]", tensor("wt", "[32, 8]")) + "," +
+                    op("prims.matmul", "[\"x\", \"wt\"]", tensor("y", "[16, 8]"));
+  return test::trace("linear", tensor("x", "[16, 32]") + "," + tensor("w", "[8, 32]"), ops, shared ? "\"y\", \"wt\"" : "\"y\"");
+}
+
+TEST_CASE("a 2-D transpose feeding a matmul becomes cuBLASLt's transpose flag; it stays only for other readers") {
+  tg::Trace t = folded(transposed_weight_trace(false));
+  REQUIRE(t.ops.size() == 1);
+  const tg::Op& m = t.ops[0];
+  CHECK(t.value(m.arg(1).value).name == "w");
+  CHECK(m.arg(5).boolean);
+  CHECK_FALSE(m.arg(4).boolean);
+  tg::Trace kept = folded(transposed_weight_trace(true));
+  CHECK(kept.ops.size() == 2);
+  CHECK(only_matmul(kept)->arg(5).boolean);
+}
+
+TEST_CASE("a matmul that reads its operands transposed has no gradient rule: the fold comes after autograd") {
+  std::string x = "{\"name\": \"x\", \"shape\": [16, 32], \"dtype\": \"f32\", \"requires_grad\": true}";
+  std::string ops = op("prims.matmul", "[\"x\", \"w\"]", tensor("y", "[16, 8]"), ",\"kwargs\": {\"transpose_b\": true}");
+  std::ostringstream log;
+  CHECK_THROWS_WITH(tg::run_pipeline(tg::read_trace(test::trace("t", x + "," + tensor("w", "[8, 32]"), ops, "\"y\"")), {}, log),
+                    Catch::Contains("transpose_a or transpose_b has no gradient rule"));
 }

@@ -28,7 +28,6 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const flo
     tg::load_run(x, run * 4, r_x);
     float w_t9[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t i = run * 4 + lane;
       const float v_x = r_x[lane];
       const float v_t0 = (v_x * 1.5f);
       const float v_t1 = (v_t0 + 0.25f);
@@ -66,10 +65,7 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const flo
 #include "tg_host.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() {
-  static tg::KernelModule module(TG_KERNEL_DIR, "forward.cu");
-  return module;
-}
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
 #endif
 
 // Inputs: x f32[1024, 1024];

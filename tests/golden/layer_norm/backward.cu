@@ -31,29 +31,42 @@
 extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_bw0(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ cotangent_t13, float* __restrict__ bw0, float* __restrict__ bw1, float* __restrict__ grad_x) {
   const int64_t rows = 2048;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    // the row, 4 elements per thread, read once
+    float c_x[4];
+    float c_cotangent_t13[4];
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x + k * 256;
+      c_x[k] = tg::load(x, row * 1024 + j);
+      c_cotangent_t13[k] = tg::load(cotangent_t13, row * 1024 + j);
+    }
     // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 1: mean)
     float acc_mean_bw0 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1024 + j);
-      acc_mean_bw0 = tg::Sum<float>::combine(acc_mean_bw0, v_x);
+    // bw16 = prims.sum(bw9, [1])
+    float acc_bw16 = tg::Sum<float>::init();
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x + k * 256;
+      const int64_t d1 = j;
+      acc_mean_bw0 = tg::Sum<float>::combine(acc_mean_bw0, c_x[k]);
+      const float v_w = tg::load(w, d1);
+      const float v_bw9 = (c_cotangent_t13[k] * v_w);
+      acc_bw16 = tg::Sum<float>::combine(acc_bw16, v_bw9);
     }
     const float mean_bw0 = tg::block_reduce<tg::Sum<float>>(acc_mean_bw0) / float(1024);
+    const float v_bw16 = tg::block_reduce<tg::Sum<float>>(acc_bw16);
     // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
     float acc_m2_bw0 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1024 + j);
-      acc_m2_bw0 = tg::Sum<float>::combine(acc_m2_bw0, (v_x - mean_bw0) * (v_x - mean_bw0));
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      acc_m2_bw0 = tg::Sum<float>::combine(acc_m2_bw0, (c_x[k] - mean_bw0) * (c_x[k] - mean_bw0));
     }
     const float v_bw0 = tg::block_reduce<tg::Sum<float>>(acc_m2_bw0) / (float(1024) - 0.0f);
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x + k * 256;
       const int64_t d1 = j;
-      const float v_cotangent_t13 = tg::load(cotangent_t13, row * 1024 + j);
       const float v_w = tg::load(w, d1);
-      const float v_bw9 = (v_cotangent_t13 * v_w);
-      const float v_x = tg::load(x, row * 1024 + j);
-      const float v_bw3 = (v_x - mean_bw0);
+      const float v_bw9 = (c_cotangent_t13[k] * v_w);
+      const float v_bw3 = (c_x[k] - mean_bw0);
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
       const float v_bw7 = (v_bw3 * v_bw6);
@@ -61,26 +74,15 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       acc_bw11 = tg::Sum<float>::combine(acc_bw11, v_bw10);
     }
     const float v_bw11 = tg::block_reduce<tg::Sum<float>>(acc_bw11);
-    // bw16 = prims.sum(bw9, [1])
-    float acc_bw16 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
-      const int64_t d1 = j;
-      const float v_cotangent_t13 = tg::load(cotangent_t13, row * 1024 + j);
-      const float v_w = tg::load(w, d1);
-      const float v_bw9 = (v_cotangent_t13 * v_w);
-      acc_bw16 = tg::Sum<float>::combine(acc_bw16, v_bw9);
-    }
-    const float v_bw16 = tg::block_reduce<tg::Sum<float>>(acc_bw16);
     // write the row
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x + k * 256;
       const int64_t d1 = j;
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
-      const float v_cotangent_t13 = tg::load(cotangent_t13, row * 1024 + j);
       const float v_w = tg::load(w, d1);
-      const float v_bw9 = (v_cotangent_t13 * v_w);
-      const float v_x = tg::load(x, row * 1024 + j);
-      const float v_bw3 = (v_x - mean_bw0);
+      const float v_bw9 = (c_cotangent_t13[k] * v_w);
+      const float v_bw3 = (c_x[k] - mean_bw0);
       const float v_bw7 = (v_bw3 * v_bw6);
       const float v_bw12 = tg::div(v_bw11, 1024.0f);
       const float v_bw14 = (v_bw7 * v_bw12);
@@ -108,13 +110,15 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
 //   bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
 //   grad_w = prims.sum(bw21, [0])  # grad_w: f32[1024]
 //   grad_b = prims.sum(cotangent_t13, [0])  # grad_b: f32[1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ x, const float* __restrict__ cotangent_t13, const float* __restrict__ bw0, const float* __restrict__ bw1, float* __restrict__ grad_w, float* __restrict__ grad_b) {
+extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ x, const float* __restrict__ cotangent_t13, const float* __restrict__ bw0, const float* __restrict__ bw1, float* __restrict__ grad_w, float* __restrict__ grad_b) {
   const int64_t rows = 1024;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {
     const int64_t d1 = row;
     // grad_w = prims.sum(bw21, [0])
     float acc_grad_w = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 2048; j += blockDim.x) {
+    // grad_b = prims.sum(cotangent_t13, [0])
+    float acc_grad_b = tg::Sum<float>::init();
+    for (int64_t j = threadIdx.x / 32; j < 2048; j += blockDim.x / 32) {
       const int64_t d0 = j;
       const float v_cotangent_t13 = tg::load(cotangent_t13, d0 * 1024 + d1);
       const float v_x = tg::load(x, d0 * 1024 + d1);
@@ -126,17 +130,11 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       const float v_bw7 = (v_bw3 * v_bw6);
       const float v_bw21 = (v_cotangent_t13 * v_bw7);
       acc_grad_w = tg::Sum<float>::combine(acc_grad_w, v_bw21);
-    }
-    const float v_grad_w = tg::block_reduce<tg::Sum<float>>(acc_grad_w);
-    // grad_b = prims.sum(cotangent_t13, [0])
-    float acc_grad_b = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 2048; j += blockDim.x) {
-      const int64_t d0 = j;
-      const float v_cotangent_t13 = tg::load(cotangent_t13, d0 * 1024 + d1);
       acc_grad_b = tg::Sum<float>::combine(acc_grad_b, v_cotangent_t13);
     }
-    const float v_grad_b = tg::block_reduce<tg::Sum<float>>(acc_grad_b);
-    if (threadIdx.x == 0) {
+    const float v_grad_w = tg::column_reduce<tg::Sum<float>>(acc_grad_w);
+    const float v_grad_b = tg::column_reduce<tg::Sum<float>>(acc_grad_b);
+    if (threadIdx.x < 32) {
       tg::store(grad_w, row, v_grad_w);
       tg::store(grad_b, row, v_grad_b);
     }
@@ -149,10 +147,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
 #include "tg_host.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() {
-  static tg::KernelModule module(TG_KERNEL_DIR, "backward.cu");
-  return module;
-}
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
 #endif
 
 // Inputs: x f32[2048, 1024]; w f32[1024]; cotangent_t13 f32[2048, 1024];
@@ -162,7 +157,7 @@ extern "C" void layer_norm_backward(const float* x, const float* w, const float*
   float* bw0 = static_cast<float*>(tg::device_alloc(8192, stream));
   float* bw1 = static_cast<float*>(tg::device_alloc(8192, stream));
   TG_LAUNCH(layer_norm_backward_rowreduce_bw0, tg::grid_for(2048, 1), 256, stream, x, w, cotangent_t13, bw0, bw1, grad_x);
-  TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 1), 256, stream, x, cotangent_t13, bw0, bw1, grad_w, grad_b);
+  TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, x, cotangent_t13, bw0, bw1, grad_w, grad_b);
   tg::device_free(bw0, stream);
   tg::device_free(bw1, stream);
 }

@@ -22,25 +22,29 @@
 extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ t13) {
   const int64_t rows = 2048;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    // the row, 4 elements per thread, read once
+    float c_x[4];
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x + k * 256;
+      c_x[k] = tg::load(x, row * 1024 + j);
+    }
     // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 1: mean)
     float acc_mean_t13__0 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1024 + j);
-      acc_mean_t13__0 = tg::Sum<float>::combine(acc_mean_t13__0, v_x);
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      acc_mean_t13__0 = tg::Sum<float>::combine(acc_mean_t13__0, c_x[k]);
     }
     const float mean_t13__0 = tg::block_reduce<tg::Sum<float>>(acc_mean_t13__0) / float(1024);
     // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
     float acc_m2_t13__0 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1024 + j);
-      acc_m2_t13__0 = tg::Sum<float>::combine(acc_m2_t13__0, (v_x - mean_t13__0) * (v_x - mean_t13__0));
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      acc_m2_t13__0 = tg::Sum<float>::combine(acc_m2_t13__0, (c_x[k] - mean_t13__0) * (c_x[k] - mean_t13__0));
     }
     const float v_t13__0 = tg::block_reduce<tg::Sum<float>>(acc_m2_t13__0) / (float(1024) - 0.0f);
     // write the row
-    for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x + k * 256;
       const int64_t d1 = j;
-      const float v_x = tg::load(x, row * 1024 + j);
-      const float v_t13__3 = (v_x - mean_t13__0);
+      const float v_t13__3 = (c_x[k] - mean_t13__0);
       const float v_t13__5 = (v_t13__0 + 1e-05f);
       const float v_t13__6 = tg::rsqrt(v_t13__5);
       const float v_t13__7 = (v_t13__3 * v_t13__6);
@@ -59,10 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
 #include "tg_host.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() {
-  static tg::KernelModule module(TG_KERNEL_DIR, "forward.cu");
-  return module;
-}
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
 #endif
 
 // Inputs: x f32[2048, 1024]; w f32[1024]; b f32[1024];

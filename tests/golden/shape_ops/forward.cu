@@ -336,10 +336,7 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const 
 #include "tg_host.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() {
-  static tg::KernelModule module(TG_KERNEL_DIR, "forward.cu");
-  return module;
-}
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
 #endif
 
 // Inputs: x f32[64, 1, 96]; y i16[32, 48]; z f64[8, 16]; v f32[1, 48];

@@ -51,10 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const flo
 #include "tg_host.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() {
-  static tg::KernelModule module(TG_KERNEL_DIR, "forward.cu");
-  return module;
-}
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
 #endif
 
 // Inputs: x f32[64, 1000];
