@@ -172,7 +172,7 @@ class KernelWriter {
   int lanes_ = 1;                   // pointwise: elements per thread in the 16-byte loop
   int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
   int cached_ = 0;                  // row kernels: row elements per thread held in registers
-  std::vector<ValueId> row_cached_; // the operands held so
+  std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
 
@@ -313,12 +313,12 @@ class KernelWriter {
     std::string var;
     if (loaded_.count(v)) {
       if (val.is_scalar) return c_ident(val.name);
-      var = fresh_name(v);
       if (cached_ > 0 && val.shape == layout_.domain && is_identity(index)) {  // this thread's k-th element of the row
         if (std::find(row_cached_.begin(), row_cached_.end(), v) == row_cached_.end()) row_cached_.push_back(v);
         scopes_.back().memo[key] = "c_" + c_ident(val.name) + "[k]";
         return "c_" + c_ident(val.name) + "[k]";
       }
+      var = fresh_name(v);
       if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
         if (std::find(run_loads_.begin(), run_loads_.end(), v) == run_loads_.end()) run_loads_.push_back(v);
         line("const " + ctype(val.dtype) + " " + var + " = r_" + c_ident(val.name) + "[lane];");

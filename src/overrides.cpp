@@ -86,10 +86,10 @@ std::vector<Override> read_overrides_file(const std::string& path) {
   return out;
 }
 
-Trace apply_overrides(const Trace& trace, const std::vector<Override>& overrides) {
-  Trace out = trace;
+Trace apply_overrides(Trace trace, const std::vector<Override>& overrides) {
+  Trace out = std::move(trace);
   // Policies written in the trace itself.
-  for_each_nested_op(trace.ops, [&](const Op& op) {
+  for_each_nested_op(out.ops, [&](const Op& op) {
     if (std::optional<Policy> p = policy_of(op.tags)) out.policy_sources[op.where] = "trace tag " + std::string(policy_tag(*p));
   });
 

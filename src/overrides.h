@@ -36,6 +36,6 @@ std::vector<Override> read_overrides_file(const std::string& path);
 // Sets each override's policy tag on the ops it selects (at any depth: decompositions and
 // custom-function bodies too), replacing policy tags already there. A selector that selects
 // nothing is an error. trace.policy_sources records where each op's policy came from.
-Trace apply_overrides(const Trace& trace, const std::vector<Override>& overrides);
+Trace apply_overrides(Trace trace, const std::vector<Override>& overrides);
 
 }  // namespace tg

@@ -43,13 +43,18 @@ class PassLog {
   Trace pass(const char* name, const Trace& in, F&& f) {
     auto start = std::chrono::steady_clock::now();
     Trace out = f(in);
+    done(name, in, out, start);
+    return out;
+  }
+
+  // The checks, log line and listing of a pass that ran since `start`.
+  void done(const char* name, const Trace& in, const Trace& out, std::chrono::steady_clock::time_point start) {
     verify_pass(out, name);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (o_.verbose)
       log_ << "thunder-gen: " << name << ": " << in.ops.size() << " ops -> " << out.ops.size() << " ops (" << ms << " ms, peak RSS "
            << peak_rss_mb() << " MB)\n";
     dump(name, out);
-    return out;
   }
 
   void dump(const char* name, const Trace& t) {
@@ -91,13 +96,11 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   if (o.stop_after == Stage::decompose) return {print_trace(decomposed), {}};
 
   std::optional<Partition> parts;
-  Trace forward = decomposed;
+  const Trace* forward = &decomposed;
   if (training) {
-    JointTrace joint;
-    passes.pass("autograd", decomposed, [&](const Trace& t) {
-      joint = autograd(t);
-      return joint.trace;
-    });
+    const auto autograd_start = std::chrono::steady_clock::now();
+    JointTrace joint = autograd(decomposed);
+    passes.done("autograd", decomposed, joint.trace, autograd_start);
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
     auto plan_start = std::chrono::steady_clock::now();
     parts = partition(joint, o.remat);
@@ -109,7 +112,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
     if (o.verbose)
       log << "thunder-gen: partition: " << parts->forward.ops.size() << " forward ops, " << parts->backward.ops.size() << " backward ops, "
           << parts->saved.size() << " saved values (" << plan_ms << " ms, peak RSS " << peak_rss_mb() << " MB)\n";
-    forward = parts->forward;
+    forward = &parts->forward;
     if (o.stop_after == Stage::partition) return {explain_partition(*parts, o.input_file), {}};
   } else if (o.stop_after == Stage::partition) {
     return {o.input_file + " (trace \"" + input.name + "\"): no input requires grad, so there is no backward and nothing is saved\n", {}};
@@ -117,7 +120,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
     return {print_trace(decomposed), {}};
   }
 
-  Trace fused_forward = passes.pass("fuse", passes.pass("epilogue", forward, fold_gemm_epilogues), fuse);
+  Trace fused_forward = passes.pass("fuse", passes.pass("epilogue", *forward, fold_gemm_epilogues), fuse);
   std::optional<Trace> fused_backward;
   if (parts) fused_backward = passes.pass("fuse", passes.pass("epilogue", parts->backward, fold_gemm_epilogues), fuse);
   if (o.stop_after == Stage::fuse)

@@ -14,7 +14,7 @@
 
 namespace tg {
 
-Trace bind_rng(const Trace& trace);
+Trace bind_rng(Trace trace);
 
 // Where an op that can draw keeps its Philox seed (the offset and the stream follow), or 0:
 // prims.uniform_philox, torch.nn.functional.dropout, scaled_dot_product_attention.

@@ -1,7 +1,8 @@
 #include "verify.h"
 
-#include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "printer.h"
 #include "thunder_gen/diagnostics.h"
@@ -15,7 +16,7 @@ class Verifier {
   explicit Verifier(const Trace& t) : t_(t), defined_(t.values.size(), false) {}
 
   void run() {
-    for (ValueId id : t_.inputs) define(id, "/inputs");
+    for (ValueId id : t_.inputs) define(id, [] { return std::string("/inputs"); });
     ops(t_.ops);
     for (size_t i = 0; i < t_.outputs.size(); ++i) use(t_.outputs[i], "/outputs/" + std::to_string(i));
   }
@@ -23,20 +24,29 @@ class Verifier {
  private:
   const Trace& t_;
   std::vector<bool> defined_;
-  std::map<std::string, ValueId> names_;  // a name belongs to one value in its naming domain
+  std::vector<ValueId> defined_order_;  // every define, so a decomposition's can be undone
+  std::unordered_map<std::string_view, ValueId> names_;  // a name belongs to one value in its naming domain
 
-  void define(ValueId id, const std::string& where) {
-    if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where, "defines a value that does not exist");
-    if (defined_[id]) throw UserError(where, "value \"" + t_.value(id).name + "\" is defined twice");
+  // `where` gives the place (a function: the text is built only for an error).
+  template <class Where>
+  void define(ValueId id, const Where& where) {
+    if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where(), "defines a value that does not exist");
+    if (defined_[id]) throw UserError(where(), "value \"" + t_.value(id).name + "\" is defined twice");
     auto [it, fresh] = names_.emplace(t_.value(id).name, id);
-    if (!fresh && it->second != id) throw UserError(where, "the name \"" + t_.value(id).name + "\" is used by two values");
+    if (!fresh && it->second != id) throw UserError(where(), "the name \"" + t_.value(id).name + "\" is used by two values");
     defined_[id] = true;
+    defined_order_.push_back(id);
+  }
+  template <class Where>
+  void use(ValueId id, const Where& where) const {
+    if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where(), "refers to a value that does not exist");
+    if (!defined_[id]) throw UserError(where(), "value \"" + t_.value(id).name + "\" is used before it is defined");
   }
   void use(ValueId id, const std::string& where) const {
-    if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where, "refers to a value that does not exist");
-    if (!defined_[id]) throw UserError(where, "value \"" + t_.value(id).name + "\" is used before it is defined");
+    use(id, [&] { return where; });
   }
-  void uses(const Arg& a, const std::string& where) const {
+  template <class Where>
+  void uses(const Arg& a, const Where& where) const {
     if (a.is_value()) use(a.value, where);
     for (const Arg& item : a.items) uses(item, where);
   }
@@ -46,18 +56,19 @@ class Verifier {
   }
 
   void one(const Op& op) {
-    for (size_t i = 0; i < op.args.size(); ++i) uses(op.args[i], arg_where(op, int(i)));
-    for (const auto& [name, a] : op.kwargs) uses(a, op.where + "/kwargs/" + name);
+    for (size_t i = 0; i < op.args.size(); ++i) uses(op.args[i], [&] { return arg_where(op, int(i)); });
+    for (const auto& [name, a] : op.kwargs) uses(a, [&] { return op.where + "/kwargs/" + name; });
     if (op.outs.empty()) throw UserError(op.where, "defines no value");
     if (!op.sub.empty()) {
       // A decomposition defines the op's outputs itself; its other values stay private to it.
-      std::vector<bool> before = defined_;
+      const size_t mark = defined_order_.size();
       ops(op.sub);
       for (ValueId out : op.outs)
         if (!defined_[out]) throw UserError(op.where + "/sub", "the decomposition does not define \"" + t_.value(out).name + "\"");
-      defined_ = std::move(before);
+      for (size_t i = mark; i < defined_order_.size(); ++i) defined_[size_t(defined_order_[i])] = false;  // (names stay taken)
+      defined_order_.resize(mark);
     }
-    for (size_t i = 0; i < op.outs.size(); ++i) define(op.outs[i], op.where + "/out/" + std::to_string(i));
+    for (size_t i = 0; i < op.outs.size(); ++i) define(op.outs[i], [&] { return op.where + "/out/" + std::to_string(i); });
     if (op.custom) {
       body(op.custom->fwd, op.where + "/fwd");
       body(op.custom->bwd, op.where + "/bwd");
@@ -68,7 +79,7 @@ class Verifier {
 
   void body(const SubTrace& b, const std::string& where) {
     Verifier inner(t_);
-    for (size_t i = 0; i < b.inputs.size(); ++i) inner.define(b.inputs[i], where + "/inputs/" + std::to_string(i));
+    for (size_t i = 0; i < b.inputs.size(); ++i) inner.define(b.inputs[i], [&] { return where + "/inputs/" + std::to_string(i); });
     inner.ops(b.ops);
     for (size_t i = 0; i < b.outputs.size(); ++i)
       if (b.outputs[i] != kNoValue) inner.use(b.outputs[i], where + "/outputs/" + std::to_string(i));
