@@ -77,11 +77,13 @@ def tolerance(dt: str) -> tuple[float, float]:
 
 
 # Two runs of the same generated code on different machines (the GPU against the host emulation)
-# sum in different orders (cuBLASLt's GEMM tiling, GPU FMA contraction), so a reduction's elements
-# can differ by more than the elementwise table above allows. For them a float tensor also passes
-# when ||actual - expected|| / ||expected|| is under this bound, METHOD-style: fp32 accumulation
-# lands far under 1e-4, bf16 near 1e-3 to 1e-2. Same-machine checks use the elementwise table only.
-CROSS_DEVICE_NORM_TOLERANCES = {"f64": 1e-12, "f32": 1e-4, "f16": 1e-3, "bf16": 1e-2}
+# sum in different orders (cuBLASLt's GEMM tiling, GPU FMA contraction), so an element that is a
+# sum of large terms (a GEMM output, a weight gradient) can differ by more than the elementwise
+# table above allows. For such runs a float tensor also passes when both its error norm and its
+# largest error are small against the tensor as a whole: ||a - e|| / ||e|| and max|a - e| / max|e|
+# under this bound. (On an H200 against the emulation, the f32 outputs that needed it were at
+# 5.5e-7 and 7.1e-7 at most.) Same-machine checks use the elementwise table only.
+CROSS_DEVICE_TOLERANCES = {"f64": 1e-12, "f32": 1e-5, "f16": 1e-3, "bf16": 1e-2}
 
 
 # ---- trace arguments --------------------------------------------------------------------------
@@ -527,6 +529,7 @@ class Comparison:
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     norm_rel_err: float = 0.0  # ||actual - expected|| / ||expected|| over the finite elements
+    scale: float = 0.0  # max |expected| over them
     mismatches: int = 0
     nonfinite_mismatches: int = 0
     first_mismatch: int = -1  # flat index
@@ -563,6 +566,7 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, dt: str) -> Comparison
         c.max_abs_err = fd.max().item()
         c.max_rel_err = (fd / e.abs()[finite].clamp_min(1e-30)).max().item()
         c.norm_rel_err = (fd.norm() / e[finite].norm().clamp_min(1e-300)).item()
+        c.scale = e[finite].abs().max().item()
     if not c.ok:
         c.first_mismatch = int(bad.nonzero()[0, 0].item())
     return c
@@ -575,9 +579,9 @@ THIN_KEEP = 16384
 THIN_TAIL = 1024
 
 
-def thin_sample(t: torch.Tensor, stride: int) -> torch.Tensor:
-    flat = t.flatten()
-    return torch.cat([flat[:-THIN_TAIL:stride], flat[-THIN_TAIL:]])
+def thin_indices(size: int, stride: int) -> np.ndarray:
+    """The flat positions a thinned tensor of `size` elements keeps."""
+    return np.concatenate([np.arange(0, size - THIN_TAIL, stride), np.arange(size - THIN_TAIL, size)])
 
 
 def thin(trace_path: Path, folder: Path) -> None:
@@ -592,8 +596,7 @@ def thin(trace_path: Path, folder: Path) -> None:
         if arr.size > THIN_KEEP + THIN_TAIL:
             stride = -(-(arr.size - THIN_TAIL) // THIN_KEEP)
             sampling[path.stem] = {"shape": list(arr.shape), "stride": stride}
-            flat = arr.reshape(-1)
-            np.save(path, np.concatenate([flat[:-THIN_TAIL:stride], flat[-THIN_TAIL:]]), allow_pickle=False)
+            np.save(path, arr.reshape(-1)[thin_indices(arr.size, stride)], allow_pickle=False)
     (folder / "sampling.json").write_text(json.dumps(sampling, indent=1))
 
 
@@ -645,13 +648,13 @@ def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout, e
             if expected_dir is not None and oname in sampling:
                 if list(actual.shape) != sampling[oname]["shape"]:
                     raise TraceError(f"shape {list(actual.shape)}, expected {sampling[oname]['shape']}")
-                actual = thin_sample(actual, sampling[oname]["stride"])
+                actual = actual.flatten()[torch.from_numpy(thin_indices(actual.numel(), sampling[oname]["stride"]))]
             c = compare(actual, expected[oname], dt)
-            if (expected_dir is not None and not c.ok and c.mismatches > 0 and c.nonfinite_mismatches == 0
-                    and dt in CROSS_DEVICE_NORM_TOLERANCES
-                    and c.norm_rel_err <= CROSS_DEVICE_NORM_TOLERANCES[dt]):
-                c.ok = True  # elementwise differences of summation order only (see CROSS_DEVICE_NORM_TOLERANCES)
-                c.note = c.summary() + f", within the cross-device norm bound {CROSS_DEVICE_NORM_TOLERANCES[dt]:g}"
+            bound = CROSS_DEVICE_TOLERANCES.get(dt)
+            if (expected_dir is not None and not c.ok and c.mismatches > 0 and c.nonfinite_mismatches == 0 and bound is not None
+                    and c.norm_rel_err <= bound and c.max_abs_err <= bound * c.scale):
+                c.ok = True  # elementwise differences of summation order only (see CROSS_DEVICE_TOLERANCES)
+                c.note = c.summary() + f", within the cross-device bound {bound:g} of the norm and of max |expected| {c.scale:.3g}"
         except (OSError, ValueError, TraceError) as e:
             actual, c = None, Comparison(ok=False, note=f"cannot read: {e}")
         worst = max(worst, c.max_abs_err) if not math.isnan(c.max_abs_err) else worst
