@@ -283,10 +283,15 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
 std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
   Value a = t.value(op.arg(0).value);
   Value b = t.value(op.arg(1).value);
+  // A transposed operand's shape as the messages below show it: stored, then as read.
+  auto shape_str = [&](const Shape& s) {
+    bool read_transposed = (&s == &a.shape && op.args.size() > 4 && op.arg(4).boolean) || (&s == &b.shape && op.args.size() > 5 && op.arg(5).boolean);
+    return read_transposed ? tg::shape_str({s[1], s[0]}) + " read transposed as " + tg::shape_str(s) : tg::shape_str(s);
+  };
   for (size_t i : {size_t(4), size_t(5)})
     if (op.args.size() > i && op.arg(i).boolean) {
       Value& operand = i == 4 ? a : b;
-      if (operand.shape.size() != 2) fail(int(i), "transposes only a 2-D operand, not shape " + shape_str(operand.shape));
+      if (operand.shape.size() != 2) fail(int(i), "transposes only a 2-D operand, not shape " + tg::shape_str(operand.shape));
       std::swap(operand.shape[0], operand.shape[1]);
     }
   if (a.shape.size() < 2) fail(0, "needs at least 2 dims, has shape " + shape_str(a.shape));
