@@ -118,7 +118,7 @@ class Decomposer {
 }  // namespace
 
 Trace decompose(const Trace& trace, bool keep_custom) {
-  Trace out = trace;
+  Trace out = trace.without_ops();
   out.ops = Decomposer(out, keep_custom).lower(trace.ops, {});
   return out;
 }
