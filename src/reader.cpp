@@ -89,7 +89,8 @@ class Reader {
     const json& inputs = list_at(require(doc, "", "inputs"), "/inputs");
     for (size_t i = 0; i < inputs.size(); ++i)
       t_.inputs.push_back(declare(inputs[i], "/inputs/" + std::to_string(i), true));
-    note_definitions(require(doc, "", "ops"), "/ops");
+    domain_ops_ = &require(doc, "", "ops");
+    domain_ops_where_ = "/ops";
     t_.ops = read_ops(list_at(require(doc, "", "ops"), "/ops"), "/ops");
     const json& outputs = list_at(require(doc, "", "outputs"), "/outputs");
     for (size_t i = 0; i < outputs.size(); ++i)
@@ -100,7 +101,10 @@ class Reader {
   Trace& t_;
   Scope scope_;
   std::vector<std::set<std::string>> names_;  // every name declared in each naming domain
-  std::map<std::string, std::string> defined_anywhere_;  // top-level naming domain: name -> op
+  // The op list of the current naming domain (the trace's, or a custom-gradient body's), for
+  // telling a use before the definition from a name never defined, when a reference fails.
+  const json* domain_ops_ = nullptr;
+  std::string domain_ops_where_;
   std::deque<json> spelled_out_;  // lists gathered from variadic arguments (stable addresses)
 
   static void expect_object(const json& j, const std::string& where) {
@@ -141,14 +145,15 @@ class Reader {
     }
     const json& shape = list_at(require(decl, where, "shape"), where + "/shape");
     int64_t elements = 1;
+    v.shape.reserve(shape.size());
     for (size_t i = 0; i < shape.size(); ++i) {
-      std::string w = where + "/shape/" + std::to_string(i);
-      if (!shape[i].is_number_integer()) throw UserError(w, "a dimension must be an integer, got " + kind_name(shape[i]));
+      auto w = [&] { return where + "/shape/" + std::to_string(i); };
+      if (!shape[i].is_number_integer()) throw UserError(w(), "a dimension must be an integer, got " + kind_name(shape[i]));
       if (shape[i].is_number_unsigned() && shape[i].get<uint64_t>() > uint64_t(INT64_MAX))
-        throw UserError(w, "dimension " + shape[i].dump() + " overflows");
+        throw UserError(w(), "dimension " + shape[i].dump() + " overflows");
       int64_t d = shape[i].get<int64_t>();
-      if (d < 0) throw UserError(w, "negative dimension " + std::to_string(d));
-      if (d > 0 && elements > (int64_t(1) << 48) / d) throw UserError(w, "the shape has more than 2^48 elements");
+      if (d < 0) throw UserError(w(), "negative dimension " + std::to_string(d));
+      if (d > 0 && elements > (int64_t(1) << 48) / d) throw UserError(w(), "the shape has more than 2^48 elements");
       elements *= d;
       v.shape.push_back(d);
     }
@@ -194,8 +199,10 @@ class Reader {
     const std::string& name = j.get_ref<const std::string&>();
     ValueId id = scope_.find(name);
     if (id != kNoValue) return id;
-    auto later = defined_anywhere_.find(name);
-    if (later != defined_anywhere_.end()) {
+    std::map<std::string, std::string> defined_anywhere;  // name -> the op defining it
+    if (domain_ops_) note_definitions(*domain_ops_, domain_ops_where_, defined_anywhere);
+    auto later = defined_anywhere.find(name);
+    if (later != defined_anywhere.end()) {
       // A name defined inside a decomposition is visible only later in that decomposition.
       const std::string& def = later->second;
       size_t sub = def.rfind("/sub/");
@@ -208,7 +215,7 @@ class Reader {
 
   // Where each name is defined, anywhere in an op list (decompositions included), so a use
   // before the definition can be told from a name that is never defined.
-  void note_definitions(const json& ops, const std::string& where) {
+  static void note_definitions(const json& ops, const std::string& where, std::map<std::string, std::string>& defined_anywhere) {
     if (!ops.is_array()) return;
     for (size_t i = 0; i < ops.size(); ++i) {
       const json& op = ops[i];
@@ -216,8 +223,8 @@ class Reader {
       std::string w = where + "/" + std::to_string(i);
       if (auto out = op.find("out"); out != op.end() && out->is_array())
         for (const json& d : *out)
-          if (d.is_object() && d.contains("name") && d["name"].is_string()) defined_anywhere_.emplace(d["name"].get<std::string>(), w);
-      if (auto sub = op.find("sub"); sub != op.end()) note_definitions(*sub, w + "/sub");
+          if (d.is_object() && d.contains("name") && d["name"].is_string()) defined_anywhere.emplace(d["name"].get<std::string>(), w);
+      if (auto sub = op.find("sub"); sub != op.end()) note_definitions(*sub, w + "/sub", defined_anywhere);
     }
   }
 
@@ -571,9 +578,10 @@ class Reader {
   SubTrace read_body(const json& j, const std::string& where, bool is_fwd) {
     expect_object(j, where);
     Scope outer = std::move(scope_);
-    auto outer_definitions = std::move(defined_anywhere_);
-    defined_anywhere_.clear();
-    if (j.contains("ops")) note_definitions(j["ops"], where + "/ops");
+    const json* outer_ops = domain_ops_;
+    std::string outer_ops_where = std::move(domain_ops_where_);
+    domain_ops_ = j.contains("ops") ? &j["ops"] : nullptr;
+    domain_ops_where_ = where + "/ops";
     scope_ = Scope();
     scope_.push();
     names_.emplace_back();
@@ -592,7 +600,8 @@ class Reader {
     }
     names_.pop_back();
     scope_ = std::move(outer);
-    defined_anywhere_ = std::move(outer_definitions);
+    domain_ops_ = outer_ops;
+    domain_ops_where_ = std::move(outer_ops_where);
     return body;
   }
 };
@@ -636,58 +645,90 @@ void scan_lexically(const std::string& text) {
   }
 }
 
-// Tracks the JSON pointer of what the parser is reading, to name a duplicate key's place (the
-// library keeps the last of two equal keys silently). A SAX pass that builds nothing, before the
-// plain DOM parse: the library's DOM parser with a callback spent 58% of reading a 100,000-op
-// trace in its end_object.
-class DuplicateKeyCheck : public nlohmann::json_sax<json> {
+// Builds the document as the library's own DOM parser would, but refuses a duplicate key (which
+// the library keeps the last of silently) where it is inserted, naming its place. One pass: a
+// separate SAX check before the plain parse cost a tenth of reading, and the library's DOM
+// parser with a callback spent 58% of reading a 100,000-op trace in its end_object.
+class DomWithoutDuplicates : public nlohmann::json_sax<json> {
  public:
-  bool null() override { return element_done(); }
-  bool boolean(bool) override { return element_done(); }
-  bool number_integer(json::number_integer_t) override { return element_done(); }
-  bool number_unsigned(json::number_unsigned_t) override { return element_done(); }
-  bool number_float(json::number_float_t, const json::string_t&) override { return element_done(); }
-  bool string(json::string_t&) override { return element_done(); }
-  bool binary(json::binary_t&) override { return element_done(); }
+  explicit DomWithoutDuplicates(json& root) : root_(root) {}
+
+  bool null() override { return put(nullptr); }
+  bool boolean(bool b) override { return put(b); }
+  bool number_integer(json::number_integer_t n) override { return put(n); }
+  bool number_unsigned(json::number_unsigned_t n) override { return put(n); }
+  bool number_float(json::number_float_t x, const json::string_t&) override { return put(x); }
+  bool string(json::string_t& s) override { return put(std::move(s)); }
+  bool binary(json::binary_t& b) override { return put(json::binary(std::move(b))); }
   bool start_object(std::size_t) override {
-    frames_.push_back({false, 0, "", {}});
+    open_.push_back(put_container(json::object()));
     return true;
   }
   bool key(json::string_t& k) override {
-    Frame& f = frames_.back();
-    f.key = k;
-    if (!f.keys.insert(f.key).second) throw UserError(pointer(), "duplicate key \"" + f.key + "\"");
+    json::object_t& object = *open_.back()->get_ptr<json::object_t*>();
+    auto [slot, inserted] = object.try_emplace(std::move(k));
+    if (!inserted) throw UserError(pointer() + "/" + escape_pointer_token(slot->first), "duplicate key \"" + slot->first + "\"");
+    slot_ = &slot->second;
+    key_of_.push_back(&slot->first);
     return true;
   }
-  bool end_object() override { return end_container(); }
+  bool end_object() override { return close(); }
   bool start_array(std::size_t) override {
-    frames_.push_back({true, 0, "", {}});
+    open_.push_back(put_container(json::array()));
     return true;
   }
-  bool end_array() override { return end_container(); }
-  // Syntax errors are reported by the DOM parse that follows.
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool end_array() override { return close(); }
+  // A syntax error stops the parse; read_trace reports it at its line and column.
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) override {
+    error_byte = byte;
+    error = e.what();
+    return false;
+  }
+  size_t error_byte = 0;
+  std::string error;
 
  private:
-  struct Frame {
-    bool is_array;
-    size_t index;
-    std::string key;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> frames_;
+  json& root_;
+  std::vector<json*> open_;                  // the containers being filled, innermost last
+  std::vector<const std::string*> key_of_;   // the key of each object member being read
+  json* slot_ = nullptr;                     // where an object's next value goes
 
-  bool element_done() {
-    if (!frames_.empty() && frames_.back().is_array) ++frames_.back().index;
+  // Where the next value goes: the root, the end of the open array, or the slot its key made.
+  json* place() {
+    if (open_.empty()) return &root_;
+    json* c = open_.back();
+    if (c->is_array()) return &c->get_ptr<json::array_t*>()->emplace_back();
+    return slot_;
+  }
+  template <class T>
+  bool put(T&& v) {
+    *place() = std::forward<T>(v);
+    after_value();
     return true;
   }
-  bool end_container() {
-    frames_.pop_back();
-    return element_done();
+  json* put_container(json empty) {
+    json* p = place();
+    *p = std::move(empty);
+    return p;
   }
+  bool close() {
+    open_.pop_back();
+    after_value();
+    return true;
+  }
+  // A member of an object is complete: its key is no longer part of the path.
+  void after_value() {
+    if (!open_.empty() && open_.back()->is_object()) key_of_.pop_back();
+  }
+  // The JSON pointer of the container being filled.
   std::string pointer() const {
     std::string p;
-    for (const Frame& f : frames_) p += "/" + (f.is_array ? std::to_string(f.index) : escape_pointer_token(f.key));
+    size_t key = 0;
+    for (size_t i = 0; i < open_.size(); ++i) {
+      if (i + 1 == open_.size()) break;
+      if (open_[i]->is_array()) p += "/" + std::to_string(open_[i]->size() - 1);
+      else p += "/" + escape_pointer_token(*key_of_[key++]);
+    }
     return p;
   }
 };
@@ -697,14 +738,11 @@ class DuplicateKeyCheck : public nlohmann::json_sax<json> {
 Trace read_trace(const std::string& text) {
   scan_lexically(text);
   json doc;
-  try {
-    DuplicateKeyCheck duplicates;
-    json::sax_parse(text, &duplicates);  // stops quietly at a syntax error, which the parse reports
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string message = e.what();
-    auto pos = message.find("syntax error");
-    throw UserError(line_col(text, e.byte > 0 ? e.byte - 1 : 0), "invalid JSON: " + (pos == std::string::npos ? message : message.substr(pos)));
+  DomWithoutDuplicates builder(doc);
+  if (!json::sax_parse(text, &builder)) {
+    auto pos = builder.error.find("syntax error");
+    throw UserError(line_col(text, builder.error_byte > 0 ? builder.error_byte - 1 : 0),
+                    "invalid JSON: " + (pos == std::string::npos ? builder.error : builder.error.substr(pos)));
   }
   Trace trace;
   Reader(trace).read(doc);
