@@ -104,7 +104,10 @@ std::string dim_declarations(const std::string& body, const std::string& linear,
 
 class KernelWriter {
  public:
-  KernelWriter(const Trace& t, const Op& kernel) : t_(t), k_(kernel), layout_(kernel_layout(t, kernel)) {
+  // `idents`: c_ident of value names by id, filled in as kernels need them ("" until then), so
+  // each is computed once per trace rather than once per use.
+  KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel)
+      : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)) {
     for (size_t i = 0; i < k_.sub.size(); ++i)
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     for (const Arg& a : k_.args) loaded_.insert(a.value);
@@ -130,12 +133,12 @@ class KernelWriter {
     bool first = true;
     for (const Arg& a : k_.args) {
       const Value& v = t_.value(a.value);
-      out << (first ? "" : ", ") << (v.is_scalar ? ctype(v.dtype) + " " : "const " + storage_type(v) + "* __restrict__ ") << c_ident(v.name);
+      out << (first ? "" : ", ") << (v.is_scalar ? ctype(v.dtype) + " " : "const " + storage_type(v) + "* __restrict__ ") << ident(a.value);
       first = false;
     }
     for (ValueId id : k_.outs) {
       const Value& v = t_.value(id);
-      out << (first ? "" : ", ") << storage_type(v) << "* __restrict__ " << c_ident(v.name);
+      out << (first ? "" : ", ") << storage_type(v) << "* __restrict__ " << ident(id);
       first = false;
     }
     out << ") {\n" << body << "}\n";
@@ -157,6 +160,7 @@ class KernelWriter {
 
  private:
   const Trace& t_;
+  std::vector<std::string>& idents_;
   const Op& k_;
   KernelLayout layout_;
   std::map<ValueId, const Op*> producer_;
@@ -252,6 +256,12 @@ class KernelWriter {
     return s + "]";
   }
 
+  const std::string& ident(ValueId v) const {
+    std::string& id = idents_[size_t(v)];
+    if (id.empty()) id = c_ident(t_.value(v).name);
+    return id;
+  }
+
   void line(const std::string& s) { scopes_.back().code += scopes_.back().indent + s + "\n"; }
   void push(const std::string& indent) { scopes_.push_back(Scope{{}, "", indent, {}}); }
   std::string pop() {
@@ -286,7 +296,7 @@ class KernelWriter {
 
   // v_<name>, numbered only when a live scope already has that name (the same value at
   // another index); sibling loops reuse the plain name.
-  std::string fresh_name(ValueId v) { return unique_local("v_" + c_ident(t_.value(v).name)); }
+  std::string fresh_name(ValueId v) { return unique_local("v_" + ident(v)); }
 
   bool is_identity(const Index& index) const { return index == identity_index(layout_.domain.size()); }
 
@@ -302,7 +312,7 @@ class KernelWriter {
 
   // The variable holding value v at `index`, emitting the code that computes it if needed.
   std::string value_at(ValueId v, const Index& index) {
-    std::string key = std::to_string(v) + "@" + index_key(index);
+    std::string key = read_key(v, index);
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
       if (auto m = it->memo.find(key); m != it->memo.end()) return m->second;
     if (auto r = reduced_.find(v); r != reduced_.end()) {
@@ -312,18 +322,18 @@ class KernelWriter {
     const Value& val = t_.value(v);
     std::string var;
     if (loaded_.count(v)) {
-      if (val.is_scalar) return c_ident(val.name);
+      if (val.is_scalar) return ident(v);
       if (cached_ > 0 && val.shape == layout_.domain && is_identity(index)) {  // this thread's k-th element of the row
         if (std::find(row_cached_.begin(), row_cached_.end(), v) == row_cached_.end()) row_cached_.push_back(v);
-        scopes_.back().memo[key] = "c_" + c_ident(val.name) + "[k]";
-        return "c_" + c_ident(val.name) + "[k]";
+        scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
+        return "c_" + ident(v) + "[k]";
       }
       var = fresh_name(v);
       if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
         if (std::find(run_loads_.begin(), run_loads_.end(), v) == run_loads_.end()) run_loads_.push_back(v);
-        line("const " + ctype(val.dtype) + " " + var + " = r_" + c_ident(val.name) + "[lane];");
+        line("const " + ctype(val.dtype) + " " + var + " = r_" + ident(v) + "[lane];");
       } else {
-        line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + c_ident(val.name) + ", " + offset(val, index) + ");");
+        line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + ident(v) + ", " + offset(val, index) + ");");
       }
     } else {
       auto p = producer_.find(v);
@@ -427,7 +437,7 @@ class KernelWriter {
     push(indent);
     for (ValueId v : k_.outs) {
       std::string var = value_at(v, identity_index(layout_.domain.size()));
-      line("tg::store(" + c_ident(t_.value(v).name) + ", i, " + var + ");");
+      line("tg::store(" + ident(v) + ", i, " + var + ");");
     }
     return pop();
   }
@@ -462,10 +472,10 @@ class KernelWriter {
       const Value& val = t_.value(v);
       std::string var = value_at(v, identity_index(layout_.domain.size()));
       if (val.bit_packed) {
-        line("b_" + c_ident(val.name) + " |= unsigned(" + var + ") << lane;");
+        line("b_" + ident(v) + " |= unsigned(" + var + ") << lane;");
         run_bits.push_back(v);
       } else {
-        line("w_" + c_ident(val.name) + "[lane] = " + var + ";");
+        line("w_" + ident(v) + "[lane] = " + var + ";");
         run_stores.push_back(v);
       }
     }
@@ -476,7 +486,7 @@ class KernelWriter {
     std::vector<ValueId> wide = run_loads_;
     wide.insert(wide.end(), run_stores.begin(), run_stores.end());
     std::string aligned;
-    for (ValueId v : wide) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + c_ident(t_.value(v).name) + ")");
+    for (ValueId v : wide) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + ident(v) + ")");
     std::string out;
     out += "  // Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;\n";
     out += "  // the loop after this one takes the rest, or everything.\n";
@@ -488,20 +498,20 @@ class KernelWriter {
       out += "  const int64_t runs = " + (aligned.empty() ? whole_warps : aligned + " ? " + whole_warps + " : 0") + ";\n";
     }
     out += "  for (int64_t run = " + thread + "; run < runs; run += " + stride + ") {\n";
-    for (ValueId v : run_bits) out += "    unsigned b_" + c_ident(t_.value(v).name) + " = 0;\n";
+    for (ValueId v : run_bits) out += "    unsigned b_" + ident(v) + " = 0;\n";
     for (ValueId v : run_loads_) {
       const Value& val = t_.value(v);
-      out += "    " + ctype(val.dtype) + " r_" + c_ident(val.name) + "[" + L + "];\n";
-      out += "    tg::load_run(" + c_ident(val.name) + ", run * " + L + ", r_" + c_ident(val.name) + ");\n";
+      out += "    " + ctype(val.dtype) + " r_" + ident(v) + "[" + L + "];\n";
+      out += "    tg::load_run(" + ident(v) + ", run * " + L + ", r_" + ident(v) + ");\n";
     }
-    for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " w_" + c_ident(t_.value(v).name) + "[" + L + "];\n";
+    for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + L + "];\n";
     out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
     const std::string dims = dim_declarations(lane_body, "i", layout_.domain, all, "      ");
     if (uses_word(dims + lane_body, "i")) out += "      const int64_t i = run * " + L + " + lane;\n";
     out += dims + lane_body + "    }\n";
-    for (ValueId v : run_stores) out += "    tg::store_run(" + c_ident(t_.value(v).name) + ", run * " + L + ", w_" + c_ident(t_.value(v).name) + ");\n";
+    for (ValueId v : run_stores) out += "    tg::store_run(" + ident(v) + ", run * " + L + ", w_" + ident(v) + ");\n";
     for (ValueId v : run_bits)
-      out += "    tg::store_run_bits<" + L + ">(" + c_ident(t_.value(v).name) + ", run * " + L + ", b_" + c_ident(t_.value(v).name) + ");\n";
+      out += "    tg::store_run_bits<" + L + ">(" + ident(v) + ", run * " + L + ", b_" + ident(v) + ");\n";
     out += "  }\n";
     return out;
   }
@@ -650,7 +660,7 @@ class KernelWriter {
     const Index full = identity_index(layout_.domain.size());
     for (ValueId v : outs) {
       const Value& val = t_.value(v);
-      line("tg::store(" + c_ident(val.name) + ", " + offset(val, full) + ", " + value_at(v, full) + ");");
+      line("tg::store(" + ident(v) + ", " + offset(val, full) + ", " + value_at(v, full) + ");");
     }
   }
 
@@ -677,7 +687,7 @@ class KernelWriter {
       std::vector<std::string> vars;
       for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
       line(column_tile_ > 1 ? "if (threadIdx.x < 32) {" : "if (threadIdx.x == 0) {");
-      for (size_t i = 0; i < outer_outs.size(); ++i) line("  tg::store(" + c_ident(t_.value(outer_outs[i]).name) + ", row, " + vars[i] + ");");
+      for (size_t i = 0; i < outer_outs.size(); ++i) line("  tg::store(" + ident(outer_outs[i]) + ", row, " + vars[i] + ");");
       line("}");
     }
     std::string body = pop();
@@ -685,13 +695,13 @@ class KernelWriter {
       std::string fill = "    // the row, " + std::to_string(cached_) + " elements per thread, read once\n";
       for (ValueId v : row_cached_) {
         const Value& val = t_.value(v);
-        fill += "    " + ctype(val.dtype) + " c_" + c_ident(val.name) + "[" + std::to_string(cached_) + "];\n";
+        fill += "    " + ctype(val.dtype) + " c_" + ident(v) + "[" + std::to_string(cached_) + "];\n";
       }
       fill += "    TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {\n";
       fill += "      const int64_t j = threadIdx.x + k * " + std::to_string(block_size()) + ";\n";
       for (ValueId v : row_cached_) {
         const Value& val = t_.value(v);
-        fill += "      c_" + c_ident(val.name) + "[k] = tg::load(" + c_ident(val.name) + ", " + offset_of_row_element() + ");\n";
+        fill += "      c_" + ident(v) + "[k] = tg::load(" + ident(v) + ", " + offset_of_row_element() + ");\n";
       }
       body = fill + "    }\n" + body;
     }
@@ -786,6 +796,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
     int items_per_block = 0;
   };
   std::vector<Launch> launch;
+  std::vector<std::string> idents(fused.values.size());
   for (const Op& k : fused.ops) {
     if (is_library_call(k)) {
       launch.push_back({});
@@ -798,7 +809,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       result.kernels.push_back(std::move(info));
       continue;
     }
-    KernelWriter writer(fused, k);
+    KernelWriter writer(fused, idents, k);
     EmittedKernel info;
     out << writer.write(info) << "\n";
     launch.push_back({writer.block_size(), writer.work_items(), writer.items_per_block()});

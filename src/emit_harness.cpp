@@ -204,7 +204,7 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
   for (ValueId id : t.inputs) {
     json j = decl(id);
     if (!t.value(id).is_scalar) j["requires_grad"] = t.value(id).requires_grad;
-    m["inputs"].push_back(j);
+    m["inputs"].push_back(std::move(j));
   }
   m["outputs"] = json::array();
   for (ValueId id : t.outputs) m["outputs"].push_back(decl(id));
@@ -220,7 +220,7 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
       j["kind"] = kinds[int(s.kind)];
       if (v.is_scalar) {
         j["reason"] = s.reason;
-        m["saved_scalars"].push_back(j);
+        m["saved_scalars"].push_back(std::move(j));
         continue;
       }
       int64_t bytes = stored_bytes(v);
@@ -228,7 +228,7 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
       j["storage"] = v.bit_packed ? "bitmask" : "dense";
       j["reason"] = s.reason;
       saved_bytes += bytes;
-      m["saved_for_backward"].push_back(j);
+      m["saved_for_backward"].push_back(std::move(j));
     }
   // Extensions: the total of saved_for_backward's bytes; the part of it that is intermediates
   // (what --activation-budget bounds); and what the backward recomputes instead of reading.
@@ -248,7 +248,7 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
       j["reads"] = k.reads;
       j["writes"] = k.writes;
       if (!k.library.empty()) j["library"] = k.library;
-      m["kernels"].push_back(j);
+      m["kernels"].push_back(std::move(j));
     }
   return m.dump(2) + "\n";
 }

@@ -30,9 +30,17 @@ Index identity_index(size_t rank) {
   return index;
 }
 
-std::string index_key(const Index& index) {
-  std::string key;
-  for (const IndexComp& c : index) key += c.text() + ";";
+std::string read_key(ValueId v, const Index& index) {
+  std::string key = std::to_string(v);
+  key += '@';
+  for (const IndexComp& c : index) {
+    switch (c.kind) {
+      case IndexComp::Kind::var: key += 'd'; key += std::to_string(c.var); break;
+      case IndexComp::Kind::constant: key += std::to_string(c.value); break;
+      case IndexComp::Kind::code: key += c.code; break;
+    }
+    key += ';';
+  }
   return key;
 }
 
@@ -130,6 +138,13 @@ std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Inde
 
 namespace {
 
+// The single read of most shape ops (an initializer list would copy the index).
+std::vector<OperandRead> one_read(ValueId v, Index index, std::string guard = "") {
+  std::vector<OperandRead> reads;
+  reads.push_back({v, std::move(index), std::move(guard)});
+  return reads;
+}
+
 std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out) {
   const Shape& out_shape = t.value(op.outs[0]).shape;
   switch (op.info->kind) {
@@ -137,18 +152,19 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       const Value& a = t.value(op.arg(0).value);
       auto bdims = op.arg(2).int_list();
       Index in;
+      in.reserve(a.shape.size());
       for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(a.shape[i] == 1 ? IndexComp::of_const(0) : out[bdims[i]]);
-      return {{op.arg(0).value, in, ""}};
+      return one_read(op.arg(0).value, std::move(in));
     }
     case OpKind::reshape: {
       const Value& a = t.value(op.arg(0).value);
-      return {{op.arg(0).value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape), ""}};
+      return one_read(op.arg(0).value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape));
     }
     case OpKind::transpose: {
       auto perm = op.arg(1).int_list();
       Index in(perm.size());
       for (size_t j = 0; j < perm.size(); ++j) in[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = out[j];
-      return {{op.arg(0).value, in, ""}};
+      return one_read(op.arg(0).value, std::move(in));
     }
     case OpKind::squeeze: {
       const Value& a = t.value(op.arg(0).value);
@@ -160,7 +176,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
         for (int64_t d : dims) squeezed |= (d < 0 ? d + int64_t(a.shape.size()) : d) == int64_t(i);
         in.push_back(squeezed ? IndexComp::of_const(0) : out[k++]);
       }
-      return {{op.arg(0).value, in, ""}};
+      return one_read(op.arg(0).value, std::move(in));
     }
     case OpKind::slice: {
       const Value& a = t.value(op.arg(0).value);
@@ -169,7 +185,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
       Index in;
       for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], strides[i], start[i]));
-      return {{op.arg(0).value, squash_unit_dims(in, a.shape), ""}};
+      return one_read(op.arg(0).value, squash_unit_dims(std::move(in), a.shape));
     }
     case OpKind::pad: {
       // out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
@@ -188,7 +204,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
         std::string pos = step == 1 ? p : "(" + p + ") / " + std::to_string(step);
         in.push_back(IndexComp::of_code("(" + cond + " ? " + pos + " : 0)"));
       }
-      return {{op.arg(0).value, squash_unit_dims(in, a.shape), guard}};
+      return one_read(op.arg(0).value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
     }
     case OpKind::cat: {
       int64_t rank = int64_t(out_shape.size());

@@ -27,7 +27,9 @@ struct IndexComp {
 using Index = std::vector<IndexComp>;
 
 Index identity_index(size_t rank);
-std::string index_key(const Index& index);  // a text that is equal exactly when two indices are
+// A text equal exactly when two reads (value v at `index`) are the same read: the key of the
+// emitter's memo and of fusion's visited sets.
+std::string read_key(ValueId v, const Index& index);
 
 // One operand read of a shape op. `guard` (code, empty = always) says when the read is the one
 // that counts: pad reads its input only inside the padded region, cat reads one piece.
