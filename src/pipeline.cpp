@@ -5,6 +5,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <sstream>
 
 #include <optional>
 
@@ -50,9 +52,8 @@ class PassLog {
   // The checks, log line and listing of a pass that ran since `start`.
   void done(const char* name, const Trace& in, const Trace& out, std::chrono::steady_clock::time_point start) {
     verify_pass(out, name);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (o_.verbose)
-      log_ << "thunder-gen: " << name << ": " << in.ops.size() << " ops -> " << out.ops.size() << " ops (" << ms << " ms, peak RSS "
+      log_ << "thunder-gen: " << name << ": " << in.ops.size() << " ops -> " << out.ops.size() << " ops (" << ms_since(start) << " ms, peak RSS "
            << peak_rss_mb() << " MB)\n";
     dump(name, out);
   }
@@ -64,11 +65,45 @@ class PassLog {
     std::ofstream(std::filesystem::path(o_.dump_dir) / (prefix + std::string(name) + ".txt")) << print_trace(t);
   }
 
+  std::ostream& log() { return log_; }
+
+  // A log for passes that run on another thread: its lines wait in `buffer`, and its dumps are
+  // numbered from this log's next `stages` numbers, so the output is a sequential run's.
+  PassLog fork(std::ostringstream& buffer, int stages) {
+    PassLog child(o_, buffer);
+    child.stage_ = stage_;
+    stage_ += stages;
+    return child;
+  }
+
+  static double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+
  private:
   const PipelineOptions& o_;
   std::ostream& log_;
   int stage_ = 0;
 };
+
+// One of the two traces lowered to CUDA: epilogues, fusion, then (unless the pipeline stops at
+// the fused traces) the CUDA source.
+struct Lowered {
+  Trace fused;
+  std::optional<CudaFile> cuda;
+};
+
+Lowered lower(const Trace& t, PassLog& passes, bool emit, const std::string& entry, const char* file, const char* role, const std::string& input_file,
+              bool verbose) {
+  Lowered out{passes.pass("fuse", passes.pass("epilogue", t, fold_gemm_epilogues), fuse), std::nullopt};
+  if (!emit) return out;
+  auto start = std::chrono::steady_clock::now();
+  out.cuda = emit_cuda(out.fused, entry, file, input_file);
+  if (verbose)
+    passes.log() << "thunder-gen: emit: " << out.cuda->kernels.size() << " " << role << " kernels (" << PassLog::ms_since(start) << " ms, peak RSS "
+                 << peak_rss_mb() << " MB)\n";
+  return out;
+}
 
 }  // namespace
 
@@ -120,21 +155,32 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
     return {print_trace(decomposed), {}};
   }
 
-  Trace fused_forward = passes.pass("fuse", passes.pass("epilogue", *forward, fold_gemm_epilogues), fuse);
-  std::optional<Trace> fused_backward;
-  if (parts) fused_backward = passes.pass("fuse", passes.pass("epilogue", parts->backward, fold_gemm_epilogues), fuse);
+  // The forward and the backward are lowered independently, so the backward (the larger) gets a
+  // thread of its own; the log lines and dumps come out as a sequential run's would.
+  const bool emit = o.stop_after != Stage::fuse;
+  std::ostringstream forward_log, backward_log;
+  PassLog forward_passes = passes.fork(forward_log, 2), backward_passes = passes.fork(backward_log, 2);
+  std::future<Lowered> backward_future;
+  if (parts)
+    backward_future = std::async(std::launch::async, [&] {
+      return lower(parts->backward, backward_passes, emit, input.name + "_backward", "backward.cu", "backward", o.input_file, o.verbose);
+    });
+  std::optional<Lowered> forward_lowered, backward_lowered;
+  try {
+    forward_lowered = lower(*forward, forward_passes, emit, input.name + "_forward", "forward.cu", "forward", o.input_file, o.verbose);
+  } catch (...) {
+    if (backward_future.valid()) backward_future.wait();  // it reads `parts`: let it finish first
+    throw;
+  }
+  if (backward_future.valid()) backward_lowered = backward_future.get();
+  log << forward_log.str() << backward_log.str();
+  const Trace& fused_forward = forward_lowered->fused;
   if (o.stop_after == Stage::fuse)
-    return {fused_backward ? listing("forward", fused_forward) + "\n" + listing("backward", *fused_backward) : print_trace(fused_forward), {}};
+    return {backward_lowered ? listing("forward", fused_forward) + "\n" + listing("backward", backward_lowered->fused) : print_trace(fused_forward),
+            {}};
 
-  auto start = std::chrono::steady_clock::now();
-  CudaFile forward_cu = emit_cuda(fused_forward, input.name + "_forward", "forward.cu", o.input_file);
-  std::optional<CudaFile> backward_cu;
-  if (fused_backward) backward_cu = emit_cuda(*fused_backward, input.name + "_backward", "backward.cu", o.input_file);
-  if (o.verbose)
-    log << "thunder-gen: emit: " << forward_cu.kernels.size() << " forward kernels"
-        << (backward_cu ? ", " + std::to_string(backward_cu->kernels.size()) + " backward kernels" : std::string()) << " ("
-        << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() << " ms, peak RSS " << peak_rss_mb()
-        << " MB)\n";
+  const CudaFile& forward_cu = *forward_lowered->cuda;
+  const CudaFile* backward_cu = backward_lowered ? &*backward_lowered->cuda : nullptr;
   if (o.stop_after == Stage::cuda) return {forward_cu.text + (backward_cu ? "\n" + backward_cu->text : std::string()), {}};
 
   const Partition* training_parts = parts ? &*parts : nullptr;
@@ -144,7 +190,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   if (backward_cu) {
     result.files.emplace_back("backward.cu", backward_cu->text);
     cu_files.push_back("backward.cu");
-    emitted.emplace_back("backward.cu", &*backward_cu);
+    emitted.emplace_back("backward.cu", backward_cu);
   }
   result.files.emplace_back("kernels.cu", emit_nvrtc_program(input, cu_files));
   result.files.emplace_back("harness.cpp", emit_harness(input, training_parts, o.input_file));
