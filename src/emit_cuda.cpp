@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "fuse.h"
 #include "index_map.h"
@@ -102,6 +103,71 @@ std::string dim_declarations(const std::string& body, const std::string& linear,
   return out;
 }
 
+// The manifest's account of a kernel: what it computes, reads and writes.
+EmittedKernel describe(const Trace& t, const Op& kernel) {
+  EmittedKernel info;
+  info.name = kernel.label;
+  for (const Op& op : kernel.sub)
+    for (ValueId v : op.outs) info.values.push_back(t.value(v).name);
+  for (const Arg& a : kernel.args) info.reads.push_back(t.value(a.value).name);
+  for (ValueId v : kernel.outs) info.writes.push_back(t.value(v).name);
+  return info;
+}
+
+// Everything a kernel's code depends on but names: its parameters' types in order, then each op
+// (symbol, literals, which value each operand is, its results' types), values numbered by first
+// appearance. Kernels with equal signatures are the same computation on different buffers, so
+// a file emits the code once and launches it for each (a stack of identical transformer blocks
+// would otherwise repeat every kernel once per block).
+std::string kernel_signature(const Trace& t, const Op& kernel) {
+  std::unordered_map<ValueId, size_t> number;
+  std::string s;
+  auto value = [&](ValueId v) {
+    auto [it, fresh] = number.emplace(v, number.size());
+    s += '%';
+    s += std::to_string(it->second);
+    if (!fresh) return;
+    const Value& val = t.value(v);
+    s += ':';
+    s += dtype_name(val.dtype);
+    if (val.is_scalar) s += 's';
+    if (val.bit_packed) s += 'p';
+    for (int64_t d : val.shape) {
+      s += 'x';
+      s += std::to_string(d);
+    }
+  };
+  std::function<void(const Arg&)> arg = [&](const Arg& a) {
+    s += char('A' + int(a.kind));
+    switch (a.kind) {
+      case Arg::Kind::value: value(a.value); break;
+      case Arg::Kind::boolean: s += a.boolean ? '1' : '0'; break;
+      case Arg::Kind::integer: s += std::to_string(a.integer); break;
+      case Arg::Kind::real: s += print_number(a.real); break;
+      case Arg::Kind::dtype: s += dtype_name(a.dtype); break;
+      case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque: s += a.text; break;
+      case Arg::Kind::list:
+        for (const Arg& item : a.items) arg(item);
+        s += ']';
+        break;
+      case Arg::Kind::none: break;
+    }
+    s += ',';
+  };
+  for (const Arg& a : kernel.args) value(a.value);
+  s += '|';
+  for (ValueId v : kernel.outs) value(v);
+  for (const Op& op : kernel.sub) {
+    s += '\n';
+    s += op.symbol;
+    s += '(';
+    for (const Arg& a : op.args) arg(a);
+    s += ")->";
+    for (ValueId v : op.outs) value(v);
+  }
+  return s;
+}
+
 class KernelWriter {
  public:
   // `idents`: c_ident of value names by id, filled in as kernels need them ("" until then), so
@@ -116,13 +182,7 @@ class KernelWriter {
     cached_ = row_cache();
   }
 
-  std::string write(EmittedKernel& info) {
-    info.name = k_.label;
-    for (const Op& op : k_.sub)
-      for (ValueId v : op.outs) info.values.push_back(t_.value(v).name);
-    for (const Arg& a : k_.args) info.reads.push_back(t_.value(a.value).name);
-    for (ValueId v : k_.outs) info.writes.push_back(t_.value(v).name);
-
+  std::string write() {
     std::string body = layout_.is_row ? row_body() : pointwise_body();
     std::ostringstream out;
     out << "// " << k_.label << ": " << (layout_.is_row ? "row reduction over " + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced)
@@ -791,12 +851,14 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   out << "#include \"tg_runtime.cuh\"\n\n";
   out << "#if !defined(TG_NVRTC_HOST)\n\n";
   struct Launch {
+    std::string kernel;  // the kernel function: its own, or an earlier one with the same code
     int block = 0;
     int64_t items = 0;
     int items_per_block = 0;
   };
   std::vector<Launch> launch;
   std::vector<std::string> idents(fused.values.size());
+  std::unordered_map<std::string, size_t> code_of;  // kernel signature -> the launch that emitted it
   for (const Op& k : fused.ops) {
     if (is_library_call(k)) {
       launch.push_back({});
@@ -809,10 +871,16 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       result.kernels.push_back(std::move(info));
       continue;
     }
-    KernelWriter writer(fused, idents, k);
-    EmittedKernel info;
-    out << writer.write(info) << "\n";
-    launch.push_back({writer.block_size(), writer.work_items(), writer.items_per_block()});
+    EmittedKernel info = describe(fused, k);
+    auto [first, fresh] = code_of.try_emplace(kernel_signature(fused, k), launch.size());
+    if (fresh) {
+      KernelWriter writer(fused, idents, k);
+      out << writer.write() << "\n";
+      launch.push_back({k.label, writer.block_size(), writer.work_items(), writer.items_per_block()});
+    } else {
+      launch.push_back(launch[first->second]);
+      info.same_code_as = launch.back().kernel;
+    }
     result.kernels.push_back(std::move(info));
   }
   out << "#endif  // !TG_NVRTC_HOST\n\n";
@@ -852,7 +920,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
           << gemm_shape(fused, k) << ", stream" << gemm_epilogue(k, pointer) << ");\n";
       continue;
     }
-    auto [block, items, per_block] = launch[i];
+    const auto& [kernel, block, items, per_block] = launch[i];
     std::string args;
     for (const Arg& a : k.args) args += ", " + pointer.at(a.value);
     for (ValueId v : k.outs) args += ", " + pointer.at(v);
@@ -860,7 +928,8 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       out << "  // " << k.label << ": nothing to compute (empty)\n";
       continue;
     }
-    out << "  TG_LAUNCH(" << k.label << ", tg::grid_for(" << items << ", " << per_block << "), " << block << ", stream" << args << ");\n";
+    if (kernel != k.label) out << "  // " << k.label << ": the same code as " << kernel << "\n";
+    out << "  TG_LAUNCH(" << kernel << ", tg::grid_for(" << items << ", " << per_block << "), " << block << ", stream" << args << ");\n";
   }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
   for (size_t k = 0; k < fused.outputs.size(); ++k) {

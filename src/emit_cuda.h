@@ -15,6 +15,7 @@ struct EmittedKernel {
   std::vector<std::string> reads;   // names of the values it reads from memory
   std::vector<std::string> writes;  // names of the values it writes
   std::string library;              // "cuBLASLt" for a library call, else empty
+  std::string same_code_as;         // the kernel whose code this launch runs, when not its own
 };
 
 struct CudaFile {

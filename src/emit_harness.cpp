@@ -248,6 +248,7 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
       j["reads"] = k.reads;
       j["writes"] = k.writes;
       if (!k.library.empty()) j["library"] = k.library;
+      if (!k.same_code_as.empty()) j["same_code_as"] = k.same_code_as;  // extension: the kernel function it launches
       m["kernels"].push_back(std::move(j));
     }
   return m.dump(2) + "\n";

@@ -136,3 +136,24 @@ TEST_CASE("a value an earlier kernel computes inline, later written for a matmul
   REQUIRE(t.ops.size() == 3);
   CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
 }
+
+TEST_CASE("kernels that differ only in their values' names share one function; a literal or a shape keeps them apart") {
+  const std::string sq = "[8, 8]";
+  std::string ops = op("prims.exp", "[\"x\"]", tensor("a0", sq)) + "," + op("prims.mul", "[\"a0\", 2.0]", tensor("a", sq)) + "," +
+                    op("prims.matmul", "[\"a\", \"w\"]", tensor("m", sq)) + "," +  // (a library call ends each kernel)
+                    op("prims.exp", "[\"m\"]", tensor("b0", sq)) + "," + op("prims.mul", "[\"b0\", 2.0]", tensor("b", sq)) + "," +
+                    op("prims.matmul", "[\"b\", \"w\"]", tensor("n", sq)) + "," +
+                    op("prims.exp", "[\"n\"]", tensor("c0", sq)) + "," + op("prims.mul", "[\"c0\", 3.0]", tensor("c", sq)) + "," +
+                    op("prims.exp", "[\"z\"]", tensor("d0", "[4, 8]")) + "," + op("prims.mul", "[\"d0\", 2.0]", tensor("d", "[4, 8]"));
+  tg::Trace t = fused(test::trace("dedup", tensor("x", sq) + "," + tensor("w", sq) + "," + tensor("z", "[4, 8]"), ops, "\"c\", \"d\""));
+  tg::CudaFile cuda = tg::emit_cuda(t, "dedup_forward", "forward.cu", "dedup.json");
+  std::vector<std::string> own, shared;
+  for (const tg::EmittedKernel& k : cuda.kernels)
+    if (k.library.empty()) (k.same_code_as.empty() ? own : shared).push_back(k.name + (k.same_code_as.empty() ? "" : "=" + k.same_code_as));
+  CHECK(own == std::vector<std::string>{"dedup_pointwise_a", "dedup_pointwise_c", "dedup_pointwise_d"});
+  CHECK(shared == std::vector<std::string>{"dedup_pointwise_b=dedup_pointwise_a"});
+  size_t functions = 0;
+  for (size_t at = cuda.text.find("__global__"); at != std::string::npos; at = cuda.text.find("__global__", at + 1)) ++functions;
+  CHECK(functions == 3);
+  CHECK(cuda.text.find("TG_LAUNCH(dedup_pointwise_a, tg::grid_for(16, 256), 256, stream, m, b)") != std::string::npos);
+}
