@@ -53,11 +53,13 @@ constexpr int kInline = -2;  // not placed: computed wherever it is needed
 
 class Fuser {
  public:
-  explicit Fuser(const Trace& t) : t_(t), home_(t.values.size(), kInline), producer_(t.values.size(), -1) {
-    for (ValueId v : t.inputs) home_[v] = kInput;
-    for (size_t i = 0; i < t.ops.size(); ++i)
-      for (ValueId v : t.ops[i].outs) producer_[v] = int(i);
-    depth_.assign(t.values.size(), 0);
+  // Takes the trace: build() moves each op into the last kernel that uses it (a value inlined in
+  // several kernels is computed by a copy of its op in each).
+  explicit Fuser(Trace t) : owned_(std::move(t)), home_(t_.values.size(), kInline), producer_(t_.values.size(), -1) {
+    for (ValueId v : t_.inputs) home_[v] = kInput;
+    for (size_t i = 0; i < t_.ops.size(); ++i)
+      for (ValueId v : t_.ops[i].outs) producer_[v] = int(i);
+    depth_.assign(t_.values.size(), 0);
     mark_live();
   }
 
@@ -89,7 +91,8 @@ class Fuser {
   }
 
  private:
-  const Trace& t_;
+  Trace owned_;
+  const Trace& t_ = owned_;  // for reading
   std::vector<int> home_;      // kernel that computes and places the value, kInput or kInline
   std::vector<int> producer_;  // op index defining the value, -1 for inputs
   std::vector<bool> live_op_;  // does a trace output depend on the op?
@@ -258,7 +261,7 @@ class Fuser {
   }
   bool home_is_reduction(ValueId v) const { return producer_[v] >= 0 && is_reduction(t_.ops[producer_[v]]); }
 
-  Trace build() const {
+  Trace build() {
     // What each kernel computes and reads.
     std::vector<std::set<int>> ops(kernels_.size());
     std::vector<std::set<ValueId>> reads(kernels_.size());
@@ -271,17 +274,23 @@ class Fuser {
         for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
       read_elsewhere.insert(reads[k].begin(), reads[k].end());
     }
+    std::vector<int> uses_left(t_.ops.size(), 0);
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      if (kernels_[k].library_op >= 0) ++uses_left[size_t(kernels_[k].library_op)];
+      for (int i : ops[k]) ++uses_left[size_t(i)];
+    }
+    auto take = [&](int i) { return --uses_left[size_t(i)] == 0 ? std::move(owned_.ops[size_t(i)]) : owned_.ops[size_t(i)]; };
     Trace out = t_.without_ops();
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
       if (kernel.library_op >= 0) {
-        out.ops.push_back(t_.ops[kernel.library_op]);
+        out.ops.push_back(take(kernel.library_op));
         continue;
       }
       Op op;
       op.symbol = "thunder_gen.kernel";
       op.info = &op_info(OpKind::fused_kernel);
-      for (int i : ops[k]) op.sub.push_back(t_.ops[i]);
+      for (int i : ops[k]) op.sub.push_back(take(i));
       // Reads in the order the trace defines them, for stable signatures.
       std::vector<ValueId> in(reads[k].begin(), reads[k].end());
       for (ValueId v : in) op.args.push_back(Arg::of_value(v));
@@ -298,7 +307,7 @@ class Fuser {
 
 }  // namespace
 
-Trace fuse(const Trace& trace) { return Fuser(trace).run(); }
+Trace fuse(Trace trace) { return Fuser(std::move(trace)).run(); }
 
 KernelLayout kernel_layout(const Trace& t, const Op& kernel) {
   for (const Op& op : kernel.sub)

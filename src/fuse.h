@@ -23,7 +23,7 @@
 
 namespace tg {
 
-Trace fuse(const Trace& trace);
+Trace fuse(Trace trace);
 
 // How a kernel op iterates, as fusion built it.
 struct KernelLayout {

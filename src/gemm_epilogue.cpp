@@ -10,12 +10,14 @@ namespace {
 
 class EpilogueFolder {
  public:
-  explicit EpilogueFolder(const Trace& t) : t_(t), out_(t) {
-    for (size_t i = 0; i < t.ops.size(); ++i) {
-      for (ValueId v : t.ops[i].outs) def_[v] = int(i);
-      for_each_value(t.ops[i], [&](ValueId v) { readers_[v].push_back(int(i)); });
+  // The trace is edited in place: only the matmul at hand changes, and what the folds read of
+  // other ops (the add, broadcast, GELU and transpose ops after or before it) no fold changes.
+  explicit EpilogueFolder(Trace t) : out_(std::move(t)) {
+    for (size_t i = 0; i < t_.ops.size(); ++i) {
+      for (ValueId v : t_.ops[i].outs) def_[v] = int(i);
+      for_each_value(t_.ops[i], [&](ValueId v) { readers_[v].push_back(int(i)); });
     }
-    for (ValueId v : t.outputs) is_output_.insert(v);
+    for (ValueId v : t_.outputs) is_output_.insert(v);
   }
 
   Trace run() {
@@ -144,8 +146,8 @@ class EpilogueFolder {
     }
   }
 
-  const Trace& t_;
   Trace out_;
+  const Trace& t_ = out_;  // for reading
   std::map<ValueId, int> def_;
   std::map<ValueId, std::vector<int>> readers_;
   std::set<ValueId> is_output_;
@@ -154,6 +156,6 @@ class EpilogueFolder {
 
 }  // namespace
 
-Trace fold_gemm_epilogues(const Trace& trace) { return EpilogueFolder(trace).run(); }
+Trace fold_gemm_epilogues(Trace trace) { return EpilogueFolder(std::move(trace)).run(); }
 
 }  // namespace tg

@@ -14,6 +14,6 @@
 
 namespace tg {
 
-Trace fold_gemm_epilogues(const Trace& trace);
+Trace fold_gemm_epilogues(Trace trace);
 
 }  // namespace tg

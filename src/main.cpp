@@ -1,5 +1,6 @@
 // thunder-gen command line. Exit codes: 0 ok, 1 bad input, 2 usage, 70 internal error.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -108,20 +109,27 @@ int generate(const Request& r) {
   options.remat.pack_bools = !r.no_pack_bool;
   if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
   if (!emit.empty()) options.stop_after = stages.at(emit);
+  auto since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto start = std::chrono::steady_clock::now();
   tg::Trace trace = tg::read_trace_file(file);
-  if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops\n";
+  if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
+  start = std::chrono::steady_clock::now();
   tg::PipelineResult result = tg::run_pipeline(trace, options, std::cerr);
+  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
   if (!emit.empty()) {
     std::cout << result.stopped_text;
     return 0;
   }
+  start = std::chrono::steady_clock::now();
   try {
     tg::write_folder_atomically(out_dir, result.files);
   } catch (const std::runtime_error& e) {  // includes filesystem_error
     std::cerr << "thunder-gen: error: cannot write " << out_dir << ": " << e.what() << "\n";
     return kExitBadInput;
   }
-  if (verbose) std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << "\n";
+  if (verbose) std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << " (" << since(start) << " ms)\n";
   return 0;
 }
 

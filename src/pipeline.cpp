@@ -40,20 +40,22 @@ class PassLog {
     if (!o_.dump_dir.empty()) std::filesystem::create_directories(o_.dump_dir);
   }
 
-  // Runs one pass, verifies its result, logs it and dumps its listing.
-  template <class F>
-  Trace pass(const char* name, const Trace& in, F&& f) {
+  // Runs one pass, verifies its result, logs it and dumps its listing. A pass that takes its
+  // input by value is handed an rvalue one to consume.
+  template <class In, class F>
+  Trace pass(const char* name, In&& in, F&& f) {
     auto start = std::chrono::steady_clock::now();
-    Trace out = f(in);
-    done(name, in, out, start);
+    const size_t in_ops = in.ops.size();
+    Trace out = f(std::forward<In>(in));
+    done(name, in_ops, out, start);
     return out;
   }
 
   // The checks, log line and listing of a pass that ran since `start`.
-  void done(const char* name, const Trace& in, const Trace& out, std::chrono::steady_clock::time_point start) {
+  void done(const char* name, size_t in_ops, const Trace& out, std::chrono::steady_clock::time_point start) {
     verify_pass(out, name);
     if (o_.verbose)
-      log_ << "thunder-gen: " << name << ": " << in.ops.size() << " ops -> " << out.ops.size() << " ops (" << ms_since(start) << " ms, peak RSS "
+      log_ << "thunder-gen: " << name << ": " << in_ops << " ops -> " << out.ops.size() << " ops (" << ms_since(start) << " ms, peak RSS "
            << peak_rss_mb() << " MB)\n";
     dump(name, out);
   }
@@ -93,9 +95,9 @@ struct Lowered {
   std::optional<CudaFile> cuda;
 };
 
-Lowered lower(const Trace& t, PassLog& passes, bool emit, const std::string& entry, const char* file, const char* role, const std::string& input_file,
+Lowered lower(Trace t, PassLog& passes, bool emit, const std::string& entry, const char* file, const char* role, const std::string& input_file,
               bool verbose) {
-  Lowered out{passes.pass("fuse", passes.pass("epilogue", t, fold_gemm_epilogues), fuse), std::nullopt};
+  Lowered out{passes.pass("fuse", passes.pass("epilogue", std::move(t), fold_gemm_epilogues), fuse), std::nullopt};
   if (!emit) return out;
   auto start = std::chrono::steady_clock::now();
   out.cuda = emit_cuda(out.fused, entry, file, input_file);
@@ -131,11 +133,11 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   if (o.stop_after == Stage::decompose) return {print_trace(decomposed), {}};
 
   std::optional<Partition> parts;
-  const Trace* forward = &decomposed;
+  Trace* forward = &decomposed;
   if (training) {
     const auto autograd_start = std::chrono::steady_clock::now();
     JointTrace joint = autograd(decomposed);
-    passes.done("autograd", decomposed, joint.trace, autograd_start);
+    passes.done("autograd", decomposed.ops.size(), joint.trace, autograd_start);
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
     auto plan_start = std::chrono::steady_clock::now();
     parts = partition(joint, o.remat);
@@ -163,16 +165,22 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   std::future<Lowered> backward_future;
   if (parts)
     backward_future = std::async(std::launch::async, [&] {
-      return lower(parts->backward, backward_passes, emit, input.name + "_backward", "backward.cu", "backward", o.input_file, o.verbose);
+      return lower(std::move(parts->backward), backward_passes, emit, input.name + "_backward", "backward.cu", "backward", o.input_file, o.verbose);
     });
   std::optional<Lowered> forward_lowered, backward_lowered;
   try {
-    forward_lowered = lower(*forward, forward_passes, emit, input.name + "_forward", "forward.cu", "forward", o.input_file, o.verbose);
+    forward_lowered = lower(std::move(*forward), forward_passes, emit, input.name + "_forward", "forward.cu", "forward", o.input_file, o.verbose);
   } catch (...) {
     if (backward_future.valid()) backward_future.wait();  // it reads `parts`: let it finish first
     throw;
   }
   if (backward_future.valid()) backward_lowered = backward_future.get();
+  // Lowering consumed the partition's traces; they get back what the harness and manifest read of
+  // them, their values and signatures, which lowering leaves as they were.
+  if (parts) {
+    parts->forward = forward_lowered->fused.without_ops();
+    parts->backward = backward_lowered->fused.without_ops();
+  }
   log << forward_log.str() << backward_log.str();
   const Trace& fused_forward = forward_lowered->fused;
   if (o.stop_after == Stage::fuse)
