@@ -116,7 +116,7 @@ int generate(const Request& r) {
   tg::Trace trace = tg::read_trace_file(file);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
-  tg::PipelineResult result = tg::run_pipeline(trace, options, std::cerr);
+  tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
   if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
   if (!emit.empty()) {
     std::cout << result.stopped_text;

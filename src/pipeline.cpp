@@ -121,9 +121,9 @@ std::string listing(const char* title, const Trace& t) { return "# " + std::stri
 
 }  // namespace
 
-PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::ostream& log) {
+PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& log) {
   // Dropout calls get the trace's Philox seed and offset inputs; policies become tags on the ops.
-  const Trace input = apply_overrides(bind_rng(read), o.overrides);
+  const Trace input = apply_overrides(bind_rng(std::move(read)), o.overrides);
   PipelineResult result;
   PassLog passes(o, log);
   passes.dump("read", input);
@@ -141,9 +141,9 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
     auto plan_start = std::chrono::steady_clock::now();
     parts = partition(joint, o.remat);
-    const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start).count();
     verify_pass(parts->forward, "partition");
     verify_pass(parts->backward, "partition");
+    const double plan_ms = PassLog::ms_since(plan_start);
     passes.dump("forward", parts->forward);
     passes.dump("backward", parts->backward);
     if (o.verbose)
@@ -191,6 +191,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   const CudaFile* backward_cu = backward_lowered ? &*backward_lowered->cuda : nullptr;
   if (o.stop_after == Stage::cuda) return {forward_cu.text + (backward_cu ? "\n" + backward_cu->text : std::string()), {}};
 
+  const auto outputs_start = std::chrono::steady_clock::now();
   const Partition* training_parts = parts ? &*parts : nullptr;
   std::vector<std::string> cu_files = {"forward.cu"};
   std::vector<std::pair<std::string, const CudaFile*>> emitted = {{"forward.cu", &forward_cu}};
@@ -205,6 +206,7 @@ PipelineResult run_pipeline(const Trace& read, const PipelineOptions& o, std::os
   result.files.emplace_back("CMakeLists.txt", emit_cmake(input, cu_files));
   result.files.emplace_back("manifest.json", emit_manifest(input, training_parts, emitted));
   for (const auto& [name, text] : embedded_templates()) result.files.emplace_back(std::string(name), std::string(text));
+  if (o.verbose) log << "thunder-gen: harness and manifest: " << result.files.size() << " files (" << PassLog::ms_since(outputs_start) << " ms)\n";
   return result;
 }
 

@@ -30,7 +30,8 @@ struct PipelineResult {
   FileSet files;             // the output folder, when the pipeline ran to the end
 };
 
-// `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs.
-PipelineResult run_pipeline(const Trace& input, const PipelineOptions& options, std::ostream& log);
+// `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs. The trace is
+// taken by value: a caller done with it moves it in.
+PipelineResult run_pipeline(Trace input, const PipelineOptions& options, std::ostream& log);
 
 }  // namespace tg
