@@ -55,7 +55,7 @@ JointTrace autograd(const Trace& forward) {
   Trace& joint = result.trace;
   joint = forward;
   joint.ops.clear();
-  std::set<std::string> taken;
+  NameSet taken;
   for (const Value& v : joint.values) taken.insert(v.name);
   PrimBuilder b(joint, taken, "bw");
 

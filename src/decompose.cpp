@@ -18,7 +18,7 @@ void add_tags(std::vector<std::string>& tags, const std::vector<std::string>& mo
 // Renames the values of copied body ops: bound ones per `rename`, the rest fresh.
 class Renamer {
  public:
-  Renamer(Trace& t, std::set<std::string>& taken, std::map<ValueId, ValueId>& rename, std::string prefix)
+  Renamer(Trace& t, NameSet& taken, std::map<ValueId, ValueId>& rename, std::string prefix)
       : t_(t), taken_(taken), rename_(rename), prefix_(std::move(prefix)) {}
 
   ValueId value(ValueId v) {
@@ -49,7 +49,7 @@ class Renamer {
 
  private:
   Trace& t_;
-  std::set<std::string>& taken_;
+  NameSet& taken_;
   std::map<ValueId, ValueId>& rename_;
   std::string prefix_;
 };
@@ -69,7 +69,7 @@ class Decomposer {
  private:
   Trace& t_;
   bool keep_custom_;
-  std::set<std::string> taken_;  // every name in the trace: inlined values get fresh ones
+  NameSet taken_;  // every name in the trace: inlined values get fresh ones
 
   void lower_one(const Op& op, const std::vector<std::string>& inherited, std::vector<Op>& out) {
     std::vector<std::string> tags = op.tags;
@@ -130,7 +130,7 @@ std::vector<ValueId> tensor_args(const Trace& t, const Op& op) {
   return out;
 }
 
-std::vector<Op> inline_body(Trace& t, std::set<std::string>& taken, const SubTrace& body, const std::vector<ValueId>& inputs,
+std::vector<Op> inline_body(Trace& t, NameSet& taken, const SubTrace& body, const std::vector<ValueId>& inputs,
                             const std::vector<ValueId>& outputs, const std::string& prefix, const std::string& where,
                             std::map<ValueId, ValueId>& rename) {
   TG_CHECK(inputs.size() == body.inputs.size() && outputs.size() == body.outputs.size(), "inline_body: arity mismatch");

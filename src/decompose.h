@@ -24,7 +24,7 @@ Trace decompose(const Trace& trace, bool keep_custom = false);
 // A body output that is one of its inputs, or that it returns twice, is bound through a copy so
 // each bound output is defined exactly once. Returns the inlined ops; `rename` maps every body
 // value to its value in `t`.
-std::vector<Op> inline_body(Trace& t, std::set<std::string>& taken, const SubTrace& body, const std::vector<ValueId>& inputs,
+std::vector<Op> inline_body(Trace& t, NameSet& taken, const SubTrace& body, const std::vector<ValueId>& inputs,
                             const std::vector<ValueId>& outputs, const std::string& prefix, const std::string& where,
                             std::map<ValueId, ValueId>& rename);
 

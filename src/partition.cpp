@@ -243,14 +243,13 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
   p.activation_bytes = activation_bytes(plan);
   p.plan_cost_bits = plan_cost(weigh(c, kFullWeight, true), plan.saved) / kFullWeight;
 
-  p.forward = j;
+  p.forward = j.without_ops();
   p.forward.ops.assign(j.ops.begin(), j.ops.begin() + ptrdiff_t(joint.forward_ops));
   p.forward.inputs.assign(j.inputs.begin(), j.inputs.begin() + ptrdiff_t(joint.forward_inputs));
   p.forward.outputs.assign(j.outputs.begin(), j.outputs.begin() + ptrdiff_t(joint.forward_outputs));
 
-  p.backward = j;
+  p.backward = j.without_ops();
   p.backward.name = j.name + "_backward";  // its kernels are named after it: distinct from the forward's
-  p.backward.ops.clear();
   for (size_t x = 0; x < joint.forward_ops; ++x) {
     if (!plan.recomputed[x]) continue;
     Op op = j.ops[x];

@@ -34,8 +34,9 @@ std::vector<ValueId> PrimBuilder::emit(std::string_view id, std::vector<Arg> arg
     v.device = t_.device;
     op.outs.push_back(t_.add_value(std::move(v)));
   }
-  ops_.push_back(op);
-  return op.outs;
+  std::vector<ValueId> outs = op.outs;
+  ops_.push_back(std::move(op));
+  return outs;
 }
 
 void PrimBuilder::differentiating(const Op& op) {
@@ -58,7 +59,7 @@ std::string PrimBuilder::fresh_named(const std::string& name) {
   return n;
 }
 
-std::vector<Op> lower_composite(Trace& t, std::set<std::string>& taken, const Op& op) {
+std::vector<Op> lower_composite(Trace& t, NameSet& taken, const Op& op) {
   PrimBuilder b(t, taken, t.value(op.outs[0]).name + "__");
   b.differentiating(op);
   std::vector<ValueId> results = lower_torch_op(b, op);

@@ -13,7 +13,7 @@ namespace tg {
 class PrimBuilder : public GradBuilder {
  public:
   // `taken` holds every name in use in `t`; fresh names are added to it.
-  PrimBuilder(Trace& t, std::set<std::string>& taken, std::string prefix) : t_(t), taken_(taken), prefix_(std::move(prefix)) {}
+  PrimBuilder(Trace& t, NameSet& taken, std::string prefix) : t_(t), taken_(taken), prefix_(std::move(prefix)) {}
 
   const Trace& trace() const override { return t_; }
   Trace& mutable_trace() { return t_; }
@@ -23,14 +23,14 @@ class PrimBuilder : public GradBuilder {
   void differentiating(const Op& op);
   // Appends an op whose outputs are already typed values of the trace (an inlined body's).
   void append(Op op) { ops_.push_back(std::move(op)); }
-  std::set<std::string>& taken() { return taken_; }
+  NameSet& taken() { return taken_; }
   std::string fresh(const std::string& base);
   std::string fresh_named(const std::string& name);
   std::vector<Op> take_ops() { return std::move(ops_); }
 
  private:
   Trace& t_;
-  std::set<std::string>& taken_;
+  NameSet& taken_;
   std::string prefix_;
   std::vector<Op> ops_;
   int counter_ = 0;
@@ -40,6 +40,6 @@ class PrimBuilder : public GradBuilder {
 
 // Lowers a composite (torch-level) op to prims named `<output>__<n>`, its outputs bound to the
 // op's own output values; tags and provenance carried over.
-std::vector<Op> lower_composite(Trace& t, std::set<std::string>& taken, const Op& op);
+std::vector<Op> lower_composite(Trace& t, NameSet& taken, const Op& op);
 
 }  // namespace tg

@@ -57,7 +57,7 @@ size_t philox_seed_param(const Op& op) {
 Trace bind_rng(Trace trace) {
   if (!any_unbound(trace.ops)) return trace;
   Trace out = std::move(trace);
-  std::set<std::string> taken;
+  NameSet taken;
   for (const Value& v : out.values) taken.insert(v.name);
   auto scalar_input = [&](std::string name) {
     while (taken.count(name)) name += "_";

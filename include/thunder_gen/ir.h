@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "thunder_gen/dtype.h"
@@ -19,6 +20,7 @@ using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 
 using Shape = std::vector<int64_t>;
+using NameSet = std::unordered_set<std::string>;  // the value names taken in a trace
 int64_t numel(const Shape& shape);
 
 // A C identifier: value names must be one, since generated code uses them.
