@@ -129,7 +129,9 @@ int generate(const Request& r) {
     std::cerr << "thunder-gen: error: cannot write " << out_dir << ": " << e.what() << "\n";
     return kExitBadInput;
   }
-  if (verbose) std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << " (" << since(start) << " ms)\n";
+  if (verbose)
+    std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << " (" << since(start) << " ms, peak RSS "
+              << tg::peak_rss_mb() << " MB)\n";
   return 0;
 }
 

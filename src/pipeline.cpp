@@ -25,14 +25,13 @@
 
 namespace tg {
 
-namespace {
-
-// The process's peak resident memory so far, in MB (Linux reports ru_maxrss in KB).
 long peak_rss_mb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024;
+  return usage.ru_maxrss / 1024;  // Linux reports KB
 }
+
+namespace {
 
 class PassLog {
  public:

@@ -30,6 +30,9 @@ struct PipelineResult {
   FileSet files;             // the output folder, when the pipeline ran to the end
 };
 
+// The process's peak resident memory so far, in MB (for -v).
+long peak_rss_mb();
+
 // `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs. The trace is
 // taken by value: a caller done with it moves it in.
 PipelineResult run_pipeline(Trace input, const PipelineOptions& options, std::ostream& log);
