@@ -1,7 +1,7 @@
 #include "emit_harness.h"
 
 #include <map>
-#include <nlohmann/json.hpp>
+#include <cstdio>
 #include <sstream>
 
 #include "emit_cuda.h"
@@ -182,76 +182,172 @@ std::string emit_cmake(const Trace& t, const std::vector<std::string>& cu_files)
   return out.str();
 }
 
+namespace {
+
+// Writes JSON as it goes, laid out as nlohmann's dump(2) lays it out (the manifest's layout since
+// its first version: two-space indents, one member or element per line, "[]" and "{}" when
+// empty). The manifest of a 100,000-op trace is megabytes; building a document first cost more
+// than writing it.
+class JsonWriter {
+ public:
+  JsonWriter& open(char bracket) {
+    element();
+    text_ += bracket;
+    empty_.push_back(true);
+    return *this;
+  }
+  JsonWriter& close(char bracket) {
+    const bool empty = empty_.back();
+    empty_.pop_back();
+    if (!empty) {
+      text_ += '\n';
+      text_.append(2 * empty_.size(), ' ');
+    }
+    text_ += bracket;
+    return *this;
+  }
+  // The next member of the open object is `k`.
+  JsonWriter& key(std::string_view k) {
+    element();
+    quoted(k);
+    text_ += ": ";
+    after_key_ = true;
+    return *this;
+  }
+  JsonWriter& value(std::string_view s) {
+    element();
+    quoted(s);
+    return *this;
+  }
+  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
+  JsonWriter& value(int64_t n) {
+    element();
+    text_ += std::to_string(n);
+    return *this;
+  }
+  JsonWriter& value(bool b) {
+    element();
+    text_ += b ? "true" : "false";
+    return *this;
+  }
+  template <class T>
+  JsonWriter& member(std::string_view k, const T& v) {
+    return key(k).value(v);
+  }
+  template <class T>
+  JsonWriter& array(std::string_view k, const std::vector<T>& items) {
+    key(k).open('[');
+    for (const T& item : items) value(item);
+    return close(']');
+  }
+  std::string take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+  std::vector<bool> empty_;  // per open container: nothing written in it yet
+  bool after_key_ = false;
+
+  // Where a value or key starts: after its key, or on a line of its own in the open container.
+  void element() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (empty_.empty()) return;
+    text_ += empty_.back() ? "\n" : ",\n";
+    empty_.back() = false;
+    text_.append(2 * empty_.size(), ' ');
+  }
+  void quoted(std::string_view s) {
+    text_ += '"';
+    for (char c : s) {
+      switch (c) {
+        case '"': text_ += "\\\""; break;
+        case '\\': text_ += "\\\\"; break;
+        case '\b': text_ += "\\b"; break;
+        case '\f': text_ += "\\f"; break;
+        case '\n': text_ += "\\n"; break;
+        case '\r': text_ += "\\r"; break;
+        case '\t': text_ += "\\t"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
+            text_ += escaped;
+          } else {
+            text_ += c;
+          }
+      }
+    }
+    text_ += '"';
+  }
+};
+
+}  // namespace
+
 std::string emit_manifest(const Trace& t, const Partition* training, const std::vector<std::pair<std::string, const CudaFile*>>& files) {
-  using json = nlohmann::ordered_json;
   const Trace& values = training ? training->backward : t;  // saved values are joint-trace values
+  JsonWriter m;
+  // A value's declaration, as an object left open for more members.
   auto decl = [&](ValueId id) {
     const Value& v = values.value(id);
-    json j;
-    j["name"] = v.name;
+    m.open('{').member("name", v.name);
     if (v.is_scalar) {
-      j["scalar"] = dtype_name(v.dtype);
+      m.member("scalar", dtype_name(v.dtype));
     } else {
-      j["shape"] = v.shape;
-      j["dtype"] = dtype_name(v.dtype);
+      m.array("shape", v.shape).member("dtype", dtype_name(v.dtype));
     }
-    return j;
   };
-  json m;
-  m["trace"] = t.name;
-  m["generator"] = std::string("thunder-gen ") + THUNDER_GEN_VERSION;
-  m["inputs"] = json::array();
+  m.open('{').member("trace", t.name).member("generator", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
+  m.key("inputs").open('[');
   for (ValueId id : t.inputs) {
-    json j = decl(id);
-    if (!t.value(id).is_scalar) j["requires_grad"] = t.value(id).requires_grad;
-    m["inputs"].push_back(std::move(j));
+    decl(id);
+    if (!t.value(id).is_scalar) m.member("requires_grad", t.value(id).requires_grad);
+    m.close('}');
   }
-  m["outputs"] = json::array();
-  for (ValueId id : t.outputs) m["outputs"].push_back(decl(id));
-  m["saved_for_backward"] = json::array();
-  m["saved_scalars"] = json::array();
+  m.close(']').key("outputs").open('[');
+  for (ValueId id : t.outputs) {
+    decl(id);
+    m.close('}');
+  }
+  m.close(']');
+  static const char* kinds[] = {"input", "output", "intermediate"};
   int64_t saved_bytes = 0;
-  if (training)
-    for (const SavedValue& s : training->saved) {
-      const Value& v = training->backward.value(s.value);
-      json j = decl(s.value);
-      j["name"] = v.name;
-      static const char* kinds[] = {"input", "output", "intermediate"};
-      j["kind"] = kinds[int(s.kind)];
-      if (v.is_scalar) {
-        j["reason"] = s.reason;
-        m["saved_scalars"].push_back(std::move(j));
-        continue;
+  // Tensors, then scalars; each entry: the declaration, kind, and for a tensor what it occupies.
+  for (bool scalars : {false, true}) {
+    m.key(scalars ? "saved_scalars" : "saved_for_backward").open('[');
+    if (training)
+      for (const SavedValue& s : training->saved) {
+        const Value& v = training->backward.value(s.value);
+        if (v.is_scalar != scalars) continue;
+        decl(s.value);
+        m.member("kind", kinds[int(s.kind)]);
+        if (!scalars) {
+          saved_bytes += stored_bytes(v);
+          m.member("bytes", stored_bytes(v)).member("storage", v.bit_packed ? "bitmask" : "dense");
+        }
+        m.member("reason", s.reason).close('}');
       }
-      int64_t bytes = stored_bytes(v);
-      j["bytes"] = bytes;
-      j["storage"] = v.bit_packed ? "bitmask" : "dense";
-      j["reason"] = s.reason;
-      saved_bytes += bytes;
-      m["saved_for_backward"].push_back(std::move(j));
-    }
+    m.close(']');
+  }
   // Extensions: the total of saved_for_backward's bytes; the part of it that is intermediates
   // (what --activation-budget bounds); and what the backward recomputes instead of reading.
-  m["saved_bytes"] = saved_bytes;
+  m.member("saved_bytes", saved_bytes);
   if (training) {
-    m["saved_activation_bytes"] = training->activation_bytes;
-    m["recomputed_in_backward"] = json::array();
-    for (ValueId v : training->recomputed) m["recomputed_in_backward"].push_back(training->backward.value(v).name);
+    m.member("saved_activation_bytes", training->activation_bytes).key("recomputed_in_backward").open('[');
+    for (ValueId v : training->recomputed) m.value(training->backward.value(v).name);
+    m.close(']');
   }
-  m["kernels"] = json::array();
+  m.key("kernels").open('[');
   for (const auto& [file, cuda] : files)
     for (const EmittedKernel& k : cuda->kernels) {
-      json j;
-      j["name"] = k.name;
-      j["file"] = file;
-      j["ops"] = k.values;
-      j["reads"] = k.reads;
-      j["writes"] = k.writes;
-      if (!k.library.empty()) j["library"] = k.library;
-      if (!k.same_code_as.empty()) j["same_code_as"] = k.same_code_as;  // extension: the kernel function it launches
-      m["kernels"].push_back(std::move(j));
+      m.open('{').member("name", k.name).member("file", file).array("ops", k.values).array("reads", k.reads).array("writes", k.writes);
+      if (!k.library.empty()) m.member("library", k.library);
+      if (!k.same_code_as.empty()) m.member("same_code_as", k.same_code_as);  // extension: the kernel function it launches
+      m.close('}');
     }
-  return m.dump(2) + "\n";
+  m.close(']').close('}');
+  return m.take() + "\n";
 }
 
 }  // namespace tg
