@@ -1,8 +1,9 @@
 // The generator's straight-line pipeline: read -> verify -> decompose -> [autograd -> partition]
-// -> fuse -> emit (the bracket when some input requires grad: forward and backward are then fused
-// and emitted separately). Each pass
-// is a pure function Trace -> Trace, verified after it runs; -v logs one line per pass, and
-// --dump-dir writes every stage's trace, numbered.
+// -> epilogue -> fuse -> emit (the bracket when some input requires grad: forward and backward
+// are then lowered separately, the backward on a second thread). Each pass is a function
+// Trace -> Trace (those that edit take their input by value, and the pipeline moves it in),
+// verified after it runs; -v logs one line per pass, and --dump-dir writes every stage's trace,
+// numbered as a sequential run would.
 #pragma once
 #include <ostream>
 #include <string>

@@ -16,6 +16,7 @@ class Verifier {
   explicit Verifier(const Trace& t) : t_(t), defined_(t.values.size(), false) {}
 
   void run() {
+    names_.reserve(t_.values.size());  // (not for custom bodies: their verifiers are many and small)
     for (ValueId id : t_.inputs) define(id, [] { return std::string("/inputs"); });
     ops(t_.ops);
     for (size_t i = 0; i < t_.outputs.size(); ++i) use(t_.outputs[i], "/outputs/" + std::to_string(i));
