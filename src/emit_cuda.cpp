@@ -128,14 +128,8 @@ std::string kernel_signature(const Trace& t, const Op& kernel) {
     s += std::to_string(it->second);
     if (!fresh) return;
     const Value& val = t.value(v);
-    s += ':';
-    s += dtype_name(val.dtype);
-    if (val.is_scalar) s += 's';
-    if (val.bit_packed) s += 'p';
-    for (int64_t d : val.shape) {
-      s += 'x';
-      s += std::to_string(d);
-    }
+    s += ':' + print_type(val);
+    if (val.bit_packed) s += " packed";
   };
   std::function<void(const Arg&)> arg = [&](const Arg& a) {
     s += char('A' + int(a.kind));

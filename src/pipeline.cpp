@@ -94,13 +94,12 @@ struct Lowered {
   std::optional<CudaFile> cuda;
 };
 
-Lowered lower(Trace t, PassLog& passes, bool emit, const std::string& entry, const char* file, const char* role, const std::string& input_file,
-              bool verbose) {
+Lowered lower(Trace t, PassLog& passes, const PipelineOptions& o, const std::string& entry, const char* file, const char* role) {
   Lowered out{passes.pass("fuse", passes.pass("epilogue", std::move(t), fold_gemm_epilogues), fuse), std::nullopt};
-  if (!emit) return out;
+  if (o.stop_after == Stage::fuse) return out;
   auto start = std::chrono::steady_clock::now();
-  out.cuda = emit_cuda(out.fused, entry, file, input_file);
-  if (verbose)
+  out.cuda = emit_cuda(out.fused, entry, file, o.input_file);
+  if (o.verbose)
     passes.log() << "thunder-gen: emit: " << out.cuda->kernels.size() << " " << role << " kernels (" << PassLog::ms_since(start) << " ms, peak RSS "
                  << peak_rss_mb() << " MB)\n";
   return out;
@@ -158,17 +157,16 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
 
   // The forward and the backward are lowered independently, so the backward (the larger) gets a
   // thread of its own; the log lines and dumps come out as a sequential run's would.
-  const bool emit = o.stop_after != Stage::fuse;
   std::ostringstream forward_log, backward_log;
   PassLog forward_passes = passes.fork(forward_log, 2), backward_passes = passes.fork(backward_log, 2);
   std::future<Lowered> backward_future;
   if (parts)
     backward_future = std::async(std::launch::async, [&] {
-      return lower(std::move(parts->backward), backward_passes, emit, input.name + "_backward", "backward.cu", "backward", o.input_file, o.verbose);
+      return lower(std::move(parts->backward), backward_passes, o, input.name + "_backward", "backward.cu", "backward");
     });
   std::optional<Lowered> forward_lowered, backward_lowered;
   try {
-    forward_lowered = lower(std::move(*forward), forward_passes, emit, input.name + "_forward", "forward.cu", "forward", o.input_file, o.verbose);
+    forward_lowered = lower(std::move(*forward), forward_passes, o, input.name + "_forward", "forward.cu", "forward");
   } catch (...) {
     if (backward_future.valid()) backward_future.wait();  // it reads `parts`: let it finish first
     throw;

@@ -724,8 +724,7 @@ class DomWithoutDuplicates : public nlohmann::json_sax<json> {
   std::string pointer() const {
     std::string p;
     size_t key = 0;
-    for (size_t i = 0; i < open_.size(); ++i) {
-      if (i + 1 == open_.size()) break;
+    for (size_t i = 0; i + 1 < open_.size(); ++i) {  // each container but the innermost: where its child is
       if (open_[i]->is_array()) p += "/" + std::to_string(open_[i]->size() - 1);
       else p += "/" + escape_pointer_token(*key_of_[key++]);
     }
