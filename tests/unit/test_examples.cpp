@@ -1,6 +1,7 @@
 // Properties of the example corpus and of what the generator makes of it.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "decompose.h"
 #include "rng.h"
+#include "overrides.h"
 #include "pipeline.h"
 #include "reader.h"
 #include "thunder_gen/op_table.h"
@@ -89,4 +91,22 @@ TEST_CASE("a fused chain of 10 elementwise ops is one kernel reading x once and 
   CHECK(count(cu, "tg::load(") == 1);
   CHECK(count(cu, "tg::store(") == 1);
   CHECK(count(cu, "TG_LAUNCH(") == 1);
+}
+
+TEST_CASE("manifest.json stays valid JSON when a reason quotes text with quotes, backslashes and control characters") {
+  // An overrides file's path is part of the reason for what it saves; this one needs escaping.
+  const fs::path dir = fs::temp_directory_path() / "tg_manifest_escaping";
+  fs::create_directories(dir);
+  const fs::path file = dir / "a\"b\\c\td.json";
+  std::ofstream(file) << "{\"@t3\": \"save\"}";
+  tg::PipelineOptions options;
+  options.overrides = tg::read_overrides_file(file.string());
+  std::ostringstream log;
+  tg::PipelineResult r = tg::run_pipeline(tg::read_trace_file(std::string(TG_EXAMPLES_DIR) + "/exp_chain_matmul.json"), options, log);
+  fs::remove_all(dir);
+  auto manifest = nlohmann::json::parse(file_text(r.files, "manifest.json"));  // throws if the escaping is wrong
+  std::string reason;
+  for (const auto& saved : manifest["saved_for_backward"])
+    if (saved["name"] == "t3") reason = saved["reason"];
+  CHECK(reason.find(file.string()) != std::string::npos);
 }
