@@ -48,27 +48,34 @@ std::vector<GradContribution> custom_backward(PrimBuilder& b, const std::map<Val
 
 }  // namespace
 
-JointTrace autograd(const Trace& forward) {
+JointTrace autograd(Trace forward) {
   JointTrace result;
   result.forward_inputs = forward.inputs.size();
   result.forward_outputs = forward.outputs.size();
   Trace& joint = result.trace;
-  joint = forward;
-  joint.ops.clear();
+  joint = forward.without_ops();
+  joint.ops.reserve(forward.ops.size());
   NameSet taken;
   for (const Value& v : joint.values) taken.insert(v.name);
   PrimBuilder b(joint, taken, "bw");
 
-  // The forward part: ops as they are, custom-gradient ops with their fwd body inlined. For
-  // those, remember where their saved values went.
+  // The forward part: ops as they are (moved over), custom-gradient ops with their fwd body
+  // inlined. For those, remember where their saved values went.
   struct CustomSite {
     const Op* op;
     std::map<ValueId, ValueId> rename;  // fwd body value -> joint value
   };
   std::map<const Op*, CustomSite> custom_sites;
-  std::vector<const Op*> differentiable;  // the forward ops autograd walks back over
-  std::deque<Op> lowered;                 // lowered prims of composite ops without a rule (stable addresses)
-  for (const Op& op : forward.ops) {
+  // The forward ops autograd walks back over: a forward op, a lowered prim, or (kInJoint) the
+  // joint trace's op at `joint_index`, resolved once the forward part stops growing.
+  struct Differentiable {
+    const Op* op;
+    size_t joint_index;
+  };
+  constexpr const Op* kInJoint = nullptr;
+  std::vector<Differentiable> walk;
+  std::deque<Op> lowered;  // lowered prims of composite ops without a rule (stable addresses)
+  for (Op& op : forward.ops) {
     if (op.custom) {
       CustomSite site{&op, {}};
       std::vector<Op> body = inline_body(joint, b.taken(), op.custom->fwd, tensor_args(forward, op), op.outs,
@@ -79,26 +86,29 @@ JointTrace autograd(const Trace& forward) {
         joint.ops.push_back(std::move(inner));
       }
       custom_sites.emplace(&op, std::move(site));
-      differentiable.push_back(&op);
+      walk.push_back({&op, 0});
     } else if (op.info && op.info->has_lowering()) {
       // A torch-level op: its prims go in the forward; the backward uses its own rule when it
       // has one, else the rules of those prims.
       std::vector<Op> prims = lower_composite(joint, b.taken(), op);
       joint.ops.insert(joint.ops.end(), prims.begin(), prims.end());
       if (op.info->grad) {
-        differentiable.push_back(&op);
+        walk.push_back({&op, 0});
       } else {
         for (Op& prim : prims) {
           lowered.push_back(std::move(prim));
-          differentiable.push_back(&lowered.back());
+          walk.push_back({&lowered.back(), 0});
         }
       }
     } else {
       TG_CHECK(op.info, "autograd expects a decomposed trace");
-      joint.ops.push_back(op);
-      differentiable.push_back(&op);
+      walk.push_back({kInJoint, joint.ops.size()});
+      joint.ops.push_back(std::move(op));
     }
   }
+  std::vector<const Op*> differentiable;
+  differentiable.reserve(walk.size());
+  for (const Differentiable& d : walk) differentiable.push_back(d.op != kInJoint ? d.op : &joint.ops[d.joint_index]);
   result.forward_ops = joint.ops.size();
 
   // Which values carry gradient: those a requires-grad input influences through differentiable ops.

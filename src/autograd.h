@@ -21,6 +21,7 @@ struct JointTrace {
   size_t forward_outputs = 0;  // trace.outputs: forward outputs, then gradients
 };
 
-JointTrace autograd(const Trace& forward);
+// Consumes the forward trace: its ops move into the joint trace.
+JointTrace autograd(Trace forward);
 
 }  // namespace tg

@@ -1,7 +1,6 @@
 #include "partition.h"
 
-#include <map>
-#include <set>
+#include <iterator>
 
 #include "overrides.h"
 #include "remat.h"
@@ -118,48 +117,50 @@ RematProblem weigh(const Candidates& c, int64_t recompute_weight, bool unpinned)
 
 }  // namespace
 
-Partition partition(const JointTrace& joint, const RematOptions& options) {
-  const Trace& j = joint.trace;
+Partition partition(JointTrace joint, const RematOptions& options) {
+  Trace& j = joint.trace;
   Partition p;
+  const size_t value_count = j.values.size();
 
-  std::map<ValueId, const Op*> forward_def;
+  constexpr int kNone = -1;
+  std::vector<int> forward_def(value_count, kNone);  // joint value -> the forward op defining it
   for (size_t x = 0; x < joint.forward_ops; ++x)
-    for (ValueId v : j.ops[x].outs) forward_def.emplace(v, &j.ops[x]);
+    for (ValueId v : j.ops[x].outs) forward_def[size_t(v)] = int(x);
 
   // The candidates: the forward inputs and every value a forward op defines, with what saving
   // and recomputing each would cost and what the policies allow.
   Candidates c;
   c.baseline = options.baseline;
-  std::map<ValueId, int> index;  // joint value -> candidate value
+  std::vector<int> index(value_count, kNone);  // joint value -> candidate value
   std::vector<ValueId> value_of;
-  std::map<ValueId, size_t> input_index, output_index;
-  for (size_t i = 0; i < joint.forward_outputs; ++i) output_index.emplace(j.outputs[i], i);
+  std::vector<int> input_index(value_count, kNone), output_index(value_count, kNone);
+  for (size_t i = 0; i < joint.forward_outputs; ++i)
+    if (output_index[size_t(j.outputs[i])] == kNone) output_index[size_t(j.outputs[i])] = int(i);
   auto add_value = [&](ValueId v, bool is_input, const Op* def) {
-    if (index.count(v)) return;
-    index[v] = int(value_of.size());
+    if (index[size_t(v)] != kNone) return;
+    index[size_t(v)] = int(value_of.size());
     value_of.push_back(v);
     Candidates::Value cv;
     cv.is_input = is_input;
     // Trace inputs, forward outputs and scalars are alive anyway: crossing costs nothing.
-    cv.is_activation = !is_input && !output_index.count(v) && !j.value(v).is_scalar;
-    Value stored = j.value(v);
-    stored.bit_packed = options.pack_bools && stored.dtype == DType::b8;
-    if (cv.is_activation) cv.bits = stored_bytes(stored) * 8;
+    const Value& value = j.value(v);
+    cv.is_activation = !is_input && output_index[size_t(v)] == kNone && !value.is_scalar;
+    if (cv.is_activation) cv.bits = stored_bytes(value, options.pack_bools && value.dtype == DType::b8) * 8;
     if (def) cv.policy = policy_of(def->tags);
-    if (!j.value(v).is_scalar) cv.element_bytes = dtype_bytes(j.value(v).dtype);
+    if (!value.is_scalar) cv.element_bytes = dtype_bytes(value.dtype);
     c.values.push_back(cv);
   };
   for (size_t i = 0; i < joint.forward_inputs; ++i) {
-    input_index.emplace(j.inputs[i], i);
+    if (input_index[size_t(j.inputs[i])] == kNone) input_index[size_t(j.inputs[i])] = int(i);
     add_value(j.inputs[i], true, nullptr);
   }
   for (size_t x = 0; x < joint.forward_ops; ++x) {
     const Op& op = j.ops[x];
     Candidates::Op co;
-    for_each_value(op, [&](ValueId v) { co.inputs.push_back(index.at(v)); });
+    for_each_value(op, [&](ValueId v) { co.inputs.push_back(index[size_t(v)]); });
     for (ValueId v : op.outs) {
       add_value(v, false, &op);
-      co.outputs.push_back(index.at(v));
+      co.outputs.push_back(index[size_t(v)]);
     }
     co.cost = recompute_cost(j, op);
     co.policy = policy_of(op.tags);
@@ -170,25 +171,25 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
     if (co.policy == Policy::save) {
       const std::string root = policy_root(j, op.where);
       for_each_value(op, [&](ValueId v) {
-        auto def = forward_def.find(v);
-        co.forbidden = co.forbidden || def == forward_def.end() || root.empty() || policy_root(j, def->second->where) != root;
+        const int def = forward_def[size_t(v)];
+        co.forbidden = co.forbidden || def == kNone || root.empty() || policy_root(j, j.ops[size_t(def)].where) != root;
       });
     }
     c.ops.push_back(std::move(co));
   }
 
-  // What the backward reads of the forward: operands of its ops, and gradients that are forward values.
-  std::map<ValueId, std::string> first_reader;
+  // What the backward reads of the forward: operands of its ops, and gradients that are forward
+  // values. For each, the first backward op reading it (kReturned: only returned as a gradient).
+  constexpr int kReturned = -2;
+  std::vector<int> first_reader(value_count, kNone);
   for (size_t x = joint.forward_ops; x < j.ops.size(); ++x)
     for_each_value(j.ops[x], [&](ValueId v) {
-      if (!index.count(v) || first_reader.count(v)) return;
-      std::string why = "read by " + j.ops[x].symbol + " in the backward";
-      if (!j.ops[x].where.empty()) why += " (from the op at " + j.ops[x].where + ")";
-      first_reader.emplace(v, why);
+      if (index[size_t(v)] != kNone && first_reader[size_t(v)] == kNone) first_reader[size_t(v)] = int(x);
     });
   for (size_t i = joint.forward_outputs; i < j.outputs.size(); ++i)
-    if (index.count(j.outputs[i])) first_reader.emplace(j.outputs[i], "returned as a gradient");
-  for (const auto& [v, why] : first_reader) c.values[size_t(index.at(v))].needed = true;
+    if (ValueId v = j.outputs[i]; index[size_t(v)] != kNone && first_reader[size_t(v)] == kNone) first_reader[size_t(v)] = kReturned;
+  for (size_t v = 0; v < value_count; ++v)
+    if (first_reader[v] != kNone) c.values[size_t(index[v])].needed = true;
 
   auto no_plan = [&](const NoFinitePlan& e) {
     std::string path;
@@ -243,42 +244,28 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
   p.activation_bytes = activation_bytes(plan);
   p.plan_cost_bits = plan_cost(weigh(c, kFullWeight, true), plan.saved) / kFullWeight;
 
-  p.forward = j.without_ops();
-  p.forward.ops.assign(j.ops.begin(), j.ops.begin() + ptrdiff_t(joint.forward_ops));
-  p.forward.inputs.assign(j.inputs.begin(), j.inputs.begin() + ptrdiff_t(joint.forward_inputs));
-  p.forward.outputs.assign(j.outputs.begin(), j.outputs.begin() + ptrdiff_t(joint.forward_outputs));
-
-  p.backward = j.without_ops();
-  p.backward.name = j.name + "_backward";  // its kernels are named after it: distinct from the forward's
-  for (size_t x = 0; x < joint.forward_ops; ++x) {
-    if (!plan.recomputed[x]) continue;
-    Op op = j.ops[x];
-    for (ValueId& v : op.outs) {
-      if (plan.saved[size_t(index.at(v))]) {  // another output of a multi-output op is saved: keep it unused
-        Value copy = p.backward.value(v);
-        copy.name += "_recomputed";
-        v = p.backward.add_value(std::move(copy));
-      } else {
-        p.recomputed.push_back(v);
-      }
-    }
-    p.backward.ops.push_back(std::move(op));
-  }
-  p.backward.ops.insert(p.backward.ops.end(), j.ops.begin() + ptrdiff_t(joint.forward_ops), j.ops.end());
-  p.backward.inputs.clear();
-  p.backward.outputs.assign(j.outputs.begin() + ptrdiff_t(joint.forward_outputs), j.outputs.end());
-
   // Why each saved value is saved; the reader that needs it, for inputs and outputs.
-  std::map<ValueId, const Op*> first_recomputed_reader;
+  std::vector<int> first_recomputed_reader(value_count, kNone);
   for (size_t x = 0; x < joint.forward_ops; ++x)
-    if (plan.recomputed[x]) for_each_value(j.ops[x], [&](ValueId u) { first_recomputed_reader.emplace(u, &j.ops[x]); });
+    if (plan.recomputed[x])
+      for_each_value(j.ops[x], [&](ValueId u) {
+        if (first_recomputed_reader[size_t(u)] == kNone) first_recomputed_reader[size_t(u)] = int(x);
+      });
   auto reason = [&](ValueId v) -> std::string {
-    auto reader = first_reader.find(v);
-    std::string needed_by = reader != first_reader.end() ? reader->second : "read by a recomputed op";
-    if (auto r = first_recomputed_reader.find(v); reader == first_reader.end() && r != first_recomputed_reader.end())
-      needed_by = "read by " + r->second->symbol + " recomputing " + j.value(r->second->outs[0]).name + " in the backward";
-    if (input_index.count(v) || output_index.count(v)) return needed_by;
-    const Op& def = *forward_def.at(v);
+    const int reader = first_reader[size_t(v)];
+    std::string needed_by = "read by a recomputed op";
+    if (reader == kReturned) {
+      needed_by = "returned as a gradient";
+    } else if (reader != kNone) {
+      const Op& op = j.ops[size_t(reader)];
+      needed_by = "read by " + op.symbol + " in the backward";
+      if (!op.where.empty()) needed_by += " (from the op at " + op.where + ")";
+    } else if (const int r = first_recomputed_reader[size_t(v)]; r != kNone) {
+      const Op& op = j.ops[size_t(r)];
+      needed_by = "read by " + op.symbol + " recomputing " + j.value(op.outs[0]).name + " in the backward";
+    }
+    if (input_index[size_t(v)] != kNone || output_index[size_t(v)] != kNone) return needed_by;
+    const Op& def = j.ops[size_t(forward_def[size_t(v)])];
     if (std::optional<Policy> policy = policy_of(def.tags); policy == Policy::save || policy == Policy::prefer_save)
       return "tag " + std::string(policy_name(*policy)) + " on " + call_name(def) + " (" + policy_source(j, def.where) + "); " + needed_by;
     if (over_budget) return "min-cut under --activation-budget " + std::to_string(*options.activation_budget) + "; " + needed_by;
@@ -287,29 +274,57 @@ Partition partition(const JointTrace& joint, const RematOptions& options) {
     return "min-cut: cheaper to save than to recompute; " + needed_by;
   };
 
-  size_t saved_outputs = 0;
+  // The saved values, in forward order; intermediates become extra forward outputs.
+  std::vector<ValueId> saved_intermediates;
   for (size_t i = 0; i < value_of.size(); ++i) {
     if (!plan.saved[i]) continue;
     const ValueId v = value_of[i];
     SavedValue s{v, SavedValue::Kind::intermediate, 0, reason(v)};
-    if (auto in = input_index.find(v); in != input_index.end()) {
+    if (const int in = input_index[size_t(v)]; in != kNone) {
       s.kind = SavedValue::Kind::input;
-      s.index = in->second;
-    } else if (auto out = output_index.find(v); out != output_index.end()) {
+      s.index = size_t(in);
+    } else if (const int out = output_index[size_t(v)]; out != kNone) {
       s.kind = SavedValue::Kind::output;
-      s.index = out->second;
+      s.index = size_t(out);
     } else {
-      s.index = saved_outputs++;
-      p.forward.outputs.push_back(v);
-      if (options.pack_bools && j.value(v).dtype == DType::b8) {
-        p.forward.value(v).bit_packed = true;
-        p.backward.value(v).bit_packed = true;
-      }
+      s.index = saved_intermediates.size();
+      saved_intermediates.push_back(v);
+      if (options.pack_bools && j.value(v).dtype == DType::b8) j.value(v).bit_packed = true;
     }
     p.saved.push_back(s);
-    p.backward.inputs.push_back(v);
   }
-  for (size_t i = joint.forward_inputs; i < j.inputs.size(); ++i) p.backward.inputs.push_back(j.inputs[i]);
+
+  // The two traces share the joint trace's values; the joint trace is consumed: its ops move
+  // into the trace that runs them, and only the ops the backward recomputes are copied.
+  p.backward = j.without_ops();
+  p.backward.name = j.name + "_backward";  // its kernels are named after it: distinct from the forward's
+  p.backward.ops.reserve(j.ops.size() - joint.forward_ops);
+  for (size_t x = 0; x < joint.forward_ops; ++x) {
+    if (!plan.recomputed[x]) continue;
+    Op op = j.ops[x];
+    for (ValueId& v : op.outs) {
+      if (plan.saved[size_t(index[size_t(v)])]) {  // another output of a multi-output op is saved: keep it unused
+        Value copy = p.backward.value(v);
+        copy.name += "_recomputed";
+        copy.bit_packed = false;  // (only the saved value is stored packed)
+        v = p.backward.add_value(std::move(copy));
+      } else {
+        p.recomputed.push_back(v);
+      }
+    }
+    p.backward.ops.push_back(std::move(op));
+  }
+  std::move(j.ops.begin() + ptrdiff_t(joint.forward_ops), j.ops.end(), std::back_inserter(p.backward.ops));
+  p.backward.inputs.clear();
+  for (const SavedValue& s : p.saved) p.backward.inputs.push_back(s.value);
+  p.backward.inputs.insert(p.backward.inputs.end(), j.inputs.begin() + ptrdiff_t(joint.forward_inputs), j.inputs.end());
+  p.backward.outputs.assign(j.outputs.begin() + ptrdiff_t(joint.forward_outputs), j.outputs.end());
+
+  j.ops.resize(joint.forward_ops);
+  j.inputs.resize(joint.forward_inputs);
+  j.outputs.resize(joint.forward_outputs);
+  j.outputs.insert(j.outputs.end(), saved_intermediates.begin(), saved_intermediates.end());
+  p.forward = std::move(j);
   return p;
 }
 

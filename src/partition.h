@@ -46,6 +46,7 @@ struct RematOptions {
 };
 
 // Throws UserError naming the op paths when the policies leave no finite plan.
-Partition partition(const JointTrace& joint, const RematOptions& options = {});
+// Consumes the joint trace: its ops move into the two traces.
+Partition partition(JointTrace joint, const RematOptions& options = {});
 
 }  // namespace tg

@@ -134,11 +134,12 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   Trace* forward = &decomposed;
   if (training) {
     const auto autograd_start = std::chrono::steady_clock::now();
-    JointTrace joint = autograd(decomposed);
-    passes.done("autograd", decomposed.ops.size(), joint.trace, autograd_start);
+    const size_t decomposed_ops = decomposed.ops.size();
+    JointTrace joint = autograd(std::move(decomposed));
+    passes.done("autograd", decomposed_ops, joint.trace, autograd_start);
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
     auto plan_start = std::chrono::steady_clock::now();
-    parts = partition(joint, o.remat);
+    parts = partition(std::move(joint), o.remat);
     verify_pass(parts->forward, "partition");
     verify_pass(parts->backward, "partition");
     const double plan_ms = PassLog::ms_since(plan_start);

@@ -38,12 +38,13 @@ struct Value {
 };
 
 // The bytes a tensor occupies in device memory as stored: whole 32-bit words when bit-packed.
-inline int64_t stored_bytes(const Value& v) {
+inline int64_t stored_bytes(const Value& v, bool bit_packed) {
   if (v.is_scalar) return 0;
   int64_t n = 1;
   for (int64_t d : v.shape) n *= d;
-  return v.bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
+  return bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
 }
+inline int64_t stored_bytes(const Value& v) { return stored_bytes(v, v.bit_packed); }
 
 // An argument: a reference to a value, a literal, or a list of either.
 struct Arg {
