@@ -2,11 +2,12 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <deque>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <simdjson.h>
 #include <sstream>
 
 #include "thunder_gen/diagnostics.h"
@@ -16,7 +17,13 @@
 namespace tg {
 namespace {
 
-using json = nlohmann::json;
+// The document is read with simdjson's DOM (a flat tape: no allocation per node, strings as
+// views). nlohmann's parser (several times slower, and its DOM a map per object) only words the
+// message when simdjson refuses the text.
+using Json = simdjson::dom::element;
+using Object = simdjson::dom::object;
+using Array = simdjson::dom::array;
+using simdjson::dom::element_type;
 
 constexpr int kMaxDepth = 64;  // JSON nesting deeper than any real trace; refused, never recursed
 constexpr const char* kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
@@ -31,18 +38,51 @@ std::string escape_pointer_token(const std::string& s) {
   return out;
 }
 
-std::string kind_name(const json& j) {
+std::string kind_name(Json j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "a list";
-    case json::value_t::object: return "an object";
-    default: return "an unexpected value";
+    case element_type::NULL_VALUE: return "null";
+    case element_type::BOOL: return "a boolean";
+    case element_type::INT64:
+    case element_type::UINT64: return "an integer";
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::ARRAY: return "a list";
+    case element_type::OBJECT: return "an object";
   }
+  return "an unexpected value";
+}
+
+// The element as JSON text, for messages.
+std::string dump(Json j) { return simdjson::minify(j); }
+
+// simdjson stores integers that fit int64 as INT64 and larger ones (below 2^64) as UINT64. (Its
+// is_int64() and is_uint64() ask whether the value fits, not how it is stored.)
+bool is_int64(Json j) { return j.type() == element_type::INT64; }
+bool is_too_large(Json j) { return j.type() == element_type::UINT64; }
+bool is_integer(Json j) { return is_int64(j) || is_too_large(j); }
+// The element as a T, which the caller has checked it is (the type tests come first, for messages).
+template <class T>
+T as(Json j) {
+  T value{};
+  TG_CHECK(j.get(value) == simdjson::SUCCESS, "a JSON element read as the wrong type");
+  return value;
+}
+std::string_view string_of(Json j) { return as<std::string_view>(j); }
+int64_t int_of(Json j) { return as<int64_t>(j); }
+Array array_of(Json j) { return as<Array>(j); }
+Object object_of(Json j) { return as<Object>(j); }
+
+// A member of an object, if present (objects are short: a linear search).
+std::optional<Json> find(Object o, std::string_view key) {
+  for (const simdjson::dom::key_value_pair& member : o)
+    if (member.key == key) return member.value;
+  return std::nullopt;
+}
+// The i-th element of a list (linear: only for messages).
+Json item(Json list, size_t i) {
+  Json element;
+  TG_CHECK(array_of(list).at(i).get(element) == simdjson::SUCCESS, "a list element past the end");
+  return element;
 }
 
 
@@ -50,7 +90,7 @@ std::string kind_name(const json& j) {
 // see the names before their op; a custom-gradient body sees only its own.
 class Scope {
  public:
-  ValueId find(const std::string& name) const {
+  ValueId find(std::string_view name) const {
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
       auto f = it->find(name);
       if (f != it->end()) return f->second;
@@ -62,124 +102,134 @@ class Scope {
   void define(const std::string& name, ValueId id) { frames_.back()[name] = id; }
 
  private:
-  std::vector<std::map<std::string, ValueId>> frames_;
+  std::vector<std::map<std::string, ValueId, std::less<>>> frames_;
+};
+
+// An argument as given: where it is, and its element.
+struct Given {
+  std::string where;
+  Json json;
 };
 
 class Reader {
  public:
   explicit Reader(Trace& trace) : t_(trace) {}
 
-  void read(const json& doc) {
-    expect_object(doc, "");
-    const json& format = require(doc, "", "format");
-    if (!format.is_string() || format.get<std::string>() != "thunder-gen-trace")
-      throw UserError("/format", "expected \"thunder-gen-trace\", got " + format.dump());
-    const json& version = require(doc, "", "version");
-    if (!version.is_number_integer() || version.get<int64_t>() != 1)
-      throw UserError("/version", "unsupported format version " + version.dump() + " (this reader knows version 1)");
-    const json& name = require(doc, "", "name");
-    if (!name.is_string() || !is_identifier(name.get<std::string>()))
-      throw UserError("/name", "the trace name must be a C identifier, got " + name.dump());
-    t_.name = name.get<std::string>();
-    if (doc.contains("device")) t_.device = string_at(doc["device"], "/device");
-    if (doc.contains("source")) t_.source = string_at(doc["source"], "/source");
+  void read(Json doc) {
+    const Object root = object_at(doc, "");
+    const Json format = require(root, "", "format");
+    if (!format.is_string() || string_of(format) != "thunder-gen-trace")
+      throw UserError("/format", "expected \"thunder-gen-trace\", got " + dump(format));
+    const Json version = require(root, "", "version");
+    if (!is_int64(version) || int_of(version) != 1)
+      throw UserError("/version", "unsupported format version " + dump(version) + " (this reader knows version 1)");
+    const Json name = require(root, "", "name");
+    if (!name.is_string() || !is_identifier(string_of(name)))
+      throw UserError("/name", "the trace name must be a C identifier, got " + dump(name));
+    t_.name = string_of(name);
+    if (auto device = find(root, "device")) t_.device = string_at(*device, "/device");
+    if (auto source = find(root, "source")) t_.source = string_at(*source, "/source");
 
     scope_.push();
     names_.emplace_back();
-    const json& inputs = list_at(require(doc, "", "inputs"), "/inputs");
-    for (size_t i = 0; i < inputs.size(); ++i)
-      t_.inputs.push_back(declare(inputs[i], "/inputs/" + std::to_string(i), true));
-    domain_ops_ = &require(doc, "", "ops");
+    size_t i = 0;
+    for (Json input : list_at(require(root, "", "inputs"), "/inputs")) t_.inputs.push_back(declare(input, "/inputs/" + std::to_string(i++), true));
+    const Json ops = require(root, "", "ops");
+    domain_ops_ = ops;
     domain_ops_where_ = "/ops";
-    t_.ops = read_ops(list_at(require(doc, "", "ops"), "/ops"), "/ops");
-    const json& outputs = list_at(require(doc, "", "outputs"), "/outputs");
-    for (size_t i = 0; i < outputs.size(); ++i)
-      t_.outputs.push_back(reference(outputs[i], "/outputs/" + std::to_string(i)));
+    t_.ops = read_ops(list_at(ops, "/ops"), "/ops");
+    i = 0;
+    for (Json output : list_at(require(root, "", "outputs"), "/outputs")) t_.outputs.push_back(reference(output, "/outputs/" + std::to_string(i++)));
   }
 
  private:
   Trace& t_;
   Scope scope_;
-  std::vector<std::set<std::string>> names_;  // every name declared in each naming domain
+  std::vector<std::set<std::string, std::less<>>> names_;  // every name declared in each naming domain
   // The op list of the current naming domain (the trace's, or a custom-gradient body's), for
   // telling a use before the definition from a name never defined, when a reference fails.
-  const json* domain_ops_ = nullptr;
+  std::optional<Json> domain_ops_;
   std::string domain_ops_where_;
-  std::deque<json> spelled_out_;  // lists gathered from variadic arguments (stable addresses)
 
-  static void expect_object(const json& j, const std::string& where) {
+  static Object object_at(Json j, const std::string& where) {
     if (!j.is_object()) throw UserError(where.empty() ? "/" : where, "expected an object, got " + kind_name(j));
+    return object_of(j);
   }
-  static const json& require(const json& obj, const std::string& where, const char* key) {
-    auto it = obj.find(key);
-    if (it == obj.end()) throw UserError(where.empty() ? "/" : where, std::string("missing required field \"") + key + "\"");
-    return *it;
+  static Json require(Object obj, const std::string& where, const char* key) {
+    std::optional<Json> member = find(obj, key);
+    if (!member) throw UserError(where.empty() ? "/" : where, std::string("missing required field \"") + key + "\"");
+    return *member;
   }
-  static const json& list_at(const json& j, const std::string& where) {
+  static Array list_at(Json j, const std::string& where) {
     if (!j.is_array()) throw UserError(where, "expected a list, got " + kind_name(j));
-    return j;
+    return array_of(j);
   }
-  static std::string string_at(const json& j, const std::string& where) {
+  static std::string string_at(Json j, const std::string& where) {
     if (!j.is_string()) throw UserError(where, "expected a string, got " + kind_name(j));
-    return j.get<std::string>();
+    return std::string(string_of(j));
   }
 
   // A value declaration: a tensor or a scalar.
-  ValueId declare(const json& decl, const std::string& where, bool is_input) {
+  ValueId declare(Json decl, const std::string& where, bool is_input) {
     Value v = parse_declaration(decl, where, is_input);
     return define(std::move(v), where);
   }
 
-  Value parse_declaration(const json& decl, const std::string& where, bool is_input) {
-    expect_object(decl, where);
+  Value parse_declaration(Json json, const std::string& where, bool is_input) {
+    const Object decl = object_at(json, where);
     Value v;
     v.name = string_at(require(decl, where, "name"), where + "/name");
     if (!is_identifier(v.name)) throw UserError(where + "/name", "value names must be identifiers, got \"" + v.name + "\"");
     v.device = t_.device;
-    if (decl.contains("scalar")) {
+    if (auto scalar = find(decl, "scalar")) {
       v.is_scalar = true;
-      std::string s = string_at(decl["scalar"], where + "/scalar");
+      std::string s = string_at(*scalar, where + "/scalar");
       if (s != "i64" && s != "f64" && s != "b8") throw UserError(where + "/scalar", "a scalar is i64, f64 or b8, not \"" + s + "\"");
       v.dtype = *parse_dtype(s);
       return v;
     }
-    const json& shape = list_at(require(decl, where, "shape"), where + "/shape");
+    const Array shape = list_at(require(decl, where, "shape"), where + "/shape");
     int64_t elements = 1;
     v.shape.reserve(shape.size());
-    for (size_t i = 0; i < shape.size(); ++i) {
+    size_t i = 0;
+    for (Json dim : shape) {
       auto w = [&] { return where + "/shape/" + std::to_string(i); };
-      if (!shape[i].is_number_integer()) throw UserError(w(), "a dimension must be an integer, got " + kind_name(shape[i]));
-      if (shape[i].is_number_unsigned() && shape[i].get<uint64_t>() > uint64_t(INT64_MAX))
-        throw UserError(w(), "dimension " + shape[i].dump() + " overflows");
-      int64_t d = shape[i].get<int64_t>();
+      if (!is_integer(dim)) throw UserError(w(), "a dimension must be an integer, got " + kind_name(dim));
+      if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
+      int64_t d = int_of(dim);
       if (d < 0) throw UserError(w(), "negative dimension " + std::to_string(d));
       if (d > 0 && elements > (int64_t(1) << 48) / d) throw UserError(w(), "the shape has more than 2^48 elements");
       elements *= d;
       v.shape.push_back(d);
+      ++i;
     }
     std::string dt = string_at(require(decl, where, "dtype"), where + "/dtype");
     auto parsed = parse_dtype(dt);
     if (!parsed) throw UserError(where + "/dtype", "unknown dtype \"" + dt + "\" (expected one of b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64)");
     v.dtype = *parsed;
-    if (decl.contains("device")) v.device = string_at(decl["device"], where + "/device");
-    if (decl.contains("requires_grad")) {
-      const json& rg = decl["requires_grad"];
-      if (!rg.is_boolean()) throw UserError(where + "/requires_grad", "expected true or false, got " + kind_name(rg));
-      if (!is_input && rg.get<bool>()) throw UserError(where + "/requires_grad", "requires_grad only applies to trace inputs");
-      v.requires_grad = rg.get<bool>();
+    if (auto device = find(decl, "device")) v.device = string_at(*device, where + "/device");
+    if (auto rg = find(decl, "requires_grad")) {
+      if (!rg->is_bool()) throw UserError(where + "/requires_grad", "expected true or false, got " + kind_name(*rg));
+      const bool requires_grad = as<bool>(*rg);
+      if (!is_input && requires_grad) throw UserError(where + "/requires_grad", "requires_grad only applies to trace inputs");
+      v.requires_grad = requires_grad;
     }
     // Extension: {"init": {"uniform": [lo, hi]}} on a float input says how a harness draws it
     // when no file is given (realistic weight scales keep deep models finite in f32).
-    if (decl.contains("init")) {
+    if (auto init = find(decl, "init")) {
       const std::string w = where + "/init";
       if (!is_input) throw UserError(w, "init only applies to trace inputs");
-      const json& init = decl["init"];
-      if (!init.is_object() || init.size() != 1 || !init.contains("uniform")) throw UserError(w, "expected {\"uniform\": [lo, hi]}");
-      const json& range = init["uniform"];
-      if (!range.is_array() || range.size() != 2 || !range[0].is_number() || !range[1].is_number())
+      std::optional<Json> range;
+      if (init->is_object() && object_of(*init).size() == 1) range = find(object_of(*init), "uniform");
+      if (!range) throw UserError(w, "expected {\"uniform\": [lo, hi]}");
+      std::vector<double> bounds;
+      if (range->is_array())
+        for (Json bound : array_of(*range))
+          if (bound.is_number()) bounds.push_back(as<double>(bound));
+      if (!range->is_array() || array_of(*range).size() != 2 || bounds.size() != 2)
         throw UserError(w + "/uniform", "expected [lo, hi], two numbers");
       if (!is_float(v.dtype)) throw UserError(w, "init applies to float inputs, not " + std::string(dtype_name(v.dtype)));
-      v.init_uniform = {range[0].get<double>(), range[1].get<double>()};
+      v.init_uniform = {bounds[0], bounds[1]};
       if (!(v.init_uniform->first < v.init_uniform->second)) throw UserError(w + "/uniform", "lo must be below hi");
     }
     return v;
@@ -194,12 +244,12 @@ class Reader {
     return id;
   }
 
-  ValueId reference(const json& j, const std::string& where) {
+  ValueId reference(Json j, const std::string& where) {
     if (!j.is_string()) throw UserError(where, "expected a value name, got " + kind_name(j));
-    const std::string& name = j.get_ref<const std::string&>();
+    const std::string_view name = string_of(j);
     ValueId id = scope_.find(name);
     if (id != kNoValue) return id;
-    std::map<std::string, std::string> defined_anywhere;  // name -> the op defining it
+    std::map<std::string, std::string, std::less<>> defined_anywhere;  // name -> the op defining it
     if (domain_ops_) note_definitions(*domain_ops_, domain_ops_where_, defined_anywhere);
     auto later = defined_anywhere.find(name);
     if (later != defined_anywhere.end()) {
@@ -207,99 +257,100 @@ class Reader {
       const std::string& def = later->second;
       size_t sub = def.rfind("/sub/");
       if (sub != std::string::npos && where.compare(0, sub + 5, def, 0, sub + 5) != 0)
-        throw UserError(where, "value \"" + name + "\" exists only inside the decomposition at " + def.substr(0, sub));
-      throw UserError(where, "value \"" + name + "\" is used before it is defined (at " + def + ")");
+        throw UserError(where, "value \"" + std::string(name) + "\" exists only inside the decomposition at " + def.substr(0, sub));
+      throw UserError(where, "value \"" + std::string(name) + "\" is used before it is defined (at " + def + ")");
     }
-    throw UserError(where, "undefined value \"" + name + "\"");
+    throw UserError(where, "undefined value \"" + std::string(name) + "\"");
   }
 
   // Where each name is defined, anywhere in an op list (decompositions included), so a use
   // before the definition can be told from a name that is never defined.
-  static void note_definitions(const json& ops, const std::string& where, std::map<std::string, std::string>& defined_anywhere) {
+  static void note_definitions(Json ops, const std::string& where, std::map<std::string, std::string, std::less<>>& defined_anywhere) {
     if (!ops.is_array()) return;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const json& op = ops[i];
+    size_t i = 0;
+    for (Json op : array_of(ops)) {
+      std::string w = where + "/" + std::to_string(i++);
       if (!op.is_object()) continue;
-      std::string w = where + "/" + std::to_string(i);
-      if (auto out = op.find("out"); out != op.end() && out->is_array())
-        for (const json& d : *out)
-          if (d.is_object() && d.contains("name") && d["name"].is_string()) defined_anywhere.emplace(d["name"].get<std::string>(), w);
-      if (auto sub = op.find("sub"); sub != op.end()) note_definitions(*sub, w + "/sub", defined_anywhere);
+      const Object o = object_of(op);
+      if (auto out = find(o, "out"); out && out->is_array())
+        for (Json d : array_of(*out))
+          if (std::optional<Json> name = d.is_object() ? find(object_of(d), "name") : std::nullopt; name && name->is_string())
+            defined_anywhere.emplace(string_of(*name), w);
+      if (auto sub = find(o, "sub")) note_definitions(*sub, w + "/sub", defined_anywhere);
     }
   }
 
-  std::vector<Op> read_ops(const json& ops, const std::string& where) {
+  std::vector<Op> read_ops(Array ops, const std::string& where) {
     std::vector<Op> out;
     out.reserve(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) out.push_back(read_op(ops[i], where + "/" + std::to_string(i), {}));
+    size_t i = 0;
+    for (Json op : ops) out.push_back(read_op(op, where + "/" + std::to_string(i++), {}));
     return out;
   }
 
   // `parent_outs` maps the names of the enclosing op's outputs, which a decomposition defines.
-  Op read_op(const json& j, const std::string& where, const std::map<std::string, ValueId>& parent_outs) {
-    expect_object(j, where);
+  Op read_op(Json json, const std::string& where, const std::map<std::string, ValueId, std::less<>>& parent_outs) {
+    const Object j = object_at(json, where);
     Op op;
     op.where = where;
     op.symbol = string_at(require(j, where, "op"), where + "/op");
     op.info = find_op(op.symbol);
     bool custom = op.symbol == kCustomGradOp;
-    if (!op.info && !custom && !j.contains("sub"))
+    const std::optional<Json> sub = find(j, "sub");
+    if (!op.info && !custom && !sub)
       throw UserError(where + "/op", "unknown op \"" + op.symbol + "\" has no rule and no decomposition (\"sub\")");
 
-    if (j.contains("tags")) {
-      const json& tags = list_at(j["tags"], where + "/tags");
-      for (size_t i = 0; i < tags.size(); ++i) op.tags.push_back(string_at(tags[i], where + "/tags/" + std::to_string(i)));
+    if (auto tags = find(j, "tags")) {
+      size_t i = 0;
+      for (Json tag : list_at(*tags, where + "/tags")) op.tags.push_back(string_at(tag, where + "/tags/" + std::to_string(i++)));
     }
 
     // Arguments refer to values defined before this op.
-    std::vector<std::pair<std::string, const json*>> positional, keyword;
-    if (j.contains("args")) {
-      const json& args = list_at(j["args"], where + "/args");
-      for (size_t i = 0; i < args.size(); ++i) positional.emplace_back(where + "/args/" + std::to_string(i), &args[i]);
+    std::vector<Given> positional, keyword;
+    if (auto args = find(j, "args")) {
+      size_t i = 0;
+      for (Json arg : list_at(*args, where + "/args")) positional.push_back({where + "/args/" + std::to_string(i++), arg});
     }
     std::vector<std::string> keyword_names;
-    if (j.contains("kwargs")) {
-      const json& kwargs = j["kwargs"];
-      expect_object(kwargs, where + "/kwargs");
-      for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
-        keyword.emplace_back(where + "/kwargs/" + escape_pointer_token(it.key()), &it.value());
-        keyword_names.push_back(it.key());
+    if (auto kwargs = find(j, "kwargs")) {
+      for (const simdjson::dom::key_value_pair& member : object_at(*kwargs, where + "/kwargs")) {
+        keyword.push_back({where + "/kwargs/" + escape_pointer_token(std::string(member.key)), member.value});
+        keyword_names.emplace_back(member.key);
       }
     }
     if (op.info) {
       bind(op, positional, keyword, keyword_names, where);
     } else {
-      for (auto& [w, a] : positional) {
-        op.args.push_back(literal_or_ref(*a, w, 1));
-        op.arg_where.push_back(w);
+      for (const Given& a : positional) {
+        op.args.push_back(literal_or_ref(a.json, a.where, 1));
+        op.arg_where.push_back(a.where);
       }
       for (size_t i = 0; i < keyword.size(); ++i)
-        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(*keyword[i].second, keyword[i].first, 1));
+        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, keyword[i].where, 1));
     }
 
     // Outputs: new values, except inside a decomposition, where the enclosing op's outputs are
     // redefined under the same names.
-    const json& outs = list_at(require(j, where, "out"), where + "/out");
-    if (outs.empty()) throw UserError(where + "/out", "an op must define at least one value");
+    const Array outs = list_at(require(j, where, "out"), where + "/out");
+    if (outs.size() == 0) throw UserError(where + "/out", "an op must define at least one value");
     std::vector<Value> declared;
-    for (size_t i = 0; i < outs.size(); ++i) declared.push_back(parse_declaration(outs[i], where + "/out/" + std::to_string(i), false));
+    for (Json out : outs) declared.push_back(parse_declaration(out, where + "/out/" + std::to_string(declared.size()), false));
 
     if (custom) op.custom = read_custom(j, op, declared, where);
     // A symbol with a rule of its own never uses its decomposition. Real traces decompose such
     // symbols into prims thunder-gen need not know (prims.take_along_axis inside cross_entropy,
     // say); then the decomposition is not read at all.
-    if (j.contains("sub") && (!op.info || readable(j["sub"]))) {
-      std::map<std::string, ValueId> mine;
+    if (sub && (!op.info || readable(*sub))) {
+      std::map<std::string, ValueId, std::less<>> mine;
       // The decomposition's own names live in a nested scope; the op's outputs are pre-declared
       // there so the last sub-ops can define them.
       std::vector<ValueId> out_ids;
       for (size_t i = 0; i < declared.size(); ++i) out_ids.push_back(claim_output(declared[i], where + "/out/" + std::to_string(i), parent_outs));
       for (size_t i = 0; i < declared.size(); ++i) mine[declared[i].name] = out_ids[i];
       scope_.push();
-      const json& sub = list_at(j["sub"], where + "/sub");
       std::set<ValueId> defined_by_sub;
-      for (size_t i = 0; i < sub.size(); ++i) {
-        op.sub.push_back(read_op(sub[i], where + "/sub/" + std::to_string(i), mine));
+      for (Json sub_op : list_at(*sub, where + "/sub")) {
+        op.sub.push_back(read_op(sub_op, where + "/sub/" + std::to_string(op.sub.size()), mine));
         for (ValueId v : op.sub.back().outs) defined_by_sub.insert(v);
       }
       scope_.pop();
@@ -317,7 +368,7 @@ class Reader {
 
   // Inside a decomposition an output named like one of the enclosing op's is that value (and must
   // be declared the same); any other name is a new value.
-  ValueId claim_output(const Value& v, const std::string& where, const std::map<std::string, ValueId>& parent_outs) {
+  ValueId claim_output(const Value& v, const std::string& where, const std::map<std::string, ValueId, std::less<>>& parent_outs) {
     auto it = parent_outs.find(v.name);
     if (it == parent_outs.end()) {
       if (!names_.back().insert(v.name).second) throw UserError(where + "/name", "value \"" + v.name + "\" is defined twice");
@@ -332,65 +383,55 @@ class Reader {
   // Whether every op of a decomposition is one thunder-gen can read: it has a rule (its own
   // decomposition is decided when it is read), or is a custom-gradient op, or has a readable
   // decomposition. A malformed list counts as readable, so reading it reports the error.
-  static bool readable(const json& ops) {
+  static bool readable(Json ops) {
     if (!ops.is_array()) return true;
-    for (const json& op : ops) {
-      auto id = op.is_object() ? op.find("op") : op.end();
-      if (!op.is_object() || id == op.end() || !id->is_string()) continue;
-      if (find_op(id->get<std::string>()) || *id == kCustomGradOp) continue;
-      auto sub = op.find("sub");
-      if (sub == op.end() || !readable(*sub)) return false;
+    for (Json op : array_of(ops)) {
+      if (!op.is_object()) continue;
+      const Object o = object_of(op);
+      std::optional<Json> id = find(o, "op");
+      if (!id || !id->is_string()) continue;
+      if (find_op(string_of(*id)) || string_of(*id) == kCustomGradOp) continue;
+      std::optional<Json> sub = find(o, "sub");
+      if (!sub || !readable(*sub)) return false;
     }
     return true;
   }
 
   // Binds positional and keyword arguments to the op's signature the way Python does.
-  void bind(Op& op, const std::vector<std::pair<std::string, const json*>>& positional,
-            const std::vector<std::pair<std::string, const json*>>& keyword, const std::vector<std::string>& keyword_names,
+  void bind(Op& op, const std::vector<Given>& positional, const std::vector<Given>& keyword, const std::vector<std::string>& keyword_names,
             const std::string& where) {
     const auto& params = op.info->params;
     size_t positional_slots = 0;
     while (positional_slots < params.size() && !params[positional_slots].keyword_only) ++positional_slots;
+    std::vector<const Given*> bound(params.size(), nullptr);
     // Thunder's torch.reshape(a, *shape) and torch.permute(a, *dims): integers past a last
-    // positional list parameter are that list, spelled out.
-    std::vector<std::pair<std::string, const json*>> gathered;
+    // positional list parameter are that list, spelled out (bound where its first integer is).
+    std::optional<Arg> spelled_out;
     if (positional.size() > positional_slots && positional_slots > 0 && params[positional_slots - 1].kind == ParamKind::int_list) {
-      size_t first = positional_slots - 1;
+      const size_t first = positional_slots - 1;
       bool all_integers = true;
-      for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && positional[i].second->is_number_integer();
+      for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && is_integer(positional[i].json);
       if (all_integers) {
-        json& list = spelled_out_.emplace_back(json::array());
-        for (size_t i = first; i < positional.size(); ++i) list.push_back(*positional[i].second);
-        gathered.assign(positional.begin(), positional.begin() + std::ptrdiff_t(first));
-        gathered.emplace_back(positional[first].first, &list);
+        std::vector<Arg> items;
+        for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, positional[i].where, 2));
+        spelled_out = Arg::of_list(std::move(items));
       }
     }
-    const auto& given = gathered.empty() ? positional : gathered;
-    bind_given(op, given, keyword, keyword_names, where, positional_slots);
-  }
-
-  void bind_given(Op& op, const std::vector<std::pair<std::string, const json*>>& positional,
-                  const std::vector<std::pair<std::string, const json*>>& keyword, const std::vector<std::string>& keyword_names,
-                  const std::string& where, size_t positional_slots) {
-    const auto& params = op.info->params;
-    std::vector<const json*> bound(params.size(), nullptr);
-    std::vector<std::string> bound_where(params.size());
-    if (positional.size() > positional_slots)
-      throw UserError(positional[positional_slots].first, std::string(op.info->id) + " takes " + std::to_string(positional_slots) +
+    const size_t given = spelled_out ? positional_slots : positional.size();
+    if (given > positional_slots)
+      throw UserError(positional[positional_slots].where, std::string(op.info->id) + " takes " + std::to_string(positional_slots) +
                                                            " positional argument" + (positional_slots == 1 ? "" : "s") + " but " +
                                                            std::to_string(positional.size()) + " were given");
-    for (size_t i = 0; i < positional.size(); ++i) {
-      bound[i] = positional[i].second;
-      bound_where[i] = positional[i].first;
-    }
+    for (size_t i = 0; i < given; ++i) bound[i] = &positional[i];
     for (size_t k = 0; k < keyword.size(); ++k) {
       size_t i = 0;
       while (i < params.size() && params[i].name != keyword_names[k]) ++i;
-      if (i == params.size()) throw UserError(keyword[k].first, std::string(op.info->id) + " has no parameter \"" + keyword_names[k] + "\"");
-      if (bound[i]) throw UserError(keyword[k].first, "argument \"" + keyword_names[k] + "\" is given twice");
-      bound[i] = keyword[k].second;
-      bound_where[i] = keyword[k].first;
+      if (i == params.size()) throw UserError(keyword[k].where, std::string(op.info->id) + " has no parameter \"" + keyword_names[k] + "\"");
+      if (bound[i]) throw UserError(keyword[k].where, "argument \"" + keyword_names[k] + "\" is given twice");
+      bound[i] = &keyword[k];
     }
+    op.args.reserve(params.size());
+    op.arg_where.reserve(params.size());
     for (size_t i = 0; i < params.size(); ++i) {
       if (!bound[i]) {
         if (!params[i].has_default)
@@ -399,13 +440,14 @@ class Reader {
         op.arg_where.push_back("");
         continue;
       }
-      op.args.push_back(typed_arg(*bound[i], params[i], bound_where[i]));
-      op.arg_where.push_back(bound_where[i]);
+      const bool is_spelled_out = spelled_out && i + 1 == positional_slots;
+      op.args.push_back(is_spelled_out ? std::move(*spelled_out) : typed_arg(bound[i]->json, params[i], bound[i]->where));
+      op.arg_where.push_back(bound[i]->where);
     }
   }
 
   // What an argument is, for messages: "the scalar \"alpha\"", "a list", ...
-  std::string describe(const Arg& a, const json& j) const {
+  std::string describe(const Arg& a, Json j) const {
     if (a.is_value()) return (t_.value(a.value).is_scalar ? "the scalar \"" : "the tensor \"") + t_.value(a.value).name + "\"";
     if (a.kind == Arg::Kind::dtype) return "a dtype";
     if (a.kind == Arg::Kind::device) return "a device";
@@ -414,9 +456,9 @@ class Reader {
     return kind_name(j);
   }
 
-  Arg typed_arg(const json& j, const Param& param, const std::string& where) {
+  Arg typed_arg(Json j, const Param& param, const std::string& where) {
     Arg a = literal_or_ref(j, where, 1);
-    auto fail = [&](const std::string& at, const Arg& got, const json& got_json, const char* what) {
+    auto fail = [&](const std::string& at, const Arg& got, Json got_json, const char* what) {
       throw UserError(at, "argument \"" + std::string(param.name) + "\" must be " + what + ", got " + describe(got, got_json));
     };
     auto expect = [&](bool ok, const char* what) {
@@ -430,7 +472,7 @@ class Reader {
       expect(a.kind == Arg::Kind::list, what);
       if (non_empty && a.items.empty()) fail(where, a, j, what);
       for (size_t i = 0; i < a.items.size(); ++i)
-        if (!ok(a.items[i])) fail(where + "/" + std::to_string(i), a.items[i], j[i], element_what);
+        if (!ok(a.items[i])) fail(where + "/" + std::to_string(i), a.items[i], item(j, i), element_what);
     };
     auto integer = [](const Arg& x) { return x.kind == Arg::Kind::integer; };
     switch (param.kind) {
@@ -467,79 +509,79 @@ class Reader {
     return a;
   }
 
-  Arg literal_or_ref(const json& j, const std::string& where, int depth) {
+  Arg literal_or_ref(Json j, const std::string& where, int depth) {
     if (depth > kMaxDepth) throw UserError(where, "arguments nest deeper than " + std::to_string(kMaxDepth) + " levels");
-    Arg a;
     switch (j.type()) {
-      case json::value_t::null: return a;
-      case json::value_t::boolean: return Arg::of_bool(j.get<bool>());
-      case json::value_t::number_unsigned:
-        if (j.get<uint64_t>() > uint64_t(INT64_MAX)) throw UserError(where, "integer " + j.dump() + " overflows 64 bits");
-        return Arg::of_int(j.get<int64_t>());
-      case json::value_t::number_integer: return Arg::of_int(j.get<int64_t>());
-      case json::value_t::number_float: return Arg::of_real(j.get<double>());
-      case json::value_t::string: return Arg::of_value(reference(j, where));
-      case json::value_t::array: {
+      case element_type::NULL_VALUE: return Arg();
+      case element_type::BOOL: return Arg::of_bool(as<bool>(j));
+      case element_type::UINT64: throw UserError(where, "integer " + dump(j) + " overflows 64 bits");
+      case element_type::INT64: return Arg::of_int(int_of(j));
+      case element_type::DOUBLE: return Arg::of_real(as<double>(j));
+      case element_type::STRING: return Arg::of_value(reference(j, where));
+      case element_type::ARRAY: {
         std::vector<Arg> items;
-        for (size_t i = 0; i < j.size(); ++i) items.push_back(literal_or_ref(j[i], where + "/" + std::to_string(i), depth + 1));
+        for (Json element : array_of(j))
+          items.push_back(literal_or_ref(element, where + "/" + std::to_string(items.size()), depth + 1));
         return Arg::of_list(std::move(items));
       }
-      case json::value_t::object: return typed_literal(j, where);
-      default: throw UserError(where, "unsupported argument " + kind_name(j));
+      case element_type::OBJECT: return typed_literal(object_of(j), where);
     }
+    throw UserError(where, "unsupported argument " + kind_name(j));
   }
 
-  Arg typed_literal(const json& j, const std::string& where) {
+  Arg typed_literal(Object j, const std::string& where) {
     if (j.size() != 1) throw UserError(where, "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis or memory_format)");
-    auto it = j.begin();
-    std::string w = where + "/" + escape_pointer_token(it.key());
-    if (it.key() == "slice") return slice_literal(it.value(), w);
-    std::string text = string_at(it.value(), w);
+    const simdjson::dom::key_value_pair member = *j.begin();
+    const std::string key(member.key);
+    std::string w = where + "/" + escape_pointer_token(key);
+    if (key == "slice") return slice_literal(member.value, w);
+    std::string text = string_at(member.value, w);
     Arg a;
-    if (it.key() == "dtype") {
+    if (key == "dtype") {
       auto dt = parse_dtype(text);
       if (!dt) throw UserError(w, "unknown dtype \"" + text + "\"");
       return Arg::of_dtype(*dt);
     }
-    if (it.key() == "device") { a.kind = Arg::Kind::device; a.text = text; return a; }
-    if (it.key() == "str") { a.kind = Arg::Kind::string; a.text = text; return a; }
-    if (it.key() == "ellipsis") {
+    if (key == "device") { a.kind = Arg::Kind::device; a.text = text; return a; }
+    if (key == "str") { a.kind = Arg::Kind::string; a.text = text; return a; }
+    if (key == "ellipsis") {
       if (text != "...") throw UserError(w, "the ellipsis literal is {\"ellipsis\": \"...\"}");
       a.kind = Arg::Kind::opaque;
       a.text = "...";
       return a;
     }
-    if (it.key() == "memory_format") {
+    if (key == "memory_format") {
       if (!is_identifier(text)) throw UserError(w, "a memory format is a name such as \"contiguous_format\"");
       a.kind = Arg::Kind::opaque;
       a.text = "torch." + text;
       return a;
     }
-    if (it.key() == "float") {
+    if (key == "float") {
       if (text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
       if (text == "-inf") return Arg::of_real(-std::numeric_limits<double>::infinity());
       if (text == "nan") return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
       throw UserError(w, "a float literal is \"inf\", \"-inf\" or \"nan\", not \"" + text + "\"");
     }
-    throw UserError(where, "unknown typed literal \"" + it.key() + "\" (expected dtype, device, str, float, slice, ellipsis or memory_format)");
+    throw UserError(where, "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis or memory_format)");
   }
 
   // {"slice": [start, stop, step]}, each an integer or null: Python's slice(start, stop, step).
-  Arg slice_literal(const json& j, const std::string& where) {
-    if (!j.is_array() || j.size() != 3) throw UserError(where, "a slice literal is [start, stop, step], each an integer or null");
+  Arg slice_literal(Json j, const std::string& where) {
+    if (!j.is_array() || array_of(j).size() != 3) throw UserError(where, "a slice literal is [start, stop, step], each an integer or null");
     Arg a;
     a.kind = Arg::Kind::opaque;
     a.text = "slice(";
-    for (size_t i = 0; i < 3; ++i) {
-      if (!j[i].is_null() && !j[i].is_number_integer()) throw UserError(where + "/" + std::to_string(i), "a slice bound is an integer or null");
-      a.text += (i ? ", " : "") + (j[i].is_null() ? std::string("None") : std::to_string(j[i].get<int64_t>()));
+    size_t i = 0;
+    for (Json bound : array_of(j)) {
+      if (!bound.is_null() && !is_int64(bound)) throw UserError(where + "/" + std::to_string(i), "a slice bound is an integer or null");
+      a.text += (i++ ? ", " : "") + (bound.is_null() ? std::string("None") : std::to_string(int_of(bound)));
     }
     a.text += ")";
     return a;
   }
 
   // fwd/bwd bodies of a custom-gradient op: each its own scope and naming domain.
-  std::shared_ptr<const CustomGrad> read_custom(const json& j, const Op& op, const std::vector<Value>& outs, const std::string& where) {
+  std::shared_ptr<const CustomGrad> read_custom(Object j, const Op& op, const std::vector<Value>& outs, const std::string& where) {
     auto grad = std::make_shared<CustomGrad>();
     std::vector<ValueId> tensor_args;  // ids: reading the bodies adds values and moves Trace::values
     for (const Arg& a : op.args)
@@ -575,28 +617,28 @@ class Reader {
     return grad;
   }
 
-  SubTrace read_body(const json& j, const std::string& where, bool is_fwd) {
-    expect_object(j, where);
+  SubTrace read_body(Json json, const std::string& where, bool is_fwd) {
+    const Object j = object_at(json, where);
     Scope outer = std::move(scope_);
-    const json* outer_ops = domain_ops_;
+    const std::optional<Json> outer_ops = domain_ops_;
     std::string outer_ops_where = std::move(domain_ops_where_);
-    domain_ops_ = j.contains("ops") ? &j["ops"] : nullptr;
+    domain_ops_ = find(j, "ops");
     domain_ops_where_ = where + "/ops";
     scope_ = Scope();
     scope_.push();
     names_.emplace_back();
     SubTrace body;
-    const json& inputs = list_at(require(j, where, "inputs"), where + "/inputs");
-    for (size_t i = 0; i < inputs.size(); ++i) body.inputs.push_back(declare(inputs[i], where + "/inputs/" + std::to_string(i), false));
+    size_t i = 0;
+    for (Json input : list_at(require(j, where, "inputs"), where + "/inputs")) body.inputs.push_back(declare(input, where + "/inputs/" + std::to_string(i++), false));
     body.ops = read_ops(list_at(require(j, where, "ops"), where + "/ops"), where + "/ops");
-    const json& outputs = list_at(require(j, where, "outputs"), where + "/outputs");
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      std::string w = where + "/outputs/" + std::to_string(i);
-      body.outputs.push_back(outputs[i].is_null() && !is_fwd ? kNoValue : reference(outputs[i], w));
+    i = 0;
+    for (Json output : list_at(require(j, where, "outputs"), where + "/outputs")) {
+      std::string w = where + "/outputs/" + std::to_string(i++);
+      body.outputs.push_back(output.is_null() && !is_fwd ? kNoValue : reference(output, w));
     }
-    if (is_fwd && j.contains("saved")) {
-      const json& saved = list_at(j["saved"], where + "/saved");
-      for (size_t i = 0; i < saved.size(); ++i) body.saved.push_back(reference(saved[i], where + "/saved/" + std::to_string(i)));
+    if (auto saved = find(j, "saved"); saved && is_fwd) {
+      i = 0;
+      for (Json value : list_at(*saved, where + "/saved")) body.saved.push_back(reference(value, where + "/saved/" + std::to_string(i++)));
     }
     names_.pop_back();
     scope_ = std::move(outer);
@@ -615,9 +657,9 @@ std::string line_col(const std::string& text, size_t byte) {
   return std::to_string(line) + ":" + std::to_string(col);
 }
 
-// What the JSON library would accept silently or recurse into: nesting deeper than kMaxDepth
-// (refused before parsing, at the bracket that goes too deep) and integers beyond 64 bits (which
-// it would turn into floats). Strings are skipped; syntax errors are left to the parser.
+// Nesting deeper than kMaxDepth (at the bracket that goes too deep) and integers beyond 64 bits,
+// refused at their line and column; run when simdjson refuses the text, which it does for both
+// (with no position). Strings are skipped; syntax errors are left to the parser.
 void scan_lexically(const std::string& text) {
   int depth = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -645,40 +687,23 @@ void scan_lexically(const std::string& text) {
   }
 }
 
-// Builds the document as the library's own DOM parser would, but refuses a duplicate key (which
-// the library keeps the last of silently) where it is inserted, naming its place. One pass: a
-// separate SAX check before the plain parse cost a tenth of reading, and the library's DOM
-// parser with a callback spent 58% of reading a 100,000-op trace in its end_object.
-class DomWithoutDuplicates : public nlohmann::json_sax<json> {
+// The message for text simdjson refuses, worded by nlohmann's parser: what the syntax error is,
+// at its line and column. (Only ever run on invalid input.)
+class SyntaxError : public nlohmann::json_sax<nlohmann::json> {
  public:
-  explicit DomWithoutDuplicates(json& root) : root_(root) {}
-
-  bool null() override { return put(nullptr); }
-  bool boolean(bool b) override { return put(b); }
-  bool number_integer(json::number_integer_t n) override { return put(n); }
-  bool number_unsigned(json::number_unsigned_t n) override { return put(n); }
-  bool number_float(json::number_float_t x, const json::string_t&) override { return put(x); }
-  bool string(json::string_t& s) override { return put(std::move(s)); }
-  bool binary(json::binary_t& b) override { return put(json::binary(std::move(b))); }
-  bool start_object(std::size_t) override {
-    open_.push_back(put_container(json::object()));
-    return true;
-  }
-  bool key(json::string_t& k) override {
-    json::object_t& object = *open_.back()->get_ptr<json::object_t*>();
-    auto [slot, inserted] = object.try_emplace(std::move(k));
-    if (!inserted) throw UserError(pointer() + "/" + escape_pointer_token(slot->first), "duplicate key \"" + slot->first + "\"");
-    slot_ = &slot->second;
-    key_of_.push_back(&slot->first);
-    return true;
-  }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override {
-    open_.push_back(put_container(json::array()));
-    return true;
-  }
-  bool end_array() override { return close(); }
-  // A syntax error stops the parse; read_trace reports it at its line and column.
+  using json = nlohmann::json;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(json::number_integer_t) override { return true; }
+  bool number_unsigned(json::number_unsigned_t) override { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) override { return true; }
+  bool string(json::string_t&) override { return true; }
+  bool binary(json::binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(json::string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
   bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) override {
     error_byte = byte;
     error = e.what();
@@ -686,48 +711,55 @@ class DomWithoutDuplicates : public nlohmann::json_sax<json> {
   }
   size_t error_byte = 0;
   std::string error;
+};
+
+[[noreturn]] void throw_syntax_error(const std::string& text, simdjson::error_code refused) {
+  SyntaxError handler;
+  if (nlohmann::json::sax_parse(text, &handler))  // accepted here: say what simdjson said
+    throw UserError("/", "invalid JSON: " + std::string(simdjson::error_message(refused)));
+  auto pos = handler.error.find("syntax error");
+  throw UserError(line_col(text, handler.error_byte > 0 ? handler.error_byte - 1 : 0),
+                  "invalid JSON: " + (pos == std::string::npos ? handler.error : handler.error.substr(pos)));
+}
+
+// Refuses a key an object repeats (a JSON library keeps one of the two silently), at the first
+// repetition in document order, naming its place.
+class DuplicateKeys {
+ public:
+  void check(Json j) {
+    if (j.is_array()) {
+      size_t i = 0;
+      for (Json element : array_of(j)) {
+        path_.push_back({true, {}, i++});
+        check(element);
+        path_.pop_back();
+      }
+    } else if (j.is_object()) {
+      const size_t mark = keys_.size();  // this object's keys are keys_[mark, end)
+      for (const simdjson::dom::key_value_pair& member : object_of(j)) {
+        if (std::find(keys_.begin() + ptrdiff_t(mark), keys_.end(), member.key) != keys_.end())  // (objects are short)
+          throw UserError(pointer() + "/" + escape_pointer_token(std::string(member.key)), "duplicate key \"" + std::string(member.key) + "\"");
+        keys_.push_back(member.key);
+        path_.push_back({false, member.key, 0});
+        check(member.value);
+        path_.pop_back();
+      }
+      keys_.resize(mark);
+    }
+  }
 
  private:
-  json& root_;
-  std::vector<json*> open_;                  // the containers being filled, innermost last
-  std::vector<const std::string*> key_of_;   // the key of each object member being read
-  json* slot_ = nullptr;                     // where an object's next value goes
+  struct Step {  // into a list at `index`, or into an object at `key`
+    bool in_list;
+    std::string_view key;
+    size_t index;
+  };
+  std::vector<Step> path_;  // from the root down to the element being checked
+  std::vector<std::string_view> keys_;
 
-  // Where the next value goes: the root, the end of the open array, or the slot its key made.
-  json* place() {
-    if (open_.empty()) return &root_;
-    json* c = open_.back();
-    if (c->is_array()) return &c->get_ptr<json::array_t*>()->emplace_back();
-    return slot_;
-  }
-  template <class T>
-  bool put(T&& v) {
-    *place() = std::forward<T>(v);
-    after_value();
-    return true;
-  }
-  json* put_container(json empty) {
-    json* p = place();
-    *p = std::move(empty);
-    return p;
-  }
-  bool close() {
-    open_.pop_back();
-    after_value();
-    return true;
-  }
-  // A member of an object is complete: its key is no longer part of the path.
-  void after_value() {
-    if (!open_.empty() && open_.back()->is_object()) key_of_.pop_back();
-  }
-  // The JSON pointer of the container being filled.
   std::string pointer() const {
     std::string p;
-    size_t key = 0;
-    for (size_t i = 0; i + 1 < open_.size(); ++i) {  // each container but the innermost: where its child is
-      if (open_[i]->is_array()) p += "/" + std::to_string(open_[i]->size() - 1);
-      else p += "/" + escape_pointer_token(*key_of_[key++]);
-    }
+    for (const Step& step : path_) p += "/" + (step.in_list ? std::to_string(step.index) : escape_pointer_token(std::string(step.key)));
     return p;
   }
 };
@@ -735,14 +767,18 @@ class DomWithoutDuplicates : public nlohmann::json_sax<json> {
 }  // namespace
 
 Trace read_trace(const std::string& text) {
-  scan_lexically(text);
-  json doc;
-  DomWithoutDuplicates builder(doc);
-  if (!json::sax_parse(text, &builder)) {
-    auto pos = builder.error.find("syntax error");
-    throw UserError(line_col(text, builder.error_byte > 0 ? builder.error_byte - 1 : 0),
-                    "invalid JSON: " + (pos == std::string::npos ? builder.error : builder.error.substr(pos)));
+  // simdjson refuses what scan_lexically would (nesting past kMaxDepth, integers past 64 bits);
+  // the error path runs it first, for its line:col messages.
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(text);
+  Json doc;
+  simdjson::error_code error = parser.allocate(padded.size(), kMaxDepth);
+  if (!error) error = parser.parse(padded).get(doc);
+  if (error) {
+    scan_lexically(text);
+    throw_syntax_error(text, error);
   }
+  DuplicateKeys().check(doc);
   Trace trace;
   Reader(trace).read(doc);
   verify(trace);
