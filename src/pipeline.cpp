@@ -115,6 +115,14 @@ bool trains(const Trace& t) {
   return false;
 }
 
+// A trace with t's ops and a copy of the rest, leaving t without ops.
+Trace with_ops_of(Trace& t) {
+  Trace out = t.without_ops();
+  out.ops = std::move(t.ops);
+  t.ops.clear();
+  return out;
+}
+
 std::string listing(const char* title, const Trace& t) { return "# " + std::string(title) + "\n" + print_trace(t); }
 
 }  // namespace
@@ -140,8 +148,6 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
     if (o.stop_after == Stage::joint) return {print_trace(joint.trace), {}};
     auto plan_start = std::chrono::steady_clock::now();
     parts = partition(std::move(joint), o.remat);
-    verify_pass(parts->forward, "partition");
-    verify_pass(parts->backward, "partition");
     const double plan_ms = PassLog::ms_since(plan_start);
     passes.dump("forward", parts->forward);
     passes.dump("backward", parts->backward);
@@ -149,7 +155,11 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
       log << "thunder-gen: partition: " << parts->forward.ops.size() << " forward ops, " << parts->backward.ops.size() << " backward ops, "
           << parts->saved.size() << " saved values (" << plan_ms << " ms, peak RSS " << peak_rss_mb() << " MB)\n";
     forward = &parts->forward;
-    if (o.stop_after == Stage::partition) return {explain_partition(*parts, o.input_file), {}};
+    if (o.stop_after == Stage::partition) {
+      verify_pass(parts->forward, "partition");
+      verify_pass(parts->backward, "partition");
+      return {explain_partition(*parts, o.input_file), {}};
+    }
   } else if (o.stop_after == Stage::partition) {
     return {o.input_file + " (trace \"" + input.name + "\"): no input requires grad, so there is no backward and nothing is saved\n", {}};
   } else if (o.stop_after == Stage::joint) {
@@ -157,28 +167,35 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   }
 
   // The forward and the backward are lowered independently, so the backward (the larger) gets a
-  // thread of its own; the log lines and dumps come out as a sequential run's would.
+  // thread of its own, which verifies the partition's backward first; the log lines and dumps
+  // come out as a sequential run's would. Lowering consumes the ops; the partition keeps the rest
+  // of each trace (values and signature, which lowering leaves as they were) for the harness and
+  // the manifest, and the harness is written while the backward is still lowered.
   std::ostringstream forward_log, backward_log;
   PassLog forward_passes = passes.fork(forward_log, 2), backward_passes = passes.fork(backward_log, 2);
   std::future<Lowered> backward_future;
   if (parts)
-    backward_future = std::async(std::launch::async, [&] {
-      return lower(std::move(parts->backward), backward_passes, o, input.name + "_backward", "backward.cu", "backward");
+    backward_future = std::async(std::launch::async, [&, backward = with_ops_of(parts->backward)]() mutable {
+      verify_pass(backward, "partition");
+      return lower(std::move(backward), backward_passes, o, input.name + "_backward", "backward.cu", "backward");
     });
   std::optional<Lowered> forward_lowered, backward_lowered;
+  std::string harness;
+  double harness_ms = 0;
   try {
-    forward_lowered = lower(std::move(*forward), forward_passes, o, input.name + "_forward", "forward.cu", "forward");
+    Trace to_lower = parts ? with_ops_of(*forward) : std::move(*forward);
+    if (parts) verify_pass(to_lower, "partition");
+    forward_lowered = lower(std::move(to_lower), forward_passes, o, input.name + "_forward", "forward.cu", "forward");
+    if (o.stop_after == Stage::all) {
+      const auto harness_start = std::chrono::steady_clock::now();
+      harness = emit_harness(input, parts ? &*parts : nullptr, o.input_file);
+      harness_ms = PassLog::ms_since(harness_start);
+    }
   } catch (...) {
     if (backward_future.valid()) backward_future.wait();  // it reads `parts`: let it finish first
     throw;
   }
   if (backward_future.valid()) backward_lowered = backward_future.get();
-  // Lowering consumed the partition's traces; they get back what the harness and manifest read of
-  // them, their values and signatures, which lowering leaves as they were.
-  if (parts) {
-    parts->forward = forward_lowered->fused.without_ops();
-    parts->backward = backward_lowered->fused.without_ops();
-  }
   log << forward_log.str() << backward_log.str();
   const Trace& fused_forward = forward_lowered->fused;
   if (o.stop_after == Stage::fuse)
@@ -200,11 +217,13 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
     emitted.emplace_back("backward.cu", backward_cu);
   }
   result.files.emplace_back("kernels.cu", emit_nvrtc_program(input, cu_files));
-  result.files.emplace_back("harness.cpp", emit_harness(input, training_parts, o.input_file));
+  result.files.emplace_back("harness.cpp", std::move(harness));
   result.files.emplace_back("CMakeLists.txt", emit_cmake(input, cu_files));
   result.files.emplace_back("manifest.json", emit_manifest(input, training_parts, emitted));
   for (const auto& [name, text] : embedded_templates()) result.files.emplace_back(std::string(name), std::string(text));
-  if (o.verbose) log << "thunder-gen: harness and manifest: " << result.files.size() << " files (" << PassLog::ms_since(outputs_start) << " ms)\n";
+  if (o.verbose)
+    log << "thunder-gen: harness and manifest: " << result.files.size() << " files (" << harness_ms + PassLog::ms_since(outputs_start)
+        << " ms)\n";
   return result;
 }
 
