@@ -105,6 +105,36 @@ class Scope {
   std::vector<std::map<std::string, ValueId, std::less<>>> frames_;
 };
 
+// A JSON pointer spelled out only when a message, or an op's stored location, needs it: one
+// already spelled, or a parent's and one more token. Parents are the callers' locals and outlive
+// their children, so a Path is passed down, never stored. (Building every pointer eagerly was a
+// sixth of reading.)
+class Path {
+ public:
+  explicit Path(const std::string& spelled) : spelled_(&spelled) {}
+  Path(std::string&&) = delete;  // would dangle
+  Path(const Path& parent, const char* key) : parent_(&parent), key_(key) {}
+  Path(const Path& parent, size_t index) : parent_(&parent), index_(index), is_index_(true) {}
+  std::string str() const {
+    if (spelled_) return *spelled_;
+    std::string s = parent_->str();
+    s += '/';
+    s += is_index_ ? std::to_string(index_) : escape_pointer_token(key_);
+    return s;
+  }
+  std::string str_or_root() const {  // "/" for the document itself
+    std::string s = str();
+    return s.empty() ? "/" : s;
+  }
+
+ private:
+  const std::string* spelled_ = nullptr;
+  const Path* parent_ = nullptr;
+  const char* key_ = nullptr;
+  size_t index_ = 0;
+  bool is_index_ = false;
+};
+
 // An argument as given: where it is, and its element.
 struct Given {
   std::string where;
@@ -116,30 +146,34 @@ class Reader {
   explicit Reader(Trace& trace) : t_(trace) {}
 
   void read(Json doc) {
-    const Object root = object_at(doc, "");
-    const Json format = require(root, "", "format");
+    const std::string document;  // the root's pointer: ""
+    const Path at(document);
+    const Object root = object_at(doc, at);
+    const Json format = require(root, at, "format");
     if (!format.is_string() || string_of(format) != "thunder-gen-trace")
       throw UserError("/format", "expected \"thunder-gen-trace\", got " + dump(format));
-    const Json version = require(root, "", "version");
+    const Json version = require(root, at, "version");
     if (!is_int64(version) || int_of(version) != 1)
       throw UserError("/version", "unsupported format version " + dump(version) + " (this reader knows version 1)");
-    const Json name = require(root, "", "name");
+    const Json name = require(root, at, "name");
     if (!name.is_string() || !is_identifier(string_of(name)))
       throw UserError("/name", "the trace name must be a C identifier, got " + dump(name));
     t_.name = string_of(name);
-    if (auto device = find(root, "device")) t_.device = string_at(*device, "/device");
-    if (auto source = find(root, "source")) t_.source = string_at(*source, "/source");
+    if (auto device = find(root, "device")) t_.device = string_at(*device, Path(at, "device"));
+    if (auto source = find(root, "source")) t_.source = string_at(*source, Path(at, "source"));
 
     scope_.push();
     names_.emplace_back();
     size_t i = 0;
-    for (Json input : list_at(require(root, "", "inputs"), "/inputs")) t_.inputs.push_back(declare(input, "/inputs/" + std::to_string(i++), true));
-    const Json ops = require(root, "", "ops");
+    const Path inputs_at(at, "inputs");
+    for (Json input : list_at(require(root, at, "inputs"), inputs_at)) t_.inputs.push_back(declare(input, Path(inputs_at, i++), true));
+    const Json ops = require(root, at, "ops");
     domain_ops_ = ops;
     domain_ops_where_ = "/ops";
-    t_.ops = read_ops(list_at(ops, "/ops"), "/ops");
+    t_.ops = read_ops(list_at(ops, Path(at, "ops")), "/ops");
     i = 0;
-    for (Json output : list_at(require(root, "", "outputs"), "/outputs")) t_.outputs.push_back(reference(output, "/outputs/" + std::to_string(i++)));
+    const Path outputs_at(at, "outputs");
+    for (Json output : list_at(require(root, at, "outputs"), outputs_at)) t_.outputs.push_back(reference(output, Path(outputs_at, i++)));
   }
 
  private:
@@ -151,49 +185,52 @@ class Reader {
   std::optional<Json> domain_ops_;
   std::string domain_ops_where_;
 
-  static Object object_at(Json j, const std::string& where) {
-    if (!j.is_object()) throw UserError(where.empty() ? "/" : where, "expected an object, got " + kind_name(j));
+  static Object object_at(Json j, const Path& where) {
+    if (!j.is_object()) throw UserError(where.str_or_root(), "expected an object, got " + kind_name(j));
     return object_of(j);
   }
-  static Json require(Object obj, const std::string& where, const char* key) {
+  static Json require(Object obj, const Path& where, const char* key) {
     std::optional<Json> member = find(obj, key);
-    if (!member) throw UserError(where.empty() ? "/" : where, std::string("missing required field \"") + key + "\"");
+    if (!member) throw UserError(where.str_or_root(), std::string("missing required field \"") + key + "\"");
     return *member;
   }
-  static Array list_at(Json j, const std::string& where) {
-    if (!j.is_array()) throw UserError(where, "expected a list, got " + kind_name(j));
+  static Array list_at(Json j, const Path& where) {
+    if (!j.is_array()) throw UserError(where.str(), "expected a list, got " + kind_name(j));
     return array_of(j);
   }
-  static std::string string_at(Json j, const std::string& where) {
-    if (!j.is_string()) throw UserError(where, "expected a string, got " + kind_name(j));
+  static std::string string_at(Json j, const Path& where) {
+    if (!j.is_string()) throw UserError(where.str(), "expected a string, got " + kind_name(j));
     return std::string(string_of(j));
   }
 
   // A value declaration: a tensor or a scalar.
-  ValueId declare(Json decl, const std::string& where, bool is_input) {
+  ValueId declare(Json decl, const Path& where, bool is_input) {
     Value v = parse_declaration(decl, where, is_input);
     return define(std::move(v), where);
   }
 
-  Value parse_declaration(Json json, const std::string& where, bool is_input) {
+  Value parse_declaration(Json json, const Path& where, bool is_input) {
     const Object decl = object_at(json, where);
     Value v;
-    v.name = string_at(require(decl, where, "name"), where + "/name");
-    if (!is_identifier(v.name)) throw UserError(where + "/name", "value names must be identifiers, got \"" + v.name + "\"");
+    const Path name_at(where, "name");
+    v.name = string_at(require(decl, where, "name"), name_at);
+    if (!is_identifier(v.name)) throw UserError(name_at.str(), "value names must be identifiers, got \"" + v.name + "\"");
     v.device = t_.device;
     if (auto scalar = find(decl, "scalar")) {
       v.is_scalar = true;
-      std::string s = string_at(*scalar, where + "/scalar");
-      if (s != "i64" && s != "f64" && s != "b8") throw UserError(where + "/scalar", "a scalar is i64, f64 or b8, not \"" + s + "\"");
+      const Path scalar_at(where, "scalar");
+      std::string s = string_at(*scalar, scalar_at);
+      if (s != "i64" && s != "f64" && s != "b8") throw UserError(scalar_at.str(), "a scalar is i64, f64 or b8, not \"" + s + "\"");
       v.dtype = *parse_dtype(s);
       return v;
     }
-    const Array shape = list_at(require(decl, where, "shape"), where + "/shape");
+    const Path shape_at(where, "shape");
+    const Array shape = list_at(require(decl, where, "shape"), shape_at);
     int64_t elements = 1;
     v.shape.reserve(shape.size());
     size_t i = 0;
     for (Json dim : shape) {
-      auto w = [&] { return where + "/shape/" + std::to_string(i); };
+      auto w = [&] { return Path(shape_at, i).str(); };
       if (!is_integer(dim)) throw UserError(w(), "a dimension must be an integer, got " + kind_name(dim));
       if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
       int64_t d = int_of(dim);
@@ -203,21 +240,22 @@ class Reader {
       v.shape.push_back(d);
       ++i;
     }
-    std::string dt = string_at(require(decl, where, "dtype"), where + "/dtype");
+    const Path dtype_at(where, "dtype");
+    std::string dt = string_at(require(decl, where, "dtype"), dtype_at);
     auto parsed = parse_dtype(dt);
-    if (!parsed) throw UserError(where + "/dtype", "unknown dtype \"" + dt + "\" (expected one of b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64)");
+    if (!parsed) throw UserError(dtype_at.str(), "unknown dtype \"" + dt + "\" (expected one of b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64)");
     v.dtype = *parsed;
-    if (auto device = find(decl, "device")) v.device = string_at(*device, where + "/device");
+    if (auto device = find(decl, "device")) v.device = string_at(*device, Path(where, "device"));
     if (auto rg = find(decl, "requires_grad")) {
-      if (!rg->is_bool()) throw UserError(where + "/requires_grad", "expected true or false, got " + kind_name(*rg));
+      if (!rg->is_bool()) throw UserError(Path(where, "requires_grad").str(), "expected true or false, got " + kind_name(*rg));
       const bool requires_grad = as<bool>(*rg);
-      if (!is_input && requires_grad) throw UserError(where + "/requires_grad", "requires_grad only applies to trace inputs");
+      if (!is_input && requires_grad) throw UserError(Path(where, "requires_grad").str(), "requires_grad only applies to trace inputs");
       v.requires_grad = requires_grad;
     }
     // Extension: {"init": {"uniform": [lo, hi]}} on a float input says how a harness draws it
     // when no file is given (realistic weight scales keep deep models finite in f32).
     if (auto init = find(decl, "init")) {
-      const std::string w = where + "/init";
+      const std::string w = Path(where, "init").str();
       if (!is_input) throw UserError(w, "init only applies to trace inputs");
       std::optional<Json> range;
       if (init->is_object() && object_of(*init).size() == 1) range = find(object_of(*init), "uniform");
@@ -235,20 +273,21 @@ class Reader {
     return v;
   }
 
-  ValueId define(Value v, const std::string& where) {
+  ValueId define(Value v, const Path& where) {
     if (!names_.back().insert(v.name).second)
-      throw UserError(where + "/name", "value \"" + v.name + "\" is defined twice");
+      throw UserError(Path(where, "name").str(), "value \"" + v.name + "\" is defined twice");
     std::string name = v.name;
     ValueId id = t_.add_value(std::move(v));
     scope_.define(name, id);
     return id;
   }
 
-  ValueId reference(Json j, const std::string& where) {
-    if (!j.is_string()) throw UserError(where, "expected a value name, got " + kind_name(j));
+  ValueId reference(Json j, const Path& at) {
+    if (!j.is_string()) throw UserError(at.str(), "expected a value name, got " + kind_name(j));
     const std::string_view name = string_of(j);
     ValueId id = scope_.find(name);
     if (id != kNoValue) return id;
+    const std::string where = at.str();
     std::map<std::string, std::string, std::less<>> defined_anywhere;  // name -> the op defining it
     if (domain_ops_) note_definitions(*domain_ops_, domain_ops_where_, defined_anywhere);
     auto later = defined_anywhere.find(name);
@@ -290,30 +329,33 @@ class Reader {
 
   // `parent_outs` maps the names of the enclosing op's outputs, which a decomposition defines.
   Op read_op(Json json, const std::string& where, const std::map<std::string, ValueId, std::less<>>& parent_outs) {
-    const Object j = object_at(json, where);
+    const Path at(where);
+    const Object j = object_at(json, at);
     Op op;
     op.where = where;
-    op.symbol = string_at(require(j, where, "op"), where + "/op");
+    op.symbol = string_at(require(j, at, "op"), Path(at, "op"));
     op.info = find_op(op.symbol);
     bool custom = op.symbol == kCustomGradOp;
     const std::optional<Json> sub = find(j, "sub");
     if (!op.info && !custom && !sub)
-      throw UserError(where + "/op", "unknown op \"" + op.symbol + "\" has no rule and no decomposition (\"sub\")");
+      throw UserError(Path(at, "op").str(), "unknown op \"" + op.symbol + "\" has no rule and no decomposition (\"sub\")");
 
     if (auto tags = find(j, "tags")) {
       size_t i = 0;
-      for (Json tag : list_at(*tags, where + "/tags")) op.tags.push_back(string_at(tag, where + "/tags/" + std::to_string(i++)));
+      const Path tags_at(at, "tags");
+      for (Json tag : list_at(*tags, tags_at)) op.tags.push_back(string_at(tag, Path(tags_at, i++)));
     }
 
     // Arguments refer to values defined before this op.
     std::vector<Given> positional, keyword;
     if (auto args = find(j, "args")) {
       size_t i = 0;
-      for (Json arg : list_at(*args, where + "/args")) positional.push_back({where + "/args/" + std::to_string(i++), arg});
+      const Path args_at(at, "args");
+      for (Json arg : list_at(*args, args_at)) positional.push_back({Path(args_at, i++).str(), arg});
     }
     std::vector<std::string> keyword_names;
     if (auto kwargs = find(j, "kwargs")) {
-      for (const simdjson::dom::key_value_pair& member : object_at(*kwargs, where + "/kwargs")) {
+      for (const simdjson::dom::key_value_pair& member : object_at(*kwargs, Path(at, "kwargs"))) {
         keyword.push_back({where + "/kwargs/" + escape_pointer_token(std::string(member.key)), member.value});
         keyword_names.emplace_back(member.key);
       }
@@ -322,19 +364,20 @@ class Reader {
       bind(op, positional, keyword, keyword_names, where);
     } else {
       for (const Given& a : positional) {
-        op.args.push_back(literal_or_ref(a.json, a.where, 1));
+        op.args.push_back(literal_or_ref(a.json, Path(a.where), 1));
         op.arg_where.push_back(a.where);
       }
       for (size_t i = 0; i < keyword.size(); ++i)
-        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, keyword[i].where, 1));
+        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, Path(keyword[i].where), 1));
     }
 
     // Outputs: new values, except inside a decomposition, where the enclosing op's outputs are
     // redefined under the same names.
-    const Array outs = list_at(require(j, where, "out"), where + "/out");
-    if (outs.size() == 0) throw UserError(where + "/out", "an op must define at least one value");
+    const Path outs_at(at, "out");
+    const Array outs = list_at(require(j, at, "out"), outs_at);
+    if (outs.size() == 0) throw UserError(outs_at.str(), "an op must define at least one value");
     std::vector<Value> declared;
-    for (Json out : outs) declared.push_back(parse_declaration(out, where + "/out/" + std::to_string(declared.size()), false));
+    for (Json out : outs) declared.push_back(parse_declaration(out, Path(outs_at, declared.size()), false));
 
     if (custom) op.custom = read_custom(j, op, declared, where);
     // A symbol with a rule of its own never uses its decomposition. Real traces decompose such
@@ -345,11 +388,11 @@ class Reader {
       // The decomposition's own names live in a nested scope; the op's outputs are pre-declared
       // there so the last sub-ops can define them.
       std::vector<ValueId> out_ids;
-      for (size_t i = 0; i < declared.size(); ++i) out_ids.push_back(claim_output(declared[i], where + "/out/" + std::to_string(i), parent_outs));
+      for (size_t i = 0; i < declared.size(); ++i) out_ids.push_back(claim_output(declared[i], Path(outs_at, i), parent_outs));
       for (size_t i = 0; i < declared.size(); ++i) mine[declared[i].name] = out_ids[i];
       scope_.push();
       std::set<ValueId> defined_by_sub;
-      for (Json sub_op : list_at(*sub, where + "/sub")) {
+      for (Json sub_op : list_at(*sub, Path(at, "sub"))) {
         op.sub.push_back(read_op(sub_op, where + "/sub/" + std::to_string(op.sub.size()), mine));
         for (ValueId v : op.sub.back().outs) defined_by_sub.insert(v);
       }
@@ -360,7 +403,7 @@ class Reader {
       op.outs = out_ids;
       for (size_t i = 0; i < out_ids.size(); ++i) scope_.define(declared[i].name, out_ids[i]);
     } else {
-      for (size_t i = 0; i < declared.size(); ++i) op.outs.push_back(claim_output(declared[i], where + "/out/" + std::to_string(i), parent_outs));
+      for (size_t i = 0; i < declared.size(); ++i) op.outs.push_back(claim_output(declared[i], Path(outs_at, i), parent_outs));
       for (size_t i = 0; i < declared.size(); ++i) scope_.define(declared[i].name, op.outs[i]);
     }
     return op;
@@ -368,15 +411,15 @@ class Reader {
 
   // Inside a decomposition an output named like one of the enclosing op's is that value (and must
   // be declared the same); any other name is a new value.
-  ValueId claim_output(const Value& v, const std::string& where, const std::map<std::string, ValueId, std::less<>>& parent_outs) {
+  ValueId claim_output(const Value& v, const Path& where, const std::map<std::string, ValueId, std::less<>>& parent_outs) {
     auto it = parent_outs.find(v.name);
     if (it == parent_outs.end()) {
-      if (!names_.back().insert(v.name).second) throw UserError(where + "/name", "value \"" + v.name + "\" is defined twice");
+      if (!names_.back().insert(v.name).second) throw UserError(Path(where, "name").str(), "value \"" + v.name + "\" is defined twice");
       return t_.add_value(v);
     }
     const Value& outer = t_.value(it->second);
     if (outer.is_scalar != v.is_scalar || outer.dtype != v.dtype || outer.shape != v.shape)
-      throw UserError(where, "\"" + v.name + "\" is declared differently here than by the op this decomposes");
+      throw UserError(where.str(), "\"" + v.name + "\" is declared differently here than by the op this decomposes");
     return it->second;
   }
 
@@ -413,7 +456,7 @@ class Reader {
       for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && is_integer(positional[i].json);
       if (all_integers) {
         std::vector<Arg> items;
-        for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, positional[i].where, 2));
+        for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, Path(positional[i].where), 2));
         spelled_out = Arg::of_list(std::move(items));
       }
     }
@@ -441,7 +484,7 @@ class Reader {
         continue;
       }
       const bool is_spelled_out = spelled_out && i + 1 == positional_slots;
-      op.args.push_back(is_spelled_out ? std::move(*spelled_out) : typed_arg(bound[i]->json, params[i], bound[i]->where));
+      op.args.push_back(is_spelled_out ? std::move(*spelled_out) : typed_arg(bound[i]->json, params[i], Path(bound[i]->where)));
       op.arg_where.push_back(bound[i]->where);
     }
   }
@@ -456,13 +499,13 @@ class Reader {
     return kind_name(j);
   }
 
-  Arg typed_arg(Json j, const Param& param, const std::string& where) {
+  Arg typed_arg(Json j, const Param& param, const Path& where) {
     Arg a = literal_or_ref(j, where, 1);
     auto fail = [&](const std::string& at, const Arg& got, Json got_json, const char* what) {
       throw UserError(at, "argument \"" + std::string(param.name) + "\" must be " + what + ", got " + describe(got, got_json));
     };
     auto expect = [&](bool ok, const char* what) {
-      if (!ok) fail(where, a, j, what);
+      if (!ok) fail(where.str(), a, j, what);
     };
     auto is_tensor = [&](const Arg& x) { return x.is_value() && !t_.value(x.value).is_scalar; };
     auto is_scalar_value = [&](const Arg& x) { return x.is_value() && t_.value(x.value).is_scalar; };
@@ -470,9 +513,9 @@ class Reader {
     auto expect_list = [&](bool allow_null, bool non_empty, const char* what, const char* element_what, auto&& ok) {
       if (allow_null && a.kind == Arg::Kind::none) return;
       expect(a.kind == Arg::Kind::list, what);
-      if (non_empty && a.items.empty()) fail(where, a, j, what);
+      if (non_empty && a.items.empty()) fail(where.str(), a, j, what);
       for (size_t i = 0; i < a.items.size(); ++i)
-        if (!ok(a.items[i])) fail(where + "/" + std::to_string(i), a.items[i], item(j, i), element_what);
+        if (!ok(a.items[i])) fail(Path(where, i).str(), a.items[i], item(j, i), element_what);
     };
     auto integer = [](const Arg& x) { return x.kind == Arg::Kind::integer; };
     switch (param.kind) {
@@ -509,33 +552,33 @@ class Reader {
     return a;
   }
 
-  Arg literal_or_ref(Json j, const std::string& where, int depth) {
-    if (depth > kMaxDepth) throw UserError(where, "arguments nest deeper than " + std::to_string(kMaxDepth) + " levels");
+  Arg literal_or_ref(Json j, const Path& where, int depth) {
+    if (depth > kMaxDepth) throw UserError(where.str(), "arguments nest deeper than " + std::to_string(kMaxDepth) + " levels");
     switch (j.type()) {
       case element_type::NULL_VALUE: return Arg();
       case element_type::BOOL: return Arg::of_bool(as<bool>(j));
-      case element_type::UINT64: throw UserError(where, "integer " + dump(j) + " overflows 64 bits");
+      case element_type::UINT64: throw UserError(where.str(), "integer " + dump(j) + " overflows 64 bits");
       case element_type::INT64: return Arg::of_int(int_of(j));
       case element_type::DOUBLE: return Arg::of_real(as<double>(j));
       case element_type::STRING: return Arg::of_value(reference(j, where));
       case element_type::ARRAY: {
         std::vector<Arg> items;
         for (Json element : array_of(j))
-          items.push_back(literal_or_ref(element, where + "/" + std::to_string(items.size()), depth + 1));
+          items.push_back(literal_or_ref(element, Path(where, items.size()), depth + 1));
         return Arg::of_list(std::move(items));
       }
       case element_type::OBJECT: return typed_literal(object_of(j), where);
     }
-    throw UserError(where, "unsupported argument " + kind_name(j));
+    throw UserError(where.str(), "unsupported argument " + kind_name(j));
   }
 
-  Arg typed_literal(Object j, const std::string& where) {
-    if (j.size() != 1) throw UserError(where, "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis or memory_format)");
+  Arg typed_literal(Object j, const Path& where) {
+    if (j.size() != 1) throw UserError(where.str(), "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis or memory_format)");
     const simdjson::dom::key_value_pair member = *j.begin();
     const std::string key(member.key);
-    std::string w = where + "/" + escape_pointer_token(key);
+    const std::string w = where.str() + "/" + escape_pointer_token(key);
     if (key == "slice") return slice_literal(member.value, w);
-    std::string text = string_at(member.value, w);
+    std::string text = string_at(member.value, Path(w));
     Arg a;
     if (key == "dtype") {
       auto dt = parse_dtype(text);
@@ -562,7 +605,7 @@ class Reader {
       if (text == "nan") return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
       throw UserError(w, "a float literal is \"inf\", \"-inf\" or \"nan\", not \"" + text + "\"");
     }
-    throw UserError(where, "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis or memory_format)");
+    throw UserError(where.str(), "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis or memory_format)");
   }
 
   // {"slice": [start, stop, step]}, each an integer or null: Python's slice(start, stop, step).
@@ -582,12 +625,13 @@ class Reader {
 
   // fwd/bwd bodies of a custom-gradient op: each its own scope and naming domain.
   std::shared_ptr<const CustomGrad> read_custom(Object j, const Op& op, const std::vector<Value>& outs, const std::string& where) {
+    const Path at(where);
     auto grad = std::make_shared<CustomGrad>();
     std::vector<ValueId> tensor_args;  // ids: reading the bodies adds values and moves Trace::values
     for (const Arg& a : op.args)
       if (a.is_value() && !t_.value(a.value).is_scalar) tensor_args.push_back(a.value);
-    grad->fwd = read_body(require(j, where, "fwd"), where + "/fwd", true);
-    grad->bwd = read_body(require(j, where, "bwd"), where + "/bwd", false);
+    grad->fwd = read_body(require(j, at, "fwd"), where + "/fwd", true);
+    grad->bwd = read_body(require(j, at, "bwd"), where + "/bwd", false);
     const SubTrace& fwd = grad->fwd;
     const SubTrace& bwd = grad->bwd;
     auto same_type = [&](ValueId id, const Value& v) {
@@ -618,7 +662,8 @@ class Reader {
   }
 
   SubTrace read_body(Json json, const std::string& where, bool is_fwd) {
-    const Object j = object_at(json, where);
+    const Path at(where);
+    const Object j = object_at(json, at);
     Scope outer = std::move(scope_);
     const std::optional<Json> outer_ops = domain_ops_;
     std::string outer_ops_where = std::move(domain_ops_where_);
@@ -629,16 +674,19 @@ class Reader {
     names_.emplace_back();
     SubTrace body;
     size_t i = 0;
-    for (Json input : list_at(require(j, where, "inputs"), where + "/inputs")) body.inputs.push_back(declare(input, where + "/inputs/" + std::to_string(i++), false));
-    body.ops = read_ops(list_at(require(j, where, "ops"), where + "/ops"), where + "/ops");
+    const Path inputs_at(at, "inputs");
+    for (Json input : list_at(require(j, at, "inputs"), inputs_at)) body.inputs.push_back(declare(input, Path(inputs_at, i++), false));
+    body.ops = read_ops(list_at(require(j, at, "ops"), Path(at, "ops")), where + "/ops");
     i = 0;
-    for (Json output : list_at(require(j, where, "outputs"), where + "/outputs")) {
-      std::string w = where + "/outputs/" + std::to_string(i++);
-      body.outputs.push_back(output.is_null() && !is_fwd ? kNoValue : reference(output, w));
+    const Path outputs_at(at, "outputs");
+    for (Json output : list_at(require(j, at, "outputs"), outputs_at)) {
+      const Path output_at(outputs_at, i++);
+      body.outputs.push_back(output.is_null() && !is_fwd ? kNoValue : reference(output, output_at));
     }
     if (auto saved = find(j, "saved"); saved && is_fwd) {
       i = 0;
-      for (Json value : list_at(*saved, where + "/saved")) body.saved.push_back(reference(value, where + "/saved/" + std::to_string(i++)));
+      const Path saved_at(at, "saved");
+      for (Json value : list_at(*saved, saved_at)) body.saved.push_back(reference(value, Path(saved_at, i++)));
     }
     names_.pop_back();
     scope_ = std::move(outer);
