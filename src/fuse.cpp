@@ -121,8 +121,8 @@ class Fuser {
 
   // Walks what computing `v` at `index` inside kernel k reads. Returns false when it would read
   // one of k's reductions at another row; `deepest` collects the latest other kernel it reads.
-  bool walk(ValueId v, const Index& index, int k, int& deepest, std::unordered_set<std::string>& seen) const {
-    if (!seen.insert(read_key(v, index)).second) return true;
+  bool walk(ValueId v, const Index& index, int k, int& deepest, ReadSet& seen) const {
+    if (!seen.insert(v, index)) return true;
     int home = home_[v];
     if (home == kInput) return true;
     if (home >= 0 && home != k) {
@@ -140,7 +140,7 @@ class Fuser {
     return walk_operands(op, index, k, deepest, seen);
   }
 
-  bool walk_operands(const Op& op, const Index& index, int k, int& deepest, std::unordered_set<std::string>& seen) const {
+  bool walk_operands(const Op& op, const Index& index, int k, int& deepest, ReadSet& seen) const {
     bool ok = true;
     for_each_operand(op, index, [&](ValueId u, const Index& i) { ok = ok && walk(u, i, k, deepest, seen); });
     return ok;
@@ -166,9 +166,9 @@ class Fuser {
   }
 
   // Can `v` (computed by walking from `start`) join kernel k? Fills nothing; just answers.
-  bool fits(int k, const std::function<bool(int, int&, std::unordered_set<std::string>&)>& start) const {
+  bool fits(int k, const std::function<bool(int, int&, ReadSet&)>& start) const {
     int deepest = kInput;
-    std::unordered_set<std::string> seen;
+    ReadSet seen;
     return start(k, deepest, seen) && deepest <= k;
   }
 
@@ -179,7 +179,7 @@ class Fuser {
 
   void place_reduction(const Op& op) {
     KernelLayout layout = row_layout(t_, op);
-    auto start = [&](int k, int& deepest, std::unordered_set<std::string>& seen) { return walk_operands(op, {}, k, deepest, seen); };
+    auto start = [&](int k, int& deepest, ReadSet& seen) { return walk_operands(op, {}, k, deepest, seen); };
     int k = -1;
     auto it = last_row_.find(layout.domain);
     placing_reduction_ = true;
@@ -222,7 +222,7 @@ class Fuser {
     std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     int k = -1;
     for (const auto& [candidate, index] : candidates) {
-      auto start = [&, idx = index](int kk, int& deepest, std::unordered_set<std::string>& seen) { return walk(v, idx, kk, deepest, seen); };
+      auto start = [&, idx = index](int kk, int& deepest, ReadSet& seen) { return walk(v, idx, kk, deepest, seen); };
       if (fits(candidate, start)) { k = candidate; break; }
     }
     if (k < 0) {
@@ -237,8 +237,8 @@ class Fuser {
 
   // Collects, for kernel k, the ops it computes and the values it reads from memory, by walking
   // from its members exactly as the emitter will.
-  void collect(int k, ValueId v, const Index& index, std::set<int>& ops, std::set<ValueId>& reads, std::unordered_set<std::string>& seen) const {
-    if (!seen.insert(read_key(v, index)).second) return;
+  void collect(int k, ValueId v, const Index& index, std::set<int>& ops, std::set<ValueId>& reads, ReadSet& seen) const {
+    if (!seen.insert(v, index)) return;
     // Values of earlier kernels are read from memory. A value placed in a later kernel (written
     // there for a matmul operand, or past the inline depth) was still inline when this kernel
     // took it, so this kernel computes it as it was planned to, not read it before it exists.
@@ -267,7 +267,7 @@ class Fuser {
     std::vector<std::set<ValueId>> reads(kernels_.size());
     std::set<ValueId> read_elsewhere(t_.outputs.begin(), t_.outputs.end());
     for (size_t k = 0; k < kernels_.size(); ++k) {
-      std::unordered_set<std::string> seen;
+      ReadSet seen;
       if (kernels_[k].library_op >= 0)
         for_each_value(t_.ops[kernels_[k].library_op], [&](ValueId u) { reads[k].insert(u); });
       else

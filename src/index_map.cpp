@@ -44,6 +44,26 @@ std::string read_key(ValueId v, const Index& index) {
   return key;
 }
 
+size_t ReadSet::Hash::of(ValueId v, const Index& index) {
+  size_t h = std::hash<ValueId>()(v);
+  auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (const IndexComp& c : index) {
+    mix(size_t(c.kind));
+    switch (c.kind) {
+      case IndexComp::Kind::var: mix(std::hash<int>()(c.var)); break;
+      case IndexComp::Kind::constant: mix(std::hash<int64_t>()(c.value)); break;
+      case IndexComp::Kind::code: mix(std::hash<std::string>()(c.code)); break;
+    }
+  }
+  return h;
+}
+
+bool ReadSet::insert(ValueId v, const Index& index) {
+  if (reads_.find(Probe{v, index}) != reads_.end()) return false;
+  reads_.insert(Read{v, index});
+  return true;
+}
+
 namespace {
 
 // c * mul + add, folded where it can be.

@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "thunder_gen/ir.h"
@@ -30,6 +31,36 @@ Index identity_index(size_t rank);
 // A text equal exactly when two reads (value v at `index`) are the same read: the key of the
 // emitter's memo and of fusion's visited sets.
 std::string read_key(ValueId v, const Index& index);
+
+// A set of reads (value v at an index): the visited sets of fusion's walks. Hashed on the index's
+// structure, so no key text is built (building read_key's was a fifth of fusion).
+class ReadSet {
+ public:
+  // Adds the read; false if it was there.
+  bool insert(ValueId v, const Index& index);
+
+ private:
+  struct Read {
+    ValueId value;
+    Index index;
+  };
+  struct Probe {  // a read looked up without copying its index
+    ValueId value;
+    const Index& index;
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(const Read& r) const { return of(r.value, r.index); }
+    size_t operator()(const Probe& p) const { return of(p.value, p.index); }
+    static size_t of(ValueId v, const Index& index);
+  };
+  struct Equal {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const { return a.value == b.value && a.index == b.index; }
+  };
+  std::unordered_set<Read, Hash, Equal> reads_;
+};
 
 // One operand read of a shape op. `guard` (code, empty = always) says when the read is the one
 // that counts: pad reads its input only inside the padded region, cat reads one piece.

@@ -129,7 +129,7 @@ std::string listing(const char* title, const Trace& t) { return "# " + std::stri
 
 PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& log) {
   // Dropout calls get the trace's Philox seed and offset inputs; policies become tags on the ops.
-  const Trace input = apply_overrides(bind_rng(std::move(read)), o.overrides);
+  Trace input = apply_overrides(bind_rng(std::move(read)), o.overrides);
   PipelineResult result;
   PassLog passes(o, log);
   passes.dump("read", input);
@@ -224,6 +224,14 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   if (o.verbose)
     log << "thunder-gen: harness and manifest: " << result.files.size() << " files (" << harness_ms + PassLog::ms_since(outputs_start)
         << " ms)\n";
+  // The traces live as long as the result, not this function: the CLI, which exits next, need
+  // not free them (PipelineResult::work).
+  struct Work {
+    Trace input;
+    std::optional<Partition> parts;
+    std::optional<Lowered> forward, backward;
+  };
+  result.work = std::make_shared<Work>(Work{std::move(input), std::move(parts), std::move(forward_lowered), std::move(backward_lowered)});
   return result;
 }
 
