@@ -4,7 +4,6 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <unordered_set>
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"

@@ -29,7 +29,7 @@ using Index = std::vector<IndexComp>;
 
 Index identity_index(size_t rank);
 // A text equal exactly when two reads (value v at `index`) are the same read: the key of the
-// emitter's memo and of fusion's visited sets.
+// emitter's memo (fusion's visited sets are ReadSets).
 std::string read_key(ValueId v, const Index& index);
 
 // A set of reads (value v at an index): the visited sets of fusion's walks. Hashed on the index's

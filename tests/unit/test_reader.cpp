@@ -114,6 +114,15 @@ TEST_CASE("typed literals and scalars are read") {
   CHECK(listing.find("f = prims.full([2], 1.5, device=devices.Device('cuda:0'), dtype=dtypes.bf16)  # f: bf16[2]") != std::string::npos);
 }
 
+TEST_CASE("keyword arguments of a symbol without a row print in the file's order") {
+  // (A reader that keeps objects as sorted maps would print alpha before zeta.)
+  auto t = tg::read_trace(test::trace("t", tensor("x", "[2]"),
+                                      op("torch.frobnicate", "[\"x\"]", tensor("y", "[2]"),
+                                         ", \"kwargs\": {\"zeta\": 1, \"alpha\": 2}, \"sub\": [" + op("prims.exp", "[\"x\"]", tensor("y", "[2]")) + "]"),
+                                      "\"y\""));
+  CHECK(tg::print_trace(t).find("y = torch.frobnicate(x, zeta=1, alpha=2)") != std::string::npos);
+}
+
 TEST_CASE("custom-gradient ops parse and check their bodies against the op") {
   std::string fwd = "\"fwd\": {\"inputs\": [" + tensor("a", "[2, 2]") + "], \"ops\": [" + op("prims.sin", "[\"a\"]", tensor("s", "[2, 2]")) +
                     "], \"outputs\": [\"s\"], \"saved\": [\"a\"]}";
