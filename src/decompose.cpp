@@ -147,7 +147,6 @@ std::vector<Op> inline_body(Trace& t, NameSet& taken, const SubTrace& body, cons
     copy.symbol = "prims.convert_element_type";
     copy.info = find_op(copy.symbol);
     copy.args = {Arg::of_value(out), Arg::of_dtype(t.value(outputs[i]).dtype)};
-    copy.arg_where = {"", ""};
     copy.outs = {outputs[i]};
     copy.where = where + "/outputs/" + std::to_string(i);
     copies.push_back(std::move(copy));

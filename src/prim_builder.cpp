@@ -16,7 +16,6 @@ std::vector<ValueId> PrimBuilder::emit(std::string_view id, std::vector<Arg> arg
   // Trailing parameters left out take their defaults, as the reader binds them.
   for (size_t i = op.args.size(); i < op.info->params.size() && op.info->params[i].has_default; ++i)
     op.args.push_back(op.info->params[i].default_value);
-  op.arg_where.assign(op.args.size(), "");
   op.where = where_;
   op.origin = rule_of_;
   op.tags = tags_;
@@ -81,7 +80,6 @@ std::vector<Op> lower_composite(Trace& t, NameSet& taken, const Op& op) {
     copy.symbol = "prims.convert_element_type";
     copy.info = find_op(copy.symbol);
     copy.args = {Arg::of_value(results[i]), Arg::of_dtype(t.value(op.outs[i]).dtype)};
-    copy.arg_where = {"", ""};
     copy.outs = {op.outs[i]};
     copy.where = op.where;
     copy.origin = op.symbol;

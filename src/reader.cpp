@@ -28,7 +28,7 @@ using simdjson::dom::element_type;
 constexpr int kMaxDepth = 64;  // JSON nesting deeper than any real trace; refused, never recursed
 constexpr const char* kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
-std::string escape_pointer_token(const std::string& s) {
+std::string escape_pointer_token(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c == '~') out += "~0";
@@ -113,7 +113,7 @@ class Path {
  public:
   explicit Path(const std::string& spelled) : spelled_(&spelled) {}
   Path(std::string&&) = delete;  // would dangle
-  Path(const Path& parent, const char* key) : parent_(&parent), key_(key) {}
+  Path(const Path& parent, std::string_view key) : parent_(&parent), key_(key) {}
   Path(const Path& parent, size_t index) : parent_(&parent), index_(index), is_index_(true) {}
   std::string str() const {
     if (spelled_) return *spelled_;
@@ -130,15 +130,16 @@ class Path {
  private:
   const std::string* spelled_ = nullptr;
   const Path* parent_ = nullptr;
-  const char* key_ = nullptr;
+  std::string_view key_;
   size_t index_ = 0;
   bool is_index_ = false;
 };
 
-// An argument as given: where it is, and its element.
+// An argument as given: where it is (spelled only for a message), and its element.
 struct Given {
-  std::string where;
+  Path where;
   Json json;
+  bool keyword = false;
 };
 
 class Reader {
@@ -348,27 +349,23 @@ class Reader {
 
     // Arguments refer to values defined before this op.
     std::vector<Given> positional, keyword;
+    const Path args_at(at, "args"), kwargs_at(at, "kwargs");
     if (auto args = find(j, "args")) {
       size_t i = 0;
-      const Path args_at(at, "args");
-      for (Json arg : list_at(*args, args_at)) positional.push_back({Path(args_at, i++).str(), arg});
+      for (Json arg : list_at(*args, args_at)) positional.push_back({Path(args_at, i++), arg});
     }
     std::vector<std::string> keyword_names;
     if (auto kwargs = find(j, "kwargs")) {
-      for (const simdjson::dom::key_value_pair& member : object_at(*kwargs, Path(at, "kwargs"))) {
-        keyword.push_back({where + "/kwargs/" + escape_pointer_token(std::string(member.key)), member.value});
+      for (const simdjson::dom::key_value_pair& member : object_at(*kwargs, kwargs_at)) {
+        keyword.push_back({Path(kwargs_at, member.key), member.value, true});
         keyword_names.emplace_back(member.key);
       }
     }
     if (op.info) {
       bind(op, positional, keyword, keyword_names, where);
     } else {
-      for (const Given& a : positional) {
-        op.args.push_back(literal_or_ref(a.json, Path(a.where), 1));
-        op.arg_where.push_back(a.where);
-      }
-      for (size_t i = 0; i < keyword.size(); ++i)
-        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, Path(keyword[i].where), 1));
+      for (const Given& a : positional) op.args.push_back(literal_or_ref(a.json, a.where, 1));
+      for (size_t i = 0; i < keyword.size(); ++i) op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, keyword[i].where, 1));
     }
 
     // Outputs: new values, except inside a decomposition, where the enclosing op's outputs are
@@ -456,36 +453,38 @@ class Reader {
       for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && is_integer(positional[i].json);
       if (all_integers) {
         std::vector<Arg> items;
-        for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, Path(positional[i].where), 2));
+        for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, positional[i].where, 2));
         spelled_out = Arg::of_list(std::move(items));
       }
     }
     const size_t given = spelled_out ? positional_slots : positional.size();
     if (given > positional_slots)
-      throw UserError(positional[positional_slots].where, std::string(op.info->id) + " takes " + std::to_string(positional_slots) +
+      throw UserError(positional[positional_slots].where.str(), std::string(op.info->id) + " takes " + std::to_string(positional_slots) +
                                                            " positional argument" + (positional_slots == 1 ? "" : "s") + " but " +
                                                            std::to_string(positional.size()) + " were given");
     for (size_t i = 0; i < given; ++i) bound[i] = &positional[i];
     for (size_t k = 0; k < keyword.size(); ++k) {
       size_t i = 0;
       while (i < params.size() && params[i].name != keyword_names[k]) ++i;
-      if (i == params.size()) throw UserError(keyword[k].where, std::string(op.info->id) + " has no parameter \"" + keyword_names[k] + "\"");
-      if (bound[i]) throw UserError(keyword[k].where, "argument \"" + keyword_names[k] + "\" is given twice");
+      if (i == params.size()) throw UserError(keyword[k].where.str(), std::string(op.info->id) + " has no parameter \"" + keyword_names[k] + "\"");
+      if (bound[i]) throw UserError(keyword[k].where.str(), "argument \"" + keyword_names[k] + "\" is given twice");
       bound[i] = &keyword[k];
     }
     op.args.reserve(params.size());
-    op.arg_where.reserve(params.size());
     for (size_t i = 0; i < params.size(); ++i) {
       if (!bound[i]) {
         if (!params[i].has_default)
           throw UserError(where, std::string(op.info->id) + " is missing its argument \"" + std::string(params[i].name) + "\"");
         op.args.push_back(params[i].default_value);
-        op.arg_where.push_back("");
         continue;
       }
       const bool is_spelled_out = spelled_out && i + 1 == positional_slots;
-      op.args.push_back(is_spelled_out ? std::move(*spelled_out) : typed_arg(bound[i]->json, params[i], Path(bound[i]->where)));
-      op.arg_where.push_back(bound[i]->where);
+      op.args.push_back(is_spelled_out ? std::move(*spelled_out) : typed_arg(bound[i]->json, params[i], bound[i]->where));
+      // A positional argument is where the verifier looks by default (/args/i); a keyword one is not.
+      if (bound[i]->keyword) {
+        op.arg_where.resize(params.size());
+        op.arg_where[i] = bound[i]->where.str();
+      }
     }
   }
 

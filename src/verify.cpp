@@ -89,7 +89,8 @@ class Verifier {
 
   static std::string arg_where(const Op& op, int i) {
     if (i >= 0 && size_t(i) < op.arg_where.size() && !op.arg_where[i].empty()) return op.arg_where[i];
-    if (i >= 0 && op.info && size_t(i) < op.info->params.size()) return op.where + "/args/" + std::to_string(i);
+    // Read positional arguments, and ops built by passes, keep no pointer of their own.
+    if (i >= 0 && size_t(i) < (op.info ? op.info->params.size() : op.args.size())) return op.where + "/args/" + std::to_string(i);
     return op.where;
   }
 

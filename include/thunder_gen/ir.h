@@ -94,7 +94,8 @@ struct Op {
   std::string symbol;             // Thunder's symbol id, e.g. "prims.add"
   const OpInfo* info = nullptr;   // op-table row; null for a torch-level symbol lowered via `sub`
   std::vector<Arg> args;          // bound to info's parameters; raw positional args when info is null
-  std::vector<std::string> arg_where;  // JSON pointer of each bound argument ("" for a default)
+  std::vector<std::string> arg_where;  // JSON pointer of a bound argument given by keyword; empty for
+                                       // the rest: "<where>/args/<i>"
   std::vector<std::pair<std::string, Arg>> kwargs;  // only when info is null (kept for printing)
   std::vector<ValueId> outs;
   std::vector<std::string> tags;
