@@ -145,8 +145,10 @@ int generate(const Request& r) {
 
 int main(int argc, char** argv) {
   // A run touches a few hundred MB of fresh memory; faulting it in 2 MB pages rather than 4 KB
-  // ones takes a 10,000-op run 1.0 -> 0.9 s (docs/performance.md). The environment still decides.
+  // ones takes a 10,000-op run 1.0 -> 0.9 s (docs/performance.md), and a thread's first segment
+  // gets them too when it is committed at once. The environment still decides.
   if (!std::getenv("MIMALLOC_LARGE_OS_PAGES")) mi_option_enable(mi_option_large_os_pages);
+  if (!std::getenv("MIMALLOC_EAGER_COMMIT_DELAY")) mi_option_set(mi_option_eager_commit_delay, 0);
   CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
   app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
   Request request;
