@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -696,7 +698,7 @@ class Reader {
 };
 
 // line:col of a byte offset, for syntax errors.
-std::string line_col(const std::string& text, size_t byte) {
+std::string line_col(std::string_view text, size_t byte) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < byte && i < text.size(); ++i) {
     if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
@@ -707,7 +709,7 @@ std::string line_col(const std::string& text, size_t byte) {
 // Nesting deeper than kMaxDepth (at the bracket that goes too deep) and integers beyond 64 bits,
 // refused at their line and column; run when simdjson refuses the text, which it does for both
 // (with no position). Strings are skipped; syntax errors are left to the parser.
-void scan_lexically(const std::string& text) {
+void scan_lexically(std::string_view text) {
   int depth = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -722,7 +724,7 @@ void scan_lexically(const std::string& text) {
       size_t start = i, end = i + (c == '-');
       while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
       bool integer = end == text.size() || (text[end] != '.' && text[end] != 'e' && text[end] != 'E');
-      std::string digits = text.substr(start, end - start);
+      std::string digits(text.substr(start, end - start));
       if (integer && digits.size() > 1) {
         errno = 0;
         if (c == '-') (void)std::strtoll(digits.c_str(), nullptr, 10);
@@ -760,9 +762,9 @@ class SyntaxError : public nlohmann::json_sax<nlohmann::json> {
   std::string error;
 };
 
-[[noreturn]] void throw_syntax_error(const std::string& text, simdjson::error_code refused) {
+[[noreturn]] void throw_syntax_error(std::string_view text, simdjson::error_code refused) {
   SyntaxError handler;
-  if (nlohmann::json::sax_parse(text, &handler))  // accepted here: say what simdjson said
+  if (nlohmann::json::sax_parse(text.begin(), text.end(), &handler))  // accepted here: say what simdjson said
     throw UserError("/", "invalid JSON: " + std::string(simdjson::error_message(refused)));
   auto pos = handler.error.find("syntax error");
   throw UserError(line_col(text, handler.error_byte > 0 ? handler.error_byte - 1 : 0),
@@ -813,11 +815,13 @@ class DuplicateKeys {
 
 }  // namespace
 
-Trace read_trace(const std::string& text) {
+namespace {
+
+Trace read_padded(const simdjson::padded_string& padded) {
   // simdjson refuses what scan_lexically would (nesting past kMaxDepth, integers past 64 bits);
   // the error path runs it first, for its line:col messages.
+  const std::string_view text(padded);
   simdjson::dom::parser parser;
-  const simdjson::padded_string padded(text);
   Json doc;
   simdjson::error_code error = parser.allocate(padded.size(), kMaxDepth);
   if (!error) error = parser.parse(padded).get(doc);
@@ -825,19 +829,43 @@ Trace read_trace(const std::string& text) {
     scan_lexically(text);
     throw_syntax_error(text, error);
   }
-  DuplicateKeys().check(doc);
+  // Duplicate keys are looked for beside the reading (both only read the document); a duplicate
+  // is reported first, as though the check had run before.
+  std::future<void> duplicates = std::async(std::launch::async, [doc] { DuplicateKeys().check(doc); });
   Trace trace;
-  Reader(trace).read(doc);
+  try {
+    Reader(trace).read(doc);
+  } catch (...) {
+    duplicates.get();
+    throw;
+  }
+  duplicates.get();
   verify(trace);
   return trace;
 }
 
+}  // namespace
+
+Trace read_trace(const std::string& text) { return read_padded(simdjson::padded_string(text)); }
+
 Trace read_trace_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError("", "cannot open file");
+  // A regular file goes straight into simdjson's padded buffer; anything else (a pipe) through a string.
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec) {
+      simdjson::padded_string padded{size_t(size)};
+      in.read(padded.data(), std::streamsize(size));
+      if (uintmax_t(in.gcount()) == size) return read_padded(padded);
+    }
+    in.clear();
+    in.seekg(0);
+  }
   std::ostringstream buf;
   buf << in.rdbuf();
-  return read_trace(std::move(buf).str());  // (C++20: moves the text out; a trace can be 50 MB)
+  return read_trace(std::move(buf).str());
 }
 
 }  // namespace tg

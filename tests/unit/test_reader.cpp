@@ -181,3 +181,14 @@ TEST_CASE("a duplicate key is an error at its place") {
                     "]}], \"outputs\": [\"y\"]}";
   CHECK(where_of(doc) == "/ops/0/args | duplicate key \"args\"");
 }
+
+TEST_CASE("a duplicate key is reported before an error the reader finds earlier in the document") {
+  // The duplicate-key walk runs beside the reader; its error still comes first, as though it
+  // had run before it.
+  std::string doc = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"t\", \"inputs\": [" + tensor("x", "[2]") +
+                    "], \"ops\": [{\"op\": \"prims.exp\", \"args\": [\"nowhere\"], \"out\": [" + tensor("y", "[2]") +
+                    "]}], \"outputs\": [\"y\"], \"outputs\": [\"y\"]}";
+  CHECK(where_of(doc) == "/outputs | duplicate key \"outputs\"");
+  std::string no_duplicate = doc.substr(0, doc.rfind(", \"outputs\"")) + "}";
+  CHECK(where_of(no_duplicate) == "/ops/0/args/0 | undefined value \"nowhere\"");
+}
