@@ -260,7 +260,16 @@ class JsonWriter {
   }
   void quoted(std::string_view s) {
     text_ += '"';
-    for (char c : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      // A run that needs no escape goes in whole (names and JSON pointers are all run).
+      size_t run = i;
+      while (run < s.size() && s[run] != '"' && s[run] != '\\' && static_cast<unsigned char>(s[run]) >= 0x20) ++run;
+      if (run > i) {
+        text_.append(s, i, run - i);
+        i = run - 1;
+        continue;
+      }
+      const char c = s[i];
       switch (c) {
         case '"': text_ += "\\\""; break;
         case '\\': text_ += "\\\\"; break;
@@ -285,9 +294,13 @@ class JsonWriter {
 
 }  // namespace
 
-std::string emit_manifest(const Trace& t, const Partition* training, const std::vector<std::pair<std::string, const CudaFile*>>& files) {
-  const Trace& values = training ? training->backward : t;  // saved values are joint-trace values
+struct ManifestWriter::State {
   JsonWriter m;
+};
+
+ManifestWriter::ManifestWriter(const Trace& t, const Partition* training) : state_(std::make_unique<State>()) {
+  const Trace& values = training ? training->backward : t;  // saved values are joint-trace values
+  JsonWriter& m = state_->m;
   // A value's declaration, as an object left open for more members.
   auto decl = [&](ValueId id) {
     const Value& v = values.value(id);
@@ -339,15 +352,23 @@ std::string emit_manifest(const Trace& t, const Partition* training, const std::
     m.close(']');
   }
   m.key("kernels").open('[');
-  for (const auto& [file, cuda] : files)
-    for (const EmittedKernel& k : cuda->kernels) {
-      m.open('{').member("name", k.name).member("file", file).array("ops", k.values).array("reads", k.reads).array("writes", k.writes);
-      if (!k.library.empty()) m.member("library", k.library);
-      if (!k.same_code_as.empty()) m.member("same_code_as", k.same_code_as);  // extension: the kernel function it launches
-      m.close('}');
-    }
-  m.close(']').close('}');
-  return m.take() + "\n";
+}
+
+ManifestWriter::~ManifestWriter() = default;
+
+void ManifestWriter::add_kernels(const std::string& file, const CudaFile& cuda) {
+  JsonWriter& m = state_->m;
+  for (const EmittedKernel& k : cuda.kernels) {
+    m.open('{').member("name", k.name).member("file", file).array("ops", k.values).array("reads", k.reads).array("writes", k.writes);
+    if (!k.library.empty()) m.member("library", k.library);
+    if (!k.same_code_as.empty()) m.member("same_code_as", k.same_code_as);  // extension: the kernel function it launches
+    m.close('}');
+  }
+}
+
+std::string ManifestWriter::finish() {
+  state_->m.close(']').close('}');
+  return state_->m.take() + "\n";
 }
 
 }  // namespace tg

@@ -181,6 +181,7 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
     });
   std::optional<Lowered> forward_lowered, backward_lowered;
   std::string harness;
+  std::optional<ManifestWriter> manifest;
   double harness_ms = 0;
   try {
     Trace to_lower = parts ? with_ops_of(*forward) : std::move(*forward);
@@ -189,6 +190,8 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
     if (o.stop_after == Stage::all) {
       const auto harness_start = std::chrono::steady_clock::now();
       harness = emit_harness(input, parts ? &*parts : nullptr, o.input_file);
+      manifest.emplace(input, parts ? &*parts : nullptr);
+      manifest->add_kernels("forward.cu", *forward_lowered->cuda);
       harness_ms = PassLog::ms_since(harness_start);
     }
   } catch (...) {
@@ -207,19 +210,17 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   if (o.stop_after == Stage::cuda) return {forward_cu.text + (backward_cu ? "\n" + backward_cu->text : std::string()), {}};
 
   const auto outputs_start = std::chrono::steady_clock::now();
-  const Partition* training_parts = parts ? &*parts : nullptr;
   std::vector<std::string> cu_files = {"forward.cu"};
-  std::vector<std::pair<std::string, const CudaFile*>> emitted = {{"forward.cu", &forward_cu}};
   result.files.emplace_back("forward.cu", forward_cu.text);
   if (backward_cu) {
     result.files.emplace_back("backward.cu", backward_cu->text);
     cu_files.push_back("backward.cu");
-    emitted.emplace_back("backward.cu", backward_cu);
+    manifest->add_kernels("backward.cu", *backward_cu);
   }
   result.files.emplace_back("kernels.cu", emit_nvrtc_program(input, cu_files));
   result.files.emplace_back("harness.cpp", std::move(harness));
   result.files.emplace_back("CMakeLists.txt", emit_cmake(input, cu_files));
-  result.files.emplace_back("manifest.json", emit_manifest(input, training_parts, emitted));
+  result.files.emplace_back("manifest.json", manifest->finish());
   for (const auto& [name, text] : embedded_templates()) result.files.emplace_back(std::string(name), std::string(text));
   if (o.verbose)
     log << "thunder-gen: harness and manifest: " << result.files.size() << " files (" << harness_ms + PassLog::ms_since(outputs_start)
