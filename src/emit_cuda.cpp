@@ -775,7 +775,7 @@ bool is_library_call(const Op& op) { return op.info->fusion == FusionClass::libr
 
 // tg::GemmShape{batch, m, n, k, b_batched} of a matmul. A b without batch dims is shared by every
 // batch, which then folds into m: one larger GEMM.
-// transpose_a / transpose_b (2-D only) mean a is stored [k, m] and b [n, k].
+// transpose_a / transpose_b mean a is stored [k, m] (a 2-D a) and b [n, k] (a 2-D b, shared).
 std::string gemm_shape(const Trace& t, const Op& op) {
   const Shape& a = t.value(op.arg(0).value).shape;
   const Shape& b = t.value(op.arg(1).value).shape;

@@ -139,7 +139,8 @@ class EpilogueFolder {
       if (transpose.info->kind != OpKind::transpose || !transpose.arg(0).is_value() || t_.value(v).shape.size() != 2 ||
           transpose.arg(1).int_list() != std::vector<int64_t>{1, 0})
         continue;
-      if (operand == 1 && t_.value(matmul.arg(0).value).shape.size() != 2) continue;  // a batched a with a shared b
+      // (A 2-D b is shared by every batch of a, which folds into the GEMM's m, see gemm_shape: b
+      // stored [n, k] is one operand whatever a's rank.)
       matmul.args[operand] = Arg::of_value(transpose.arg(0).value);
       matmul.args[4 + operand] = Arg::of_bool(true);
       if (only_reader(v) == m) removed_[size_t(def->second)] = true;

@@ -121,3 +121,20 @@ TEST_CASE("a matmul that reads its operands transposed has no gradient rule: the
   CHECK_THROWS_WITH(tg::run_pipeline(tg::read_trace(test::trace("t", x + "," + tensor("w", "[8, 32]"), ops, "\"y\"")), {}, log),
                     Catch::Contains("transpose_a or transpose_b has no gradient rule"));
 }
+
+TEST_CASE("a transposed weight folds under a batched activation too: the batches join the GEMM's m") {
+  // x [2, 16, 32] @ w^T: a linear layer on [batch, sequence, features], as real models call it.
+  std::string ops = op("prims.transpose", "[\"w\", [1, 0]]", tensor("wt", "[32, 8]")) + "," +
+                    op("prims.matmul", "[\"x\", \"wt\"]", tensor("y", "[2, 16, 8]"));
+  std::string json = test::trace("linear", tensor("x", "[2, 16, 32]") + "," + tensor("w", "[8, 32]"), ops, "\"y\"");
+  tg::Trace t = folded(json);
+  REQUIRE(t.ops.size() == 1);
+  CHECK(t.value(t.ops[0].arg(1).value).name == "w");
+  CHECK(t.ops[0].arg(5).boolean);
+  tg::PipelineOptions options;
+  options.stop_after = tg::Stage::cuda;
+  std::ostringstream log;
+  const std::string cuda = tg::run_pipeline(tg::read_trace(json), options, log).stopped_text;
+  CHECK(cuda.find("tg::GemmShape{1, 32, 8, 32, false, false, true}") != std::string::npos);
+  CHECK(cuda.find("prims.transpose") == std::string::npos);
+}
