@@ -43,7 +43,9 @@ KernelLayout row_layout(const Trace& t, const Op& reduction) {
 struct Kernel {
   KernelLayout layout;
   std::vector<ValueId> members;  // placed values: reductions and written outputs, in order
-  int library_op = -1;           // a library call (matmul): the op's index; it is not a kernel
+  // A library call (matmul), or a view (a reshape whose output is its input's memory): the op's
+  // index. It is not a kernel: the fused trace keeps the op as it is.
+  int standalone_op = -1;
 };
 
 constexpr int kInput = -1;   // a trace input: always in memory
@@ -63,7 +65,6 @@ class Fuser {
   }
 
   Trace run() {
-    std::set<ValueId> outputs(t_.outputs.begin(), t_.outputs.end());
     for (size_t i = 0; i < t_.ops.size(); ++i) {
       const Op& op = t_.ops[i];
       TG_CHECK(op.info && op.info->fusion != FusionClass::kernel, "fuse expects a decomposed trace");
@@ -83,7 +84,7 @@ class Fuser {
       for (ValueId v : op.outs) {
         depth_[v] = depth;
         if (t_.value(v).is_scalar) continue;
-        if (outputs.count(v) || depth > kMaxInlineDepth) place_pointwise(v);
+        if (outputs_.count(v) || depth > kMaxInlineDepth) place_pointwise(v);
       }
     }
     return build();
@@ -92,6 +93,7 @@ class Fuser {
  private:
   Trace owned_;
   const Trace& t_ = owned_;  // for reading
+  std::set<ValueId> outputs_{t_.outputs.begin(), t_.outputs.end()};
   std::vector<int> home_;      // kernel that computes and places the value, kInput or kInline
   std::vector<int> producer_;  // op index defining the value, -1 for inputs
   std::vector<bool> live_op_;  // does a trace output depend on the op?
@@ -197,15 +199,41 @@ class Fuser {
   // between the kernels, and what reads its result joins only kernels after it.
   void place_library_call(int i) {
     const Op& op = t_.ops[i];
-    for_each_value(op, [&](ValueId u) {
-      if (home_[u] == kInline) place_pointwise(u);
-    });
+    for_each_value(op, [&](ValueId u) { place_in_memory(u); });
     int k = add_kernel(KernelLayout{});
-    kernels_[k].library_op = i;
+    kernels_[k].standalone_op = i;
     for (ValueId v : op.outs) {
       home_[v] = k;
       kernels_[k].members.push_back(v);
     }
+  }
+
+  // Puts an inline value in memory for a library call. Every buffer is contiguous and row-major,
+  // so a reshape of a value already in memory is that memory read with another shape: a view,
+  // written by no kernel (a linear layer's backward reshapes its [batch, seq, features] operands
+  // to 2-D). Anything else a pointwise kernel writes. (A reshape of an inline value is written
+  // as it is: writing its input instead costs the same and may not fit the kernels at hand.)
+  void place_in_memory(ValueId v) {
+    if (home_[v] != kInline) return;
+    if (!is_view(v)) {
+      place_pointwise(v);
+      return;
+    }
+    const int op = producer_[v];
+    place_in_memory(t_.ops[size_t(op)].arg(0).value);  // a view of a view: that one first
+    int k = add_kernel(KernelLayout{});
+    kernels_[k].standalone_op = op;
+    home_[v] = k;
+    kernels_[k].members.push_back(v);
+  }
+  // Whether v, inline, is a reshape of a value in memory (or of such a view).
+  bool is_view(ValueId v) const {
+    if (home_[v] != kInline || producer_[v] < 0 || outputs_.count(v)) return false;
+    const Op& op = t_.ops[size_t(producer_[v])];
+    if (op.info->kind != OpKind::reshape || !op.arg(0).is_value()) return false;
+    const ValueId base = op.arg(0).value;
+    const Value &in = t_.value(base), &out = t_.value(v);
+    return !in.is_scalar && !in.bit_packed && !out.bit_packed && (home_[base] != kInline || is_view(base));
   }
 
   void place_pointwise(ValueId v) {
@@ -267,23 +295,23 @@ class Fuser {
     std::set<ValueId> read_elsewhere(t_.outputs.begin(), t_.outputs.end());
     for (size_t k = 0; k < kernels_.size(); ++k) {
       ReadSet seen;
-      if (kernels_[k].library_op >= 0)
-        for_each_value(t_.ops[kernels_[k].library_op], [&](ValueId u) { reads[k].insert(u); });
+      if (kernels_[k].standalone_op >= 0)
+        for_each_value(t_.ops[kernels_[k].standalone_op], [&](ValueId u) { reads[k].insert(u); });
       else
         for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
       read_elsewhere.insert(reads[k].begin(), reads[k].end());
     }
     std::vector<int> uses_left(t_.ops.size(), 0);
     for (size_t k = 0; k < kernels_.size(); ++k) {
-      if (kernels_[k].library_op >= 0) ++uses_left[size_t(kernels_[k].library_op)];
+      if (kernels_[k].standalone_op >= 0) ++uses_left[size_t(kernels_[k].standalone_op)];
       for (int i : ops[k]) ++uses_left[size_t(i)];
     }
     auto take = [&](int i) { return --uses_left[size_t(i)] == 0 ? std::move(owned_.ops[size_t(i)]) : owned_.ops[size_t(i)]; };
     Trace out = t_.without_ops();
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
-      if (kernel.library_op >= 0) {
-        out.ops.push_back(take(kernel.library_op));
+      if (kernel.standalone_op >= 0) {
+        out.ops.push_back(take(kernel.standalone_op));
         continue;
       }
       Op op;

@@ -5,6 +5,7 @@
 #include "emit_cuda.h"
 #include "fuse.h"
 #include "reader.h"
+#include "thunder_gen/op_table.h"
 #include "trace_builder.h"
 #include "verify.h"
 
@@ -156,4 +157,26 @@ TEST_CASE("kernels that differ only in their values' names share one function; a
   for (size_t at = cuda.text.find("__global__"); at != std::string::npos; at = cuda.text.find("__global__", at + 1)) ++functions;
   CHECK(functions == 3);
   CHECK(cuda.text.find("TG_LAUNCH(dedup_pointwise_a, tg::grid_for(16, 256), 256, stream, m, b)") != std::string::npos);
+}
+
+TEST_CASE("a reshape of a value in memory, for a matmul, is a view: no kernel, no buffer, the same pointer") {
+  // x3 [2, 4, 8] reshaped to [8, 8] for a matmul reads x3's memory as it is. exp(x3) reshaped is
+  // inline: a kernel writes the reshape's output for the second matmul, as before.
+  std::string ops = op("prims.reshape", "[\"x3\", [8, 8]]", tensor("x2", "[8, 8]")) + "," + op("prims.matmul", "[\"x2\", \"w\"]", tensor("y", "[8, 8]")) +
+                    "," + op("prims.exp", "[\"x3\"]", tensor("e3", "[2, 4, 8]")) + "," +
+                    op("prims.reshape", "[\"e3\", [8, 8]]", tensor("e2", "[8, 8]")) + "," + op("prims.matmul", "[\"e2\", \"w\"]", tensor("z", "[8, 8]"));
+  tg::Trace t = fused(test::trace("views", tensor("x3", "[2, 4, 8]") + "," + tensor("w", "[8, 8]"), ops, "\"y\", \"z\""));
+  REQUIRE(t.ops.size() == 4);
+  CHECK(t.ops[0].info->kind == tg::OpKind::reshape);
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"x2"});
+  CHECK(t.ops[2].info->kind == tg::OpKind::fused_kernel);
+  CHECK(names(t, t.ops[2].outs) == std::vector<std::string>{"e2"});
+  tg::CudaFile cuda = tg::emit_cuda(t, "views_forward", "forward.cu", "views.json");
+  REQUIRE(cuda.kernels.size() == 4);
+  CHECK(cuda.kernels[0].view_of == "x3");
+  CHECK(cuda.kernels[2].view_of.empty());
+  CHECK(cuda.text.find("// x2 = prims.reshape(x3, [8, 8])") != std::string::npos);
+  CHECK(cuda.text.find("tg::matmul(x3, w, y,") != std::string::npos);
+  CHECK(cuda.text.find("x2 = static_cast") == std::string::npos);  // no buffer of its own
+  CHECK(cuda.text.find("e2 = static_cast") != std::string::npos);
 }
