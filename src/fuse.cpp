@@ -61,10 +61,12 @@ class Fuser {
     for (size_t i = 0; i < t_.ops.size(); ++i)
       for (ValueId v : t_.ops[i].outs) producer_[v] = int(i);
     depth_.assign(t_.values.size(), 0);
+    from_scalars_.assign(t_.values.size(), false);
     mark_live();
   }
 
   Trace run() {
+    std::vector<ValueId> placed_last;
     for (size_t i = 0; i < t_.ops.size(); ++i) {
       const Op& op = t_.ops[i];
       TG_CHECK(op.info && op.info->fusion != FusionClass::kernel, "fuse expects a decomposed trace");
@@ -81,12 +83,21 @@ class Fuser {
       // chains are cut: past kMaxInlineDepth ops the value is written once and read after.
       int depth = 1;
       for_each_value(op, [&](ValueId u) { depth = std::max(depth, 1 + (home_[u] == kInline ? depth_[u] : 0)); });
+      // A value computed from scalars alone (a dropout mask from the Philox seed, an iota) reads no
+      // memory. Such an output is placed last, where it joins the latest kernel of its shape (the
+      // one using it, typically), rather than a kernel of its own that runs first: a kernel
+      // computing it inline spends arithmetic, not bandwidth.
+      bool from_scalars = true;
+      for_each_value(op, [&](ValueId u) { from_scalars = from_scalars && (t_.value(u).is_scalar || (home_[u] == kInline && from_scalars_[u])); });
       for (ValueId v : op.outs) {
         depth_[v] = depth;
+        from_scalars_[v] = from_scalars;
         if (t_.value(v).is_scalar) continue;
-        if (outputs_.count(v) || depth > kMaxInlineDepth) place_pointwise(v);
+        if (outputs_.count(v) && from_scalars && depth <= kMaxInlineDepth) placed_last.push_back(v);
+        else if (outputs_.count(v) || depth > kMaxInlineDepth) place_pointwise(v);
       }
     }
+    for (ValueId v : placed_last) place_pointwise(v);
     return build();
   }
 
@@ -98,6 +109,7 @@ class Fuser {
   std::vector<int> producer_;  // op index defining the value, -1 for inputs
   std::vector<bool> live_op_;  // does a trace output depend on the op?
   std::vector<int> depth_;     // inline values: the longest chain of ops computing them
+  std::vector<bool> from_scalars_;  // computed from scalar values alone, reading no memory
   bool placing_reduction_ = false;
   std::vector<Kernel> kernels_;
   std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel

@@ -1,6 +1,8 @@
 // Fusion: which kernels a trace becomes, and what each reads and writes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "decompose.h"
 #include "emit_cuda.h"
 #include "fuse.h"
@@ -179,4 +181,19 @@ TEST_CASE("a reshape of a value in memory, for a matmul, is a view: no kernel, n
   CHECK(cuda.text.find("tg::matmul(x3, w, y,") != std::string::npos);
   CHECK(cuda.text.find("x2 = static_cast") == std::string::npos);  // no buffer of its own
   CHECK(cuda.text.find("e2 = static_cast") != std::string::npos);
+}
+
+TEST_CASE("an output computed from scalars alone joins the later kernel that uses it, not a kernel of its own before it") {
+  // m (an iota broadcast, as a dropout mask comes from the Philox seed) is an output the row kernel
+  // for y also uses: one kernel computes m, writes it and reduces x + m, reading only x.
+  std::string ops = op("prims.iota", "[32]", tensor("i", "[32]"),
+                       ", \"kwargs\": {\"start\": 0, \"step\": 1, \"device\": {\"device\": \"cuda:0\"}, \"dtype\": {\"dtype\": \"f32\"}}") +
+                    "," + op("prims.broadcast_in_dim", "[\"i\", [8, 32], [1]]", tensor("m", kRow)) + "," +
+                    op("prims.add", "[\"x\", \"m\"]", tensor("a", kRow)) + "," + op("prims.sum", "[\"a\", [1]]", tensor("y", "[8]"));
+  tg::Trace t = fused(test::trace("masks", tensor("x", kRow), ops, "\"y\", \"m\""));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
+  std::vector<std::string> outs = names(t, t.ops[0].outs);
+  std::sort(outs.begin(), outs.end());
+  CHECK(outs == std::vector<std::string>{"m", "y"});
 }
