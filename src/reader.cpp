@@ -766,9 +766,12 @@ class SyntaxError : public nlohmann::json_sax<nlohmann::json> {
   SyntaxError handler;
   if (nlohmann::json::sax_parse(text.begin(), text.end(), &handler))  // accepted here: say what simdjson said
     throw UserError("/", "invalid JSON: " + std::string(simdjson::error_message(refused)));
-  auto pos = handler.error.find("syntax error");
-  throw UserError(line_col(text, handler.error_byte > 0 ? handler.error_byte - 1 : 0),
-                  "invalid JSON: " + (pos == std::string::npos ? handler.error : handler.error.substr(pos)));
+  // The library's message after its "[json.exception.<kind>.<id>] " tag; for a syntax error, from
+  // "syntax error" on (its "parse error at line L, column C" repeats our position).
+  std::string message = handler.error;
+  if (message.rfind("[json.exception.", 0) == 0 && message.find("] ") != std::string::npos) message.erase(0, message.find("] ") + 2);
+  if (auto pos = message.find("syntax error"); pos != std::string::npos) message.erase(0, pos);
+  throw UserError(line_col(text, handler.error_byte > 0 ? handler.error_byte - 1 : 0), "invalid JSON: " + message);
 }
 
 // Refuses a key an object repeats (a JSON library keeps one of the two silently), at the first
