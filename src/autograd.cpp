@@ -7,7 +7,6 @@
 
 #include <deque>
 #include <map>
-#include <set>
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
@@ -125,12 +124,12 @@ JointTrace autograd(Trace forward) {
     for (ValueId v : op->outs) needs[v] = any && is_float(joint.value(v).dtype);
   }
 
-  // One cotangent input per output; an output listed twice sums its two cotangents.
-  std::map<ValueId, ValueId> cot;
+  // One cotangent input per output; an output listed twice sums its two cotangents. The values
+  // that receive cotangents are the forward's (they exist now), so the table is sized once.
+  std::vector<ValueId> cot(joint.values.size() + forward.outputs.size(), kNoValue);
   auto accumulate = [&](ValueId v, ValueId g) {
-    auto it = cot.find(v);
-    if (it == cot.end()) cot[v] = g;
-    else it->second = b.emit("prims.add", {Arg::of_value(it->second), Arg::of_value(g)}).at(0);
+    ValueId& sum = cot.at(size_t(v));
+    sum = sum == kNoValue ? g : b.emit("prims.add", {Arg::of_value(sum), Arg::of_value(g)}).at(0);
   };
   for (ValueId out : forward.outputs) {
     Value c = forward.value(out);
@@ -147,9 +146,8 @@ JointTrace autograd(Trace forward) {
     std::vector<ValueId> cots;
     bool any = false;
     for (ValueId v : op.outs) {
-      auto c = cot.find(v);
-      cots.push_back(c == cot.end() ? kNoValue : c->second);
-      any = any || c != cot.end();
+      cots.push_back(cot[size_t(v)]);
+      any = any || cots.back() != kNoValue;
     }
     if (!any) continue;
     b.differentiating(op);
@@ -166,13 +164,7 @@ JointTrace autograd(Trace forward) {
   for (ValueId in : forward.inputs) {
     const Value& v = forward.value(in);
     if (!v.requires_grad) continue;
-    ValueId g;
-    if (auto c = cot.find(in); c != cot.end()) {
-      g = c->second;
-    } else {
-      g = vocabulary::zeros(b, v.shape, v.dtype);
-    }
-    joint.outputs.push_back(g);
+    joint.outputs.push_back(cot[size_t(in)] != kNoValue ? cot[size_t(in)] : vocabulary::zeros(b, v.shape, v.dtype));
   }
   // Rules give every operand its contribution; drop the ones no gradient output uses (those for
   // operands that do not require grad).
@@ -190,14 +182,17 @@ JointTrace autograd(Trace forward) {
 
   // A gradient the backward computes is named for its input ("grad_x"), for readable listings
   // and entry points. Values that are inputs, forward values or several gradients keep theirs.
-  std::set<ValueId> renamed;
+  std::vector<bool> renamable(joint.values.size(), false);  // candidates: backward-defined values
   for (size_t i = joint.ops.size(); i-- > result.forward_ops;)
-    for (ValueId v : joint.ops[i].outs) renamed.insert(v);  // candidates: backward-defined values
+    for (ValueId v : joint.ops[i].outs) renamable[size_t(v)] = true;
+  std::vector<int> times_output(joint.values.size(), 0);
+  for (ValueId v : joint.outputs) ++times_output[size_t(v)];
   size_t k = 0;
   for (ValueId in : forward.inputs) {
     if (!forward.value(in).requires_grad) continue;
     ValueId g = joint.outputs[result.forward_outputs + k++];
-    if (std::count(joint.outputs.begin(), joint.outputs.end(), g) != 1 || !renamed.erase(g)) continue;
+    if (times_output[size_t(g)] != 1 || !renamable[size_t(g)]) continue;
+    renamable[size_t(g)] = false;
     joint.value(g).name = b.fresh_named("grad_" + forward.value(in).name);
   }
   return result;
