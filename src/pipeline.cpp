@@ -170,7 +170,7 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   // thread of its own, which verifies the partition's backward first; the log lines and dumps
   // come out as a sequential run's would. Lowering consumes the ops; the partition keeps the rest
   // of each trace (values and signature, which lowering leaves as they were) for the harness and
-  // the manifest, and the harness is written while the backward is still lowered.
+  // the manifest; the harness, and the manifest up to the backward's kernels, are written while the backward is still lowered.
   std::ostringstream forward_log, backward_log;
   PassLog forward_passes = passes.fork(forward_log, 2), backward_passes = passes.fork(backward_log, 2);
   std::future<Lowered> backward_future;
