@@ -110,3 +110,32 @@ TEST_CASE("manifest.json stays valid JSON when a reason quotes text with quotes,
     if (saved["name"] == "t3") reason = saved["reason"];
   CHECK(reason.find(file.string()) != std::string::npos);
 }
+
+TEST_CASE("every example's manifest reads only what its entry point is given or an earlier kernel, call or view wrote") {
+  // Views (reshapes that launch nothing) read their input's memory; whatever reads a view must
+  // still find it written before, as for any kernel output.
+  size_t views = 0;
+  for (const fs::path& path : examples()) {
+    INFO(path.filename().string());
+    std::ostringstream log;
+    tg::PipelineResult r = tg::run_pipeline(tg::read_trace_file(path.string()), {}, log);
+    auto manifest = nlohmann::json::parse(file_text(r.files, "manifest.json"));
+    std::set<std::string> forward_given, backward_given;
+    for (const auto& v : manifest["inputs"]) forward_given.insert(v["name"].get<std::string>());
+    backward_given = forward_given;
+    for (const char* saved : {"saved_for_backward", "saved_scalars"})
+      for (const auto& v : manifest[saved]) backward_given.insert(v["name"].get<std::string>());
+    for (const auto& v : manifest["outputs"]) backward_given.insert("cotangent_" + v["name"].get<std::string>());
+    std::map<std::string, std::set<std::string>> known = {{"forward.cu", forward_given}, {"backward.cu", backward_given}};
+    for (const auto& k : manifest["kernels"]) {
+      std::set<std::string>& written = known.at(k["file"].get<std::string>());
+      for (const auto& read : k["reads"]) {
+        INFO(k["name"].get<std::string>() << " reads " << read.get<std::string>());
+        CHECK(written.count(read.get<std::string>()));
+      }
+      for (const auto& w : k["writes"]) written.insert(w.get<std::string>());
+      views += k.contains("view_of");
+    }
+  }
+  CHECK(views > 0);  // the corpus has linear layers over 3-D activations
+}
