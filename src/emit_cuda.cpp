@@ -860,23 +860,14 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   std::vector<std::string> idents(fused.values.size());
   std::unordered_map<std::string, size_t> code_of;  // kernel signature -> the launch that emitted it
   for (const Op& k : fused.ops) {
-    if (is_view(k)) {
+    if (is_view(k) || is_library_call(k)) {  // no kernel of its own: a view or a cuBLASLt call
       launch.push_back({});
       EmittedKernel info;
-      info.name = fused.name + "_view_" + fused.value(k.outs[0]).name;
-      info.view_of = fused.value(k.arg(0).value).name;
-      info.values.push_back(fused.value(k.outs[0]).name);
-      info.reads.push_back(info.view_of);
-      info.writes = info.values;
-      result.kernels.push_back(std::move(info));
-      continue;
-    }
-    if (is_library_call(k)) {
-      launch.push_back({});
-      EmittedKernel info;
-      info.name = fused.name + "_matmul_" + fused.value(k.outs[0]).name;
-      info.library = "cuBLASLt";
-      info.values.push_back(fused.value(k.outs[0]).name);
+      const std::string& result_name = fused.value(k.outs[0]).name;
+      info.name = fused.name + (is_view(k) ? "_view_" : "_matmul_") + result_name;
+      if (is_view(k)) info.view_of = fused.value(k.arg(0).value).name;
+      else info.library = "cuBLASLt";
+      info.values.push_back(result_name);
       for_each_value(k, [&](ValueId v) { info.reads.push_back(fused.value(v).name); });
       info.writes = info.values;
       result.kernels.push_back(std::move(info));

@@ -33,7 +33,7 @@ void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
       op.info = find_op("prims.uniform_philox");
       op.symbol = std::string(op.info->id);
       op.args.resize(op.info->params.size());
-      op.arg_where.resize(op.info->params.size());
+      if (!op.arg_where.empty()) op.arg_where.resize(op.info->params.size());  // (empty: all by position)
     }
     size_t s = philox_seed_param(op);
     op.args[s] = Arg::of_value(seed);
