@@ -272,10 +272,15 @@ class Interpreter {
         if (op.arg(1).kind != Arg::Kind::none) dim = op.arg(1).integer;
         return {op.info->kind == OpKind::argmax ? torch::argmax(in(), dim) : torch::argmin(in(), dim)};
       }
-      case OpKind::matmul: {
-        torch::Tensor c = torch::matmul(a(0), a(1));
+      case OpKind::matmul: {  // with the epilogue pass's extensions (see op_table.cpp)
+        const bool transpose_a = op.args.size() > 4 && op.arg(4).boolean, transpose_b = op.args.size() > 5 && op.arg(5).boolean;
+        const Tensor left = transpose_a ? a(0).t() : a(0), right = transpose_b ? a(1).t() : a(1);
+        Tensor c = torch::matmul(left, right);
         if (op.args.size() > 2 && op.arg(2).is_value()) c = c + a(2);
-        if (op.args.size() > 3 && op.arg(3).text == "gelu_tanh") c = torch::gelu(c, "tanh");
+        const std::string epilogue = op.args.size() > 3 ? op.arg(3).text : "none";
+        if (epilogue == "gelu_tanh") return {torch::gelu(c, "tanh")};
+        if (epilogue == "gelu_tanh_aux") return {torch::gelu(c, "tanh"), c};
+        if (epilogue == "bias_grad") return {c, left.sum(-1)};
         return {c};
       }
       // Torch-level ops: LibTorch's own functions, not thunder-gen's lowering, so the lowering is

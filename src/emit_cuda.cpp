@@ -796,12 +796,16 @@ std::string gemm_shape(const Trace& t, const Op& op) {
   return s + "}";
 }
 
-// The trailing epilogue arguments of tg::matmul: the bias pointer and the activation, if any.
+// The trailing epilogue arguments of tg::matmul: the bias pointer, the epilogue and its second
+// output (the GELU's input, or the bias gradient), as far as they are not the defaults.
 std::string gemm_epilogue(const Op& op, const std::map<ValueId, std::string>& pointer) {
   const bool bias = op.args.size() > 2 && op.arg(2).is_value();
-  const bool gelu = op.args.size() > 3 && op.arg(3).text == "gelu_tanh";
-  if (!bias && !gelu) return "";
-  return ", " + (bias ? pointer.at(op.arg(2).value) : std::string("nullptr")) + (gelu ? ", tg::Activation::gelu_tanh" : "");
+  const std::string epilogue = op.args.size() > 3 ? op.arg(3).text : "none";
+  std::string s;
+  if (bias || epilogue != "none") s += ", " + (bias ? pointer.at(op.arg(2).value) : std::string("nullptr"));
+  if (epilogue != "none") s += ", tg::Epilogue::" + epilogue;
+  if (op.outs.size() > 1) s += ", " + pointer.at(op.outs[1]);
+  return s;
 }
 
 std::string param_list(const Trace& t, std::map<ValueId, std::string>* pointer_of, std::vector<std::string>* output_params) {
@@ -867,7 +871,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       info.name = fused.name + (is_view(k) ? "_view_" : "_matmul_") + result_name;
       if (is_view(k)) info.view_of = fused.value(k.arg(0).value).name;
       else info.library = "cuBLASLt";
-      info.values.push_back(result_name);
+      for (ValueId v : k.outs) info.values.push_back(fused.value(v).name);
       for_each_value(k, [&](ValueId v) { info.reads.push_back(fused.value(v).name); });
       info.writes = info.values;
       result.kernels.push_back(std::move(info));

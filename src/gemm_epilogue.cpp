@@ -27,6 +27,7 @@ class EpilogueFolder {
         fold_bias(int(i));
         fold_gelu(int(i));
         fold_transposes(int(i));
+        fold_bias_grad(int(i));
       }
     std::vector<Op> kept;
     for (size_t i = 0; i < out_.ops.size(); ++i)
@@ -87,7 +88,7 @@ class EpilogueFolder {
     Op& matmul = out_.ops[size_t(m)];
     const ValueId d = matmul.outs[0];
     auto it = readers_.find(d);
-    if (is_output_.count(d) || it == readers_.end()) return;
+    if (it == readers_.end()) return;
     const Op& first = t_.ops[size_t(it->second[0])];
     if (first.origin != "torch.nn.functional.gelu") return;
     std::set<int> group;
@@ -101,8 +102,11 @@ class EpilogueFolder {
       group.insert(int(i));
       for (ValueId v : op.outs) inside.insert(v);
     }
-    for (int r : it->second)
-      if (!group.count(r)) return;  // d has a reader outside the GELU
+    // d kept (an output, e.g. saved for the backward, or read outside the GELU): cuBLASLt writes
+    // it beside the GELU's result, in a leading dimension that must be a multiple of 8.
+    bool keep_d = is_output_.count(d) > 0;
+    for (int r : it->second) keep_d = keep_d || !group.count(r);
+    if (keep_d && t_.value(d).shape.back() % 8 != 0) return;
     bool has_tanh = false;
     ValueId result = kNoValue;
     for (int i : group) {
@@ -121,8 +125,8 @@ class EpilogueFolder {
       }
     }
     if (!has_tanh || result == kNoValue || t_.value(result).dtype != t_.value(d).dtype || t_.value(result).shape != t_.value(d).shape) return;
-    matmul.args[3].text = "gelu_tanh";
-    matmul.outs[0] = result;
+    matmul.args[3].text = keep_d ? "gelu_tanh_aux" : "gelu_tanh";
+    matmul.outs = keep_d ? std::vector<ValueId>{result, d} : std::vector<ValueId>{result};
     for (int i : group) removed_[size_t(i)] = true;
   }
 
@@ -144,6 +148,30 @@ class EpilogueFolder {
       matmul.args[operand] = Arg::of_value(transpose.arg(0).value);
       matmul.args[4 + operand] = Arg::of_bool(true);
       if (only_reader(v) == m) removed_[size_t(def->second)] = true;
+    }
+  }
+
+  // matmul(g, x, transpose_a=True) (a linear layer's weight gradient, g^T x) and sum(g, [0]) (its
+  // bias gradient) -> one matmul with the bias_grad epilogue writing both: cuBLASLt sums g over k
+  // while it reads it for the product. The sum's readers must all come after the matmul.
+  void fold_bias_grad(int m) {
+    Op& matmul = out_.ops[size_t(m)];
+    if (!matmul.arg(4).boolean || matmul.arg(2).is_value() || matmul.arg(3).text != "none") return;
+    const ValueId g = matmul.arg(0).value;
+    auto it = readers_.find(g);
+    if (it == readers_.end()) return;
+    for (int s : it->second) {
+      const Op& sum = t_.ops[size_t(s)];
+      if (removed_[size_t(s)] || sum.info->kind != OpKind::sum || sum.arg(1).int_list() != std::vector<int64_t>{0}) continue;
+      const ValueId grad = sum.outs[0];
+      if (t_.value(grad).dtype != t_.value(g).dtype) continue;
+      bool read_after = true;
+      for (int r : readers_[grad]) read_after = read_after && r > m;
+      if (!read_after) continue;
+      matmul.args[3].text = "bias_grad";
+      matmul.outs.push_back(grad);
+      removed_[size_t(s)] = true;
+      return;
     }
   }
 

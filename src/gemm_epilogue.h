@@ -6,7 +6,12 @@
 //   then the prims that lowered torch.nn.functional.gelu(d, approximate='tanh')
 //       -> prims.matmul(a, b, bias=bias, epilogue="gelu_tanh")
 // A fold happens only where the intermediate (c, or d for GELU) has no other reader and is not
-// an output: in training the GELU's input is saved for its gradient, so there only the bias folds.
+// an output, except that a GELU's input may stay (in training it is saved for the gradient), as
+// the matmul's second output:
+//       -> (h, d) = prims.matmul(a, b, bias=bias, epilogue="gelu_tanh_aux")
+// In the backward, a linear layer's weight gradient and bias gradient read the same g:
+//   gw = prims.matmul(transpose(g, [1, 0]), x); gb = prims.sum(g, [0])
+//       -> (gw, gb) = prims.matmul(g, x, epilogue="bias_grad", transpose_a=True)
 // Only f32/f16/bf16 products whose b has no batch dims (the shapes of a linear layer) fold.
 #pragma once
 

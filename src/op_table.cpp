@@ -310,9 +310,18 @@ std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
     if (bias.dtype != a.dtype) fail(2, "has dtype " + std::string(dtype_name(bias.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
     if (bias.shape != Shape{out.back()}) fail(2, "has shape " + shape_str(bias.shape) + ", expected [" + std::to_string(out.back()) + "]");
   }
-  if (op.args.size() > 3 && op.arg(3).text != "none" && op.arg(3).text != "gelu_tanh")
-    fail(3, "is \"" + op.arg(3).text + "\"; the epilogues are \"none\" and \"gelu_tanh\"");
-  return {{a.dtype, out}};
+  // The epilogues with a second output: "gelu_tanh_aux" also writes the GELU's input (the product
+  // plus bias, saved for the backward); "bias_grad" also writes a summed over k, [M] (a linear
+  // layer's bias gradient, when a is the output gradient read transposed).
+  const std::string epilogue = op.args.size() > 3 ? op.arg(3).text : "none";
+  if (epilogue == "none" || epilogue == "gelu_tanh") return {{a.dtype, out}};
+  if (epilogue == "gelu_tanh_aux") return {{a.dtype, out}, {a.dtype, out}};
+  if (epilogue == "bias_grad") {
+    if (r != 2) fail(3, "\"bias_grad\" needs a 2-D a, not shape " + shape_str(a.shape));
+    if (op.arg(2).is_value()) fail(2, "is not allowed with the \"bias_grad\" epilogue");
+    return {{a.dtype, out}, {a.dtype, {a.shape[0]}}};
+  }
+  fail(3, "is \"" + epilogue + "\"; the epilogues are \"none\", \"gelu_tanh\", \"gelu_tanh_aux\" and \"bias_grad\"");
 }
 
 // ---- torch-level shape rules ----

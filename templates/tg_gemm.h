@@ -3,7 +3,9 @@
 //   under host emulation               a plain reference GEMM on the CPU, same accumulation types
 // No hand-written GPU GEMM: the vendor library is faster than anything a generator should emit.
 // An optional epilogue adds a bias row and/or applies GELU (tanh form) to the f32 accumulator
-// before the one rounding to the output type, as cuBLASLt's BIAS / GELU / GELU_BIAS epilogues do.
+// before the one rounding to the output type, as cuBLASLt's BIAS / GELU / GELU_BIAS epilogues do;
+// in training it also writes the GELU's input (GELU_AUX, GELU_AUX_BIAS), and a weight gradient's
+// GEMM also writes the bias gradient, the left operand summed over k (BGRADB).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -16,8 +18,10 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 #else
 #include <thread>
 #include <vector>
@@ -35,8 +39,14 @@ struct GemmShape {
   bool transpose_b = false;  // b is stored [n, k]
 };
 
-// What happens to each accumulated element before it is stored: + bias[column], then GELU.
-enum class Activation { none, gelu_tanh };
+// What happens around the product, after the bias (+ bias[column]) if there is one:
+//   gelu_tanh      c = GELU(product)
+//   gelu_tanh_aux  c = GELU(product), extra = product (the GELU's input, kept for the backward)
+//   bias_grad      extra[i] = sum over p of a[i][p] (a as read, [m, k]; 2-D, batch 1)
+enum class Epilogue { none, gelu_tanh, gelu_tanh_aux, bias_grad };
+// T as matmul's operands fix it: the bias and extra pointers may be a plain nullptr.
+template <class T> struct NotDeducedType { using type = T; };
+template <class T> using NotDeduced = typename NotDeducedType<T>::type;
 
 // GELU, tanh approximation, as cuBLASLt's epilogue and torch's approximate='tanh' define it.
 template <class Acc> Acc gelu_tanh(Acc x) {
@@ -77,24 +87,58 @@ inline void* gemm_workspace() {
   return workspace;
 }
 
+// k ones of type T on the device: the right operand of the bias gradient's fallback GEMM.
+template <class T> const T* device_ones(int64_t k) {
+  static std::mutex lock;
+  static T* ones = nullptr;
+  static int64_t size = 0;
+  std::lock_guard<std::mutex> guard(lock);
+  if (k > size) {
+    std::vector<T> host(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) store(host.data(), i, 1.0f);
+    if (ones) TG_CUDA_CHECK(cudaFree(ones));  // (synchronizes the device: no GEMM still reads it)
+    TG_CUDA_CHECK(cudaMalloc(&ones, sizeof(T) * size_t(k)));
+    TG_CUDA_CHECK(cudaMemcpy(ones, host.data(), sizeof(T) * size_t(k), cudaMemcpyHostToDevice));
+    size = k;
+  }
+  return ones;
+}
+
+inline cublasLtEpilogue_t cublaslt_epilogue(Epilogue e, bool bias) {
+  switch (e) {
+    case Epilogue::gelu_tanh: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    case Epilogue::gelu_tanh_aux: return bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    case Epilogue::bias_grad: return CUBLASLT_EPILOGUE_BGRADB;  // cuBLASLt's B is our a (see below)
+    case Epilogue::none: break;
+  }
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 // Row-major C = A B is column-major C^T = B^T A^T, so cuBLASLt's first operand is our b.
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* bias = nullptr, Activation act = Activation::none) {
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
+            NotDeduced<T>* extra = nullptr) {
   using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const cudaDataType_t type = CublasType<T>::data;
   const cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
   const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   cublasLtMatmulDesc_t desc;
   TG_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, scale_type));
-  // In cuBLASLt's column-major view the bias runs along its rows, which are our columns (n).
-  cublasLtEpilogue_t epilogue = act == Activation::gelu_tanh ? (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
-                                                             : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+  // In cuBLASLt's column-major view the bias runs along its rows, which are our columns (n); the
+  // bias gradient along its columns (our rows, m), summed over k of its B, our a.
+  const cublasLtEpilogue_t epilogue = cublaslt_epilogue(e, bias != nullptr);
   TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-  if (bias) {
-    const void* bias_pointer = bias;
+  if (bias || e == Epilogue::bias_grad) {
+    const void* bias_pointer = bias ? static_cast<const void*>(bias) : extra;
     cudaDataType_t bias_type = type;
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+  }
+  if (e == Epilogue::gelu_tanh_aux) {  // the GELU's input, laid out like c: leading dimension n
+    void* aux = extra;
+    int64_t aux_ld = s.n;
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
   }
   // Row-major b [k, n] is column-major b^T, what the first operand must be; stored [n, k] it is
   // column-major b itself, which cuBLASLt then transposes (TRANSA). Likewise a, second operand.
@@ -117,12 +161,12 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* b
     TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_c, sizeof stride_c));
   }
   // The heuristic's choice, asked once per problem: the query costs tens of microseconds of host
-  // time, as long as a small GEMM runs.
-  const auto key = std::make_tuple(int(type), s.batch, s.m, s.n, s.k, s.b_batched, s.transpose_a, s.transpose_b, bias != nullptr, int(act),
+  // time, as long as a small GEMM runs. No choice at all is remembered too.
+  const auto key = std::make_tuple(int(type), s.batch, s.m, s.n, s.k, s.b_batched, s.transpose_a, s.transpose_b, bias != nullptr, int(e),
                                    (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c) |
-                                    reinterpret_cast<uintptr_t>(bias)) % 16 == 0);  // alignment decides which kernels apply
+                                    reinterpret_cast<uintptr_t>(bias) | reinterpret_cast<uintptr_t>(extra)) % 16 == 0);  // alignment decides which kernels apply
   static std::mutex chosen_lock;
-  static std::map<decltype(key), cublasLtMatmulAlgo_t> chosen;
+  static std::map<decltype(key), std::optional<cublasLtMatmulAlgo_t>> chosen;
   size_t workspace_bytes = kGemmWorkspaceBytes;
   std::unique_lock<std::mutex> lock(chosen_lock);
   auto it = chosen.find(key);
@@ -133,20 +177,37 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* b
                                                          sizeof workspace_bytes));
     cublasLtMatmulHeuristicResult_t heuristic;
     int found = 0;
-    TG_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found));
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found);
     cublasLtMatmulPreferenceDestroy(preference);
-    if (found == 0) fatal("cuBLASLt", "no algorithm for this matmul");
-    it = chosen.emplace(key, heuristic.algo).first;
+    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) TG_CUBLAS_CHECK(status);
+    it = chosen.emplace(key, found ? std::optional(heuristic.algo) : std::nullopt).first;
+    if (!found && e != Epilogue::none && e != Epilogue::gelu_tanh)
+      std::fprintf(stderr, "thunder-gen runtime: cuBLASLt has no kernel with the %s epilogue for a %lldx%lldx%lld GEMM; two calls instead\n",
+                   e == Epilogue::bias_grad ? "BGRADB" : "GELU_AUX", static_cast<long long>(s.m), static_cast<long long>(s.n),
+                   static_cast<long long>(s.k));
   }
-  const cublasLtMatmulAlgo_t algo = it->second;
+  const std::optional<cublasLtMatmulAlgo_t> algo = it->second;
   lock.unlock();
-  Scale alpha = 1, beta = 0;
-  TG_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &algo, gemm_workspace(),
-                                 workspace_bytes, stream));
+  if (algo) {
+    Scale alpha = 1, beta = 0;
+    TG_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &*algo, gemm_workspace(),
+                                   workspace_bytes, stream));
+  }
   cublasLtMatrixLayoutDestroy(lc);
   cublasLtMatrixLayoutDestroy(la);
   cublasLtMatrixLayoutDestroy(lb);
   cublasLtMatmulDescDestroy(desc);
+  if (algo) return;
+  // No fused kernel for this problem: the same results from epilogues every GEMM has.
+  if (e == Epilogue::gelu_tanh_aux) {
+    matmul(a, b, extra, s, stream, bias);
+    matmul(a, b, c, s, stream, bias, Epilogue::gelu_tanh);
+  } else if (e == Epilogue::bias_grad) {
+    matmul(a, b, c, s, stream);
+    matmul(a, device_ones<T>(s.k), extra, GemmShape{1, s.m, 1, s.k, false, s.transpose_a, false}, stream);  // a @ ones: rows of a summed
+  } else {
+    fatal("cuBLASLt", "no algorithm for this matmul");
+  }
 }
 
 #else
@@ -156,7 +217,7 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const T* b
 // sanitizer builds: it is plain loops over memory the caller owns, and it dominates run time.
 template <class T>
 __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_rows(const T* a, const T* b, T* c, GemmShape s,
-                                                                                    const T* bias, Activation act,
+                                                                                    const T* bias, Epilogue e, T* extra,
                                                                                     int64_t first_row, int64_t end_row) {
   using Acc = decltype(load(a, 0));
   std::vector<Acc> acc(size_t(s.n));
@@ -164,8 +225,10 @@ __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_r
     int64_t batch = row / s.m;
     const T* b_batch = b + (s.b_batched ? batch * s.k * s.n : 0);
     std::fill(acc.begin(), acc.end(), Acc(0));
+    Acc row_sum = 0;  // the bias gradient: this row of a summed over k
     for (int64_t p = 0; p < s.k; ++p) {
       Acc x = s.transpose_a ? load(a, p * s.m + row) : load(a, row * s.k + p);  // (transposed: 2-D, batch 1)
+      row_sum += x;
       if (s.transpose_b) {
         for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_batch, j * s.k + p);
         continue;
@@ -173,22 +236,25 @@ __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_r
       const T* b_row = b_batch + p * s.n;
       for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_row, j);
     }
+    if (e == Epilogue::bias_grad) store(extra, row, row_sum);
     for (int64_t j = 0; j < s.n; ++j) {
       Acc x = acc[size_t(j)];
       if (bias) x += load(bias, j);
-      if (act == Activation::gelu_tanh) x = gelu_tanh(x);
+      if (e == Epilogue::gelu_tanh_aux) store(extra, row * s.n + j, x);
+      if (e == Epilogue::gelu_tanh || e == Epilogue::gelu_tanh_aux) x = gelu_tanh(x);
       store(c, row * s.n + j, x);
     }
   }
 }
 
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream, const T* bias = nullptr, Activation act = Activation::none) {
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
+            NotDeduced<T>* extra = nullptr) {
   const int64_t rows = s.batch * s.m;
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
   std::vector<std::thread> workers;
   for (int64_t t = 0; t < threads; ++t)
-    workers.emplace_back(gemm_rows<T>, a, b, c, s, bias, act, rows * t / threads, rows * (t + 1) / threads);
+    workers.emplace_back(gemm_rows<T>, a, b, c, s, bias, e, extra, rows * t / threads, rows * (t + 1) / threads);
   for (std::thread& w : workers) w.join();
 }
 
