@@ -23,6 +23,10 @@
 #include <type_traits>
 #include <vector>
 #else
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <vector>
 #endif
@@ -47,6 +51,10 @@ enum class Epilogue { none, gelu_tanh, gelu_tanh_aux, bias_grad };
 // T as matmul's operands fix it: the bias and extra pointers may be a plain nullptr.
 template <class T> struct NotDeducedType { using type = T; };
 template <class T> using NotDeduced = typename NotDeducedType<T>::type;
+
+// gelu_tanh_aux and bias_grad from the epilogues every GEMM has (below).
+template <class T>
+void matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias, Epilogue e, NotDeduced<T>* extra);
 
 // GELU, tanh approximation, as cuBLASLt's epilogue and torch's approximate='tanh' define it.
 template <class Acc> Acc gelu_tanh(Acc x) {
@@ -198,16 +206,8 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
   cublasLtMatrixLayoutDestroy(lb);
   cublasLtMatmulDescDestroy(desc);
   if (algo) return;
-  // No fused kernel for this problem: the same results from epilogues every GEMM has.
-  if (e == Epilogue::gelu_tanh_aux) {
-    matmul(a, b, extra, s, stream, bias);
-    matmul(a, b, c, s, stream, bias, Epilogue::gelu_tanh);
-  } else if (e == Epilogue::bias_grad) {
-    matmul(a, b, c, s, stream);
-    matmul(a, device_ones<T>(s.k), extra, GemmShape{1, s.m, 1, s.k, false, s.transpose_a, false}, stream);  // a @ ones: rows of a summed
-  } else {
-    fatal("cuBLASLt", "no algorithm for this matmul");
-  }
+  if (e != Epilogue::gelu_tanh_aux && e != Epilogue::bias_grad) fatal("cuBLASLt", "no algorithm for this matmul");
+  matmul_unfused(a, b, c, s, stream, bias, e, extra);
 }
 
 #else
@@ -247,9 +247,35 @@ __attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_r
   }
 }
 
+// k ones of type T, never freed (earlier pointers stay valid).
+template <class T> const T* device_ones(int64_t k) {
+  static std::mutex lock;
+  static std::deque<std::vector<T>> buffers;
+  std::lock_guard<std::mutex> guard(lock);
+  if (buffers.empty() || int64_t(buffers.back().size()) < k) {
+    buffers.emplace_back(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) store(buffers.back().data(), i, 1.0f);
+  }
+  return buffers.back().data();
+}
+
+// TG_GEMM_UNFUSED=1: the emulation computes gelu_tanh_aux and bias_grad the way the GPU does
+// where cuBLASLt has no fused kernel, so the tests check that path too.
+inline bool unfused_epilogues_forced() {
+  static const bool forced = [] {
+    const char* v = std::getenv("TG_GEMM_UNFUSED");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return forced;
+}
+
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
+void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
             NotDeduced<T>* extra = nullptr) {
+  if ((e == Epilogue::gelu_tanh_aux || e == Epilogue::bias_grad) && unfused_epilogues_forced()) {
+    matmul_unfused(a, b, c, s, stream, bias, e, extra);
+    return;
+  }
   const int64_t rows = s.batch * s.m;
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
   std::vector<std::thread> workers;
@@ -259,5 +285,18 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream, const NotDeduced<
 }
 
 #endif
+
+// The results of gelu_tanh_aux and bias_grad from two plain GEMMs: the GELU's input with the bias
+// epilogue, then the GELU's result; or the product, then a @ ones (each row of a summed over k).
+template <class T>
+void matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias, Epilogue e, NotDeduced<T>* extra) {
+  if (e == Epilogue::gelu_tanh_aux) {
+    matmul(a, b, extra, s, stream, bias);
+    matmul(a, b, c, s, stream, bias, Epilogue::gelu_tanh);
+  } else {
+    matmul(a, b, c, s, stream, bias);
+    matmul(a, device_ones<T>(s.k), extra, GemmShape{1, s.m, 1, s.k, false, s.transpose_a, false}, stream);
+  }
+}
 
 }  // namespace tg
