@@ -41,7 +41,9 @@ std::string storage_type(const Value& v) { return v.bit_packed ? "tg::PackedBits
 namespace {
 
 constexpr int kPointwiseBlock = 256;
-constexpr int kMaxRowBlock = 256;
+constexpr int kMaxRowBlock = 256;  // (a row too long to sit in registers at this size gets up to 1024)
+constexpr int kMaxRowBlockWide = 1024;
+constexpr int kMaxCachedPerThread = 16;  // row elements per thread held in registers
 constexpr int kColumnBlock = 1024;  // 32 rows x 32 parts
 
 std::string ctype(DType t) { return std::string(compute_ctype(t)); }
@@ -173,7 +175,8 @@ class KernelWriter {
     for (const Arg& a : k_.args) loaded_.insert(a.value);
     lanes_ = run_lanes();
     column_tile_ = column_tile();
-    cached_ = row_cache();
+    row_block_ = row_block();
+    cached_ = row_cache(row_block_);
   }
 
   std::string write() {
@@ -202,10 +205,7 @@ class KernelWriter {
   int block_size() const {
     if (!layout_.is_row) return kPointwiseBlock;
     if (column_tile_ > 1) return kColumnBlock;
-    int64_t r = numel(layout_.reduced_shape());
-    int block = 32;
-    while (block < kMaxRowBlock && block < r) block *= 2;
-    return block;
+    return row_block_;
   }
   // Threads' worth of work: runs in a pointwise kernel with a run loop (known once written).
   int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_; }
@@ -229,6 +229,7 @@ class KernelWriter {
   std::vector<Scope> scopes_;
   int lanes_ = 1;                   // pointwise: elements per thread in the 16-byte loop
   int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
+  int row_block_ = 0;               // row kernels: threads per block (one row per block)
   int cached_ = 0;                  // row kernels: row elements per thread held in registers
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
   bool in_run_ = false;             // writing that loop's per-lane body
@@ -279,17 +280,34 @@ class KernelWriter {
   }
 
   // Elements of its row a thread keeps in registers (0: none), so that a row kernel's passes
-  // (mean, variance, write ...) read memory once: when the row splits evenly into at most 16
-  // elements per thread and the operands read along it fit 64 registers' worth.
-  int row_cache() const {
+  // (mean, variance, write ...) read memory once, with `block` threads: when the row splits evenly
+  // into at most 16 elements per thread and the operands read along it fit the registers: 64
+  // registers' worth at 256 threads, fewer in larger blocks (1024 threads leave 64 a thread in all).
+  int row_cache(int block) const {
     if (!layout_.is_row || column_tile_ > 1) return 0;
     const std::string j_form = offset_of_row_element();
     if (j_form.empty()) return 0;
-    const int64_t r = numel(layout_.reduced_shape()), block = block_size();
-    if (r % block != 0 || r / block > 16) return 0;
-    int64_t operands = 0;
-    for (const Arg& a : k_.args) operands += !t_.value(a.value).is_scalar && t_.value(a.value).shape == layout_.domain;
-    return operands * (r / block) <= 64 ? int(r / block) : 0;
+    const int64_t r = numel(layout_.reduced_shape());
+    if (r % block != 0 || r / block > kMaxCachedPerThread) return 0;
+    int64_t words = 0;  // 32-bit registers per cached element (2 for an f64 operand)
+    for (const Arg& a : k_.args) {
+      const Value& v = t_.value(a.value);
+      if (!v.is_scalar && v.shape == layout_.domain) words += (dtype_bytes(v.dtype) + 3) / 4;
+    }
+    return words * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
+  }
+  // Threads per row: the row's length rounded up to a power of two, at most kMaxRowBlock; a row
+  // longer than kMaxRowBlock * 16 (LayerNorm over 8192 features) gets the smallest larger block
+  // that holds it in registers, where one does, so its passes need not re-read it from memory.
+  int row_block() const {
+    if (!layout_.is_row || column_tile_ > 1) return 0;
+    const int64_t r = numel(layout_.reduced_shape());
+    int block = 32;
+    while (block < kMaxRowBlock && block < r) block *= 2;
+    if (row_cache(block) > 0 || r <= int64_t(block) * kMaxCachedPerThread) return block;
+    for (int wide = 2 * block; wide <= kMaxRowBlockWide; wide *= 2)
+      if (row_cache(wide) > 0) return wide;
+    return block;
   }
   // "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous.
   std::string offset_of_row_element() const {

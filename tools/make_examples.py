@@ -1042,6 +1042,18 @@ def softmax_call(t, x):
 
 
 @example
+def wide_rows():
+    t = Trace("wide_rows", "hand-written: torch.softmax(layer_norm(x, [8192], w, b), -1) over x f32[8, 8192]: rows "
+                           "longer than 16 elements for each of a 256-thread block's threads, so the row kernels "
+                           "take 512 or 1024 threads to keep a row in registers")
+    x = t.input("x", [8, 8192], "f32", requires_grad=True)
+    w = t.input("w", [8192], "f32", requires_grad=True)
+    b = t.input("b", [8192], "f32", requires_grad=True)
+    t.outputs = [softmax_call(t, layer_norm_call(t, x, w, b))]
+    return t
+
+
+@example
 def gpt2_mlp():
     t = Trace("gpt2_mlp", "hand-written after a GPT-2 block's MLP half: x + dropout(linear(gelu_tanh(linear("
                           "layer_norm(x), 768 -> 3072)), 3072 -> 768), p=0.1) on 64 tokens; every torch-level call "
