@@ -731,15 +731,19 @@ def layer_norm_sub(t, x, w, b, n, eps):
     return t.op("add", out, bb)
 
 
+def layer_norm_inputs(t, rows, n):
+    """x f32[rows, n], weight and bias f32[n], all requiring grad."""
+    return (t.input("x", [rows, n], "f32", requires_grad=True), t.input("w", [n], "f32", requires_grad=True),
+            t.input("b", [n], "f32", requires_grad=True))
+
+
 @example
 def layer_norm():
     t = Trace("layer_norm", "hand-written: torch.nn.functional.layer_norm(x, [1024], w, b, 1e-05) over "
                             "x f32[2048, 1024] (2M elements) as Thunder decomposes it: var_mean with correction 0, "
                             "keepdim broadcasts through size-1 dims, add eps, rsqrt, sub, mul, weight and bias "
                             "broadcast over rows")
-    x = t.input("x", [2048, 1024], "f32", requires_grad=True)
-    w = t.input("w", [1024], "f32", requires_grad=True)
-    b = t.input("b", [1024], "f32", requires_grad=True)
+    x, w, b = layer_norm_inputs(t, 2048, 1024)
     call = t.begin("torch.nn.functional.layer_norm", [x, [1024], w, b, 1e-05])
     out = layer_norm_sub(t, x, w, b, 1024, 1e-05)
     t.outputs = [t.end(call, [out])]
@@ -1046,10 +1050,7 @@ def wide_rows():
     t = Trace("wide_rows", "hand-written: torch.softmax(layer_norm(x, [8192], w, b), -1) over x f32[8, 8192]: rows "
                            "longer than 16 elements for each of a 256-thread block's threads, so the row kernels "
                            "take 512 or 1024 threads to keep a row in registers")
-    x = t.input("x", [8, 8192], "f32", requires_grad=True)
-    w = t.input("w", [8192], "f32", requires_grad=True)
-    b = t.input("b", [8192], "f32", requires_grad=True)
-    t.outputs = [softmax_call(t, layer_norm_call(t, x, w, b))]
+    t.outputs = [softmax_call(t, layer_norm_call(t, *layer_norm_inputs(t, 8, 8192)))]
     return t
 
 
