@@ -126,6 +126,10 @@ inline cublasLtEpilogue_t cublaslt_epilogue(Epilogue e, bool bias) {
 template <class T>
 void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
             NotDeduced<T>* extra = nullptr) {
+  if (e == Epilogue::gelu_tanh_aux && s.n % 8 != 0) {  // cuBLASLt's aux leading dimension must be a multiple of 8
+    matmul_unfused(a, b, c, s, stream, bias, e, extra);
+    return;
+  }
   using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const cudaDataType_t type = CublasType<T>::data;
   const cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
@@ -144,9 +148,12 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
   }
   if (e == Epilogue::gelu_tanh_aux) {  // the GELU's input, laid out like c: leading dimension n
     void* aux = extra;
-    int64_t aux_ld = s.n;
+    int64_t aux_ld = s.n, aux_batch_stride = s.m * s.n;
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
     TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+    if (s.batch > 1)
+      TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &aux_batch_stride,
+                                                     sizeof aux_batch_stride));
   }
   // Row-major b [k, n] is column-major b^T, what the first operand must be; stored [n, k] it is
   // column-major b itself, which cuBLASLt then transposes (TRANSA). Likewise a, second operand.
@@ -187,9 +194,13 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
     int found = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found);
     cublasLtMatmulPreferenceDestroy(preference);
-    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) TG_CUBLAS_CHECK(status);
+    // A problem the training epilogues do not take is refused, as NOT_SUPPORTED or INVALID_VALUE:
+    // the plain epilogues below then do it.
+    const bool has_unfused_way = e == Epilogue::gelu_tanh_aux || e == Epilogue::bias_grad;
+    if (status != CUBLAS_STATUS_SUCCESS && !(has_unfused_way || status == CUBLAS_STATUS_NOT_SUPPORTED)) TG_CUBLAS_CHECK(status);
+    if (status != CUBLAS_STATUS_SUCCESS) found = 0;
     it = chosen.emplace(key, found ? std::optional(heuristic.algo) : std::nullopt).first;
-    if (!found && e != Epilogue::none && e != Epilogue::gelu_tanh)
+    if (!found && has_unfused_way)
       std::fprintf(stderr, "thunder-gen runtime: cuBLASLt has no kernel with the %s epilogue for a %lldx%lldx%lld GEMM; two calls instead\n",
                    e == Epilogue::bias_grad ? "BGRADB" : "GELU_AUX", static_cast<long long>(s.m), static_cast<long long>(s.n),
                    static_cast<long long>(s.k));
