@@ -638,6 +638,7 @@ class KernelWriter {
     const std::set<ValueId> needs = reductions_needed(input);
     const std::string rlen = std::to_string(numel(layout_.reduced_shape()));
     const ValueId out = op.outs[0];
+    if (op.info->kind == OpKind::sum && join_online_max(op, declare)) return;
     switch (op.info->kind) {
       case OpKind::sum:
       case OpKind::prod:
@@ -687,6 +688,40 @@ class KernelWriter {
       default:
         throw InternalError("not a reduction: " + op.symbol);
     }
+  }
+
+  // sum(exp(x - broadcast(amax(x)))) after amax(x) in the same row kernel (softmax, log_softmax,
+  // cross-entropy): instead of a pass for the max and then one for the sum, one pass computes both
+  // (tg::OnlineSumExp), so the row is read and block-reduced once for them. The max is exact as
+  // before; the sum rounds differently (rescaled partial sums). `declare` names a result.
+  template <class Declare> bool join_online_max(const Op& sum, const Declare& declare) {
+    if (column_tile_ > 1) return false;
+    auto made_by = [this](ValueId v, OpKind kind) -> const Op* {
+      auto p = producer_.find(v);
+      return p != producer_.end() && p->second->info->kind == kind ? p->second : nullptr;
+    };
+    const Op* exp = made_by(sum.arg(0).value, OpKind::exp);
+    const Op* sub = exp && exp->arg(0).is_value() ? made_by(exp->arg(0).value, OpKind::sub) : nullptr;
+    if (!sub || !sub->arg(0).is_value() || !sub->arg(1).is_value()) return false;
+    const Op* bcast = made_by(sub->arg(1).value, OpKind::broadcast_in_dim);
+    const Op* amax = bcast && bcast->arg(0).is_value() ? made_by(bcast->arg(0).value, OpKind::amax) : nullptr;
+    if (!amax || !amax->arg(0).is_value() || amax->arg(0).value != sub->arg(0).value || !is_float(t_.value(amax->outs[0]).dtype)) return false;
+    const ValueId x = sub->arg(0).value, max = amax->outs[0], total = sum.outs[0];
+    const std::string max_acc = "acc_" + t_.value(max).name;
+    auto pending = std::find_if(pending_.begin(), pending_.end(), [&](const Accumulation& a) { return a.acc_name == max_acc; });
+    if (pending == pending_.end()) return false;  // (another sum took it)
+    const std::string ct = ctype(t_.value(x).dtype), reducer = "tg::OnlineSumExp<" + ct + ">";
+    pending->comment += ", and " + print_op(sum, t_, false) + " (online: one pass for both)";
+    pending->reducer = reducer;
+    pending->acc_type = "tg::MaxSum<" + ct + ">";
+    pending->element = [this, x, reducer] { return reducer + "::of(" + value_at(x, identity_index(layout_.domain.size())) + ")"; };
+    pending->finish = [this, declare, max, total, ct, reducer](const std::string& both) {
+      const std::string var = unique_local("both_" + ident(max));
+      line("const tg::MaxSum<" + ct + "> " + var + " = " + both + ";");
+      declare(max, var + ".max");
+      declare(total, reducer + "::sum_of(" + var + ")");
+    };
+    return true;
   }
 
   // Passes over the row until every reduction is done: each takes every pending accumulation

@@ -334,6 +334,24 @@ template <class T, bool IsMax> struct ArgBest {
   }
 };
 
+// A row's max and its sum of exp(x - max) in one pass (online softmax): each partial result is
+// (max, sum relative to that max), and combining two rescales the one with the smaller max. The
+// results agree with the two passes (max, then the sum) at the edges too: a +inf makes the sum
+// NaN, -inf elements add 0 beside a finite max, and a row of -inf alone sums to NaN.
+template <class T> struct MaxSum { T max; T sum; };
+template <class T> struct OnlineSumExp {
+  static TG_HD MaxSum<T> init() { return MaxSum<T>{Max<T>::init(), T(0)}; }
+  static TG_HD MaxSum<T> of(T x) { return MaxSum<T>{x, x == -Max<T>::init() ? x - x : T(1)}; }  // exp(x - x), without the exp
+  static TG_HD MaxSum<T> combine(MaxSum<T> a, MaxSum<T> b) {
+    const T m = maximum(a.max, b.max);
+    return a.max >= b.max ? MaxSum<T>{m, a.sum + rescale(b.sum, b.max, m)} : MaxSum<T>{m, rescale(a.sum, a.max, m) + b.sum};
+  }
+  // sum * exp(from - to); while every element was -inf (from == to == -inf) the sum is their count,
+  // which a later finite max scales to 0.
+  static TG_HD T rescale(T sum, T from, T to) { return from == to && from == Max<T>::init() ? sum : sum * exp(from - to); }
+  static TG_HD T sum_of(MaxSum<T> total) { return total.max == Max<T>::init() && total.sum > T(0) ? total.max - total.max : total.sum; }
+};
+
 template <class T> __device__ __forceinline__ T shuffle_xor(T v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
 __device__ __forceinline__ bool shuffle_xor(bool v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, int(v), lane_mask) != 0; }
 #define TG_SHUFFLE_VIA_INT(T) \
@@ -345,6 +363,9 @@ TG_SHUFFLE_VIA_INT(int16_t)
 // After the narrow-type overloads, so v.value finds them.
 template <class T> __device__ __forceinline__ ArgPair<T> shuffle_xor(ArgPair<T> v, int lane_mask) {
   return ArgPair<T>{shuffle_xor(v.value, lane_mask), __shfl_xor_sync(0xffffffffu, v.index, lane_mask)};
+}
+template <class T> __device__ __forceinline__ MaxSum<T> shuffle_xor(MaxSum<T> v, int lane_mask) {
+  return MaxSum<T>{shuffle_xor(v.max, lane_mask), shuffle_xor(v.sum, lane_mask)};
 }
 
 // A column kernel's reduction: thread t works on column t % 32 of the block's 32 and on rows

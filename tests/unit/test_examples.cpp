@@ -13,6 +13,7 @@
 #include "pipeline.h"
 #include "reader.h"
 #include "thunder_gen/op_table.h"
+#include "trace_builder.h"
 
 namespace fs = std::filesystem;
 
@@ -39,13 +40,9 @@ std::string file_text(const tg::FileSet& files, const std::string& name) {
   return "";
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 }  // namespace
+
+using test::count;
 
 TEST_CASE("the examples cover every op in the table and every dtype") {
   std::set<tg::OpKind> ops;

@@ -66,8 +66,20 @@ TEST_CASE("softmax is one row kernel whose intermediate reductions stay in regis
   CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"y"});
   CHECK(t.ops[0].label == "softmax_rowreduce_y");
   tg::CudaFile cuda = tg::emit_cuda(t, "softmax_forward", "forward.cu", "softmax.json");
-  CHECK(cuda.text.find("tg::block_reduce<tg::Max<float>>") != std::string::npos);
-  CHECK(cuda.text.find("tg::block_reduce<tg::Sum<float>>") != std::string::npos);
+  // The max and the sum of exponentials are one online pass and one block reduction.
+  CHECK(cuda.text.find("tg::block_reduce<tg::OnlineSumExp<float>>") != std::string::npos);
+  CHECK(test::count(cuda.text, "tg::block_reduce<") == 1);
+}
+
+TEST_CASE("a sum of exp(z - max(x)) with z not x keeps its own pass after the max") {
+  std::string ops = op("prims.amax", "[\"x\", [1]]", tensor("m", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"m\", [8, 32], [0]]", tensor("mb", kRow)) + "," +
+                    op("prims.sub", "[\"z\", \"mb\"]", tensor("d", kRow)) + "," + op("prims.exp", "[\"d\"]", tensor("e", kRow)) + "," +
+                    op("prims.sum", "[\"e\", [1]]", tensor("s", "[8]"));
+  tg::Trace t = fused(test::trace("not_softmax", tensor("x", kRow) + "," + tensor("z", kRow), ops, "\"s\""));
+  tg::CudaFile cuda = tg::emit_cuda(t, "not_softmax_forward", "forward.cu", "not_softmax.json");
+  CHECK(cuda.text.find("OnlineSumExp") == std::string::npos);
+  CHECK(test::count(cuda.text, "tg::block_reduce<") == 2);
 }
 
 TEST_CASE("a reduction read at another row's index is written and read by a later kernel") {

@@ -19,4 +19,11 @@ inline std::string trace(const std::string& name, const std::string& inputs, con
          "], \"outputs\": [" + outputs + "]}";
 }
 
+// How many times `what` occurs in `text` (overlapping occurrences too).
+inline size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace test

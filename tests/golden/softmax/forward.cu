@@ -18,22 +18,15 @@
 extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const float* __restrict__ x, float* __restrict__ t4) {
   const int64_t rows = 64;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    // t4__0 = prims.amax(x, [1])
-    float acc_t4__0 = tg::Max<float>::init();
+    // t4__0 = prims.amax(x, [1]), and t4__4 = prims.sum(t4__3, [1]) (online: one pass for both)
+    tg::MaxSum<float> acc_t4__0 = tg::OnlineSumExp<float>::init();
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
       const float v_x = tg::load(x, row * 1000 + j);
-      acc_t4__0 = tg::Max<float>::combine(acc_t4__0, v_x);
+      acc_t4__0 = tg::OnlineSumExp<float>::combine(acc_t4__0, tg::OnlineSumExp<float>::of(v_x));
     }
-    const float v_t4__0 = tg::block_reduce<tg::Max<float>>(acc_t4__0);
-    // t4__4 = prims.sum(t4__3, [1])
-    float acc_t4__4 = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1000 + j);
-      const float v_t4__2 = (v_x - v_t4__0);
-      const float v_t4__3 = tg::exp(v_t4__2);
-      acc_t4__4 = tg::Sum<float>::combine(acc_t4__4, v_t4__3);
-    }
-    const float v_t4__4 = tg::block_reduce<tg::Sum<float>>(acc_t4__4);
+    const tg::MaxSum<float> both_t4__0 = tg::block_reduce<tg::OnlineSumExp<float>>(acc_t4__0);
+    const float v_t4__0 = both_t4__0.max;
+    const float v_t4__4 = tg::OnlineSumExp<float>::sum_of(both_t4__0);
     // write the row
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
       const float v_x = tg::load(x, row * 1000 + j);
