@@ -600,6 +600,7 @@ class KernelWriter {
     std::function<std::string()> element;
     std::function<void(const std::string& total)> finish;
     std::set<ValueId> needs;  // reductions whose results element() reads
+    std::function<void()> direct;  // set: the result is computed without a pass (see pick_instead_of_sum)
   };
   std::vector<Accumulation> pending_;
 
@@ -638,7 +639,7 @@ class KernelWriter {
     const std::set<ValueId> needs = reductions_needed(input);
     const std::string rlen = std::to_string(numel(layout_.reduced_shape()));
     const ValueId out = op.outs[0];
-    if (op.info->kind == OpKind::sum && join_online_max(op, declare)) return;
+    if (op.info->kind == OpKind::sum && (join_online_max(op, declare) || pick_instead_of_sum(op))) return;
     switch (op.info->kind) {
       case OpKind::sum:
       case OpKind::prod:
@@ -724,6 +725,62 @@ class KernelWriter {
     return true;
   }
 
+  // sum(where(iota == t, e, 0)) over the row, t one index per row (cross-entropy's log-probability
+  // of the target, as Thunder decomposes it): only element t is not 0, so the sum is e at t, when t
+  // is in the row, else 0. Computed directly, a load rather than a pass over the row and a block
+  // reduction. (The sum's +0 start would turn a -0 into +0; this keeps the -0.)
+  bool pick_instead_of_sum(const Op& sum) {
+    if (column_tile_ > 1 || layout_.reduced.size() != 1) return false;
+    const int64_t dim = layout_.reduced[0], length = layout_.domain[size_t(dim)];
+    auto made_by = [this](const Arg& a, OpKind kind) -> const Op* {
+      if (!a.is_value()) return nullptr;
+      auto p = producer_.find(a.value);
+      return p != producer_.end() && p->second->info->kind == kind ? p->second : nullptr;
+    };
+    const Op* where = made_by(sum.arg(0), OpKind::where);
+    if (!where || where->arg(2).is_value() || where->arg(2).as_double() != 0 || !is_float(t_.value(sum.outs[0]).dtype)) return false;
+    const Op* eq = made_by(where->arg(0), OpKind::eq);
+    if (!eq) return false;
+    // One side of eq is iota(length, start=0, step=1) along the reduced dim, the other a per-row
+    // value broadcast along it.
+    auto is_position = [&](const Arg& a) {
+      const Op* b = made_by(a, OpKind::broadcast_in_dim);
+      const Op* iota = b ? made_by(b->arg(0), OpKind::iota) : nullptr;
+      return iota && b->arg(2).int_list() == std::vector<int64_t>{dim} && iota->arg(0).integer == length && !iota->arg(1).is_value() &&
+             iota->arg(1).integer == 0 && !iota->arg(2).is_value() && iota->arg(2).integer == 1;
+    };
+    auto per_row = [&](const Arg& a) -> ValueId {
+      const Op* b = made_by(a, OpKind::broadcast_in_dim);
+      if (!b || !b->arg(0).is_value() || b->arg(2).int_list() != layout_.outer) return kNoValue;
+      return t_.value(b->arg(0).value).shape == layout_.outer_shape() ? b->arg(0).value : kNoValue;
+    };
+    ValueId target = kNoValue;
+    if (is_position(eq->arg(0))) target = per_row(eq->arg(1));
+    else if (is_position(eq->arg(1))) target = per_row(eq->arg(0));
+    if (target == kNoValue || !is_integer(t_.value(target).dtype)) return false;
+    const ValueId picked = where->arg(1).value, out = sum.outs[0];
+    if (!where->arg(1).is_value()) return false;
+    std::set<ValueId> needs = reductions_needed(picked);
+    for (ValueId v : reductions_needed(target)) needs.insert(v);
+    Accumulation pick{print_op(sum, t_, false) + " (element " + t_.value(target).name + " of the row: a load, no pass)", "", "", "", {}, {}, needs};
+    pick.direct = [=, this] {
+      const std::string at = unique_local("at_" + ident(out)), var = fresh_name(out);
+      line("const int64_t " + at + " = " + value_at(target, layout_.outer_index()) + ";");
+      line(ctype(t_.value(out).dtype) + " " + var + " = 0;");
+      line("if (0 <= " + at + " && " + at + " < " + std::to_string(length) + ") {");
+      Index index = identity_index(layout_.domain.size());
+      index[size_t(dim)] = IndexComp::of_code(at);
+      push(scopes_.back().indent + "  ");
+      line(var + " = " + value_at(picked, index) + ";");
+      const std::string assign = pop();
+      scopes_.back().code += assign;
+      line("}");
+      reduced_[out] = var;
+    };
+    pending_.push_back(std::move(pick));
+    return true;
+  }
+
   // Passes over the row until every reduction is done: each takes every pending accumulation
   // whose inputs are ready, and `stores` (row outputs that need no reduction) ride on the first.
   void reduction_passes(std::vector<ValueId> stores) {
@@ -740,6 +797,13 @@ class KernelWriter {
         }
       }
       TG_CHECK(!pass.empty(), "kernel " + k_.label + ": reductions wait on each other");
+      for (const Accumulation& a : pass)
+        if (a.direct) {
+          line("// " + a.comment);
+          a.direct();
+        }
+      std::erase_if(pass, [](const Accumulation& a) { return bool(a.direct); });
+      if (pass.empty()) continue;
       for (const Accumulation& a : pass) {
         line("// " + a.comment);
         line(a.acc_type + " " + a.acc_name + " = " + a.reducer + "::init();");

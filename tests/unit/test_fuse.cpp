@@ -82,6 +82,32 @@ TEST_CASE("a sum of exp(z - max(x)) with z not x keeps its own pass after the ma
   CHECK(test::count(cuda.text, "tg::block_reduce<") == 2);
 }
 
+// sum(where(iota == t, x, otherwise), [1]) over x [8, 32], t [8]: cross-entropy's pick of the
+// target's log-probability, as Thunder decomposes it.
+std::string pick_trace(const std::string& otherwise) {
+  std::string ops = op("prims.iota", "[32]", tensor("i", "[32]", "i64"),
+                       ", \"kwargs\": {\"start\": 0, \"step\": 1, \"device\": {\"device\": \"cuda:0\"}, \"dtype\": {\"dtype\": \"i64\"}}") +
+                    "," + op("prims.broadcast_in_dim", "[\"i\", [8, 32], [1]]", tensor("ib", kRow, "i64")) + "," +
+                    op("prims.broadcast_in_dim", "[\"t\", [8, 32], [0]]", tensor("tb", kRow, "i64")) + "," +
+                    op("prims.eq", "[\"ib\", \"tb\"]", tensor("hit", kRow, "b8")) + "," +
+                    op("prims.where", "[\"hit\", \"x\", " + otherwise + "]", tensor("w", kRow)) + "," +
+                    op("prims.sum", "[\"w\", [1]]", tensor("y", "[8]"));
+  return test::trace("pick", tensor("x", kRow) + "," + tensor("t", "[8]", "i64"), ops, "\"y\"");
+}
+
+TEST_CASE("a sum of where(iota == t, x, 0) over a row is x at t: a load, no pass and no block reduction") {
+  tg::Trace t = fused(pick_trace("0.0"));
+  REQUIRE(t.ops.size() == 1);
+  const std::string cuda = tg::emit_cuda(t, "pick_forward", "forward.cu", "pick.json").text;
+  CHECK(cuda.find("a load, no pass") != std::string::npos);
+  CHECK(cuda.find("tg::load(x, d0 * 32 + at_y)") != std::string::npos);
+  CHECK(test::count(cuda, "tg::block_reduce<") == 0);
+  // Anything but 0 elsewhere in the row is a real sum.
+  const std::string summed = tg::emit_cuda(fused(pick_trace("1.0")), "pick_forward", "forward.cu", "pick.json").text;
+  CHECK(summed.find("a load, no pass") == std::string::npos);
+  CHECK(test::count(summed, "tg::block_reduce<") == 1);
+}
+
 TEST_CASE("a reduction read at another row's index is written and read by a later kernel") {
   // m[i] is read transposed: y[i, j] = x[i, j] - m[j], which is not row i's value.
   std::string ops = op("prims.amax", "[\"x\", [1]]", tensor("m", "[8]")) + "," +
