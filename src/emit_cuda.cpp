@@ -757,12 +757,12 @@ class KernelWriter {
     ValueId target = kNoValue;
     if (is_position(eq->arg(0))) target = per_row(eq->arg(1));
     else if (is_position(eq->arg(1))) target = per_row(eq->arg(0));
-    if (target == kNoValue || !is_integer(t_.value(target).dtype)) return false;
+    if (target == kNoValue || !is_integer(t_.value(target).dtype) || !where->arg(1).is_value()) return false;
     const ValueId picked = where->arg(1).value, out = sum.outs[0];
-    if (!where->arg(1).is_value()) return false;
     std::set<ValueId> needs = reductions_needed(picked);
     for (ValueId v : reductions_needed(target)) needs.insert(v);
-    Accumulation pick{print_op(sum, t_, false) + " (element " + t_.value(target).name + " of the row: a load, no pass)", "", "", "", {}, {}, needs};
+    Accumulation pick{print_op(sum, t_, false) + " (element " + t_.value(target).name + " of the row: a load, no pass)",
+                      /*reducer=*/"", /*acc_type=*/"", /*acc_name=*/"", /*element=*/{}, /*finish=*/{}, needs};
     pick.direct = [=, this] {
       const std::string at = unique_local("at_" + ident(out)), var = fresh_name(out);
       line("const int64_t " + at + " = " + value_at(target, layout_.outer_index()) + ";");
