@@ -817,8 +817,20 @@ class KernelWriter {
       store_row_outputs(stores);
       stores.clear();
       reduced_loop(pop());
-      for (const Accumulation& a : pass)
-        a.finish(std::string(column_tile_ > 1 ? "tg::column_reduce<" : "tg::block_reduce<") + a.reducer + ">(" + a.acc_name + ")");
+      // Block-wide: two accumulators at a time share one reduction's barriers (tg::block_reduce2).
+      for (size_t i = 0; i < pass.size(); ++i) {
+        const Accumulation& a = pass[i];
+        if (column_tile_ > 1) {
+          a.finish("tg::column_reduce<" + a.reducer + ">(" + a.acc_name + ")");
+        } else if (i + 1 < pass.size()) {
+          const Accumulation& b = pass[++i];
+          line("tg::block_reduce2<" + a.reducer + ", " + b.reducer + ">(" + a.acc_name + ", " + b.acc_name + ");");
+          a.finish(a.acc_name);
+          b.finish(b.acc_name);
+        } else {
+          a.finish("tg::block_reduce<" + a.reducer + ">(" + a.acc_name + ")");
+        }
+      }
     }
     if (!stores.empty()) {  // (no reduction at all)
       push(scopes_.back().indent + "  ");

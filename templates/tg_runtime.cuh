@@ -396,6 +396,30 @@ template <class Op, class T> __device__ T block_reduce(T v) {
   return v;
 }
 
+// Two block reductions at the price of one's barriers (a pass with two accumulators, LayerNorm's
+// backward, say): each value is combined exactly as block_reduce combines it, in place.
+template <class OpA, class OpB, class A, class B> __device__ void block_reduce2(A& a, B& b) {
+  __shared__ A scratch_a[32];
+  __shared__ B scratch_b[32];
+  for (int m = 16; m > 0; m >>= 1) {
+    a = OpA::combine(a, shuffle_xor(a, m));
+    b = OpB::combine(b, shuffle_xor(b, m));
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) {
+    scratch_a[warp] = a;
+    scratch_b[warp] = b;
+  }
+  __syncthreads();
+  a = lane < warps ? scratch_a[lane] : OpA::init();
+  b = lane < warps ? scratch_b[lane] : OpB::init();
+  for (int m = 16; m > 0; m >>= 1) {
+    a = OpA::combine(a, shuffle_xor(a, m));
+    b = OpB::combine(b, shuffle_xor(b, m));
+  }
+}
+
 #endif  // !TG_HOST_ONLY
 
 }  // namespace tg

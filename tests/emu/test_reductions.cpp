@@ -22,6 +22,23 @@ __global__ void online_max_sum(const float* x, int n, float* max, float* sum) {
   }
 }
 
+// A row's sum and max through block_reduce2, and through block_reduce one at a time.
+__global__ void paired_and_single(const float* x, int n, float* paired, float* single) {
+  float sum = 0, max = tg::Max<float>::init();
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    sum = tg::Sum<float>::combine(sum, x[blockIdx.x * n + j]);
+    max = tg::Max<float>::combine(max, x[blockIdx.x * n + j]);
+  }
+  const float sum_alone = tg::block_reduce<tg::Sum<float>>(sum), max_alone = tg::block_reduce<tg::Max<float>>(max);
+  tg::block_reduce2<tg::Sum<float>, tg::Max<float>>(sum, max);
+  if (threadIdx.x == 0) {
+    paired[2 * blockIdx.x] = sum;
+    paired[2 * blockIdx.x + 1] = max;
+    single[2 * blockIdx.x] = sum_alone;
+    single[2 * blockIdx.x + 1] = max_alone;
+  }
+}
+
 // The two passes, as the generated code computed them before: the max (NaN wins), then the sum.
 void two_passes(const float* x, int n, float& max, float& sum) {
   max = -std::numeric_limits<float>::infinity();
@@ -69,4 +86,16 @@ TEST_CASE("online max and sum of exponentials agree with the two passes, edges i
   tg_emu::launch(online_max_sum, 1u, 32u, x.data(), 0, max.data(), sum.data());
   CHECK(max[0] == -inf);
   CHECK(sum[0] == 0.0f);
+}
+
+TEST_CASE("block_reduce2 gives each value bit for bit what block_reduce gives it alone") {
+  const int rows = 5, n = 1000;
+  std::vector<float> x(size_t(rows) * n);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i) * 0.37f) * 1000.0f;  // sums that round
+  for (unsigned block : {32u, 96u, 256u, 1024u}) {
+    std::vector<float> paired(2 * rows), single(2 * rows);
+    tg_emu::launch(paired_and_single, unsigned(rows), block, x.data(), n, paired.data(), single.data());
+    INFO("block " << block);
+    CHECK(paired == single);
+  }
 }

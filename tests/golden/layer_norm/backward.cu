@@ -51,8 +51,9 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       const float v_bw9 = (c_cotangent_t13[k] * v_w);
       acc_bw16 = tg::Sum<float>::combine(acc_bw16, v_bw9);
     }
-    const float mean_bw0 = tg::block_reduce<tg::Sum<float>>(acc_mean_bw0) / float(1024);
-    const float v_bw16 = tg::block_reduce<tg::Sum<float>>(acc_bw16);
+    tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(acc_mean_bw0, acc_bw16);
+    const float mean_bw0 = acc_mean_bw0 / float(1024);
+    const float v_bw16 = acc_bw16;
     // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
     float acc_m2_bw0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
