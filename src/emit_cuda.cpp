@@ -695,17 +695,20 @@ class KernelWriter {
   // cross-entropy): instead of a pass for the max and then one for the sum, one pass computes both
   // (tg::OnlineSumExp), so the row is read and block-reduced once for them. The max is exact as
   // before; the sum rounds differently (rescaled partial sums). `declare` names a result.
+  // The op of this kernel that computes argument a, if it is a `kind` op.
+  const Op* made_by(const Arg& a, OpKind kind) const {
+    if (!a.is_value()) return nullptr;
+    auto p = producer_.find(a.value);
+    return p != producer_.end() && p->second->info->kind == kind ? p->second : nullptr;
+  }
+
   template <class Declare> bool join_online_max(const Op& sum, const Declare& declare) {
     if (column_tile_ > 1) return false;
-    auto made_by = [this](ValueId v, OpKind kind) -> const Op* {
-      auto p = producer_.find(v);
-      return p != producer_.end() && p->second->info->kind == kind ? p->second : nullptr;
-    };
-    const Op* exp = made_by(sum.arg(0).value, OpKind::exp);
-    const Op* sub = exp && exp->arg(0).is_value() ? made_by(exp->arg(0).value, OpKind::sub) : nullptr;
-    if (!sub || !sub->arg(0).is_value() || !sub->arg(1).is_value()) return false;
-    const Op* bcast = made_by(sub->arg(1).value, OpKind::broadcast_in_dim);
-    const Op* amax = bcast && bcast->arg(0).is_value() ? made_by(bcast->arg(0).value, OpKind::amax) : nullptr;
+    const Op* exp = made_by(sum.arg(0), OpKind::exp);
+    const Op* sub = exp ? made_by(exp->arg(0), OpKind::sub) : nullptr;
+    if (!sub || !sub->arg(0).is_value()) return false;
+    const Op* bcast = made_by(sub->arg(1), OpKind::broadcast_in_dim);
+    const Op* amax = bcast ? made_by(bcast->arg(0), OpKind::amax) : nullptr;
     if (!amax || !amax->arg(0).is_value() || amax->arg(0).value != sub->arg(0).value || !is_float(t_.value(amax->outs[0]).dtype)) return false;
     const ValueId x = sub->arg(0).value, max = amax->outs[0], total = sum.outs[0];
     const std::string max_acc = "acc_" + t_.value(max).name;
@@ -732,11 +735,6 @@ class KernelWriter {
   bool pick_instead_of_sum(const Op& sum) {
     if (column_tile_ > 1 || layout_.reduced.size() != 1) return false;
     const int64_t dim = layout_.reduced[0], length = layout_.domain[size_t(dim)];
-    auto made_by = [this](const Arg& a, OpKind kind) -> const Op* {
-      if (!a.is_value()) return nullptr;
-      auto p = producer_.find(a.value);
-      return p != producer_.end() && p->second->info->kind == kind ? p->second : nullptr;
-    };
     const Op* where = made_by(sum.arg(0), OpKind::where);
     if (!where || where->arg(2).is_value() || where->arg(2).as_double() != 0 || !is_float(t_.value(sum.outs[0]).dtype)) return false;
     const Op* eq = made_by(where->arg(0), OpKind::eq);
