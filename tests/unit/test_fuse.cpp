@@ -82,6 +82,30 @@ TEST_CASE("a sum of exp(z - max(x)) with z not x keeps its own pass after the ma
   CHECK(test::count(cuda.text, "tg::block_reduce<") == 2);
 }
 
+// The row kernel of sum(x0 + ... + x<operands-1>, [1]) over [4, 8192].
+std::string wide_row_kernel(int operands) {
+  std::string inputs, ops, last = "x0";
+  for (int i = 0; i < operands; ++i) inputs += (i ? "," : "") + tensor("x" + std::to_string(i), "[4, 8192]");
+  for (int i = 1; i < operands; ++i) {
+    const std::string next = "s" + std::to_string(i);
+    ops += op("prims.add", "[\"" + last + "\", \"x" + std::to_string(i) + "\"]", tensor(next, "[4, 8192]")) + ",";
+    last = next;
+  }
+  ops += op("prims.sum", "[\"" + last + "\", [1]]", tensor("y", "[4]"));
+  return tg::emit_cuda(fused(test::trace("wide", inputs, ops, "\"y\"")), "wide_forward", "forward.cu", "wide.json").text;
+}
+
+TEST_CASE("a row too long for 16 elements a thread at 256 threads takes a larger block that holds it in registers") {
+  const std::string one = wide_row_kernel(1);  // 8192 / 512 = 16 a thread
+  CHECK(one.find("__launch_bounds__(512)") != std::string::npos);
+  CHECK(one.find("16 elements per thread, read once") != std::string::npos);
+  // Three operands need 48 registers a thread at 512 threads (32 allowed) and 24 at 1024 (16
+  // allowed): no block holds them, and the row stays at 256 threads, read from memory.
+  const std::string three = wide_row_kernel(3);
+  CHECK(three.find("__launch_bounds__(256)") != std::string::npos);
+  CHECK(three.find("read once") == std::string::npos);
+}
+
 // sum(where(iota == t, x, otherwise), [1]) over x [8, 32], t [8]: cross-entropy's pick of the
 // target's log-probability, as Thunder decomposes it.
 std::string pick_trace(const std::string& otherwise) {
