@@ -691,10 +691,6 @@ class KernelWriter {
     }
   }
 
-  // sum(exp(x - broadcast(amax(x)))) after amax(x) in the same row kernel (softmax, log_softmax,
-  // cross-entropy): instead of a pass for the max and then one for the sum, one pass computes both
-  // (tg::OnlineSumExp), so the row is read and block-reduced once for them. The max is exact as
-  // before; the sum rounds differently (rescaled partial sums). `declare` names a result.
   // The op of this kernel that computes argument a, if it is a `kind` op.
   const Op* made_by(const Arg& a, OpKind kind) const {
     if (!a.is_value()) return nullptr;
@@ -702,6 +698,10 @@ class KernelWriter {
     return p != producer_.end() && p->second->info->kind == kind ? p->second : nullptr;
   }
 
+  // sum(exp(x - broadcast(amax(x)))) after amax(x) in the same row kernel (softmax, log_softmax,
+  // cross-entropy): instead of a pass for the max and then one for the sum, one pass computes both
+  // (tg::OnlineSumExp), so the row is read and block-reduced once for them. The max is exact as
+  // before; the sum rounds differently (rescaled partial sums). `declare` names a result.
   template <class Declare> bool join_online_max(const Op& sum, const Declare& declare) {
     if (column_tile_ > 1) return false;
     const Op* exp = made_by(sum.arg(0), OpKind::exp);

@@ -166,7 +166,8 @@ class EpilogueFolder {
       const ValueId grad = sum.outs[0];
       if (t_.value(grad).dtype != t_.value(g).dtype) continue;
       bool read_after = true;
-      for (int r : readers_[grad]) read_after = read_after && r > m;
+      if (auto readers = readers_.find(grad); readers != readers_.end())
+        for (int r : readers->second) read_after = read_after && r > m;
       if (!read_after) continue;
       matmul.args[3].text = "bias_grad";
       matmul.outs.push_back(grad);

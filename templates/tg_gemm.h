@@ -52,6 +52,9 @@ enum class Epilogue { none, gelu_tanh, gelu_tanh_aux, bias_grad };
 template <class T> struct NotDeducedType { using type = T; };
 template <class T> using NotDeduced = typename NotDeducedType<T>::type;
 
+// The epilogues with a second output, which two plain GEMMs can also compute (matmul_unfused).
+inline bool has_unfused_way(Epilogue e) { return e == Epilogue::gelu_tanh_aux || e == Epilogue::bias_grad; }
+
 // gelu_tanh_aux and bias_grad from the epilogues every GEMM has (below).
 template <class T>
 void matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias, Epilogue e, NotDeduced<T>* extra);
@@ -196,11 +199,10 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
     cublasLtMatmulPreferenceDestroy(preference);
     // A problem the training epilogues do not take is refused, as NOT_SUPPORTED or INVALID_VALUE:
     // the plain epilogues below then do it.
-    const bool has_unfused_way = e == Epilogue::gelu_tanh_aux || e == Epilogue::bias_grad;
-    if (status != CUBLAS_STATUS_SUCCESS && !(has_unfused_way || status == CUBLAS_STATUS_NOT_SUPPORTED)) TG_CUBLAS_CHECK(status);
+    if (status != CUBLAS_STATUS_SUCCESS && !(has_unfused_way(e) || status == CUBLAS_STATUS_NOT_SUPPORTED)) TG_CUBLAS_CHECK(status);
     if (status != CUBLAS_STATUS_SUCCESS) found = 0;
     it = chosen.emplace(key, found ? std::optional(heuristic.algo) : std::nullopt).first;
-    if (!found && has_unfused_way)
+    if (!found && has_unfused_way(e))
       std::fprintf(stderr, "thunder-gen runtime: cuBLASLt has no kernel with the %s epilogue for a %lldx%lldx%lld GEMM; two calls instead\n",
                    e == Epilogue::bias_grad ? "BGRADB" : "GELU_AUX", static_cast<long long>(s.m), static_cast<long long>(s.n),
                    static_cast<long long>(s.k));
@@ -217,7 +219,7 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
   cublasLtMatrixLayoutDestroy(lb);
   cublasLtMatmulDescDestroy(desc);
   if (algo) return;
-  if (e != Epilogue::gelu_tanh_aux && e != Epilogue::bias_grad) fatal("cuBLASLt", "no algorithm for this matmul");
+  if (!has_unfused_way(e)) fatal("cuBLASLt", "no algorithm for this matmul");
   matmul_unfused(a, b, c, s, stream, bias, e, extra);
 }
 
@@ -283,7 +285,7 @@ inline bool unfused_epilogues_forced() {
 template <class T>
 void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
             NotDeduced<T>* extra = nullptr) {
-  if ((e == Epilogue::gelu_tanh_aux || e == Epilogue::bias_grad) && unfused_epilogues_forced()) {
+  if (has_unfused_way(e) && unfused_epilogues_forced()) {
     matmul_unfused(a, b, c, s, stream, bias, e, extra);
     return;
   }
