@@ -1,6 +1,6 @@
 // Comparing generated outputs with the reference: the tolerance table by dtype.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 

@@ -1,6 +1,6 @@
 // .npy files <-> LibTorch tensors, for the harness's file interface (bf16 as raw '<u2' bits).
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 

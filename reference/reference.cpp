@@ -1,5 +1,8 @@
 #include "reference.h"
 
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <functional>
 #include <map>
 
@@ -305,18 +308,10 @@ class Interpreter {
       case OpKind::t_nll_loss: {
         Tensor target = env_.at(op.arg(1).value).to(torch::kInt64);
         const auto [ignore_index, r] = class_loss_args(op);
-        if (op.info->kind == OpKind::t_cross_entropy) {
-          namespace F = torch::nn::functional;
-          auto o = F::CrossEntropyFuncOptions().ignore_index(ignore_index).label_smoothing(op.arg(7).as_double());
-          if (r == "none") o = o.reduction(torch::kNone);
-          else if (r == "sum") o = o.reduction(torch::kSum);
-          return {F::cross_entropy(in(), target, o)};
-        }
-        namespace F = torch::nn::functional;
-        auto o = F::NLLLossFuncOptions().ignore_index(ignore_index);
-        if (r == "none") o = o.reduction(torch::kNone);
-        else if (r == "sum") o = o.reduction(torch::kSum);
-        return {F::nll_loss(in(), target, o)};
+        const int64_t reduction = r == "none" ? at::Reduction::None : r == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
+        if (op.info->kind == OpKind::t_cross_entropy)
+          return {at::cross_entropy_loss(in(), target, /*weight=*/{}, reduction, ignore_index, op.arg(7).as_double())};
+        return {at::nll_loss_nd(in(), target, /*weight=*/{}, reduction, ignore_index)};
       }
       case OpKind::t_dropout: {  // the mask from the runtime's Philox, as the lowering draws it
         double p = op.arg(1).as_double();

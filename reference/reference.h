@@ -2,7 +2,7 @@
 // semantics the generated code promises: 16-bit floats compute in f32 and round only where the
 // trace converts explicitly; integer division truncates; reductions over no dims are identities.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

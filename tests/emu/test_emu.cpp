@@ -1,5 +1,4 @@
 // Tests of templates/tg_emu.h: CUDA kernels compiled by g++ and run as fibers on the CPU.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>

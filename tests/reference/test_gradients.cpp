@@ -2,10 +2,10 @@
 // builds, run by the reference interpreter, against LibTorch autograd through the same forward.
 // The cases come from a switch over OpKind, so an op added to the table without a case here
 // fails to compile (-Werror=switch).
-#define CATCH_CONFIG_MAIN
 #define CATCH_CONFIG_PREFIX_ALL  // LibTorch's glog defines CHECK too
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include "autograd.h"
 #include "decompose.h"
