@@ -99,6 +99,13 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+// tg_runtime.cuh chooses how the scheduler is linked (TG_RUNTIME_PREBUILT); on its own this
+// header is header-only.
+#ifndef TG_OUT_OF_LINE
+#define TG_OUT_OF_LINE inline
+#define TG_DEFINE_OUT_OF_LINE 1
+#endif
+
 // ---------------------------------------------------------------------------
 // CUDA keywords. __restrict__ is a native g++ keyword and needs nothing.
 // ---------------------------------------------------------------------------
@@ -167,6 +174,56 @@ inline unsigned env_unsigned(const char* name) {
 }
 
 inline std::atomic<unsigned> threads_override{0};
+
+enum class WarpOp : std::uint8_t { syncwarp, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+
+inline const char* warp_op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::syncwarp: return "__syncwarp";
+    case WarpOp::shfl: return "__shfl_sync";
+    case WarpOp::shfl_up: return "__shfl_up_sync";
+    case WarpOp::shfl_down: return "__shfl_down_sync";
+    case WarpOp::shfl_xor: return "__shfl_xor_sync";
+    case WarpOp::ballot: return "__ballot_sync";
+    case WarpOp::any: return "__any_sync";
+    case WarpOp::all: return "__all_sync";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------
+// The scheduler's interface: what device code and launches call. Defined with
+// the scheduler below (inline), or, under TG_RUNTIME_PREBUILT, in a library.
+// ---------------------------------------------------------------------------
+TG_OUT_OF_LINE const uint3& thread_idx() noexcept;
+TG_OUT_OF_LINE const uint3& block_idx() noexcept;
+TG_OUT_OF_LINE const dim3& block_dim() noexcept;
+TG_OUT_OF_LINE const dim3& grid_dim() noexcept;
+// __syncthreads(): waits until every thread of the block has arrived.
+TG_OUT_OF_LINE void sync_block();
+// A warp operation's rendezvous: `value` is this lane's posted bits (or predicate); returns
+// its result for this lane.
+TG_OUT_OF_LINE std::uint64_t warp_rendezvous(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width);
+TG_OUT_OF_LINE unsigned active_lanes();
+// Runs a launch: invoke(bound) once per thread of every block.
+TG_OUT_OF_LINE void run_grid(const char* name, dim3 grid, dim3 block, const void* bound, void (*invoke)(const void*));
+
+template <class T>
+T warp_exchange(WarpOp op, unsigned mask, T value, int arg, int width) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(std::uint64_t),
+                "warp shuffles support trivially copyable types of at most 8 bytes");
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = warp_rendezvous(op, mask, bits, arg, width);
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+inline std::uint64_t warp_vote(WarpOp op, unsigned mask, int predicate) {
+  return warp_rendezvous(op, mask, predicate != 0, 0, warpSize);
+}
+
+#if TG_DEFINE_OUT_OF_LINE
 
 // ---------------------------------------------------------------------------
 // AddressSanitizer bookkeeping for stack switches (no-ops without ASan).
@@ -298,22 +355,6 @@ struct PooledStack {
 // Scheduler state.
 // ---------------------------------------------------------------------------
 enum class Wait : std::uint8_t { none, barrier, warp, exited };
-
-enum class WarpOp : std::uint8_t { syncwarp, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
-
-inline const char* warp_op_name(WarpOp op) {
-  switch (op) {
-    case WarpOp::syncwarp: return "__syncwarp";
-    case WarpOp::shfl: return "__shfl_sync";
-    case WarpOp::shfl_up: return "__shfl_up_sync";
-    case WarpOp::shfl_down: return "__shfl_down_sync";
-    case WarpOp::shfl_xor: return "__shfl_xor_sync";
-    case WarpOp::ballot: return "__ballot_sync";
-    case WarpOp::any: return "__any_sync";
-    case WarpOp::all: return "__all_sync";
-  }
-  return "?";
-}
 
 struct Carrier;
 
@@ -729,32 +770,25 @@ inline Thread& running_thread(const char* what) {
   return *current_thread;
 }
 
-template <class T>
-T warp_exchange(WarpOp op, unsigned mask, T value, int arg, int width) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(std::uint64_t),
-                "warp shuffles support trivially copyable types of at most 8 bytes");
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));
-  bits = current_exec->warp_op(running_thread(warp_op_name(op)), op, mask, bits, arg, width);
-  std::memcpy(&value, &bits, sizeof(T));
-  return value;
+TG_OUT_OF_LINE const uint3& thread_idx() noexcept { return current_thread->idx; }
+TG_OUT_OF_LINE const uint3& block_idx() noexcept { return current_exec->block_idx; }
+TG_OUT_OF_LINE const dim3& block_dim() noexcept { return current_exec->block_dim; }
+TG_OUT_OF_LINE const dim3& grid_dim() noexcept { return current_exec->grid_dim; }
+
+TG_OUT_OF_LINE void sync_block() { current_exec->syncthreads(running_thread("__syncthreads")); }
+
+TG_OUT_OF_LINE std::uint64_t warp_rendezvous(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width) {
+  return current_exec->warp_op(running_thread(warp_op_name(op)), op, mask, value, arg, width);
 }
 
-inline std::uint64_t warp_vote(WarpOp op, unsigned mask, int predicate) {
-  return current_exec->warp_op(running_thread(warp_op_name(op)), op, mask, predicate != 0, 0, warpSize);
-}
+TG_OUT_OF_LINE unsigned active_lanes() { return current_exec->active_mask(running_thread("__activemask")); }
 
-inline const uint3& thread_idx() noexcept { return current_thread->idx; }
-inline const uint3& block_idx() noexcept { return current_exec->block_idx; }
-inline const dim3& block_dim() noexcept { return current_exec->block_dim; }
-inline const dim3& grid_dim() noexcept { return current_exec->grid_dim; }
+#endif  // TG_DEFINE_OUT_OF_LINE
 
 inline unsigned default_threads() {
   static const unsigned from_env = env_unsigned("TG_EMU_THREADS");
   return from_env != 0 ? from_env : std::max(1u, std::thread::hardware_concurrency());
 }
-
-inline void run_grid(const char* name, dim3 grid, dim3 block, const void* bound, void (*invoke)(const void*));
 
 // ---------------------------------------------------------------------------
 // Inverse error functions: a closed-form starting point, then Newton steps on
@@ -858,9 +892,10 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args&&... args) {
   launch_named(nullptr, kernel, grid, block, std::forward<Args>(args)...);
 }
 
+#if TG_DEFINE_OUT_OF_LINE
 namespace detail {
 
-inline void run_grid(const char* name, dim3 grid, dim3 block, const void* bound, void (*invoke)(const void*)) {
+TG_OUT_OF_LINE void run_grid(const char* name, dim3 grid, dim3 block, const void* bound, void (*invoke)(const void*)) {
   const char* shown = name != nullptr ? name : "<unnamed>";
   if (current_exec != nullptr) fatal("launch of kernel '%s' from inside a kernel is not supported", shown);
   const std::uint64_t nthreads = std::uint64_t{block.x} * block.y * block.z;
@@ -887,6 +922,7 @@ inline void run_grid(const char* name, dim3 grid, dim3 block, const void* bound,
 }
 
 }  // namespace detail
+#endif  // TG_DEFINE_OUT_OF_LINE
 }  // namespace tg_emu
 
 // ---------------------------------------------------------------------------
@@ -900,9 +936,7 @@ inline void run_grid(const char* name, dim3 grid, dim3 block, const void* bound,
 // ---------------------------------------------------------------------------
 // Synchronisation and warp intrinsics.
 // ---------------------------------------------------------------------------
-inline void __syncthreads() {
-  ::tg_emu::detail::current_exec->syncthreads(::tg_emu::detail::running_thread("__syncthreads"));
-}
+inline void __syncthreads() { ::tg_emu::detail::sync_block(); }
 
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   ::tg_emu::detail::warp_vote(::tg_emu::detail::WarpOp::syncwarp, mask, 0);
@@ -942,9 +976,7 @@ inline int __all_sync(unsigned mask, int predicate) {
   return static_cast<int>(::tg_emu::detail::warp_vote(::tg_emu::detail::WarpOp::all, mask, predicate));
 }
 
-inline unsigned __activemask() {
-  return ::tg_emu::detail::current_exec->active_mask(::tg_emu::detail::running_thread("__activemask"));
-}
+inline unsigned __activemask() { return ::tg_emu::detail::active_lanes(); }
 
 // Blocks of one OS thread never run concurrently, so within a block ordering
 // the compiler is enough; across blocks a real fence is needed.

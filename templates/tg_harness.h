@@ -8,6 +8,8 @@
 // runs the forward (and the backward, when the trace trains) once, then --repeat more times for
 // timing, and checks every run gives the same bytes. Writes every input and cotangent it used,
 // every output and every grad_<input> to --outputs. Exits non-zero on any failure.
+// The member functions are defined after the class: inline, or (TG_RUNTIME_PREBUILT, see
+// tg_runtime.cuh) in a library compiled once.
 #pragma once
 #define TG_HOST_ONLY
 #include <algorithm>
@@ -39,23 +41,7 @@ struct Buffer {
 
 class Harness {
  public:
-  Harness(int argc, char** argv, const char* trace) : trace_(trace) {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) usage(("missing value after " + a).c_str());
-        return argv[++i];
-      };
-      if (a == "--inputs") inputs_dir_ = value();
-      else if (a == "--outputs") outputs_dir_ = value();
-      else if (a == "--seed") seed_ = std::stoull(value());
-      else if (a == "--repeat") repeat_ = std::stoi(value());
-      else if (a == "--quiet") quiet_ = true;
-      else if (a == "--philox-seed") philox_seed_ = std::stoll(value()), has_philox_seed_ = true;
-      else if (a == "--philox-offset") philox_offset_ = std::stoll(value()), has_philox_offset_ = true;
-      else usage(("unknown argument " + a).c_str());
-    }
-  }
+  Harness(int argc, char** argv, const char* trace);
 
   // What a scalar input is for: the seed or offset of the trace's Philox draws (dropout) can be
   // set with --philox-seed / --philox-offset.
@@ -65,29 +51,14 @@ class Harness {
   // seed or offset given on the command line wins over both.
   // Floats are drawn uniform in [lo, hi): by default [-2, 2), or the trace's "init" range.
   Buffer& input(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar = false, Role role = Role::data,
-                double lo = -2.0, double hi = 2.0) {
-    Buffer& b = add(name, dtype, std::move(shape), is_scalar);
-    if (!(inputs_dir_.size() && read_npy(inputs_dir_ + "/" + name + ".npy", b))) draw(b, lo, hi);
-    if (role == Role::philox_seed && has_philox_seed_) set_integer(b, philox_seed_);
-    if (role == Role::philox_offset && has_philox_offset_) set_integer(b, philox_offset_);
-    if (!is_scalar) copy_to_device(b.device, b.host.data(), b.bytes(), stream_);
-    written_.push_back(&b);
-    return b;
-  }
-  Buffer& output(const char* name, const char* dtype, std::vector<int64_t> shape) {
-    Buffer& b = add(name, dtype, std::move(shape), false);
-    outputs_.push_back(&b);
-    written_.push_back(&b);
-    return b;
-  }
+                double lo = -2.0, double hi = 2.0);
+  Buffer& output(const char* name, const char* dtype, std::vector<int64_t> shape);
 
   // A device buffer the entry points pass between them (a value saved for the backward); never
   // read from or written to files.
   // How an internal buffer is stored: an element per element, or (saved b8 masks) one bit each.
   enum class Storage { dense, bits };
-  Buffer& internal(const char* name, const char* dtype, std::vector<int64_t> shape, Storage storage = Storage::dense) {
-    return add(name, dtype, std::move(shape), false, storage);
-  }
+  Buffer& internal(const char* name, const char* dtype, std::vector<int64_t> shape, Storage storage = Storage::dense);
 
   struct Phase {
     const char* name;  // "forward", "backward"
@@ -96,44 +67,9 @@ class Harness {
 
   // Runs the phases in order once for the results, then --repeat times for timing (each phase
   // timed on its own); every run must give the same output bytes.
-  int run(const std::vector<Phase>& phases) {
-    for (const Phase& p : phases) p.step(stream_);
-    synchronize(stream_);
-    fetch_outputs();
-    std::vector<std::vector<unsigned char>> first;
-    for (Buffer* b : outputs_) first.push_back(b->host);
-    std::vector<std::vector<double>> ms(phases.size());
-    for (int r = 0; r < repeat_; ++r)
-      for (size_t i = 0; i < phases.size(); ++i) {
-        auto start = std::chrono::steady_clock::now();
-        phases[i].step(stream_);
-        synchronize(stream_);
-        ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-      }
-    int failures = 0;
-    if (repeat_ > 0) {
-      fetch_outputs();
-      for (size_t i = 0; i < outputs_.size(); ++i)
-        if (outputs_[i]->host != first[i]) {
-          std::fprintf(stderr, "%s: output %s differs between runs\n", trace_, outputs_[i]->name.c_str());
-          ++failures;
-        }
-    }
-    if (!outputs_dir_.empty())
-      for (Buffer* b : written_) failures += !write_npy(outputs_dir_ + "/" + b->name + ".npy", *b);
-    if (!quiet_) {
-      for (Buffer* b : outputs_) std::printf("%s: output %s: %s[%s], %lld non-finite\n", trace_, b->name.c_str(), b->dtype.c_str(), shape_text(b->shape).c_str(), nonfinite(*b));
-      for (size_t i = 0; i < phases.size() && repeat_ > 0; ++i) {
-        std::sort(ms[i].begin(), ms[i].end());
-        std::printf("%s: %s: median %.3f ms over %d runs\n", trace_, phases[i].name, ms[i][ms[i].size() / 2], repeat_);
-      }
-    }
-    return failures == 0 ? 0 : 1;
-  }
+  int run(const std::vector<Phase>& phases);
 
-  ~Harness() {
-    for (Buffer& b : buffers_) device_free(b.device, stream_);
-  }
+  ~Harness();
 
  private:
   const char* trace_;
@@ -147,148 +83,255 @@ class Harness {
   std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
   std::vector<Buffer*> outputs_, written_;
 
-  [[noreturn]] void usage(const char* message) {
-    std::fprintf(stderr,
-                 "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--philox-seed N] "
-                 "[--philox-offset N]\n",
-                 trace_, message);
-    std::exit(2);
-  }
+  [[noreturn]] void usage(const char* message);
 
-  void set_integer(Buffer& b, long long v) {
-    if (b.dtype == "i64") { int64_t x = v; std::memcpy(b.host.data(), &x, 8); }
-    else if (b.dtype == "i32") { int32_t x = int32_t(v); std::memcpy(b.host.data(), &x, 4); }
-    else usage(("Philox seed and offset inputs must be i64 or i32; " + b.name + " is " + b.dtype).c_str());
-  }
+  void set_integer(Buffer& b, long long v);
 
-  static int element_size(const std::string& dtype) {
-    if (dtype == "b8" || dtype == "u8" || dtype == "i8") return 1;
-    if (dtype == "i16" || dtype == "f16" || dtype == "bf16") return 2;
-    if (dtype == "i32" || dtype == "f32") return 4;
-    return 8;
-  }
-  static const char* npy_descr(const std::string& dtype) {
-    static const char* table[][2] = {{"b8", "|b1"},  {"u8", "|u1"},  {"i8", "|i1"},  {"i16", "<i2"}, {"i32", "<i4"},
-                                     {"i64", "<i8"}, {"f16", "<f2"}, {"bf16", "<u2"}, {"f32", "<f4"}, {"f64", "<f8"}};
-    for (auto& row : table)
-      if (dtype == row[0]) return row[1];
-    return "?";
-  }
-  static std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string s;
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s;
-  }
+  static int element_size(const std::string& dtype);
+  static const char* npy_descr(const std::string& dtype);
+  static std::string shape_text(const std::vector<int64_t>& shape);
 
-  Buffer& add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Storage storage = Storage::dense) {
-    Buffer b;
-    b.name = name;
-    b.dtype = dtype;
-    b.shape = std::move(shape);
-    b.is_scalar = is_scalar;
-    int64_t n = 1;
-    for (int64_t d : b.shape) n *= d;
-    b.host.assign(storage == Storage::bits ? size_t((n + 31) / 32) * 4 : size_t(n) * element_size(b.dtype), 0);
-    if (!is_scalar) b.device = device_alloc(b.bytes(), stream_);
-    buffers_.push_back(std::move(b));
-    return buffers_.back();
-  }
+  Buffer& add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Storage storage = Storage::dense);
 
-  void fetch_outputs() {
-    for (Buffer* b : outputs_) copy_to_host(b->host.data(), b->device, b->bytes(), stream_);
-    synchronize(stream_);
-  }
+  void fetch_outputs();
 
   // splitmix64, seeded per input by its name, so adding an input does not change the others.
-  static uint64_t mix(uint64_t& state) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  void draw(Buffer& b, double lo, double hi) const {
-    uint64_t state = seed_;
-    for (char c : b.name) state = state * 131 + uint64_t(static_cast<unsigned char>(c));
-    size_t n = b.bytes() / element_size(b.dtype);
-    unsigned char* p = b.host.data();
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t r = mix(state);
-      double u = double(r >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
-      double x = lo + (hi - lo) * u;                            // floats in [lo, hi)
-      int64_t k = int64_t(r % 9) - 4;                           // integers in [-4, 4]
-      const std::string& t = b.dtype;
-      if (t == "f32") { float v = float(x); std::memcpy(p + 4 * i, &v, 4); }
-      else if (t == "f64") std::memcpy(p + 8 * i, &x, 8);
-      else if (t == "bf16") { uint16_t v = to_bfloat16(float(x)).bits; std::memcpy(p + 2 * i, &v, 2); }
-      else if (t == "f16") { uint16_t v = to_half(float(x)).bits; std::memcpy(p + 2 * i, &v, 2); }
-      else if (t == "b8") p[i] = (r >> 63) != 0;
-      else if (t == "u8") p[i] = uint8_t(r % 9);
-      else if (t == "i8") p[i] = uint8_t(int8_t(k));
-      else if (t == "i16") { int16_t v = int16_t(k); std::memcpy(p + 2 * i, &v, 2); }
-      else if (t == "i32") { int32_t v = int32_t(k); std::memcpy(p + 4 * i, &v, 4); }
-      else { std::memcpy(p + 8 * i, &k, 8); }
-    }
-  }
+  static uint64_t mix(uint64_t& state);
+  void draw(Buffer& b, double lo, double hi) const;
 
-  long long nonfinite(const Buffer& b) const {
-    size_t n = b.bytes() / element_size(b.dtype);
-    long long count = 0;
-    for (size_t i = 0; i < n; ++i) {
-      double v = 0;
-      if (b.dtype == "f32") { float f; std::memcpy(&f, &b.host[4 * i], 4); v = f; }
-      else if (b.dtype == "f64") std::memcpy(&v, &b.host[8 * i], 8);
-      else if (b.dtype == "bf16") { bfloat16 h; std::memcpy(&h.bits, &b.host[2 * i], 2); v = to_float(h); }
-      else if (b.dtype == "f16") { half h; std::memcpy(&h.bits, &b.host[2 * i], 2); v = to_float(h); }
-      count += !(v - v == 0);
-    }
-    return count;
-  }
+  long long nonfinite(const Buffer& b) const;
 
-  bool write_npy(const std::string& path, const Buffer& b) const {
-    std::string header = std::string("{'descr': '") + npy_descr(b.dtype) + "', 'fortran_order': False, 'shape': (" + shape_text(b.shape) +
-                         (b.shape.size() == 1 ? ",)" : ")") + ", }";
-    size_t total = 10 + header.size() + 1;
-    header += std::string((64 - total % 64) % 64, ' ') + "\n";
-    std::ofstream out(path, std::ios::binary);
-    uint16_t len = uint16_t(header.size());
-    out.write("\x93NUMPY\x01\x00", 8);
-    out.put(char(len & 0xff)).put(char(len >> 8));
-    out << header;
-    out.write(reinterpret_cast<const char*>(b.host.data()), std::streamsize(b.bytes()));
-    if (!out) std::fprintf(stderr, "%s: cannot write %s\n", trace_, path.c_str());
-    return bool(out);
-  }
+  bool write_npy(const std::string& path, const Buffer& b) const;
 
   // Reads a .npy of exactly the buffer's dtype and shape; false when the file does not exist.
-  bool read_npy(const std::string& path, Buffer& b) const {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    auto fail = [&](const std::string& why) {
-      std::fprintf(stderr, "%s: %s: %s\n", trace_, path.c_str(), why.c_str());
-      std::exit(1);
-    };
-    char magic[8];
-    if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail("not a .npy file");
-    size_t len = 0;
-    if (magic[6] == 1) {
-      unsigned char l[2];
-      in.read(reinterpret_cast<char*>(l), 2);
-      len = l[0] | (size_t(l[1]) << 8);
-    } else {
-      unsigned char l[4];
-      in.read(reinterpret_cast<char*>(l), 4);
-      len = l[0] | (size_t(l[1]) << 8) | (size_t(l[2]) << 16) | (size_t(l[3]) << 24);
-    }
-    std::string header(len, '\0');
-    if (!in.read(header.data(), std::streamsize(len))) fail("truncated header");
-    std::string descr = npy_descr(b.dtype);
-    if (header.find("'descr': '" + descr + "'") == std::string::npos) fail("expected dtype " + descr + " (" + b.dtype + "), header is " + header);
-    if (header.find("'fortran_order': False") == std::string::npos) fail("Fortran-order arrays are not supported");
-    std::string shape = "'shape': (" + shape_text(b.shape) + (b.shape.size() == 1 ? ",)" : ")");
-    if (header.find(shape) == std::string::npos) fail("expected shape (" + shape_text(b.shape) + "), header is " + header);
-    if (!in.read(reinterpret_cast<char*>(b.host.data()), std::streamsize(b.bytes()))) fail("truncated data");
-    return true;
-  }
+  bool read_npy(const std::string& path, Buffer& b) const;
 };
+
+#if TG_DEFINE_OUT_OF_LINE
+
+TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trace_(trace) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--inputs") inputs_dir_ = value();
+    else if (a == "--outputs") outputs_dir_ = value();
+    else if (a == "--seed") seed_ = std::stoull(value());
+    else if (a == "--repeat") repeat_ = std::stoi(value());
+    else if (a == "--quiet") quiet_ = true;
+    else if (a == "--philox-seed") philox_seed_ = std::stoll(value()), has_philox_seed_ = true;
+    else if (a == "--philox-offset") philox_offset_ = std::stoll(value()), has_philox_offset_ = true;
+    else usage(("unknown argument " + a).c_str());
+  }
+}
+
+TG_OUT_OF_LINE Buffer& Harness::input(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Role role,
+                                      double lo, double hi) {
+  Buffer& b = add(name, dtype, std::move(shape), is_scalar);
+  if (!(inputs_dir_.size() && read_npy(inputs_dir_ + "/" + name + ".npy", b))) draw(b, lo, hi);
+  if (role == Role::philox_seed && has_philox_seed_) set_integer(b, philox_seed_);
+  if (role == Role::philox_offset && has_philox_offset_) set_integer(b, philox_offset_);
+  if (!is_scalar) copy_to_device(b.device, b.host.data(), b.bytes(), stream_);
+  written_.push_back(&b);
+  return b;
+}
+
+TG_OUT_OF_LINE Buffer& Harness::output(const char* name, const char* dtype, std::vector<int64_t> shape) {
+  Buffer& b = add(name, dtype, std::move(shape), false);
+  outputs_.push_back(&b);
+  written_.push_back(&b);
+  return b;
+}
+
+TG_OUT_OF_LINE Buffer& Harness::internal(const char* name, const char* dtype, std::vector<int64_t> shape, Storage storage) {
+  return add(name, dtype, std::move(shape), false, storage);
+}
+
+TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases) {
+  for (const Phase& p : phases) p.step(stream_);
+  synchronize(stream_);
+  fetch_outputs();
+  std::vector<std::vector<unsigned char>> first;
+  for (Buffer* b : outputs_) first.push_back(b->host);
+  std::vector<std::vector<double>> ms(phases.size());
+  for (int r = 0; r < repeat_; ++r)
+    for (size_t i = 0; i < phases.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      phases[i].step(stream_);
+      synchronize(stream_);
+      ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+  int failures = 0;
+  if (repeat_ > 0) {
+    fetch_outputs();
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      if (outputs_[i]->host != first[i]) {
+        std::fprintf(stderr, "%s: output %s differs between runs\n", trace_, outputs_[i]->name.c_str());
+        ++failures;
+      }
+  }
+  if (!outputs_dir_.empty())
+    for (Buffer* b : written_) failures += !write_npy(outputs_dir_ + "/" + b->name + ".npy", *b);
+  if (!quiet_) {
+    for (Buffer* b : outputs_) std::printf("%s: output %s: %s[%s], %lld non-finite\n", trace_, b->name.c_str(), b->dtype.c_str(), shape_text(b->shape).c_str(), nonfinite(*b));
+    for (size_t i = 0; i < phases.size() && repeat_ > 0; ++i) {
+      std::sort(ms[i].begin(), ms[i].end());
+      std::printf("%s: %s: median %.3f ms over %d runs\n", trace_, phases[i].name, ms[i][ms[i].size() / 2], repeat_);
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+TG_OUT_OF_LINE Harness::~Harness() {
+  for (Buffer& b : buffers_) device_free(b.device, stream_);
+}
+
+[[noreturn]] TG_OUT_OF_LINE void Harness::usage(const char* message) {
+  std::fprintf(stderr,
+               "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--philox-seed N] "
+               "[--philox-offset N]\n",
+               trace_, message);
+  std::exit(2);
+}
+
+TG_OUT_OF_LINE void Harness::set_integer(Buffer& b, long long v) {
+  if (b.dtype == "i64") { int64_t x = v; std::memcpy(b.host.data(), &x, 8); }
+  else if (b.dtype == "i32") { int32_t x = int32_t(v); std::memcpy(b.host.data(), &x, 4); }
+  else usage(("Philox seed and offset inputs must be i64 or i32; " + b.name + " is " + b.dtype).c_str());
+}
+
+TG_OUT_OF_LINE int Harness::element_size(const std::string& dtype) {
+  if (dtype == "b8" || dtype == "u8" || dtype == "i8") return 1;
+  if (dtype == "i16" || dtype == "f16" || dtype == "bf16") return 2;
+  if (dtype == "i32" || dtype == "f32") return 4;
+  return 8;
+}
+
+TG_OUT_OF_LINE const char* Harness::npy_descr(const std::string& dtype) {
+  static const char* table[][2] = {{"b8", "|b1"},  {"u8", "|u1"},  {"i8", "|i1"},  {"i16", "<i2"}, {"i32", "<i4"},
+                                   {"i64", "<i8"}, {"f16", "<f2"}, {"bf16", "<u2"}, {"f32", "<f4"}, {"f64", "<f8"}};
+  for (auto& row : table)
+    if (dtype == row[0]) return row[1];
+  return "?";
+}
+
+TG_OUT_OF_LINE std::string Harness::shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s;
+}
+
+TG_OUT_OF_LINE Buffer& Harness::add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Storage storage) {
+  Buffer b;
+  b.name = name;
+  b.dtype = dtype;
+  b.shape = std::move(shape);
+  b.is_scalar = is_scalar;
+  int64_t n = 1;
+  for (int64_t d : b.shape) n *= d;
+  b.host.assign(storage == Storage::bits ? size_t((n + 31) / 32) * 4 : size_t(n) * element_size(b.dtype), 0);
+  if (!is_scalar) b.device = device_alloc(b.bytes(), stream_);
+  buffers_.push_back(std::move(b));
+  return buffers_.back();
+}
+
+TG_OUT_OF_LINE void Harness::fetch_outputs() {
+  for (Buffer* b : outputs_) copy_to_host(b->host.data(), b->device, b->bytes(), stream_);
+  synchronize(stream_);
+}
+
+TG_OUT_OF_LINE uint64_t Harness::mix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+TG_OUT_OF_LINE void Harness::draw(Buffer& b, double lo, double hi) const {
+  uint64_t state = seed_;
+  for (char c : b.name) state = state * 131 + uint64_t(static_cast<unsigned char>(c));
+  size_t n = b.bytes() / element_size(b.dtype);
+  unsigned char* p = b.host.data();
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t r = mix(state);
+    double u = double(r >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+    double x = lo + (hi - lo) * u;                            // floats in [lo, hi)
+    int64_t k = int64_t(r % 9) - 4;                           // integers in [-4, 4]
+    const std::string& t = b.dtype;
+    if (t == "f32") { float v = float(x); std::memcpy(p + 4 * i, &v, 4); }
+    else if (t == "f64") std::memcpy(p + 8 * i, &x, 8);
+    else if (t == "bf16") { uint16_t v = to_bfloat16(float(x)).bits; std::memcpy(p + 2 * i, &v, 2); }
+    else if (t == "f16") { uint16_t v = to_half(float(x)).bits; std::memcpy(p + 2 * i, &v, 2); }
+    else if (t == "b8") p[i] = (r >> 63) != 0;
+    else if (t == "u8") p[i] = uint8_t(r % 9);
+    else if (t == "i8") p[i] = uint8_t(int8_t(k));
+    else if (t == "i16") { int16_t v = int16_t(k); std::memcpy(p + 2 * i, &v, 2); }
+    else if (t == "i32") { int32_t v = int32_t(k); std::memcpy(p + 4 * i, &v, 4); }
+    else { std::memcpy(p + 8 * i, &k, 8); }
+  }
+}
+
+TG_OUT_OF_LINE long long Harness::nonfinite(const Buffer& b) const {
+  size_t n = b.bytes() / element_size(b.dtype);
+  long long count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double v = 0;
+    if (b.dtype == "f32") { float f; std::memcpy(&f, &b.host[4 * i], 4); v = f; }
+    else if (b.dtype == "f64") std::memcpy(&v, &b.host[8 * i], 8);
+    else if (b.dtype == "bf16") { bfloat16 h; std::memcpy(&h.bits, &b.host[2 * i], 2); v = to_float(h); }
+    else if (b.dtype == "f16") { half h; std::memcpy(&h.bits, &b.host[2 * i], 2); v = to_float(h); }
+    count += !(v - v == 0);
+  }
+  return count;
+}
+
+TG_OUT_OF_LINE bool Harness::write_npy(const std::string& path, const Buffer& b) const {
+  std::string header = std::string("{'descr': '") + npy_descr(b.dtype) + "', 'fortran_order': False, 'shape': (" + shape_text(b.shape) +
+                       (b.shape.size() == 1 ? ",)" : ")") + ", }";
+  size_t total = 10 + header.size() + 1;
+  header += std::string((64 - total % 64) % 64, ' ') + "\n";
+  std::ofstream out(path, std::ios::binary);
+  uint16_t len = uint16_t(header.size());
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.put(char(len & 0xff)).put(char(len >> 8));
+  out << header;
+  out.write(reinterpret_cast<const char*>(b.host.data()), std::streamsize(b.bytes()));
+  if (!out) std::fprintf(stderr, "%s: cannot write %s\n", trace_, path.c_str());
+  return bool(out);
+}
+
+TG_OUT_OF_LINE bool Harness::read_npy(const std::string& path, Buffer& b) const {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "%s: %s: %s\n", trace_, path.c_str(), why.c_str());
+    std::exit(1);
+  };
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail("not a .npy file");
+  size_t len = 0;
+  if (magic[6] == 1) {
+    unsigned char l[2];
+    in.read(reinterpret_cast<char*>(l), 2);
+    len = l[0] | (size_t(l[1]) << 8);
+  } else {
+    unsigned char l[4];
+    in.read(reinterpret_cast<char*>(l), 4);
+    len = l[0] | (size_t(l[1]) << 8) | (size_t(l[2]) << 16) | (size_t(l[3]) << 24);
+  }
+  std::string header(len, '\0');
+  if (!in.read(header.data(), std::streamsize(len))) fail("truncated header");
+  std::string descr = npy_descr(b.dtype);
+  if (header.find("'descr': '" + descr + "'") == std::string::npos) fail("expected dtype " + descr + " (" + b.dtype + "), header is " + header);
+  if (header.find("'fortran_order': False") == std::string::npos) fail("Fortran-order arrays are not supported");
+  std::string shape = "'shape': (" + shape_text(b.shape) + (b.shape.size() == 1 ? ",)" : ")");
+  if (header.find(shape) == std::string::npos) fail("expected shape (" + shape_text(b.shape) + "), header is " + header);
+  if (!in.read(reinterpret_cast<char*>(b.host.data()), std::streamsize(b.bytes()))) fail("truncated data");
+  return true;
+}
+
+#endif  // TG_DEFINE_OUT_OF_LINE
 
 }  // namespace tg

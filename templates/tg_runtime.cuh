@@ -29,6 +29,21 @@ typedef unsigned long long uint64_t;
 #define TG_HOST_ONLY
 #endif
 
+// The host runtime's larger parts (the emulator's scheduler, the harness) are inline in these
+// headers by default. A program of many emulated builds (the test suite) compiles them once
+// instead: its builds define TG_RUNTIME_PREBUILT and link one translation unit that defines
+// TG_RUNTIME_LIBRARY (tests/emu_runtime.cpp), compiled with the same flags.
+#if defined(TG_RUNTIME_LIBRARY)
+#define TG_OUT_OF_LINE
+#define TG_DEFINE_OUT_OF_LINE 1
+#elif defined(TG_RUNTIME_PREBUILT)
+#define TG_OUT_OF_LINE
+#define TG_DEFINE_OUT_OF_LINE 0
+#else
+#define TG_OUT_OF_LINE inline
+#define TG_DEFINE_OUT_OF_LINE 1
+#endif
+
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(TG_HOST_ONLY)
 #include "tg_emu.h"
 #endif

@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
 # build_emu_harness.sh OUT [fast]: builds a generated folder's harness for host emulation as
 # OUT/harness, as one translation unit (the kernels first: harness.cpp asks for the host-only
-# runtime), so the heavy runtime headers are compiled once; the generated CMakeLists builds them
-# separately. By default with AddressSanitizer and UBSan at -O1; `fast`: -O2, no sanitizers.
+# runtime). By default with AddressSanitizer and UBSan at -O1; `fast`: -O2, no sanitizers.
+#
+# TG_EMU_RUNTIME_CACHE, when set (the test suite sets it), is a folder of the runtime's larger
+# parts (the emulator's scheduler, the harness) compiled once per compiler, flags and runtime
+# headers; the build then defines TG_RUNTIME_PREBUILT (tg_runtime.cuh) and compiles only the
+# trace's own code: about 3 s instead of 12 for layer_norm.json on the 2-core test machine.
+# Unset, the runtime is compiled in, header-only, as the generated CMakeLists.txt does.
 set -euo pipefail
 out=$1 speed=${2:-checked}
 cd "$out"
+cxx=${CXX:-g++}
 sources=(forward.cu)
 [[ -f backward.cu ]] && sources+=(backward.cu)
 { for f in "${sources[@]}" harness.cpp; do echo "#include \"$f\""; done; } >unity.cpp
-flags=(-O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-[[ "$speed" = fast ]] && flags=(-O2 -fno-strict-aliasing)
-"${CXX:-g++}" -std=c++20 "${flags[@]}" -I. unity.cpp -lboost_context -lpthread -o harness
+flags=(-std=c++20 -O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+[[ "$speed" = fast ]] && flags=(-std=c++20 -O2 -fno-strict-aliasing)
+libs=(-lboost_context -lpthread)
+if [[ -z "${TG_EMU_RUNTIME_CACHE:-}" ]]; then
+  "$cxx" "${flags[@]}" -I. unity.cpp "${libs[@]}" -o harness
+  exit
+fi
+key=$({ "$cxx" --version; echo "${flags[*]}"; cat tg_*.h tg_runtime.cuh; } | sha256sum | cut -c1-16)
+runtime=$TG_EMU_RUNTIME_CACHE/runtime-$key.o
+if [[ ! -f "$runtime" ]]; then
+  mkdir -p "$TG_EMU_RUNTIME_CACHE"
+  printf '#include "tg_runtime.cuh"\n#include "tg_host.h"\n#include "tg_harness.h"\n' >runtime.cpp
+  partial=$(mktemp "$runtime.XXXXXX")
+  "$cxx" "${flags[@]}" -DTG_RUNTIME_LIBRARY -I. -c runtime.cpp -o "$partial"
+  mv -f "$partial" "$runtime"  # a rename: a build running beside this one sees all of it or none
+fi
+"$cxx" "${flags[@]}" -DTG_RUNTIME_PREBUILT -I. unity.cpp "$runtime" "${libs[@]}" -o harness

@@ -51,8 +51,7 @@ check recompute-sub-nothing-saved [ "$(saved recompute_sub)" = "scalars: philox_
 check recompute-generates [ $? = 0 ]
 check recompute-nothing-saved [ "$(saved recompute)" = "scalars: philox_seed philox_offset" ]
 check recompute-draws-again grep -q philox_uniform recompute/backward.cu
-if (cd recompute && { echo '#include "forward.cu"'; echo '#include "backward.cu"'; echo '#include "harness.cpp"'; } >unity.cpp &&
-    "${CXX:-g++}" -std=c++20 -O2 -I. unity.cpp -lboost_context -lpthread -o harness && mkdir -p ../recompute_run && ./harness --outputs ../recompute_run --repeat 1 >run.log); then
+if (cd recompute && "$root/tests/build_emu_harness.sh" . fast && mkdir -p ../recompute_run && ./harness --outputs ../recompute_run --repeat 1 >run.log); then
   check recompute-property "$property" recompute_run t0 0.9
 else
   check recompute-runs false
