@@ -226,32 +226,31 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
 #else
 
 // The reference GEMM: each output row accumulates a[i][p] * b[p][:] over p in the compute type
-// (f32, f64 for f64), rows split over CPU threads. Optimized and not sanitized even in
-// sanitizer builds: it is plain loops over memory the caller owns, and it dominates run time.
-template <class T>
-__attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_rows(const T* a, const T* b, T* c, GemmShape s,
+// Acc (f32, f64 for f64), rows split over CPU threads. b comes converted to Acc and stored [k, n]
+// (matmul makes that copy), so the inner loop is a plain multiply-add over two arrays.
+// Optimized and not sanitized even in sanitizer builds: it is loops over memory the caller owns,
+// and it dominates run time. (GCC does not inline across optimize levels: the inner loop must
+// call nothing, not even load() or vector::operator[].)
+template <class T, class Acc>
+__attribute__((optimize("O2"), no_sanitize("address", "undefined"))) void gemm_rows(const T* a, const Acc* b, T* c, GemmShape s,
                                                                                     const T* bias, Epilogue e, T* extra,
                                                                                     int64_t first_row, int64_t end_row) {
-  using Acc = decltype(load(a, 0));
-  std::vector<Acc> acc(size_t(s.n));
+  std::vector<Acc> row_acc(size_t(s.n));
+  Acc* acc = row_acc.data();
   for (int64_t row = first_row; row < end_row; ++row) {  // row over batch * m
     int64_t batch = row / s.m;
-    const T* b_batch = b + (s.b_batched ? batch * s.k * s.n : 0);
-    std::fill(acc.begin(), acc.end(), Acc(0));
+    const Acc* b_batch = b + (s.b_batched ? batch * s.k * s.n : 0);
+    for (int64_t j = 0; j < s.n; ++j) acc[j] = Acc(0);
     Acc row_sum = 0;  // the bias gradient: this row of a summed over k
     for (int64_t p = 0; p < s.k; ++p) {
       Acc x = s.transpose_a ? load(a, p * s.m + row) : load(a, row * s.k + p);  // (transposed: 2-D, batch 1)
       row_sum += x;
-      if (s.transpose_b) {
-        for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_batch, j * s.k + p);
-        continue;
-      }
-      const T* b_row = b_batch + p * s.n;
-      for (int64_t j = 0; j < s.n; ++j) acc[size_t(j)] += x * load(b_row, j);
+      const Acc* b_row = b_batch + p * s.n;
+      for (int64_t j = 0; j < s.n; ++j) acc[j] += x * b_row[j];
     }
     if (e == Epilogue::bias_grad) store(extra, row, row_sum);
     for (int64_t j = 0; j < s.n; ++j) {
-      Acc x = acc[size_t(j)];
+      Acc x = acc[j];
       if (bias) x += load(bias, j);
       if (e == Epilogue::gelu_tanh_aux) store(extra, row * s.n + j, x);
       if (e == Epilogue::gelu_tanh || e == Epilogue::gelu_tanh_aux) x = gelu_tanh(x);
@@ -289,11 +288,20 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
     matmul_unfused(a, b, c, s, stream, bias, e, extra);
     return;
   }
+  // b in the compute type, [k, n]: converted once, not once per row, and a transposed b read
+  // contiguously. The terms of each sum and their order do not change.
+  using Acc = decltype(load(a, 0));
+  const int64_t matrices = s.b_batched ? s.batch : 1;
+  std::vector<Acc> b_acc(size_t(matrices * s.k * s.n));
+  for (int64_t q = 0; q < matrices; ++q)
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t j = 0; j < s.n; ++j)
+        b_acc[size_t((q * s.k + p) * s.n + j)] = load(b, s.transpose_b ? (q * s.n + j) * s.k + p : (q * s.k + p) * s.n + j);
   const int64_t rows = s.batch * s.m;
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
   std::vector<std::thread> workers;
   for (int64_t t = 0; t < threads; ++t)
-    workers.emplace_back(gemm_rows<T>, a, b, c, s, bias, e, extra, rows * t / threads, rows * (t + 1) / threads);
+    workers.emplace_back(gemm_rows<T, Acc>, a, b_acc.data(), c, s, bias, e, extra, rows * t / threads, rows * (t + 1) / threads);
   for (std::thread& w : workers) w.join();
 }
 
