@@ -138,11 +138,11 @@ struct OpInfo {
   std::string_view code;
   DTypes accepts = DTypes::any;
   std::string_view summary;
-  GradRule grad;  // empty: no gradient flows through (comparisons, rounding, integer ops)
+  GradRule grad = {};  // empty: no gradient flows through (comparisons, rounding, integer ops)
   // What the gradient rule reads of the forward, so what a backward must keep: "inputs",
   // "output" (exp, tanh, sqrt... read their result, not their operand), "inputs, output", or
   // "nothing". Checked against the rules themselves by tests/reference/test_gradients.cpp.
-  std::string_view grad_saves;
+  std::string_view grad_saves = {};
   bool has_lowering() const { return fusion == FusionClass::composite; }
 };
 
