@@ -168,7 +168,9 @@ class KernelWriter {
  public:
   // `idents`: c_ident of value names by id, filled in as kernels need them ("" until then), so
   // each is computed once per trace rather than once per use.
-  KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel)
+  // hold_row = false: a row kernel reads its row from memory in every pass, even where it could
+  // hold it in registers (see holds_row_for_one_pass).
+  KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel, bool hold_row = true)
       : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)) {
     for (size_t i = 0; i < k_.sub.size(); ++i)
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
@@ -176,7 +178,8 @@ class KernelWriter {
     lanes_ = run_lanes();
     column_tile_ = column_tile();
     row_block_ = row_block();
-    cached_ = row_cache(row_block_);
+    cached_ = hold_row ? row_cache(row_block_) : 0;
+    row_run_ = row_run();
   }
 
   std::string write() {
@@ -201,6 +204,10 @@ class KernelWriter {
     out << ") {\n" << body << "}\n";
     return out.str();
   }
+
+  // Written with the row in registers, which only one pass read: holding it bought nothing and
+  // costs registers (and, read in runs, ptxas may spill merging the aligned and unaligned fills).
+  bool holds_row_for_one_pass() const { return cached_ > 0 && passes_over_row_ == 1; }
 
   int block_size() const {
     if (!layout_.is_row) return kPointwiseBlock;
@@ -231,6 +238,8 @@ class KernelWriter {
   int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
   int row_block_ = 0;               // row kernels: threads per block (one row per block)
   int cached_ = 0;                  // row kernels: row elements per thread held in registers
+  int row_run_ = 1;                 // ... held in runs of this many neighbours (row_run)
+  int passes_over_row_ = 0;         // loops over the row written so far
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
@@ -264,13 +273,14 @@ class KernelWriter {
   }
 
   // A thread's loop over the reduced elements j of its row, around `body`, in the current scope.
-  // With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = threadIdx.x + k * block.
+  // With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = cached_element().
   void reduced_loop(const std::string& body) {
     const std::string r = std::to_string(numel(layout_.reduced_shape()));
     const std::string dims = dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
+    ++passes_over_row_;
     if (cached_ > 0) {
       line("TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
-      if (uses_word(body + dims, "j")) line("  const int64_t j = threadIdx.x + k * " + std::to_string(block_size()) + ";");
+      if (uses_word(body + dims, "j")) line("  const int64_t j = " + cached_element() + ";");
     } else {
       line(column_tile_ > 1 ? "for (int64_t j = threadIdx.x / 32; j < " + r + "; j += blockDim.x / 32) {"
                             : "for (int64_t j = threadIdx.x; j < " + r + "; j += blockDim.x) {");
@@ -309,6 +319,40 @@ class KernelWriter {
       if (row_cache(wide) > 0) return wide;
     return block;
   }
+  // Neighbouring row elements a thread holds together when its part of the row is in registers:
+  // 16 bytes of the widest row-shaped operand or output (fewer where the part does not split so),
+  // so that the row is read and written in 16-byte runs. 1: elements a block apart.
+  int row_run() const {
+    if (cached_ == 0 || has_packed_output()) return 1;
+    int widest = 1;
+    for (const Arg& a : k_.args) {
+      const Value& v = t_.value(a.value);
+      if (!v.is_scalar && v.shape == layout_.domain) widest = std::max(widest, dtype_bytes(v.dtype));
+    }
+    for (ValueId id : k_.outs)
+      if (t_.value(id).shape == layout_.domain) widest = std::max(widest, dtype_bytes(t_.value(id).dtype));
+    int run = 16 / widest;
+    while (run > 1 && cached_ % run != 0) run /= 2;
+    return run;
+  }
+  // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
+  std::string cached_element() const {
+    const std::string block = std::to_string(block_size());
+    if (row_run_ == 1) return "threadIdx.x + k * " + block;
+    const std::string run = std::to_string(row_run_);
+    return "(k / " + run + ") * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + run + " + k % " + run;
+  }
+  // Where run g of a thread's cached elements starts (the j of its first element).
+  std::string cached_run_start() const {
+    return "g * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + std::to_string(row_run_);
+  }
+  // "if (tg::aligned16(a) && tg::aligned16(b)) {" over the pointers of `values`.
+  std::string if_aligned(const std::vector<ValueId>& values) const {
+    std::string test;
+    for (ValueId v : values) test += (test.empty() ? "" : " && ") + ("tg::aligned16(" + ident(v) + ")");
+    return "if (" + test + ") {";
+  }
+
   // "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous.
   std::string offset_of_row_element() const {
     for (size_t k = 0; k < layout_.reduced.size(); ++k)
@@ -600,7 +644,7 @@ class KernelWriter {
     std::function<std::string()> element;
     std::function<void(const std::string& total)> finish;
     std::set<ValueId> needs;  // reductions whose results element() reads
-    std::function<void()> direct;  // set: the result is computed without a pass (see pick_instead_of_sum)
+    std::function<void()> direct = {};  // set: the result is computed without a pass (see pick_instead_of_sum)
   };
   std::vector<Accumulation> pending_;
 
@@ -845,6 +889,29 @@ class KernelWriter {
     }
   }
 
+  // With the row in registers in runs: the values into w_<name>[k], then each run stored with one
+  // access where the outputs are 16-byte aligned, element by element where not.
+  void store_row_outputs_in_runs(const std::vector<ValueId>& outs) {
+    const Index full = identity_index(layout_.domain.size());
+    const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
+    for (ValueId v : outs) line(ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + n + "];");
+    push(scopes_.back().indent + "  ");
+    for (ValueId v : outs) line("w_" + ident(v) + "[k] = " + value_at(v, full) + ";");
+    reduced_loop(pop());
+    line(if_aligned(outs));
+    line("  TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {");
+    line("    const int64_t j = " + cached_run_start() + ";");
+    for (ValueId v : outs)
+      line("    tg::store_run_from<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + " + g * " + run + ");");
+    line("  }");
+    line("} else {");
+    line("  TG_UNROLL for (int k = 0; k < " + n + "; ++k) {");
+    line("    const int64_t j = " + cached_element() + ";");
+    for (ValueId v : outs) line("    tg::store(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + "[k]);");
+    line("  }");
+    line("}");
+  }
+
   std::string row_body() {
     push("    ");
     // Outputs shaped like a row are written in a pass: the first, when they need no reduction.
@@ -860,9 +927,13 @@ class KernelWriter {
     reduction_passes(early_outs);
     if (!row_outs.empty()) {
       line("// write the row");
-      push(scopes_.back().indent + "  ");
-      store_row_outputs(row_outs);
-      reduced_loop(pop());
+      if (row_run_ > 1) {
+        store_row_outputs_in_runs(row_outs);
+      } else {
+        push(scopes_.back().indent + "  ");
+        store_row_outputs(row_outs);
+        reduced_loop(pop());
+      }
     }
     if (!outer_outs.empty()) {
       std::vector<std::string> vars;
@@ -873,18 +944,26 @@ class KernelWriter {
     }
     std::string body = pop();
     if (!row_cached_.empty()) {  // read the row once, into registers
-      std::string fill = "    // the row, " + std::to_string(cached_) + " elements per thread, read once\n";
-      for (ValueId v : row_cached_) {
-        const Value& val = t_.value(v);
-        fill += "    " + ctype(val.dtype) + " c_" + ident(v) + "[" + std::to_string(cached_) + "];\n";
+      const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
+      std::string fill = "    // the row, " + n + " elements per thread" + (row_run_ > 1 ? " in runs of " + run : "") + ", read once\n";
+      for (ValueId v : row_cached_) fill += "    " + ctype(t_.value(v).dtype) + " c_" + ident(v) + "[" + n + "];\n";
+      auto element_by_element = [&](const std::string& indent) {
+        std::string code = indent + "TG_UNROLL for (int k = 0; k < " + n + "; ++k) {\n";
+        code += indent + "  const int64_t j = " + cached_element() + ";\n";
+        for (ValueId v : row_cached_) code += indent + "  c_" + ident(v) + "[k] = tg::load(" + ident(v) + ", " + offset_of_row_element() + ");\n";
+        return code + indent + "}\n";
+      };
+      if (row_run_ == 1) {
+        fill += element_by_element("    ");
+      } else {
+        fill += "    " + if_aligned(row_cached_) + "\n";
+        fill += "      TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {\n";
+        fill += "        const int64_t j = " + cached_run_start() + ";\n";
+        for (ValueId v : row_cached_)
+          fill += "        tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", c_" + ident(v) + " + g * " + run + ");\n";
+        fill += "      }\n    } else {\n" + element_by_element("      ") + "    }\n";
       }
-      fill += "    TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {\n";
-      fill += "      const int64_t j = threadIdx.x + k * " + std::to_string(block_size()) + ";\n";
-      for (ValueId v : row_cached_) {
-        const Value& val = t_.value(v);
-        fill += "      c_" + ident(v) + "[k] = tg::load(" + ident(v) + ", " + offset_of_row_element() + ");\n";
-      }
-      body = fill + "    }\n" + body;
+      body = fill + body;
     }
     std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n";
     if (column_tile_ > 1)  // rows is a multiple of 32: every thread of a block runs the same iterations
@@ -1008,7 +1087,9 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
     auto [first, fresh] = code_of.try_emplace(kernel_signature(fused, k), launch.size());
     if (fresh) {
       KernelWriter writer(fused, idents, k);
-      out << writer.write() << "\n";
+      std::string text = writer.write();
+      if (writer.holds_row_for_one_pass()) text = KernelWriter(fused, idents, k, /*hold_row=*/false).write();
+      out << text << "\n";
       launch.push_back({k.label, writer.block_size(), writer.work_items(), writer.items_per_block()});
     } else {
       launch.push_back(launch[first->second]);

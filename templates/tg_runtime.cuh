@@ -156,15 +156,19 @@ template <class T, int N> struct alignas(sizeof(T) * N) Run { T v[N]; };
 #else
 #define TG_UNROLL
 #endif
-template <class T, class C, int N> TG_HD void load_run(const T* p, int64_t i, C (&out)[N]) {
+// Elements i .. i + N - 1 to or from out[0 .. N - 1]: a row kernel moves run g of the row part a
+// thread holds (out = c_x + g * N) this way.
+template <int N, class T, class C> TG_HD void load_run_to(const T* p, int64_t i, C* out) {
   const Run<T, N> r = *reinterpret_cast<const Run<T, N>*>(p + i);
   TG_UNROLL for (int k = 0; k < N; ++k) out[k] = load(r.v, k);
 }
-template <class T, class C, int N> TG_HD void store_run(T* p, int64_t i, const C (&in)[N]) {
+template <int N, class T, class C> TG_HD void store_run_from(T* p, int64_t i, const C* in) {
   Run<T, N> r;
   TG_UNROLL for (int k = 0; k < N; ++k) store(r.v, k, in[k]);
   *reinterpret_cast<Run<T, N>*>(p + i) = r;
 }
+template <class T, class C, int N> TG_HD void load_run(const T* p, int64_t i, C (&out)[N]) { load_run_to<N>(p, i, out); }
+template <class T, class C, int N> TG_HD void store_run(T* p, int64_t i, const C (&in)[N]) { store_run_from<N>(p, i, in); }
 TG_HD bool aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0; }
 
 // A boolean tensor stored at one bit per element (a saved mask): element i is bit i % 32 of

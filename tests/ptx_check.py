@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ptx_check.py SOURCE.cu PTX PTXAS_LOG: what nvcc made of a generated file (standard library only).
 
-1. Wide accesses: for every kernel with a run loop (tg::load_run / tg::store_run), each run of
+1. Wide accesses: for every kernel with a run loop (tg::load_run / tg::store_run, or a row
+   kernel's tg::load_run_to<N> / tg::store_run_from<N>), each run of
    N elements of S bytes (8 or 16 in all) must appear in that kernel's PTX as one vector access
    of N*S bytes: ld.global(.nc).v4.f32 for four floats, st.global.v4.u16 for four bf16.
 2. No spills: every function ptxas reports has "0 bytes spill stores, 0 bytes spill loads",
@@ -58,7 +59,9 @@ def main(cu, ptx_path, log_path):
     wide = 0
     allowed = 0
     for name, (params, body) in kernels(source).items():
-        runs = re.findall(r"tg::(load|store)_run\((\w+), run \* (\d+),", body)
+        runs = re.findall(r"tg::(load|store)_run\((\w+), run \* (\d+),", body)  # pointwise runs
+        runs += [(kind, operand, lanes)  # a row kernel's runs of the row part a thread holds
+                 for kind, lanes, operand in re.findall(r"tg::(load|store)_run_(?:to|from)<(\d+)>\((\w+),", body)]
         if not runs:
             continue
         text = entries.get(name)

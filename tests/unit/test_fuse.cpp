@@ -82,8 +82,9 @@ TEST_CASE("a sum of exp(z - max(x)) with z not x keeps its own pass after the ma
   CHECK(test::count(cuda.text, "tg::block_reduce<") == 2);
 }
 
-// The row kernel of sum(x0 + ... + x<operands-1>, [1]) over [4, 8192].
-std::string wide_row_kernel(int operands) {
+// The row kernel of s = x0 + ... + x<operands-1> over [4, 8192], then z = s * sum(s, [1]): two
+// passes over the row (the sum, then z), so worth holding in registers where it fits.
+std::string wide_row_kernel(int operands, bool second_pass = true) {
   std::string inputs, ops, last = "x0";
   for (int i = 0; i < operands; ++i) inputs += (i ? "," : "") + tensor("x" + std::to_string(i), "[4, 8192]");
   for (int i = 1; i < operands; ++i) {
@@ -92,18 +93,40 @@ std::string wide_row_kernel(int operands) {
     last = next;
   }
   ops += op("prims.sum", "[\"" + last + "\", [1]]", tensor("y", "[4]"));
-  return tg::emit_cuda(fused(test::trace("wide", inputs, ops, "\"y\"")), "wide_forward", "forward.cu", "wide.json").text;
+  if (!second_pass) return tg::emit_cuda(fused(test::trace("wide", inputs, ops, "\"y\"")), "wide_forward", "forward.cu", "wide.json").text;
+  ops += "," + op("prims.broadcast_in_dim", "[\"y\", [4, 8192], [0]]", tensor("yb", "[4, 8192]")) + "," +
+         op("prims.mul", "[\"" + last + "\", \"yb\"]", tensor("z", "[4, 8192]"));
+  return tg::emit_cuda(fused(test::trace("wide", inputs, ops, "\"z\"")), "wide_forward", "forward.cu", "wide.json").text;
 }
 
 TEST_CASE("a row too long for 16 elements a thread at 256 threads takes a larger block that holds it in registers") {
   const std::string one = wide_row_kernel(1);  // 8192 / 512 = 16 a thread
   CHECK(one.find("__launch_bounds__(512)") != std::string::npos);
-  CHECK(one.find("16 elements per thread, read once") != std::string::npos);
+  CHECK(one.find("16 elements per thread in runs of 4, read once") != std::string::npos);
   // Three operands need 48 registers a thread at 512 threads (32 allowed) and 24 at 1024 (16
   // allowed): no block holds them, and the row stays at 256 threads, read from memory.
   const std::string three = wide_row_kernel(3);
   CHECK(three.find("__launch_bounds__(256)") != std::string::npos);
   CHECK(three.find("read once") == std::string::npos);
+}
+
+TEST_CASE("a row held in registers is read and written in 16-byte runs where the pointers are aligned") {
+  const std::string k = wide_row_kernel(1);
+  // Thread t holds elements 4t .. 4t+3 of each 2048 (512 threads x 4): four runs of four floats.
+  CHECK(k.find("if (tg::aligned16(x0)) {") != std::string::npos);
+  CHECK(k.find("const int64_t j = g * 2048 + threadIdx.x * 4;") != std::string::npos);
+  CHECK(k.find("tg::load_run_to<4>(x0, row * 8192 + j, c_x0 + g * 4);") != std::string::npos);
+  CHECK(k.find("tg::store_run_from<4>(z, row * 8192 + j, w_z + g * 4);") != std::string::npos);
+  // Element by element otherwise, at the same places: the fill and the store (the passes between
+  // read c_x0[k] and need no j).
+  CHECK(test::count(k, "const int64_t j = (k / 4) * 2048 + threadIdx.x * 4 + k % 4;") == 2);
+  CHECK(k.find("threadIdx.x + k * 512") == std::string::npos);
+}
+
+TEST_CASE("a row that only one pass reads is streamed from memory, not held in registers") {
+  const std::string k = wide_row_kernel(1, /*second_pass=*/false);
+  CHECK(k.find("read once") == std::string::npos);
+  CHECK(k.find("for (int64_t j = threadIdx.x; j < 8192; j += blockDim.x) {") != std::string::npos);
 }
 
 // sum(where(iota == t, x, otherwise), [1]) over x [8, 32], t [8]: cross-entropy's pick of the

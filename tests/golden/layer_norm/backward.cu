@@ -31,20 +31,28 @@
 extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_bw0(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ cotangent_t13, float* __restrict__ bw0, float* __restrict__ bw1, float* __restrict__ grad_x) {
   const int64_t rows = 2048;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    // the row, 4 elements per thread, read once
+    // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
     float c_cotangent_t13[4];
-    TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x + k * 256;
-      c_x[k] = tg::load(x, row * 1024 + j);
-      c_cotangent_t13[k] = tg::load(cotangent_t13, row * 1024 + j);
+    if (tg::aligned16(x) && tg::aligned16(cotangent_t13)) {
+      TG_UNROLL for (int g = 0; g < 1; ++g) {
+        const int64_t j = g * 1024 + threadIdx.x * 4;
+        tg::load_run_to<4>(x, row * 1024 + j, c_x + g * 4);
+        tg::load_run_to<4>(cotangent_t13, row * 1024 + j, c_cotangent_t13 + g * 4);
+      }
+    } else {
+      TG_UNROLL for (int k = 0; k < 4; ++k) {
+        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        c_x[k] = tg::load(x, row * 1024 + j);
+        c_cotangent_t13[k] = tg::load(cotangent_t13, row * 1024 + j);
+      }
     }
     // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 1: mean)
     float acc_mean_bw0 = tg::Sum<float>::init();
     // bw16 = prims.sum(bw9, [1])
     float acc_bw16 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x + k * 256;
+      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
       const int64_t d1 = j;
       acc_mean_bw0 = tg::Sum<float>::combine(acc_mean_bw0, c_x[k]);
       const float v_w = tg::load(w, d1);
@@ -63,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x + k * 256;
+      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
       const int64_t d1 = j;
       const float v_w = tg::load(w, d1);
       const float v_bw9 = (c_cotangent_t13[k] * v_w);
@@ -76,8 +84,9 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     }
     const float v_bw11 = tg::block_reduce<tg::Sum<float>>(acc_bw11);
     // write the row
+    float w_grad_x[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x + k * 256;
+      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
       const int64_t d1 = j;
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
@@ -91,7 +100,18 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       const float v_bw17 = tg::div(v_bw16, 1024.0f);
       const float v_bw19 = (v_bw15 - v_bw17);
       const float v_grad_x = (v_bw6 * v_bw19);
-      tg::store(grad_x, row * 1024 + j, v_grad_x);
+      w_grad_x[k] = v_grad_x;
+    }
+    if (tg::aligned16(grad_x)) {
+      TG_UNROLL for (int g = 0; g < 1; ++g) {
+        const int64_t j = g * 1024 + threadIdx.x * 4;
+        tg::store_run_from<4>(grad_x, row * 1024 + j, w_grad_x + g * 4);
+      }
+    } else {
+      TG_UNROLL for (int k = 0; k < 4; ++k) {
+        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        tg::store(grad_x, row * 1024 + j, w_grad_x[k]);
+      }
     }
     if (threadIdx.x == 0) {
       tg::store(bw0, row, v_bw0);

@@ -22,11 +22,18 @@
 extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ t13) {
   const int64_t rows = 2048;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    // the row, 4 elements per thread, read once
+    // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
-    TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x + k * 256;
-      c_x[k] = tg::load(x, row * 1024 + j);
+    if (tg::aligned16(x)) {
+      TG_UNROLL for (int g = 0; g < 1; ++g) {
+        const int64_t j = g * 1024 + threadIdx.x * 4;
+        tg::load_run_to<4>(x, row * 1024 + j, c_x + g * 4);
+      }
+    } else {
+      TG_UNROLL for (int k = 0; k < 4; ++k) {
+        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        c_x[k] = tg::load(x, row * 1024 + j);
+      }
     }
     // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 1: mean)
     float acc_mean_t13__0 = tg::Sum<float>::init();
@@ -41,8 +48,9 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
     }
     const float v_t13__0 = tg::block_reduce<tg::Sum<float>>(acc_m2_t13__0) / (float(1024) - 0.0f);
     // write the row
+    float w_t13[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x + k * 256;
+      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
       const int64_t d1 = j;
       const float v_t13__3 = (c_x[k] - mean_t13__0);
       const float v_t13__5 = (v_t13__0 + 1e-05f);
@@ -52,7 +60,18 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
       const float v_t13__9 = (v_t13__7 * v_w);
       const float v_b = tg::load(b, d1);
       const float v_t13 = (v_t13__9 + v_b);
-      tg::store(t13, row * 1024 + j, v_t13);
+      w_t13[k] = v_t13;
+    }
+    if (tg::aligned16(t13)) {
+      TG_UNROLL for (int g = 0; g < 1; ++g) {
+        const int64_t j = g * 1024 + threadIdx.x * 4;
+        tg::store_run_from<4>(t13, row * 1024 + j, w_t13 + g * 4);
+      }
+    } else {
+      TG_UNROLL for (int k = 0; k < 4; ++k) {
+        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        tg::store(t13, row * 1024 + j, w_t13[k]);
+      }
     }
   }
 }
