@@ -346,12 +346,13 @@ class KernelWriter {
   std::string cached_run_start() const {
     return "g * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + std::to_string(row_run_);
   }
-  // "if (tg::aligned16(a) && tg::aligned16(b)) {" over the pointers of `values`.
-  std::string if_aligned(const std::vector<ValueId>& values) const {
+  // "tg::aligned16(a) && tg::aligned16(b)" over the pointers of `values` ("" for none).
+  std::string all_aligned(const std::vector<ValueId>& values) const {
     std::string test;
     for (ValueId v : values) test += (test.empty() ? "" : " && ") + ("tg::aligned16(" + ident(v) + ")");
-    return "if (" + test + ") {";
+    return test;
   }
+  std::string if_aligned(const std::vector<ValueId>& values) const { return "if (" + all_aligned(values) + ") {"; }
 
   // "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous.
   std::string offset_of_row_element() const {
@@ -601,8 +602,7 @@ class KernelWriter {
     const std::string L = std::to_string(lanes_);
     std::vector<ValueId> wide = run_loads_;
     wide.insert(wide.end(), run_stores.begin(), run_stores.end());
-    std::string aligned;
-    for (ValueId v : wide) aligned += (aligned.empty() ? "" : " && ") + ("tg::aligned16(" + ident(v) + ")");
+    const std::string aligned = all_aligned(wide);
     std::string out;
     out += "  // Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;\n";
     out += "  // the loop after this one takes the rest, or everything.\n";
@@ -851,14 +851,17 @@ class KernelWriter {
         line(a.acc_type + " " + a.acc_name + " = " + a.reducer + "::init();");
       }
       if (!stores.empty()) line("// ... and write the row's outputs that need no reduction");
+      if (row_run_ > 1) declare_row_output_runs(stores);
       push(scopes_.back().indent + "  ");
       for (const Accumulation& a : pass) {
         std::string e = a.element();
         line(a.acc_name + " = " + a.reducer + "::combine(" + a.acc_name + ", " + e + ");");
       }
-      store_row_outputs(stores);
-      stores.clear();
+      if (row_run_ > 1) set_row_output_runs(stores);
+      else store_row_outputs(stores);
       reduced_loop(pop());
+      if (row_run_ > 1) store_row_output_runs(stores);
+      stores.clear();
       // Block-wide: two accumulators at a time share one reduction's barriers (tg::block_reduce2).
       for (size_t i = 0; i < pass.size(); ++i) {
         const Accumulation& a = pass[i];
@@ -889,15 +892,19 @@ class KernelWriter {
     }
   }
 
-  // With the row in registers in runs: the values into w_<name>[k], then each run stored with one
+  // With the row in registers in runs, a pass writes row outputs in three steps: arrays for the
+  // values before the loop, the values into them in it, and after it each run stored with one
   // access where the outputs are 16-byte aligned, element by element where not.
-  void store_row_outputs_in_runs(const std::vector<ValueId>& outs) {
+  void declare_row_output_runs(const std::vector<ValueId>& outs) {
+    for (ValueId v : outs) line(ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + std::to_string(cached_) + "];");
+  }
+  void set_row_output_runs(const std::vector<ValueId>& outs) {
     const Index full = identity_index(layout_.domain.size());
-    const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
-    for (ValueId v : outs) line(ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + n + "];");
-    push(scopes_.back().indent + "  ");
     for (ValueId v : outs) line("w_" + ident(v) + "[k] = " + value_at(v, full) + ";");
-    reduced_loop(pop());
+  }
+  void store_row_output_runs(const std::vector<ValueId>& outs) {
+    if (outs.empty()) return;
+    const std::string run = std::to_string(row_run_);
     line(if_aligned(outs));
     line("  TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {");
     line("    const int64_t j = " + cached_run_start() + ";");
@@ -905,7 +912,7 @@ class KernelWriter {
       line("    tg::store_run_from<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + " + g * " + run + ");");
     line("  }");
     line("} else {");
-    line("  TG_UNROLL for (int k = 0; k < " + n + "; ++k) {");
+    line("  TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
     line("    const int64_t j = " + cached_element() + ";");
     for (ValueId v : outs) line("    tg::store(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + "[k]);");
     line("  }");
@@ -927,13 +934,12 @@ class KernelWriter {
     reduction_passes(early_outs);
     if (!row_outs.empty()) {
       line("// write the row");
-      if (row_run_ > 1) {
-        store_row_outputs_in_runs(row_outs);
-      } else {
-        push(scopes_.back().indent + "  ");
-        store_row_outputs(row_outs);
-        reduced_loop(pop());
-      }
+      if (row_run_ > 1) declare_row_output_runs(row_outs);
+      push(scopes_.back().indent + "  ");
+      if (row_run_ > 1) set_row_output_runs(row_outs);
+      else store_row_outputs(row_outs);
+      reduced_loop(pop());
+      if (row_run_ > 1) store_row_output_runs(row_outs);
     }
     if (!outer_outs.empty()) {
       std::vector<std::string> vars;
