@@ -340,11 +340,24 @@ class KernelWriter {
     const std::string block = std::to_string(block_size());
     if (row_run_ == 1) return "threadIdx.x + k * " + block;
     const std::string run = std::to_string(row_run_);
+    if (cached_ == row_run_) return "threadIdx.x * " + run + " + k";  // one run
     return "(k / " + run + ") * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + run + " + k % " + run;
   }
-  // Where run g of a thread's cached elements starts (the j of its first element).
-  std::string cached_run_start() const {
-    return "g * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + std::to_string(row_run_);
+  // Code moving each run of a thread's cached elements, inside an `if` on alignment: `statements(at)`
+  // for one run whose first element is j and whose place in the thread's arrays is `at` after
+  // their name; in a loop over the runs g, or just once where the thread holds one run.
+  std::string over_runs(const std::string& indent, const std::function<std::vector<std::string>(const std::string& at)>& statements) const {
+    const std::string run = std::to_string(row_run_);
+    std::string code;
+    if (cached_ == row_run_) {
+      code += indent + "const int64_t j = threadIdx.x * " + run + ";\n";
+      for (const std::string& statement : statements("")) code += indent + statement + "\n";
+      return code;
+    }
+    code += indent + "TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {\n";
+    code += indent + "  const int64_t j = g * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + run + ";\n";
+    for (const std::string& statement : statements(" + g * " + run)) code += indent + "  " + statement + "\n";
+    return code + indent + "}\n";
   }
   // "tg::aligned16(a) && tg::aligned16(b)" over the pointers of `values` ("" for none).
   std::string all_aligned(const std::vector<ValueId>& values) const {
@@ -906,11 +919,11 @@ class KernelWriter {
     if (outs.empty()) return;
     const std::string run = std::to_string(row_run_);
     line(if_aligned(outs));
-    line("  TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {");
-    line("    const int64_t j = " + cached_run_start() + ";");
-    for (ValueId v : outs)
-      line("    tg::store_run_from<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + " + g * " + run + ");");
-    line("  }");
+    scopes_.back().code += over_runs(scopes_.back().indent + "  ", [&](const std::string& at) {
+      std::vector<std::string> stores;
+      for (ValueId v : outs) stores.push_back("tg::store_run_from<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + at + ");");
+      return stores;
+    });
     line("} else {");
     line("  TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
     line("    const int64_t j = " + cached_element() + ";");
@@ -963,11 +976,12 @@ class KernelWriter {
         fill += element_by_element("    ");
       } else {
         fill += "    " + if_aligned(row_cached_) + "\n";
-        fill += "      TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {\n";
-        fill += "        const int64_t j = " + cached_run_start() + ";\n";
-        for (ValueId v : row_cached_)
-          fill += "        tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", c_" + ident(v) + " + g * " + run + ");\n";
-        fill += "      }\n    } else {\n" + element_by_element("      ") + "    }\n";
+        fill += over_runs("      ", [&](const std::string& at) {
+          std::vector<std::string> loads;
+          for (ValueId v : row_cached_) loads.push_back("tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", c_" + ident(v) + at + ");");
+          return loads;
+        });
+        fill += "    } else {\n" + element_by_element("      ") + "    }\n";
       }
       body = fill + body;
     }

@@ -35,14 +35,12 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     float c_x[4];
     float c_cotangent_t13[4];
     if (tg::aligned16(x) && tg::aligned16(cotangent_t13)) {
-      TG_UNROLL for (int g = 0; g < 1; ++g) {
-        const int64_t j = g * 1024 + threadIdx.x * 4;
-        tg::load_run_to<4>(x, row * 1024 + j, c_x + g * 4);
-        tg::load_run_to<4>(cotangent_t13, row * 1024 + j, c_cotangent_t13 + g * 4);
-      }
+      const int64_t j = threadIdx.x * 4;
+      tg::load_run_to<4>(x, row * 1024 + j, c_x);
+      tg::load_run_to<4>(cotangent_t13, row * 1024 + j, c_cotangent_t13);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
-        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        const int64_t j = threadIdx.x * 4 + k;
         c_x[k] = tg::load(x, row * 1024 + j);
         c_cotangent_t13[k] = tg::load(cotangent_t13, row * 1024 + j);
       }
@@ -52,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     // bw16 = prims.sum(bw9, [1])
     float acc_bw16 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+      const int64_t j = threadIdx.x * 4 + k;
       const int64_t d1 = j;
       acc_mean_bw0 = tg::Sum<float>::combine(acc_mean_bw0, c_x[k]);
       const float v_w = tg::load(w, d1);
@@ -71,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+      const int64_t j = threadIdx.x * 4 + k;
       const int64_t d1 = j;
       const float v_w = tg::load(w, d1);
       const float v_bw9 = (c_cotangent_t13[k] * v_w);
@@ -86,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     // write the row
     float w_grad_x[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+      const int64_t j = threadIdx.x * 4 + k;
       const int64_t d1 = j;
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
@@ -103,13 +101,11 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       w_grad_x[k] = v_grad_x;
     }
     if (tg::aligned16(grad_x)) {
-      TG_UNROLL for (int g = 0; g < 1; ++g) {
-        const int64_t j = g * 1024 + threadIdx.x * 4;
-        tg::store_run_from<4>(grad_x, row * 1024 + j, w_grad_x + g * 4);
-      }
+      const int64_t j = threadIdx.x * 4;
+      tg::store_run_from<4>(grad_x, row * 1024 + j, w_grad_x);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
-        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        const int64_t j = threadIdx.x * 4 + k;
         tg::store(grad_x, row * 1024 + j, w_grad_x[k]);
       }
     }

@@ -25,13 +25,11 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
     // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
     if (tg::aligned16(x)) {
-      TG_UNROLL for (int g = 0; g < 1; ++g) {
-        const int64_t j = g * 1024 + threadIdx.x * 4;
-        tg::load_run_to<4>(x, row * 1024 + j, c_x + g * 4);
-      }
+      const int64_t j = threadIdx.x * 4;
+      tg::load_run_to<4>(x, row * 1024 + j, c_x);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
-        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        const int64_t j = threadIdx.x * 4 + k;
         c_x[k] = tg::load(x, row * 1024 + j);
       }
     }
@@ -50,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
     // write the row
     float w_t13[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+      const int64_t j = threadIdx.x * 4 + k;
       const int64_t d1 = j;
       const float v_t13__3 = (c_x[k] - mean_t13__0);
       const float v_t13__5 = (v_t13__0 + 1e-05f);
@@ -63,13 +61,11 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
       w_t13[k] = v_t13;
     }
     if (tg::aligned16(t13)) {
-      TG_UNROLL for (int g = 0; g < 1; ++g) {
-        const int64_t j = g * 1024 + threadIdx.x * 4;
-        tg::store_run_from<4>(t13, row * 1024 + j, w_t13 + g * 4);
-      }
+      const int64_t j = threadIdx.x * 4;
+      tg::store_run_from<4>(t13, row * 1024 + j, w_t13);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
-        const int64_t j = (k / 4) * 1024 + threadIdx.x * 4 + k % 4;
+        const int64_t j = threadIdx.x * 4 + k;
         tg::store(t13, row * 1024 + j, w_t13[k]);
       }
     }
