@@ -864,16 +864,12 @@ class KernelWriter {
         line(a.acc_type + " " + a.acc_name + " = " + a.reducer + "::init();");
       }
       if (!stores.empty()) line("// ... and write the row's outputs that need no reduction");
-      if (row_run_ > 1) declare_row_output_runs(stores);
-      push(scopes_.back().indent + "  ");
-      for (const Accumulation& a : pass) {
-        std::string e = a.element();
-        line(a.acc_name + " = " + a.reducer + "::combine(" + a.acc_name + ", " + e + ");");
-      }
-      if (row_run_ > 1) set_row_output_runs(stores);
-      else store_row_outputs(stores);
-      reduced_loop(pop());
-      if (row_run_ > 1) store_row_output_runs(stores);
+      pass_writing(stores, [&] {
+        for (const Accumulation& a : pass) {
+          std::string e = a.element();
+          line(a.acc_name + " = " + a.reducer + "::combine(" + a.acc_name + ", " + e + ");");
+        }
+      });
       stores.clear();
       // Block-wide: two accumulators at a time share one reduction's barriers (tg::block_reduce2).
       for (size_t i = 0; i < pass.size(); ++i) {
@@ -932,6 +928,18 @@ class KernelWriter {
     line("}");
   }
 
+  // A pass over the row: `body` in the loop, and the row outputs `outs` written (in runs where
+  // the row is held in runs).
+  void pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body) {
+    if (row_run_ > 1) declare_row_output_runs(outs);
+    push(scopes_.back().indent + "  ");
+    body();
+    if (row_run_ > 1) set_row_output_runs(outs);
+    else store_row_outputs(outs);
+    reduced_loop(pop());
+    if (row_run_ > 1) store_row_output_runs(outs);
+  }
+
   std::string row_body() {
     push("    ");
     // Outputs shaped like a row are written in a pass: the first, when they need no reduction.
@@ -947,12 +955,7 @@ class KernelWriter {
     reduction_passes(early_outs);
     if (!row_outs.empty()) {
       line("// write the row");
-      if (row_run_ > 1) declare_row_output_runs(row_outs);
-      push(scopes_.back().indent + "  ");
-      if (row_run_ > 1) set_row_output_runs(row_outs);
-      else store_row_outputs(row_outs);
-      reduced_loop(pop());
-      if (row_run_ > 1) store_row_output_runs(row_outs);
+      pass_writing(row_outs, [] {});
     }
     if (!outer_outs.empty()) {
       std::vector<std::string> vars;
