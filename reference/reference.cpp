@@ -397,6 +397,17 @@ class Interpreter {
         if (op.info->kind == OpKind::t_mean) return {x.mean(dims, keep)};
         return {x.sum(dims, keep, is_float(out.dtype) ? x.scalar_type() : torch::kInt64)};
       }
+      case OpKind::partial_sum: {
+        // Part p sums the rows r (the leading, reduced dims flattened) with r % parts == p.
+        const int64_t parts = op.arg(2).integer;
+        int64_t rows = 1;
+        for (int64_t d : reduction_dims(t_, op)) rows *= in().size(d);
+        const int64_t per_row = rows == 0 ? 0 : in().numel() / rows;
+        Tensor x = in().to(ct).reshape({rows, per_row});
+        const int64_t groups = (rows + parts - 1) / parts;
+        x = torch::constant_pad_nd(x, {0, 0, 0, groups * parts - rows}).reshape({groups, parts, per_row}).sum(0);
+        return {x.reshape(out.shape)};
+      }
       case OpKind::fused_kernel: break;
     }
     throw InternalError("reference: cannot evaluate " + op.symbol);

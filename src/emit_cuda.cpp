@@ -45,6 +45,7 @@ constexpr int kMaxRowBlock = 256;  // (a row too long to sit in registers at thi
 constexpr int kMaxRowBlockWide = 1024;
 constexpr int kMaxCachedPerThread = 16;  // row elements per thread held in registers
 constexpr int kColumnBlock = 1024;  // 32 rows x 32 parts
+constexpr int64_t kMaxPartSumBytes = 32 * 1024;  // a row kernel's partial sums in shared memory
 
 std::string ctype(DType t) { return std::string(compute_ctype(t)); }
 
@@ -172,8 +173,10 @@ class KernelWriter {
   // hold it in registers (see holds_row_for_one_pass).
   KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel, bool hold_row = true)
       : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)) {
-    for (size_t i = 0; i < k_.sub.size(); ++i)
+    for (size_t i = 0; i < k_.sub.size(); ++i) {
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
+      if (k_.sub[i].info->kind == OpKind::partial_sum) part_sums_.push_back(&k_.sub[i]);
+    }
     for (const Arg& a : k_.args) loaded_.insert(a.value);
     lanes_ = run_lanes();
     column_tile_ = column_tile();
@@ -218,6 +221,8 @@ class KernelWriter {
   int64_t work_items() const { return layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_; }
   // Work items a block takes: a thread each (pointwise), one row, or a column kernel's 32 rows.
   int items_per_block() const { return layout_.is_row ? column_tile_ : block_size(); }
+  // Blocks to launch where the problem fixes them (0: from the work items): one per partial sum.
+  int64_t fixed_grid() const { return part_sums_.empty() ? 0 : part_sums_.front()->arg(2).integer; }
 
  private:
   const Trace& t_;
@@ -240,6 +245,7 @@ class KernelWriter {
   int cached_ = 0;                  // row kernels: row elements per thread held in registers
   int row_run_ = 1;                 // ... held in runs of this many neighbours (row_run)
   int passes_over_row_ = 0;         // loops over the row written so far
+  std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
@@ -946,6 +952,7 @@ class KernelWriter {
     std::vector<ValueId> row_outs, early_outs, outer_outs;
     for (ValueId v : k_.outs) {
       const Op* p = producer_.count(v) ? producer_.at(v) : nullptr;
+      if (p && p->info->kind == OpKind::partial_sum) continue;  // (written after the rows)
       bool is_reduced = p && p->info->fusion == FusionClass::reduction;
       if (is_reduced || t_.value(v).shape != layout_.domain) outer_outs.push_back(v);
       else (reductions_needed(v).empty() ? early_outs : row_outs).push_back(v);
@@ -953,9 +960,9 @@ class KernelWriter {
     for (const Op& op : k_.sub)
       if (op.info->fusion == FusionClass::reduction) reduction(op);
     reduction_passes(early_outs);
-    if (!row_outs.empty()) {
-      line("// write the row");
-      pass_writing(row_outs, [] {});
+    if (!row_outs.empty() || !part_sums_.empty()) {
+      line(part_sums_.empty() ? "// write the row" : row_outs.empty() ? "// add the row to the block's partial sums" : "// write the row, and add it to the block's partial sums");
+      pass_writing(row_outs, [&] { add_to_part_sums(); });
     }
     if (!outer_outs.empty()) {
       std::vector<std::string> vars;
@@ -988,7 +995,7 @@ class KernelWriter {
       }
       body = fill + body;
     }
-    std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n";
+    std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n" + start_part_sums();
     if (column_tile_ > 1)  // rows is a multiple of 32: every thread of a block runs the same iterations
       out += "  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {\n";
     else
@@ -996,7 +1003,53 @@ class KernelWriter {
     // Outer dims come from the row; the reduced ones were declared inside each pass from j.
     out += dim_declarations(body, "row", layout_.domain, layout_.outer, "    ");
     out += body + "  }\n";
-    return out;
+    return out + store_part_sums();
+  }
+
+  // ---- partial sums over the rows (thunder_gen.partial_sum, see fuse.cpp) ----------------------
+  // Block b adds rows b, b + gridDim.x, ... (the launch fixes gridDim.x to the parts) into a row of
+  // sums it alone uses: in shared memory where they fit (kMaxPartSumBytes), and then copied to row
+  // b of each `__parts` value, else in that row itself. Shared memory leaves the registers to the
+  // row: as registers, LayerNorm's two partial sums over rows of 4096 took 150 of them a thread
+  // (95 without), one block of 256 threads per SM.
+
+  bool part_sums_shared() const {
+    int64_t bytes = 0;
+    for (const Op* p : part_sums_) bytes += numel(layout_.reduced_shape()) * dtype_bytes(t_.value(p->outs[0]).dtype);
+    return bytes <= kMaxPartSumBytes;
+  }
+  // Where the block's sum of element j lives.
+  std::string part_sum_at(const Op* p) const {
+    if (part_sums_shared()) return "s_" + ident(p->outs[0]) + "[j]";
+    return ident(p->outs[0]) + "[int64_t(blockIdx.x) * " + std::to_string(numel(layout_.reduced_shape())) + " + j]";
+  }
+  std::string over_row_elements(const std::string& statements) const {
+    return "  for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {\n" + statements + "  }\n";
+  }
+
+  std::string start_part_sums() const {
+    if (part_sums_.empty()) return "";
+    std::string code = "  // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)\n", zero;
+    for (const Op* p : part_sums_) {
+      const Value& v = t_.value(p->outs[0]);
+      if (part_sums_shared()) code += "  __shared__ " + storage_type(v) + " s_" + ident(p->outs[0]) + "[" + std::to_string(numel(layout_.reduced_shape())) + "];\n";
+      zero += "    " + part_sum_at(p) + " = 0;\n";
+    }
+    return code + over_row_elements(zero) + "  __syncthreads();\n";
+  }
+
+  void add_to_part_sums() {
+    for (const Op* p : part_sums_) line(part_sum_at(p) + " += " + value_at(p->arg(0).value, identity_index(layout_.domain.size())) + ";");
+  }
+
+  std::string store_part_sums() const {
+    if (part_sums_.empty() || !part_sums_shared()) return "";
+    std::string copy;
+    for (const Op* p : part_sums_) {
+      const std::string name = ident(p->outs[0]);
+      copy += "    " + name + "[int64_t(blockIdx.x) * " + std::to_string(numel(layout_.reduced_shape())) + " + j] = s_" + name + "[j];\n";
+    }
+    return "  __syncthreads();\n" + over_row_elements(copy);
   }
 };
 
@@ -1088,6 +1141,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
     int block = 0;
     int64_t items = 0;
     int items_per_block = 0;
+    int64_t grid = 0;  // blocks, where the kernel fixes them (else tg::grid_for(items, items_per_block))
   };
   std::vector<Launch> launch;
   std::vector<std::string> idents(fused.values.size());
@@ -1113,7 +1167,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       std::string text = writer.write();
       if (writer.holds_row_for_one_pass()) text = KernelWriter(fused, idents, k, /*hold_row=*/false).write();
       out << text << "\n";
-      launch.push_back({k.label, writer.block_size(), writer.work_items(), writer.items_per_block()});
+      launch.push_back({k.label, writer.block_size(), writer.work_items(), writer.items_per_block(), writer.fixed_grid()});
     } else {
       launch.push_back(launch[first->second]);
       info.same_code_as = launch.back().kernel;
@@ -1164,7 +1218,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
           << gemm_shape(fused, k) << ", stream" << gemm_epilogue(k, pointer) << ");\n";
       continue;
     }
-    const auto& [kernel, block, items, per_block] = launch[i];
+    const auto& [kernel, block, items, per_block, grid] = launch[i];
     std::string args;
     for (const Arg& a : k.args) args += ", " + pointer.at(a.value);
     for (ValueId v : k.outs) args += ", " + pointer.at(v);
@@ -1173,7 +1227,8 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       continue;
     }
     if (kernel != k.label) out << "  // " << k.label << ": the same code as " << kernel << "\n";
-    out << "  TG_LAUNCH(" << kernel << ", tg::grid_for(" << items << ", " << per_block << "), " << block << ", stream" << args << ");\n";
+    const std::string blocks = grid > 0 ? std::to_string(grid) : "tg::grid_for(" + std::to_string(items) + ", " + std::to_string(per_block) + ")";
+    out << "  TG_LAUNCH(" << kernel << ", " << blocks << ", " << block << ", stream" << args << ");\n";
   }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
   for (size_t k = 0; k < fused.outputs.size(); ++k) {

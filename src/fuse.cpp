@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
@@ -46,11 +47,89 @@ struct Kernel {
   // A library call (matmul), or a view (a reshape whose output is its input's memory): the op's
   // index. It is not a kernel: the fused trace keeps the op as it is.
   int standalone_op = -1;
+  // A row kernel's sums over its rows (see place_sum_over_rows): computed here in `parts` partial
+  // sums, which kernel `finisher` adds up. A finisher has finishes >= 0, the row kernel's index.
+  std::vector<ValueId> sums_over_rows;
+  int64_t parts = 0;
+  int finisher = -1;
+  int finishes = -1;
 };
 
 constexpr int kInput = -1;   // a trace input: always in memory
 constexpr int kMaxInlineDepth = 16;  // longest chain of ops computed inline before it is written
 constexpr int kInline = -2;  // not placed: computed wherever it is needed
+// Partial sums a row kernel splits a sum over its rows into: one per block, so the kernel keeps
+// one block per row up to this many rows. Each costs a row of the sum's shape written and read
+// back (2 x 2 MB for LayerNorm over 1024 features), against re-reading every row.
+constexpr int64_t kMaxRowParts = 512;
+
+// The ops and values of sums over a row kernel's rows computed in parts (place_sum_over_rows).
+class PartSums {
+ public:
+  explicit PartSums(Trace& t) : t_(t) {}
+
+  // In the row kernel `kernel`: v__parts = thunder_gen.partial_sum(a, dims, parts) for
+  // v = prims.sum(a, dims).
+  void compute(Op& kernel, const Op& sum, int64_t parts) {
+    const ValueId v = sum.outs[0];
+    Op op;
+    op.symbol = "thunder_gen.partial_sum";
+    op.info = &op_info(OpKind::partial_sum);
+    op.args = {sum.arg(0), sum.arg(1), Arg::of_int(parts)};
+    op.where = sum.where;
+    op.origin = sum.origin;
+    const OutType type = op.info->rule(t_, op).at(0);
+    const ValueId part_sums = add(t_.value(v).name + "__parts", type.dtype, type.shape);
+    part_of_[v] = part_sums;
+    op.outs = {part_sums};
+    kernel.sub.push_back(std::move(op));
+    kernel.outs.push_back(part_sums);
+  }
+
+  // In the kernel after it: v = prims.sum(v__parts, [0]), converted to v's dtype where the parts
+  // are f32 sums of a 16-bit float.
+  void finish(Op& kernel, ValueId v) {
+    const ValueId part_sums = part_of_.at(v);
+    kernel.args.push_back(Arg::of_value(part_sums));
+    const Value& parts = t_.value(part_sums);
+    const DType dtype = t_.value(v).dtype;
+    Op sum;
+    sum.symbol = "prims.sum";
+    sum.info = &op_info(OpKind::sum);
+    sum.args = {Arg::of_value(part_sums), Arg::of_list({Arg::of_int(0)})};
+    sum.outs = {v};
+    if (parts.dtype != dtype) {
+      sum.outs = {add(t_.value(v).name + "__sum", parts.dtype, t_.value(v).shape)};
+      Op convert;
+      convert.symbol = "prims.convert_element_type";
+      convert.info = &op_info(OpKind::convert_element_type);
+      convert.args = {Arg::of_value(sum.outs[0]), Arg::of_dtype(dtype)};
+      convert.outs = {v};
+      kernel.sub.push_back(std::move(sum));
+      kernel.sub.push_back(std::move(convert));
+    } else {
+      kernel.sub.push_back(std::move(sum));
+    }
+    kernel.outs.push_back(v);
+  }
+
+ private:
+  Trace& t_;
+  std::map<ValueId, ValueId> part_of_;
+  std::set<std::string> names_;
+
+  ValueId add(std::string name, DType dtype, Shape shape) {
+    if (names_.empty())
+      for (const Value& v : t_.values) names_.insert(v.name);
+    while (!names_.insert(name).second) name += "_";
+    Value v;
+    v.name = std::move(name);
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    v.device = t_.device;
+    return t_.add_value(std::move(v));
+  }
+};
 
 class Fuser {
  public:
@@ -98,6 +177,8 @@ class Fuser {
       }
     }
     for (ValueId v : placed_last) place_pointwise(v);
+    waiting_ = false;  // sums no row kernel took: kernels of their own
+    for (const Op* sum : std::exchange(waiting_sums_, {})) place_reduction(*sum);
     return build();
   }
 
@@ -111,6 +192,9 @@ class Fuser {
   std::vector<int> depth_;     // inline values: the longest chain of ops computing them
   std::vector<bool> from_scalars_;  // computed from scalar values alone, reading no memory
   bool placing_reduction_ = false;
+  std::vector<bool> read_by_ops_;  // does an op read the value? (else only the trace returns it)
+  bool waiting_ = true;            // may a sum wait for a row kernel (place_reduction)?
+  std::vector<const Op*> waiting_sums_;
   std::vector<Kernel> kernels_;
   std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel
   std::map<Shape, int> last_row_;        // domain -> most recent row kernel
@@ -119,9 +203,10 @@ class Fuser {
   void mark_live() {
     live_op_.assign(t_.ops.size(), false);
     std::vector<bool> live_value(t_.values.size(), false);
+    read_by_ops_.assign(t_.values.size(), false);
     for (ValueId v : t_.outputs) live_value[v] = true;
     std::function<void(const Arg&)> use = [&](const Arg& a) {
-      if (a.is_value()) live_value[a.value] = true;
+      if (a.is_value()) live_value[a.value] = read_by_ops_[a.value] = true;
       for (const Arg& item : a.items) use(item);
     };
     for (size_t i = t_.ops.size(); i-- > 0;) {
@@ -186,12 +271,19 @@ class Fuser {
   }
 
   int add_kernel(KernelLayout layout) {
-    kernels_.push_back(Kernel{std::move(layout), {}});
+    kernels_.emplace_back().layout = std::move(layout);
     return int(kernels_.size()) - 1;
   }
 
   void place_reduction(const Op& op) {
     KernelLayout layout = row_layout(t_, op);
+    if (place_sum_over_rows(op, layout)) return;
+    // A weight gradient often comes before the row kernel computing its input gradient, whose
+    // rows it sums: a sum that only the trace returns waits for a row kernel of its input's shape.
+    if (waiting_ && sums_leading_dims(op, layout) && !read_by_ops_[size_t(op.outs[0])]) {
+      waiting_sums_.push_back(&op);
+      return;
+    }
     auto start = [&](int k, int& deepest, ReadSet& seen) { return walk_operands(op, {}, k, deepest, seen); };
     int k = -1;
     auto it = last_row_.find(layout.domain);
@@ -205,6 +297,51 @@ class Fuser {
     }
     last_row_[layout.domain] = k;
     last_row_outer_[layout.outer_shape()] = k;
+    std::erase_if(waiting_sums_, [&](const Op* sum) { return place_sum_over_rows(*sum, row_layout(t_, *sum)); });
+  }
+
+  // A float sum over the rows of the latest row kernel of its input's shape, whose rows lie next
+  // to each other in memory (LayerNorm's weight and bias gradients, over the rows whose input
+  // gradient that kernel computes), and that reads that kernel's reductions only at the row being
+  // computed: the row kernel adds its rows up in partial sums as it goes, one per block
+  // (thunder_gen.partial_sum), and a small kernel after it adds the parts (a prims.sum over dim 0).
+  // The rows are read once, where a kernel of its own would read them all again.
+  bool place_sum_over_rows(const Op& op, const KernelLayout& layout) {
+    if (!sums_leading_dims(op, layout)) return false;
+    auto it = last_row_.find(layout.domain);
+    if (it == last_row_.end() || kernels_[it->second].layout.outer != layout.reduced) return false;
+    const int k = it->second;
+    const KernelLayout& rows = kernels_[k].layout;
+    // (The parts are added in the kernel's last pass, so unlike a reduction's pass it may read
+    // the row outputs computed there.)
+    auto start = [&](int kk, int& deepest, ReadSet& seen) { return walk_operands(op, {}, kk, deepest, seen); };
+    if (!fits(k, start)) return false;
+    if (kernels_[k].finisher < 0) {
+      kernels_[k].parts = std::min(numel(rows.outer_shape()), kMaxRowParts);
+      KernelLayout parts;  // [parts, row element], summed over dim 0
+      parts.is_row = true;
+      parts.domain = rows.reduced_shape();
+      parts.domain.insert(parts.domain.begin(), kernels_[k].parts);
+      parts.reduced = {0};
+      for (int64_t d = 1; d < int64_t(parts.domain.size()); ++d) parts.outer.push_back(d);
+      const int f = add_kernel(parts);  // (not a candidate for anything else: it only adds parts)
+      kernels_[k].finisher = f;
+      kernels_[f].finishes = k;
+    }
+    const ValueId sum = op.outs[0];
+    kernels_[k].sums_over_rows.push_back(sum);
+    home_[sum] = kernels_[k].finisher;
+    kernels_[size_t(kernels_[k].finisher)].members.push_back(sum);
+    return true;
+  }
+
+  // A float sum over leading dims, keeping others: over the rows of a row kernel whose rows are
+  // contiguous, when it has the same domain and reduces the dims kept.
+  bool sums_leading_dims(const Op& op, const KernelLayout& layout) const {
+    if (op.info->kind != OpKind::sum || !is_float(t_.value(op.arg(0).value).dtype) || layout.outer.empty()) return false;
+    for (size_t i = 0; i < layout.reduced.size(); ++i)
+      if (layout.reduced[i] != int64_t(i)) return false;
+    return true;
   }
 
   // A library call reads its operands from memory, so they are placed first; it runs in order
@@ -307,10 +444,13 @@ class Fuser {
     std::set<ValueId> read_elsewhere(t_.outputs.begin(), t_.outputs.end());
     for (size_t k = 0; k < kernels_.size(); ++k) {
       ReadSet seen;
-      if (kernels_[k].standalone_op >= 0)
+      if (kernels_[k].standalone_op >= 0) {
         for_each_value(t_.ops[kernels_[k].standalone_op], [&](ValueId u) { reads[k].insert(u); });
-      else
+      } else if (kernels_[k].finishes < 0) {  // (a finisher reads the parts, made below)
         for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
+        for (ValueId v : kernels_[k].sums_over_rows)  // what is summed, at the row element being computed
+          for_each_operand(t_.ops[size_t(producer_[v])], {}, [&](ValueId u, const Index& i) { collect(int(k), u, i, ops[k], reads[k], seen); });
+      }
       read_elsewhere.insert(reads[k].begin(), reads[k].end());
     }
     std::vector<int> uses_left(t_.ops.size(), 0);
@@ -320,6 +460,7 @@ class Fuser {
     }
     auto take = [&](int i) { return --uses_left[size_t(i)] == 0 ? std::move(owned_.ops[size_t(i)]) : owned_.ops[size_t(i)]; };
     Trace out = t_.without_ops();
+    PartSums parts(out);
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
       if (kernel.standalone_op >= 0) {
@@ -333,8 +474,13 @@ class Fuser {
       // Reads in the order the trace defines them, for stable signatures.
       std::vector<ValueId> in(reads[k].begin(), reads[k].end());
       for (ValueId v : in) op.args.push_back(Arg::of_value(v));
-      for (ValueId v : kernel.members)
-        if (read_elsewhere.count(v)) op.outs.push_back(v);
+      if (kernel.finishes >= 0) {
+        for (ValueId v : kernel.members) parts.finish(op, v);
+      } else {
+        for (ValueId v : kernel.members)
+          if (read_elsewhere.count(v)) op.outs.push_back(v);
+        for (ValueId v : kernel.sums_over_rows) parts.compute(op, t_.ops[size_t(producer_[v])], kernel.parts);
+      }
       TG_CHECK(!op.outs.empty(), "a kernel writes nothing");
       op.label = t_.name + (kernel.layout.is_row ? "_rowreduce_" : "_pointwise_") + t_.value(op.outs[0]).name;
       op.where = op.sub.front().where;

@@ -9,7 +9,8 @@
 // - A reduction and everything it reads through such ops form a row kernel: one block per output
 //   row. Further reductions over the same rows, and outputs shaped like a row or like the reduced
 //   value, join it when every read of its reductions hits the row being computed (softmax,
-//   layer_norm and var_mean become one kernel each).
+//   layer_norm and var_mean become one kernel each). A float sum over its rows joins it as
+//   partial sums, a part per block, that a small kernel after it adds up (weight gradients).
 // - Trace outputs of the same shape share a pointwise kernel, so a chain with several outputs
 //   reads each input once.
 // - A library call (matmul) stays an op of its own between the kernels; its operands are written

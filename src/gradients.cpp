@@ -338,7 +338,7 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not: case OpKind::bitwise_and:
     case OpKind::bitwise_or: case OpKind::bitwise_xor: case OpKind::bitwise_left_shift: case OpKind::bitwise_right_shift:
     case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
-    case OpKind::full: case OpKind::iota: case OpKind::uniform: case OpKind::uniform_philox: case OpKind::argmax: case OpKind::argmin: case OpKind::fused_kernel:
+    case OpKind::full: case OpKind::iota: case OpKind::uniform: case OpKind::uniform_philox: case OpKind::argmax: case OpKind::argmin: case OpKind::partial_sum: case OpKind::fused_kernel:
       return nullptr;
   }
   return nullptr;

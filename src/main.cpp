@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <mimalloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -32,9 +33,10 @@ void report(const std::string& trace_file, const tg::UserError& e) {
 }
 
 int list_ops() {
-  std::cout << "thunder-gen " << THUNDER_GEN_VERSION << ": " << tg::op_table().size() - 1 << " ops\n";
+  const auto readable = std::count_if(tg::op_table().begin(), tg::op_table().end(), [](const tg::OpInfo& op) { return !op.made_by_fusion(); });
+  std::cout << "thunder-gen " << THUNDER_GEN_VERSION << ": " << readable << " ops\n";
   for (const tg::OpInfo& op : tg::op_table()) {
-    if (op.kind == tg::OpKind::fused_kernel) continue;
+    if (op.made_by_fusion()) continue;
     std::string sig;
     for (const tg::Param& p : op.params) {
       if (!sig.empty()) sig += ", ";

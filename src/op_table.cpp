@@ -41,6 +41,7 @@ std::string_view fusion_class_name(FusionClass c) {
     case FusionClass::reduction: return "reduction";
     case FusionClass::library: return "library";
     case FusionClass::composite: return "composite";
+    case FusionClass::partial: return "partial";
     case FusionClass::kernel: return "kernel";
   }
   return "?";
@@ -612,6 +613,13 @@ ShapeRule reduction_rule(int outputs, bool index_result) {
   };
 }
 
+std::vector<OutType> partial_sum_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  Shape shape = reduced_shape(a.shape, reduction_dims(t, op));
+  shape.insert(shape.begin(), op.arg(2).integer);
+  return {{dtype_bytes(a.dtype) < 4 ? DType::f32 : a.dtype, shape}};
+}
+
 // ---- row builders ---------------------------------------------------------------------------
 
 OpInfo unary(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
@@ -827,6 +835,12 @@ std::vector<OpInfo> build_table() {
               Param{"offset", K::optional_number, true, true, {}}, Param{"stream", K::integer, true, true, Arg::of_int(0)}},
              dropout_rule, "", D::floats, "draws from the trace's Philox seed and offset inputs; the backward keeps the b8 mask"},
 
+      // partial_sum(a, dims, parts): out[p, ...] sums a over `dims` (a row kernel's rows, the
+      // leading dims) at the rows r with r % parts == p, in f32 for 16-bit floats. Fusion puts
+      // one in a row kernel for a sum over its rows (LayerNorm's weight gradient beside the
+      // input gradient), and a sum over dim 0 of `out` after it (see fuse.cpp).
+      OpInfo{OpKind::partial_sum, "thunder_gen.partial_sum", FusionClass::partial,
+             {p("a", K::tensor), p("dims", K::int_list), p("parts", K::integer)}, partial_sum_rule, "", D::floats, ""},
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };
   return rows;
@@ -871,7 +885,7 @@ const OpInfo* find_op(std::string_view id) {
   static const std::map<std::string_view, const OpInfo*> index = [] {
     std::map<std::string_view, const OpInfo*> m;
     for (const OpInfo& r : op_table())
-      if (r.kind != OpKind::fused_kernel) m[r.id] = &r;
+      if (!r.made_by_fusion()) m[r.id] = &r;
     for (auto [row, other] : kOtherIds) m[other] = m.at(row);
     return m;
   }();

@@ -39,8 +39,9 @@ enum class OpKind {
   t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa, t_dropout,
   // prims that only name a copy or a memory layout: lowered to an identity reshape
   shallow_copy, stride_order,
-  // a fused kernel made by the fusion pass; its `sub` holds the ops it computes
-  fused_kernel,
+  // made by the fusion pass only (never read from a trace): a row kernel's partial column sums,
+  // and a fused kernel, whose `sub` holds the ops it computes
+  partial_sum, fused_kernel,
 };
 
 enum class FusionClass {
@@ -50,6 +51,7 @@ enum class FusionClass {
   reduction,    // reduces dims of one input
   library,      // a call into a vendor library (cuBLASLt); its operands and result live in memory
   composite,    // a torch-level op: lowered to prims (after autograd, which may use its own rule)
+  partial,      // sums over a row kernel's rows in a fixed number of parts, finished by a sum later
   kernel,       // a fused kernel
 };
 std::string_view fusion_class_name(FusionClass c);
@@ -144,6 +146,8 @@ struct OpInfo {
   // "nothing". Checked against the rules themselves by tests/reference/test_gradients.cpp.
   std::string_view grad_saves = {};
   bool has_lowering() const { return fusion == FusionClass::composite; }
+  // Made by the fusion pass, never read from a trace or written by autograd.
+  bool made_by_fusion() const { return fusion == FusionClass::partial || fusion == FusionClass::kernel; }
 };
 
 const std::vector<OpInfo>& op_table();

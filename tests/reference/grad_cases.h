@@ -167,7 +167,7 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     case tg::OpKind::bitwise_or: case tg::OpKind::bitwise_xor: case tg::OpKind::bitwise_left_shift:
     case tg::OpKind::bitwise_right_shift: case tg::OpKind::eq: case tg::OpKind::ne: case tg::OpKind::lt: case tg::OpKind::le:
     case tg::OpKind::gt: case tg::OpKind::ge: case tg::OpKind::full: case tg::OpKind::iota: case tg::OpKind::uniform: case tg::OpKind::uniform_philox: case tg::OpKind::argmax:
-    case tg::OpKind::argmin: case tg::OpKind::fused_kernel:
+    case tg::OpKind::argmin: case tg::OpKind::partial_sum: case tg::OpKind::fused_kernel:
       return std::nullopt;
   }
   return std::nullopt;

@@ -282,3 +282,41 @@ TEST_CASE("an output computed from scalars alone joins the later kernel that use
   std::sort(outs.begin(), outs.end());
   CHECK(outs == std::vector<std::string>{"m", "y"});
 }
+
+TEST_CASE("a sum over a row kernel's rows is added up in that kernel, a part per block, and the parts by a kernel after it") {
+  // LayerNorm's backward in small: y = x - mean(x) per row, the output; gy = sum(y * g, [0]) and
+  // gb = sum(g, [0]) its "weight and bias gradients". gb comes first in the trace and waits for
+  // the row kernel. 600 rows: 512 parts, some blocks adding two rows.
+  const std::string shape = "[600, 32]";
+  std::string ops = op("prims.sum", "[\"g\", [0]]", tensor("gb", "[32]")) + "," + op("prims.sum", "[\"x\", [1]]", tensor("s", "[600]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"s\", [600, 32], [0]]", tensor("sb", shape)) + "," +
+                    op("prims.sub", "[\"x\", \"sb\"]", tensor("y", shape)) + "," + op("prims.mul", "[\"y\", \"g\"]", tensor("yg", shape)) + "," +
+                    op("prims.sum", "[\"yg\", [0]]", tensor("gy", "[32]"));
+  tg::Trace t = fused(test::trace("parts", tensor("x", shape) + "," + tensor("g", shape), ops, "\"y\", \"gy\", \"gb\""));
+  REQUIRE(t.ops.size() == 2);
+  CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x", "g"});
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"y", "gb__parts", "gy__parts"});
+  const tg::Op& part = t.ops[0].sub.back();
+  REQUIRE(part.info->kind == tg::OpKind::partial_sum);
+  CHECK(part.arg(2).integer == 512);
+  CHECK(t.value(part.outs[0]).shape == tg::Shape{512, 32});
+  CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"gb__parts", "gy__parts"});
+  CHECK(names(t, t.ops[1].outs) == std::vector<std::string>{"gb", "gy"});
+  tg::CudaFile cuda = tg::emit_cuda(t, "parts_forward", "forward.cu", "parts.json");
+  CHECK(cuda.text.find("TG_LAUNCH(parts_rowreduce_y, 512, 32, stream, x, g, y, gb__parts, gy__parts)") != std::string::npos);
+  CHECK(cuda.text.find("__shared__ float s_gy__parts[32];") != std::string::npos);
+  CHECK(cuda.text.find("s_gy__parts[j] += ") != std::string::npos);
+  CHECK(cuda.text.find("gy__parts[int64_t(blockIdx.x) * 32 + j] = s_gy__parts[j];") != std::string::npos);
+}
+
+TEST_CASE("a sum over rows that an op reads does not wait for a row kernel, and one that none fits gets its own") {
+  // gb is read (scaled) before any row kernel exists: it is placed where it stands. The sum over
+  // the rows of a transpose fits no row kernel of x's shape.
+  const std::string shape = "[16, 32]";
+  std::string ops = op("prims.sum", "[\"g\", [0]]", tensor("gb", "[32]")) + "," + op("prims.mul", "[\"gb\", 2.0]", tensor("gb2", "[32]")) + "," +
+                    op("prims.sum", "[\"x\", [1]]", tensor("s", "[16]"));
+  tg::Trace t = fused(test::trace("early", tensor("x", shape) + "," + tensor("g", shape), ops, "\"gb2\", \"s\""));
+  for (const tg::Op& k : t.ops)
+    for (const tg::Op& op : k.sub) CHECK(op.info->kind != tg::OpKind::partial_sum);
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"gb2"});
+}

@@ -6,7 +6,7 @@
 
 #if !defined(TG_NVRTC_HOST)
 
-// layer_norm_backward_rowreduce_bw0: row reduction over 2048 x 1024, reducing dims [1]
+// layer_norm_backward_rowreduce_grad_x: row reduction over 2048 x 1024, reducing dims [1]
 // Implements:
 //   (bw0, bw1) = prims.var_mean(x, [1], correction=0.0)  # bw0: f32[2048], bw1: f32[2048]
 //   bw2 = prims.broadcast_in_dim(bw1, [2048, 1024], [0])  # bw2: f32[2048, 1024]
@@ -28,8 +28,19 @@
 //   bw18 = prims.broadcast_in_dim(bw17, [2048, 1024], [0])  # bw18: f32[2048, 1024]
 //   bw19 = prims.sub(bw15, bw18)  # bw19: f32[2048, 1024]
 //   grad_x = prims.mul(bw6, bw19)  # grad_x: f32[2048, 1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_bw0(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ cotangent_t13, float* __restrict__ bw0, float* __restrict__ bw1, float* __restrict__ grad_x) {
+//   bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
+//   grad_w__parts = thunder_gen.partial_sum(bw21, [0], 512)  # grad_w__parts: f32[512, 1024]
+//   grad_b__parts = thunder_gen.partial_sum(cotangent_t13, [0], 512)  # grad_b__parts: f32[512, 1024]
+extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_x(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ cotangent_t13, float* __restrict__ grad_x, float* __restrict__ grad_w__parts, float* __restrict__ grad_b__parts) {
   const int64_t rows = 2048;
+  // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)
+  __shared__ float s_grad_w__parts[1024];
+  __shared__ float s_grad_b__parts[1024];
+  for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
+    s_grad_w__parts[j] = 0;
+    s_grad_b__parts[j] = 0;
+  }
+  __syncthreads();
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
@@ -81,17 +92,20 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       acc_bw11 = tg::Sum<float>::combine(acc_bw11, v_bw10);
     }
     const float v_bw11 = tg::block_reduce<tg::Sum<float>>(acc_bw11);
-    // write the row
+    // write the row, and add it to the block's partial sums
     float w_grad_x[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       const int64_t j = threadIdx.x * 4 + k;
       const int64_t d1 = j;
+      const float v_bw3 = (c_x[k] - mean_bw0);
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
+      const float v_bw7 = (v_bw3 * v_bw6);
+      const float v_bw21 = (c_cotangent_t13[k] * v_bw7);
+      s_grad_w__parts[j] += v_bw21;
+      s_grad_b__parts[j] += c_cotangent_t13[k];
       const float v_w = tg::load(w, d1);
       const float v_bw9 = (c_cotangent_t13[k] * v_w);
-      const float v_bw3 = (c_x[k] - mean_bw0);
-      const float v_bw7 = (v_bw3 * v_bw6);
       const float v_bw12 = tg::div(v_bw11, 1024.0f);
       const float v_bw14 = (v_bw7 * v_bw12);
       const float v_bw15 = (v_bw9 - v_bw14);
@@ -109,45 +123,32 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
         tg::store(grad_x, row * 1024 + j, w_grad_x[k]);
       }
     }
-    if (threadIdx.x == 0) {
-      tg::store(bw0, row, v_bw0);
-      tg::store(bw1, row, mean_bw0);
-    }
+  }
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
+    grad_w__parts[int64_t(blockIdx.x) * 1024 + j] = s_grad_w__parts[j];
+    grad_b__parts[int64_t(blockIdx.x) * 1024 + j] = s_grad_b__parts[j];
   }
 }
 
-// layer_norm_backward_rowreduce_grad_w: row reduction over 2048 x 1024, reducing dims [0]
+// layer_norm_backward_rowreduce_grad_w: row reduction over 512 x 1024, reducing dims [0]
 // Implements:
-//   bw2 = prims.broadcast_in_dim(bw1, [2048, 1024], [0])  # bw2: f32[2048, 1024]
-//   bw3 = prims.sub(x, bw2)  # bw3: f32[2048, 1024]
-//   bw4 = prims.broadcast_in_dim(bw0, [2048, 1024], [0])  # bw4: f32[2048, 1024]
-//   bw5 = prims.add(bw4, 1e-05)  # bw5: f32[2048, 1024]
-//   bw6 = prims.rsqrt(bw5)  # bw6: f32[2048, 1024]
-//   bw7 = prims.mul(bw3, bw6)  # bw7: f32[2048, 1024]
-//   bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
-//   grad_w = prims.sum(bw21, [0])  # grad_w: f32[1024]
-//   grad_b = prims.sum(cotangent_t13, [0])  # grad_b: f32[1024]
-extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ x, const float* __restrict__ cotangent_t13, const float* __restrict__ bw0, const float* __restrict__ bw1, float* __restrict__ grad_w, float* __restrict__ grad_b) {
+//   grad_w = prims.sum(grad_w__parts, [0])  # grad_w: f32[1024]
+//   grad_b = prims.sum(grad_b__parts, [0])  # grad_b: f32[1024]
+extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ grad_w__parts, const float* __restrict__ grad_b__parts, float* __restrict__ grad_w, float* __restrict__ grad_b) {
   const int64_t rows = 1024;
   for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {
     const int64_t d1 = row;
-    // grad_w = prims.sum(bw21, [0])
+    // grad_w = prims.sum(grad_w__parts, [0])
     float acc_grad_w = tg::Sum<float>::init();
-    // grad_b = prims.sum(cotangent_t13, [0])
+    // grad_b = prims.sum(grad_b__parts, [0])
     float acc_grad_b = tg::Sum<float>::init();
-    for (int64_t j = threadIdx.x / 32; j < 2048; j += blockDim.x / 32) {
+    for (int64_t j = threadIdx.x / 32; j < 512; j += blockDim.x / 32) {
       const int64_t d0 = j;
-      const float v_cotangent_t13 = tg::load(cotangent_t13, d0 * 1024 + d1);
-      const float v_x = tg::load(x, d0 * 1024 + d1);
-      const float v_bw1 = tg::load(bw1, d0);
-      const float v_bw3 = (v_x - v_bw1);
-      const float v_bw0 = tg::load(bw0, d0);
-      const float v_bw5 = (v_bw0 + 1e-05f);
-      const float v_bw6 = tg::rsqrt(v_bw5);
-      const float v_bw7 = (v_bw3 * v_bw6);
-      const float v_bw21 = (v_cotangent_t13 * v_bw7);
-      acc_grad_w = tg::Sum<float>::combine(acc_grad_w, v_bw21);
-      acc_grad_b = tg::Sum<float>::combine(acc_grad_b, v_cotangent_t13);
+      const float v_grad_w__parts = tg::load(grad_w__parts, d0 * 1024 + d1);
+      acc_grad_w = tg::Sum<float>::combine(acc_grad_w, v_grad_w__parts);
+      const float v_grad_b__parts = tg::load(grad_b__parts, d0 * 1024 + d1);
+      acc_grad_b = tg::Sum<float>::combine(acc_grad_b, v_grad_b__parts);
     }
     const float v_grad_w = tg::column_reduce<tg::Sum<float>>(acc_grad_w);
     const float v_grad_b = tg::column_reduce<tg::Sum<float>>(acc_grad_b);
@@ -171,11 +172,11 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 // Outputs: grad_x f32[2048, 1024]; grad_w f32[1024]; grad_b f32[1024];
 // Device pointers; runs asynchronously on `stream`.
 extern "C" void layer_norm_backward(const float* x, const float* w, const float* cotangent_t13, float* grad_x, float* grad_w, float* grad_b, tg::Stream stream) {
-  float* bw0 = static_cast<float*>(tg::device_alloc(8192, stream));
-  float* bw1 = static_cast<float*>(tg::device_alloc(8192, stream));
-  TG_LAUNCH(layer_norm_backward_rowreduce_bw0, tg::grid_for(2048, 1), 256, stream, x, w, cotangent_t13, bw0, bw1, grad_x);
-  TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, x, cotangent_t13, bw0, bw1, grad_w, grad_b);
-  tg::device_free(bw0, stream);
-  tg::device_free(bw1, stream);
+  float* grad_w__parts = static_cast<float*>(tg::device_alloc(2097152, stream));
+  float* grad_b__parts = static_cast<float*>(tg::device_alloc(2097152, stream));
+  TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, x, w, cotangent_t13, grad_x, grad_w__parts, grad_b__parts);
+  TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, grad_w__parts, grad_b__parts, grad_w, grad_b);
+  tg::device_free(grad_w__parts, stream);
+  tg::device_free(grad_b__parts, stream);
 }
 #endif  // __CUDACC_RTC__
