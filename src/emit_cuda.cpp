@@ -1018,11 +1018,12 @@ class KernelWriter {
     for (const Op* p : part_sums_) bytes += numel(layout_.reduced_shape()) * dtype_bytes(t_.value(p->outs[0]).dtype);
     return bytes <= kMaxPartSumBytes;
   }
-  // Where the block's sum of element j lives.
-  std::string part_sum_at(const Op* p) const {
-    if (part_sums_shared()) return "s_" + ident(p->outs[0]) + "[j]";
+  // Element j of the block's row of the parts (row blockIdx.x of `__parts`).
+  std::string part_row_at(const Op* p) const {
     return ident(p->outs[0]) + "[int64_t(blockIdx.x) * " + std::to_string(numel(layout_.reduced_shape())) + " + j]";
   }
+  // Where the block's sum of element j lives.
+  std::string part_sum_at(const Op* p) const { return part_sums_shared() ? "s_" + ident(p->outs[0]) + "[j]" : part_row_at(p); }
   std::string over_row_elements(const std::string& statements) const {
     return "  for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {\n" + statements + "  }\n";
   }
@@ -1045,10 +1046,7 @@ class KernelWriter {
   std::string store_part_sums() const {
     if (part_sums_.empty() || !part_sums_shared()) return "";
     std::string copy;
-    for (const Op* p : part_sums_) {
-      const std::string name = ident(p->outs[0]);
-      copy += "    " + name + "[int64_t(blockIdx.x) * " + std::to_string(numel(layout_.reduced_shape())) + " + j] = s_" + name + "[j];\n";
-    }
+    for (const Op* p : part_sums_) copy += "    " + part_row_at(p) + " = " + part_sum_at(p) + ";\n";
     return "  __syncthreads();\n" + over_row_elements(copy);
   }
 };

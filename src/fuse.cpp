@@ -8,6 +8,7 @@
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
+#include "prim_builder.h"
 
 namespace tg {
 
@@ -66,10 +67,12 @@ constexpr int64_t kMaxRowParts = 512;
 // The ops and values of sums over a row kernel's rows computed in parts (place_sum_over_rows).
 class PartSums {
  public:
-  explicit PartSums(Trace& t) : t_(t) {}
+  explicit PartSums(Trace& t) : t_(t) {
+    for (const Value& v : t_.values) taken_.insert(v.name);
+  }
 
   // In the row kernel `kernel`: v__parts = thunder_gen.partial_sum(a, dims, parts) for
-  // v = prims.sum(a, dims).
+  // v = prims.sum(a, dims). (Built here: PrimBuilder emits only ops a trace may hold.)
   void compute(Op& kernel, const Op& sum, int64_t parts) {
     const ValueId v = sum.outs[0];
     Op op;
@@ -79,11 +82,15 @@ class PartSums {
     op.where = sum.where;
     op.origin = sum.origin;
     const OutType type = op.info->rule(t_, op).at(0);
-    const ValueId part_sums = add(t_.value(v).name + "__parts", type.dtype, type.shape);
-    part_of_[v] = part_sums;
-    op.outs = {part_sums};
+    Value part_sums;
+    part_sums.name = PrimBuilder(t_, taken_, "").fresh_named(t_.value(v).name + "__parts");
+    part_sums.dtype = type.dtype;
+    part_sums.shape = type.shape;
+    part_sums.device = t_.device;
+    op.outs = {t_.add_value(std::move(part_sums))};
+    part_of_[v] = op.outs[0];
+    kernel.outs.push_back(op.outs[0]);
     kernel.sub.push_back(std::move(op));
-    kernel.outs.push_back(part_sums);
   }
 
   // In the kernel after it: v = prims.sum(v__parts, [0]), converted to v's dtype where the parts
@@ -91,44 +98,19 @@ class PartSums {
   void finish(Op& kernel, ValueId v) {
     const ValueId part_sums = part_of_.at(v);
     kernel.args.push_back(Arg::of_value(part_sums));
-    const Value& parts = t_.value(part_sums);
-    const DType dtype = t_.value(v).dtype;
-    Op sum;
-    sum.symbol = "prims.sum";
-    sum.info = &op_info(OpKind::sum);
-    sum.args = {Arg::of_value(part_sums), Arg::of_list({Arg::of_int(0)})};
-    sum.outs = {v};
-    if (parts.dtype != dtype) {
-      sum.outs = {add(t_.value(v).name + "__sum", parts.dtype, t_.value(v).shape)};
-      Op convert;
-      convert.symbol = "prims.convert_element_type";
-      convert.info = &op_info(OpKind::convert_element_type);
-      convert.args = {Arg::of_value(sum.outs[0]), Arg::of_dtype(dtype)};
-      convert.outs = {v};
-      kernel.sub.push_back(std::move(sum));
-      kernel.sub.push_back(std::move(convert));
-    } else {
-      kernel.sub.push_back(std::move(sum));
-    }
+    PrimBuilder b(t_, taken_, t_.value(v).name + "__sum");
+    ValueId total = b.emit("prims.sum", {Arg::of_value(part_sums), Arg::of_list({Arg::of_int(0)})}).at(0);
+    if (t_.value(total).dtype != t_.value(v).dtype) b.emit("prims.convert_element_type", {Arg::of_value(total), Arg::of_dtype(t_.value(v).dtype)});
+    std::vector<Op> ops = b.take_ops();
+    ops.back().outs = {v};  // the last op defines v itself
+    for (Op& op : ops) kernel.sub.push_back(std::move(op));
     kernel.outs.push_back(v);
   }
 
  private:
   Trace& t_;
+  NameSet taken_;
   std::map<ValueId, ValueId> part_of_;
-  std::set<std::string> names_;
-
-  ValueId add(std::string name, DType dtype, Shape shape) {
-    if (names_.empty())
-      for (const Value& v : t_.values) names_.insert(v.name);
-    while (!names_.insert(name).second) name += "_";
-    Value v;
-    v.name = std::move(name);
-    v.dtype = dtype;
-    v.shape = std::move(shape);
-    v.device = t_.device;
-    return t_.add_value(std::move(v));
-  }
 };
 
 class Fuser {
