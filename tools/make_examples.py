@@ -799,6 +799,20 @@ def swiglu_f16():
     return t
 
 
+def rms_norm_bf16_sub(t, x, w):
+    rows, n = t.shape(x)
+    a = t.op("convert_element_type", x, dtype("f32"))
+    ms = t.op("div", t.op("sum", t.op("mul", a, a), [1]), float(n))
+    ms = t.op("broadcast_in_dim", ms, [rows, 1], [0])
+    r = t.op("rsqrt", t.op("add", ms, 1e-06))
+    r = t.op("broadcast_in_dim", r, [rows, n], [0, 1])
+    y = t.op("convert_element_type", t.op("mul", a, r), dtype("bf16"))
+    wb = t.op("broadcast_in_dim", w, [rows, n], [1])
+    return t.op("convert_element_type",
+                t.op("mul", t.op("convert_element_type", y, dtype("f32")), t.op("convert_element_type", wb, dtype("f32"))),
+                dtype("bf16"))
+
+
 @example
 def rms_norm_bf16():
     t = Trace("rms_norm_bf16", "hand-written: torch.nn.functional.rms_norm(x, [1024], w, 1e-06) on "
@@ -808,17 +822,20 @@ def rms_norm_bf16():
     x = t.input("x", [2048, 1024], "bf16")
     w = t.input("w", [1024], "bf16")
     call = t.begin("torch.nn.functional.rms_norm", [x, [1024], w, 1e-06])
-    a = t.op("convert_element_type", x, dtype("f32"))
-    ms = t.op("div", t.op("sum", t.op("mul", a, a), [1]), 1024.0)
-    ms = t.op("broadcast_in_dim", ms, [2048, 1], [0])
-    r = t.op("rsqrt", t.op("add", ms, 1e-06))
-    r = t.op("broadcast_in_dim", r, [2048, 1024], [0, 1])
-    y = t.op("convert_element_type", t.op("mul", a, r), dtype("bf16"))
-    wb = t.op("broadcast_in_dim", w, [2048, 1024], [1])
-    y = t.op("convert_element_type",
-             t.op("mul", t.op("convert_element_type", y, dtype("f32")), t.op("convert_element_type", wb, dtype("f32"))),
-             dtype("bf16"))
-    t.outputs = [t.end(call, [y])]
+    t.outputs = [t.end(call, [rms_norm_bf16_sub(t, x, w)])]
+    return t
+
+
+@example
+def rms_norm_bf16_train():
+    t = Trace("rms_norm_bf16_train", "hand-written: the rms_norm_bf16 example over bf16[600, 1024] with x and w "
+                                     "requiring grad: the weight gradient is a bf16 sum over the 600 rows, which "
+                                     "the backward's row kernel adds up in 512 f32 partial sums (some of two rows) "
+                                     "and a kernel after it totals and rounds to bf16 once")
+    x = t.input("x", [600, 1024], "bf16", requires_grad=True)
+    w = t.input("w", [1024], "bf16", requires_grad=True)
+    call = t.begin("torch.nn.functional.rms_norm", [x, [1024], w, 1e-06])
+    t.outputs = [t.end(call, [rms_norm_bf16_sub(t, x, w)])]
     return t
 
 
