@@ -813,30 +813,30 @@ def rms_norm_bf16_sub(t, x, w):
                 dtype("bf16"))
 
 
-@example
-def rms_norm_bf16():
-    t = Trace("rms_norm_bf16", "hand-written: torch.nn.functional.rms_norm(x, [1024], w, 1e-06) on "
-                               "bf16[2048, 1024]: mixed precision, x converted to f32 for the mean of squares "
-                               "(keepdim broadcast through a size-1 dim) and the result rounded back to bf16 "
-                               "before the bf16 weight")
-    x = t.input("x", [2048, 1024], "bf16")
-    w = t.input("w", [1024], "bf16")
+def rms_norm_bf16_example(name, source, rows, requires_grad):
+    t = Trace(name, source)
+    x = t.input("x", [rows, 1024], "bf16", requires_grad=requires_grad)
+    w = t.input("w", [1024], "bf16", requires_grad=requires_grad)
     call = t.begin("torch.nn.functional.rms_norm", [x, [1024], w, 1e-06])
     t.outputs = [t.end(call, [rms_norm_bf16_sub(t, x, w)])]
     return t
+
+
+@example
+def rms_norm_bf16():
+    return rms_norm_bf16_example("rms_norm_bf16", "hand-written: torch.nn.functional.rms_norm(x, [1024], w, 1e-06) on "
+                                                  "bf16[2048, 1024]: mixed precision, x converted to f32 for the mean of "
+                                                  "squares (keepdim broadcast through a size-1 dim) and the result rounded "
+                                                  "back to bf16 before the bf16 weight", 2048, False)
 
 
 @example
 def rms_norm_bf16_train():
-    t = Trace("rms_norm_bf16_train", "hand-written: the rms_norm_bf16 example over bf16[600, 1024] with x and w "
-                                     "requiring grad: the weight gradient is a bf16 sum over the 600 rows, which "
-                                     "the backward's row kernel adds up in 512 f32 partial sums (some of two rows) "
-                                     "and a kernel after it totals and rounds to bf16 once")
-    x = t.input("x", [600, 1024], "bf16", requires_grad=True)
-    w = t.input("w", [1024], "bf16", requires_grad=True)
-    call = t.begin("torch.nn.functional.rms_norm", [x, [1024], w, 1e-06])
-    t.outputs = [t.end(call, [rms_norm_bf16_sub(t, x, w)])]
-    return t
+    return rms_norm_bf16_example("rms_norm_bf16_train", "hand-written: the rms_norm_bf16 example over bf16[600, 1024] "
+                                                        "with x and w requiring grad: the weight gradient sums over the "
+                                                        "600 rows in f32, which the backward's row kernel does in 512 "
+                                                        "partial sums (some of two rows) and a kernel after it totals, "
+                                                        "before the rounding to bf16", 600, True)
 
 
 def log_softmax_sub(t, x, dim):
