@@ -93,7 +93,7 @@ class PartSums {
     kernel.sub.push_back(std::move(op));
   }
 
-  // In the kernel after it: v = prims.sum(v__parts, [0]), converted to v's dtype where the parts
+  // In the kernel after it, which writes v if anything reads it: v = prims.sum(v__parts, [0]), converted to v's dtype where the parts
   // are f32 sums of a 16-bit float.
   void finish(Op& kernel, ValueId v) {
     const ValueId part_sums = part_of_.at(v);
@@ -104,7 +104,6 @@ class PartSums {
     std::vector<Op> ops = b.take_ops();
     ops.back().outs = {v};  // the last op defines v itself
     for (Op& op : ops) kernel.sub.push_back(std::move(op));
-    kernel.outs.push_back(v);
   }
 
  private:
@@ -306,9 +305,11 @@ class Fuser {
       parts.domain.insert(parts.domain.begin(), kernels_[k].parts);
       parts.reduced = {0};
       for (int64_t d = 1; d < int64_t(parts.domain.size()); ++d) parts.outer.push_back(d);
-      const int f = add_kernel(parts);  // (not a candidate for anything else: it only adds parts)
+      const int f = add_kernel(parts);  // (`rows` is gone: kernels_ grew)
       kernels_[k].finisher = f;
       kernels_[f].finishes = k;
+      // Values shaped like the sums may join it (a weight gradient's conversion to bf16).
+      last_row_outer_[kernels_[f].layout.outer_shape()] = f;
     }
     const ValueId sum = op.outs[0];
     kernels_[k].sums_over_rows.push_back(sum);
@@ -404,6 +405,7 @@ class Fuser {
       reads.insert(v);
       return;
     }
+    if (kernels_[k].finishes >= 0 && home_[v] == k && home_is_reduction(v)) return;  // a sum its parts make (PartSums::finish)
     const Op& op = t_.ops[producer_[v]];
     TG_CHECK(!(home_[v] > k && (is_reduction(op) || op.info->fusion == FusionClass::library)),
              "kernel " + std::to_string(k) + " reads " + t_.value(v).name + ", which a later kernel reduces or a later call computes");
@@ -428,7 +430,7 @@ class Fuser {
       ReadSet seen;
       if (kernels_[k].standalone_op >= 0) {
         for_each_value(t_.ops[kernels_[k].standalone_op], [&](ValueId u) { reads[k].insert(u); });
-      } else if (kernels_[k].finishes < 0) {  // (a finisher reads the parts, made below)
+      } else {  // (a finisher also reads the parts, made below)
         for (ValueId v : kernels_[k].members) collect(int(k), v, member_index(kernels_[k], v), ops[k], reads[k], seen);
         for (ValueId v : kernels_[k].sums_over_rows)  // what is summed, at the row element being computed
           for_each_operand(t_.ops[size_t(producer_[v])], {}, [&](ValueId u, const Index& i) { collect(int(k), u, i, ops[k], reads[k], seen); });
@@ -452,17 +454,15 @@ class Fuser {
       Op op;
       op.symbol = "thunder_gen.kernel";
       op.info = &op_info(OpKind::fused_kernel);
+      if (kernel.finishes >= 0)
+        for (ValueId v : kernels_[size_t(kernel.finishes)].sums_over_rows) parts.finish(op, v);
       for (int i : ops[k]) op.sub.push_back(take(i));
       // Reads in the order the trace defines them, for stable signatures.
       std::vector<ValueId> in(reads[k].begin(), reads[k].end());
       for (ValueId v : in) op.args.push_back(Arg::of_value(v));
-      if (kernel.finishes >= 0) {
-        for (ValueId v : kernel.members) parts.finish(op, v);
-      } else {
-        for (ValueId v : kernel.members)
-          if (read_elsewhere.count(v)) op.outs.push_back(v);
-        for (ValueId v : kernel.sums_over_rows) parts.compute(op, t_.ops[size_t(producer_[v])], kernel.parts);
-      }
+      for (ValueId v : kernel.members)
+        if (read_elsewhere.count(v)) op.outs.push_back(v);
+      for (ValueId v : kernel.sums_over_rows) parts.compute(op, t_.ops[size_t(producer_[v])], kernel.parts);
       TG_CHECK(!op.outs.empty(), "a kernel writes nothing");
       op.label = t_.name + (kernel.layout.is_row ? "_rowreduce_" : "_pointwise_") + t_.value(op.outs[0]).name;
       op.where = op.sub.front().where;

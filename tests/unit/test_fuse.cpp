@@ -320,3 +320,21 @@ TEST_CASE("a sum over rows that an op reads does not wait for a row kernel, and 
     for (const tg::Op& op : k.sub) CHECK(op.info->kind != tg::OpKind::partial_sum);
   CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"gb2"});
 }
+
+TEST_CASE("a value computed from a sum over rows joins the kernel adding its parts, which then need not write the sum") {
+  // gw = sum(g * x, [0]) in f32, returned as bf16 (a bf16 weight's gradient): one kernel adds the
+  // parts and converts, writing only the bf16 result.
+  const std::string shape = "[64, 32]";
+  std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("s", "[64]")) + "," + op("prims.broadcast_in_dim", "[\"s\", [64, 32], [0]]", tensor("sb", shape)) + "," +
+                    op("prims.sub", "[\"x\", \"sb\"]", tensor("y", shape)) + "," + op("prims.mul", "[\"g\", \"x\"]", tensor("gx", shape)) + "," +
+                    op("prims.sum", "[\"gx\", [0]]", tensor("gw", "[32]")) + "," +
+                    op("prims.convert_element_type", "[\"gw\", {\"dtype\": \"bf16\"}]", tensor("gw16", "[32]", "bf16"));
+  tg::Trace t = fused(test::trace("finish", tensor("x", shape) + "," + tensor("g", shape), ops, "\"y\", \"gw16\""));
+  REQUIRE(t.ops.size() == 2);
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"y", "gw__parts"});
+  CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"gw__parts"});
+  CHECK(names(t, t.ops[1].outs) == std::vector<std::string>{"gw16"});
+  REQUIRE(t.ops[1].sub.size() == 2);
+  CHECK(t.ops[1].sub[0].info->kind == tg::OpKind::sum);
+  CHECK(t.ops[1].sub[1].info->kind == tg::OpKind::convert_element_type);
+}
