@@ -175,7 +175,8 @@ class KernelWriter {
       : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)) {
     for (size_t i = 0; i < k_.sub.size(); ++i) {
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
-      if (k_.sub[i].info->kind == OpKind::partial_sum) part_sums_.push_back(&k_.sub[i]);
+      if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
+        (t_.value(k_.sub[i].arg(0).value).shape == layout_.domain ? part_sums_ : row_totals_).push_back(&k_.sub[i]);
     }
     for (const Arg& a : k_.args) loaded_.insert(a.value);
     lanes_ = run_lanes();
@@ -222,7 +223,11 @@ class KernelWriter {
   // Work items a block takes: a thread each (pointwise), one row, or a column kernel's 32 rows.
   int items_per_block() const { return layout_.is_row ? column_tile_ : block_size(); }
   // Blocks to launch where the problem fixes them (0: from the work items): one per partial sum.
-  int64_t fixed_grid() const { return part_sums_.empty() ? 0 : part_sums_.front()->arg(2).integer; }
+  int64_t fixed_grid() const {
+    for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})
+      if (!sums->empty()) return sums->front()->arg(2).integer;
+    return 0;
+  }
 
  private:
   const Trace& t_;
@@ -246,6 +251,7 @@ class KernelWriter {
   int row_run_ = 1;                 // ... held in runs of this many neighbours (row_run)
   int passes_over_row_ = 0;         // loops over the row written so far
   std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
+  std::vector<const Op*> row_totals_;  // ... of a value per row (a row kernel's reduced values)
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
@@ -971,6 +977,7 @@ class KernelWriter {
       for (size_t i = 0; i < outer_outs.size(); ++i) line("  tg::store(" + ident(outer_outs[i]) + ", row, " + vars[i] + ");");
       line("}");
     }
+    for (const Op* p : row_totals_) line(row_total(p) + " += " + value_at(p->arg(0).value, layout_.outer_index()) + ";");
     std::string body = pop();
     if (!row_cached_.empty()) {  // read the row once, into registers
       const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
@@ -1028,9 +1035,16 @@ class KernelWriter {
     return "  for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {\n" + statements + "  }\n";
   }
 
+  // Each thread adds each row's value (the same in every thread) in a register of its own.
+  std::string row_total(const Op* p) const { return "p_" + ident(p->outs[0]); }
+
   std::string start_part_sums() const {
-    if (part_sums_.empty()) return "";
-    std::string code = "  // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)\n", zero;
+    std::string code;
+    for (const Op* p : row_totals_)
+      code += "  " + ctype(t_.value(p->outs[0]).dtype) + " " + row_total(p) + " = 0;  // this block's total over its rows\n";
+    if (part_sums_.empty()) return code;
+    code += "  // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)\n";
+    std::string zero;
     for (const Op* p : part_sums_) {
       const Value& v = t_.value(p->outs[0]);
       if (part_sums_shared()) code += "  __shared__ " + storage_type(v) + " s_" + ident(p->outs[0]) + "[" + std::to_string(numel(layout_.reduced_shape())) + "];\n";
@@ -1044,10 +1058,16 @@ class KernelWriter {
   }
 
   std::string store_part_sums() const {
-    if (part_sums_.empty() || !part_sums_shared()) return "";
+    std::string code;
+    if (!row_totals_.empty()) {
+      code += "  if (threadIdx.x == 0) {\n";
+      for (const Op* p : row_totals_) code += "    " + ident(p->outs[0]) + "[blockIdx.x] = " + row_total(p) + ";\n";
+      code += "  }\n";
+    }
+    if (part_sums_.empty() || !part_sums_shared()) return code;
     std::string copy;
     for (const Op* p : part_sums_) copy += "    " + part_row_at(p) + " = " + part_sum_at(p) + ";\n";
-    return "  __syncthreads();\n" + over_row_elements(copy);
+    return code + "  __syncthreads();\n" + over_row_elements(copy);
   }
 };
 

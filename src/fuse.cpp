@@ -49,10 +49,11 @@ struct Kernel {
   // index. It is not a kernel: the fused trace keeps the op as it is.
   int standalone_op = -1;
   // A row kernel's sums over its rows (see place_sum_over_rows): computed here in `parts` partial
-  // sums, which kernel `finisher` adds up. A finisher has finishes >= 0, the row kernel's index.
+  // sums, which the `finishers` add up (one for sums by element, one for totals of a value per
+  // row). A finisher has finishes >= 0, the row kernel's index.
   std::vector<ValueId> sums_over_rows;
   int64_t parts = 0;
-  int finisher = -1;
+  std::vector<int> finishers;
   int finishes = -1;
 };
 
@@ -281,45 +282,65 @@ class Fuser {
     std::erase_if(waiting_sums_, [&](const Op* sum) { return place_sum_over_rows(*sum, row_layout(t_, *sum)); });
   }
 
-  // A float sum over the rows of the latest row kernel of its input's shape, whose rows lie next
-  // to each other in memory (LayerNorm's weight and bias gradients, over the rows whose input
-  // gradient that kernel computes), and that reads that kernel's reductions only at the row being
-  // computed: the row kernel adds its rows up in partial sums as it goes, one per block
+  // A float sum over the rows of a row kernel whose rows lie next to each other in memory, that
+  // reads that kernel's reductions only at the row being computed: either a sum over its rows of
+  // a value shaped like them, element by element (LayerNorm's weight and bias gradients, beside
+  // the input gradient), or a sum of a value per row over all rows (a loss's mean over the rows'
+  // losses). The row kernel adds its rows up in partial sums as it goes, one per block
   // (thunder_gen.partial_sum), and a small kernel after it adds the parts (a prims.sum over dim 0).
-  // The rows are read once, where a kernel of its own would read them all again.
+  // The rows are read once, where a kernel of its own would read them all again (or, for the
+  // totals, one block would read every row's value).
   bool place_sum_over_rows(const Op& op, const KernelLayout& layout) {
-    if (!sums_leading_dims(op, layout)) return false;
-    auto it = last_row_.find(layout.domain);
-    if (it == last_row_.end() || kernels_[it->second].layout.outer != layout.reduced) return false;
-    const int k = it->second;
-    const KernelLayout& rows = kernels_[k].layout;
+    if (op.info->kind != OpKind::sum || !is_float(t_.value(op.arg(0).value).dtype)) return false;
+    int k = -1;
+    if (sums_leading_dims(op, layout)) {  // element by element: the kernel of the same rows
+      auto it = last_row_.find(layout.domain);
+      if (it != last_row_.end() && kernels_[it->second].layout.outer == layout.reduced) k = it->second;
+    } else if (layout.outer.empty()) {  // a value per row, over all rows
+      auto it = last_row_outer_.find(layout.domain);
+      if (it != last_row_outer_.end() && it->second >= 0 && kernels_[it->second].layout.is_row && kernels_[it->second].finishes < 0 &&
+          kernels_[it->second].layout.outer_shape() == layout.domain)
+        k = it->second;
+    }
+    if (k < 0 || !rows_lead(kernels_[k].layout)) return false;
     // (The parts are added in the kernel's last pass, so unlike a reduction's pass it may read
     // the row outputs computed there.)
     auto start = [&](int kk, int& deepest, ReadSet& seen) { return walk_operands(op, {}, kk, deepest, seen); };
     if (!fits(k, start)) return false;
-    if (kernels_[k].finisher < 0) {
-      kernels_[k].parts = std::min(numel(rows.outer_shape()), kMaxRowParts);
-      KernelLayout parts;  // [parts, row element], summed over dim 0
-      parts.is_row = true;
-      parts.domain = rows.reduced_shape();
-      parts.domain.insert(parts.domain.begin(), kernels_[k].parts);
-      parts.reduced = {0};
-      for (int64_t d = 1; d < int64_t(parts.domain.size()); ++d) parts.outer.push_back(d);
-      const int f = add_kernel(parts);  // (`rows` is gone: kernels_ grew)
-      kernels_[k].finisher = f;
-      kernels_[f].finishes = k;
-      // Values shaped like the sums may join it (a weight gradient's conversion to bf16).
-      last_row_outer_[kernels_[f].layout.outer_shape()] = f;
+    const KernelLayout& rows = kernels_[k].layout;
+    KernelLayout parts;  // [parts] + what is summed, summed over dim 0
+    parts.is_row = true;
+    parts.domain = layout.outer.empty() ? Shape{} : rows.reduced_shape();
+    parts.domain.insert(parts.domain.begin(), std::min(numel(rows.outer_shape()), kMaxRowParts));
+    parts.reduced = {0};
+    for (int64_t d = 1; d < int64_t(parts.domain.size()); ++d) parts.outer.push_back(d);
+    const std::vector<int>& finishers = kernels_[k].finishers;
+    auto f = std::find_if(finishers.begin(), finishers.end(), [&](int i) { return kernels_[size_t(i)].layout.domain == parts.domain; });
+    int finisher = f == finishers.end() ? -1 : *f;
+    if (finisher < 0) {
+      kernels_[k].parts = parts.domain[0];
+      finisher = add_kernel(parts);  // (`rows` and `finishers` are gone: kernels_ grew)
+      kernels_[k].finishers.push_back(finisher);
+      kernels_[finisher].finishes = k;
+      // Values shaped like the sums may join it (a weight gradient's conversion to bf16, a mean).
+      last_row_outer_[kernels_[finisher].layout.outer_shape()] = finisher;
     }
     const ValueId sum = op.outs[0];
     kernels_[k].sums_over_rows.push_back(sum);
-    home_[sum] = kernels_[k].finisher;
-    kernels_[size_t(kernels_[k].finisher)].members.push_back(sum);
+    home_[sum] = finisher;
+    kernels_[size_t(finisher)].members.push_back(sum);
     return true;
   }
 
-  // A float sum over leading dims, keeping others: over the rows of a row kernel whose rows are
-  // contiguous, when it has the same domain and reduces the dims kept.
+  // A row kernel of one block per row, its rows' dims leading: each row is contiguous.
+  static bool rows_lead(const KernelLayout& rows) {
+    if (rows.outer.empty()) return false;
+    for (size_t i = 0; i < rows.outer.size(); ++i)
+      if (rows.outer[i] != int64_t(i)) return false;
+    return true;
+  }
+
+  // A float sum over leading dims, keeping others (see place_reduction).
   bool sums_leading_dims(const Op& op, const KernelLayout& layout) const {
     if (op.info->kind != OpKind::sum || !is_float(t_.value(op.arg(0).value).dtype) || layout.outer.empty()) return false;
     for (size_t i = 0; i < layout.reduced.size(); ++i)
@@ -455,7 +476,8 @@ class Fuser {
       op.symbol = "thunder_gen.kernel";
       op.info = &op_info(OpKind::fused_kernel);
       if (kernel.finishes >= 0)
-        for (ValueId v : kernels_[size_t(kernel.finishes)].sums_over_rows) parts.finish(op, v);
+        for (ValueId v : kernels_[size_t(kernel.finishes)].sums_over_rows)
+          if (home_[v] == int(k)) parts.finish(op, v);
       for (int i : ops[k]) op.sub.push_back(take(i));
       // Reads in the order the trace defines them, for stable signatures.
       std::vector<ValueId> in(reads[k].begin(), reads[k].end());
@@ -464,7 +486,7 @@ class Fuser {
         if (read_elsewhere.count(v)) op.outs.push_back(v);
       for (ValueId v : kernel.sums_over_rows) parts.compute(op, t_.ops[size_t(producer_[v])], kernel.parts);
       TG_CHECK(!op.outs.empty(), "a kernel writes nothing");
-      op.label = t_.name + (kernel.layout.is_row ? "_rowreduce_" : "_pointwise_") + t_.value(op.outs[0]).name;
+      op.label = t_.name + (kernel.layout.is_row ? "_rowreduce_" : "_pointwise_") + out.value(op.outs[0]).name;
       op.where = op.sub.front().where;
       out.ops.push_back(std::move(op));
     }

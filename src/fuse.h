@@ -9,8 +9,9 @@
 // - A reduction and everything it reads through such ops form a row kernel: one block per output
 //   row. Further reductions over the same rows, and outputs shaped like a row or like the reduced
 //   value, join it when every read of its reductions hits the row being computed (softmax,
-//   layer_norm and var_mean become one kernel each). A float sum over its rows joins it as
-//   partial sums, a part per block, that a small kernel after it adds up (weight gradients).
+//   layer_norm and var_mean become one kernel each). A float sum over its rows (weight
+//   gradients), or over all rows of a value per row (a loss's mean), joins it as partial sums, a
+//   part per block, that a small kernel after it adds up.
 // - Trace outputs of the same shape share a pointwise kernel, so a chain with several outputs
 //   reads each input once.
 // - A library call (matmul) stays an op of its own between the kernels; its operands are written

@@ -856,9 +856,10 @@ def cross_entropy():
     t = Trace("cross_entropy", "hand-written: torch.nn.functional.cross_entropy(logits, target) with "
                                "reduction='mean' and ignore_index=-100 over 1000 classes: log_softmax (nested "
                                "torch.log_softmax with its own decomposition), then a gather-free pick via a one-hot "
-                               "mask (iota + eq + where); targets made valid in the trace as target % 1000")
-    logits = t.input("logits", [512, 1000], "f32", requires_grad=True)
-    target = t.input("target", [512], "i64")
+                               "mask (iota + eq + where); targets made valid in the trace as target % 1000; "
+                               "1200 rows, more than the 512 partial sums of the mean (two or three rows a block)")
+    logits = t.input("logits", [1200, 1000], "f32", requires_grad=True)
+    target = t.input("target", [1200], "i64")
     tgt = t.op("remainder", target, 1000)
     t.outputs = [cross_entropy_call(t, logits, tgt, -100)]
     return t

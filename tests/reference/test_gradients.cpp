@@ -142,25 +142,26 @@ CATCH_TEST_CASE("a fused trace's partial sums over rows give the sums the trace 
     const std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("s", "[600]", dtype)) + "," +
                             op("prims.broadcast_in_dim", "[\"s\", [600, 32], [0]]", tensor("sb", shape, dtype)) + "," +
                             op("prims.sub", "[\"x\", \"sb\"]", tensor("y", shape, dtype)) + "," + op("prims.mul", "[\"y\", \"g\"]", tensor("yg", shape, dtype)) + "," +
-                            op("prims.sum", "[\"yg\", [0]]", tensor("gy", "[32]", dtype));
+                            op("prims.sum", "[\"yg\", [0]]", tensor("gy", "[32]", dtype)) + "," +
+                            op("prims.sum", "[\"s\", [0]]", tensor("st", "[]", dtype));  // a total of the row sums
     const std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"parts\", \"inputs\": [" + tensor("x", shape, dtype) + "," +
-                             tensor("g", shape, dtype) + "], \"ops\": [" + ops + "], \"outputs\": [\"y\", \"gy\"]}";
+                             tensor("g", shape, dtype) + "], \"ops\": [" + ops + "], \"outputs\": [\"y\", \"gy\", \"st\"]}";
     tg::Trace plain = tg::decompose(tg::read_trace(json));
     tg::Trace fused = tg::fuse(plain);
-    bool has_parts = false;
+    int part_sums = 0;  // gy's by element and st's total, both in the row kernel of s
     for (const tg::Op& k : fused.ops)
-      for (const tg::Op& op : k.sub) has_parts = has_parts || op.info->kind == tg::OpKind::partial_sum;
-    CATCH_REQUIRE(has_parts);
+      for (const tg::Op& op : k.sub) part_sums += op.info->kind == tg::OpKind::partial_sum;
+    CATCH_REQUIRE(part_sums == 2);
     torch::manual_seed(0);
     const torch::Dtype storage = dtype == "f32" ? torch::kFloat : torch::kHalf;
     std::vector<torch::Tensor> inputs = {torch::randn({600, 32}).to(storage), torch::randn({600, 32}).to(storage)};
     auto expected = tg::run_reference(plain, inputs, tg::Precision::wide);
     auto got = tg::run_reference(fused, inputs, tg::Precision::wide);
-    CATCH_REQUIRE(got.size() == 2);
+    CATCH_REQUIRE(got.size() == 3);
     // Every row in exactly one part: a row left out or added twice moves a sum by about 1. (f16:
     // the fused trace rounds the f32 total to f16 where the plain one keeps it wide.)
     const double tolerance = dtype == "f32" ? 1e-9 : 1.0 / 1024;
-    CATCH_CHECK(torch::allclose(got[1].to(torch::kDouble), expected[1].to(torch::kDouble), tolerance, tolerance));
+    for (size_t i : {1, 2}) CATCH_CHECK(torch::allclose(got[i].to(torch::kDouble), expected[i].to(torch::kDouble), tolerance, tolerance));
     CATCH_CHECK(torch::equal(got[0], expected[0]));
   }
 }

@@ -338,3 +338,24 @@ TEST_CASE("a value computed from a sum over rows joins the kernel adding its par
   CHECK(t.ops[1].sub[0].info->kind == tg::OpKind::sum);
   CHECK(t.ops[1].sub[1].info->kind == tg::OpKind::convert_element_type);
 }
+
+TEST_CASE("a sum over all rows of a value per row (a loss's mean) is added up in the row kernel, a total per block") {
+  // loss[i] = log(sum(exp(x[i, :]))) - x[i, 0]-ish: a value per row; its mean over 600 rows. The row
+  // kernel adds each block's rows' losses (no [600] buffer written); one block adds the 512 totals
+  // and divides.
+  const std::string shape = "[600, 32]";
+  std::string ops = op("prims.exp", "[\"x\"]", tensor("e", shape)) + "," + op("prims.sum", "[\"e\", [1]]", tensor("s", "[600]")) + "," +
+                    op("prims.log", "[\"s\"]", tensor("loss", "[600]")) + "," + op("prims.sum", "[\"loss\", [0]]", tensor("total", "[]")) + "," +
+                    op("prims.div", "[\"total\", 600.0]", tensor("mean", "[]"));
+  tg::Trace t = fused(test::trace("mean", tensor("x", shape), ops, "\"mean\""));
+  REQUIRE(t.ops.size() == 2);
+  CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
+  CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"total__parts"});
+  CHECK(t.value(t.ops[0].outs[0]).shape == tg::Shape{512});
+  CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"total__parts"});
+  CHECK(names(t, t.ops[1].outs) == std::vector<std::string>{"mean"});
+  tg::CudaFile cuda = tg::emit_cuda(t, "mean_forward", "forward.cu", "mean.json");
+  CHECK(cuda.text.find("TG_LAUNCH(mean_rowreduce_total__parts, 512, 32, stream, x, total__parts)") != std::string::npos);
+  CHECK(cuda.text.find("p_total__parts += ") != std::string::npos);
+  CHECK(cuda.text.find("total__parts[blockIdx.x] = p_total__parts;") != std::string::npos);
+}
