@@ -302,7 +302,7 @@ class Fuser {
           kernels_[it->second].layout.outer_shape() == layout.domain)
         k = it->second;
     }
-    if (k < 0 || !rows_lead(kernels_[k].layout)) return false;
+    if (k < 0 || !leading(kernels_[k].layout.outer)) return false;  // (one block a row, each row contiguous)
     // (The parts are added in the kernel's last pass, so unlike a reduction's pass it may read
     // the row outputs computed there.)
     auto start = [&](int kk, int& deepest, ReadSet& seen) { return walk_operands(op, {}, kk, deepest, seen); };
@@ -332,20 +332,16 @@ class Fuser {
     return true;
   }
 
-  // A row kernel of one block per row, its rows' dims leading: each row is contiguous.
-  static bool rows_lead(const KernelLayout& rows) {
-    if (rows.outer.empty()) return false;
-    for (size_t i = 0; i < rows.outer.size(); ++i)
-      if (rows.outer[i] != int64_t(i)) return false;
-    return true;
+  // Dims 0, 1, ... (at least one).
+  static bool leading(const std::vector<int64_t>& dims) {
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] != int64_t(i)) return false;
+    return !dims.empty();
   }
 
   // A float sum over leading dims, keeping others (see place_reduction).
   bool sums_leading_dims(const Op& op, const KernelLayout& layout) const {
-    if (op.info->kind != OpKind::sum || !is_float(t_.value(op.arg(0).value).dtype) || layout.outer.empty()) return false;
-    for (size_t i = 0; i < layout.reduced.size(); ++i)
-      if (layout.reduced[i] != int64_t(i)) return false;
-    return true;
+    return op.info->kind == OpKind::sum && is_float(t_.value(op.arg(0).value).dtype) && !layout.outer.empty() && leading(layout.reduced);
   }
 
   // A library call reads its operands from memory, so they are placed first; it runs in order
