@@ -64,6 +64,7 @@ constexpr int kInline = -2;  // not placed: computed wherever it is needed
 // one block per row up to this many rows. Each costs a row of the sum's shape written and read
 // back (2 x 2 MB for LayerNorm over 1024 features), against re-reading every row.
 constexpr int64_t kMaxRowParts = 512;
+constexpr int kMaxWaitingTries = 16;  // see place_reduction
 
 // The ops and values of sums over a row kernel's rows computed in parts (place_sum_over_rows).
 class PartSums {
@@ -160,7 +161,7 @@ class Fuser {
     }
     for (ValueId v : placed_last) place_pointwise(v);
     waiting_ = false;  // sums no row kernel took: kernels of their own
-    for (const Op* sum : std::exchange(waiting_sums_, {})) place_reduction(*sum);
+    for (const WaitingSum& w : std::exchange(waiting_sums_, {})) place_reduction(*w.sum);
     return build();
   }
 
@@ -176,7 +177,12 @@ class Fuser {
   bool placing_reduction_ = false;
   std::vector<bool> read_by_ops_;  // does an op read the value? (else only the trace returns it)
   bool waiting_ = true;            // may a sum wait for a row kernel (place_reduction)?
-  std::vector<const Op*> waiting_sums_;
+  struct WaitingSum {
+    const Op* sum;
+    KernelLayout layout;  // its row_layout
+    int tries = 0;        // row kernels of its rows it did not fit
+  };
+  std::vector<WaitingSum> waiting_sums_;
   std::vector<Kernel> kernels_;
   std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel
   std::map<Shape, int> last_row_;        // domain -> most recent row kernel
@@ -263,7 +269,7 @@ class Fuser {
     // A weight gradient often comes before the row kernel computing its input gradient, whose
     // rows it sums: a sum that only the trace returns waits for a row kernel of its input's shape.
     if (waiting_ && sums_leading_dims(op, layout) && !read_by_ops_[size_t(op.outs[0])]) {
-      waiting_sums_.push_back(&op);
+      waiting_sums_.push_back({&op, std::move(layout)});
       return;
     }
     auto start = [&](int k, int& deepest, ReadSet& seen) { return walk_operands(op, {}, k, deepest, seen); };
@@ -279,7 +285,14 @@ class Fuser {
     }
     last_row_[layout.domain] = k;
     last_row_outer_[layout.outer_shape()] = k;
-    std::erase_if(waiting_sums_, [&](const Op* sum) { return place_sum_over_rows(*sum, row_layout(t_, *sum)); });
+    // A sum that keeps failing to fit row kernels of its rows is left for the end after
+    // kMaxWaitingTries of them, so that a deep stack does not try it again at every layer.
+    std::erase_if(waiting_sums_, [&](WaitingSum& w) {
+      if (w.tries >= kMaxWaitingTries) return false;
+      if (place_sum_over_rows(*w.sum, w.layout)) return true;
+      w.tries += last_row_.count(w.layout.domain) ? 1 : 0;
+      return false;
+    });
   }
 
   // A float sum over the rows of a row kernel whose rows lie next to each other in memory, that
