@@ -27,9 +27,10 @@ std::string c_ident(const std::string& name) {
       "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
       // names generated code uses
       "i", "j", "n", "row", "rows", "run", "runs", "lane", "k", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
-  // Generated locals start with v_, ix_, acc_, mean_, r_, w_, b_ (runs) or c_ (rows); escaped names get p_,
-  // so p_ is reserved too. Escaping prepends p_, which keeps the mapping one-to-one.
-  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "r_", "w_", "b_", "c_", "p_", "__"};
+  // Generated locals start with v_, ix_, acc_, mean_, r_, w_, b_ (runs), c_ (rows) or s_ (a block's
+  // partial sums); escaped names get p_, so p_ is reserved too. Escaping prepends p_, which keeps
+  // the mapping one-to-one.
+  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "r_", "w_", "b_", "c_", "s_", "p_", "__"};
   const bool dim_var = name.size() > 1 && name[0] == 'd' && name.find_first_not_of("0123456789", 1) == std::string::npos;  // d<k>
   bool escape = reserved.count(name) || dim_var;
   for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
@@ -1035,8 +1036,9 @@ class KernelWriter {
     return "  for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {\n" + statements + "  }\n";
   }
 
-  // Each thread adds each row's value (the same in every thread) in a register of its own.
-  std::string row_total(const Op* p) const { return "p_" + ident(p->outs[0]); }
+  // Each thread adds each row's value (the same in every thread) in a register of its own. (s_ as
+  // for the shared sums: a `__parts` value has one or the other, and no trace value is named s_...)
+  std::string row_total(const Op* p) const { return "s_" + ident(p->outs[0]); }
 
   std::string start_part_sums() const {
     std::string code;

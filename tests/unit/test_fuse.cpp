@@ -356,6 +356,6 @@ TEST_CASE("a sum over all rows of a value per row (a loss's mean) is added up in
   CHECK(names(t, t.ops[1].outs) == std::vector<std::string>{"mean"});
   tg::CudaFile cuda = tg::emit_cuda(t, "mean_forward", "forward.cu", "mean.json");
   CHECK(cuda.text.find("TG_LAUNCH(mean_rowreduce_total__parts, 512, 32, stream, x, total__parts)") != std::string::npos);
-  CHECK(cuda.text.find("p_total__parts += ") != std::string::npos);
-  CHECK(cuda.text.find("total__parts[blockIdx.x] = p_total__parts;") != std::string::npos);
+  CHECK(cuda.text.find("s_total__parts += ") != std::string::npos);
+  CHECK(cuda.text.find("total__parts[blockIdx.x] = s_total__parts;") != std::string::npos);
 }
