@@ -123,48 +123,68 @@ EmittedKernel describe(const Trace& t, const Op& kernel) {
 // appearance. Kernels with equal signatures are the same computation on different buffers, so
 // a file emits the code once and launches it for each (a stack of identical transformer blocks
 // would otherwise repeat every kernel once per block).
-std::string kernel_signature(const Trace& t, const Op& kernel) {
-  std::unordered_map<ValueId, size_t> number;
-  std::string s;
-  auto value = [&](ValueId v) {
-    auto [it, fresh] = number.emplace(v, number.size());
-    s += '%';
-    s += std::to_string(it->second);
+class KernelSignature {
+ public:
+  explicit KernelSignature(const Trace& t) : t_(t), number_(t.values.size(), -1) {}
+
+  std::string of(const Op& kernel) {
+    s_.clear();
+    for (const Arg& a : kernel.args) value(a.value);
+    s_ += '|';
+    for (ValueId v : kernel.outs) value(v);
+    for (const Op& op : kernel.sub) {
+      s_ += '\n';
+      s_ += op.symbol;
+      s_ += '(';
+      for (const Arg& a : op.args) arg(a);
+      s_ += ")->";
+      for (ValueId v : op.outs) value(v);
+    }
+    for (ValueId v : numbered_) number_[size_t(v)] = -1;
+    numbered_.clear();
+    return s_;
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<int> number_;         // by value id: its number in the kernel at hand, -1 if none yet
+  std::vector<ValueId> numbered_;   // the ids numbered so far
+  std::string s_;
+
+  void value(ValueId v) {
+    int& n = number_[size_t(v)];
+    const bool fresh = n < 0;
+    if (fresh) {
+      n = int(numbered_.size());
+      numbered_.push_back(v);
+    }
+    s_ += '%';
+    append_int(s_, n);
     if (!fresh) return;
-    const Value& val = t.value(v);
-    s += ':' + print_type(val);
-    if (val.bit_packed) s += " packed";
-  };
-  std::function<void(const Arg&)> arg = [&](const Arg& a) {
-    s += char('A' + int(a.kind));
+    const Value& val = t_.value(v);
+    s_ += ':';
+    append_type(s_, val);
+    if (val.bit_packed) s_ += " packed";
+  }
+
+  void arg(const Arg& a) {
+    s_ += char('A' + int(a.kind));
     switch (a.kind) {
       case Arg::Kind::value: value(a.value); break;
-      case Arg::Kind::boolean: s += a.boolean ? '1' : '0'; break;
-      case Arg::Kind::integer: s += std::to_string(a.integer); break;
-      case Arg::Kind::real: s += print_number(a.real); break;
-      case Arg::Kind::dtype: s += dtype_name(a.dtype); break;
-      case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque: s += a.text; break;
+      case Arg::Kind::boolean: s_ += a.boolean ? '1' : '0'; break;
+      case Arg::Kind::integer: append_int(s_, a.integer); break;
+      case Arg::Kind::real: s_ += print_number(a.real); break;
+      case Arg::Kind::dtype: s_ += dtype_name(a.dtype); break;
+      case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque: s_ += a.text; break;
       case Arg::Kind::list:
         for (const Arg& item : a.items) arg(item);
-        s += ']';
+        s_ += ']';
         break;
       case Arg::Kind::none: break;
     }
-    s += ',';
-  };
-  for (const Arg& a : kernel.args) value(a.value);
-  s += '|';
-  for (ValueId v : kernel.outs) value(v);
-  for (const Op& op : kernel.sub) {
-    s += '\n';
-    s += op.symbol;
-    s += '(';
-    for (const Arg& a : op.args) arg(a);
-    s += ")->";
-    for (ValueId v : op.outs) value(v);
+    s_ += ',';
   }
-  return s;
-}
+};
 
 class KernelWriter {
  public:
@@ -1166,6 +1186,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   std::vector<Launch> launch;
   std::vector<std::string> idents(fused.values.size());
   std::unordered_map<std::string, size_t> code_of;  // kernel signature -> the launch that emitted it
+  KernelSignature signature(fused);
   for (const Op& k : fused.ops) {
     if (is_view(k) || is_library_call(k)) {  // no kernel of its own: a view or a cuBLASLt call
       launch.push_back({});
@@ -1181,7 +1202,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
       continue;
     }
     EmittedKernel info = describe(fused, k);
-    auto [first, fresh] = code_of.try_emplace(kernel_signature(fused, k), launch.size());
+    auto [first, fresh] = code_of.try_emplace(signature.of(k), launch.size());
     if (fresh) {
       KernelWriter writer(fused, idents, k);
       std::string text = writer.write();

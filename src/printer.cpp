@@ -7,11 +7,30 @@
 
 namespace tg {
 
+void append_type(std::string& out, const Value& v) {
+  out += dtype_name(v.dtype);
+  if (v.is_scalar) {
+    out += " scalar";
+    return;
+  }
+  out += '[';
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    if (i) out += ", ";
+    append_int(out, v.shape[i]);
+  }
+  out += ']';
+}
+
 std::string print_type(const Value& v) {
-  if (v.is_scalar) return std::string(dtype_name(v.dtype)) + " scalar";
-  std::string s = std::string(dtype_name(v.dtype)) + "[";
-  for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
-  return s + "]";
+  std::string s;
+  append_type(s, v);
+  return s;
+}
+
+void append_int(std::string& out, int64_t i) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, i);
+  out.append(buf, end);
 }
 
 std::string print_number(double d) {

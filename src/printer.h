@@ -12,6 +12,8 @@ std::string print_trace(const Trace& trace);
 // One op as its listing line (without its decomposition); `types` adds the "# t2: f32[...]" comment.
 std::string print_op(const Op& op, const Trace& trace, bool types = true);
 std::string print_type(const Value& v);      // "f32[1024, 1024]" or "f64 scalar"
+void append_type(std::string& out, const Value& v);  // print_type, appended to `out`
+void append_int(std::string& out, int64_t i);         // std::to_string, appended
 std::string print_literal(const Arg& arg, const Trace& trace);
 std::string print_number(double d);           // shortest text that reads back to d
 
