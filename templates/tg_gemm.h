@@ -16,6 +16,8 @@
 #if defined(TG_ON_GPU)
 #include <cublasLt.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -115,6 +117,51 @@ template <class T> const T* device_ones(int64_t k) {
   return ones;
 }
 
+// TG_GEMM_TUNE=1: the first GEMM of each problem times cuBLASLt's best kGemmTuneCandidates heuristics on
+// its own operands (a warm-up call and kGemmTuneRuns timed ones each) and keeps the fastest, as
+// cudnn.benchmark does for convolutions. Off by default: the first call then synchronizes the
+// stream, and which algorithm wins may differ between runs, so results need not be bit-identical
+// from run to run. Never while the stream is being captured into a graph.
+constexpr int kGemmTuneCandidates = 8;
+constexpr int kGemmTuneRuns = 3;
+inline bool gemm_tuning() {
+  static const bool on = [] {
+    const char* v = std::getenv("TG_GEMM_TUNE");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+// The index of the fastest of `count` candidates; `run(algo)` launches the GEMM with one of them.
+// A candidate whose launch fails is skipped; with no timing possible, the heuristic's first.
+template <class Run>
+int fastest_gemm(const cublasLtMatmulHeuristicResult_t* candidates, int count, Stream stream, const Run& run) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) return 0;
+  cudaEvent_t start, stop;
+  TG_CUDA_CHECK(cudaEventCreate(&start));
+  TG_CUDA_CHECK(cudaEventCreate(&stop));
+  int best = 0;
+  float best_ms = -1;
+  for (int i = 0; i < count; ++i) {
+    if (candidates[i].state != CUBLAS_STATUS_SUCCESS || run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;  // (warm-up)
+    bool ok = true;
+    TG_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int r = 0; r < kGemmTuneRuns && ok; ++r) ok = run(candidates[i].algo) == CUBLAS_STATUS_SUCCESS;
+    TG_CUDA_CHECK(cudaEventRecord(stop, stream));
+    TG_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    TG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (ok && (best_ms < 0 || ms < best_ms)) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
 inline cublasLtEpilogue_t cublaslt_epilogue(Epilogue e, bool bias) {
   switch (e) {
     case Epilogue::gelu_tanh: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
@@ -193,15 +240,24 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
     TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     TG_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
                                                          sizeof workspace_bytes));
-    cublasLtMatmulHeuristicResult_t heuristic;
+    cublasLtMatmulHeuristicResult_t heuristics[kGemmTuneCandidates];
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference, 1, &heuristic, &found);
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference,
+                                                                 gemm_tuning() ? kGemmTuneCandidates : 1, heuristics, &found);
     cublasLtMatmulPreferenceDestroy(preference);
     // A problem the training epilogues do not take is refused, as NOT_SUPPORTED or INVALID_VALUE:
     // the plain epilogues below then do it.
     if (status != CUBLAS_STATUS_SUCCESS && !(has_unfused_way(e) || status == CUBLAS_STATUS_NOT_SUPPORTED)) TG_CUBLAS_CHECK(status);
     if (status != CUBLAS_STATUS_SUCCESS) found = 0;
-    it = chosen.emplace(key, found ? std::optional(heuristic.algo) : std::nullopt).first;
+    int best = 0;
+    if (found > 1) {
+      Scale alpha = 1, beta = 0;
+      best = fastest_gemm(heuristics, found, stream, [&](const cublasLtMatmulAlgo_t& algo) {
+        return cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &algo, gemm_workspace(), workspace_bytes,
+                              stream);
+      });
+    }
+    it = chosen.emplace(key, found ? std::optional(heuristics[best].algo) : std::nullopt).first;
     if (!found && has_unfused_way(e))
       std::fprintf(stderr, "thunder-gen runtime: cuBLASLt has no kernel with the %s epilogue for a %lldx%lldx%lld GEMM; two calls instead\n",
                    e == Epilogue::bias_grad ? "BGRADB" : "GELU_AUX", static_cast<long long>(s.m), static_cast<long long>(s.n),

@@ -12,7 +12,8 @@
 # 4. nvcc -O3 for the GPU's arch (nvidia-smi compute_cap, else sm_90) with cuBLASLt, in parallel;
 #    a harness already built (by a --prepare elsewhere) is kept if it starts here;
 # 5. each harness: --inputs (the .npy files) --repeat 50 --outputs results, its median forward and
-#    backward milliseconds (DIR/<case>/run.log);
+#    backward milliseconds (DIR/<case>/run.log); cases with GEMMs again with TG_GEMM_TUNE=1
+#    (DIR/<case>/run_tuned.log, a "(GEMMs tuned)" row);
 # 6. tools/gpu_bench.py torch: eager and torch.compile forward+backward medians (CUDA events,
 #    warm-up), the device-to-device copy bandwidth, and the generated results against eager's;
 # 7. tools/gpu_bench.py report: ms, effective GB/s, fraction of copy bandwidth, speedups, errors,
@@ -110,6 +111,13 @@ for d in $cases; do
   mkdir -p "$d/results"
   (cd "$d/out" && timeout 120 ./harness --inputs ../inputs --outputs ../results --repeat 50) >"$d/run.log" 2>&1 ||
     { echo "gpu-bench: $(basename "$d"): harness failed:"; tail -5 "$d/run.log"; }
+done
+# Cases with GEMMs once more with cuBLASLt's candidates timed on first use (TG_GEMM_TUNE=1, tg_gemm.h).
+for d in $cases; do
+  grep -q '"library": "cuBLASLt"' "$d/out/manifest.json" || continue
+  mkdir -p "$d/results_tuned"
+  (cd "$d/out" && TG_GEMM_TUNE=1 timeout 120 ./harness --inputs ../inputs --outputs ../results_tuned --repeat 50) >"$d/run_tuned.log" 2>&1 ||
+    { echo "gpu-bench: $(basename "$d"): harness with TG_GEMM_TUNE=1 failed:"; tail -5 "$d/run_tuned.log"; }
 done
 say "generated code timed"
 "${gpu_bench[@]}" torch "$out" --device cuda --repeat 50 >"$out/torch.log" 2>&1 || { tail -20 "$out/torch.log"; exit 1; }

@@ -208,6 +208,8 @@ def time_torch(folder, device_name, repeat, compile_too):
         row = {"eager_ms": time_ms(lambda: step(fn), device, repeat)}
         if (d / "results").is_dir() and "dropout" not in case["name"]:
             row["max_rel_err"] = max_relative_error(d / "results", case, step(fn), leaves)
+        if (d / "results_tuned").is_dir() and "dropout" not in case["name"]:  # TG_GEMM_TUNE=1's run
+            row["max_rel_err_tuned"] = max_relative_error(d / "results_tuned", case, step(fn), leaves)
         if compile_too:
             torch._dynamo.reset()
             compiled = torch.compile(fn, dynamic=False)
@@ -245,6 +247,24 @@ def moved_bytes(manifest):
     return total
 
 
+def report_row(folder, name, label, log_name, row, copy):
+    """One line of the table: the harness's medians in folder/name/log_name against row's PyTorch times."""
+    log = folder / name / log_name
+    text = log.read_text() if log.exists() else ""
+    phases = {m.group(1): float(m.group(2)) for m in re.finditer(r": (forward|backward): median ([\d.]+) ms", text)}
+    if len(phases) < 2:
+        print(f"{label:34} {'(no run)':>7}")
+        return
+    gen = phases["forward"] + phases["backward"]
+    manifest = json.loads((folder / name / "out" / "manifest.json").read_text())
+    gbs = moved_bytes(manifest) / (gen * 1e-3) / 1e9
+    comp, eager = row.get("compile_ms", float("nan")), row.get("eager_ms", float("nan"))
+    err_key = "max_rel_err" if log_name == "run.log" else "max_rel_err_tuned"
+    err = f"{row[err_key]:.1e}" if err_key in row else "-"
+    print(f"{label:34} {phases['forward']:7.3f} {phases['backward']:7.3f} {gen:9.3f} {eager:8.3f} {comp:8.3f} "
+          f"{gbs:6.0f} {gbs / copy:7.0%} {eager / gen:7.2f}x {comp / gen:6.2f}x {err:>8}")
+
+
 def report(folder):
     torch_results = json.loads((folder / "torch.json").read_text())
     copy = torch_results["copy_gb_s"]
@@ -253,20 +273,9 @@ def report(folder):
           f"{'vs eager':>8} {'vs comp':>7} {'rel err':>8}")
     for case in json.loads((folder / "cases.json").read_text()):
         name, row = case["name"], torch_results["cases"].get(case["name"], {})
-        log = (folder / name / "run.log")
-        text = log.read_text() if log.exists() else ""
-        phases = {m.group(1): float(m.group(2)) for m in re.finditer(r": (forward|backward): median ([\d.]+) ms", text)}
-        if len(phases) < 2:
-            print(f"{name:34} {'(no run)':>7}")
-            continue
-        gen = phases["forward"] + phases["backward"]
-        manifest = json.loads((folder / name / "out" / "manifest.json").read_text())
-        gbs = moved_bytes(manifest) / (gen * 1e-3) / 1e9
-        comp, eager = row.get("compile_ms", float("nan")), row.get("eager_ms", float("nan"))
-        err = f"{row['max_rel_err']:.1e}" if "max_rel_err" in row else "-"
-        print(f"{name:34} {phases['forward']:7.3f} {phases['backward']:7.3f} {gen:9.3f} {eager:8.3f} {comp:8.3f} "
-              f"{gbs:6.0f} {gbs / copy:7.0%} {eager / gen:7.2f}x {comp / gen:6.2f}x {err:>8}")
-
+        report_row(folder, name, name, "run.log", row, copy)
+        if (folder / name / "run_tuned.log").exists():  # TG_GEMM_TUNE=1 (gpu-bench.sh, cases with GEMMs)
+            report_row(folder, name, name + " (GEMMs tuned)", "run_tuned.log", row, copy)
 
     nvrtc = folder / "nvrtc.txt"
     if nvrtc.exists():
