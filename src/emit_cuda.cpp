@@ -205,6 +205,7 @@ class KernelWriter {
     row_block_ = row_block();
     cached_ = hold_row ? row_cache(row_block_) : 0;
     row_run_ = row_run();
+    hoist_ = cached_ > 0 && hoisted_words() > 0 && (row_words() + hoisted_words()) * cached_ <= 64 * kMaxRowBlock / row_block_;
   }
 
   std::string write() {
@@ -274,6 +275,8 @@ class KernelWriter {
   std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
   std::vector<const Op*> row_totals_;  // ... of a value per row (a row kernel's reduced values)
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
+  bool hoist_ = false;              // are operands shaped like one row loaded once, before the rows?
+  std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
 
@@ -332,12 +335,27 @@ class KernelWriter {
     if (j_form.empty()) return 0;
     const int64_t r = numel(layout_.reduced_shape());
     if (r % block != 0 || r / block > kMaxCachedPerThread) return 0;
-    int64_t words = 0;  // 32-bit registers per cached element (2 for an f64 operand)
+    return row_words() * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
+  }
+  // 32-bit registers per cached element (2 for an f64 operand) of the operands shaped like the
+  // domain (row_cache), and of those shaped like one row: a LayerNorm's weight and bias, the same
+  // for every row, which a thread holding its part of the row loads once for all its rows (hoist_).
+  int64_t row_words() const { return operand_words(layout_.domain); }
+  int64_t hoisted_words() const { return layout_.outer.empty() ? 0 : operand_words(layout_.reduced_shape()); }
+  int64_t operand_words(const Shape& shape) const {
+    int64_t words = 0;
     for (const Arg& a : k_.args) {
       const Value& v = t_.value(a.value);
-      if (!v.is_scalar && v.shape == layout_.domain) words += (dtype_bytes(v.dtype) + 3) / 4;
+      if (!v.is_scalar && v.shape == shape) words += (dtype_bytes(v.dtype) + 3) / 4;
     }
-    return words * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
+    return words;
+  }
+  // Whether `index` reads element j of a value shaped like one row (the reduced dims, in order).
+  bool reads_row_element(const Value& val, const Index& index) const {
+    if (val.shape != layout_.reduced_shape() || index.size() != layout_.reduced.size()) return false;
+    for (size_t i = 0; i < index.size(); ++i)
+      if (index[i].kind != IndexComp::Kind::var || index[i].var != int(layout_.reduced[i])) return false;
+    return true;
   }
   // Threads per row: the row's length rounded up to a power of two, at most kMaxRowBlock; a row
   // longer than kMaxRowBlock * 16 (LayerNorm over 8192 features) gets the smallest larger block
@@ -488,6 +506,13 @@ class KernelWriter {
       if (val.is_scalar) return ident(v);
       if (cached_ > 0 && val.shape == layout_.domain && is_identity(index)) {  // this thread's k-th element of the row
         if (std::find(row_cached_.begin(), row_cached_.end(), v) == row_cached_.end()) row_cached_.push_back(v);
+        scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
+        return "c_" + ident(v) + "[k]";
+      }
+      // The same for every row: loaded before them. (Also c_<name>: one value is not shaped both
+      // like the rows and like one row, as hoist_ needs more than one row.)
+      if (hoist_ && !val.bit_packed && reads_row_element(val, index)) {
+        if (std::find(row_hoisted_.begin(), row_hoisted_.end(), v) == row_hoisted_.end()) row_hoisted_.push_back(v);
         scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
         return "c_" + ident(v) + "[k]";
       }
@@ -1000,30 +1025,13 @@ class KernelWriter {
     }
     for (const Op* p : row_totals_) line(row_total(p) + " += " + value_at(p->arg(0).value, layout_.outer_index()) + ";");
     std::string body = pop();
-    if (!row_cached_.empty()) {  // read the row once, into registers
-      const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
-      std::string fill = "    // the row, " + n + " elements per thread" + (row_run_ > 1 ? " in runs of " + run : "") + ", read once\n";
-      for (ValueId v : row_cached_) fill += "    " + ctype(t_.value(v).dtype) + " c_" + ident(v) + "[" + n + "];\n";
-      auto element_by_element = [&](const std::string& indent) {
-        std::string code = indent + "TG_UNROLL for (int k = 0; k < " + n + "; ++k) {\n";
-        code += indent + "  const int64_t j = " + cached_element() + ";\n";
-        for (ValueId v : row_cached_) code += indent + "  c_" + ident(v) + "[k] = tg::load(" + ident(v) + ", " + offset_of_row_element() + ");\n";
-        return code + indent + "}\n";
-      };
-      if (row_run_ == 1) {
-        fill += element_by_element("    ");
-      } else {
-        fill += "    " + if_aligned(row_cached_) + "\n";
-        fill += over_runs("      ", [&](const std::string& at) {
-          std::vector<std::string> loads;
-          for (ValueId v : row_cached_) loads.push_back("tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", c_" + ident(v) + at + ");");
-          return loads;
-        });
-        fill += "    } else {\n" + element_by_element("      ") + "    }\n";
-      }
-      body = fill + body;
-    }
+    if (!row_cached_.empty())
+      body = "    // the row, " + std::to_string(cached_) + " elements per thread" + (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") +
+             ", read once\n" + fill_registers(row_cached_, "c_", offset_of_row_element(), "    ") + body;
     std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n" + start_part_sums();
+    if (!row_hoisted_.empty())
+      out += "  // operands shaped like a row, the same for every row: this thread's elements, read once\n" +
+             fill_registers(row_hoisted_, "c_", "j", "  ");
     if (column_tile_ > 1)  // rows is a multiple of 32: every thread of a block runs the same iterations
       out += "  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {\n";
     else
@@ -1032,6 +1040,29 @@ class KernelWriter {
     out += dim_declarations(body, "row", layout_.domain, layout_.outer, "    ");
     out += body + "  }\n";
     return out + store_part_sums();
+  }
+
+  // Declares <prefix><name>[cached_] for each of `values` and loads this thread's elements j into
+  // them from `offset` (an expression in j): in runs where the pointers are 16-byte aligned.
+  std::string fill_registers(const std::vector<ValueId>& values, const std::string& prefix, const std::string& offset,
+                             const std::string& indent) const {
+    const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
+    std::string fill;
+    for (ValueId v : values) fill += indent + ctype(t_.value(v).dtype) + " " + prefix + ident(v) + "[" + n + "];\n";
+    auto element_by_element = [&](const std::string& in) {
+      std::string code = in + "TG_UNROLL for (int k = 0; k < " + n + "; ++k) {\n";
+      code += in + "  const int64_t j = " + cached_element() + ";\n";
+      for (ValueId v : values) code += in + "  " + prefix + ident(v) + "[k] = tg::load(" + ident(v) + ", " + offset + ");\n";
+      return code + in + "}\n";
+    };
+    if (row_run_ == 1) return fill + element_by_element(indent);
+    fill += indent + if_aligned(values) + "\n";
+    fill += over_runs(indent + "  ", [&](const std::string& at) {
+      std::vector<std::string> loads;
+      for (ValueId v : values) loads.push_back("tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset + ", " + prefix + ident(v) + at + ");");
+      return loads;
+    });
+    return fill + indent + "} else {\n" + element_by_element(indent + "  ") + indent + "}\n";
   }
 
   // ---- partial sums over the rows (thunder_gen.partial_sum, see fuse.cpp) ----------------------

@@ -123,6 +123,26 @@ TEST_CASE("a row held in registers is read and written in 16-byte runs where the
   CHECK(k.find("threadIdx.x + k * 512") == std::string::npos);
 }
 
+TEST_CASE("an operand shaped like one row (a LayerNorm's weight) is read once before the rows, in runs") {
+  // y = (x - mean(x)) * w over x [64, 1024], w [1024]: 4 elements a thread in one run of 4.
+  std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("s", "[64]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"s\", [64, 1024], [0]]", tensor("sb", "[64, 1024]")) + "," +
+                    op("prims.sub", "[\"x\", \"sb\"]", tensor("d", "[64, 1024]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"w\", [64, 1024], [1]]", tensor("wb", "[64, 1024]")) + "," +
+                    op("prims.mul", "[\"d\", \"wb\"]", tensor("y", "[64, 1024]"));
+  const std::string k =
+      tg::emit_cuda(fused(test::trace("scaled", tensor("x", "[64, 1024]") + "," + tensor("w", "[1024]"), ops, "\"y\"")), "scaled_forward",
+                    "forward.cu", "scaled.json")
+          .text;
+  const size_t fill = k.find("tg::load_run_to<4>(w, j, c_w);"), rows = k.find("for (int64_t row = blockIdx.x;");
+  REQUIRE(fill != std::string::npos);
+  REQUIRE(rows != std::string::npos);
+  CHECK(fill < rows);
+  CHECK(k.find("c_w[k] = tg::load(w, j);") < rows);  // (unaligned)
+  CHECK(k.find("* c_w[k])") > rows);
+  CHECK(test::count(k, "tg::load(w,") == 1);  // not in the row loop
+}
+
 TEST_CASE("a row that only one pass reads is streamed from memory, not held in registers") {
   const std::string k = wide_row_kernel(1, /*second_pass=*/false);
   CHECK(k.find("read once") == std::string::npos);

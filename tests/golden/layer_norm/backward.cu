@@ -41,6 +41,17 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     s_grad_b__parts[j] = 0;
   }
   __syncthreads();
+  // operands shaped like a row, the same for every row: this thread's elements, read once
+  float c_w[4];
+  if (tg::aligned16(w)) {
+    const int64_t j = threadIdx.x * 4;
+    tg::load_run_to<4>(w, j, c_w);
+  } else {
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x * 4 + k;
+      c_w[k] = tg::load(w, j);
+    }
+  }
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
@@ -61,11 +72,8 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     // bw16 = prims.sum(bw9, [1])
     float acc_bw16 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x * 4 + k;
-      const int64_t d1 = j;
       acc_mean_bw0 = tg::Sum<float>::combine(acc_mean_bw0, c_x[k]);
-      const float v_w = tg::load(w, d1);
-      const float v_bw9 = (c_cotangent_t13[k] * v_w);
+      const float v_bw9 = (c_cotangent_t13[k] * c_w[k]);
       acc_bw16 = tg::Sum<float>::combine(acc_bw16, v_bw9);
     }
     tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(acc_mean_bw0, acc_bw16);
@@ -80,10 +88,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x * 4 + k;
-      const int64_t d1 = j;
-      const float v_w = tg::load(w, d1);
-      const float v_bw9 = (c_cotangent_t13[k] * v_w);
+      const float v_bw9 = (c_cotangent_t13[k] * c_w[k]);
       const float v_bw3 = (c_x[k] - mean_bw0);
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
@@ -96,7 +101,6 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     float w_grad_x[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       const int64_t j = threadIdx.x * 4 + k;
-      const int64_t d1 = j;
       const float v_bw3 = (c_x[k] - mean_bw0);
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
@@ -104,8 +108,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       const float v_bw21 = (c_cotangent_t13[k] * v_bw7);
       s_grad_w__parts[j] += v_bw21;
       s_grad_b__parts[j] += c_cotangent_t13[k];
-      const float v_w = tg::load(w, d1);
-      const float v_bw9 = (c_cotangent_t13[k] * v_w);
+      const float v_bw9 = (c_cotangent_t13[k] * c_w[k]);
       const float v_bw12 = tg::div(v_bw11, 1024.0f);
       const float v_bw14 = (v_bw7 * v_bw12);
       const float v_bw15 = (v_bw9 - v_bw14);

@@ -21,6 +21,20 @@
 //   t13 = prims.add(t13__9, t13__10)  # t13: f32[2048, 1024]
 extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ t13) {
   const int64_t rows = 2048;
+  // operands shaped like a row, the same for every row: this thread's elements, read once
+  float c_w[4];
+  float c_b[4];
+  if (tg::aligned16(w) && tg::aligned16(b)) {
+    const int64_t j = threadIdx.x * 4;
+    tg::load_run_to<4>(w, j, c_w);
+    tg::load_run_to<4>(b, j, c_b);
+  } else {
+    TG_UNROLL for (int k = 0; k < 4; ++k) {
+      const int64_t j = threadIdx.x * 4 + k;
+      c_w[k] = tg::load(w, j);
+      c_b[k] = tg::load(b, j);
+    }
+  }
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
@@ -48,16 +62,12 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
     // write the row
     float w_t13[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const int64_t j = threadIdx.x * 4 + k;
-      const int64_t d1 = j;
       const float v_t13__3 = (c_x[k] - mean_t13__0);
       const float v_t13__5 = (v_t13__0 + 1e-05f);
       const float v_t13__6 = tg::rsqrt(v_t13__5);
       const float v_t13__7 = (v_t13__3 * v_t13__6);
-      const float v_w = tg::load(w, d1);
-      const float v_t13__9 = (v_t13__7 * v_w);
-      const float v_b = tg::load(b, d1);
-      const float v_t13 = (v_t13__9 + v_b);
+      const float v_t13__9 = (v_t13__7 * c_w[k]);
+      const float v_t13 = (v_t13__9 + c_b[k]);
       w_t13[k] = v_t13;
     }
     if (tg::aligned16(t13)) {
