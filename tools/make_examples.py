@@ -686,10 +686,12 @@ def shape_ops():
 def reductions():
     t = Trace("reductions", "hand-written: reduction prims: sum, prod, amax, amin over one, several and all dims; "
                             "var and var_mean with correction given by keyword; argmax/argmin with a dim, a "
-                            "negative dim and dim null; on f32, f64 and f16")
+                            "negative dim and dim null; on f32, f64 and f16; f16 sums over the rows of a row kernel "
+                            "kept in f32 parts, 1100 rows in 512 (t21 element by element, t22 over a value per row)")
     x = t.input("x", [64, 32, 48], "f32")
     y = t.input("y", [128, 96], "f64")
     h = t.input("h", [64, 256], "f16")
+    hr = t.input("hr", [1100, 48], "f16")
     outs = []
     outs.append(t.op("sum", x, [0, 2]))
     outs.append(t.op("sum", x, [0, 1, 2]))
@@ -707,6 +709,10 @@ def reductions():
     outs.append(t.op("amax", h, [0]))
     outs.extend(t.op("var_mean", h, [1], kwargs={"correction": 1}))
     outs.append(t.op("prod", y, [0, 1]))
+    per_row = t.op("sum", hr, [1])
+    outs.append(per_row)
+    outs.append(t.op("sum", hr, [0]))
+    outs.append(t.op("sum", per_row, [0]))
     t.outputs = outs
     return t
 
