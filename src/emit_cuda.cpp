@@ -206,6 +206,7 @@ class KernelWriter {
     cached_ = hold_row ? row_cache(row_block_) : 0;
     row_run_ = row_run();
     hoist_ = cached_ > 0 && hoisted_words() > 0 && (row_words() + hoisted_words()) * cached_ <= 64 * kMaxRowBlock / row_block_;
+    stream_run_ = stream_run();
   }
 
   std::string write() {
@@ -277,6 +278,10 @@ class KernelWriter {
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
   bool hoist_ = false;              // are operands shaped like one row loaded once, before the rows?
   std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
+  int stream_run_ = 1;              // rows not held: elements a thread streams in a run (stream_run)
+  bool in_stream_run_ = false;      // writing a streamed pass's per-lane body
+  std::vector<ValueId> stream_loads_;  // operands that body reads a run at a time (r_<name>[lane])
+  std::vector<ValueId> stream_row_loads_;  // ... of those, the ones shaped like one row (a LayerNorm's weight)
   bool in_run_ = false;             // writing that loop's per-lane body
   std::vector<ValueId> run_loads_;  // operands it loads a run at a time
 
@@ -385,6 +390,27 @@ class KernelWriter {
     int run = 16 / widest;
     while (run > 1 && cached_ % run != 0) run /= 2;
     return run;
+  }
+  // A row not held in registers is streamed by each pass: thread t takes runs t, t + block, ... of
+  // 16 bytes of the widest row-shaped operand or output, read (and written) with one access each
+  // where the pointers are aligned, so a thread has whole runs in flight rather than one element.
+  // 1 where the row does not split into runs (its length, or rows not contiguous), would leave
+  // threads without a run, or a packed mask is written.
+  int stream_run() const {
+    if (!layout_.is_row || column_tile_ > 1 || cached_ > 0 || has_packed_output() || offset_of_row_element().empty()) return 1;
+    int widest = 0;
+    for (const Arg& a : k_.args) {
+      const Value& v = t_.value(a.value);
+      if (!v.is_scalar && !v.bit_packed && v.shape == layout_.domain) widest = std::max(widest, dtype_bytes(v.dtype));
+    }
+    for (ValueId id : k_.outs)
+      if (t_.value(id).shape == layout_.domain) widest = std::max(widest, dtype_bytes(t_.value(id).dtype));
+    if (widest == 0 || widest > 8) return 1;
+    const int run = 16 / widest;
+    // (Every thread of the block takes at least one run: a shorter row keeps its threads busy
+    // element by element instead.)
+    const int64_t length = numel(layout_.reduced_shape());
+    return length % run == 0 && length >= int64_t(run) * block_size() ? run : 1;
   }
   // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
   std::string cached_element() const {
@@ -515,6 +541,15 @@ class KernelWriter {
         if (std::find(row_hoisted_.begin(), row_hoisted_.end(), v) == row_hoisted_.end()) row_hoisted_.push_back(v);
         scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
         return "c_" + ident(v) + "[k]";
+      }
+      const bool row_shaped = !layout_.outer.empty() && reads_row_element(val, index);
+      if (in_stream_run_ && !val.bit_packed && ((val.shape == layout_.domain && is_identity(index)) || row_shaped)) {  // this lane's of the streamed run
+        if (std::find(stream_loads_.begin(), stream_loads_.end(), v) == stream_loads_.end()) {
+          stream_loads_.push_back(v);
+          if (row_shaped) stream_row_loads_.push_back(v);
+        }
+        scopes_.back().memo[key] = "r_" + ident(v) + "[lane]";
+        return "r_" + ident(v) + "[lane]";
       }
       var = fresh_name(v);
       if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
@@ -944,11 +979,7 @@ class KernelWriter {
         }
       }
     }
-    if (!stores.empty()) {  // (no reduction at all)
-      push(scopes_.back().indent + "  ");
-      store_row_outputs(stores);
-      reduced_loop(pop());
-    }
+    if (!stores.empty()) pass_writing(stores, [] {});  // (no reduction at all)
   }
 
   void store_row_outputs(const std::vector<ValueId>& outs) {
@@ -989,6 +1020,10 @@ class KernelWriter {
   // A pass over the row: `body` in the loop, and the row outputs `outs` written (in runs where
   // the row is held in runs).
   void pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body) {
+    if (stream_run_ > 1) {
+      stream_pass(outs, body);
+      return;
+    }
     if (row_run_ > 1) declare_row_output_runs(outs);
     push(scopes_.back().indent + "  ");
     body();
@@ -996,6 +1031,72 @@ class KernelWriter {
     else store_row_outputs(outs);
     reduced_loop(pop());
     if (row_run_ > 1) store_row_output_runs(outs);
+  }
+
+  // A pass streaming the row in runs (stream_run_): thread t takes runs t, t + block, ... and
+  // computes their lanes. Where every pointer it reads or writes along the row is 16-byte
+  // aligned, each operand's run is loaded and each output's stored with one access; where not,
+  // element by element into the same arrays, so both ways add the same elements in the same order
+  // (the same bits).
+  void stream_pass(const std::vector<ValueId>& outs, const std::function<void()>& body) {
+    const std::string L = std::to_string(stream_run_), indent = scopes_.back().indent;
+    const int64_t row_length = numel(layout_.reduced_shape());
+    in_stream_run_ = true;
+    stream_loads_.clear();
+    stream_row_loads_.clear();
+    push(indent + "      ");
+    body();
+    const Index full = identity_index(layout_.domain.size());
+    for (ValueId v : outs) line("w_" + ident(v) + "[lane] = " + value_at(v, full) + ";");
+    const std::string lane_body = pop();
+    in_stream_run_ = false;
+    ++passes_over_row_;
+    // Where v's run starts: element j = run * L of the row (of v itself where v is one row).
+    auto first = [&](ValueId v) {
+      const bool one_row = layout_.outer.empty() || std::count(stream_row_loads_.begin(), stream_row_loads_.end(), v);
+      return one_row ? "run * " + L : "row * " + std::to_string(row_length) + " + run * " + L;
+    };
+    // As many runs for every thread, and few enough that all of them fit the registers a row held
+    // there may take (row_cache): a loop the compiler unrolls, so that each thread has all its
+    // loads in flight at once. Else a loop over the runs.
+    const int64_t runs = row_length / stream_run_, block = block_size();
+    int64_t words = 0;  // 32-bit registers per lane of all the runs loaded
+    for (ValueId v : stream_loads_) words += (dtype_bytes(t_.value(v).dtype) + 3) / 4;
+    const std::string loop = runs % block == 0 && runs / block * stream_run_ * words <= 64 * kMaxRowBlock / block
+                                 ? "TG_UNROLL for (int n = 0; n < " + std::to_string(runs / block) + "; ++n) {\n" + indent + "    const int64_t run = threadIdx.x + n * " +
+                                       std::to_string(block) + ";\n"
+                                 : "for (int64_t run = threadIdx.x; run < " + std::to_string(runs) + "; run += " + std::to_string(block) + ") {\n";
+    const std::string dims = dim_declarations(lane_body, "j", layout_.domain, layout_.reduced, indent + "      ");
+    auto pass = [&](bool wide) {
+      std::string code = indent + "  " + loop;
+      for (ValueId v : stream_loads_) {
+        code += indent + "    " + ctype(t_.value(v).dtype) + " r_" + ident(v) + "[" + L + "];\n";
+        if (wide) code += indent + "    tg::load_run_to<" + L + ">(" + ident(v) + ", " + first(v) + ", r_" + ident(v) + ");\n";
+        else code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) r_" + ident(v) + "[lane] = tg::load(" + ident(v) + ", " + first(v) + " + lane);\n";
+      }
+      for (ValueId v : outs) code += indent + "    " + ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + L + "];\n";
+      code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
+      if (uses_word(lane_body + dims, "j")) code += indent + "      const int64_t j = run * " + L + " + lane;\n";
+      code += dims + lane_body + indent + "    }\n";
+      for (ValueId v : outs) {
+        if (wide) code += indent + "    tg::store_run_from<" + L + ">(" + ident(v) + ", " + first(v) + ", w_" + ident(v) + ");\n";
+        else code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) tg::store(" + ident(v) + ", " + first(v) + " + lane, w_" + ident(v) + "[lane]);\n";
+      }
+      return code + indent + "  }\n";
+    };
+    std::vector<ValueId> along = stream_loads_;
+    along.insert(along.end(), outs.begin(), outs.end());
+    if (along.empty()) {  // (nothing along the row to read or write)
+      line("{");
+      scopes_.back().code += pass(false);
+      line("}");
+      return;
+    }
+    line(if_aligned(along) + "  // runs of " + L + ", one access each");
+    scopes_.back().code += pass(true);
+    line("} else {  // element by element, in the same order");
+    scopes_.back().code += pass(false);
+    line("}");
   }
 
   std::string row_body() {

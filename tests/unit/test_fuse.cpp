@@ -143,10 +143,29 @@ TEST_CASE("an operand shaped like one row (a LayerNorm's weight) is read once be
   CHECK(test::count(k, "tg::load(w,") == 1);  // not in the row loop
 }
 
-TEST_CASE("a row that only one pass reads is streamed from memory, not held in registers") {
+TEST_CASE("a row that only one pass reads is streamed from memory in 16-byte runs, not held in registers") {
   const std::string k = wide_row_kernel(1, /*second_pass=*/false);
   CHECK(k.find("read once") == std::string::npos);
-  CHECK(k.find("for (int64_t j = threadIdx.x; j < 8192; j += blockDim.x) {") != std::string::npos);
+  // Thread t of 512 takes runs t, t + 512, ... of 4 floats: 2048 runs, 4 a thread, in a loop the
+  // compiler unrolls.
+  CHECK(k.find("if (tg::aligned16(x0)) {  // runs of 4, one access each") != std::string::npos);
+  CHECK(k.find("TG_UNROLL for (int n = 0; n < 4; ++n) {") != std::string::npos);
+  CHECK(k.find("const int64_t run = threadIdx.x + n * 512;") != std::string::npos);
+  CHECK(k.find("tg::load_run_to<4>(x0, row * 8192 + run * 4, r_x0);") != std::string::npos);
+  CHECK(k.find("r_x0[lane]") != std::string::npos);
+  // Element by element where unaligned, into the same arrays in the same order.
+  CHECK(k.find("} else {  // element by element, in the same order") != std::string::npos);
+  CHECK(k.find("r_x0[lane] = tg::load(x0, row * 8192 + run * 4 + lane);") != std::string::npos);
+  CHECK(k.find("j += blockDim.x") == std::string::npos);
+}
+
+TEST_CASE("a streamed row too short for a run in every thread is read element by element") {
+  // 1000 floats over 256 threads: 250 runs of 4 would leave 6 threads idle.
+  std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("y", "[8]"));
+  const std::string k =
+      tg::emit_cuda(fused(test::trace("short", tensor("x", "[8, 1000]"), ops, "\"y\"")), "short_forward", "forward.cu", "short.json").text;
+  CHECK(k.find("one access each") == std::string::npos);
+  CHECK(k.find("for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {") != std::string::npos);
 }
 
 // sum(where(iota == t, x, otherwise), [1]) over x [8, 32], t [8]: cross-entropy's pick of the
