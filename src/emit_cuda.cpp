@@ -27,10 +27,10 @@ std::string c_ident(const std::string& name) {
       "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
       // names generated code uses
       "i", "j", "n", "row", "rows", "run", "runs", "lane", "k", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
-  // Generated locals start with v_, ix_, acc_, mean_, r_, w_, b_ (runs), c_ (rows) or s_ (a block's
-  // partial sums); escaped names get p_, so p_ is reserved too. Escaping prepends p_, which keeps
+  // Generated locals start with v_, ix_, acc_, mean_, at_ and both_ (reductions), r_, w_, b_ (runs),
+  // c_ (rows) or s_ (a block's partial sums); escaped names get p_, so p_ is reserved too. Escaping prepends p_, which keeps
   // the mapping one-to-one.
-  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "r_", "w_", "b_", "c_", "s_", "p_", "__"};
+  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "at_", "both_", "r_", "w_", "b_", "c_", "s_", "p_", "__"};
   const bool dim_var = name.size() > 1 && name[0] == 'd' && name.find_first_not_of("0123456789", 1) == std::string::npos;  // d<k>
   bool escape = reserved.count(name) || dim_var;
   for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
@@ -380,14 +380,7 @@ class KernelWriter {
   // so that the row is read and written in 16-byte runs. 1: elements a block apart.
   int row_run() const {
     if (cached_ == 0 || has_packed_output()) return 1;
-    int widest = 1;
-    for (const Arg& a : k_.args) {
-      const Value& v = t_.value(a.value);
-      if (!v.is_scalar && v.shape == layout_.domain) widest = std::max(widest, dtype_bytes(v.dtype));
-    }
-    for (ValueId id : k_.outs)
-      if (t_.value(id).shape == layout_.domain) widest = std::max(widest, dtype_bytes(t_.value(id).dtype));
-    int run = 16 / widest;
+    int run = 16 / std::max(1, widest_along_row());
     while (run > 1 && cached_ % run != 0) run /= 2;
     return run;
   }
@@ -398,19 +391,27 @@ class KernelWriter {
   // threads without a run, or a packed mask is written.
   int stream_run() const {
     if (!layout_.is_row || column_tile_ > 1 || cached_ > 0 || has_packed_output() || offset_of_row_element().empty()) return 1;
-    int widest = 0;
-    for (const Arg& a : k_.args) {
-      const Value& v = t_.value(a.value);
-      if (!v.is_scalar && !v.bit_packed && v.shape == layout_.domain) widest = std::max(widest, dtype_bytes(v.dtype));
-    }
-    for (ValueId id : k_.outs)
-      if (t_.value(id).shape == layout_.domain) widest = std::max(widest, dtype_bytes(t_.value(id).dtype));
+    const int widest = widest_along_row();
     if (widest == 0 || widest > 8) return 1;
     const int run = 16 / widest;
     // (Every thread of the block takes at least one run: a shorter row keeps its threads busy
     // element by element instead.)
     const int64_t length = numel(layout_.reduced_shape());
     return length % run == 0 && length >= int64_t(run) * block_size() ? run : 1;
+  }
+  // Bytes of the widest element a run moves: of the operands and outputs shaped like the rows, and
+  // of the operands shaped like one row (loaded in runs of the same length), so that no run is
+  // wider than 16 bytes. 0 when there are none.
+  int widest_along_row() const {
+    int widest = 0;
+    for (const Arg& a : k_.args) {
+      const Value& v = t_.value(a.value);
+      const bool one_row = !layout_.outer.empty() && v.shape == layout_.reduced_shape();
+      if (!v.is_scalar && !v.bit_packed && (v.shape == layout_.domain || one_row)) widest = std::max(widest, dtype_bytes(v.dtype));
+    }
+    for (ValueId id : k_.outs)
+      if (t_.value(id).shape == layout_.domain) widest = std::max(widest, dtype_bytes(t_.value(id).dtype));
+    return widest;
   }
   // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
   std::string cached_element() const {
@@ -422,18 +423,18 @@ class KernelWriter {
   }
   // Code moving each run of a thread's cached elements, inside an `if` on alignment: `statements(at)`
   // for one run whose first element is j and whose place in the thread's arrays is `at` after
-  // their name; in a loop over the runs g, or just once where the thread holds one run.
+  // their name; in a loop over the runs (`run`), or just once where the thread holds one run.
   std::string over_runs(const std::string& indent, const std::function<std::vector<std::string>(const std::string& at)>& statements) const {
-    const std::string run = std::to_string(row_run_);
+    const std::string run_length = std::to_string(row_run_);
     std::string code;
     if (cached_ == row_run_) {
-      code += indent + "const int64_t j = threadIdx.x * " + run + ";\n";
+      code += indent + "const int64_t j = threadIdx.x * " + run_length + ";\n";
       for (const std::string& statement : statements("")) code += indent + statement + "\n";
       return code;
     }
-    code += indent + "TG_UNROLL for (int g = 0; g < " + std::to_string(cached_ / row_run_) + "; ++g) {\n";
-    code += indent + "  const int64_t j = g * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + run + ";\n";
-    for (const std::string& statement : statements(" + g * " + run)) code += indent + "  " + statement + "\n";
+    code += indent + "TG_UNROLL for (int run = 0; run < " + std::to_string(cached_ / row_run_) + "; ++run) {\n";
+    code += indent + "  const int64_t j = run * " + std::to_string(block_size() * row_run_) + " + threadIdx.x * " + run_length + ";\n";
+    for (const std::string& statement : statements(" + run * " + run_length)) code += indent + "  " + statement + "\n";
     return code + indent + "}\n";
   }
   // "tg::aligned16(a) && tg::aligned16(b)" over the pointers of `values` ("" for none).

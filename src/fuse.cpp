@@ -290,7 +290,7 @@ class Fuser {
     std::erase_if(waiting_sums_, [&](WaitingSum& w) {
       if (w.tries >= kMaxWaitingTries) return false;
       if (place_sum_over_rows(*w.sum, w.layout)) return true;
-      w.tries += last_row_.count(w.layout.domain) ? 1 : 0;
+      if (w.layout.domain == layout.domain) ++w.tries;  // (this reduction's kernel is one of its rows)
       return false;
     });
   }

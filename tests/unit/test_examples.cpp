@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -40,9 +41,114 @@ std::string file_text(const tg::FileSet& files, const std::string& name) {
   return "";
 }
 
+// Calls f(name, parameter list, body) for each `extern "C" __global__` kernel of generated code.
+template <class F>
+void for_each_kernel(const std::string& cuda, const F& f) {
+  const std::regex kernel(R"(extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\) \{)");
+  for (auto k = std::sregex_iterator(cuda.begin(), cuda.end(), kernel); k != std::sregex_iterator(); ++k) {
+    const size_t body = size_t(k->position() + k->length());
+    f((*k)[1].str(), (*k)[2].str(), cuda.substr(body, cuda.find("\n}\n", body) - body));
+  }
+}
+
+// Names a generated kernel declares as locals (loop variables, consts, arrays) that are also
+// the names of its parameters: a local would hide the parameter (a weight named `g` in a loop
+// over runs `g` did).
+std::vector<std::string> locals_hiding_parameters(const std::string& cuda) {
+  std::vector<std::string> found;
+  const std::regex param(R"((\w+)\s*$)");
+  const std::regex local(R"((?:int|int64_t|unsigned|bool|float|double|auto|tg::\w+(?:<[^>]*>)?)\s+(\w+)\s*(?:=|\[|;))");
+  for_each_kernel(cuda, [&](const std::string& name, const std::string& list, const std::string& body) {
+    std::set<std::string> params;
+    std::stringstream items(list);
+    for (std::string p; std::getline(items, p, ',');)
+      if (std::smatch m; std::regex_search(p, m, param)) params.insert(m[1]);
+    for (auto l = std::sregex_iterator(body.begin(), body.end(), local); l != std::sregex_iterator(); ++l)
+      if (params.count((*l)[1])) found.push_back(name + ": " + (*l)[1].str());
+  });
+  return found;
+}
+
+// Runs a generated kernel moves that are wider than 16 bytes (tg::load_run_to<N> / store_run_from<N>
+// of N elements of a parameter): a run is checked for 16-byte alignment only, so anything wider
+// could be misaligned (an f32 weight beside bf16 rows once took runs of 8).
+std::vector<std::string> runs_over_16_bytes(const std::string& cuda) {
+  static const std::map<std::string, int> bytes = {{"float", 4}, {"double", 8}, {"tg::bfloat16", 2}, {"tg::half", 2}, {"bool", 1},
+                                                   {"int64_t", 8}, {"int32_t", 4}, {"int16_t", 2}, {"int8_t", 1}, {"uint8_t", 1}};
+  std::vector<std::string> found;
+  const std::regex param(R"(([\w:]+)\*? __restrict__ (\w+))");
+  const std::regex run(R"((?:load_run_to|store_run_from)<(\d+)>\((\w+),)");
+  for_each_kernel(cuda, [&](const std::string& name, const std::string& list, const std::string& body) {
+    std::map<std::string, int> size;
+    for (auto m = std::sregex_iterator(list.begin(), list.end(), param); m != std::sregex_iterator(); ++m)
+      if (bytes.count((*m)[1])) size[(*m)[2]] = bytes.at((*m)[1]);
+    for (auto r = std::sregex_iterator(body.begin(), body.end(), run); r != std::sregex_iterator(); ++r)
+      if (size.count((*r)[2]) && std::stoi((*r)[1]) * size.at((*r)[2]) > 16) found.push_back(name + ": " + (*r)[0].str());
+  });
+  return found;
+}
+
+// Every example's forward.cu and backward.cu, generated once: (file name, text).
+const std::vector<std::pair<std::string, std::string>>& generated_cuda() {
+  static const std::vector<std::pair<std::string, std::string>> all = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::ostringstream log;
+    for (const fs::path& p : examples()) {
+      tg::PipelineResult r = tg::run_pipeline(tg::read_trace_file(p.string()), {}, log);
+      for (const char* file : {"forward.cu", "backward.cu"}) out.emplace_back(p.filename().string() + " " + file, file_text(r.files, file));
+    }
+    return out;
+  }();
+  return all;
+}
+
 }  // namespace
 
 using test::count;
+
+TEST_CASE("no run a generated kernel moves is wider than 16 bytes") {
+  for (const auto& [where, cuda] : generated_cuda()) {
+    INFO(where);
+    CHECK(runs_over_16_bytes(cuda).empty());
+  }
+  std::ostringstream log;
+  // bf16 rows (runs of 8 would be 16 bytes) scaled by an f32 weight loaded in the same runs.
+  using test::op, test::tensor;
+  const std::string row = "[8, 2048]";
+  std::string ops = op("prims.convert_element_type", "[\"x\", {\"dtype\": \"f32\"}]", tensor("xf", row)) + "," +
+                    op("prims.sum", "[\"xf\", [1]]", tensor("s", "[8]")) + "," + op("prims.broadcast_in_dim", "[\"s\", [8, 2048], [0]]", tensor("sb", row)) +
+                    "," + op("prims.sub", "[\"xf\", \"sb\"]", tensor("d", row)) + "," +
+                    op("prims.broadcast_in_dim", "[\"wt\", [8, 2048], [1]]", tensor("wb", row)) + "," + op("prims.mul", "[\"d\", \"wb\"]", tensor("yf", row)) +
+                    "," + op("prims.convert_element_type", "[\"yf\", {\"dtype\": \"bf16\"}]", tensor("y", row, "bf16"));
+  tg::PipelineResult r =
+      tg::run_pipeline(tg::read_trace(test::trace("mixed", tensor("x", row, "bf16") + "," + tensor("wt", "[2048]"), ops, "\"y\"")), {}, log);
+  const std::string cuda = file_text(r.files, "forward.cu");
+  REQUIRE(cuda.find("c_wt") != std::string::npos);  // wt is loaded once, in runs
+  CHECK(runs_over_16_bytes(cuda).empty());
+  CHECK(runs_over_16_bytes("extern \"C\" __global__ void __launch_bounds__(32) k(const float* __restrict__ w) {\n  tg::load_run_to<8>(w, j, c_w);\n}\n") ==
+        std::vector<std::string>{"k: load_run_to<8>(w,"});
+}
+
+TEST_CASE("no local of a generated kernel hides one of its parameters") {
+  for (const auto& [where, cuda] : generated_cuda()) {
+    INFO(where);
+    CHECK(locals_hiding_parameters(cuda).empty());
+  }
+  std::ostringstream log;
+  // A weight named g over rows a thread holds in several runs (8192 over 512 threads: 4 runs of 4).
+  using test::op, test::tensor;
+  const std::string row = "[4, 8192]";
+  std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("s", "[4]")) + "," + op("prims.broadcast_in_dim", "[\"s\", [4, 8192], [0]]", tensor("sb", row)) +
+                    "," + op("prims.sub", "[\"x\", \"sb\"]", tensor("d", row)) + "," +
+                    op("prims.broadcast_in_dim", "[\"g\", [4, 8192], [1]]", tensor("gb", row)) + "," + op("prims.mul", "[\"d\", \"gb\"]", tensor("y", row));
+  tg::PipelineResult r = tg::run_pipeline(tg::read_trace(test::trace("gain", tensor("x", row) + "," + tensor("g", "[8192]"), ops, "\"y\"")), {}, log);
+  const std::string cuda = file_text(r.files, "forward.cu");
+  REQUIRE(cuda.find("c_g") != std::string::npos);  // g is loaded once, in runs
+  CHECK(locals_hiding_parameters(cuda).empty());
+  // The check finds a hidden parameter.
+  CHECK(locals_hiding_parameters("extern \"C\" __global__ void __launch_bounds__(32) k(const float* __restrict__ g) {\n  for (int g = 0; g < 2; ++g) {\n  }\n}\n") ==
+        std::vector<std::string>{"k: g"});
+}
 
 TEST_CASE("the examples cover every op in the table and every dtype") {
   std::set<tg::OpKind> ops;

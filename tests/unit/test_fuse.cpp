@@ -114,9 +114,9 @@ TEST_CASE("a row held in registers is read and written in 16-byte runs where the
   const std::string k = wide_row_kernel(1);
   // Thread t holds elements 4t .. 4t+3 of each 2048 (512 threads x 4): four runs of four floats.
   CHECK(k.find("if (tg::aligned16(x0)) {") != std::string::npos);
-  CHECK(k.find("const int64_t j = g * 2048 + threadIdx.x * 4;") != std::string::npos);
-  CHECK(k.find("tg::load_run_to<4>(x0, row * 8192 + j, c_x0 + g * 4);") != std::string::npos);
-  CHECK(k.find("tg::store_run_from<4>(z, row * 8192 + j, w_z + g * 4);") != std::string::npos);
+  CHECK(k.find("const int64_t j = run * 2048 + threadIdx.x * 4;") != std::string::npos);
+  CHECK(k.find("tg::load_run_to<4>(x0, row * 8192 + j, c_x0 + run * 4);") != std::string::npos);
+  CHECK(k.find("tg::store_run_from<4>(z, row * 8192 + j, w_z + run * 4);") != std::string::npos);
   // Element by element otherwise, at the same places: the fill and the store (the passes between
   // read c_x0[k] and need no j).
   CHECK(test::count(k, "const int64_t j = (k / 4) * 2048 + threadIdx.x * 4 + k % 4;") == 2);
