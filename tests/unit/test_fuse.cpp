@@ -360,6 +360,31 @@ TEST_CASE("a sum over rows that an op reads does not wait for a row kernel, and 
   CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"gb2"});
 }
 
+TEST_CASE("a waiting sum is not given up for reductions over other rows placed meanwhile") {
+  // g = sum(y * x, [0]) cannot join r0's row kernel (y comes from a matmul after it) and waits for
+  // r1's; 20 reductions over z's rows come between (more than the 16 tries a sum has), and count
+  // for nothing.
+  const std::string shape = "[64, 32]";
+  std::string ops = op("prims.amax", "[\"x\", [1]]", tensor("r0", "[64]")) + "," + op("prims.matmul", "[\"x\", \"w\"]", tensor("y", shape)) + "," +
+                    op("prims.mul", "[\"y\", \"x\"]", tensor("yx", shape)) + "," + op("prims.sum", "[\"yx\", [0]]", tensor("g", "[32]"));
+  std::string outs = "\"r0\", \"g\"";
+  for (int i = 0; i < 20; ++i) {  // (distinct: amax(z + i))
+    const std::string q = "q" + std::to_string(i), zi = "z" + std::to_string(i);
+    ops += "," + op("prims.add", "[\"z\", " + std::to_string(i) + ".0]", tensor(zi, "[8, 16]")) + "," + op("prims.amax", "[\"" + zi + "\", [1]]", tensor(q, "[8]"));
+    outs += ", \"" + q + "\"";
+  }
+  // After r1, an integer sum over the same rows (h: not split into parts) takes the rows' last
+  // kernel, so a sum that stopped waiting before r1 could no longer join one at the end.
+  ops += "," + op("prims.amax", "[\"y\", [1]]", tensor("r1", "[64]")) + "," + op("prims.sum", "[\"k\", [0]]", tensor("h", "[32]", "i32"));
+  outs += ", \"r1\", \"h\"";
+  tg::Trace t = fused(test::trace("late", tensor("x", shape) + "," + tensor("w", "[32, 32]") + "," + tensor("z", "[8, 16]") + "," + tensor("k", shape, "i32"),
+                                  ops, outs));
+  size_t parts = 0;
+  for (const tg::Op& k : t.ops)
+    for (const tg::Op& op : k.sub) parts += op.info->kind == tg::OpKind::partial_sum;
+  CHECK(parts == 1);
+}
+
 TEST_CASE("a value computed from a sum over rows joins the kernel adding its parts, which then need not write the sum") {
   // gw = sum(g * x, [0]) in f32, returned as bf16 (a bf16 weight's gradient): one kernel adds the
   // parts and converts, writing only the bf16 result.
