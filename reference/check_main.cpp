@@ -2,6 +2,8 @@
 // compares every output the harness wrote there, and, when the trace trains, every grad_<input>
 // with LibTorch autograd's gradient for the cotangents the harness wrote. Prints one line per output; exits 0 when all
 // match within the tolerance table, 1 otherwise.
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -63,6 +65,9 @@ int main(int argc, char** argv) {
     return failures ? 1 : 0;
   } catch (const tg::UserError& e) {
     std::cerr << argv[1] << ": " << e.where << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {  // LibTorch refusing the inputs (a class index out of range): its message, not its backtrace
+    std::cerr << "thunder-gen-check: LibTorch: " << e.what_without_backtrace() << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "thunder-gen-check: " << e.what() << "\n";
