@@ -5,6 +5,7 @@
 #include "prim_vocabulary.h"
 #include "torch_ops.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 
@@ -177,6 +178,7 @@ JointTrace autograd(Trace forward) {
     if (keep[i])
       for (const Arg& a : backward[i].args) for_each_value(a, [&](ValueId v) { live[v] = true; });
   }
+  joint.ops.reserve(joint.ops.size() + size_t(std::count(keep.begin(), keep.end(), true)));  // (Ops are large to move)
   for (size_t i = 0; i < backward.size(); ++i)
     if (keep[i]) joint.ops.push_back(std::move(backward[i]));
 
