@@ -351,10 +351,11 @@ class KernelWriter {
     int64_t words = 0;
     for (const Arg& a : k_.args) {
       const Value& v = t_.value(a.value);
-      if (!v.is_scalar && v.shape == shape) words += (dtype_bytes(v.dtype) + 3) / 4;
+      if (!v.is_scalar && v.shape == shape) words += register_words(v.dtype);
     }
     return words;
   }
+  static int64_t register_words(DType t) { return (dtype_bytes(t) + 3) / 4; }
   // Whether `index` reads element j of a value shaped like one row (the reduced dims, in order).
   bool reads_row_element(const Value& val, const Index& index) const {
     if (val.shape != layout_.reduced_shape() || index.size() != layout_.reduced.size()) return false;
@@ -536,18 +537,19 @@ class KernelWriter {
         scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
         return "c_" + ident(v) + "[k]";
       }
-      // The same for every row: loaded before them. (Also c_<name>: one value is not shaped both
-      // like the rows and like one row, as hoist_ needs more than one row.)
-      if (hoist_ && !val.bit_packed && reads_row_element(val, index)) {
+      // Element j of a value shaped like one row (there being several rows): the same for every row.
+      const bool one_row = !layout_.outer.empty() && !val.bit_packed && reads_row_element(val, index);
+      // Held, loaded before the rows. (Also c_<name>: one value is not shaped both like the rows
+      // and like one row.)
+      if (hoist_ && one_row) {
         if (std::find(row_hoisted_.begin(), row_hoisted_.end(), v) == row_hoisted_.end()) row_hoisted_.push_back(v);
         scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
         return "c_" + ident(v) + "[k]";
       }
-      const bool row_shaped = !layout_.outer.empty() && reads_row_element(val, index);
-      if (in_stream_run_ && !val.bit_packed && ((val.shape == layout_.domain && is_identity(index)) || row_shaped)) {  // this lane's of the streamed run
+      if (in_stream_run_ && !val.bit_packed && ((val.shape == layout_.domain && is_identity(index)) || one_row)) {  // this lane's of the streamed run
         if (std::find(stream_loads_.begin(), stream_loads_.end(), v) == stream_loads_.end()) {
           stream_loads_.push_back(v);
-          if (row_shaped) stream_row_loads_.push_back(v);
+          if (one_row) stream_row_loads_.push_back(v);
         }
         scopes_.back().memo[key] = "r_" + ident(v) + "[lane]";
         return "r_" + ident(v) + "[lane]";
@@ -1062,7 +1064,7 @@ class KernelWriter {
     // loads in flight at once. Else a loop over the runs.
     const int64_t runs = row_length / stream_run_, block = block_size();
     int64_t words = 0;  // 32-bit registers per lane of all the runs loaded
-    for (ValueId v : stream_loads_) words += (dtype_bytes(t_.value(v).dtype) + 3) / 4;
+    for (ValueId v : stream_loads_) words += register_words(t_.value(v).dtype);
     const std::string loop = runs % block == 0 && runs / block * stream_run_ * words <= 64 * kMaxRowBlock / block
                                  ? "TG_UNROLL for (int n = 0; n < " + std::to_string(runs / block) + "; ++n) {\n" + indent + "    const int64_t run = threadIdx.x + n * " +
                                        std::to_string(block) + ";\n"

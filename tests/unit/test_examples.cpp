@@ -102,6 +102,18 @@ const std::vector<std::pair<std::string, std::string>>& generated_cuda() {
   return all;
 }
 
+// The ops of out = (in - broadcast(sum(in, [1]))) * broadcast(weight) over rows [rows, cols] f32: a
+// row kernel holding its row in registers, with an operand (weight) shaped like one row.
+std::string centered_times_weight(const std::string& in, const std::string& weight, const std::string& out, int64_t rows, int64_t cols) {
+  using test::op, test::tensor;
+  const std::string r = std::to_string(rows), c = std::to_string(cols), row = "[" + r + ", " + c + "]";
+  return op("prims.sum", "[\"" + in + "\", [1]]", tensor(out + "_s", "[" + r + "]")) + "," +
+         op("prims.broadcast_in_dim", "[\"" + out + "_s\", " + row + ", [0]]", tensor(out + "_sb", row)) + "," +
+         op("prims.sub", "[\"" + in + "\", \"" + out + "_sb\"]", tensor(out + "_d", row)) + "," +
+         op("prims.broadcast_in_dim", "[\"" + weight + "\", " + row + ", [1]]", tensor(out + "_wb", row)) + "," +
+         op("prims.mul", "[\"" + out + "_d\", \"" + out + "_wb\"]", tensor(out, row));
+}
+
 }  // namespace
 
 using test::count;
@@ -116,10 +128,8 @@ TEST_CASE("no run a generated kernel moves is wider than 16 bytes") {
   using test::op, test::tensor;
   const std::string row = "[8, 2048]";
   std::string ops = op("prims.convert_element_type", "[\"x\", {\"dtype\": \"f32\"}]", tensor("xf", row)) + "," +
-                    op("prims.sum", "[\"xf\", [1]]", tensor("s", "[8]")) + "," + op("prims.broadcast_in_dim", "[\"s\", [8, 2048], [0]]", tensor("sb", row)) +
-                    "," + op("prims.sub", "[\"xf\", \"sb\"]", tensor("d", row)) + "," +
-                    op("prims.broadcast_in_dim", "[\"wt\", [8, 2048], [1]]", tensor("wb", row)) + "," + op("prims.mul", "[\"d\", \"wb\"]", tensor("yf", row)) +
-                    "," + op("prims.convert_element_type", "[\"yf\", {\"dtype\": \"bf16\"}]", tensor("y", row, "bf16"));
+                    centered_times_weight("xf", "wt", "yf", 8, 2048) + "," +
+                    op("prims.convert_element_type", "[\"yf\", {\"dtype\": \"bf16\"}]", tensor("y", row, "bf16"));
   tg::PipelineResult r =
       tg::run_pipeline(tg::read_trace(test::trace("mixed", tensor("x", row, "bf16") + "," + tensor("wt", "[2048]"), ops, "\"y\"")), {}, log);
   const std::string cuda = file_text(r.files, "forward.cu");
@@ -136,12 +146,10 @@ TEST_CASE("no local of a generated kernel hides one of its parameters") {
   }
   std::ostringstream log;
   // A weight named g over rows a thread holds in several runs (8192 over 512 threads: 4 runs of 4).
-  using test::op, test::tensor;
-  const std::string row = "[4, 8192]";
-  std::string ops = op("prims.sum", "[\"x\", [1]]", tensor("s", "[4]")) + "," + op("prims.broadcast_in_dim", "[\"s\", [4, 8192], [0]]", tensor("sb", row)) +
-                    "," + op("prims.sub", "[\"x\", \"sb\"]", tensor("d", row)) + "," +
-                    op("prims.broadcast_in_dim", "[\"g\", [4, 8192], [1]]", tensor("gb", row)) + "," + op("prims.mul", "[\"d\", \"gb\"]", tensor("y", row));
-  tg::PipelineResult r = tg::run_pipeline(tg::read_trace(test::trace("gain", tensor("x", row) + "," + tensor("g", "[8192]"), ops, "\"y\"")), {}, log);
+  using test::tensor;
+  tg::PipelineResult r = tg::run_pipeline(
+      tg::read_trace(test::trace("gain", tensor("x", "[4, 8192]") + "," + tensor("g", "[8192]"), centered_times_weight("x", "g", "y", 4, 8192), "\"y\"")), {},
+      log);
   const std::string cuda = file_text(r.files, "forward.cu");
   REQUIRE(cuda.find("c_g") != std::string::npos);  // g is loaded once, in runs
   CHECK(locals_hiding_parameters(cuda).empty());
