@@ -69,9 +69,7 @@ constexpr int kMaxWaitingTries = 16;  // see place_reduction
 // The ops and values of sums over a row kernel's rows computed in parts (place_sum_over_rows).
 class PartSums {
  public:
-  explicit PartSums(Trace& t) : t_(t) {
-    for (const Value& v : t_.values) taken_.insert(v.name);
-  }
+  explicit PartSums(Trace& t) : t_(t) {}
 
   // In the row kernel `kernel`: v__parts = thunder_gen.partial_sum(a, dims, parts) for
   // v = prims.sum(a, dims). (Built here: PrimBuilder emits only ops a trace may hold.)
@@ -85,7 +83,7 @@ class PartSums {
     op.origin = sum.origin;
     const OutType type = op.info->rule(t_, op).at(0);
     Value part_sums;
-    part_sums.name = PrimBuilder(t_, taken_, "").fresh_named(t_.value(v).name + "__parts");
+    part_sums.name = PrimBuilder(t_, taken(), "").fresh_named(t_.value(v).name + "__parts");
     part_sums.dtype = type.dtype;
     part_sums.shape = type.shape;
     part_sums.device = t_.device;
@@ -100,7 +98,7 @@ class PartSums {
   void finish(Op& kernel, ValueId v) {
     const ValueId part_sums = part_of_.at(v);
     kernel.args.push_back(Arg::of_value(part_sums));
-    PrimBuilder b(t_, taken_, t_.value(v).name + "__sum");
+    PrimBuilder b(t_, taken(), t_.value(v).name + "__sum");
     ValueId total = b.emit("prims.sum", {Arg::of_value(part_sums), Arg::of_list({Arg::of_int(0)})}).at(0);
     if (t_.value(total).dtype != t_.value(v).dtype) b.emit("prims.convert_element_type", {Arg::of_value(total), Arg::of_dtype(t_.value(v).dtype)});
     std::vector<Op> ops = b.take_ops();
@@ -110,8 +108,14 @@ class PartSums {
 
  private:
   Trace& t_;
-  NameSet taken_;
+  NameSet taken_;  // the trace's names, gathered when the first part sum needs one
   std::map<ValueId, ValueId> part_of_;
+
+  NameSet& taken() {
+    if (taken_.empty())
+      for (const Value& v : t_.values) taken_.insert(v.name);
+    return taken_;
+  }
 };
 
 class Fuser {
