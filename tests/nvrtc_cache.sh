@@ -16,13 +16,13 @@ expect() {  # expect WHAT OUTPUT
 }
 cold=$(build)
 expect "NVRTC compiled it" "$cold"
-[[ $(find "$cache" -name '*.cubin' | wc -l) == 1 ]] || { echo "nvrtc_cache: the cold build left no single cache entry" >&2; exit 1; }
+[[ $(find "$cache" -name '*.entry' | wc -l) == 1 ]] || { echo "nvrtc_cache: the cold build left no single cache entry" >&2; exit 1; }
 warm=$(build)
 expect "read from the NVRTC cache" "$warm"
 changed=$work/out/forward.cu
 [[ -f $work/out/backward.cu ]] && changed=$work/out/backward.cu
 echo "// an edit" >>"$changed"
 expect "NVRTC compiled it" "$(build)"
-[[ $(find "$cache" -name '*.cubin' | wc -l) == 2 ]] || { echo "nvrtc_cache: the edited program did not get its own entry" >&2; exit 1; }
+[[ $(find "$cache" -name '*.entry' | wc -l) == 2 ]] || { echo "nvrtc_cache: the edited program did not get its own entry" >&2; exit 1; }
 echo "cold: ${cold#*in }"
 echo "warm: ${warm#*in }"
