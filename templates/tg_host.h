@@ -100,8 +100,8 @@ inline unsigned grid_for(int64_t work_items, unsigned per_block) {
 
 // The kernels of a trace, all in one NVRTC program (kernels.cu, which includes forward.cu and
 // backward.cu): loaded from kernels.cu.cubin next to it when one was compiled ahead, else built
-// by tg::nvrtc_build for the current device, through its cache (tg_nvrtc.h). One module serves
-// both files: trace_kernels() below.
+// by tg::nvrtc_build_and_load for the current device, through its cache (tg_nvrtc.h; a cached
+// cubin the driver rejects is compiled again). One module serves both files: trace_kernels() below.
 class KernelModule {
  public:
   explicit KernelModule(const char* dir) : dir_(dir) {}
@@ -128,27 +128,42 @@ class KernelModule {
 
   void load() {
     TG_CUDA_CHECK(cudaFree(nullptr));  // makes the runtime's primary context current
-    std::string image;
     if (std::ifstream ahead(dir_ + "/kernels.cu.cubin", std::ios::binary); ahead) {
-      std::ostringstream text;
-      text << ahead.rdbuf();
-      image = text.str();
-    } else {
-      int device = 0, major = 0, minor = 0;
-      TG_CUDA_CHECK(cudaGetDevice(&device));
-      TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-      TG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-      try {
-        NvrtcBuild build = nvrtc_build(dir_, "kernels.cu", "sm_" + std::to_string(major * 10 + minor));
-        std::fprintf(stderr, "tg: kernels.cu: %s in %.0f ms%s%s\n", build.from_cache ? "read from the NVRTC cache" : "compiled by NVRTC",
-                     build.milliseconds, build.cache_file.empty() ? " (cache off)" : build.from_cache ? ": " : ", cached as ",
-                     build.cache_file.c_str());
-        image = std::move(build.cubin);
-      } catch (const std::exception& e) {
-        fatal("NVRTC", e.what());
-      }
+      std::ostringstream image;
+      image << ahead.rdbuf();
+      TG_CU_CHECK(cuModuleLoadData(&module_, image.str().data()));
+      return;
     }
-    TG_CU_CHECK(cuModuleLoadData(&module_, image.data()));
+    try {
+      report(nvrtc_build_and_load(dir_, "kernels.cu", device_arch(), [this](const std::string& cubin) { return load_module(cubin); }));
+    } catch (const std::exception& e) {
+      fatal("NVRTC", e.what());
+    }
+  }
+
+  // Hands `cubin` to the driver: "" when it loaded, else the driver's reason (nvrtc_build_and_load
+  // then compiles a cached cubin again).
+  std::string load_module(const std::string& cubin) {
+    const CUresult result = cuModuleLoadData(&module_, cubin.data());
+    if (result == CUDA_SUCCESS) return "";
+    module_ = nullptr;
+    const char* reason = "unknown error";
+    cuGetErrorString(result, &reason);
+    return reason;
+  }
+
+  static std::string device_arch() {
+    int device = 0, major = 0, minor = 0;
+    TG_CUDA_CHECK(cudaGetDevice(&device));
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    TG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return "sm_" + std::to_string(major * 10 + minor);
+  }
+
+  static void report(const NvrtcBuild& build) {
+    std::fprintf(stderr, "tg: kernels.cu: %s in %.0f ms%s%s\n", build.from_cache ? "read from the NVRTC cache" : "compiled by NVRTC",
+                 build.milliseconds, build.cache_file.empty() ? " (not cached)" : build.from_cache ? ": " : ", cached as ",
+                 build.cache_file.c_str());
   }
 };
 
