@@ -4,26 +4,32 @@
 //
 //   harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet]
 //           [--philox-seed N] [--philox-offset N]
-// Reads DIR/<input>.npy and DIR/cotangent_<output>.npy where present (else draws from the seed),
-// runs the forward (and the backward, when the trace trains) once, then --repeat more times for
-// timing, and checks every run gives the same bytes. Writes every input and cotangent it used,
-// every output and every grad_<input> to --outputs. Exits non-zero on any failure.
+// Reads DIR/<input>.npy and DIR/cotangent_<output>.npy where present (else draws from the seed and
+// names the drawn ones on stderr; DIR must exist), strictly (tg_npy.h: exact dtype and shape, no
+// bytes missing or left over; a bad file exits 1). Runs the forward (and the backward, when the
+// trace trains) once, then --repeat more times for timing, and checks every run gives the same bytes. Writes every input and cotangent it used,
+// every output and every grad_<input> to --outputs. Exits non-zero on any failure; a bad argument
+// prints the usage line and exits 2.
 // The member functions are defined after the class: inline, or (TG_RUNTIME_PREBUILT, see
 // tg_runtime.cuh) in a library compiled once.
 #pragma once
 #define TG_HOST_ONLY
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tg_host.h"
+#include "tg_npy.h"
 #include "tg_runtime.cuh"
 
 namespace tg {
@@ -78,17 +84,21 @@ class Harness {
   int repeat_ = 0;
   long long philox_seed_ = 0, philox_offset_ = 0;
   bool has_philox_seed_ = false, has_philox_offset_ = false;
-  bool quiet_ = false;
+  bool quiet_ = false, inputs_given_ = false;
   Stream stream_ = nullptr;
   std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
   std::vector<Buffer*> outputs_, written_;
+  std::vector<std::string> drawn_;  // inputs not found in --inputs DIR
 
   [[noreturn]] void usage(const char* message);
+  // The value of a numeric flag: the whole string, a decimal integer in T's range (and >= 0 when
+  // `non_negative`); anything else is a usage error.
+  template <class T> T number(const std::string& flag, const std::string& text, bool non_negative = false);
+  void report_drawn() const;
 
   void set_integer(Buffer& b, long long v);
 
   static int element_size(const std::string& dtype);
-  static const char* npy_descr(const std::string& dtype);
   static std::string shape_text(const std::vector<int64_t>& shape);
 
   Buffer& add(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Storage storage = Storage::dense);
@@ -109,6 +119,16 @@ class Harness {
 
 #if TG_DEFINE_OUT_OF_LINE
 
+template <class T> T Harness::number(const std::string& flag, const std::string& text, bool non_negative) {
+  T v{};
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, v);  // no sign for unsigned T, no spaces, no '+'
+  bool ok = !text.empty() && error == std::errc() && stop == end;
+  if constexpr (std::is_signed_v<T>) ok = ok && !(non_negative && v < 0);
+  if (!ok) usage((flag + " needs " + (non_negative ? "a non-negative" : "an") + " integer in range, not '" + text + "'").c_str());
+  return v;
+}
+
 TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trace_(trace) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -116,21 +136,28 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trac
       if (i + 1 >= argc) usage(("missing value after " + a).c_str());
       return argv[++i];
     };
-    if (a == "--inputs") inputs_dir_ = value();
+    if (a == "--inputs") inputs_dir_ = value(), inputs_given_ = true;
     else if (a == "--outputs") outputs_dir_ = value();
-    else if (a == "--seed") seed_ = std::stoull(value());
-    else if (a == "--repeat") repeat_ = std::stoi(value());
+    else if (a == "--seed") seed_ = number<uint64_t>(a, value());
+    else if (a == "--repeat") repeat_ = number<int>(a, value(), true);
     else if (a == "--quiet") quiet_ = true;
-    else if (a == "--philox-seed") philox_seed_ = std::stoll(value()), has_philox_seed_ = true;
-    else if (a == "--philox-offset") philox_offset_ = std::stoll(value()), has_philox_offset_ = true;
+    else if (a == "--philox-seed") philox_seed_ = number<long long>(a, value()), has_philox_seed_ = true;
+    else if (a == "--philox-offset") philox_offset_ = number<long long>(a, value()), has_philox_offset_ = true;
     else usage(("unknown argument " + a).c_str());
   }
+  // A mistyped --inputs would otherwise run on drawn inputs as if nothing were wrong.
+  std::error_code ec;
+  if (inputs_given_ && !std::filesystem::is_directory(inputs_dir_, ec)) usage(("--inputs " + inputs_dir_ + ": no such folder").c_str());
 }
 
 TG_OUT_OF_LINE Buffer& Harness::input(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Role role,
                                       double lo, double hi) {
   Buffer& b = add(name, dtype, std::move(shape), is_scalar);
-  if (!(inputs_dir_.size() && read_npy(inputs_dir_ + "/" + name + ".npy", b))) draw(b, lo, hi);
+  const bool from_flag = (role == Role::philox_seed && has_philox_seed_) || (role == Role::philox_offset && has_philox_offset_);
+  if (!(inputs_given_ && read_npy(inputs_dir_ + "/" + name + ".npy", b))) {
+    draw(b, lo, hi);
+    if (inputs_given_ && !from_flag) drawn_.push_back(name);
+  }
   if (role == Role::philox_seed && has_philox_seed_) set_integer(b, philox_seed_);
   if (role == Role::philox_offset && has_philox_offset_) set_integer(b, philox_offset_);
   if (!is_scalar) copy_to_device(b.device, b.host.data(), b.bytes(), stream_);
@@ -150,6 +177,7 @@ TG_OUT_OF_LINE Buffer& Harness::internal(const char* name, const char* dtype, st
 }
 
 TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases) {
+  report_drawn();
   for (const Phase& p : phases) p.step(stream_);
   synchronize(stream_);
   fetch_outputs();
@@ -196,9 +224,18 @@ TG_OUT_OF_LINE Harness::~Harness() {
   std::exit(2);
 }
 
+// Said even with --quiet: a file meant to be read but misnamed or missing changes the results.
+TG_OUT_OF_LINE void Harness::report_drawn() const {
+  if (drawn_.empty()) return;
+  std::string names;
+  for (const std::string& n : drawn_) names += (names.empty() ? "" : ", ") + n;
+  std::fprintf(stderr, "%s: not in %s, drawn from seed %llu instead: %s\n", trace_, inputs_dir_.c_str(), (unsigned long long)seed_, names.c_str());
+}
+
 TG_OUT_OF_LINE void Harness::set_integer(Buffer& b, long long v) {
   if (b.dtype == "i64") { int64_t x = v; std::memcpy(b.host.data(), &x, 8); }
-  else if (b.dtype == "i32") { int32_t x = int32_t(v); std::memcpy(b.host.data(), &x, 4); }
+  else if (b.dtype == "i32" && v >= INT32_MIN && v <= INT32_MAX) { int32_t x = int32_t(v); std::memcpy(b.host.data(), &x, 4); }
+  else if (b.dtype == "i32") usage(("the Philox input " + b.name + " is i32; " + std::to_string(v) + " does not fit").c_str());
   else usage(("Philox seed and offset inputs must be i64 or i32; " + b.name + " is " + b.dtype).c_str());
 }
 
@@ -207,14 +244,6 @@ TG_OUT_OF_LINE int Harness::element_size(const std::string& dtype) {
   if (dtype == "i16" || dtype == "f16" || dtype == "bf16") return 2;
   if (dtype == "i32" || dtype == "f32") return 4;
   return 8;
-}
-
-TG_OUT_OF_LINE const char* Harness::npy_descr(const std::string& dtype) {
-  static const char* table[][2] = {{"b8", "|b1"},  {"u8", "|u1"},  {"i8", "|i1"},  {"i16", "<i2"}, {"i32", "<i4"},
-                                   {"i64", "<i8"}, {"f16", "<f2"}, {"bf16", "<u2"}, {"f32", "<f4"}, {"f64", "<f8"}};
-  for (auto& row : table)
-    if (dtype == row[0]) return row[1];
-  return "?";
 }
 
 TG_OUT_OF_LINE std::string Harness::shape_text(const std::vector<int64_t>& shape) {
@@ -288,7 +317,8 @@ TG_OUT_OF_LINE long long Harness::nonfinite(const Buffer& b) const {
 }
 
 TG_OUT_OF_LINE bool Harness::write_npy(const std::string& path, const Buffer& b) const {
-  std::string header = std::string("{'descr': '") + npy_descr(b.dtype) + "', 'fortran_order': False, 'shape': (" + shape_text(b.shape) +
+  const char* descr = npy::descr_of(b.dtype);
+  std::string header = std::string("{'descr': '") + (descr ? descr : "?") + "', 'fortran_order': False, 'shape': (" + shape_text(b.shape) +
                        (b.shape.size() == 1 ? ",)" : ")") + ", }";
   size_t total = 10 + header.size() + 1;
   header += std::string((64 - total % 64) % 64, ' ') + "\n";
@@ -303,32 +333,19 @@ TG_OUT_OF_LINE bool Harness::write_npy(const std::string& path, const Buffer& b)
 }
 
 TG_OUT_OF_LINE bool Harness::read_npy(const std::string& path, Buffer& b) const {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "%s: %s: %s\n", trace_, path.c_str(), why.c_str());
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) return false;
+  try {
+    const char* descr = npy::descr_of(b.dtype);
+    npy::read_file(path, {descr ? descr : "?", b.shape}, [&](const npy::Header&, size_t bytes) {
+      // The header matched the buffer's dtype and shape, so its size is the buffer's.
+      if (bytes != b.bytes()) throw npy::Error("data of " + std::to_string(bytes) + " bytes for a buffer of " + std::to_string(b.bytes()));
+      return static_cast<void*>(b.host.data());
+    });
+  } catch (const npy::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", trace_, e.what());
     std::exit(1);
-  };
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail("not a .npy file");
-  size_t len = 0;
-  if (magic[6] == 1) {
-    unsigned char l[2];
-    in.read(reinterpret_cast<char*>(l), 2);
-    len = l[0] | (size_t(l[1]) << 8);
-  } else {
-    unsigned char l[4];
-    in.read(reinterpret_cast<char*>(l), 4);
-    len = l[0] | (size_t(l[1]) << 8) | (size_t(l[2]) << 16) | (size_t(l[3]) << 24);
   }
-  std::string header(len, '\0');
-  if (!in.read(header.data(), std::streamsize(len))) fail("truncated header");
-  std::string descr = npy_descr(b.dtype);
-  if (header.find("'descr': '" + descr + "'") == std::string::npos) fail("expected dtype " + descr + " (" + b.dtype + "), header is " + header);
-  if (header.find("'fortran_order': False") == std::string::npos) fail("Fortran-order arrays are not supported");
-  std::string shape = "'shape': (" + shape_text(b.shape) + (b.shape.size() == 1 ? ",)" : ")");
-  if (header.find(shape) == std::string::npos) fail("expected shape (" + shape_text(b.shape) + "), header is " + header);
-  if (!in.read(reinterpret_cast<char*>(b.host.data()), std::streamsize(b.bytes()))) fail("truncated data");
   return true;
 }
 
