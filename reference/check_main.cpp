@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "compare.h"
+#include "emit_harness.h"
 #include "npy.h"
 #include "printer.h"
 #include "reader.h"
@@ -26,12 +27,13 @@ int main(int argc, char** argv) {
     const std::string dir = argv[2];
     std::vector<torch::Tensor> inputs, cotangents;
     bool trains = false;
-    for (tg::ValueId id : trace.inputs) {
-      inputs.push_back(tg::read_npy(dir + "/" + trace.value(id).name + ".npy", trace.value(id).dtype));
-      trains = trains || trace.value(id).requires_grad;
-    }
+    for (tg::ValueId id : trace.inputs) trains = trains || trace.value(id).requires_grad;
+    // The files the harness wrote (a name that would collide or is too long has another file).
+    const tg::HarnessFiles files = tg::harness_files(trace, trains);
+    auto file = [&](const std::string& stem) { return dir + "/" + stem + ".npy"; };
+    for (size_t i = 0; i < trace.inputs.size(); ++i) inputs.push_back(tg::read_npy(file(files.inputs[i]), trace.value(trace.inputs[i]).dtype));
     if (trains)
-      for (tg::ValueId id : trace.outputs) cotangents.push_back(tg::read_npy(dir + "/cotangent_" + trace.value(id).name + ".npy", trace.value(id).dtype));
+      for (size_t i = 0; i < trace.outputs.size(); ++i) cotangents.push_back(tg::read_npy(file(files.cotangents[i]), trace.value(trace.outputs[i]).dtype));
     // The truth is computed in f64 (Precision::wide): the tolerance then bounds the generated code's
     // error alone, not the sum of two f32 computations' errors.
     const tg::Precision wide = tg::Precision::wide;
@@ -39,8 +41,8 @@ int main(int argc, char** argv) {
         trains ? tg::reference_gradients(trace, inputs, cotangents, wide) : tg::ReferenceGradients{tg::run_reference(trace, inputs, wide), {}};
 
     int failures = 0, checked = 0;
-    auto check = [&](const std::string& name, const std::string& file, const tg::Value& v, const torch::Tensor& want) {
-      torch::Tensor actual = tg::read_npy(dir + "/" + file + ".npy", v.dtype);
+    auto check = [&](const std::string& name, const std::string& stem, const tg::Value& v, const torch::Tensor& want) {
+      torch::Tensor actual = tg::read_npy(file(stem), v.dtype);
       tg::Comparison c = tg::compare(actual, want, v.dtype);
       tg::Tolerance tol = tg::tolerance_for(v.dtype);
       std::printf("%s: %s %s: %s (atol %g, rtol %g): %s\n", trace.name.c_str(), name.c_str(), tg::print_type(v).c_str(), c.summary().c_str(), tol.atol,
@@ -53,13 +55,13 @@ int main(int argc, char** argv) {
     };
     for (size_t i = 0; i < trace.outputs.size(); ++i) {
       const tg::Value& v = trace.value(trace.outputs[i]);
-      check(v.name, v.name, v, expected.outputs[i]);
+      check(v.name, files.outputs[i], v, expected.outputs[i]);
     }
     size_t k = 0;
-    for (tg::ValueId id : trace.inputs) {
-      const tg::Value& v = trace.value(id);
+    for (size_t i = 0; i < trace.inputs.size(); ++i) {
+      const tg::Value& v = trace.value(trace.inputs[i]);
       if (!v.requires_grad) continue;
-      check("grad_" + v.name, "grad_" + v.name, v, expected.gradients.at(k++));
+      check("grad_" + v.name, files.gradients[i], v, expected.gradients.at(k++));
     }
     std::printf("%s: %d of %d %s match LibTorch\n", trace.name.c_str(), checked - failures, checked, trains ? "outputs and gradients" : "outputs");
     return failures ? 1 : 0;

@@ -10,32 +10,13 @@
 #include <unordered_map>
 
 #include "fuse.h"
+#include "generated_text.h"
 #include "index_map.h"
 #include "printer.h"
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
-
-std::string c_ident(const std::string& name) {
-  static const std::set<std::string> reserved = {
-      // C++ keywords a Python name may use
-      "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue", "default", "delete", "do",
-      "double", "else", "enum", "explicit", "extern", "float", "for", "friend", "goto", "if", "inline", "int",
-      "long", "namespace", "new", "operator", "private", "protected", "public", "register", "return", "short",
-      "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "try", "typedef", "typename",
-      "union", "unsigned", "using", "virtual", "void", "volatile", "while", "and", "or", "not", "xor", "asm",
-      // names generated code uses
-      "i", "j", "n", "row", "rows", "run", "runs", "lane", "k", "stream", "tg", "tg_emu", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"};
-  // Generated locals start with v_, ix_, acc_, mean_, at_ and both_ (reductions), r_, w_, b_ (runs),
-  // c_ (rows) or s_ (a block's partial sums); escaped names get p_, so p_ is reserved too. Escaping prepends p_, which keeps
-  // the mapping one-to-one.
-  static const char* prefixes[] = {"v_", "ix_", "acc_", "mean_", "at_", "both_", "r_", "w_", "b_", "c_", "s_", "p_", "__"};
-  const bool dim_var = name.size() > 1 && name[0] == 'd' && name.find_first_not_of("0123456789", 1) == std::string::npos;  // d<k>
-  bool escape = reserved.count(name) || dim_var;
-  for (const char* p : prefixes) escape = escape || name.rfind(p, 0) == 0;
-  return escape ? "p_" + name : name;
-}
 
 std::string storage_type(const Value& v) { return v.bit_packed ? "tg::PackedBits" : std::string(storage_ctype(v.dtype)); }
 
@@ -175,7 +156,11 @@ class KernelSignature {
       case Arg::Kind::integer: append_int(s_, a.integer); break;
       case Arg::Kind::real: s_ += print_number(a.real); break;
       case Arg::Kind::dtype: s_ += dtype_name(a.dtype); break;
-      case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque: s_ += a.text; break;
+      case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque:  // (framed by its length: text can hold any byte)
+        append_int(s_, int64_t(a.text.size()));
+        s_ += ':';
+        s_ += a.text;
+        break;
       case Arg::Kind::list:
         for (const Arg& item : a.items) arg(item);
         s_ += ']';
@@ -188,8 +173,8 @@ class KernelSignature {
 
 class KernelWriter {
  public:
-  // `idents`: c_ident of value names by id, filled in as kernels need them ("" until then), so
-  // each is computed once per trace rather than once per use.
+  // `idents`: the g_<name> identifiers of values by id, filled in as kernels need them ("" until
+  // then), so each is made once per trace rather than once per use.
   // hold_row = false: a row kernel reads its row from memory in every pass, even where it could
   // hold it in registers (see holds_row_for_one_pass).
   KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel, bool hold_row = true)
@@ -212,10 +197,10 @@ class KernelWriter {
   std::string write() {
     std::string body = layout_.is_row ? row_body() : pointwise_body();
     std::ostringstream out;
-    out << "// " << k_.label << ": " << (layout_.is_row ? "row reduction over " + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced)
-                                                        : "pointwise over " + shape_text(layout_.domain)) << "\n";
-    out << "// Implements:\n";
-    for (const Op& op : k_.sub) out << "//   " << print_op(op, t_) << "\n";
+    out << comment_line(k_.label + ": " + (layout_.is_row ? "row reduction over " + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced)
+                                                         : "pointwise over " + shape_text(layout_.domain)));
+    out << comment_line("Implements:");
+    for (const Op& op : k_.sub) out << comment_line("  " + print_op(op, t_));
     out << "extern \"C\" __global__ void __launch_bounds__(" << block_size() << ") " << k_.label << "(";
     bool first = true;
     for (const Arg& a : k_.args) {
@@ -467,11 +452,14 @@ class KernelWriter {
 
   const std::string& ident(ValueId v) const {
     std::string& id = idents_[size_t(v)];
-    if (id.empty()) id = c_ident(t_.value(v).name);
+    if (id.empty()) id = tg::ident(Role::global, t_.value(v).name);
     return id;
   }
+  // Value v's identifier in a local role (its run registers, its accumulator, ...).
+  std::string local(Role role, ValueId v) const { return tg::ident(role, t_.value(v).name); }
 
   void line(const std::string& s) { scopes_.back().code += scopes_.back().indent + s + "\n"; }
+  void comment(const std::string& text) { scopes_.back().code += comment_line(text, scopes_.back().indent); }
   void push(const std::string& indent) { scopes_.push_back(Scope{{}, "", indent, {}}); }
   std::string pop() {
     std::string code = std::move(scopes_.back().code);
@@ -485,7 +473,7 @@ class KernelWriter {
     std::string key = "#" + code;
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
       if (auto m = it->memo.find(key); m != it->memo.end()) return m->second;
-    std::string name = unique_local("ix_" + hint);
+    std::string name = unique_local(tg::ident(Role::index, hint));
     line(std::string("const ") + type + " " + name + " = " + code + ";");
     scopes_.back().memo[key] = name;
     return name;
@@ -505,7 +493,7 @@ class KernelWriter {
 
   // v_<name>, numbered only when a live scope already has that name (the same value at
   // another index); sibling loops reuse the plain name.
-  std::string fresh_name(ValueId v) { return unique_local("v_" + ident(v)); }
+  std::string fresh_name(ValueId v) { return unique_local(local(Role::element, v)); }
 
   bool is_identity(const Index& index) const { return index == identity_index(layout_.domain.size()); }
 
@@ -534,8 +522,8 @@ class KernelWriter {
       if (val.is_scalar) return ident(v);
       if (cached_ > 0 && val.shape == layout_.domain && is_identity(index)) {  // this thread's k-th element of the row
         if (std::find(row_cached_.begin(), row_cached_.end(), v) == row_cached_.end()) row_cached_.push_back(v);
-        scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
-        return "c_" + ident(v) + "[k]";
+        scopes_.back().memo[key] = local(Role::cached, v) + "[k]";
+        return local(Role::cached, v) + "[k]";
       }
       // Element j of a value shaped like one row (there being several rows): the same for every row.
       const bool one_row = !layout_.outer.empty() && !val.bit_packed && reads_row_element(val, index);
@@ -543,21 +531,21 @@ class KernelWriter {
       // and like one row.)
       if (hoist_ && one_row) {
         if (std::find(row_hoisted_.begin(), row_hoisted_.end(), v) == row_hoisted_.end()) row_hoisted_.push_back(v);
-        scopes_.back().memo[key] = "c_" + ident(v) + "[k]";
-        return "c_" + ident(v) + "[k]";
+        scopes_.back().memo[key] = local(Role::cached, v) + "[k]";
+        return local(Role::cached, v) + "[k]";
       }
       if (in_stream_run_ && !val.bit_packed && ((val.shape == layout_.domain && is_identity(index)) || one_row)) {  // this lane's of the streamed run
         if (std::find(stream_loads_.begin(), stream_loads_.end(), v) == stream_loads_.end()) {
           stream_loads_.push_back(v);
           if (one_row) stream_row_loads_.push_back(v);
         }
-        scopes_.back().memo[key] = "r_" + ident(v) + "[lane]";
-        return "r_" + ident(v) + "[lane]";
+        scopes_.back().memo[key] = local(Role::run_in, v) + "[lane]";
+        return local(Role::run_in, v) + "[lane]";
       }
       var = fresh_name(v);
       if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
         if (std::find(run_loads_.begin(), run_loads_.end(), v) == run_loads_.end()) run_loads_.push_back(v);
-        line("const " + ctype(val.dtype) + " " + var + " = r_" + ident(v) + "[lane];");
+        line("const " + ctype(val.dtype) + " " + var + " = " + local(Role::run_in, v) + "[lane];");
       } else {
         line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + ident(v) + ", " + offset(val, index) + ");");
       }
@@ -698,10 +686,10 @@ class KernelWriter {
       const Value& val = t_.value(v);
       std::string var = value_at(v, identity_index(layout_.domain.size()));
       if (val.bit_packed) {
-        line("b_" + ident(v) + " |= unsigned(" + var + ") << lane;");
+        line(local(Role::run_bits, v) + " |= unsigned(" + var + ") << lane;");
         run_bits.push_back(v);
       } else {
-        line("w_" + ident(v) + "[lane] = " + var + ";");
+        line(local(Role::run_out, v) + "[lane] = " + var + ";");
         run_stores.push_back(v);
       }
     }
@@ -723,20 +711,20 @@ class KernelWriter {
       out += "  const int64_t runs = " + (aligned.empty() ? whole_warps : aligned + " ? " + whole_warps + " : 0") + ";\n";
     }
     out += "  for (int64_t run = " + thread + "; run < runs; run += " + stride + ") {\n";
-    for (ValueId v : run_bits) out += "    unsigned b_" + ident(v) + " = 0;\n";
+    for (ValueId v : run_bits) out += "    unsigned " + local(Role::run_bits, v) + " = 0;\n";
     for (ValueId v : run_loads_) {
       const Value& val = t_.value(v);
-      out += "    " + ctype(val.dtype) + " r_" + ident(v) + "[" + L + "];\n";
-      out += "    tg::load_run(" + ident(v) + ", run * " + L + ", r_" + ident(v) + ");\n";
+      out += "    " + ctype(val.dtype) + " " + local(Role::run_in, v) + "[" + L + "];\n";
+      out += "    tg::load_run(" + ident(v) + ", run * " + L + ", " + local(Role::run_in, v) + ");\n";
     }
-    for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + L + "];\n";
+    for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " " + local(Role::run_out, v) + "[" + L + "];\n";
     out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
     const std::string dims = dim_declarations(lane_body, "i", layout_.domain, all, "      ");
     if (uses_word(dims + lane_body, "i")) out += "      const int64_t i = run * " + L + " + lane;\n";
     out += dims + lane_body + "    }\n";
-    for (ValueId v : run_stores) out += "    tg::store_run(" + ident(v) + ", run * " + L + ", w_" + ident(v) + ");\n";
+    for (ValueId v : run_stores) out += "    tg::store_run(" + ident(v) + ", run * " + L + ", " + local(Role::run_out, v) + ");\n";
     for (ValueId v : run_bits)
-      out += "    tg::store_run_bits<" + L + ">(" + ident(v) + ", run * " + L + ", b_" + ident(v) + ");\n";
+      out += "    tg::store_run_bits<" + L + ">(" + ident(v) + ", run * " + L + ", " + local(Role::run_bits, v) + ");\n";
     out += "  }\n";
     return out;
   }
@@ -779,7 +767,6 @@ class KernelWriter {
 
   void reduction(const Op& op) {
     const Value& in = t_.value(op.arg(0).value);
-    const std::string name = t_.value(op.outs[0]).name;
     const std::string comment = print_op(op, t_, false);
     const std::string ct = ctype(in.dtype);
     const ValueId input = op.arg(0).value;
@@ -800,14 +787,14 @@ class KernelWriter {
       case OpKind::amin: {
         std::string acc = (op.info->kind == OpKind::amax || op.info->kind == OpKind::amin) ? ct : acc_type(in.dtype);
         const char* which = op.info->kind == OpKind::sum ? "Sum" : op.info->kind == OpKind::prod ? "Prod" : op.info->kind == OpKind::amax ? "Max" : "Min";
-        pending_.push_back({comment, std::string("tg::") + which + "<" + acc + ">", acc, "acc_" + name, element,
+        pending_.push_back({comment, std::string("tg::") + which + "<" + acc + ">", acc, local(Role::accumulator, out), element,
                             [=](const std::string& total) { declare(out, acc == ct ? total : "static_cast<" + ct + ">(" + total + ")"); }, needs});
         break;
       }
       case OpKind::argmax:
       case OpKind::argmin: {
         std::string reducer = "tg::ArgBest<" + ct + ", " + (op.info->kind == OpKind::argmax ? "true" : "false") + ">";
-        pending_.push_back({comment, reducer, "tg::ArgPair<" + ct + ">", "acc_" + name,
+        pending_.push_back({comment, reducer, "tg::ArgPair<" + ct + ">", local(Role::accumulator, out),
                             [=] { return "tg::ArgPair<" + ct + ">{" + element() + ", j}"; },
                             [=](const std::string& total) { declare(out, total + ".index"); }, needs});
         break;
@@ -815,11 +802,11 @@ class KernelWriter {
       case OpKind::var:
       case OpKind::var_mean: {
         // Two passes over the row: the mean, then the squared deviations from it.
-        const std::string mean = "mean_" + name;
+        const std::string mean = local(Role::mean, out);
         const ValueId mean_out = op.outs.size() > 1 ? op.outs[1] : kNoValue;
         const Arg correction = op.arg(2);
         auto variance = [=, this] {
-          pending_.push_back({comment + " (pass 2: variance)", "tg::Sum<" + ct + ">", ct, "acc_m2_" + name,
+          pending_.push_back({comment + " (pass 2: variance)", "tg::Sum<" + ct + ">", ct, local(Role::m2, out),
                               [=] {
                                 std::string x = element();
                                 return "(" + x + " - " + mean + ") * (" + x + " - " + mean + ")";
@@ -831,7 +818,7 @@ class KernelWriter {
                               },
                               needs});
         };
-        pending_.push_back({comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, "acc_mean_" + name, element,
+        pending_.push_back({comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, local(Role::sum, out), element,
                             [=, this](const std::string& sum) {
                               line("const " + ct + " " + mean + " = " + sum + " / " + ct + "(" + rlen + ");");
                               variance();
@@ -864,7 +851,7 @@ class KernelWriter {
     const Op* amax = bcast ? made_by(bcast->arg(0), OpKind::amax) : nullptr;
     if (!amax || !amax->arg(0).is_value() || amax->arg(0).value != sub->arg(0).value || !is_float(t_.value(amax->outs[0]).dtype)) return false;
     const ValueId x = sub->arg(0).value, max = amax->outs[0], total = sum.outs[0];
-    const std::string max_acc = "acc_" + t_.value(max).name;
+    const std::string max_acc = local(Role::accumulator, max);
     auto pending = std::find_if(pending_.begin(), pending_.end(), [&](const Accumulation& a) { return a.acc_name == max_acc; });
     if (pending == pending_.end()) return false;  // (another sum took it)
     const std::string ct = ctype(t_.value(x).dtype), reducer = "tg::OnlineSumExp<" + ct + ">";
@@ -873,7 +860,7 @@ class KernelWriter {
     pending->acc_type = "tg::MaxSum<" + ct + ">";
     pending->element = [this, x, reducer] { return reducer + "::of(" + value_at(x, identity_index(layout_.domain.size())) + ")"; };
     pending->finish = [this, declare, max, total, ct, reducer](const std::string& both) {
-      const std::string var = unique_local("both_" + ident(max));
+      const std::string var = unique_local(local(Role::max_and_sum, max));
       line("const tg::MaxSum<" + ct + "> " + var + " = " + both + ";");
       declare(max, var + ".max");
       declare(total, reducer + "::sum_of(" + var + ")");
@@ -915,7 +902,7 @@ class KernelWriter {
     Accumulation pick{print_op(sum, t_, false) + " (element " + t_.value(target).name + " of the row: a load, no pass)",
                       /*reducer=*/"", /*acc_type=*/"", /*acc_name=*/"", /*element=*/{}, /*finish=*/{}, needs};
     pick.direct = [=, this] {
-      const std::string at = unique_local("at_" + ident(out)), var = fresh_name(out);
+      const std::string at = unique_local(local(Role::target, out)), var = fresh_name(out);
       line("const int64_t " + at + " = " + value_at(target, layout_.outer_index()) + ";");
       line(ctype(t_.value(out).dtype) + " " + var + " = 0;");
       line("if (0 <= " + at + " && " + at + " < " + std::to_string(length) + ") {");
@@ -950,16 +937,16 @@ class KernelWriter {
       TG_CHECK(!pass.empty(), "kernel " + k_.label + ": reductions wait on each other");
       for (const Accumulation& a : pass)
         if (a.direct) {
-          line("// " + a.comment);
+          comment(a.comment);
           a.direct();
         }
       std::erase_if(pass, [](const Accumulation& a) { return bool(a.direct); });
       if (pass.empty()) continue;
       for (const Accumulation& a : pass) {
-        line("// " + a.comment);
+        comment(a.comment);
         line(a.acc_type + " " + a.acc_name + " = " + a.reducer + "::init();");
       }
-      if (!stores.empty()) line("// ... and write the row's outputs that need no reduction");
+      if (!stores.empty()) comment("... and write the row's outputs that need no reduction");
       pass_writing(stores, [&] {
         for (const Accumulation& a : pass) {
           std::string e = a.element();
@@ -997,11 +984,11 @@ class KernelWriter {
   // values before the loop, the values into them in it, and after it each run stored with one
   // access where the outputs are 16-byte aligned, element by element where not.
   void declare_row_output_runs(const std::vector<ValueId>& outs) {
-    for (ValueId v : outs) line(ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + std::to_string(cached_) + "];");
+    for (ValueId v : outs) line(ctype(t_.value(v).dtype) + " " + local(Role::run_out, v) + "[" + std::to_string(cached_) + "];");
   }
   void set_row_output_runs(const std::vector<ValueId>& outs) {
     const Index full = identity_index(layout_.domain.size());
-    for (ValueId v : outs) line("w_" + ident(v) + "[k] = " + value_at(v, full) + ";");
+    for (ValueId v : outs) line(local(Role::run_out, v) + "[k] = " + value_at(v, full) + ";");
   }
   void store_row_output_runs(const std::vector<ValueId>& outs) {
     if (outs.empty()) return;
@@ -1009,13 +996,13 @@ class KernelWriter {
     line(if_aligned(outs));
     scopes_.back().code += over_runs(scopes_.back().indent + "  ", [&](const std::string& at) {
       std::vector<std::string> stores;
-      for (ValueId v : outs) stores.push_back("tg::store_run_from<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + at + ");");
+      for (ValueId v : outs) stores.push_back("tg::store_run_from<" + run + ">(" + ident(v) + ", " + offset_of_row_element() + ", " + local(Role::run_out, v) + at + ");");
       return stores;
     });
     line("} else {");
     line("  TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
     line("    const int64_t j = " + cached_element() + ";");
-    for (ValueId v : outs) line("    tg::store(" + ident(v) + ", " + offset_of_row_element() + ", w_" + ident(v) + "[k]);");
+    for (ValueId v : outs) line("    tg::store(" + ident(v) + ", " + offset_of_row_element() + ", " + local(Role::run_out, v) + "[k]);");
     line("  }");
     line("}");
   }
@@ -1050,7 +1037,7 @@ class KernelWriter {
     push(indent + "      ");
     body();
     const Index full = identity_index(layout_.domain.size());
-    for (ValueId v : outs) line("w_" + ident(v) + "[lane] = " + value_at(v, full) + ";");
+    for (ValueId v : outs) line(local(Role::run_out, v) + "[lane] = " + value_at(v, full) + ";");
     const std::string lane_body = pop();
     in_stream_run_ = false;
     ++passes_over_row_;
@@ -1073,17 +1060,17 @@ class KernelWriter {
     auto pass = [&](bool wide) {
       std::string code = indent + "  " + loop;
       for (ValueId v : stream_loads_) {
-        code += indent + "    " + ctype(t_.value(v).dtype) + " r_" + ident(v) + "[" + L + "];\n";
-        if (wide) code += indent + "    tg::load_run_to<" + L + ">(" + ident(v) + ", " + first(v) + ", r_" + ident(v) + ");\n";
-        else code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) r_" + ident(v) + "[lane] = tg::load(" + ident(v) + ", " + first(v) + " + lane);\n";
+        code += indent + "    " + ctype(t_.value(v).dtype) + " " + local(Role::run_in, v) + "[" + L + "];\n";
+        if (wide) code += indent + "    tg::load_run_to<" + L + ">(" + ident(v) + ", " + first(v) + ", " + local(Role::run_in, v) + ");\n";
+        else code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) " + local(Role::run_in, v) + "[lane] = tg::load(" + ident(v) + ", " + first(v) + " + lane);\n";
       }
-      for (ValueId v : outs) code += indent + "    " + ctype(t_.value(v).dtype) + " w_" + ident(v) + "[" + L + "];\n";
+      for (ValueId v : outs) code += indent + "    " + ctype(t_.value(v).dtype) + " " + local(Role::run_out, v) + "[" + L + "];\n";
       code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
       if (uses_word(lane_body + dims, "j")) code += indent + "      const int64_t j = run * " + L + " + lane;\n";
       code += dims + lane_body + indent + "    }\n";
       for (ValueId v : outs) {
-        if (wide) code += indent + "    tg::store_run_from<" + L + ">(" + ident(v) + ", " + first(v) + ", w_" + ident(v) + ");\n";
-        else code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) tg::store(" + ident(v) + ", " + first(v) + " + lane, w_" + ident(v) + "[lane]);\n";
+        if (wide) code += indent + "    tg::store_run_from<" + L + ">(" + ident(v) + ", " + first(v) + ", " + local(Role::run_out, v) + ");\n";
+        else code += indent + "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) tg::store(" + ident(v) + ", " + first(v) + " + lane, " + local(Role::run_out, v) + "[lane]);\n";
       }
       return code + indent + "  }\n";
     };
@@ -1117,7 +1104,7 @@ class KernelWriter {
       if (op.info->fusion == FusionClass::reduction) reduction(op);
     reduction_passes(early_outs);
     if (!row_outs.empty() || !part_sums_.empty()) {
-      line(part_sums_.empty() ? "// write the row" : row_outs.empty() ? "// add the row to the block's partial sums" : "// write the row, and add it to the block's partial sums");
+      comment(part_sums_.empty() ? "write the row" : row_outs.empty() ? "add the row to the block's partial sums" : "write the row, and add it to the block's partial sums");
       pass_writing(row_outs, [&] { add_to_part_sums(); });
     }
     if (!outer_outs.empty()) {
@@ -1131,11 +1118,11 @@ class KernelWriter {
     std::string body = pop();
     if (!row_cached_.empty())
       body = "    // the row, " + std::to_string(cached_) + " elements per thread" + (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") +
-             ", read once\n" + fill_registers(row_cached_, "c_", offset_of_row_element(), "    ") + body;
+             ", read once\n" + fill_registers(row_cached_, Role::cached, offset_of_row_element(), "    ") + body;
     std::string out = "  const int64_t rows = " + std::to_string(numel(layout_.outer_shape())) + ";\n" + start_part_sums();
     if (!row_hoisted_.empty())
       out += "  // operands shaped like a row, the same for every row: this thread's elements, read once\n" +
-             fill_registers(row_hoisted_, "c_", "j", "  ");
+             fill_registers(row_hoisted_, Role::cached, "j", "  ");
     if (column_tile_ > 1)  // rows is a multiple of 32: every thread of a block runs the same iterations
       out += "  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {\n";
     else
@@ -1146,24 +1133,24 @@ class KernelWriter {
     return out + store_part_sums();
   }
 
-  // Declares <prefix><name>[cached_] for each of `values` and loads this thread's elements j into
+  // Declares <role prefix><name>[cached_] for each of `values` and loads this thread's elements j into
   // them from `offset` (an expression in j): in runs where the pointers are 16-byte aligned.
-  std::string fill_registers(const std::vector<ValueId>& values, const std::string& prefix, const std::string& offset,
+  std::string fill_registers(const std::vector<ValueId>& values, Role role, const std::string& offset,
                              const std::string& indent) const {
     const std::string n = std::to_string(cached_), run = std::to_string(row_run_);
     std::string fill;
-    for (ValueId v : values) fill += indent + ctype(t_.value(v).dtype) + " " + prefix + ident(v) + "[" + n + "];\n";
+    for (ValueId v : values) fill += indent + ctype(t_.value(v).dtype) + " " + local(role, v) + "[" + n + "];\n";
     auto element_by_element = [&](const std::string& in) {
       std::string code = in + "TG_UNROLL for (int k = 0; k < " + n + "; ++k) {\n";
       code += in + "  const int64_t j = " + cached_element() + ";\n";
-      for (ValueId v : values) code += in + "  " + prefix + ident(v) + "[k] = tg::load(" + ident(v) + ", " + offset + ");\n";
+      for (ValueId v : values) code += in + "  " + local(role, v) + "[k] = tg::load(" + ident(v) + ", " + offset + ");\n";
       return code + in + "}\n";
     };
     if (row_run_ == 1) return fill + element_by_element(indent);
     fill += indent + if_aligned(values) + "\n";
     fill += over_runs(indent + "  ", [&](const std::string& at) {
       std::vector<std::string> loads;
-      for (ValueId v : values) loads.push_back("tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset + ", " + prefix + ident(v) + at + ");");
+      for (ValueId v : values) loads.push_back("tg::load_run_to<" + run + ">(" + ident(v) + ", " + offset + ", " + local(role, v) + at + ");");
       return loads;
     });
     return fill + indent + "} else {\n" + element_by_element(indent + "  ") + indent + "}\n";
@@ -1186,14 +1173,14 @@ class KernelWriter {
     return ident(p->outs[0]) + "[int64_t(blockIdx.x) * " + std::to_string(numel(layout_.reduced_shape())) + " + j]";
   }
   // Where the block's sum of element j lives.
-  std::string part_sum_at(const Op* p) const { return part_sums_shared() ? "s_" + ident(p->outs[0]) + "[j]" : part_row_at(p); }
+  std::string part_sum_at(const Op* p) const { return part_sums_shared() ? local(Role::shared, p->outs[0]) + "[j]" : part_row_at(p); }
   std::string over_row_elements(const std::string& statements) const {
     return "  for (int64_t j = threadIdx.x; j < " + std::to_string(numel(layout_.reduced_shape())) + "; j += blockDim.x) {\n" + statements + "  }\n";
   }
 
   // Each thread adds each row's value (the same in every thread) in a register of its own. (s_ as
   // for the shared sums: a `__parts` value has one or the other, and no trace value is named s_...)
-  std::string row_total(const Op* p) const { return "s_" + ident(p->outs[0]); }
+  std::string row_total(const Op* p) const { return local(Role::shared, p->outs[0]); }
 
   std::string start_part_sums() const {
     std::string code;
@@ -1204,7 +1191,7 @@ class KernelWriter {
     std::string zero;
     for (const Op* p : part_sums_) {
       const Value& v = t_.value(p->outs[0]);
-      if (part_sums_shared()) code += "  __shared__ " + storage_type(v) + " s_" + ident(p->outs[0]) + "[" + std::to_string(numel(layout_.reduced_shape())) + "];\n";
+      if (part_sums_shared()) code += "  __shared__ " + storage_type(v) + " " + local(Role::shared, p->outs[0]) + "[" + std::to_string(numel(layout_.reduced_shape())) + "];\n";
       zero += "    " + part_sum_at(p) + " = 0;\n";
     }
     return code + over_row_elements(zero) + "  __syncthreads();\n";
@@ -1270,15 +1257,15 @@ std::string param_list(const Trace& t, std::map<ValueId, std::string>* pointer_o
   std::set<std::string> taken;
   for (ValueId id : t.inputs) {
     const Value& v = t.value(id);
-    std::string name = c_ident(v.name);
+    std::string name = ident(Role::global, v.name);
     s += (v.is_scalar ? ctype(v.dtype) + " " : "const " + storage_type(v) + "* ") + name + ", ";
     taken.insert(name);
     if (pointer_of) (*pointer_of)[id] = name;
   }
   for (size_t k = 0; k < t.outputs.size(); ++k) {
     const Value& v = t.value(t.outputs[k]);
-    std::string name = c_ident(v.name);
-    if (taken.count(name)) name = "out" + std::to_string(k);
+    std::string name = ident(Role::global, v.name);
+    if (taken.count(name)) name = "out" + std::to_string(k);  // (an input, or an output listed before: no underscore, so no role's)
     taken.insert(name);
     s += storage_type(v) + "* " + name + ", ";
     if (output_params) output_params->push_back(name);
@@ -1296,8 +1283,8 @@ std::string entry_declaration(const Trace& trace, const std::string& entry) {
 CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::string& file, const std::string& input_file) {
   CudaFile result;
   std::ostringstream out;
-  out << "// " << file << ": generated by thunder-gen " << THUNDER_GEN_VERSION << " from " << input_file << " (trace \"" << fused.name
-      << "\"). Do not edit.\n";
+  out << comment_line(file + ": generated by thunder-gen " + THUNDER_GEN_VERSION + " from " + input_file + " (trace \"" + fused.name +
+                      "\"). Do not edit.");
   size_t library_calls = 0, views = 0;
   for (const Op& op : fused.ops) {
     library_calls += is_library_call(op);
@@ -1362,11 +1349,10 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   std::map<ValueId, std::string> pointer;
   std::vector<std::string> output_params;
   std::string params = param_list(fused, &pointer, &output_params);
-  out << "// Inputs:";
-  for (ValueId id : fused.inputs) out << " " << fused.value(id).name << " " << print_type(fused.value(id)) << ";";
-  out << "\n// Outputs:";
-  for (ValueId id : fused.outputs) out << " " << fused.value(id).name << " " << print_type(fused.value(id)) << ";";
-  out << "\n// Device pointers; runs asynchronously on `stream`.\n";
+  std::string inputs = "Inputs:", outputs = "Outputs:";
+  for (ValueId id : fused.inputs) inputs += " " + fused.value(id).name + " " + print_type(fused.value(id)) + ";";
+  for (ValueId id : fused.outputs) outputs += " " + fused.value(id).name + " " + print_type(fused.value(id)) + ";";
+  out << comment_line(inputs) << comment_line(outputs) << "// Device pointers (g_<name>: trace value <name>); runs asynchronously on `stream`.\n";
   out << "extern \"C\" void " << entry << "(" << params << ") {\n";
   // Values written by one kernel and read by a later one, that are not outputs, live in temporaries.
   std::vector<ValueId> temporaries;
@@ -1376,7 +1362,7 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
         pointer[v] = pointer.at(k.arg(0).value);
       } else if (!pointer.count(v)) {
         const Value& val = fused.value(v);
-        pointer[v] = c_ident(val.name);
+        pointer[v] = ident(Role::global, val.name);
         temporaries.push_back(v);
         out << "  " << storage_type(val) << "* " << pointer[v] << " = static_cast<" << storage_type(val) << "*>(tg::device_alloc("
             << stored_bytes(val) << ", stream));\n";
@@ -1384,12 +1370,11 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
   for (size_t i = 0; i < fused.ops.size(); ++i) {
     const Op& k = fused.ops[i];
     if (is_view(k)) {
-      out << "  // " << print_op(k, fused) << "  (a view: " << pointer.at(k.outs[0]) << " read as " << print_type(fused.value(k.outs[0]))
-          << ")\n";
+      out << comment_line(print_op(k, fused) + "  (a view: " + pointer.at(k.outs[0]) + " read as " + print_type(fused.value(k.outs[0])) + ")", "  ");
       continue;
     }
     if (is_library_call(k)) {
-      out << "  // " << print_op(k, fused) << "\n";
+      out << comment_line(print_op(k, fused), "  ");
       out << "  tg::matmul(" << pointer.at(k.arg(0).value) << ", " << pointer.at(k.arg(1).value) << ", " << pointer.at(k.outs[0]) << ", "
           << gemm_shape(fused, k) << ", stream" << gemm_epilogue(k, pointer) << ");\n";
       continue;
@@ -1399,10 +1384,10 @@ CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::stri
     for (const Arg& a : k.args) args += ", " + pointer.at(a.value);
     for (ValueId v : k.outs) args += ", " + pointer.at(v);
     if (items == 0) {
-      out << "  // " << k.label << ": nothing to compute (empty)\n";
+      out << comment_line(k.label + ": nothing to compute (empty)", "  ");
       continue;
     }
-    if (kernel != k.label) out << "  // " << k.label << ": the same code as " << kernel << "\n";
+    if (kernel != k.label) out << comment_line(k.label + ": the same code as " + kernel, "  ");
     const std::string blocks = grid > 0 ? std::to_string(grid) : "tg::grid_for(" + std::to_string(items) + ", " + std::to_string(per_block) + ")";
     out << "  TG_LAUNCH(" << kernel << ", " << blocks << ", " << block << ", stream" << args << ");\n";
   }

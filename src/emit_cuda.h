@@ -27,9 +27,6 @@ struct CudaFile {
 // `entry` names the host function, e.g. "mlp_forward"; `file` and `input_file` go in the banner.
 CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::string& file, const std::string& input_file);
 
-// A C++ identifier for a value name: escapes keywords and the names generated code uses itself.
-std::string c_ident(const std::string& name);
-
 // The C++ type a value is stored as in device memory (tg::PackedBits for a bit-packed mask).
 std::string storage_type(const Value& v);
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "generated_text.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
@@ -50,9 +51,9 @@ std::string print_literal(const Arg& a, const Trace& t) {
     case Arg::Kind::boolean: return a.boolean ? "True" : "False";
     case Arg::Kind::integer: return std::to_string(a.integer);
     case Arg::Kind::real: return print_number(a.real);
-    case Arg::Kind::string: return "'" + a.text + "'";
+    case Arg::Kind::string: return python_string(a.text);
     case Arg::Kind::dtype: return "dtypes." + std::string(dtype_name(a.dtype));
-    case Arg::Kind::device: return "devices.Device('" + a.text + "')";
+    case Arg::Kind::device: return "devices.Device(" + python_string(a.text) + ")";
     case Arg::Kind::opaque: return a.text;
     case Arg::Kind::list: {
       std::string s = "[";

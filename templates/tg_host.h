@@ -175,15 +175,16 @@ inline KernelModule& trace_kernels(const char* dir) {
 
 }  // namespace tg
 
-// TG_LAUNCH(kernel, grid, block, stream, args...): launches a generated kernel in any mode.
+// TG_LAUNCH(kernel, grid, block, stream, args...): launches a generated kernel in any mode. (::kernel:
+// a parameter of the entry point may have the kernel's name.)
 #if defined(TG_NVRTC_HOST)
 #define TG_LAUNCH(kernel, grid, block, stream, ...) tg_kernels().launch(#kernel, grid, block, stream, __VA_ARGS__)
 #elif defined(__CUDACC__)
 #define TG_LAUNCH(kernel, grid, block, stream, ...)            \
   do {                                                         \
-    kernel<<<grid, block, 0, stream>>>(__VA_ARGS__);           \
+    ::kernel<<<grid, block, 0, stream>>>(__VA_ARGS__);         \
     TG_CUDA_CHECK(cudaGetLastError());                         \
   } while (0)
 #else
-#define TG_LAUNCH(kernel, grid, block, stream, ...) tg_emu::launch_named(#kernel, kernel, dim3(grid), dim3(block), __VA_ARGS__)
+#define TG_LAUNCH(kernel, grid, block, stream, ...) tg_emu::launch_named(#kernel, ::kernel, dim3(grid), dim3(block), __VA_ARGS__)
 #endif

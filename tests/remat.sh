@@ -42,8 +42,8 @@ done
 
 "$gen" "$ex" -o unpacked --tag torch.nn.functional.dropout=save --no-pack-bool
 check unpacked-mask [ "$(saved unpacked)" = "$(printf 't0__1 b8 1048576 dense\nscalars: ')" ]
-check packed-reads-bits grep -q "const tg::PackedBits\* __restrict__ t0__1" save_flag/backward.cu
-check unpacked-reads-bytes grep -q "const bool\* __restrict__ t0__1" unpacked/backward.cu
+check packed-reads-bits grep -q "const tg::PackedBits\* __restrict__ g_t0__1" save_flag/backward.cu
+check unpacked-reads-bytes grep -q "const bool\* __restrict__ g_t0__1" unpacked/backward.cu
 
 "$gen" "$root/examples/dropout_sub.json" -o recompute_sub --tag torch.nn.functional.dropout=recompute
 check recompute-sub-nothing-saved [ "$(saved recompute_sub)" = "scalars: philox_seed philox_offset" ]

@@ -113,10 +113,10 @@ TEST_CASE("a row too long for 16 elements a thread at 256 threads takes a larger
 TEST_CASE("a row held in registers is read and written in 16-byte runs where the pointers are aligned") {
   const std::string k = wide_row_kernel(1);
   // Thread t holds elements 4t .. 4t+3 of each 2048 (512 threads x 4): four runs of four floats.
-  CHECK(k.find("if (tg::aligned16(x0)) {") != std::string::npos);
+  CHECK(k.find("if (tg::aligned16(g_x0)) {") != std::string::npos);
   CHECK(k.find("const int64_t j = run * 2048 + threadIdx.x * 4;") != std::string::npos);
-  CHECK(k.find("tg::load_run_to<4>(x0, row * 8192 + j, c_x0 + run * 4);") != std::string::npos);
-  CHECK(k.find("tg::store_run_from<4>(z, row * 8192 + j, w_z + run * 4);") != std::string::npos);
+  CHECK(k.find("tg::load_run_to<4>(g_x0, row * 8192 + j, c_x0 + run * 4);") != std::string::npos);
+  CHECK(k.find("tg::store_run_from<4>(g_z, row * 8192 + j, w_z + run * 4);") != std::string::npos);
   // Element by element otherwise, at the same places: the fill and the store (the passes between
   // read c_x0[k] and need no j).
   CHECK(test::count(k, "const int64_t j = (k / 4) * 2048 + threadIdx.x * 4 + k % 4;") == 2);
@@ -134,13 +134,13 @@ TEST_CASE("an operand shaped like one row (a LayerNorm's weight) is read once be
       tg::emit_cuda(fused(test::trace("scaled", tensor("x", "[64, 1024]") + "," + tensor("w", "[1024]"), ops, "\"y\"")), "scaled_forward",
                     "forward.cu", "scaled.json")
           .text;
-  const size_t fill = k.find("tg::load_run_to<4>(w, j, c_w);"), rows = k.find("for (int64_t row = blockIdx.x;");
+  const size_t fill = k.find("tg::load_run_to<4>(g_w, j, c_w);"), rows = k.find("for (int64_t row = blockIdx.x;");
   REQUIRE(fill != std::string::npos);
   REQUIRE(rows != std::string::npos);
   CHECK(fill < rows);
-  CHECK(k.find("c_w[k] = tg::load(w, j);") < rows);  // (unaligned)
+  CHECK(k.find("c_w[k] = tg::load(g_w, j);") < rows);  // (unaligned)
   CHECK(k.find("* c_w[k])") > rows);
-  CHECK(test::count(k, "tg::load(w,") == 1);  // not in the row loop
+  CHECK(test::count(k, "tg::load(g_w,") == 1);  // not in the row loop
 }
 
 TEST_CASE("a row that only one pass reads is streamed from memory in 16-byte runs, not held in registers") {
@@ -148,14 +148,14 @@ TEST_CASE("a row that only one pass reads is streamed from memory in 16-byte run
   CHECK(k.find("read once") == std::string::npos);
   // Thread t of 512 takes runs t, t + 512, ... of 4 floats: 2048 runs, 4 a thread, in a loop the
   // compiler unrolls.
-  CHECK(k.find("if (tg::aligned16(x0)) {  // runs of 4, one access each") != std::string::npos);
+  CHECK(k.find("if (tg::aligned16(g_x0)) {  // runs of 4, one access each") != std::string::npos);
   CHECK(k.find("TG_UNROLL for (int n = 0; n < 4; ++n) {") != std::string::npos);
   CHECK(k.find("const int64_t run = threadIdx.x + n * 512;") != std::string::npos);
-  CHECK(k.find("tg::load_run_to<4>(x0, row * 8192 + run * 4, r_x0);") != std::string::npos);
+  CHECK(k.find("tg::load_run_to<4>(g_x0, row * 8192 + run * 4, r_x0);") != std::string::npos);
   CHECK(k.find("r_x0[lane]") != std::string::npos);
   // Element by element where unaligned, into the same arrays in the same order.
   CHECK(k.find("} else {  // element by element, in the same order") != std::string::npos);
-  CHECK(k.find("r_x0[lane] = tg::load(x0, row * 8192 + run * 4 + lane);") != std::string::npos);
+  CHECK(k.find("r_x0[lane] = tg::load(g_x0, row * 8192 + run * 4 + lane);") != std::string::npos);
   CHECK(k.find("j += blockDim.x") == std::string::npos);
 }
 
@@ -186,7 +186,7 @@ TEST_CASE("a sum of where(iota == t, x, 0) over a row is x at t: a load, no pass
   REQUIRE(t.ops.size() == 1);
   const std::string cuda = tg::emit_cuda(t, "pick_forward", "forward.cu", "pick.json").text;
   CHECK(cuda.find("a load, no pass") != std::string::npos);
-  CHECK(cuda.find("tg::load(x, d0 * 32 + at_y)") != std::string::npos);
+  CHECK(cuda.find("tg::load(g_x, d0 * 32 + at_y)") != std::string::npos);
   CHECK(test::count(cuda, "tg::block_reduce<") == 0);
   // Anything but 0 elsewhere in the row is a real sum.
   const std::string summed = tg::emit_cuda(fused(pick_trace("1.0")), "pick_forward", "forward.cu", "pick.json").text;
@@ -282,7 +282,7 @@ TEST_CASE("kernels that differ only in their values' names share one function; a
   size_t functions = 0;
   for (size_t at = cuda.text.find("__global__"); at != std::string::npos; at = cuda.text.find("__global__", at + 1)) ++functions;
   CHECK(functions == 3);
-  CHECK(cuda.text.find("TG_LAUNCH(dedup_pointwise_a, tg::grid_for(16, 256), 256, stream, m, b)") != std::string::npos);
+  CHECK(cuda.text.find("TG_LAUNCH(dedup_pointwise_a, tg::grid_for(16, 256), 256, stream, g_m, g_b)") != std::string::npos);
 }
 
 TEST_CASE("a reshape of a value in memory, for a matmul, is a view: no kernel, no buffer, the same pointer") {
@@ -302,7 +302,7 @@ TEST_CASE("a reshape of a value in memory, for a matmul, is a view: no kernel, n
   CHECK(cuda.kernels[0].view_of == "x3");
   CHECK(cuda.kernels[2].view_of.empty());
   CHECK(cuda.text.find("// x2 = prims.reshape(x3, [8, 8])") != std::string::npos);
-  CHECK(cuda.text.find("tg::matmul(x3, w, y,") != std::string::npos);
+  CHECK(cuda.text.find("tg::matmul(g_x3, g_w, g_y,") != std::string::npos);
   CHECK(cuda.text.find("x2 = static_cast") == std::string::npos);  // no buffer of its own
   CHECK(cuda.text.find("e2 = static_cast") != std::string::npos);
 }
@@ -342,7 +342,7 @@ TEST_CASE("a sum over a row kernel's rows is added up in that kernel, a part per
   CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"gb__parts", "gy__parts"});
   CHECK(names(t, t.ops[1].outs) == std::vector<std::string>{"gb", "gy"});
   tg::CudaFile cuda = tg::emit_cuda(t, "parts_forward", "forward.cu", "parts.json");
-  CHECK(cuda.text.find("TG_LAUNCH(parts_rowreduce_y, 512, 32, stream, x, g, y, gb__parts, gy__parts)") != std::string::npos);
+  CHECK(cuda.text.find("TG_LAUNCH(parts_rowreduce_y, 512, 32, stream, g_x, g_g, g_y, g_gb__parts, g_gy__parts)") != std::string::npos);
   CHECK(cuda.text.find("__shared__ float s_gy__parts[32];") != std::string::npos);
   CHECK(cuda.text.find("s_gy__parts[j] += ") != std::string::npos);
   CHECK(cuda.text.find("gy__parts[int64_t(blockIdx.x) * 32 + j] = s_gy__parts[j];") != std::string::npos);
@@ -419,7 +419,7 @@ TEST_CASE("a sum over all rows of a value per row (a loss's mean) is added up in
   CHECK(arg_names(t, t.ops[1]) == std::vector<std::string>{"total__parts"});
   CHECK(names(t, t.ops[1].outs) == std::vector<std::string>{"mean"});
   tg::CudaFile cuda = tg::emit_cuda(t, "mean_forward", "forward.cu", "mean.json");
-  CHECK(cuda.text.find("TG_LAUNCH(mean_rowreduce_total__parts, 512, 32, stream, x, total__parts)") != std::string::npos);
+  CHECK(cuda.text.find("TG_LAUNCH(mean_rowreduce_total__parts, 512, 32, stream, g_x, g_total__parts)") != std::string::npos);
   CHECK(cuda.text.find("s_total__parts += ") != std::string::npos);
   CHECK(cuda.text.find("total__parts[blockIdx.x] = s_total__parts;") != std::string::npos);
 }

@@ -18,14 +18,14 @@
 //   t7 = prims.log(t6)  # t7: f32[1024, 1024]
 //   t8 = prims.tanh(t7)  # t8: f32[1024, 1024]
 //   t9 = prims.mul(t8, 3.0)  # t9: f32[1024, 1024]
-extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const float* __restrict__ x, float* __restrict__ t9) {
+extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const float* __restrict__ g_x, float* __restrict__ g_t9) {
   const int64_t n = 1048576;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(x) && tg::aligned16(t9) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_x) && tg::aligned16(g_t9) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     float r_x[4];
-    tg::load_run(x, run * 4, r_x);
+    tg::load_run(g_x, run * 4, r_x);
     float w_t9[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
       const float v_x = r_x[lane];
@@ -41,10 +41,10 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const flo
       const float v_t9 = (v_t8 * 3.0f);
       w_t9[lane] = v_t9;
     }
-    tg::store_run(t9, run * 4, w_t9);
+    tg::store_run(g_t9, run * 4, w_t9);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v_x = tg::load(x, i);
+    const float v_x = tg::load(g_x, i);
     const float v_t0 = (v_x * 1.5f);
     const float v_t1 = (v_t0 + 0.25f);
     const float v_t2 = tg::sin(v_t1);
@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const flo
     const float v_t7 = tg::log(v_t6);
     const float v_t8 = tg::tanh(v_t7);
     const float v_t9 = (v_t8 * 3.0f);
-    tg::store(t9, i, v_t9);
+    tg::store(g_t9, i, v_t9);
   }
 }
 
@@ -70,8 +70,8 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // Inputs: x f32[1024, 1024];
 // Outputs: t9 f32[1024, 1024];
-// Device pointers; runs asynchronously on `stream`.
-extern "C" void chain10_forward(const float* x, float* t9, tg::Stream stream) {
-  TG_LAUNCH(chain10_pointwise_t9, tg::grid_for(262144, 256), 256, stream, x, t9);
+// Device pointers (g_<name>: trace value <name>); runs asynchronously on `stream`.
+extern "C" void chain10_forward(const float* g_x, float* g_t9, tg::Stream stream) {
+  TG_LAUNCH(chain10_pointwise_t9, tg::grid_for(262144, 256), 256, stream, g_x, g_t9);
 }
 #endif  // __CUDACC_RTC__

@@ -31,7 +31,7 @@
 //   bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
 //   grad_w__parts = thunder_gen.partial_sum(bw21, [0], 512)  # grad_w__parts: f32[512, 1024]
 //   grad_b__parts = thunder_gen.partial_sum(cotangent_t13, [0], 512)  # grad_b__parts: f32[512, 1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_x(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ cotangent_t13, float* __restrict__ grad_x, float* __restrict__ grad_w__parts, float* __restrict__ grad_b__parts) {
+extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_x(const float* __restrict__ g_x, const float* __restrict__ g_w, const float* __restrict__ g_cotangent_t13, float* __restrict__ g_grad_x, float* __restrict__ g_grad_w__parts, float* __restrict__ g_grad_b__parts) {
   const int64_t rows = 2048;
   // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)
   __shared__ float s_grad_w__parts[1024];
@@ -43,48 +43,48 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
   __syncthreads();
   // operands shaped like a row, the same for every row: this thread's elements, read once
   float c_w[4];
-  if (tg::aligned16(w)) {
+  if (tg::aligned16(g_w)) {
     const int64_t j = threadIdx.x * 4;
-    tg::load_run_to<4>(w, j, c_w);
+    tg::load_run_to<4>(g_w, j, c_w);
   } else {
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       const int64_t j = threadIdx.x * 4 + k;
-      c_w[k] = tg::load(w, j);
+      c_w[k] = tg::load(g_w, j);
     }
   }
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
     float c_cotangent_t13[4];
-    if (tg::aligned16(x) && tg::aligned16(cotangent_t13)) {
+    if (tg::aligned16(g_x) && tg::aligned16(g_cotangent_t13)) {
       const int64_t j = threadIdx.x * 4;
-      tg::load_run_to<4>(x, row * 1024 + j, c_x);
-      tg::load_run_to<4>(cotangent_t13, row * 1024 + j, c_cotangent_t13);
+      tg::load_run_to<4>(g_x, row * 1024 + j, c_x);
+      tg::load_run_to<4>(g_cotangent_t13, row * 1024 + j, c_cotangent_t13);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
         const int64_t j = threadIdx.x * 4 + k;
-        c_x[k] = tg::load(x, row * 1024 + j);
-        c_cotangent_t13[k] = tg::load(cotangent_t13, row * 1024 + j);
+        c_x[k] = tg::load(g_x, row * 1024 + j);
+        c_cotangent_t13[k] = tg::load(g_cotangent_t13, row * 1024 + j);
       }
     }
     // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 1: mean)
-    float acc_mean_bw0 = tg::Sum<float>::init();
+    float sum_bw0 = tg::Sum<float>::init();
     // bw16 = prims.sum(bw9, [1])
     float acc_bw16 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      acc_mean_bw0 = tg::Sum<float>::combine(acc_mean_bw0, c_x[k]);
+      sum_bw0 = tg::Sum<float>::combine(sum_bw0, c_x[k]);
       const float v_bw9 = (c_cotangent_t13[k] * c_w[k]);
       acc_bw16 = tg::Sum<float>::combine(acc_bw16, v_bw9);
     }
-    tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(acc_mean_bw0, acc_bw16);
-    const float mean_bw0 = acc_mean_bw0 / float(1024);
+    tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(sum_bw0, acc_bw16);
+    const float mean_bw0 = sum_bw0 / float(1024);
     const float v_bw16 = acc_bw16;
     // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
-    float acc_m2_bw0 = tg::Sum<float>::init();
+    float m2_bw0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      acc_m2_bw0 = tg::Sum<float>::combine(acc_m2_bw0, (c_x[k] - mean_bw0) * (c_x[k] - mean_bw0));
+      m2_bw0 = tg::Sum<float>::combine(m2_bw0, (c_x[k] - mean_bw0) * (c_x[k] - mean_bw0));
     }
-    const float v_bw0 = tg::block_reduce<tg::Sum<float>>(acc_m2_bw0) / (float(1024) - 0.0f);
+    const float v_bw0 = tg::block_reduce<tg::Sum<float>>(m2_bw0) / (float(1024) - 0.0f);
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
@@ -117,20 +117,20 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       const float v_grad_x = (v_bw6 * v_bw19);
       w_grad_x[k] = v_grad_x;
     }
-    if (tg::aligned16(grad_x)) {
+    if (tg::aligned16(g_grad_x)) {
       const int64_t j = threadIdx.x * 4;
-      tg::store_run_from<4>(grad_x, row * 1024 + j, w_grad_x);
+      tg::store_run_from<4>(g_grad_x, row * 1024 + j, w_grad_x);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
         const int64_t j = threadIdx.x * 4 + k;
-        tg::store(grad_x, row * 1024 + j, w_grad_x[k]);
+        tg::store(g_grad_x, row * 1024 + j, w_grad_x[k]);
       }
     }
   }
   __syncthreads();
   for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {
-    grad_w__parts[int64_t(blockIdx.x) * 1024 + j] = s_grad_w__parts[j];
-    grad_b__parts[int64_t(blockIdx.x) * 1024 + j] = s_grad_b__parts[j];
+    g_grad_w__parts[int64_t(blockIdx.x) * 1024 + j] = s_grad_w__parts[j];
+    g_grad_b__parts[int64_t(blockIdx.x) * 1024 + j] = s_grad_b__parts[j];
   }
 }
 
@@ -138,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
 // Implements:
 //   grad_w = prims.sum(grad_w__parts, [0])  # grad_w: f32[1024]
 //   grad_b = prims.sum(grad_b__parts, [0])  # grad_b: f32[1024]
-extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ grad_w__parts, const float* __restrict__ grad_b__parts, float* __restrict__ grad_w, float* __restrict__ grad_b) {
+extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ g_grad_w__parts, const float* __restrict__ g_grad_b__parts, float* __restrict__ g_grad_w, float* __restrict__ g_grad_b) {
   const int64_t rows = 1024;
   for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {
     const int64_t d1 = row;
@@ -148,16 +148,16 @@ extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce
     float acc_grad_b = tg::Sum<float>::init();
     for (int64_t j = threadIdx.x / 32; j < 512; j += blockDim.x / 32) {
       const int64_t d0 = j;
-      const float v_grad_w__parts = tg::load(grad_w__parts, d0 * 1024 + d1);
+      const float v_grad_w__parts = tg::load(g_grad_w__parts, d0 * 1024 + d1);
       acc_grad_w = tg::Sum<float>::combine(acc_grad_w, v_grad_w__parts);
-      const float v_grad_b__parts = tg::load(grad_b__parts, d0 * 1024 + d1);
+      const float v_grad_b__parts = tg::load(g_grad_b__parts, d0 * 1024 + d1);
       acc_grad_b = tg::Sum<float>::combine(acc_grad_b, v_grad_b__parts);
     }
     const float v_grad_w = tg::column_reduce<tg::Sum<float>>(acc_grad_w);
     const float v_grad_b = tg::column_reduce<tg::Sum<float>>(acc_grad_b);
     if (threadIdx.x < 32) {
-      tg::store(grad_w, row, v_grad_w);
-      tg::store(grad_b, row, v_grad_b);
+      tg::store(g_grad_w, row, v_grad_w);
+      tg::store(g_grad_b, row, v_grad_b);
     }
   }
 }
@@ -173,13 +173,13 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // Inputs: x f32[2048, 1024]; w f32[1024]; cotangent_t13 f32[2048, 1024];
 // Outputs: grad_x f32[2048, 1024]; grad_w f32[1024]; grad_b f32[1024];
-// Device pointers; runs asynchronously on `stream`.
-extern "C" void layer_norm_backward(const float* x, const float* w, const float* cotangent_t13, float* grad_x, float* grad_w, float* grad_b, tg::Stream stream) {
-  float* grad_w__parts = static_cast<float*>(tg::device_alloc(2097152, stream));
-  float* grad_b__parts = static_cast<float*>(tg::device_alloc(2097152, stream));
-  TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, x, w, cotangent_t13, grad_x, grad_w__parts, grad_b__parts);
-  TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, grad_w__parts, grad_b__parts, grad_w, grad_b);
-  tg::device_free(grad_w__parts, stream);
-  tg::device_free(grad_b__parts, stream);
+// Device pointers (g_<name>: trace value <name>); runs asynchronously on `stream`.
+extern "C" void layer_norm_backward(const float* g_x, const float* g_w, const float* g_cotangent_t13, float* g_grad_x, float* g_grad_w, float* g_grad_b, tg::Stream stream) {
+  float* g_grad_w__parts = static_cast<float*>(tg::device_alloc(2097152, stream));
+  float* g_grad_b__parts = static_cast<float*>(tg::device_alloc(2097152, stream));
+  TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, g_x, g_w, g_cotangent_t13, g_grad_x, g_grad_w__parts, g_grad_b__parts);
+  TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, g_grad_w__parts, g_grad_b__parts, g_grad_w, g_grad_b);
+  tg::device_free(g_grad_w__parts, stream);
+  tg::device_free(g_grad_b__parts, stream);
 }
 #endif  // __CUDACC_RTC__

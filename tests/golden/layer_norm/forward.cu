@@ -19,46 +19,46 @@
 //   t13__9 = prims.mul(t13__7, t13__8)  # t13__9: f32[2048, 1024]
 //   t13__10 = prims.broadcast_in_dim(b, [2048, 1024], [1])  # t13__10: f32[2048, 1024]
 //   t13 = prims.add(t13__9, t13__10)  # t13: f32[2048, 1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ t13) {
+extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ g_x, const float* __restrict__ g_w, const float* __restrict__ g_b, float* __restrict__ g_t13) {
   const int64_t rows = 2048;
   // operands shaped like a row, the same for every row: this thread's elements, read once
   float c_w[4];
   float c_b[4];
-  if (tg::aligned16(w) && tg::aligned16(b)) {
+  if (tg::aligned16(g_w) && tg::aligned16(g_b)) {
     const int64_t j = threadIdx.x * 4;
-    tg::load_run_to<4>(w, j, c_w);
-    tg::load_run_to<4>(b, j, c_b);
+    tg::load_run_to<4>(g_w, j, c_w);
+    tg::load_run_to<4>(g_b, j, c_b);
   } else {
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       const int64_t j = threadIdx.x * 4 + k;
-      c_w[k] = tg::load(w, j);
-      c_b[k] = tg::load(b, j);
+      c_w[k] = tg::load(g_w, j);
+      c_b[k] = tg::load(g_b, j);
     }
   }
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // the row, 4 elements per thread in runs of 4, read once
     float c_x[4];
-    if (tg::aligned16(x)) {
+    if (tg::aligned16(g_x)) {
       const int64_t j = threadIdx.x * 4;
-      tg::load_run_to<4>(x, row * 1024 + j, c_x);
+      tg::load_run_to<4>(g_x, row * 1024 + j, c_x);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
         const int64_t j = threadIdx.x * 4 + k;
-        c_x[k] = tg::load(x, row * 1024 + j);
+        c_x[k] = tg::load(g_x, row * 1024 + j);
       }
     }
     // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 1: mean)
-    float acc_mean_t13__0 = tg::Sum<float>::init();
+    float sum_t13__0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      acc_mean_t13__0 = tg::Sum<float>::combine(acc_mean_t13__0, c_x[k]);
+      sum_t13__0 = tg::Sum<float>::combine(sum_t13__0, c_x[k]);
     }
-    const float mean_t13__0 = tg::block_reduce<tg::Sum<float>>(acc_mean_t13__0) / float(1024);
+    const float mean_t13__0 = tg::block_reduce<tg::Sum<float>>(sum_t13__0) / float(1024);
     // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
-    float acc_m2_t13__0 = tg::Sum<float>::init();
+    float m2_t13__0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      acc_m2_t13__0 = tg::Sum<float>::combine(acc_m2_t13__0, (c_x[k] - mean_t13__0) * (c_x[k] - mean_t13__0));
+      m2_t13__0 = tg::Sum<float>::combine(m2_t13__0, (c_x[k] - mean_t13__0) * (c_x[k] - mean_t13__0));
     }
-    const float v_t13__0 = tg::block_reduce<tg::Sum<float>>(acc_m2_t13__0) / (float(1024) - 0.0f);
+    const float v_t13__0 = tg::block_reduce<tg::Sum<float>>(m2_t13__0) / (float(1024) - 0.0f);
     // write the row
     float w_t13[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
@@ -70,13 +70,13 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
       const float v_t13 = (v_t13__9 + c_b[k]);
       w_t13[k] = v_t13;
     }
-    if (tg::aligned16(t13)) {
+    if (tg::aligned16(g_t13)) {
       const int64_t j = threadIdx.x * 4;
-      tg::store_run_from<4>(t13, row * 1024 + j, w_t13);
+      tg::store_run_from<4>(g_t13, row * 1024 + j, w_t13);
     } else {
       TG_UNROLL for (int k = 0; k < 4; ++k) {
         const int64_t j = threadIdx.x * 4 + k;
-        tg::store(t13, row * 1024 + j, w_t13[k]);
+        tg::store(g_t13, row * 1024 + j, w_t13[k]);
       }
     }
   }
@@ -93,8 +93,8 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // Inputs: x f32[2048, 1024]; w f32[1024]; b f32[1024];
 // Outputs: t13 f32[2048, 1024];
-// Device pointers; runs asynchronously on `stream`.
-extern "C" void layer_norm_forward(const float* x, const float* w, const float* b, float* t13, tg::Stream stream) {
-  TG_LAUNCH(layer_norm_rowreduce_t13, tg::grid_for(2048, 1), 256, stream, x, w, b, t13);
+// Device pointers (g_<name>: trace value <name>); runs asynchronously on `stream`.
+extern "C" void layer_norm_forward(const float* g_x, const float* g_w, const float* g_b, float* g_t13, tg::Stream stream) {
+  TG_LAUNCH(layer_norm_rowreduce_t13, tg::grid_for(2048, 1), 256, stream, g_x, g_w, g_b, g_t13);
 }
 #endif  // __CUDACC_RTC__

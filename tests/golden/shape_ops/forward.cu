@@ -13,11 +13,11 @@
 //   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]
 //   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]
 //   t4 = prims.mul(t3, 2.0)  # t4: f32[22, 42]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const float* __restrict__ x, float* __restrict__ t4) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const float* __restrict__ g_x, float* __restrict__ g_t4) {
   const int64_t n = 924;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(t4) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_t4) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     float w_t4[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -28,11 +28,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
       const int64_t ix_t2_i1 = (d1 * 3 + 1);
       const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
       const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-      const float v_x = tg::load(x, ix_t1_i1 * 96 + ix_t1_i0);
+      const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
       const float v_t4 = (v_x * 2.0f);
       w_t4[lane] = v_t4;
     }
-    tg::store_run(t4, run * 4, w_t4);
+    tg::store_run(g_t4, run * 4, w_t4);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 42;
@@ -41,9 +41,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
     const int64_t ix_t2_i1 = (d1 * 3 + 1);
     const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
     const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-    const float v_x = tg::load(x, ix_t1_i1 * 96 + ix_t1_i0);
+    const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
     const float v_t4 = (v_x * 2.0f);
-    tg::store(t4, i, v_t4);
+    tg::store(g_t4, i, v_t4);
   }
 }
 
@@ -54,11 +54,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
 //   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]
 //   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]
 //   t5 = prims.pad(t3, 0.5, [[-2, 3, 1], [1, 0, 2]])  # t5: f32[44, 125]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const float* __restrict__ x, float* __restrict__ t5) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const float* __restrict__ g_x, float* __restrict__ g_t5) {
   const int64_t n = 5500;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(t5) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_t5) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     float w_t5[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -72,11 +72,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
       const int64_t ix_t2_i1 = (ix_t3_i1 * 3 + 1);
       const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
       const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-      const float v_x = tg::load(x, ix_t1_i1 * 96 + ix_t1_i0);
+      const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
       const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
       w_t5[lane] = v_t5;
     }
-    tg::store_run(t5, run * 4, w_t5);
+    tg::store_run(g_t5, run * 4, w_t5);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 125;
@@ -88,9 +88,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
     const int64_t ix_t2_i1 = (ix_t3_i1 * 3 + 1);
     const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
     const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-    const float v_x = tg::load(x, ix_t1_i1 * 96 + ix_t1_i0);
+    const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
     const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
-    tg::store(t5, i, v_t5);
+    tg::store(g_t5, i, v_t5);
   }
 }
 
@@ -99,11 +99,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
 //   t6 = prims.squeeze(x, [-2])  # t6: f32[64, 96]
 //   t7 = prims.pad(t6, -1.0, [[1, -3, 0], [0, 0, 0]])  # t7: f32[62, 96]
 //   t8 = prims.exp(t7)  # t8: f32[62, 96]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const float* __restrict__ x, float* __restrict__ t8) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const float* __restrict__ g_x, float* __restrict__ g_t8) {
   const int64_t n = 5952;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(t8) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_t8) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     float w_t8[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -112,22 +112,22 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const f
       const int64_t d1 = i % 96;
       const int64_t ix_t6_i0 = (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0);
       const bool ix_t6_in_t7 = ((d0 - 1) >= 0 && (d0 - 1) < 64);
-      const float v_x = tg::load(x, ix_t6_i0 * 96 + d1);
+      const float v_x = tg::load(g_x, ix_t6_i0 * 96 + d1);
       const float v_t7 = (ix_t6_in_t7) ? v_x : -1.0f;
       const float v_t8 = tg::exp(v_t7);
       w_t8[lane] = v_t8;
     }
-    tg::store_run(t8, run * 4, w_t8);
+    tg::store_run(g_t8, run * 4, w_t8);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 96;
     const int64_t d1 = i % 96;
     const int64_t ix_t6_i0 = (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0);
     const bool ix_t6_in_t7 = ((d0 - 1) >= 0 && (d0 - 1) < 64);
-    const float v_x = tg::load(x, ix_t6_i0 * 96 + d1);
+    const float v_x = tg::load(g_x, ix_t6_i0 * 96 + d1);
     const float v_t7 = (ix_t6_in_t7) ? v_x : -1.0f;
     const float v_t8 = tg::exp(v_t7);
-    tg::store(t8, i, v_t8);
+    tg::store(g_t8, i, v_t8);
   }
 }
 
@@ -138,11 +138,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const f
 //   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]
 //   t11 = prims.neg(t9)  # t11: f32[32, 48]
 //   t12 = prims.cat([t9, t10, t11], 1)  # t12: f32[32, 144]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const float* __restrict__ x, float* __restrict__ t12) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const float* __restrict__ g_x, float* __restrict__ g_t12) {
   const int64_t n = 4608;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(t12) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_t12) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     float w_t12[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -154,16 +154,16 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
       const int64_t ix_t10_i1 = ((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0);
       const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
       const int64_t ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
-      const float v_x = tg::load(x, d0 * 96 + ix_t9_i1);
+      const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
       const int64_t ix_t0_i0 = (d0 + 32);
       const int64_t ix_t0_i1 = (ix_t10_i1 + 48);
-      const float v_x_1 = tg::load(x, ix_t0_i0 * 96 + ix_t0_i1);
-      const float v_x_2 = tg::load(x, d0 * 96 + ix_t11_i1);
+      const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
+      const float v_x_2 = tg::load(g_x, d0 * 96 + ix_t11_i1);
       const float v_t11 = (-v_x_2);
       const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
       w_t12[lane] = v_t12;
     }
-    tg::store_run(t12, run * 4, w_t12);
+    tg::store_run(g_t12, run * 4, w_t12);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 144;
@@ -173,14 +173,14 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
     const int64_t ix_t10_i1 = ((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0);
     const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
     const int64_t ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
-    const float v_x = tg::load(x, d0 * 96 + ix_t9_i1);
+    const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
     const int64_t ix_t0_i0 = (d0 + 32);
     const int64_t ix_t0_i1 = (ix_t10_i1 + 48);
-    const float v_x_1 = tg::load(x, ix_t0_i0 * 96 + ix_t0_i1);
-    const float v_x_2 = tg::load(x, d0 * 96 + ix_t11_i1);
+    const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
+    const float v_x_2 = tg::load(g_x, d0 * 96 + ix_t11_i1);
     const float v_t11 = (-v_x_2);
     const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
-    tg::store(t12, i, v_t12);
+    tg::store(g_t12, i, v_t12);
   }
 }
 
@@ -190,11 +190,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
 //   t9 = prims.slice_prim(t0, [0, 0], [32, 48], None)  # t9: f32[32, 48]
 //   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]
 //   t13 = prims.cat([t9, t10], 0)  # t13: f32[64, 48]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const float* __restrict__ x, float* __restrict__ t13) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const float* __restrict__ g_x, float* __restrict__ g_t13) {
   const int64_t n = 3072;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(t13) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_t13) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     float w_t13[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -204,14 +204,14 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
       const int64_t ix_t9_i0 = ((d0 >= 0 && d0 < 32) ? d0 : 0);
       const bool ix_t9_in_t13 = (d0 >= 0 && d0 < 32);
       const int64_t ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
-      const float v_x = tg::load(x, ix_t9_i0 * 96 + d1);
+      const float v_x = tg::load(g_x, ix_t9_i0 * 96 + d1);
       const int64_t ix_t0_i0 = (ix_t10_i0 + 32);
       const int64_t ix_t0_i1 = (d1 + 48);
-      const float v_x_1 = tg::load(x, ix_t0_i0 * 96 + ix_t0_i1);
+      const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
       const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
       w_t13[lane] = v_t13;
     }
-    tg::store_run(t13, run * 4, w_t13);
+    tg::store_run(g_t13, run * 4, w_t13);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 48;
@@ -219,12 +219,12 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
     const int64_t ix_t9_i0 = ((d0 >= 0 && d0 < 32) ? d0 : 0);
     const bool ix_t9_in_t13 = (d0 >= 0 && d0 < 32);
     const int64_t ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
-    const float v_x = tg::load(x, ix_t9_i0 * 96 + d1);
+    const float v_x = tg::load(g_x, ix_t9_i0 * 96 + d1);
     const int64_t ix_t0_i0 = (ix_t10_i0 + 32);
     const int64_t ix_t0_i1 = (d1 + 48);
-    const float v_x_1 = tg::load(x, ix_t0_i0 * 96 + ix_t0_i1);
+    const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
     const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
-    tg::store(t13, i, v_t13);
+    tg::store(g_t13, i, v_t13);
   }
 }
 
@@ -241,14 +241,14 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
 //   t22 = prims.broadcast_in_dim(v, [32, 48], [0, 1])  # t22: f32[32, 48]
 //   t23 = prims.convert_element_type(y, dtypes.f32)  # t23: f32[32, 48]
 //   t24 = prims.add(t23, t22)  # t24: f32[32, 48]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const int16_t* __restrict__ y, const float* __restrict__ v, int16_t* __restrict__ t21, float* __restrict__ t24) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const int16_t* __restrict__ g_y, const float* __restrict__ g_v, int16_t* __restrict__ g_t21, float* __restrict__ g_t24) {
   const int64_t n = 1536;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(y) && tg::aligned16(t21) && tg::aligned16(t24) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_y) && tg::aligned16(g_t21) && tg::aligned16(g_t24) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     int16_t r_y[4];
-    tg::load_run(y, run * 4, r_y);
+    tg::load_run(g_y, run * 4, r_y);
     int16_t w_t21[4];
     float w_t24[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -264,28 +264,28 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
       const int16_t v_t21 = (v_t19 + v_t20);
       w_t21[lane] = v_t21;
       const float v_t23 = static_cast<float>(v_y);
-      const float v_v = tg::load(v, d1);
+      const float v_v = tg::load(g_v, d1);
       const float v_t24 = (v_t23 + v_v);
       w_t24[lane] = v_t24;
     }
-    tg::store_run(t21, run * 4, w_t21);
-    tg::store_run(t24, run * 4, w_t24);
+    tg::store_run(g_t21, run * 4, w_t21);
+    tg::store_run(g_t24, run * 4, w_t24);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 48;
     const int64_t d1 = i % 48;
-    const int16_t v_y = tg::load(y, i);
+    const int16_t v_y = tg::load(g_y, i);
     const int16_t v_t15 = static_cast<int16_t>(-5 + d1 * 3);
     const int16_t v_t19 = (v_y * v_t15);
     const int16_t v_t16 = static_cast<int16_t>(0 + d0 * 1);
     const int16_t v_t14 = static_cast<int16_t>(7);
     const int16_t v_t20 = (v_t16 - v_t14);
     const int16_t v_t21 = (v_t19 + v_t20);
-    tg::store(t21, i, v_t21);
+    tg::store(g_t21, i, v_t21);
     const float v_t23 = static_cast<float>(v_y);
-    const float v_v = tg::load(v, d1);
+    const float v_v = tg::load(g_v, d1);
     const float v_t24 = (v_t23 + v_v);
-    tg::store(t24, i, v_t24);
+    tg::store(g_t24, i, v_t24);
   }
 }
 
@@ -296,11 +296,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
 //   t27 = prims.reshape(t26, [16, 32])  # t27: f64[16, 32]
 //   t28 = prims.full([16, 32], 0.25, device=devices.Device('cuda:0'), dtype=dtypes.f64)  # t28: f64[16, 32]
 //   t29 = prims.mul(t27, t28)  # t29: f64[16, 32]
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const double* __restrict__ z, double* __restrict__ t29) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const double* __restrict__ g_z, double* __restrict__ g_t29) {
   const int64_t n = 512;
   // Runs of 2 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(t29) ? n / 2 : 0;
+  const int64_t runs = tg::aligned16(g_t29) ? n / 2 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     double w_t29[2];
     TG_UNROLL for (int lane = 0; lane < 2; ++lane) {
@@ -310,12 +310,12 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const 
       const int64_t ix_t26_i0 = ((d0 * 32 + d1) / 32);
       const int64_t ix_t26_i1 = (((d0 * 32 + d1) / 8) % 4);
       const int64_t ix_t26_i2 = ((d0 * 32 + d1) % 8);
-      const double v_z = tg::load(z, ix_t26_i2 * 16 + ix_t26_i0);
+      const double v_z = tg::load(g_z, ix_t26_i2 * 16 + ix_t26_i0);
       const double v_t28 = 0.25;
       const double v_t29 = (v_z * v_t28);
       w_t29[lane] = v_t29;
     }
-    tg::store_run(t29, run * 2, w_t29);
+    tg::store_run(g_t29, run * 2, w_t29);
   }
   for (int64_t i = runs * 2 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 32;
@@ -323,10 +323,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const 
     const int64_t ix_t26_i0 = ((d0 * 32 + d1) / 32);
     const int64_t ix_t26_i1 = (((d0 * 32 + d1) / 8) % 4);
     const int64_t ix_t26_i2 = ((d0 * 32 + d1) % 8);
-    const double v_z = tg::load(z, ix_t26_i2 * 16 + ix_t26_i0);
+    const double v_z = tg::load(g_z, ix_t26_i2 * 16 + ix_t26_i0);
     const double v_t28 = 0.25;
     const double v_t29 = (v_z * v_t28);
-    tg::store(t29, i, v_t29);
+    tg::store(g_t29, i, v_t29);
   }
 }
 
@@ -341,14 +341,14 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // Inputs: x f32[64, 1, 96]; y i16[32, 48]; z f64[8, 16]; v f32[1, 48];
 // Outputs: t4 f32[22, 42]; t5 f32[44, 125]; t8 f32[62, 96]; t12 f32[32, 144]; t13 f32[64, 48]; t21 i16[32, 48]; t24 f32[32, 48]; t29 f64[16, 32];
-// Device pointers; runs asynchronously on `stream`.
-extern "C" void shape_ops_forward(const float* x, const int16_t* y, const double* z, const float* v, float* t4, float* t5, float* t8, float* t12, float* t13, int16_t* t21, float* t24, double* t29, tg::Stream stream) {
-  TG_LAUNCH(shape_ops_pointwise_t4, tg::grid_for(231, 256), 256, stream, x, t4);
-  TG_LAUNCH(shape_ops_pointwise_t5, tg::grid_for(1375, 256), 256, stream, x, t5);
-  TG_LAUNCH(shape_ops_pointwise_t8, tg::grid_for(1488, 256), 256, stream, x, t8);
-  TG_LAUNCH(shape_ops_pointwise_t12, tg::grid_for(1152, 256), 256, stream, x, t12);
-  TG_LAUNCH(shape_ops_pointwise_t13, tg::grid_for(768, 256), 256, stream, x, t13);
-  TG_LAUNCH(shape_ops_pointwise_t21, tg::grid_for(384, 256), 256, stream, y, v, t21, t24);
-  TG_LAUNCH(shape_ops_pointwise_t29, tg::grid_for(256, 256), 256, stream, z, t29);
+// Device pointers (g_<name>: trace value <name>); runs asynchronously on `stream`.
+extern "C" void shape_ops_forward(const float* g_x, const int16_t* g_y, const double* g_z, const float* g_v, float* g_t4, float* g_t5, float* g_t8, float* g_t12, float* g_t13, int16_t* g_t21, float* g_t24, double* g_t29, tg::Stream stream) {
+  TG_LAUNCH(shape_ops_pointwise_t4, tg::grid_for(231, 256), 256, stream, g_x, g_t4);
+  TG_LAUNCH(shape_ops_pointwise_t5, tg::grid_for(1375, 256), 256, stream, g_x, g_t5);
+  TG_LAUNCH(shape_ops_pointwise_t8, tg::grid_for(1488, 256), 256, stream, g_x, g_t8);
+  TG_LAUNCH(shape_ops_pointwise_t12, tg::grid_for(1152, 256), 256, stream, g_x, g_t12);
+  TG_LAUNCH(shape_ops_pointwise_t13, tg::grid_for(768, 256), 256, stream, g_x, g_t13);
+  TG_LAUNCH(shape_ops_pointwise_t21, tg::grid_for(384, 256), 256, stream, g_y, g_v, g_t21, g_t24);
+  TG_LAUNCH(shape_ops_pointwise_t29, tg::grid_for(256, 256), 256, stream, g_z, g_t29);
 }
 #endif  // __CUDACC_RTC__

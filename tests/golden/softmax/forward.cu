@@ -15,13 +15,13 @@
 //   t4__4 = prims.sum(t4__3, [1])  # t4__4: f32[64]
 //   t4__5 = prims.broadcast_in_dim(t4__4, [64, 1000], [0])  # t4__5: f32[64, 1000]
 //   t4 = prims.div(t4__3, t4__5)  # t4: f32[64, 1000]
-extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const float* __restrict__ x, float* __restrict__ t4) {
+extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const float* __restrict__ g_x, float* __restrict__ g_t4) {
   const int64_t rows = 64;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // t4__0 = prims.amax(x, [1]), and t4__4 = prims.sum(t4__3, [1]) (online: one pass for both)
     tg::MaxSum<float> acc_t4__0 = tg::OnlineSumExp<float>::init();
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1000 + j);
+      const float v_x = tg::load(g_x, row * 1000 + j);
       acc_t4__0 = tg::OnlineSumExp<float>::combine(acc_t4__0, tg::OnlineSumExp<float>::of(v_x));
     }
     const tg::MaxSum<float> both_t4__0 = tg::block_reduce<tg::OnlineSumExp<float>>(acc_t4__0);
@@ -29,11 +29,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const flo
     const float v_t4__4 = tg::OnlineSumExp<float>::sum_of(both_t4__0);
     // write the row
     for (int64_t j = threadIdx.x; j < 1000; j += blockDim.x) {
-      const float v_x = tg::load(x, row * 1000 + j);
+      const float v_x = tg::load(g_x, row * 1000 + j);
       const float v_t4__2 = (v_x - v_t4__0);
       const float v_t4__3 = tg::exp(v_t4__2);
       const float v_t4 = tg::div(v_t4__3, v_t4__4);
-      tg::store(t4, row * 1000 + j, v_t4);
+      tg::store(g_t4, row * 1000 + j, v_t4);
     }
   }
 }
@@ -49,8 +49,8 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // Inputs: x f32[64, 1000];
 // Outputs: t4 f32[64, 1000];
-// Device pointers; runs asynchronously on `stream`.
-extern "C" void softmax_forward(const float* x, float* t4, tg::Stream stream) {
-  TG_LAUNCH(softmax_rowreduce_t4, tg::grid_for(64, 1), 256, stream, x, t4);
+// Device pointers (g_<name>: trace value <name>); runs asynchronously on `stream`.
+extern "C" void softmax_forward(const float* g_x, float* g_t4, tg::Stream stream) {
+  TG_LAUNCH(softmax_rowreduce_t4, tg::grid_for(64, 1), 256, stream, g_x, g_t4);
 }
 #endif  // __CUDACC_RTC__

@@ -1,0 +1,66 @@
+// How trace text enters generated files. A trace is untrusted input: its names, literals, tags
+// and file name reach C++ sources, CMake, listings and file names only through these functions,
+// one per context, so none of it can end a comment, a string or a line, or meet a keyword, a
+// macro or a name the generated code uses itself.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace tg {
+
+// ---- C++ identifiers -----------------------------------------------------------------------
+// Every identifier made from a trace value's name is a role prefix followed by the name
+// (`g_x`: value x in global memory). The prefixes are lower-case stems ending in the only
+// underscore they hold, so none is a prefix of another and two identifiers are equal only when
+// role and name are; no keyword, no macro of the compilers' or the headers generated code
+// includes (tests check their -dM lists), no runtime name and no fixed local (i, row, lane, d0,
+// ...: none holds an underscore) starts with one. Global symbols start with the trace's name
+// (<trace>_forward, <trace>_pointwise_<value>) and are referred to as ::name where a parameter
+// could hide them.
+enum class Role {
+  global,       // g_: a value in device memory (a pointer), or a scalar parameter
+  element,      // v_: a value's element in a kernel (numbered _1, _2 ... where one is live already)
+  index,        // ix_: an index into a value computed by a shape op
+  accumulator,  // acc_: a reduction's running value
+  sum,          // sum_: var_mean's running sum, for the mean
+  m2,           // m2_: var_mean's running sum of squared deviations
+  mean,         // mean_: var_mean's mean
+  target,       // at_: the target index a cross-entropy picks
+  max_and_sum,  // both_: an online max and sum of exponentials
+  run_in,       // r_: a run of elements loaded with one access
+  run_out,      // w_: a run of results stored with one access
+  run_bits,     // b_: a run's bits of a packed mask
+  cached,       // c_: a thread's elements of a row held in registers
+  shared,       // s_: a block's partial sums (shared memory) or totals
+  harness_input,  // in_: a harness's buffer of a trace input
+};
+
+// The role's prefix ("g_", "v_", ...).
+std::string_view role_prefix(Role role);
+// The identifier of `name` (a trace identifier: [A-Za-z_][A-Za-z0-9_]*) in `role`.
+std::string ident(Role role, std::string_view name);
+// Every role, for tests.
+inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index,     Role::accumulator, Role::sum,
+                                     Role::m2,      Role::mean,    Role::target,    Role::max_and_sum, Role::run_in,
+                                     Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input};
+
+// ---- comments ------------------------------------------------------------------------------
+// `text` made safe inside a // comment (or a CMake # comment): control characters, DEL, bytes
+// outside ASCII (invisible direction overrides among them) and backslashes are written as \xNN
+// and \\, so the comment is one line that reads as the text does and hides nothing; "*/" is
+// written "*\/".
+std::string comment_text(std::string_view text);
+// "// " + comment_text(text) + "\n", after `indent`.
+std::string comment_line(std::string_view text, std::string_view indent = "");
+
+// ---- string literals -----------------------------------------------------------------------
+// A C++ string literal ("...") holding `text`'s bytes: printable ASCII as it is, quotes and
+// backslashes escaped, everything else as three-digit octal escapes (which, unlike \x, end
+// where they should).
+std::string cpp_string(std::string_view text);
+// A quoted CMake argument holding `text`: \, " and $ escaped, control characters refused.
+std::string cmake_string(std::string_view text);
+// A Python string literal for listings ('...', as repr writes it).
+std::string python_string(std::string_view text);
+
+}  // namespace tg
