@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -21,15 +22,31 @@ constexpr int kExitBadInput = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitInternal = 70;
 
+// A diagnostic as one line of plain ASCII: control characters (a trace's newlines, a terminal's
+// escape sequences) and other bytes (a Unicode direction override) written as \xNN.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) {
+      out += c;
+      continue;
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(static_cast<unsigned char>(c)));
+    out += buf;
+  }
+  return out;
+}
+
 // file: /json/pointer: error: message   (or file:line:col: error: ... for syntax errors)
 void report(const std::string& trace_file, const tg::UserError& e) {
   const std::string& file = e.file.empty() ? trace_file : e.file;
   if (e.where.empty()) {
-    std::cerr << file << ": error: " << e.what() << "\n";
+    std::cerr << one_line(file + ": error: " + e.what()) << "\n";
     return;
   }
   std::string where = (e.where[0] == '/' || e.where[0] == '-') ? file + ": " + e.where + ":" : file + ":" + e.where + ":";
-  std::cerr << where << " error: " << e.what() << "\n";
+  std::cerr << one_line(where + " error: " + e.what()) << "\n";
 }
 
 int list_ops() {
@@ -77,6 +94,7 @@ struct Request {
   std::string tags_file;          // --tags overrides.json
   std::vector<std::string> tags;  // --tag <selector>=<policy>, in order
   bool no_pack_bool = false;      // --no-pack-bool
+  bool force = false;             // --force: replace an output folder that is not an earlier output
   int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
 };
 
@@ -98,6 +116,15 @@ void add_override_options(CLI::App& app, Request& r) {
       ->check(CLI::NonNegativeNumber);
 }
 
+// Refuses an output folder before the run spends time generating.
+void check_writable_output(const std::string& out_dir, const tg::OutputFolderOptions& options) {
+  try {
+    tg::check_output_folder(out_dir, options);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw tg::OutputFolderError("cannot check " + out_dir + ": " + e.what());
+  }
+}
+
 int generate(const Request& r) {
   static const std::map<std::string, tg::Stage> stages = {{"trace", tg::Stage::read},  {"decomposed", tg::Stage::decompose},
                                                           {"joint", tg::Stage::joint}, {"plan", tg::Stage::partition},
@@ -117,6 +144,9 @@ int generate(const Request& r) {
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
+  tg::OutputFolderOptions folder_options{r.force, {file}};
+  if (!r.tags_file.empty()) folder_options.inputs.push_back(r.tags_file);
+  if (!out_dir.empty() && emit.empty()) check_writable_output(out_dir, folder_options);
   auto start = std::chrono::steady_clock::now();
   tg::Trace trace = tg::read_trace_file(file);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
@@ -129,9 +159,11 @@ int generate(const Request& r) {
   }
   start = std::chrono::steady_clock::now();
   try {
-    tg::write_folder_atomically(out_dir, result.files);
+    tg::write_folder_atomically(out_dir, result.files, folder_options);
+  } catch (const tg::OutputFolderError& e) {
+    throw;
   } catch (const std::runtime_error& e) {  // includes filesystem_error
-    std::cerr << "thunder-gen: error: cannot write " << out_dir << ": " << e.what() << "\n";
+    std::cerr << "thunder-gen: error: cannot write " << one_line(out_dir) << ": " << one_line(e.what()) << "\n";
     return kExitBadInput;
   }
   if (verbose)
@@ -165,7 +197,8 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("trace", explain_request.trace_file, "trace JSON file")->required();
   add_override_options(*explain_cmd, explain_request);
   app.add_option("trace", trace_file, "trace JSON file");
-  app.add_option("-o,--output", request.out_dir, "output folder (replaced as a whole)");
+  app.add_option("-o,--output", request.out_dir, "output folder: created, or replaced as a whole when empty or an earlier output");
+  app.add_flag("--force", request.force, "replace the output folder even when it holds something other than an earlier output");
   app.add_option("--emit", request.emit,
                  "stop after a stage and print it: trace, decomposed, joint (the autograd trace), plan (as explain prints it), fused or cuda")
       ->check(CLI::IsMember({"trace", "decomposed", "joint", "plan", "fused", "cuda"}));
@@ -204,6 +237,9 @@ int main(int argc, char** argv) {
       return generate(request);
     } catch (const tg::UserError& e) {
       report(trace_file, e);
+      return kExitBadInput;
+    } catch (const tg::OutputFolderError& e) {
+      std::cerr << "thunder-gen: error: " << one_line(e.what()) << "\n";
       return kExitBadInput;
     }
   } catch (const tg::InternalError& e) {

@@ -21,6 +21,16 @@ std::string_view policy_tag(Policy p);             // DONT_RECOMPUTE_IN_BACKWARD
 // The policy an op's tags give: the first policy tag (an op's own tags precede inherited ones).
 std::optional<Policy> policy_of(const std::vector<std::string>& tags);
 
+// Tags a trace may carry: every tag Lightning Thunder 0.2.6 defines for ops, bound symbols and
+// proxies, and thunder-gen's two soft policies. Only the four policy tags change what is saved.
+bool is_known_tag(std::string_view tag);
+// The known tag `tag` was most likely meant to be (by edit distance, ignoring case and spaces
+// around it).
+std::string_view closest_known_tag(std::string_view tag);
+// Checks an op's own tags as a trace gives them, at `where` (its "tags" JSON pointer): each
+// known, at most one policy among them. Throws UserError naming the tag.
+void check_op_tags(const std::vector<std::string>& tags, const std::string& where);
+
 struct Override {
   std::string selector;  // a symbol id, or @<value>
   Policy policy;

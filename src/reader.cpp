@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "thunder_gen/diagnostics.h"
+#include "overrides.h"
 #include "thunder_gen/op_table.h"
 #include "verify.h"
 
@@ -52,6 +53,24 @@ std::string kind_name(Json j) {
     case element_type::OBJECT: return "an object";
   }
   return "an unexpected value";
+}
+
+// Devices generated code runs on: "cuda" or "cuda:N".
+void check_device(std::string_view device, const std::string& where) {
+  const bool indexed = device.size() > 5 && device.substr(0, 5) == "cuda:" && device.size() <= 14 &&
+                       device.find_first_not_of("0123456789", 5) == std::string_view::npos && (device[5] != '0' || device.size() == 6);
+  if (device != "cuda" && !indexed)
+    throw UserError(where, "unsupported device \"" + std::string(device) + "\": generated code runs on \"cuda\" or \"cuda:N\"");
+}
+
+// A symbol id as Thunder spells them: identifiers joined by dots (prims.add, torch.Tensor.__getitem__).
+bool is_symbol_id(std::string_view id) {
+  for (size_t start = 0;;) {
+    const size_t dot = id.find('.', start);
+    if (!is_identifier(id.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start))) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
 }
 
 // The element as JSON text, for messages.
@@ -162,7 +181,10 @@ class Reader {
     if (!name.is_string() || !is_identifier(string_of(name)))
       throw UserError("/name", "the trace name must be a C identifier, got " + dump(name));
     t_.name = string_of(name);
-    if (auto device = find(root, "device")) t_.device = string_at(*device, Path(at, "device"));
+    if (auto device = find(root, "device")) {
+      t_.device = string_at(*device, Path(at, "device"));
+      check_device(t_.device, "/device");
+    }
     if (auto source = find(root, "source")) t_.source = string_at(*source, Path(at, "source"));
 
     scope_.push();
@@ -248,11 +270,16 @@ class Reader {
     auto parsed = parse_dtype(dt);
     if (!parsed) throw UserError(dtype_at.str(), "unknown dtype \"" + dt + "\" (expected one of b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64)");
     v.dtype = *parsed;
-    if (auto device = find(decl, "device")) v.device = string_at(*device, Path(where, "device"));
+    if (auto device = find(decl, "device")) {
+      v.device = string_at(*device, Path(where, "device"));
+      check_device(v.device, Path(where, "device").str());
+    }
     if (auto rg = find(decl, "requires_grad")) {
       if (!rg->is_bool()) throw UserError(Path(where, "requires_grad").str(), "expected true or false, got " + kind_name(*rg));
       const bool requires_grad = as<bool>(*rg);
       if (!is_input && requires_grad) throw UserError(Path(where, "requires_grad").str(), "requires_grad only applies to trace inputs");
+      if (requires_grad && !is_float(v.dtype))
+        throw UserError(Path(where, "requires_grad").str(), "only floating-point tensors can require grad; this one is " + std::string(dtype_name(v.dtype)));
       v.requires_grad = requires_grad;
     }
     // Extension: {"init": {"uniform": [lo, hi]}} on a float input says how a harness draws it
@@ -337,6 +364,7 @@ class Reader {
     Op op;
     op.where = where;
     op.symbol = string_at(require(j, at, "op"), Path(at, "op"));
+    if (!is_symbol_id(op.symbol)) throw UserError(Path(at, "op").str(), "\"" + op.symbol + "\" is not a symbol id (identifiers joined by dots, as prims.add)");
     op.info = find_op(op.symbol);
     bool custom = op.symbol == kCustomGradOp;
     const std::optional<Json> sub = find(j, "sub");
@@ -347,6 +375,7 @@ class Reader {
       size_t i = 0;
       const Path tags_at(at, "tags");
       for (Json tag : list_at(*tags, tags_at)) op.tags.push_back(string_at(tag, Path(tags_at, i++)));
+      check_op_tags(op.tags, tags_at.str());
     }
 
     // Arguments refer to values defined before this op.
@@ -367,7 +396,10 @@ class Reader {
       bind(op, positional, keyword, keyword_names, where);
     } else {
       for (const Given& a : positional) op.args.push_back(literal_or_ref(a.json, a.where, 1));
-      for (size_t i = 0; i < keyword.size(); ++i) op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, keyword[i].where, 1));
+      for (size_t i = 0; i < keyword.size(); ++i) {
+        if (!is_identifier(keyword_names[i])) throw UserError(keyword[i].where.str(), "a keyword argument's name must be an identifier");
+        op.kwargs.emplace_back(keyword_names[i], literal_or_ref(keyword[i].json, keyword[i].where, 1));
+      }
     }
 
     // Outputs: new values, except inside a decomposition, where the enclosing op's outputs are
@@ -528,7 +560,10 @@ class Reader {
       case ParamKind::int_list: expect_list(false, false, "a list of integers", "an integer", integer); break;
       case ParamKind::optional_int_list: expect_list(true, false, "a list of integers or null", "an integer", integer); break;
       case ParamKind::dtype: expect(a.kind == Arg::Kind::dtype, "a dtype literal such as {\"dtype\": \"f32\"}"); break;
-      case ParamKind::device: expect(a.kind == Arg::Kind::device || a.kind == Arg::Kind::string, "a device literal such as {\"device\": \"cuda:0\"}"); break;
+      case ParamKind::device:
+        expect(a.kind == Arg::Kind::device || a.kind == Arg::Kind::string, "a device literal such as {\"device\": \"cuda:0\"}");
+        check_device(a.text, where.str());
+        break;
       case ParamKind::tensor_list: expect_list(false, true, "a non-empty list of tensors", "a tensor", is_tensor); break;
       case ParamKind::optional_tensor: expect(is_tensor(a) || a.kind == Arg::Kind::none, "a tensor or null"); break;
       case ParamKind::optional_dtype: expect(a.kind == Arg::Kind::dtype || a.kind == Arg::Kind::none, "a dtype literal or null"); break;
@@ -586,7 +621,12 @@ class Reader {
       if (!dt) throw UserError(w, "unknown dtype \"" + text + "\"");
       return Arg::of_dtype(*dt);
     }
-    if (key == "device") { a.kind = Arg::Kind::device; a.text = text; return a; }
+    if (key == "device") {
+      check_device(text, w);
+      a.kind = Arg::Kind::device;
+      a.text = text;
+      return a;
+    }
     if (key == "str") { a.kind = Arg::Kind::string; a.text = text; return a; }
     if (key == "ellipsis") {
       if (text != "...") throw UserError(w, "the ellipsis literal is {\"ellipsis\": \"...\"}");

@@ -74,4 +74,22 @@ echo '{"torch.nn.functional.dropout": 3}' >bad.tags.json
 check bad-file-rc [ $? = 1 ]
 check bad-file-text grep -q '^bad.tags.json: /torch.nn.functional.dropout: error: expected a policy string' err.txt
 
+# A selector twice in one file, two policies for one op from the same kind of selector, and an
+# @value selector beating a symbol one in the same source, whatever the order.
+printf '{"@t0": "save", "torch.nn.functional.dropout": "recompute", "@t0": "recompute"}' >twice.tags.json
+"$gen" "$ex" -o bad --tags twice.tags.json 2>err.txt
+check duplicate-selector-rc [ $? = 1 ]
+check duplicate-selector-text grep -q '^twice.tags.json: /@t0: error: selector "@t0" is given twice' err.txt
+"$gen" "$ex" -o bad --tag @t0=save --tag @t0=recompute 2>err.txt
+check contradicting-flags-rc [ $? = 1 ]
+check contradicting-flags-text grep -q '^thunder-gen: --tag @t0=recompute: error: policy recompute contradicts save (--tag @t0=save) for the op at /ops/0' err.txt
+check contradicting-flags-no-folder [ ! -e bad ]
+printf '{"@t0": "save", "torch.nn.functional.dropout": "recompute"}' >specific.tags.json
+"$gen" "$ex" -o specific_file --tags specific.tags.json
+check value-beats-symbol-in-file [ "$(saved specific_file)" = "$(printf 't0__1 b8 131072 bitmask\nscalars: ')" ]
+"$gen" "$ex" -o specific_flags --tag @t0=save --tag torch.nn.functional.dropout=recompute
+check value-beats-symbol-in-flags [ "$(saved specific_flags)" = "$(printf 't0__1 b8 131072 bitmask\nscalars: ')" ]
+"$gen" "$ex" -o later_source --tags specific.tags.json --tag @t0=recompute
+check later-source-wins [ "$(saved later_source)" = "scalars: philox_seed philox_offset" ]
+
 finish
