@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# harness_cli.sh WORK: the generated harness's command line and .npy reading, on one tiny trace
+# built once for host emulation (AddressSanitizer and UBSan): every bad argument is a usage error
+# (exit 2, the usage line, never std::terminate); --inputs must name a folder, and the inputs not
+# found there are drawn and named on stderr; input files that lie about dtype, shape or size, with
+# bool bytes other than 0 and 1, or an unknown format version, are refused naming the file (exit
+# 1); thunder-gen-check refuses the same. Tools come from the environment: THUNDER_GEN,
+# THUNDER_GEN_CHECK, CXX (TG_EMU_RUNTIME_CACHE as build_emu_harness.sh uses it).
+set -u
+work=$1
+here=$(cd "$(dirname "$0")" && pwd)
+: "${THUNDER_GEN:?}" "${THUNDER_GEN_CHECK:?}"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+source "$here/checks.sh"
+
+# x f32[2, 3] (requires grad), m b8[2, 3], a scalar f64: t2 = dropout(where(m, x * a, x), 0.5), which
+# adds the i64 inputs philox_seed and philox_offset.
+cat >probe.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "probe", "source": "tests/harness_cli.sh",
+ "inputs": [{"name": "x", "shape": [2, 3], "dtype": "f32", "requires_grad": true},
+            {"name": "m", "shape": [2, 3], "dtype": "b8"}, {"name": "a", "scalar": "f64"}],
+ "ops": [{"op": "prims.mul", "args": ["x", "a"], "out": [{"name": "t0", "shape": [2, 3], "dtype": "f32"}]},
+         {"op": "prims.where", "args": ["m", "t0", "x"], "out": [{"name": "t1", "shape": [2, 3], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.dropout", "args": ["t1"], "kwargs": {"p": 0.5, "training": true, "inplace": false},
+          "out": [{"name": "t2", "shape": [2, 3], "dtype": "f32"}]}],
+ "outputs": ["t2"]}
+EOF
+"$THUNDER_GEN" probe.json -o out && "$here/build_emu_harness.sh" out || { echo "FAIL build"; exit 1; }
+
+run() { out/harness "$@" >out.txt 2>err.txt; echo $? >rc.txt; }
+rc() { [ "$(cat rc.txt)" = "$1" ]; }
+has() { grep -q -- "$2" "$1"; }
+lines() { [ "$(wc -l <"$1")" = "$2" ]; }
+no_crash() { ! grep -q "terminate\|Sanitizer\|runtime error" err.txt; }
+usage_error() { rc 2 && has err.txt "^usage: harness \[--inputs DIR\]" && no_crash; }
+
+# Good runs: no message about drawn inputs without --inputs; with it, the same bytes back.
+mkdir good again
+run --outputs good --quiet;                    check draws-quietly rc 0; check no-draw-message lines err.txt 0
+check writes-all [ -f good/x.npy ] && [ -f good/m.npy ] && [ -f good/a.npy ] && [ -f good/cotangent_t2.npy ] && [ -f good/philox_seed.npy ] && [ -f good/grad_x.npy ]
+run --inputs good --outputs again --quiet;     check reads-own-files rc 0; check nothing-drawn lines err.txt 0
+check same-bytes cmp -s good/t2.npy again/t2.npy
+check same-grad cmp -s good/grad_x.npy again/grad_x.npy
+run --seed 18446744073709551615 --repeat 0 --philox-seed -5 --philox-offset 9223372036854775807 --quiet
+check largest-numbers rc 0
+
+# --inputs: a folder that exists; what it lacks is drawn and named, even with --quiet.
+run --inputs /no/such/dir;                     check inputs-missing-folder usage_error
+check inputs-missing-folder-text has err.txt "--inputs /no/such/dir: no such folder"
+run --inputs good/x.npy;                       check inputs-is-a-file usage_error
+mkdir partial && cp good/x.npy partial/
+run --inputs partial --quiet;                  check partial-runs rc 0
+check drawn-named has err.txt "^probe: not in partial, drawn from seed 0 instead: m, a, philox_seed, philox_offset, cotangent_t2$"
+check drawn-one-line lines err.txt 1
+run --inputs partial --philox-seed 7 --philox-offset 0 --outputs again
+check flags-not-drawn has err.txt "^probe: not in partial, drawn from seed 0 instead: m, a, cotangent_t2$"
+check flags-set cmp -s <(tail -c 8 again/philox_seed.npy) <(printf '\7\0\0\0\0\0\0\0')
+
+# Bad arguments: each one the usage line and exit 2.
+bad_args=("--repeat abc" "--repeat -1" "--repeat 3x" "--repeat 99999999999" "--seed 99999999999999999999999" "--seed -1"
+          "--seed +1" "--philox-seed x" "--philox-offset 1e3" "--philox-seed 9223372036854775808" "--repeat" "--inputs"
+          "--bogus" "extra")
+for args in "${bad_args[@]}"; do
+  run $args;                                   check "usage:${args// /_}" usage_error
+done
+run --repeat "";                               check usage:empty-repeat usage_error
+run --seed " 1";                               check usage:space-seed usage_error
+
+# Input files that lie, each refused naming the file and what is wrong (exit 1).
+# npy FILE DESCR SHAPE DATA_HEX [VERSION]: a .npy with that header and those bytes.
+npy() {
+  python3 - "$@" <<'EOF'
+import struct, sys
+path, descr, shape, data = sys.argv[1:5]
+version = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+pre = 10 if version == 1 else 12
+header += " " * ((64 - (pre + len(header) + 1) % 64) % 64) + "\n"
+length = struct.pack("<H" if version == 1 else "<I", len(header))
+open(path, "wb").write(b"\x93NUMPY" + bytes([version, 0]) + length + header.encode() + bytes.fromhex(data))
+EOF
+}
+floats=$(python3 -c "print('0000803f' * 6)")  # six 1.0f
+refused() {  # NAME MESSAGE: with bad/ as --inputs, exit 1 and MESSAGE on stderr
+  run --inputs bad --quiet
+  check "$1" rc 1
+  check "$1-text" has err.txt "$2"
+  check "$1-no-crash" no_crash
+}
+fresh() { rm -rf bad && cp -r good bad; }
+fresh; npy bad/x.npy '<f4' '(2, 3)' "$floats";                 run --inputs bad --quiet; check well-formed-accepted rc 0
+fresh; npy bad/x.npy '<f4' '(6,)' "$floats";                   refused shape-6 "bad/x.npy: header says shape (6,), expected (2, 3)"
+fresh; npy bad/x.npy '<f4' "(2, 3), 'shape': (3, 2)" "$floats"; refused duplicate-shape "bad/x.npy: header, character 59: key 'shape' appears twice"
+fresh; npy bad/x.npy '<f4' '(2, 3)' "${floats}00000000";       refused trailing-bytes "bad/x.npy: 4 bytes after the data"
+fresh; npy bad/x.npy '<f4' '(2, 3)' "${floats:8}";             refused truncated "bad/x.npy: truncated: 20 bytes of data"
+fresh; npy bad/x.npy '>f4' '(2, 3)' "$floats";                 refused big-endian "bad/x.npy: header says dtype '>f4', expected '<f4'"
+fresh; npy bad/x.npy '<f4' '(2, 3)' "$floats" 4;               refused version-4 "bad/x.npy: format version 4.0 is not supported"
+fresh; npy bad/m.npy '|b1' '(2, 3)' 000102000100;              refused bool-byte-2 "bad/m.npy: bool element 2 (file offset 130) is 0x02"
+fresh; printf '\x93NUMPY\x02\x00\xff\xff\xff\xff{}' >bad/x.npy; refused header-length-4g "bad/x.npy: header length field says 4294967295 bytes"
+fresh; npy bad/a.npy '<f8' '(1,)' 0000000000000040;            refused scalar-shape "bad/a.npy: header says shape (1,), expected ()"
+fresh; rm bad/x.npy && mkdir bad/x.npy;                          refused directory "bad/x.npy: not a regular file"
+
+# thunder-gen-check reads through the same parser.
+"$THUNDER_GEN_CHECK" probe.json good >check.txt 2>&1; echo $? >rc.txt
+check reference-reads rc 0
+fresh; printf '\0\0' >>bad/t2.npy  # the right values, two bytes too many
+"$THUNDER_GEN_CHECK" probe.json bad >check.txt 2>&1; echo $? >rc.txt
+check reference-refuses rc 1
+check reference-refuses-text has check.txt "bad/t2.npy: 2 bytes after the data"
+finish
