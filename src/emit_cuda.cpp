@@ -507,11 +507,50 @@ class KernelWriter {
     return linear_offset(index, v.shape);
   }
 
+  // The variable a live scope holds a value in, by its read_key, if any.
+  const std::string* memoized(const std::string& key) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto m = it->memo.find(key); m != it->memo.end()) return &m->second;
+    return nullptr;
+  }
+
+  // Is v computed here from operands read at its own index (an elementwise op or a source)?
+  bool computed_pointwise(ValueId v) const {
+    if (loaded_.count(v) || reduced_.count(v)) return false;
+    auto p = producer_.find(v);
+    return p != producer_.end() && (p->second->info->fusion == FusionClass::elementwise || p->second->info->fusion == FusionClass::source);
+  }
+
+  // Computes the operands of v's op at `index` before v, and theirs before them, in the order a
+  // recursive walk would (each operand's own operands first, in argument order), but with a stack
+  // of its own: a kernel may hold a chain of 10,000 elementwise ops. value_at(v) then finds them
+  // computed.
+  void compute_operands_first(ValueId v, const Index& index) {
+    struct Frame {
+      ValueId value;
+      size_t next_arg = 0;
+    };
+    std::vector<Frame> stack = {{v}};
+    while (!stack.empty()) {
+      const Op& op = *producer_.at(stack.back().value);
+      if (stack.back().next_arg < op.args.size()) {
+        const Arg& a = op.args[stack.back().next_arg++];
+        if (!a.is_value() || memoized(read_key(a.value, index))) continue;
+        if (computed_pointwise(a.value)) stack.push_back({a.value});
+        else value_at(a.value, index);
+        continue;
+      }
+      const ValueId done = stack.back().value;
+      stack.pop_back();
+      if (!stack.empty()) value_at(done, index);  // (v itself is the caller's)
+    }
+  }
+
   // The variable holding value v at `index`, emitting the code that computes it if needed.
   std::string value_at(ValueId v, const Index& index) {
-    std::string key = read_key(v, index);
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto m = it->memo.find(key); m != it->memo.end()) return m->second;
+    const std::string key = read_key(v, index);
+    if (const std::string* var = memoized(key)) return *var;
+    if (computed_pointwise(v)) compute_operands_first(v, index);
     if (auto r = reduced_.find(v); r != reduced_.end()) {
       TG_CHECK(index == layout_.outer_index(), "a reduction read at another row");
       return r->second;

@@ -43,7 +43,7 @@ class FileStems {
   std::string claim(const std::string& wanted) {
     if (wanted.size() <= kMaxStem && taken_.insert(folded(wanted)).second) return wanted;
     const std::string head = wanted.substr(0, kMaxStem - 9);
-    for (uint64_t salt = 0;; ++salt) {
+    for (uint64_t& salt = next_salt_[wanted];; ++salt) {  // (an output listed 10,000 times: each try once)
       std::string stem = head + "-" + hex8(fnv1a(wanted + "#" + std::to_string(salt)));
       if (taken_.insert(folded(stem)).second) return stem;
     }
@@ -52,6 +52,7 @@ class FileStems {
  private:
   static constexpr size_t kMaxStem = 200;
   std::set<std::string> taken_;
+  std::map<std::string, uint64_t> next_salt_;  // per wanted stem: the salt to try next
 
   static std::string folded(std::string s) {
     for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));

@@ -211,23 +211,35 @@ class Fuser {
 
   // Walks what computing `v` at `index` inside kernel k reads. Returns false when it would read
   // one of k's reductions at another row; `deepest` collects the latest other kernel it reads.
+  // (With a stack of its own: a kernel may hold a chain of 10,000 ops.)
   bool walk(ValueId v, const Index& index, int k, int& deepest, ReadSet& seen) const {
-    if (!seen.insert(v, index)) return true;
-    int home = home_[v];
-    if (home == kInput) return true;
-    if (home >= 0 && home != k) {
-      deepest = std::max(deepest, home);
-      return true;
+    std::vector<std::pair<ValueId, Index>> pending = {{v, index}};
+    while (!pending.empty()) {
+      auto [u, at] = std::move(pending.back());
+      pending.pop_back();
+      if (!seen.insert(u, at)) continue;
+      const int home = home_[u];
+      if (home == kInput) continue;
+      if (home >= 0 && home != k) {
+        deepest = std::max(deepest, home);
+        continue;
+      }
+      const Op& op = t_.ops[producer_[u]];
+      // A row kernel writes its row-shaped values in its last pass; a reduction reading one would
+      // recompute it in its own pass, so it starts a new kernel that reads it instead.
+      if (home == k && placing_reduction_ && !is_reduction(op)) return false;
+      // What a pointwise kernel's member reads was walked when it joined (no index changes that
+      // here: such a kernel reads no reduction); walking it again made a chain of 10,000 sums
+      // quadratic.
+      if (home == k && !kernels_[k].layout.is_row) continue;
+      if (is_reduction(op)) {
+        TG_CHECK(home == k, "an unplaced reduction was read");
+        if (at != kernels_[k].layout.outer_index()) return false;
+        continue;
+      }
+      for_each_operand(op, at, [&](ValueId w, const Index& i) { pending.emplace_back(w, i); });
     }
-    const Op& op = t_.ops[producer_[v]];
-    // A row kernel writes its row-shaped values in its last pass; a reduction reading one would
-    // recompute it in its own pass, so it starts a new kernel that reads it instead.
-    if (home == k && placing_reduction_ && !is_reduction(op)) return false;
-    if (is_reduction(op)) {
-      TG_CHECK(home == k, "an unplaced reduction was read");
-      return index == kernels_[k].layout.outer_index();
-    }
-    return walk_operands(op, index, k, deepest, seen);
+    return true;
   }
 
   bool walk_operands(const Op& op, const Index& index, int k, int& deepest, ReadSet& seen) const {
@@ -431,21 +443,26 @@ class Fuser {
   // Collects, for kernel k, the ops it computes and the values it reads from memory, by walking
   // from its members exactly as the emitter will.
   void collect(int k, ValueId v, const Index& index, std::set<int>& ops, std::set<ValueId>& reads, ReadSet& seen) const {
-    if (!seen.insert(v, index)) return;
-    // Values of earlier kernels are read from memory. A value placed in a later kernel (written
-    // there for a matmul operand, or past the inline depth) was still inline when this kernel
-    // took it, so this kernel computes it as it was planned to, not read it before it exists.
-    if (home_[v] == kInput || (home_[v] >= 0 && home_[v] < k)) {
-      reads.insert(v);
-      return;
+    std::vector<std::pair<ValueId, Index>> pending = {{v, index}};  // (a stack of its own, as walk's)
+    while (!pending.empty()) {
+      auto [u, at] = std::move(pending.back());
+      pending.pop_back();
+      if (!seen.insert(u, at)) continue;
+      // Values of earlier kernels are read from memory. A value placed in a later kernel (written
+      // there for a matmul operand, or past the inline depth) was still inline when this kernel
+      // took it, so this kernel computes it as it was planned to, not read it before it exists.
+      if (home_[u] == kInput || (home_[u] >= 0 && home_[u] < k)) {
+        reads.insert(u);
+        continue;
+      }
+      if (kernels_[k].finishes >= 0 && home_[u] == k && home_is_reduction(u)) continue;  // a sum its parts make (PartSums::finish)
+      const Op& op = t_.ops[producer_[u]];
+      TG_CHECK(!(home_[u] > k && (is_reduction(op) || op.info->fusion == FusionClass::library)),
+               "kernel " + std::to_string(k) + " reads " + t_.value(u).name + ", which a later kernel reduces or a later call computes");
+      ops.insert(producer_[u]);
+      if (is_reduction(op) && !at.empty() && at != kernels_[k].layout.outer_index()) TG_CHECK(false, "misplaced reduction read");
+      for_each_operand(op, at, [&](ValueId w, const Index& i) { pending.emplace_back(w, i); });
     }
-    if (kernels_[k].finishes >= 0 && home_[v] == k && home_is_reduction(v)) return;  // a sum its parts make (PartSums::finish)
-    const Op& op = t_.ops[producer_[v]];
-    TG_CHECK(!(home_[v] > k && (is_reduction(op) || op.info->fusion == FusionClass::library)),
-             "kernel " + std::to_string(k) + " reads " + t_.value(v).name + ", which a later kernel reduces or a later call computes");
-    ops.insert(producer_[v]);
-    if (is_reduction(op) && !index.empty() && index != kernels_[k].layout.outer_index()) TG_CHECK(false, "misplaced reduction read");
-    for_each_operand(op, index, [&](ValueId u, const Index& i) { collect(k, u, i, ops, reads, seen); });
   }
 
   Index member_index(const Kernel& kernel, ValueId v) const {

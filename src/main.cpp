@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <new>
+
+#include <unistd.h>
 #include <sstream>
 
 #include "pipeline.h"
@@ -47,6 +51,15 @@ void report(const std::string& trace_file, const tg::UserError& e) {
   }
   std::string where = (e.where[0] == '/' || e.where[0] == '-') ? file + ": " + e.where + ":" : file + ":" + e.where + ":";
   std::cerr << one_line(where + " error: " + e.what()) << "\n";
+}
+
+// mimalloc's error handler: running out of memory ends the run as bad input does, with a message
+// (written without allocating). A staging folder it leaves is removed by the next run.
+void out_of_memory(int error, void*) {
+  if (error != ENOMEM) return;
+  static const char message[] = "thunder-gen: error: out of memory\n";
+  if (::write(STDERR_FILENO, message, sizeof message - 1) < 0) {}
+  std::_Exit(kExitBadInput);
 }
 
 int list_ops() {
@@ -183,6 +196,9 @@ int main(int argc, char** argv) {
   // gets them too when it is committed at once. The environment still decides.
   if (!std::getenv("MIMALLOC_LARGE_OS_PAGES")) mi_option_enable(mi_option_large_os_pages);
   if (!std::getenv("MIMALLOC_EAGER_COMMIT_DELAY")) mi_option_set(mi_option_eager_commit_delay, 0);
+  // mimalloc (a C library, blind to std::set_new_handler) aborts when `new` finds no memory; it
+  // reports the failure first, and this handler makes that an error message and exit code 1.
+  mi_register_error(out_of_memory, nullptr);
   CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
   app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
   Request request;
@@ -245,6 +261,9 @@ int main(int argc, char** argv) {
   } catch (const tg::InternalError& e) {
     std::cerr << "thunder-gen: internal error: " << e.what() << "\n";
     return kExitInternal;
+  } catch (const std::bad_alloc&) {  // (an allocation that fails without reaching mimalloc's handler)
+    std::cerr << "thunder-gen: error: out of memory\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "thunder-gen: error: " << e.what() << "\n";
     return kExitInternal;

@@ -53,7 +53,10 @@ std::string PrimBuilder::fresh(const std::string& base) {
 
 std::string PrimBuilder::fresh_named(const std::string& name) {
   std::string n = name;
-  for (int k = 2; taken_.count(n); ++k) n = name + "_" + std::to_string(k);
+  // Suffixes count on from the last one given for this name: an output listed 10,000 times asks
+  // for "cotangent_y" 10,000 times, and trying _2, _3 ... each time was quadratic.
+  int& k = next_suffix_.try_emplace(name, 2).first->second;
+  while (taken_.count(n)) n = name + "_" + std::to_string(k++);
   taken_.insert(n);
   return n;
 }

@@ -2,6 +2,7 @@
 // output typed by its prim's own shape rule, named fresh from `prefix`), with the provenance
 // (JSON pointer, tags) of the op being differentiated or lowered.
 #pragma once
+#include <unordered_map>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ class PrimBuilder : public GradBuilder {
   std::string prefix_;
   std::vector<Op> ops_;
   int counter_ = 0;
+  std::unordered_map<std::string, int> next_suffix_;  // fresh_named: the suffix to try next, by name
   std::string where_, rule_of_;
   std::vector<std::string> tags_;
 };
