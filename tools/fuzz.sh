@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing (libFuzzer, under AddressSanitizer and UBSan) of the trace reader and the
-# passes `thunder-gen validate` runs after it, and of the runtime's .npy reader (tests/fuzz/).
+# Coverage-guided fuzzing (libFuzzer, under AddressSanitizer and UBSan) of the trace reader and every
+# pass of a generation after it, and of the runtime's .npy reader (tests/fuzz/).
 #   tools/fuzz.sh build                      configure and build the fuzz targets (clang) in $FUZZ_BUILD_DIR
 #   tools/fuzz.sh run TARGET [SECONDS] [-- LIBFUZZER_FLAGS...]
 #                                            fuzz TARGET (reader, npy) for SECONDS (default 60) from a
