@@ -514,43 +514,72 @@ class KernelWriter {
     return nullptr;
   }
 
-  // Is v computed here from operands read at its own index (an elementwise op or a source)?
-  bool computed_pointwise(ValueId v) const {
+  // Is v computed here by an op that reads its operands at indexes known up front: an elementwise
+  // op or a source (at v's own index), or a shape op (at mapped ones)? Not a reduction, nor loaded.
+  bool computed_here(ValueId v) const {
     if (loaded_.count(v) || reduced_.count(v)) return false;
     auto p = producer_.find(v);
-    return p != producer_.end() && (p->second->info->fusion == FusionClass::elementwise || p->second->info->fusion == FusionClass::source);
+    if (p == producer_.end()) return false;
+    const FusionClass fusion = p->second->info->fusion;
+    return fusion == FusionClass::elementwise || fusion == FusionClass::source || fusion == FusionClass::shape;
   }
 
-  // Computes the operands of v's op at `index` before v, and theirs before them, in the order a
-  // recursive walk would (each operand's own operands first, in argument order), but with a stack
-  // of its own: a kernel may hold a chain of 10,000 elementwise ops. value_at(v) then finds them
-  // computed.
+  // What computing op at `index` reads, in the order compute() reads it: a shape op's mapped reads
+  // (naming their index variables now, as compute() would), or the value arguments at `index`.
+  std::vector<std::pair<ValueId, Index>> operand_reads(const Op& op, const Index& index) {
+    std::vector<std::pair<ValueId, Index>> reads;
+    if (op.info->fusion == FusionClass::shape) {
+      for (OperandRead& r : shape_op_reads(t_, op, index, index_namer())) reads.emplace_back(r.value, std::move(r.index));
+      return reads;
+    }
+    for (const Arg& a : op.args)
+      if (a.is_value()) reads.emplace_back(a.value, index);
+    return reads;
+  }
+
+  // Computes what v's op at `index` reads before v, and what those read before them, in the order a
+  // recursive walk would (each operand's own operands first, in reading order), but with a stack of
+  // its own: a kernel may hold a chain of 10,000 ops. value_at(v) then finds them computed.
   void compute_operands_first(ValueId v, const Index& index) {
     struct Frame {
       ValueId value;
-      size_t next_arg = 0;
+      std::vector<std::pair<ValueId, Index>> reads;
+      size_t next = 0;
     };
-    std::vector<Frame> stack = {{v}};
+    std::vector<Frame> stack;
+    stack.push_back({v, operand_reads(*producer_.at(v), index)});
+    std::vector<Index> at = {index};  // the index each frame's value is computed at
     while (!stack.empty()) {
-      const Op& op = *producer_.at(stack.back().value);
-      if (stack.back().next_arg < op.args.size()) {
-        const Arg& a = op.args[stack.back().next_arg++];
-        if (!a.is_value() || memoized(read_key(a.value, index))) continue;
-        if (computed_pointwise(a.value)) stack.push_back({a.value});
-        else value_at(a.value, index);
+      Frame& frame = stack.back();
+      if (frame.next < frame.reads.size()) {
+        const auto [u, u_index] = frame.reads[frame.next++];
+        if (memoized(read_key(u, u_index))) continue;
+        if (!computed_here(u)) {
+          value_at(u, u_index);
+          continue;
+        }
+        std::vector<std::pair<ValueId, Index>> reads = operand_reads(*producer_.at(u), u_index);  // (before the push moves frames)
+        stack.push_back({u, std::move(reads)});
+        at.push_back(u_index);
         continue;
       }
-      const ValueId done = stack.back().value;
+      const ValueId done = frame.value;
+      const Index done_at = std::move(at.back());
       stack.pop_back();
-      if (!stack.empty()) value_at(done, index);  // (v itself is the caller's)
+      at.pop_back();
+      if (!stack.empty()) value_at(done, done_at);  // (v itself is the caller's)
     }
+  }
+
+  IndexNamer index_namer() {
+    return [this](const std::string& code, const char* type, const std::string& hint) { return name_index(code, type, hint); };
   }
 
   // The variable holding value v at `index`, emitting the code that computes it if needed.
   std::string value_at(ValueId v, const Index& index) {
     const std::string key = read_key(v, index);
     if (const std::string* var = memoized(key)) return *var;
-    if (computed_pointwise(v)) compute_operands_first(v, index);
+    if (computed_here(v)) compute_operands_first(v, index);
     if (auto r = reduced_.find(v); r != reduced_.end()) {
       TG_CHECK(index == layout_.outer_index(), "a reduction read at another row");
       return r->second;
@@ -660,9 +689,7 @@ class KernelWriter {
         }
         break;
       case FusionClass::shape: {
-        std::vector<OperandRead> reads = shape_op_reads(t_, op, index, [this](const std::string& code, const char* type, const std::string& hint) {
-          return name_index(code, type, hint);
-        });
+        std::vector<OperandRead> reads = shape_op_reads(t_, op, index, index_namer());
         if (op.info->kind == OpKind::pad) {
           std::string inner = value_at(reads[0].value, reads[0].index);
           if (reads[0].guard.empty()) return inner;

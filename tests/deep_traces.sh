@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deep_traces.sh THUNDER_GEN WORK: traces whose depth or width grows without bound get an answer:
-# a chain of 10,000 elementwise ops (one kernel; inference and training) generates, where the
-# recursive walks of the fuser and the emitter overflowed the stack; one output listed 100,000
+# a chain of 10,000 elementwise ops (one kernel; inference and training), and one of exps and
+# transposes taking turns, generate, where the recursive walks of the fuser and the emitter
+# overflowed the stack; one output listed 100,000
 # times generates, where autograd's, the fuser's and the harness's naming were quadratic (no
 # answer in 5 minutes); and a run out of memory (ulimit -v) is exit code 1 with a message, where
 # mimalloc aborted. The time limits are generous bounds against hangs, not performance targets.
@@ -20,7 +21,17 @@ def chain(n, grad, name):
     trace = {"format": "thunder-gen-trace", "version": 1, "name": "chain", "ops": ops, "outputs": [prev],
              "inputs": [{"name": "x", "shape": [4], "dtype": "f32", "requires_grad": grad}]}
     json.dump(trace, open(name, "w"))
+def mixed_chain(n, name):  # elementwise ops and transposes taking turns: the shape ops map the index
+    ops, prev = [], "x"
+    for k in range(n):
+        op = {"op": "prims.transpose", "args": [prev, [1, 0]]} if k % 2 else {"op": "prims.exp", "args": [prev]}
+        ops.append(dict(op, out=[{"name": f"t{k}", "shape": [4, 4], "dtype": "f32"}]))
+        prev = f"t{k}"
+    trace = {"format": "thunder-gen-trace", "version": 1, "name": "mixed", "ops": ops, "outputs": [prev],
+             "inputs": [{"name": "x", "shape": [4, 4], "dtype": "f32", "requires_grad": True}]}
+    json.dump(trace, open(name, "w"))
 chain(10000, False, "chain10k.json")
+mixed_chain(10000, "mixed10k.json")
 chain(10000, True, "chain10k_train.json")
 chain(100000, True, "chain100k_train.json")
 many = {"format": "thunder-gen-trace", "version": 1, "name": "many", "outputs": ["y"] * 100000,
@@ -31,6 +42,7 @@ PY
 timeout 120 "$gen" chain10k.json -o chain10k 2>err.txt;             check chain-10k [ $? = 0 ]
 check chain-10k-one-kernel grep -q '^// 1 kernel; ' chain10k/forward.cu
 timeout 120 "$gen" chain10k_train.json -o chain10k_train 2>err.txt; check chain-10k-training [ $? = 0 ]
+timeout 120 "$gen" mixed10k.json -o mixed10k 2>err.txt;            check mixed-chain-10k [ $? = 0 ]
 timeout 120 "$gen" many_outputs.json -o many 2>err.txt;            check output-listed-100k-times [ $? = 0 ]
 check cotangents-named-apart [ "$(grep -c '"cotangent_file"' many/manifest.json)" = 100000 ]
 (ulimit -v 400000; timeout 120 "$gen" chain100k_train.json -o oom 2>err.txt); rc=$?

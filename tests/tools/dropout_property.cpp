@@ -5,28 +5,21 @@
 // kept fraction is 1 - p within 6 standard deviations. Independent of LibTorch and of Philox.
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "tg_npy.h"
+
 namespace {
 
+// An f32 .npy file's elements, read by the harness's own strict parser (templates/tg_npy.h).
 std::vector<float> read_f32_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  char magic[8];
-  in.read(magic, 8);
-  if (std::memcmp(magic, "\x93NUMPY", 6) != 0 || magic[6] != 1) throw std::runtime_error(path + ": not a version-1 .npy file");
-  unsigned char len[2];
-  in.read(reinterpret_cast<char*>(len), 2);
-  std::string header(size_t(len[0] | (len[1] << 8)), '\0');
-  in.read(header.data(), std::streamsize(header.size()));
-  if (header.find("'<f4'") == std::string::npos) throw std::runtime_error(path + ": expected f32 data");
   std::vector<float> data;
-  float v;
-  while (in.read(reinterpret_cast<char*>(&v), 4)) data.push_back(v);
+  tg::npy::read_file(path, tg::npy::Expected{"<f4", std::nullopt}, [&](const tg::npy::Header&, size_t bytes) {
+    data.resize(bytes / sizeof(float));
+    return static_cast<void*>(data.data());
+  });
   return data;
 }
 

@@ -11,6 +11,7 @@
 #include "decompose.h"
 #include "rng.h"
 #include "overrides.h"
+#include "generated_text.h"
 #include "pipeline.h"
 #include "reader.h"
 #include "thunder_gen/op_table.h"
@@ -65,6 +66,30 @@ std::vector<std::string> locals_hiding_parameters(const std::string& cuda) {
       if (std::smatch m; std::regex_search(p, m, param)) params.insert(m[1]);
     for (auto l = std::sregex_iterator(body.begin(), body.end(), local); l != std::sregex_iterator(); ++l)
       if (params.count((*l)[1])) found.push_back(name + ": " + (*l)[1].str());
+  });
+  return found;
+}
+
+// Identifiers a generated kernel declares (parameters and locals) that are neither role-prefixed
+// (src/generated_text.h: a stem and its only underscore, then the trace's name) nor one of the
+// generator's fixed names, which hold no underscore: such an identifier could meet a trace's name.
+std::vector<std::string> identifiers_outside_the_scheme(const std::string& cuda) {
+  std::set<std::string> prefixes;
+  for (tg::Role role : tg::kAllRoles) prefixes.insert(std::string(tg::role_prefix(role)));
+  auto in_scheme = [&](const std::string& id) {
+    const size_t underscore = id.find('_');
+    if (underscore == std::string::npos) return true;  // fixed: i, row, lane, d0, ...
+    return prefixes.count(id.substr(0, underscore + 1)) > 0;
+  };
+  std::vector<std::string> found;
+  const std::regex param(R"((\w+)\s*$)");
+  const std::regex local(R"((?:int|int64_t|unsigned|bool|float|double|auto|tg::\w+(?:<[^>]*>)?)\s+(\w+)\s*(?:=|\[|;))");
+  for_each_kernel(cuda, [&](const std::string& name, const std::string& list, const std::string& body) {
+    std::stringstream items(list);
+    for (std::string p; std::getline(items, p, ',');)
+      if (std::smatch m; std::regex_search(p, m, param) && !in_scheme(m[1])) found.push_back(name + ": parameter " + m[1].str());
+    for (auto l = std::sregex_iterator(body.begin(), body.end(), local); l != std::sregex_iterator(); ++l)
+      if (!in_scheme((*l)[1])) found.push_back(name + ": local " + (*l)[1].str());
   });
   return found;
 }
@@ -137,6 +162,17 @@ TEST_CASE("no run a generated kernel moves is wider than 16 bytes") {
   CHECK(runs_over_16_bytes(cuda).empty());
   CHECK(runs_over_16_bytes("extern \"C\" __global__ void __launch_bounds__(32) k(const float* __restrict__ w) {\n  tg::load_run_to<8>(w, j, c_w);\n}\n") ==
         std::vector<std::string>{"k: load_run_to<8>(w,"});
+}
+
+TEST_CASE("every identifier a generated kernel declares is role-prefixed or one of the generator's fixed names") {
+  for (const auto& [where, cuda] : generated_cuda()) {
+    INFO(where);
+    CHECK(identifiers_outside_the_scheme(cuda).empty());
+  }
+  // The check finds a bare trace name.
+  CHECK(identifiers_outside_the_scheme("extern \"C\" __global__ void __launch_bounds__(32) k(const float* __restrict__ g_x, float* __restrict__ t_0) {\n"
+                                       "  const float my_x = 1.0f;\n  const float v_x = 2.0f;\n}\n") ==
+        std::vector<std::string>{"k: parameter t_0", "k: local my_x"});
 }
 
 TEST_CASE("no local of a generated kernel hides one of its parameters") {

@@ -1,0 +1,114 @@
+// src/generated_text.h: identifiers, comments and strings made from trace text; and the harness's
+// file names (harness_files).
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "emit_harness.h"
+#include "generated_text.h"
+#include "reader.h"
+#include "thunder_gen/diagnostics.h"
+#include "trace_builder.h"
+
+namespace {
+
+bool printable_one_line(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c >= 0x7f) return false;
+  return true;
+}
+
+tg::HarnessFiles files_of(const std::string& inputs, const std::string& outputs, bool training = true) {
+  using test::op, test::tensor;
+  const std::string ops = op("prims.exp", "[\"x\"]", tensor("t1", "[2]"));
+  return tg::harness_files(tg::read_trace(test::trace("files", inputs, ops, outputs)), training);
+}
+
+std::string grad_input(const std::string& name) { return "{\"name\": \"" + name + "\", \"shape\": [2], \"dtype\": \"f32\", \"requires_grad\": true}"; }
+
+}  // namespace
+
+TEST_CASE("role prefixes are stems ending in their only underscore, so none is a prefix of another") {
+  std::set<std::string> seen;
+  for (tg::Role role : tg::kAllRoles) {
+    const std::string p(tg::role_prefix(role));
+    INFO(p);
+    CHECK(p.size() >= 2);
+    CHECK(p.find('_') == p.size() - 1);
+    for (char c : p.substr(0, p.size() - 1)) CHECK(((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')));
+    CHECK(seen.insert(p).second);
+  }
+  for (const std::string& a : seen)
+    for (const std::string& b : seen)
+      if (a != b) CHECK(b.rfind(a, 0) != 0);
+  CHECK(tg::ident(tg::Role::global, "int") == "g_int");
+  CHECK(tg::ident(tg::Role::cached, "TG_UNROLL") == "c_TG_UNROLL");
+  CHECK_THROWS_AS(tg::ident(tg::Role::global, "a b"), tg::InternalError);
+}
+
+TEST_CASE("comment text is one printable line that cannot end a comment") {
+  const std::string hostile = "x\n#error injected\r\n*/ \\\n \xe2\x80\xae \x1b[31m \x7f end";
+  const std::string text = tg::comment_text(hostile);
+  CHECK(printable_one_line(text));
+  CHECK(text.find("*/") == std::string::npos);
+  CHECK(text.back() != '\\');
+  CHECK(text == "x\\x0a#error injected\\x0d\\x0a*\\/ \\\\\\x0a \\xe2\\x80\\xae \\x1b[31m \\x7f end");
+  CHECK(tg::comment_line("a\nb", "  ") == "  // a\\x0ab\n");
+  CHECK(tg::comment_text("ends with \\") == "ends with \\\\");
+}
+
+TEST_CASE("string literals escape what could end them") {
+  CHECK(tg::cpp_string("plain") == "\"plain\"");
+  CHECK(tg::cpp_string("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(tg::cpp_string("\n1") == "\"\\0121\"");  // three octal digits: the 1 stays a 1
+  CHECK(tg::cpp_string("?" "?/") == "\"\\077\\077/\"");  // (a trigraph in old dialects)
+  CHECK(printable_one_line(tg::cpp_string("x\n\x1b\xff")));
+  CHECK(tg::cmake_string("a$b\"c\\") == "\"a\\$b\\\"c\\\\\"");
+  CHECK_THROWS_AS(tg::cmake_string("a\nb"), tg::InternalError);
+  CHECK(tg::python_string("it's\n") == "'it\\'s\\n'");
+}
+
+TEST_CASE("harness files are the contract's names where they are distinct and short") {
+  const tg::HarnessFiles f = files_of(grad_input("x") + "," + test::tensor("w", "[2]"), "\"t1\"");
+  CHECK(f.inputs == std::vector<std::string>{"x", "w"});
+  CHECK(f.outputs == std::vector<std::string>{"t1"});
+  CHECK(f.cotangents == std::vector<std::string>{"cotangent_t1"});
+  CHECK(f.gradients == std::vector<std::string>{"grad_x", ""});
+  CHECK(files_of(grad_input("x"), "\"t1\"", false).cotangents.empty());
+}
+
+TEST_CASE("harness files that would be one file, or are too long, get distinct stems with a hash") {
+  // An input named like x's gradient, one named like t1's cotangent, one differing only in case,
+  // one of 300 characters.
+  const std::string long_name(300, 'q');
+  const tg::HarnessFiles f =
+      files_of(grad_input("x") + "," + test::tensor("grad_x", "[2]") + "," + test::tensor("cotangent_t1", "[2]") + "," + test::tensor("X", "[2]") +
+                   "," + grad_input(long_name),
+               "\"t1\", \"t1\", \"x\"");
+  std::set<std::string> folded;
+  auto all = f.inputs;
+  all.insert(all.end(), f.cotangents.begin(), f.cotangents.end());
+  for (const std::string& g : f.gradients)
+    if (!g.empty()) all.push_back(g);
+  all.push_back(f.outputs[0]);
+  for (std::string stem : all) {
+    INFO(stem);
+    CHECK(stem.size() <= 200);
+    for (char& c : stem) c = char(std::tolower(static_cast<unsigned char>(c)));
+    CHECK(folded.insert(stem).second);
+  }
+  CHECK(f.inputs[1] == "grad_x");  // inputs keep their names: the first to claim one
+  CHECK(f.gradients[0].rfind("grad_x-", 0) == 0);
+  CHECK(f.cotangents[0].rfind("cotangent_t1-", 0) == 0);
+  CHECK(f.inputs[3].rfind("X-", 0) == 0);
+  CHECK(f.inputs[4].rfind(long_name.substr(0, 150), 0) == 0);
+  CHECK(f.inputs[4].find('-') != std::string::npos);
+  // An output listed twice, and an output that is an input, share the file (the same bytes); their
+  // cotangents do not.
+  CHECK(f.outputs[1] == f.outputs[0]);
+  CHECK(f.outputs[2] == f.inputs[0]);
+  CHECK(f.cotangents[0] != f.cotangents[1]);
+  // The same trace gives the same stems.
+  CHECK(files_of(grad_input("x") + "," + test::tensor("grad_x", "[2]"), "\"t1\"").gradients[0] ==
+        files_of(grad_input("x") + "," + test::tensor("grad_x", "[2]"), "\"t1\"").gradients[0]);
+}
