@@ -42,10 +42,16 @@ std::vector<int64_t> to_vec(const Shape& s) { return std::vector<int64_t>(s.begi
 
 class Interpreter {
  public:
-  Interpreter(const Trace& t, Precision p) : t_(t), wide_(p == Precision::wide) {}
+  Interpreter(const Trace& t, Precision p) : t_(t), precision_(p), wide_(p == Precision::wide) {}
 
   // What a value of dtype `t` computes in: see Precision.
   torch::Dtype compute(DType t) const { return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t); }
+
+  // `x`, a value of dtype `t`, rounded to `t` when that is a 16-bit float (held in f32 or f64).
+  static Tensor as_stored(const Tensor& x, DType t) {
+    if (t != DType::bf16 && t != DType::f16) return x;
+    return x.to(torch_storage_dtype(t)).to(x.scalar_type());
+  }
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
     TG_CHECK(inputs.size() == t_.inputs.size(), "reference: wrong number of inputs");
@@ -58,6 +64,7 @@ class Interpreter {
 
  private:
   const Trace& t_;
+  Precision precision_;
   bool wide_;
   std::map<ValueId, Tensor> env_;
 
@@ -69,7 +76,11 @@ class Interpreter {
     if (op.info && op.info->kind == OpKind::fused_kernel) return ops(op.sub);
     if (op.info) {
       std::vector<Tensor> outs = eval(op);
-      for (size_t i = 0; i < op.outs.size(); ++i) env_[op.outs[i]] = outs[i].to(compute(t_.value(op.outs[i]).dtype)).contiguous();
+      for (size_t i = 0; i < op.outs.size(); ++i) {
+        const DType dtype = t_.value(op.outs[i]).dtype;
+        Tensor out = outs[i].to(compute(dtype));
+        env_[op.outs[i]] = (precision_ == Precision::op_by_op ? as_stored(out, dtype) : out).contiguous();
+      }
       return;
     }
     if (op.custom) return custom_forward(op);
@@ -89,7 +100,7 @@ class Interpreter {
   // Runs a body with `inputs` bound to its inputs; returns its outputs (undefined for null ones)
   // and, for fwd, its saved values.
   std::vector<Tensor> run_body(const SubTrace& body, const std::vector<Tensor>& inputs, std::vector<Tensor>* saved) {
-    Interpreter inner(t_, wide_ ? Precision::wide : Precision::generated);
+    Interpreter inner(t_, precision_);
     for (size_t i = 0; i < inputs.size(); ++i) inner.env_[body.inputs.at(i)] = inputs[i];
     inner.ops(body.ops);
     std::vector<Tensor> out;
@@ -107,13 +118,13 @@ class Interpreter {
       ctx->saved_data["op"] = int64_t(reinterpret_cast<intptr_t>(op));
       // The trace outlives the autograd graph; this interpreter may not.
       ctx->saved_data["trace"] = int64_t(reinterpret_cast<intptr_t>(&self->t_));
-      ctx->saved_data["wide"] = self->wide_;
+      ctx->saved_data["precision"] = int64_t(self->precision_);
       return outs;
     }
     static std::vector<Tensor> backward(torch::autograd::AutogradContext* ctx, std::vector<Tensor> cotangents) {
       const Op* op = reinterpret_cast<const Op*>(intptr_t(ctx->saved_data["op"].toInt()));
       Interpreter interpreter(*reinterpret_cast<const Trace*>(intptr_t(ctx->saved_data["trace"].toInt())),
-                              ctx->saved_data["wide"].toBool() ? Precision::wide : Precision::generated);
+                              Precision(ctx->saved_data["precision"].toInt()));
       Interpreter* self = &interpreter;
       std::vector<Tensor> inputs;
       for (size_t i = 0; i < cotangents.size(); ++i) {
@@ -139,7 +150,12 @@ class Interpreter {
   std::vector<Tensor> eval(const Op& op) {
     const Value& out = t_.value(op.outs[0]);
     const torch::Dtype ct = compute(out.dtype);
-    auto a = [&](size_t i) { return operand(op.arg(i), compute(operand_dtype(t_, op))); };
+    // A discontinuous op reads 16-bit operands rounded to their dtype, as generated code does.
+    auto a = [&](size_t i) {
+      const DType as = operand_dtype(t_, op);
+      Tensor x = operand(op.arg(i), compute(as));
+      return op.info->discontinuous ? as_stored(x, as) : x;
+    };
     auto in = [&] { return env_.at(op.arg(0).value); };
     auto floating = [&] { return is_float(operand_dtype(t_, op)); };
     switch (op.info->kind) {
@@ -186,8 +202,11 @@ class Interpreter {
       case OpKind::fmod: return {torch::fmod(a(0), a(1))};
       case OpKind::remainder: return {torch::remainder(a(0), a(1))};
       case OpKind::atan2: return {torch::atan2(a(0), a(1))};
-      case OpKind::maximum: return {torch::maximum(a(0), a(1))};
-      case OpKind::minimum: return {torch::minimum(a(0), a(1))};
+      // LibTorch's gradients of these compare the operands (thunder-gen's rules do it with
+      // discontinuous prims): rounded, so both masks see the same values. (The values do not
+      // change: rounding is monotone.)
+      case OpKind::maximum: return {torch::maximum(as_stored(a(0), operand_dtype(t_, op)), as_stored(a(1), operand_dtype(t_, op)))};
+      case OpKind::minimum: return {torch::minimum(as_stored(a(0), operand_dtype(t_, op)), as_stored(a(1), operand_dtype(t_, op)))};
       case OpKind::bitwise_and: return {torch::bitwise_and(a(0), a(1))};
       case OpKind::bitwise_or: return {torch::bitwise_or(a(0), a(1))};
       case OpKind::bitwise_xor: return {torch::bitwise_xor(a(0), a(1))};
@@ -205,6 +224,7 @@ class Interpreter {
         // Round through the stored type, then hold it in the compute type.
         DType to = op.arg(1).dtype;
         Tensor x = in();
+        if (!is_float(to)) x = as_stored(x, t_.value(op.arg(0).value).dtype);  // (truncation jumps at integers)
         if (to == DType::b8) return {x != 0};
         return {x.to(torch_storage_dtype(to)).to(compute(to))};
       }
@@ -273,7 +293,8 @@ class Interpreter {
       case OpKind::argmin: {
         c10::optional<int64_t> dim;
         if (op.arg(1).kind != Arg::Kind::none) dim = op.arg(1).integer;
-        return {op.info->kind == OpKind::argmax ? torch::argmax(in(), dim) : torch::argmin(in(), dim)};
+        const Tensor x = as_stored(in(), t_.value(op.arg(0).value).dtype);
+        return {op.info->kind == OpKind::argmax ? torch::argmax(x, dim) : torch::argmin(x, dim)};
       }
       case OpKind::matmul: {  // with the epilogue pass's extensions (see op_table.cpp)
         const bool transpose_a = op.args.size() > 4 && op.arg(4).boolean, transpose_b = op.args.size() > 5 && op.arg(5).boolean;
@@ -423,8 +444,9 @@ class Interpreter {
         for (auto it = dims.rbegin(); it != dims.rend(); ++it) x = x.prod(*it, false, is_float(t_.value(op.outs[0]).dtype) ? x.scalar_type() : torch::kInt64);
         return x;
       }
-      case OpKind::amax: return x.amax(dims);
-      default: return x.amin(dims);
+      // (Rounded as maximum's operands are, for the gradient's mask.)
+      case OpKind::amax: return as_stored(x, t_.value(op.arg(0).value).dtype).amax(dims);
+      default: return as_stored(x, t_.value(op.arg(0).value).dtype).amin(dims);
     }
   }
 

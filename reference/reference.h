@@ -17,7 +17,10 @@ torch::Dtype torch_storage_dtype(DType t);
 // generated: floats compute in their compute dtype (f32 for f16/bf16), as generated code does.
 // wide: floats compute in f64 (rounding still happens where the trace converts), so the
 // reference's own rounding error is negligible next to the generated code's: the checker's truth.
-enum class Precision { generated, wide };
+// op_by_op: as generated, and every op's 16-bit result is rounded to its dtype, as PyTorch's
+// eager ops round theirs (its gradients are rounded the same way, op by op).
+// In every mode a discontinuous op (OpInfo::discontinuous) reads its 16-bit operands rounded.
+enum class Precision { generated, wide, op_by_op };
 
 // `inputs` in the trace's input order (scalars as 0-d tensors). Returns the outputs in compute
 // dtype.

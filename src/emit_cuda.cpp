@@ -635,6 +635,15 @@ class KernelWriter {
     return literal_code(a, as);
   }
 
+  // An operand of a discontinuous op (a comparison, argmax, floor, ...) of 16-bit type `as`:
+  // rounded to `as`, as it is stored and as PyTorch's op-by-op rounding has it, unless it is
+  // a tensor of that type loaded from memory (rounded already).
+  std::string as_stored(const std::string& code, DType as, const Arg& a) const {
+    if (as != DType::bf16 && as != DType::f16) return code;
+    if (a.is_value() && loaded_.count(a.value) && !t_.value(a.value).is_scalar && t_.value(a.value).dtype == as) return code;
+    return std::string(as == DType::bf16 ? "tg::round_to_bfloat16(" : "tg::round_to_half(") + code + ")";
+  }
+
   static std::string format(std::string_view code, const std::vector<std::string>& operands) {
     std::string out;
     for (size_t i = 0; i < code.size(); ++i) {
@@ -656,6 +665,7 @@ class KernelWriter {
         if (op.info->kind == OpKind::convert_element_type) {
           const Value& src = t_.value(op.arg(0).value);
           std::string x = value_at(op.arg(0).value, index);
+          if (!is_float(out.dtype)) x = as_stored(x, src.dtype, op.arg(0));  // (truncation jumps at integers)
           if (out.dtype == DType::b8) expr = "(" + x + " != 0)";
           else if (out.dtype == DType::f16) expr = "tg::round_to_half(static_cast<float>(" + x + "))";
           else if (out.dtype == DType::bf16) expr = "tg::round_to_bfloat16(static_cast<float>(" + x + "))";
@@ -668,6 +678,7 @@ class KernelWriter {
         for (size_t i = 0; i < op.args.size(); ++i) {
           DType want = (op.info->kind == OpKind::where && i == 0) ? DType::b8 : as;
           operands.push_back(operand(op.args[i], index, want));
+          if (op.info->discontinuous) operands.back() = as_stored(operands.back(), want, op.args[i]);
         }
         expr = format(op.info->code, operands);
         break;
@@ -861,7 +872,9 @@ class KernelWriter {
       case OpKind::argmin: {
         std::string reducer = "tg::ArgBest<" + ct + ", " + (op.info->kind == OpKind::argmax ? "true" : "false") + ">";
         pending_.push_back({comment, reducer, "tg::ArgPair<" + ct + ">", local(Role::accumulator, out),
-                            [=] { return "tg::ArgPair<" + ct + ">{" + element() + ", j}"; },
+                            [=, this, in_dtype = in.dtype] {
+                              return "tg::ArgPair<" + ct + ">{" + as_stored(element(), in_dtype, Arg::of_value(input)) + ", j}";
+                            },
                             [=](const std::string& total) { declare(out, total + ".index"); }, needs});
         break;
       }

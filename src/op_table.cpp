@@ -629,6 +629,10 @@ OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accep
   return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
                 elementwise_rule(bool_result), code, accepts, ""};
 }
+OpInfo discontinuous(OpInfo op) {
+  op.discontinuous = true;
+  return op;
+}
 OpInfo reduction(OpKind k, std::string_view id, DTypes accepts) {
   return OpInfo{k, id, FusionClass::reduction, {p("a", K::tensor), p("dims", K::int_list)}, reduction_rule(1, false), "", accepts, ""};
 }
@@ -663,13 +667,13 @@ std::vector<OpInfo> build_table() {
       unary(OpKind::erf, "prims.erf", "tg::erf({0})", D::floats),
       unary(OpKind::erfc, "prims.erfc", "tg::erfc({0})", D::floats),
       unary(OpKind::erfinv, "prims.erfinv", "tg::erfinv({0})", D::floats),
-      unary(OpKind::floor, "prims.floor", "tg::floor({0})", D::numbers),
-      unary(OpKind::ceil, "prims.ceil", "tg::ceil({0})", D::numbers),
-      unary(OpKind::round, "prims.round", "tg::round({0})", D::numbers),
-      unary(OpKind::trunc, "prims.trunc", "tg::trunc({0})", D::numbers),
-      unary(OpKind::sign, "prims.sign", "tg::sign({0})", D::numbers),
+      discontinuous(unary(OpKind::floor, "prims.floor", "tg::floor({0})", D::numbers)),
+      discontinuous(unary(OpKind::ceil, "prims.ceil", "tg::ceil({0})", D::numbers)),
+      discontinuous(unary(OpKind::round, "prims.round", "tg::round({0})", D::numbers)),
+      discontinuous(unary(OpKind::trunc, "prims.trunc", "tg::trunc({0})", D::numbers)),
+      discontinuous(unary(OpKind::sign, "prims.sign", "tg::sign({0})", D::numbers)),
       unary(OpKind::signbit, "prims.signbit", "tg::signbit({0})", D::numbers, true),
-      unary(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true),
+      discontinuous(unary(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true)),
       unary(OpKind::bitwise_not, "prims.bitwise_not", "tg::bitwise_not({0})", D::integers_and_bool),
 
       binary(OpKind::add, "prims.add", "({0} + {1})", D::numbers),
@@ -677,8 +681,8 @@ std::vector<OpInfo> build_table() {
       binary(OpKind::mul, "prims.mul", "({0} * {1})", D::numbers),
       binary(OpKind::div, "prims.div", "tg::div({0}, {1})", D::numbers),
       binary(OpKind::pow, "prims.pow", "tg::pow({0}, {1})", D::numbers),
-      binary(OpKind::fmod, "prims.fmod", "tg::fmod({0}, {1})", D::numbers),
-      binary(OpKind::remainder, "prims.remainder", "tg::remainder({0}, {1})", D::numbers),
+      discontinuous(binary(OpKind::fmod, "prims.fmod", "tg::fmod({0}, {1})", D::numbers)),
+      discontinuous(binary(OpKind::remainder, "prims.remainder", "tg::remainder({0}, {1})", D::numbers)),
       binary(OpKind::atan2, "prims.atan2", "tg::atan2({0}, {1})", D::floats),
       binary(OpKind::maximum, "prims.maximum", "tg::maximum({0}, {1})", D::numbers_and_bool),
       binary(OpKind::minimum, "prims.minimum", "tg::minimum({0}, {1})", D::numbers_and_bool),
@@ -687,12 +691,12 @@ std::vector<OpInfo> build_table() {
       binary(OpKind::bitwise_xor, "prims.bitwise_xor", "({0} ^ {1})", D::integers_and_bool),
       binary(OpKind::bitwise_left_shift, "prims.bitwise_left_shift", "tg::shift_left({0}, {1})", D::integers),
       binary(OpKind::bitwise_right_shift, "prims.bitwise_right_shift", "tg::shift_right({0}, {1})", D::integers),
-      binary(OpKind::eq, "prims.eq", "({0} == {1})", D::numbers_and_bool, true),
-      binary(OpKind::ne, "prims.ne", "({0} != {1})", D::numbers_and_bool, true),
-      binary(OpKind::lt, "prims.lt", "({0} < {1})", D::numbers_and_bool, true),
-      binary(OpKind::le, "prims.le", "({0} <= {1})", D::numbers_and_bool, true),
-      binary(OpKind::gt, "prims.gt", "({0} > {1})", D::numbers_and_bool, true),
-      binary(OpKind::ge, "prims.ge", "({0} >= {1})", D::numbers_and_bool, true),
+      discontinuous(binary(OpKind::eq, "prims.eq", "({0} == {1})", D::numbers_and_bool, true)),
+      discontinuous(binary(OpKind::ne, "prims.ne", "({0} != {1})", D::numbers_and_bool, true)),
+      discontinuous(binary(OpKind::lt, "prims.lt", "({0} < {1})", D::numbers_and_bool, true)),
+      discontinuous(binary(OpKind::le, "prims.le", "({0} <= {1})", D::numbers_and_bool, true)),
+      discontinuous(binary(OpKind::gt, "prims.gt", "({0} > {1})", D::numbers_and_bool, true)),
+      discontinuous(binary(OpKind::ge, "prims.ge", "({0} >= {1})", D::numbers_and_bool, true)),
 
       OpInfo{OpKind::where, "prims.where", FusionClass::elementwise,
              {p("pred", K::tensor_or_number), p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
@@ -739,10 +743,10 @@ std::vector<OpInfo> build_table() {
              reduction_rule(1, false), "", D::floats, ""},
       OpInfo{OpKind::var_mean, "prims.var_mean", FusionClass::reduction, {p("a", K::tensor), p("dims", K::int_list), kw("correction", K::number)},
              reduction_rule(2, false), "", D::floats, ""},
-      OpInfo{OpKind::argmax, "prims.argmax", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
-             reduction_rule(1, true), "", D::numbers, ""},
-      OpInfo{OpKind::argmin, "prims.argmin", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
-             reduction_rule(1, true), "", D::numbers, ""},
+      discontinuous(OpInfo{OpKind::argmax, "prims.argmax", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
+                           reduction_rule(1, true), "", D::numbers, ""}),
+      discontinuous(OpInfo{OpKind::argmin, "prims.argmin", FusionClass::reduction, {p("a", K::tensor), p("dim", K::optional_integer)},
+                           reduction_rule(1, true), "", D::numbers, ""}),
 
       // bias, epilogue, transpose_a and transpose_b are thunder-gen extensions, written by the
       // GEMM-epilogue pass (transpose_a: a holds the transpose of the left operand, [k, m]).

@@ -15,7 +15,9 @@ folder small (see thin()), and --expected samples the results the same way.
 
 The semantics are those of the LibTorch interpreter in reference/reference.cpp:
   - values are held in their compute dtype: f16/bf16 in f32, everything else as itself; rounding
-    to a 16-bit float happens only at an explicit prims.convert_element_type;
+    to a 16-bit float happens at an explicit prims.convert_element_type, and where a
+    discontinuous prim (a comparison, argmax, floor, sign, isfinite, fmod, a conversion to an
+    integer) reads a 16-bit operand;
   - an elementwise prim computes in the compute dtype of its first tensor operand (for
     prims.where: of its first tensor branch); numbers become 0-d tensors of that dtype;
   - integer prims.div truncates;
@@ -32,6 +34,7 @@ Needs numpy and torch only.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import math
@@ -180,6 +183,11 @@ class Call:
     def operand(self, x) -> torch.Tensor:
         return self.as_tensor(x, self.ct)
 
+    def as_stored(self, x) -> torch.Tensor:
+        """An operand rounded to the operand dtype when that is a 16-bit float."""
+        x = self.operand(x)
+        return x.to(storage_dtype(self.operand_dt)).to(self.ct) if self.operand_dt in ("f16", "bf16") else x
+
     def number(self, x) -> float:
         return x.item() if isinstance(x, torch.Tensor) else float(x)
 
@@ -210,6 +218,16 @@ def binary(fn):
     return prim
 
 
+def discontinuous(prim):
+    """An op whose result jumps when an operand moves by less than a rounding unit (comparisons,
+    floor, sign, isfinite, fmod): it reads 16-bit operands rounded to their dtype, as generated
+    code does (docs/design-notes.md, "Rounding")."""
+    @functools.wraps(prim)
+    def rounded(cx: Call, **operands):
+        return prim(cx, **{name: cx.as_stored(x) for name, x in operands.items()})
+    return rounded
+
+
 def div(cx: Call, a, b):
     if cx.floating:
         return torch.div(cx.operand(a), cx.operand(b))
@@ -226,6 +244,8 @@ def lerp(cx: Call, start, end, weight):
 
 def convert_element_type(cx: Call, a, dtype):
     # Round through the stored type, then hold it in the compute type.
+    if dtype.name not in FLOATS:
+        a = cx.as_stored(a)  # (truncation jumps at integers)
     if dtype.name == "b8":
         return a != 0
     return a.to(storage_dtype(dtype.name)).to(compute_dtype(dtype.name))
@@ -322,11 +342,11 @@ def var(cx: Call, a, dims, *, correction):
 
 
 def argmax(cx: Call, a, dim):
-    return torch.argmax(a, dim)
+    return torch.argmax(cx.as_stored(a), dim)
 
 
 def argmin(cx: Call, a, dim):
-    return torch.argmin(a, dim)
+    return torch.argmin(cx.as_stored(a), dim)
 
 
 _UNARY = {
@@ -335,23 +355,28 @@ _UNARY = {
     "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan,
     "tanh": torch.tanh, "sinh": torch.sinh, "cosh": torch.cosh, "asin": torch.asin, "acos": torch.acos,
     "atan": torch.atan, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erf": torch.erf,
-    "erfc": torch.erfc, "erfinv": torch.erfinv, "sign": torch.sign, "signbit": torch.signbit,
-    "isfinite": torch.isfinite, "bitwise_not": torch.bitwise_not,
+    "erfc": torch.erfc, "erfinv": torch.erfinv, "signbit": torch.signbit, "bitwise_not": torch.bitwise_not,
 }
+_DISCONTINUOUS_UNARY = {"sign": torch.sign, "isfinite": torch.isfinite}
 _ROUNDING = {"floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc}
 _BINARY = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "pow": torch.pow, "fmod": torch.fmod,
-    "remainder": torch.remainder, "atan2": torch.atan2, "maximum": torch.maximum, "minimum": torch.minimum,
-    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "pow": torch.pow, "atan2": torch.atan2,
+    "maximum": torch.maximum, "minimum": torch.minimum, "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
     "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
+}
+_DISCONTINUOUS_BINARY = {
+    "fmod": torch.fmod, "remainder": torch.remainder,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
 }
 
 # Symbol id -> function. The one place that says what each prim computes.
 PRIMS = {
     **{f"prims.{n}": unary(f) for n, f in _UNARY.items()},
-    **{f"prims.{n}": unary(f, integers_unchanged=True) for n, f in _ROUNDING.items()},
+    **{f"prims.{n}": discontinuous(unary(f)) for n, f in _DISCONTINUOUS_UNARY.items()},
+    **{f"prims.{n}": discontinuous(unary(f, integers_unchanged=True)) for n, f in _ROUNDING.items()},
     **{f"prims.{n}": binary(f) for n, f in _BINARY.items()},
+    **{f"prims.{n}": discontinuous(binary(f)) for n, f in _DISCONTINUOUS_BINARY.items()},
     "prims.div": div,
     "prims.where": where,
     "prims.lerp": lerp,

@@ -145,6 +145,12 @@ struct OpInfo {
   // "output" (exp, tanh, sqrt... read their result, not their operand), "inputs, output", or
   // "nothing". Checked against the rules themselves by tests/reference/test_gradients.cpp.
   std::string_view grad_saves = {};
+  // Its result jumps when an operand moves by less than a rounding unit (comparisons, argmax and
+  // argmin, floor and its kin, sign, isfinite, fmod and remainder): a 16-bit operand computed in
+  // f32 inside a kernel is rounded to its dtype before this op reads it, so the op sees what
+  // PyTorch's op-by-op rounding and every other copy of the value see (docs/design-notes.md,
+  // "Rounding").
+  bool discontinuous = false;
   bool has_lowering() const { return fusion == FusionClass::composite; }
   // Made by the fusion pass, never read from a trace or written by autograd.
   bool made_by_fusion() const { return fusion == FusionClass::partial || fusion == FusionClass::kernel; }
