@@ -39,4 +39,15 @@ bool is_float(DType t) { return t == DType::f16 || t == DType::bf16 || t == DTyp
 bool is_bool(DType t) { return t == DType::b8; }
 bool is_integer(DType t) { return !is_float(t) && !is_bool(t); }
 
+IntRange integer_range(DType t) {
+  switch (t) {
+    case DType::u8: return {0, 255};
+    case DType::i8: return {-128, 127};
+    case DType::i16: return {-32768, 32767};
+    case DType::i32: return {INT32_MIN, INT32_MAX};
+    case DType::i64: return {INT64_MIN, INT64_MAX};
+    default: return {0, 1};
+  }
+}
+
 }  // namespace tg

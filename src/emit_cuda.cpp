@@ -1,8 +1,10 @@
 #include "emit_cuda.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <cctype>
 #include <set>
@@ -31,17 +33,30 @@ constexpr int64_t kMaxPartSumBytes = 32 * 1024;  // a row kernel's partial sums 
 
 std::string ctype(DType t) { return std::string(compute_ctype(t)); }
 
+// `d` as a literal of type float (`f32`) or double: the value the type holds (a number past
+// float's range is its infinity, one below its smallest, 0 or a subnormal), subnormals in hex
+// (NVRTC refuses a decimal literal it must round to one), non-finite values by their bits.
+std::string float_literal(double d, bool f32) {
+  const double held = f32 ? double(float(d)) : d;
+  if (std::isnan(held)) return f32 ? "tg::bits_float(0x7fc00000u)" : "double(tg::bits_float(0x7fc00000u))";
+  if (std::isinf(held)) return std::string(held < 0 ? "-" : "") + (f32 ? "TG_INFINITY" : "double(TG_INFINITY)");
+  const bool subnormal = held != 0 && std::fabs(held) < (f32 ? double(std::numeric_limits<float>::min()) : std::numeric_limits<double>::min());
+  char buf[64];
+  std::to_chars_result r;
+  if (subnormal) r = f32 ? std::to_chars(buf, buf + sizeof buf, float(held), std::chars_format::hex) : std::to_chars(buf, buf + sizeof buf, held, std::chars_format::hex);
+  else r = f32 ? std::to_chars(buf, buf + sizeof buf, float(held)) : std::to_chars(buf, buf + sizeof buf, held);
+  std::string s(buf, r.ptr);
+  if (subnormal) s.insert(s[0] == '-' ? 1 : 0, "0x");
+  else if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return f32 ? s + "f" : s;
+}
+
 // A number literal as code of compute type `as`.
 std::string number_code(double d, bool is_integer_literal, int64_t integer, DType as) {
   if (is_bool(as)) return (is_integer_literal ? integer != 0 : d != 0) ? "true" : "false";
-  if (is_float(as)) {
-    bool f32 = as != DType::f64;
-    if (std::isnan(d)) return f32 ? "tg::bits_float(0x7fc00000u)" : "double(tg::bits_float(0x7fc00000u))";
-    if (std::isinf(d)) return std::string(d < 0 ? "-" : "") + (f32 ? "TG_INFINITY" : "double(TG_INFINITY)");
-    std::string s = is_integer_literal ? std::to_string(integer) + ".0" : print_number(d);
-    return f32 ? s + "f" : s;
-  }
-  std::string v = is_integer_literal ? std::to_string(integer) : std::to_string(int64_t(d));
+  if (is_float(as)) return float_literal(is_integer_literal ? double(integer) : d, as != DType::f64);
+  // (The verifier holds a real literal an integer op reads to the integer type's range.)
+  std::string v = is_integer_literal ? std::to_string(integer) : std::to_string(int64_t(std::trunc(d)));
   return "static_cast<" + ctype(as) + ">(" + v + (as == DType::i64 ? "ll" : "") + ")";
 }
 

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "thunder_gen/diagnostics.h"
@@ -191,6 +192,15 @@ class Fuser {
   std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel
   std::map<Shape, int> last_row_;        // domain -> most recent row kernel
   std::map<Shape, int> last_row_outer_;  // reduced-value shape -> most recent row kernel
+  // The walks compare reads, not print them: an index a shape op computes as code is replaced by a
+  // token standing for it, one per distinct code, so the next shape op builds on the token. (A
+  // chain of reshapes pasted each index into the next twice: code that doubled with every op.)
+  mutable std::unordered_map<std::string, std::string> index_tokens_;
+  const IndexNamer index_token_ = [this](const std::string& code, const char*, const std::string&) {
+    auto [it, fresh] = index_tokens_.try_emplace(code);
+    if (fresh) it->second = "__ix" + std::to_string(index_tokens_.size());
+    return it->second;
+  };
 
   void mark_live() {
     live_op_.assign(t_.ops.size(), false);
@@ -254,7 +264,7 @@ class Fuser {
   template <class F>
   void for_each_operand(const Op& op, const Index& index, F&& read) const {
     if (op.info->fusion == FusionClass::shape) {
-      for (const OperandRead& r : shape_op_reads(t_, op, index)) read(r.value, r.index);
+      for (const OperandRead& r : shape_op_reads(t_, op, index, index_token_)) read(r.value, r.index);
       return;
     }
     if (is_reduction(op)) {

@@ -24,6 +24,7 @@ std::string_view role_prefix(Role role) {
     case Role::cached: return "c_";
     case Role::shared: return "s_";
     case Role::harness_input: return "in_";
+    case Role::storage_view: return "p_";
   }
   throw InternalError("unknown identifier role");
 }
@@ -52,7 +53,7 @@ std::string comment_text(std::string_view text) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\\') out += "\\\\";
+    if (c == '\\') out += "\\x5c";  // (never a backslash last on the line: it would join the next line to the comment)
     else if (c == '*' && i + 1 < text.size() && text[i + 1] == '/') out += "*\\";
     else if (printable_ascii(c)) out += char(c);
     else append_hex_escape(out, c);

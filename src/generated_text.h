@@ -33,6 +33,7 @@ enum class Role {
   cached,       // c_: a thread's elements of a row held in registers
   shared,       // s_: a block's partial sums (shared memory) or totals
   harness_input,  // in_: a harness's buffer of a trace input
+  storage_view,   // p_: an entry point's argument seen as its storage type (tg::bfloat16, tg::PackedBits)
 };
 
 // The role's prefix ("g_", "v_", ...).
@@ -42,13 +43,14 @@ std::string ident(Role role, std::string_view name);
 // Every role, for tests.
 inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index,     Role::accumulator, Role::sum,
                                      Role::m2,      Role::mean,    Role::target,    Role::max_and_sum, Role::run_in,
-                                     Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input};
+                                     Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input,
+                                     Role::storage_view};
 
 // ---- comments ------------------------------------------------------------------------------
 // `text` made safe inside a // comment (or a CMake # comment): control characters, DEL, bytes
 // outside ASCII (invisible direction overrides among them) and backslashes are written as \xNN
-// and \\, so the comment is one line that reads as the text does and hides nothing; "*/" is
-// written "*\/".
+// (a backslash as \x5c: one last on a line would join the next line to the comment), so the
+// comment is one line that reads as the text does and hides nothing; "*/" is written "*\/".
 std::string comment_text(std::string_view text);
 // "// " + comment_text(text) + "\n", after `indent`.
 std::string comment_line(std::string_view text, std::string_view indent = "");

@@ -160,6 +160,9 @@ int generate(const Request& r) {
   tg::OutputFolderOptions folder_options{r.force, {file}};
   if (!r.tags_file.empty()) folder_options.inputs.push_back(r.tags_file);
   if (!out_dir.empty() && emit.empty()) check_writable_output(out_dir, folder_options);
+  // Dumps inside the output folder would be replaced with it, or keep it from being one.
+  if (!r.dump_dir.empty() && !out_dir.empty() && tg::path_within(r.dump_dir, out_dir))
+    throw tg::UserError("thunder-gen", "--dump-dir " + r.dump_dir, "is inside the output folder " + out_dir + ", which is replaced as a whole");
   auto start = std::chrono::steady_clock::now();
   tg::Trace trace = tg::read_trace_file(file);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";

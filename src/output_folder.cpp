@@ -11,12 +11,15 @@
 #include <iostream>
 #include <random>
 #include <regex>
+#include <utility>
 
 namespace tg {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+void check_unlocked(const std::string& folder, const OutputFolderOptions& options);
 
 // The folder `-o` names, absolute ("out/" and "out" alike; "." is the current folder).
 fs::path target_of(const std::string& folder) {
@@ -50,8 +53,13 @@ bool holds_earlier_output(const fs::path& folder) {
 // A file descriptor closed when it goes out of scope.
 class Descriptor {
  public:
-  explicit Descriptor(int fd) : fd_(fd) {}
+  explicit Descriptor(int fd = -1) : fd_(fd) {}
   Descriptor(const Descriptor&) = delete;
+  Descriptor(Descriptor&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Descriptor& operator=(Descriptor&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
   ~Descriptor() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -96,22 +104,47 @@ void remove_stale_temporaries(const fs::path& target) {
 }
 
 void write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());  // (include/<trace>.h)
   std::ofstream out(path, std::ios::binary);
   out.write(text.data(), std::streamsize(text.size()));
   out.close();
   if (!out) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
 }
 
-// The swap of `staging` into `target`, under an exclusive lock on their parent folder.
-void swap_into_place(const fs::path& staging, const fs::path& target, const OutputFolderOptions& options) {
+// A lock on the output's parent folder: shared while a run creates and locks its staging folder
+// or checks the target, exclusive while it removes stale temporaries and swaps. So the cleanup
+// never meets a staging folder created but not yet locked, nor a check a half-done swap.
+Descriptor lock_parent(const fs::path& target, int how) {
   Descriptor parent = open_folder(target.parent_path());
   if (parent.get() < 0) throw std::runtime_error("cannot open " + target.parent_path().string() + ": " + std::strerror(errno));
-  if (::flock(parent.get(), LOCK_EX | LOCK_NB) != 0) {
+  if (::flock(parent.get(), how | LOCK_NB) != 0) {
     std::cerr << "thunder-gen: waiting for another run writing beside " << target.string() << "\n";
-    if (::flock(parent.get(), LOCK_EX) != 0) throw std::runtime_error(std::string("cannot lock the output's parent folder: ") + std::strerror(errno));
+    if (::flock(parent.get(), how) != 0) throw std::runtime_error(std::string("cannot lock the output's parent folder: ") + std::strerror(errno));
   }
+  return parent;
+}
+
+// A new staging folder beside `target`, locked (its lock, held while this run lives, tells a
+// concurrent run's cleanup that it is not stale).
+fs::path create_staging(const fs::path& target, Descriptor& held) {
+  Descriptor parent = lock_parent(target, LOCK_SH);
+  fs::path staging;
+  do staging = target.parent_path() / ("." + target.filename().string() + ".tmp-" + random_suffix());
+  while (!fs::create_directory(staging));
+  held = open_folder(staging);
+  if (held.get() < 0 || ::flock(held.get(), LOCK_EX | LOCK_NB) != 0) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    throw std::runtime_error("cannot lock " + staging.string());
+  }
+  return staging;
+}
+
+// The swap of `staging` into `target`, under an exclusive lock on their parent folder.
+void swap_into_place(const fs::path& staging, const fs::path& target, const OutputFolderOptions& options) {
+  Descriptor parent = lock_parent(target, LOCK_EX);
   remove_stale_temporaries(target);
-  check_output_folder(target.string(), options);  // (it may have changed while this run generated)
+  check_unlocked(target.string(), options);  // (it may have changed while this run generated)
   const fs::path old = target.parent_path() / ("." + target.filename().string() + ".old-" + random_suffix());
   const bool replacing = fs::exists(fs::symlink_status(target));
   if (replacing) fs::rename(target, old);
@@ -128,7 +161,10 @@ void swap_into_place(const fs::path& staging, const fs::path& target, const Outp
 
 }  // namespace
 
-void check_output_folder(const std::string& folder, const OutputFolderOptions& options) {
+namespace {
+
+// check_output_folder without the lock (the caller holds one).
+void check_unlocked(const std::string& folder, const OutputFolderOptions& options) {
   const fs::path target = target_of(folder);
   if (target == target.root_path()) throw OutputFolderError("refusing to replace " + target.string());
   std::error_code error;
@@ -144,18 +180,25 @@ void check_output_folder(const std::string& folder, const OutputFolderOptions& o
                           "folder, or --force to replace it and everything in it");
 }
 
+}  // namespace
+
+bool path_within(const std::string& path, const std::string& folder) { return within(fs::absolute(path), target_of(folder)); }
+
+void check_output_folder(const std::string& folder, const OutputFolderOptions& options) {
+  const fs::path target = target_of(folder);
+  std::error_code error;
+  Descriptor parent;  // (a swap under way finishes first)
+  if (target != target.root_path() && fs::is_directory(target.parent_path(), error)) parent = lock_parent(target, LOCK_SH);
+  check_unlocked(folder, options);
+}
+
 void write_folder_atomically(const std::string& folder, const FileSet& files, const OutputFolderOptions& options) {
-  check_output_folder(folder, options);
+  check_output_folder(folder, options);  // (the exclusive lock below checks again)
   const fs::path target = target_of(folder);
   fs::create_directories(target.parent_path());
-  // The staging folder stays locked while this run lives, so a concurrent run tells it from one
-  // a killed run left.
-  fs::path staging;
-  do staging = target.parent_path() / ("." + target.filename().string() + ".tmp-" + random_suffix());
-  while (!fs::create_directory(staging));
+  Descriptor held;
+  const fs::path staging = create_staging(target, held);
   try {
-    Descriptor held = open_folder(staging);
-    if (held.get() < 0 || ::flock(held.get(), LOCK_EX | LOCK_NB) != 0) throw std::runtime_error("cannot lock " + staging.string());
     for (const auto& [name, text] : files) write_file(staging / name, text);
     swap_into_place(staging, target, options);
   } catch (...) {

@@ -21,6 +21,9 @@ struct OutputFolderOptions {
   std::vector<std::string> inputs;  // files the run reads (the trace, an overrides file): never inside the folder
 };
 
+// Is `path` the folder `folder` or inside it (through symbolic links, either need not exist yet)?
+bool path_within(const std::string& path, const std::string& folder);
+
 // Throws OutputFolderError when `folder` may not be replaced: it is not a folder, or holds files
 // but no earlier thunder-gen output (unless options.force), or it holds the current folder or an
 // input. Checked before generating, so a refusal costs nothing, and again when writing.

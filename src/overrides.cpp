@@ -7,6 +7,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "spelling.h"
 #include "thunder_gen/diagnostics.h"
 
 namespace tg {
@@ -45,21 +46,6 @@ std::string folded(std::string_view s) {
   return out;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // `file` and `where` place diagnostics: ("thunder-gen", "--tag X=Y") or (path, JSON pointer).
 Override make_override(const std::string& selector, const std::string& policy, const std::string& file, const std::string& where) {
   if (selector.empty() || selector == "@") throw UserError(file, where, "empty selector: expected a symbol id or @<value>");
@@ -92,12 +78,7 @@ std::optional<Policy> parse_policy(std::string_view name) {
 
 bool is_known_tag(std::string_view tag) { return std::find(std::begin(kKnownTags), std::end(kKnownTags), tag) != std::end(kKnownTags); }
 
-std::string_view closest_known_tag(std::string_view tag) {
-  const std::string wanted = folded(tag.substr(0, 200));
-  return *std::min_element(std::begin(kKnownTags), std::end(kKnownTags), [&](std::string_view a, std::string_view b) {
-    return edit_distance(wanted, a) < edit_distance(wanted, b);
-  });
-}
+std::string_view closest_known_tag(std::string_view tag) { return closest_word(folded(tag.substr(0, 200)), kKnownTags); }
 
 void check_op_tags(const std::vector<std::string>& tags, const std::string& where) {
   std::optional<Policy> policy;

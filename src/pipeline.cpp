@@ -1,8 +1,12 @@
 #include "pipeline.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -21,6 +25,7 @@
 #include "rng.h"
 #include "printer.h"
 #include "templates.h"
+#include "thunder_gen/diagnostics.h"
 #include "verify.h"
 
 namespace tg {
@@ -33,10 +38,27 @@ long peak_rss_mb() {
 
 namespace {
 
+// A stage's listing, written as a new file or over one (never through a symbolic link); a file
+// that cannot be written is an error, not a listing silently missing.
+void write_dump(const std::filesystem::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    ok = n > 0;
+    done += ok ? size_t(n) : 0;
+  }
+  const int error = errno;
+  if (fd >= 0 && ::close(fd) != 0) ok = false;
+  if (!ok) throw UserError("thunder-gen", "--dump-dir", "cannot write " + path.string() + ": " + std::strerror(error));
+}
+
 class PassLog {
  public:
   PassLog(const PipelineOptions& o, std::ostream& log) : o_(o), log_(log) {
-    if (!o_.dump_dir.empty()) std::filesystem::create_directories(o_.dump_dir);
+    std::error_code error;
+    if (!o_.dump_dir.empty() && !std::filesystem::create_directories(o_.dump_dir, error) && !std::filesystem::is_directory(o_.dump_dir))
+      throw UserError("thunder-gen", "--dump-dir " + o_.dump_dir, "cannot create the folder" + (error ? ": " + error.message() : ""));
   }
 
   // Runs one pass, verifies its result, logs it and dumps its listing. A pass that takes its
@@ -63,7 +85,7 @@ class PassLog {
     if (o_.dump_dir.empty()) return;
     char prefix[8];
     std::snprintf(prefix, sizeof prefix, "%02d-", stage_++);
-    std::ofstream(std::filesystem::path(o_.dump_dir) / (prefix + std::string(name) + ".txt")) << print_trace(t);
+    write_dump(std::filesystem::path(o_.dump_dir) / (prefix + std::string(name) + ".txt"), print_trace(t));
   }
 
   std::ostream& log() { return log_; }

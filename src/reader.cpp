@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <simdjson.h>
 #include <sstream>
 
 #include "thunder_gen/diagnostics.h"
 #include "overrides.h"
+#include "spelling.h"
 #include "thunder_gen/op_table.h"
 #include "verify.h"
 
@@ -171,6 +173,8 @@ class Reader {
     const std::string document;  // the root's pointer: ""
     const Path at(document);
     const Object root = object_at(doc, at);
+    static constexpr std::string_view kTraceFields[] = {"format", "version", "name", "device", "inputs", "ops", "outputs", "source"};
+    check_fields(root, at, kTraceFields);
     const Json format = require(root, at, "format");
     if (!format.is_string() || string_of(format) != "thunder-gen-trace")
       throw UserError("/format", "expected \"thunder-gen-trace\", got " + dump(format));
@@ -210,6 +214,22 @@ class Reader {
   std::optional<Json> domain_ops_;
   std::string domain_ops_where_;
 
+  // An object's members must be among `known`: a misspelt field ("requires_gard", "tag") would
+  // otherwise be ignored, and with it what it says.
+  static void check_fields(Object obj, const Path& where, std::span<const std::string_view> known) {
+    for (const simdjson::dom::key_value_pair& member : obj)
+      if (std::find(known.begin(), known.end(), member.key) == known.end())
+        throw UserError(Path(where, member.key).str(), "unknown field \"" + std::string(member.key) + "\" (did you mean \"" +
+                                                          std::string(closest_word(member.key, known)) + "\"?)");
+  }
+
+  // Generated code runs on one device: the trace's ("cuda" is "cuda:0").
+  void check_same_device(std::string_view device, const std::string& where) const {
+    auto normal = [](std::string_view d) { return d == "cuda" ? std::string_view("cuda:0") : d; };
+    if (normal(device) != normal(t_.device))
+      throw UserError(where, "device \"" + std::string(device) + "\" is not the trace's (\"" + t_.device + "\"): generated code runs on one device");
+  }
+
   static Object object_at(Json j, const Path& where) {
     if (!j.is_object()) throw UserError(where.str_or_root(), "expected an object, got " + kind_name(j));
     return object_of(j);
@@ -236,6 +256,8 @@ class Reader {
 
   Value parse_declaration(Json json, const Path& where, bool is_input) {
     const Object decl = object_at(json, where);
+    static constexpr std::string_view kValueFields[] = {"name", "shape", "dtype", "device", "requires_grad", "scalar", "init"};
+    check_fields(decl, where, kValueFields);
     Value v;
     const Path name_at(where, "name");
     v.name = string_at(require(decl, where, "name"), name_at);
@@ -273,6 +295,7 @@ class Reader {
     if (auto device = find(decl, "device")) {
       v.device = string_at(*device, Path(where, "device"));
       check_device(v.device, Path(where, "device").str());
+      check_same_device(v.device, Path(where, "device").str());
     }
     if (auto rg = find(decl, "requires_grad")) {
       if (!rg->is_bool()) throw UserError(Path(where, "requires_grad").str(), "expected true or false, got " + kind_name(*rg));
@@ -361,6 +384,8 @@ class Reader {
   Op read_op(Json json, const std::string& where, const std::map<std::string, ValueId, std::less<>>& parent_outs) {
     const Path at(where);
     const Object j = object_at(json, at);
+    static constexpr std::string_view kOpFields[] = {"op", "args", "kwargs", "out", "tags", "sub", "fwd", "bwd"};
+    check_fields(j, at, kOpFields);
     Op op;
     op.where = where;
     op.symbol = string_at(require(j, at, "op"), Path(at, "op"));
@@ -623,6 +648,7 @@ class Reader {
     }
     if (key == "device") {
       check_device(text, w);
+      check_same_device(text, w);
       a.kind = Arg::Kind::device;
       a.text = text;
       return a;
@@ -705,6 +731,8 @@ class Reader {
   SubTrace read_body(Json json, const std::string& where, bool is_fwd) {
     const Path at(where);
     const Object j = object_at(json, at);
+    static constexpr std::string_view kBodyFields[] = {"inputs", "ops", "outputs", "saved"};
+    check_fields(j, at, kBodyFields);
     Scope outer = std::move(scope_);
     const std::optional<Json> outer_ops = domain_ops_;
     std::string outer_ops_where = std::move(domain_ops_where_);

@@ -1,5 +1,6 @@
 #include "verify.h"
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -75,6 +76,7 @@ class Verifier {
       body(op.custom->bwd, op.where + "/bwd");
     }
     if (op.info && op.info->rule) check_types(op);
+    if (op.info) check_literals(op);
     if (!op.info && op.sub.empty() && !op.custom) throw UserError(op.where + "/op", "unknown op \"" + op.symbol + "\" has no rule and no decomposition");
   }
 
@@ -92,6 +94,29 @@ class Verifier {
     // Read positional arguments, and ops built by passes, keep no pointer of their own.
     if (i >= 0 && size_t(i) < (op.info ? op.info->params.size() : op.args.size())) return op.where + "/args/" + std::to_string(i);
     return op.where;
+  }
+
+  // A number an op reads as an integer type must be one that type holds (after truncation, as
+  // PyTorch converts a Python float): full(i32, 1e10) and full(i64, nan) are errors there too.
+  void check_literals(const Op& op) const {
+    auto check = [&](size_t i, DType as) {
+      const Arg& a = op.args[i];
+      if (!is_integer(as) || !(a.kind == Arg::Kind::real || a.kind == Arg::Kind::integer)) return;
+      const IntRange range = integer_range(as);
+      const bool fits = a.kind == Arg::Kind::integer ? range.min <= a.integer && a.integer <= range.max
+                                                     : std::isfinite(a.real) && std::trunc(a.real) >= double(range.min) &&
+                                                           std::trunc(a.real) <= double(range.max) && std::trunc(a.real) != 0x1p63;
+      if (!fits)
+        throw UserError(arg_where(op, int(i)), std::string(op.info->id) + ": " + print_literal(a, t_) + " does not fit " + std::string(dtype_name(as)));
+    };
+    if (op.info->fusion == FusionClass::elementwise) {
+      const DType as = operand_dtype(t_, op);
+      for (size_t i = op.info->kind == OpKind::where ? 1 : 0; i < op.args.size(); ++i) check(i, as);
+    } else if (op.info->kind == OpKind::full && op.args.size() > 1) {
+      check(1, t_.value(op.outs[0]).dtype);
+    } else if (op.info->kind == OpKind::pad && op.args.size() > 1 && op.args[0].is_value()) {
+      check(1, t_.value(op.args[0].value).dtype);
+    }
   }
 
   void check_types(const Op& op) const {

@@ -3,7 +3,9 @@
 // decides the result, so a warm cache compiles nothing.
 //
 // The cache folder: $TG_NVRTC_CACHE if set ("off" disables it), else
-// $XDG_CACHE_HOME/thunder-gen/nvrtc, else $HOME/.cache/thunder-gen/nvrtc. The key hashes the
+// $XDG_CACHE_HOME/thunder-gen/nvrtc, else $HOME/.cache/thunder-gen/nvrtc. The key (SHA-256,
+// tg_sha256.h: the programs come from untrusted traces, and a key one could make collide would let
+// one trace's kernels be served for another's) hashes the
 // program's source and every header it includes from its folder (the generated .cu files and
 // tg_runtime.cuh, read from disk), the compile options (architecture included) and NVRTC's
 // version. An entry is the file <key>.v1.entry (the format version in the name, so builds using
@@ -47,6 +49,8 @@
 #include <string>
 #include <vector>
 
+#include "tg_sha256.h"
+
 namespace tg {
 
 struct NvrtcBuild {
@@ -69,8 +73,8 @@ inline std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-// 128 bits from two FNV-1a passes with different offset bases: a cache key and a checksum, not a
-// defence against someone forging collisions.
+// 128 bits from two FNV-1a passes with different offset bases: an entry's checksum against
+// damage, not a defence against someone forging collisions (the key is SHA-256: cache_key).
 class Hash {
  public:
   void add(const std::string& s) { add(s.data(), s.size()); }
@@ -123,8 +127,21 @@ inline Program read_program(const std::filesystem::path& dir, const std::string&
   return {dir, file, read_file(dir / file), {"--gpu-architecture=" + arch, "--include-path=" + dir.string(), "--std=c++17"}};
 }
 
+// SHA-256 of the parts, each framed by its length (no ambiguity between parts).
+class KeyHash {
+ public:
+  void add(const std::string& part) {
+    sha_.add(std::to_string(part.size()) + ":");
+    sha_.add(part);
+  }
+  std::string hex() { return sha_.hex(); }
+
+ private:
+  Sha256 sha_;
+};
+
 inline std::string cache_key(const Program& program) {
-  Hash hash;
+  KeyHash hash;
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   hash.add("nvrtc " + std::to_string(major) + "." + std::to_string(minor));

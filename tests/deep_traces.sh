@@ -2,7 +2,8 @@
 # deep_traces.sh THUNDER_GEN WORK: traces whose depth or width grows without bound get an answer:
 # a chain of 10,000 elementwise ops (one kernel; inference and training), and one of exps and
 # transposes taking turns, generate, where the recursive walks of the fuser and the emitter
-# overflowed the stack; one output listed 100,000
+# overflowed the stack; a chain of 1,000 reshapes generates in 2 GB, where the fuser's index code
+# doubled with every reshape (23 took 2.2 GB, 1,000 over 23 GB); one output listed 100,000
 # times generates, where autograd's, the fuser's and the harness's naming were quadratic (no
 # answer in 5 minutes); and a run out of memory (ulimit -v) is exit code 1 with a message, where
 # mimalloc aborted. The time limits are generous bounds against hangs, not performance targets.
@@ -30,7 +31,18 @@ def mixed_chain(n, name):  # elementwise ops and transposes taking turns: the sh
     trace = {"format": "thunder-gen-trace", "version": 1, "name": "mixed", "ops": ops, "outputs": [prev],
              "inputs": [{"name": "x", "shape": [4, 4], "dtype": "f32", "requires_grad": True}]}
     json.dump(trace, open(name, "w"))
+def reshape_chain(n, name):  # [4, 8] and [8, 4] taking turns: each index is the last one's, reshaped
+    ops, prev = [], "x"
+    for k in range(n):
+        shape = [8, 4] if k % 2 == 0 else [4, 8]
+        ops.append({"op": "prims.reshape", "args": [prev, shape], "out": [{"name": f"r{k}", "shape": shape, "dtype": "f32"}]})
+        prev = f"r{k}"
+    ops.append({"op": "prims.sin", "args": [prev], "out": [{"name": "y", "shape": [4, 8], "dtype": "f32"}]})
+    trace = {"format": "thunder-gen-trace", "version": 1, "name": "reshapes", "ops": ops, "outputs": ["y"],
+             "inputs": [{"name": "x", "shape": [4, 8], "dtype": "f32", "requires_grad": True}]}
+    json.dump(trace, open(name, "w"))
 chain(10000, False, "chain10k.json")
+reshape_chain(1000, "reshapes1k.json")
 mixed_chain(10000, "mixed10k.json")
 chain(10000, True, "chain10k_train.json")
 chain(100000, True, "chain100k_train.json")
@@ -43,6 +55,7 @@ timeout 120 "$gen" chain10k.json -o chain10k 2>err.txt;             check chain-
 check chain-10k-one-kernel grep -q '^// 1 kernel; ' chain10k/forward.cu
 timeout 120 "$gen" chain10k_train.json -o chain10k_train 2>err.txt; check chain-10k-training [ $? = 0 ]
 timeout 120 "$gen" mixed10k.json -o mixed10k 2>err.txt;            check mixed-chain-10k [ $? = 0 ]
+(ulimit -v 2000000; timeout 120 "$gen" reshapes1k.json -o reshapes1k 2>err.txt); check reshape-chain-1k [ $? = 0 ]
 timeout 120 "$gen" many_outputs.json -o many 2>err.txt;            check output-listed-100k-times [ $? = 0 ]
 check cotangents-named-apart [ "$(grep -c '"cotangent_file"' many/manifest.json)" = 100000 ]
 (ulimit -v 400000; timeout 120 "$gen" chain100k_train.json -o oom 2>err.txt); rc=$?

@@ -67,8 +67,30 @@ check not-ours-kept [ -d .gen.tmp-live0000000000ab ]
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
 rm -rf .gen.tmp-live0000000000ab .gen.tmp-1111111111111111
 
-# Concurrent runs to one folder: every run succeeds and one complete output is left.
 "$gen" "$ex" -o reference >/dev/null 2>&1
+
+# The window between creating a staging folder and locking it, stretched with strace's fault
+# injection: A's lock comes 1.5 s late and its files 0.3 s apart while B, at its swap, lists the
+# folder's temporaries slowly. B must not take A's staging folder for a killed run's (and delete
+# what A wrote so far): both succeed and the folder is complete.
+if command -v strace >/dev/null; then
+  rm -rf raced
+  strace -f -o /dev/null -e trace=flock,openat -e inject=flock:delay_enter=1500000:when=1 -e inject=openat:delay_enter=300000:when=12+ \
+    "$gen" "$ex" -o raced 2>raced.a.err &
+  a=$!
+  sleep 1.2
+  strace -f -o /dev/null -e trace=getdents64,rmdir -e inject=getdents64:delay_enter=800000:when=2 -e inject=rmdir:delay_enter=500000 \
+    "$gen" "$ex" -o raced 2>raced.b.err
+  b_rc=$?
+  wait $a
+  a_rc=$?
+  check race-both-succeed [ $a_rc = 0 ] && [ $b_rc = 0 ]
+  check race-folder-complete diff -r reference raced
+else
+  echo "skip race-*: no strace"
+fi
+
+# Concurrent runs to one folder: every run succeeds and one complete output is left.
 pids=()
 for k in $(seq 1 8); do ("$gen" "$ex" -o shared >/dev/null 2>"shared.$k.err"; echo $? >"shared.$k.rc") & pids+=($!); done
 wait "${pids[@]}"

@@ -18,6 +18,11 @@ bool is_float(DType t);
 bool is_bool(DType t);
 // Integer types, not counting bool.
 bool is_integer(DType t);
+// The values an integer type holds.
+struct IntRange {
+  int64_t min, max;
+};
+IntRange integer_range(DType t);
 // The C++ type a kernel computes in: 16-bit floats compute in float, one rounding per output.
 std::string_view compute_ctype(DType t);
 // The C++ type a tensor of this dtype is stored as (tg::half / tg::bfloat16 for 16-bit floats).

@@ -1,5 +1,5 @@
-// src/generated_text.h: identifiers, comments and strings made from trace text; and the harness's
-// file names (harness_files).
+// src/generated_text.h: identifiers, comments and strings made from trace text; the harness's
+// file names (harness_files); the NVRTC cache key's hash (templates/tg_sha256.h).
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -7,6 +7,7 @@
 #include "emit_harness.h"
 #include "generated_text.h"
 #include "reader.h"
+#include "tg_sha256.h"
 #include "thunder_gen/diagnostics.h"
 #include "trace_builder.h"
 
@@ -52,9 +53,9 @@ TEST_CASE("comment text is one printable line that cannot end a comment") {
   CHECK(printable_one_line(text));
   CHECK(text.find("*/") == std::string::npos);
   CHECK(text.back() != '\\');
-  CHECK(text == "x\\x0a#error injected\\x0d\\x0a*\\/ \\\\\\x0a \\xe2\\x80\\xae \\x1b[31m \\x7f end");
+  CHECK(text == "x\\x0a#error injected\\x0d\\x0a*\\/ \\x5c\\x0a \\xe2\\x80\\xae \\x1b[31m \\x7f end");
   CHECK(tg::comment_line("a\nb", "  ") == "  // a\\x0ab\n");
-  CHECK(tg::comment_text("ends with \\") == "ends with \\\\");
+  CHECK(tg::comment_text("ends with \\") == "ends with \\x5c");  // (never a backslash last: it would join the next line)
 }
 
 TEST_CASE("string literals escape what could end them") {
@@ -111,4 +112,18 @@ TEST_CASE("harness files that would be one file, or are too long, get distinct s
   // The same trace gives the same stems.
   CHECK(files_of(grad_input("x") + "," + test::tensor("grad_x", "[2]"), "\"t1\"").gradients[0] ==
         files_of(grad_input("x") + "," + test::tensor("grad_x", "[2]"), "\"t1\"").gradients[0]);
+}
+
+TEST_CASE("the NVRTC cache's key hash is SHA-256 (FIPS 180-4's test vectors)") {
+  auto sha = [](const std::string& text) {
+    tg::Sha256 h;
+    h.add(text);
+    return h.hex();
+  };
+  CHECK(sha("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  tg::Sha256 million;
+  for (int i = 0; i < 1000; ++i) million.add(std::string(1000, 'a'));
+  CHECK(million.hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
