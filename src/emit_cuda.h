@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "entry_points.h"
 #include "thunder_gen/ir.h"
 
 namespace tg {
@@ -22,15 +23,15 @@ struct EmittedKernel {
 struct CudaFile {
   std::string text;
   std::vector<EmittedKernel> kernels;
+  int64_t temporary_bytes = 0;  // the entry point's temporaries, as laid out in a workspace
+  bool calls_library = false;   // it calls cuBLASLt, which then takes a part of the workspace too
 };
 
-// `entry` names the host function, e.g. "mlp_forward"; `file` and `input_file` go in the banner.
-CudaFile emit_cuda(const Trace& fused, const std::string& entry, const std::string& file, const std::string& input_file);
+// `entry` is the host function (its parameters match fused's inputs, then its outputs);
+// `file` and `input_file` go in the banner.
+CudaFile emit_cuda(const Trace& fused, const EntryPoint& entry, const std::string& file, const std::string& input_file);
 
 // The C++ type a value is stored as in device memory (tg::PackedBits for a bit-packed mask).
 std::string storage_type(const Value& v);
-
-// The host entry point's C declaration, for the harness.
-std::string entry_declaration(const Trace& trace, const std::string& entry);
 
 }  // namespace tg

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emit_cuda.h"
+#include "entry_points.h"
 #include "partition.h"
 #include "thunder_gen/ir.h"
 
@@ -26,7 +27,8 @@ HarnessFiles harness_files(const Trace& trace, bool training);
 
 // `training` is the partition when the trace trains (some input requires grad), else null. The
 // entry points are <trace>_forward and <trace>_backward.
-std::string emit_harness(const Trace& trace, const Partition* training, const std::string& input_file);
+std::string emit_harness(const Trace& trace, const Partition* training, const EntryPoint& forward, const EntryPoint* backward,
+                         const std::string& input_file);
 std::string emit_cmake(const Trace& trace, const std::vector<std::string>& cu_files);
 // kernels.cu: one NVRTC program #including every generated .cu file.
 std::string emit_nvrtc_program(const Trace& trace, const std::vector<std::string>& cu_files);
@@ -35,7 +37,7 @@ std::string emit_nvrtc_program(const Trace& trace, const std::vector<std::string
 // file's kernels in order, finish the rest. `trace` and `training` are read only by the constructor.
 class ManifestWriter {
  public:
-  ManifestWriter(const Trace& trace, const Partition* training);
+  ManifestWriter(const Trace& trace, const Partition* training, const EntryPoint& forward, const EntryPoint* backward);
   ~ManifestWriter();
   void add_kernels(const std::string& file, const CudaFile& cuda);
   std::string finish();

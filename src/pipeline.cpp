@@ -18,6 +18,8 @@
 #include "decompose.h"
 #include "emit_cuda.h"
 #include "emit_harness.h"
+#include "emit_header.h"
+#include "entry_points.h"
 #include "explain.h"
 #include "fuse.h"
 #include "gemm_epilogue.h"
@@ -116,7 +118,7 @@ struct Lowered {
   std::optional<CudaFile> cuda;
 };
 
-Lowered lower(Trace t, PassLog& passes, const PipelineOptions& o, const std::string& entry, const char* file, const char* role) {
+Lowered lower(Trace t, PassLog& passes, const PipelineOptions& o, const EntryPoint& entry, const char* file, const char* role) {
   Lowered out{passes.pass("fuse", passes.pass("epilogue", std::move(t), fold_gemm_epilogues), fuse), std::nullopt};
   if (o.stop_after == Stage::fuse) return out;
   auto start = std::chrono::steady_clock::now();
@@ -195,11 +197,14 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   // the manifest; the harness, and the manifest up to the backward's kernels, are written while the backward is still lowered.
   std::ostringstream forward_log, backward_log;
   PassLog forward_passes = passes.fork(forward_log, 2), backward_passes = passes.fork(backward_log, 2);
+  // The entry points' parameters, from the traces' signatures (before lowering takes their ops).
+  const EntryPoint forward_api = forward_entry(*forward, parts ? &*parts : nullptr, input.name);
+  const std::optional<EntryPoint> backward_api = parts ? std::optional(backward_entry(*parts, input.name)) : std::nullopt;
   std::future<Lowered> backward_future;
   if (parts)
     backward_future = std::async(std::launch::async, [&, backward = with_ops_of(parts->backward)]() mutable {
       verify_pass(backward, "partition");
-      return lower(std::move(backward), backward_passes, o, input.name + "_backward", "backward.cu", "backward");
+      return lower(std::move(backward), backward_passes, o, *backward_api, "backward.cu", "backward");
     });
   std::optional<Lowered> forward_lowered, backward_lowered;
   std::string harness;
@@ -208,11 +213,11 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
   try {
     Trace to_lower = parts ? with_ops_of(*forward) : std::move(*forward);
     if (parts) verify_pass(to_lower, "partition");
-    forward_lowered = lower(std::move(to_lower), forward_passes, o, input.name + "_forward", "forward.cu", "forward");
+    forward_lowered = lower(std::move(to_lower), forward_passes, o, forward_api, "forward.cu", "forward");
     if (o.stop_after == Stage::all) {
       const auto harness_start = std::chrono::steady_clock::now();
-      harness = emit_harness(input, parts ? &*parts : nullptr, o.input_file);
-      manifest.emplace(input, parts ? &*parts : nullptr);
+      harness = emit_harness(input, parts ? &*parts : nullptr, forward_api, backward_api ? &*backward_api : nullptr, o.input_file);
+      manifest.emplace(input, parts ? &*parts : nullptr, forward_api, backward_api ? &*backward_api : nullptr);
       manifest->add_kernels("forward.cu", *forward_lowered->cuda);
       harness_ms = PassLog::ms_since(harness_start);
     }
@@ -233,7 +238,10 @@ PipelineResult run_pipeline(Trace read, const PipelineOptions& o, std::ostream& 
 
   const auto outputs_start = std::chrono::steady_clock::now();
   std::vector<std::string> cu_files = {"forward.cu"};
-  result.files.emplace_back("forward.cu", forward_cu.text);
+  result.files.emplace_back("forward.cu", forward_cu.text + emit_api_functions(input.name, forward_cu, backward_cu));
+  result.files.emplace_back("include/" + input.name + ".h",
+                            emit_header(input.name, o.input_file, forward_lowered->fused, forward_api, backward_lowered ? &backward_lowered->fused : nullptr,
+                                        backward_api ? &*backward_api : nullptr));
   if (backward_cu) {
     result.files.emplace_back("backward.cu", backward_cu->text);
     cu_files.push_back("backward.cu");

@@ -59,7 +59,8 @@ inline bool has_unfused_way(Epilogue e) { return e == Epilogue::gelu_tanh_aux ||
 
 // gelu_tanh_aux and bias_grad from the epilogues every GEMM has (below).
 template <class T>
-void matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias, Epilogue e, NotDeduced<T>* extra);
+int matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias, Epilogue e,
+                   NotDeduced<T>* extra);
 
 // GELU, tanh approximation, as cuBLASLt's epilogue and torch's approximate='tanh' define it.
 template <class Acc> Acc gelu_tanh(Acc x) {
@@ -69,38 +70,43 @@ template <class Acc> Acc gelu_tanh(Acc x) {
 
 #if defined(TG_ON_GPU)
 
-#define TG_CUBLAS_CHECK(expr)                                                      \
-  do {                                                                             \
-    cublasStatus_t tg_status_ = (expr);                                            \
-    if (tg_status_ != CUBLAS_STATUS_SUCCESS) ::tg::fatal(#expr, cublasLtGetStatusString(tg_status_)); \
-  } while (0)
-
 template <class T> struct CublasType;
 template <> struct CublasType<float> { static constexpr cudaDataType_t data = CUDA_R_32F; };
 template <> struct CublasType<double> { static constexpr cudaDataType_t data = CUDA_R_64F; };
 template <> struct CublasType<half> { static constexpr cudaDataType_t data = CUDA_R_16F; };
 template <> struct CublasType<bfloat16> { static constexpr cudaDataType_t data = CUDA_R_16BF; };
 
+// The cuBLASLt handle of the current device, created once per device (thread-safely); null when
+// it cannot be created.
 inline cublasLtHandle_t cublaslt_handle() {
-  static cublasLtHandle_t handle = [] {
-    cublasLtHandle_t h;
-    TG_CUBLAS_CHECK(cublasLtCreate(&h));
-    return h;
-  }();
-  return handle;
+  static std::mutex lock;
+  static std::map<int, cublasLtHandle_t> handles;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  std::lock_guard<std::mutex> guard(lock);
+  auto it = handles.find(device);
+  if (it == handles.end()) {
+    cublasLtHandle_t h = nullptr;
+    if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) return nullptr;
+    it = handles.emplace(device, h).first;
+  }
+  return it->second;
 }
 
-constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+// cuBLASLt's workspace when the caller gave none: allocated once per device.
 inline void* gemm_workspace() {
-  static void* workspace = [] {
-    void* p = nullptr;
-    TG_CUDA_CHECK(cudaMalloc(&p, kGemmWorkspaceBytes));
-    return p;
-  }();
-  return workspace;
+  static std::mutex lock;
+  static std::map<int, void*> workspaces;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  std::lock_guard<std::mutex> guard(lock);
+  void*& p = workspaces[device];
+  if (!p && cudaMalloc(&p, kGemmWorkspaceBytes) != cudaSuccess) p = nullptr;
+  return p;
 }
 
-// k ones of type T on the device: the right operand of the bias gradient's fallback GEMM.
+// k ones of type T on the device: the right operand of the bias gradient's fallback GEMM (null
+// when they cannot be made). Made once per size, outside any workspace.
 template <class T> const T* device_ones(int64_t k) {
   static std::mutex lock;
   static T* ones = nullptr;
@@ -109,13 +115,32 @@ template <class T> const T* device_ones(int64_t k) {
   if (k > size) {
     std::vector<T> host(static_cast<size_t>(k));
     for (int64_t i = 0; i < k; ++i) store(host.data(), i, 1.0f);
-    if (ones) TG_CUDA_CHECK(cudaFree(ones));  // (synchronizes the device: no GEMM still reads it)
-    TG_CUDA_CHECK(cudaMalloc(&ones, sizeof(T) * size_t(k)));
-    TG_CUDA_CHECK(cudaMemcpy(ones, host.data(), sizeof(T) * size_t(k), cudaMemcpyHostToDevice));
+    if (ones) cudaFree(ones);  // (synchronizes the device: no GEMM still reads it)
+    ones = nullptr, size = 0;
+    if (cudaMalloc(&ones, sizeof(T) * size_t(k)) != cudaSuccess) return ones = nullptr;
+    if (cudaMemcpy(ones, host.data(), sizeof(T) * size_t(k), cudaMemcpyHostToDevice) != cudaSuccess) return nullptr;
     size = k;
   }
   return ones;
 }
+
+// cuBLASLt objects destroyed when the call returns, on every path.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t d = nullptr;
+  ~MatmulDesc() { if (d) cublasLtMatmulDescDestroy(d); }
+};
+struct MatrixLayout {
+  cublasLtMatrixLayout_t l = nullptr;
+  ~MatrixLayout() { if (l) cublasLtMatrixLayoutDestroy(l); }
+};
+struct MatmulPreference {
+  cublasLtMatmulPreference_t p = nullptr;
+  ~MatmulPreference() { if (p) cublasLtMatmulPreferenceDestroy(p); }
+};
+#define TG_GEMM_TRY(expr)                                                     \
+  do {                                                                        \
+    if ((expr) != CUBLAS_STATUS_SUCCESS) return ::tg::kGemmFailed;            \
+  } while (0)
 
 // TG_GEMM_TUNE=1: the first GEMM of each problem times cuBLASLt's best kGemmTuneCandidates heuristics on
 // its own operands (a warm-up call and kGemmTuneRuns timed ones each) and keeps the fastest, as
@@ -139,19 +164,17 @@ int fastest_gemm(const cublasLtMatmulHeuristicResult_t* candidates, int count, S
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) return 0;
   cudaEvent_t start, stop;
-  TG_CUDA_CHECK(cudaEventCreate(&start));
-  TG_CUDA_CHECK(cudaEventCreate(&stop));
+  if (cudaEventCreate(&start) != cudaSuccess) return 0;
+  if (cudaEventCreate(&stop) != cudaSuccess) return cudaEventDestroy(start), 0;
   int best = 0;
   float best_ms = -1;
   for (int i = 0; i < count; ++i) {
     if (candidates[i].state != CUBLAS_STATUS_SUCCESS || run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;  // (warm-up)
-    bool ok = true;
-    TG_CUDA_CHECK(cudaEventRecord(start, stream));
+    bool ok = cudaEventRecord(start, stream) == cudaSuccess;
     for (int r = 0; r < kGemmTuneRuns && ok; ++r) ok = run(candidates[i].algo) == CUBLAS_STATUS_SUCCESS;
-    TG_CUDA_CHECK(cudaEventRecord(stop, stream));
-    TG_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
-    TG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    ok = ok && cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess &&
+         cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
     if (ok && (best_ms < 0 || ms < best_ms)) {
       best = i;
       best_ms = ms;
@@ -172,111 +195,115 @@ inline cublasLtEpilogue_t cublaslt_epilogue(Epilogue e, bool bias) {
   return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-// Row-major C = A B is column-major C^T = B^T A^T, so cuBLASLt's first operand is our b.
+// The matrix layouts of a product in cuBLASLt's column-major view (see matmul).
+inline cublasStatus_t describe_layouts(cudaDataType_t type, GemmShape s, MatrixLayout& lb, MatrixLayout& la, MatrixLayout& lc) {
+  cublasStatus_t r = s.transpose_b ? cublasLtMatrixLayoutCreate(&lb.l, type, uint64_t(s.k), uint64_t(s.n), int64_t(s.k))
+                                   : cublasLtMatrixLayoutCreate(&lb.l, type, uint64_t(s.n), uint64_t(s.k), int64_t(s.n));
+  if (r != CUBLAS_STATUS_SUCCESS) return r;
+  r = s.transpose_a ? cublasLtMatrixLayoutCreate(&la.l, type, uint64_t(s.m), uint64_t(s.k), int64_t(s.m))
+                    : cublasLtMatrixLayoutCreate(&la.l, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k));
+  if (r != CUBLAS_STATUS_SUCCESS) return r;
+  if ((r = cublasLtMatrixLayoutCreate(&lc.l, type, uint64_t(s.n), uint64_t(s.m), int64_t(s.n))) != CUBLAS_STATUS_SUCCESS || s.batch <= 1) return r;
+  int32_t count = int32_t(s.batch);
+  int64_t stride_b = s.b_batched ? s.k * s.n : 0, stride_a = s.m * s.k, stride_c = s.m * s.n;
+  for (cublasLtMatrixLayout_t l : {lb.l, la.l, lc.l})
+    if ((r = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count)) != CUBLAS_STATUS_SUCCESS) return r;
+  if ((r = cublasLtMatrixLayoutSetAttribute(lb.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_b, sizeof stride_b)) != CUBLAS_STATUS_SUCCESS)
+    return r;
+  if ((r = cublasLtMatrixLayoutSetAttribute(la.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_a, sizeof stride_a)) != CUBLAS_STATUS_SUCCESS)
+    return r;
+  return cublasLtMatrixLayoutSetAttribute(lc.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_c, sizeof stride_c);
+}
+
+// The epilogue, bias and aux attributes of a product's description (see matmul).
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
-            NotDeduced<T>* extra = nullptr) {
-  if (e == Epilogue::gelu_tanh_aux && s.n % 8 != 0) {  // cuBLASLt's aux leading dimension must be a multiple of 8
-    matmul_unfused(a, b, c, s, stream, bias, e, extra);
-    return;
+cublasStatus_t describe_epilogue(cublasLtMatmulDesc_t desc, GemmShape s, const T* bias, Epilogue e, T* extra) {
+  // In cuBLASLt's column-major view the bias runs along its rows, which are our columns (n); the
+  // bias gradient along its columns (our rows, m), summed over k of its B, our a.
+  const cublasLtEpilogue_t epilogue = cublaslt_epilogue(e, bias != nullptr);
+  cublasStatus_t r = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+  if (r == CUBLAS_STATUS_SUCCESS && (bias || e == Epilogue::bias_grad)) {
+    const void* bias_pointer = bias ? static_cast<const void*>(bias) : extra;
+    cudaDataType_t bias_type = CublasType<T>::data;
+    r = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer);
+    if (r == CUBLAS_STATUS_SUCCESS) r = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type);
   }
+  if (r == CUBLAS_STATUS_SUCCESS && e == Epilogue::gelu_tanh_aux) {  // the GELU's input, laid out like c: leading dimension n
+    void* aux = extra;
+    int64_t aux_ld = s.n, aux_batch_stride = s.m * s.n;
+    r = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+    if (r == CUBLAS_STATUS_SUCCESS) r = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld);
+    if (r == CUBLAS_STATUS_SUCCESS && s.batch > 1)
+      r = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &aux_batch_stride, sizeof aux_batch_stride);
+  }
+  return r;
+}
+
+// Row-major C = A B is column-major C^T = B^T A^T, so cuBLASLt's first operand is our b.
+// `space`: the caller's workspace for cuBLASLt ({}: one allocated once per device). Returns a Status.
+template <class T>
+int matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias = nullptr,
+           Epilogue e = Epilogue::none, NotDeduced<T>* extra = nullptr) {
+  if (e == Epilogue::gelu_tanh_aux && s.n % 8 != 0)  // cuBLASLt's aux leading dimension must be a multiple of 8
+    return matmul_unfused(a, b, c, s, stream, space, bias, e, extra);
   using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const cudaDataType_t type = CublasType<T>::data;
   const cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
   const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-  cublasLtMatmulDesc_t desc;
-  TG_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, scale_type));
-  // In cuBLASLt's column-major view the bias runs along its rows, which are our columns (n); the
-  // bias gradient along its columns (our rows, m), summed over k of its B, our a.
-  const cublasLtEpilogue_t epilogue = cublaslt_epilogue(e, bias != nullptr);
-  TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-  if (bias || e == Epilogue::bias_grad) {
-    const void* bias_pointer = bias ? static_cast<const void*>(bias) : extra;
-    cudaDataType_t bias_type = type;
-    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
-    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
-  }
-  if (e == Epilogue::gelu_tanh_aux) {  // the GELU's input, laid out like c: leading dimension n
-    void* aux = extra;
-    int64_t aux_ld = s.n, aux_batch_stride = s.m * s.n;
-    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
-    TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
-    if (s.batch > 1)
-      TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &aux_batch_stride,
-                                                     sizeof aux_batch_stride));
-  }
+  const cublasLtHandle_t handle = cublaslt_handle();
+  void* workspace = space.data ? space.data : gemm_workspace();
+  size_t workspace_bytes = space.data ? space.bytes : kGemmWorkspaceBytes;
+  if (!handle || !workspace) return kGemmFailed;
+  MatmulDesc desc;
+  TG_GEMM_TRY(cublasLtMatmulDescCreate(&desc.d, compute, scale_type));
+  TG_GEMM_TRY(describe_epilogue(desc.d, s, static_cast<const T*>(bias), e, static_cast<T*>(extra)));
   // Row-major b [k, n] is column-major b^T, what the first operand must be; stored [n, k] it is
   // column-major b itself, which cuBLASLt then transposes (TRANSA). Likewise a, second operand.
   const cublasOperation_t op_b = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
-  TG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
-  cublasLtMatrixLayout_t lb, la, lc;
-  if (s.transpose_b) TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.k), uint64_t(s.n), int64_t(s.k)));
-  else TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, uint64_t(s.n), uint64_t(s.k), int64_t(s.n)));
-  if (s.transpose_a) TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.m), uint64_t(s.k), int64_t(s.m)));
-  else TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k)));
-  TG_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, type, uint64_t(s.n), uint64_t(s.m), int64_t(s.n)));
-  if (s.batch > 1) {
-    int32_t count = int32_t(s.batch);
-    int64_t stride_b = s.b_batched ? s.k * s.n : 0, stride_a = s.m * s.k, stride_c = s.m * s.n;
-    for (cublasLtMatrixLayout_t l : {lb, la, lc})
-      TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_b, sizeof stride_b));
-    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_a, sizeof stride_a));
-    TG_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride_c, sizeof stride_c));
-  }
+  TG_GEMM_TRY(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
+  TG_GEMM_TRY(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+  MatrixLayout lb, la, lc;
+  TG_GEMM_TRY(describe_layouts(type, s, lb, la, lc));
   // The heuristic's choice, asked once per problem: the query costs tens of microseconds of host
   // time, as long as a small GEMM runs. No choice at all is remembered too.
   const auto key = std::make_tuple(int(type), s.batch, s.m, s.n, s.k, s.b_batched, s.transpose_a, s.transpose_b, bias != nullptr, int(e),
                                    (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c) |
-                                    reinterpret_cast<uintptr_t>(bias) | reinterpret_cast<uintptr_t>(extra)) % 16 == 0);  // alignment decides which kernels apply
+                                    reinterpret_cast<uintptr_t>(bias) | reinterpret_cast<uintptr_t>(extra)) % 16 == 0,  // alignment decides which kernels apply
+                                   workspace_bytes);
   static std::mutex chosen_lock;
   static std::map<decltype(key), std::optional<cublasLtMatmulAlgo_t>> chosen;
-  size_t workspace_bytes = kGemmWorkspaceBytes;
   std::unique_lock<std::mutex> lock(chosen_lock);
   auto it = chosen.find(key);
   if (it == chosen.end()) {
-    cublasLtMatmulPreference_t preference;
-    TG_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    TG_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                                         sizeof workspace_bytes));
+    MatmulPreference preference;
+    TG_GEMM_TRY(cublasLtMatmulPreferenceCreate(&preference.p));
+    TG_GEMM_TRY(cublasLtMatmulPreferenceSetAttribute(preference.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes));
     cublasLtMatmulHeuristicResult_t heuristics[kGemmTuneCandidates];
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), desc, lb, la, lc, lc, preference,
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc.d, lb.l, la.l, lc.l, lc.l, preference.p,
                                                                  gemm_tuning() ? kGemmTuneCandidates : 1, heuristics, &found);
-    cublasLtMatmulPreferenceDestroy(preference);
     // A problem the training epilogues do not take is refused, as NOT_SUPPORTED or INVALID_VALUE:
     // the plain epilogues below then do it.
-    if (status != CUBLAS_STATUS_SUCCESS && !(has_unfused_way(e) || status == CUBLAS_STATUS_NOT_SUPPORTED)) TG_CUBLAS_CHECK(status);
+    if (status != CUBLAS_STATUS_SUCCESS && !(has_unfused_way(e) || status == CUBLAS_STATUS_NOT_SUPPORTED)) return kGemmFailed;
     if (status != CUBLAS_STATUS_SUCCESS) found = 0;
     int best = 0;
     if (found > 1) {
       Scale alpha = 1, beta = 0;
       best = fastest_gemm(heuristics, found, stream, [&](const cublasLtMatmulAlgo_t& algo) {
-        return cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &algo, gemm_workspace(), workspace_bytes,
-                              stream);
+        return cublasLtMatmul(handle, desc.d, &alpha, b, lb.l, a, la.l, &beta, c, lc.l, c, lc.l, &algo, workspace, workspace_bytes, stream);
       });
     }
     it = chosen.emplace(key, found ? std::optional(heuristics[best].algo) : std::nullopt).first;
-    if (!found && has_unfused_way(e))
-      std::fprintf(stderr, "thunder-gen runtime: cuBLASLt has no kernel with the %s epilogue for a %lldx%lldx%lld GEMM; two calls instead\n",
-                   e == Epilogue::bias_grad ? "BGRADB" : "GELU_AUX", static_cast<long long>(s.m), static_cast<long long>(s.n),
-                   static_cast<long long>(s.k));
   }
   const std::optional<cublasLtMatmulAlgo_t> algo = it->second;
   lock.unlock();
   if (algo) {
     Scale alpha = 1, beta = 0;
-    TG_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), desc, &alpha, b, lb, a, la, &beta, c, lc, c, lc, &*algo, gemm_workspace(),
-                                   workspace_bytes, stream));
+    TG_GEMM_TRY(cublasLtMatmul(handle, desc.d, &alpha, b, lb.l, a, la.l, &beta, c, lc.l, c, lc.l, &*algo, workspace, workspace_bytes, stream));
+    return kOk;
   }
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatmulDescDestroy(desc);
-  if (algo) return;
-  if (!has_unfused_way(e)) fatal("cuBLASLt", "no algorithm for this matmul");
-  matmul_unfused(a, b, c, s, stream, bias, e, extra);
+  // No kernel with this epilogue: two plain products (matmul_unfused); none at all is a failure.
+  return has_unfused_way(e) ? matmul_unfused(a, b, c, s, stream, space, bias, e, extra) : kGemmFailed;
 }
 
 #else
@@ -337,13 +364,12 @@ inline bool unfused_epilogues_forced() {
   return forced;
 }
 
+// Returns a Status: kOk, or kGemmFailed where a test asks for it (TG_EMU_FAIL=gemm).
 template <class T>
-void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias = nullptr, Epilogue e = Epilogue::none,
-            NotDeduced<T>* extra = nullptr) {
-  if (has_unfused_way(e) && unfused_epilogues_forced()) {
-    matmul_unfused(a, b, c, s, stream, bias, e, extra);
-    return;
-  }
+int matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias = nullptr,
+           Epilogue e = Epilogue::none, NotDeduced<T>* extra = nullptr) {
+  if (emulated_failure("gemm")) return kGemmFailed;
+  if (has_unfused_way(e) && unfused_epilogues_forced()) return matmul_unfused(a, b, c, s, stream, space, bias, e, extra);
   // b in the compute type, [k, n]: converted once, not once per row, and a transposed b read
   // contiguously. The terms of each sum and their order do not change.
   using Acc = decltype(load(a, 0));
@@ -359,6 +385,7 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
   for (int64_t t = 0; t < threads; ++t)
     workers.emplace_back(gemm_rows<T, Acc>, a, b_acc.data(), c, s, bias, e, extra, rows * t / threads, rows * (t + 1) / threads);
   for (std::thread& w : workers) w.join();
+  return kOk;
 }
 
 #endif
@@ -366,14 +393,16 @@ void matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotD
 // The results of gelu_tanh_aux and bias_grad from two plain GEMMs: the GELU's input with the bias
 // epilogue, then the GELU's result; or the product, then a @ ones (each row of a summed over k).
 template <class T>
-void matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, const NotDeduced<T>* bias, Epilogue e, NotDeduced<T>* extra) {
+int matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias, Epilogue e,
+                   NotDeduced<T>* extra) {
   if (e == Epilogue::gelu_tanh_aux) {
-    matmul(a, b, extra, s, stream, bias);
-    matmul(a, b, c, s, stream, bias, Epilogue::gelu_tanh);
-  } else {
-    matmul(a, b, c, s, stream, bias);
-    matmul(a, device_ones<T>(s.k), extra, GemmShape{1, s.m, 1, s.k, false, s.transpose_a, false}, stream);
+    if (const int status = matmul(a, b, extra, s, stream, space, bias)) return status;
+    return matmul(a, b, c, s, stream, space, bias, Epilogue::gelu_tanh);
   }
+  if (const int status = matmul(a, b, c, s, stream, space, bias)) return status;
+  const T* ones = device_ones<T>(s.k);
+  if (!ones) return kGemmFailed;
+  return matmul(a, ones, extra, GemmShape{1, s.m, 1, s.k, false, s.transpose_a, false}, stream, space);
 }
 
 }  // namespace tg

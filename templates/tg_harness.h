@@ -2,14 +2,16 @@
 // seeded inputs, and timing. Generated harness.cpp files declare their buffers and call the
 // entry points; everything else is here.
 //
-//   harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet]
+//   harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--workspace]
 //           [--philox-seed N] [--philox-offset N]
 // Reads DIR/<input>.npy and DIR/cotangent_<output>.npy where present (else draws from the seed and
 // names the drawn ones on stderr; DIR must exist), strictly (tg_npy.h: exact dtype and shape, no
 // bytes missing or left over; a bad file exits 1). Runs the forward (and the backward, when the
 // trace trains) once, then --repeat more times for timing, and checks every run gives the same bytes. Writes every input and cotangent it used,
-// every output and every grad_<input> to --outputs. Exits non-zero on any failure; a bad argument
-// prints the usage line and exits 2.
+// every output and every grad_<input> to --outputs. --workspace passes the entry points a
+// workspace of <trace>_workspace_bytes(), so they allocate nothing (under emulation the harness
+// says how many allocations they made). Exits non-zero on any failure (an entry point's status
+// other than 0 is printed in words); a bad argument prints the usage line and exits 2.
 // The member functions are defined after the class: inline, or (TG_RUNTIME_PREBUILT, see
 // tg_runtime.cuh) in a library compiled once.
 #pragma once
@@ -68,12 +70,17 @@ class Harness {
 
   struct Phase {
     const char* name;  // "forward", "backward"
-    std::function<void(Stream)> step;
+    std::function<int(Stream)> step;  // an entry point's call: its status
   };
 
+  // With --workspace, `bytes` of device memory for the entry points (freed with the harness);
+  // else null, and they allocate their temporaries themselves.
+  void* workspace(size_t bytes);
+
   // Runs the phases in order once for the results, then --repeat times for timing (each phase
-  // timed on its own); every run must give the same output bytes.
-  int run(const std::vector<Phase>& phases);
+  // timed on its own); every run must give the same output bytes. A phase's status other than 0
+  // ends the run with `status_string`'s words and exit code 1.
+  int run(const std::vector<Phase>& phases, const char* (*status_string)(int));
 
   ~Harness();
 
@@ -84,7 +91,8 @@ class Harness {
   int repeat_ = 0;
   long long philox_seed_ = 0, philox_offset_ = 0;
   bool has_philox_seed_ = false, has_philox_offset_ = false;
-  bool quiet_ = false, inputs_given_ = false;
+  bool quiet_ = false, inputs_given_ = false, use_workspace_ = false;
+  void* workspace_ = nullptr;
   Stream stream_ = nullptr;
   std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
   std::vector<Buffer*> outputs_, written_;
@@ -141,6 +149,7 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trac
     else if (a == "--seed") seed_ = number<uint64_t>(a, value());
     else if (a == "--repeat") repeat_ = number<int>(a, value(), true);
     else if (a == "--quiet") quiet_ = true;
+    else if (a == "--workspace") use_workspace_ = true;
     else if (a == "--philox-seed") philox_seed_ = number<long long>(a, value()), has_philox_seed_ = true;
     else if (a == "--philox-offset") philox_offset_ = number<long long>(a, value()), has_philox_offset_ = true;
     else usage(("unknown argument " + a).c_str());
@@ -176,10 +185,27 @@ TG_OUT_OF_LINE Buffer& Harness::internal(const char* name, const char* dtype, st
   return add(name, dtype, std::move(shape), false, storage);
 }
 
-TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases) {
+TG_OUT_OF_LINE void* Harness::workspace(size_t bytes) {
+  if (use_workspace_ && !workspace_ && bytes) workspace_ = device_alloc(bytes, stream_);
+  return workspace_;
+}
+
+TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases, const char* (*status_string)(int)) {
   report_drawn();
-  for (const Phase& p : phases) p.step(stream_);
+  auto step = [&](const Phase& p) {
+    if (const int status = p.step(stream_)) {
+      std::fprintf(stderr, "%s: %s: status %d: %s\n", trace_, p.name, status, status_string(status));
+      std::exit(1);
+    }
+  };
+#if !defined(TG_ON_GPU)
+  const long allocations_before = allocations().load();
+#endif
+  for (const Phase& p : phases) step(p);
   synchronize(stream_);
+#if !defined(TG_ON_GPU)
+  if (!quiet_) std::printf("%s: the entry points allocated %ld times\n", trace_, allocations().load() - allocations_before);
+#endif
   fetch_outputs();
   std::vector<std::vector<unsigned char>> first;
   for (Buffer* b : outputs_) first.push_back(b->host);
@@ -187,7 +213,7 @@ TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases) {
   for (int r = 0; r < repeat_; ++r)
     for (size_t i = 0; i < phases.size(); ++i) {
       auto start = std::chrono::steady_clock::now();
-      phases[i].step(stream_);
+      step(phases[i]);
       synchronize(stream_);
       ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
@@ -200,8 +226,11 @@ TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases) {
         ++failures;
       }
   }
-  if (!outputs_dir_.empty())
+  if (!outputs_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(outputs_dir_, ec);
     for (Buffer* b : written_) failures += !write_npy(outputs_dir_ + "/" + b->name + ".npy", *b);
+  }
   if (!quiet_) {
     for (Buffer* b : outputs_) std::printf("%s: output %s: %s[%s], %lld non-finite\n", trace_, b->name.c_str(), b->dtype.c_str(), shape_text(b->shape).c_str(), nonfinite(*b));
     for (size_t i = 0; i < phases.size() && repeat_ > 0; ++i) {
@@ -214,12 +243,13 @@ TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases) {
 
 TG_OUT_OF_LINE Harness::~Harness() {
   for (Buffer& b : buffers_) device_free(b.device, stream_);
+  device_free(workspace_, stream_);
 }
 
 [[noreturn]] TG_OUT_OF_LINE void Harness::usage(const char* message) {
   std::fprintf(stderr,
-               "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--philox-seed N] "
-               "[--philox-offset N]\n",
+               "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--workspace] "
+               "[--philox-seed N] [--philox-offset N]\n",
                trace_, message);
   std::exit(2);
 }

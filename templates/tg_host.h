@@ -22,20 +22,60 @@
 #include <cuda.h>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "tg_nvrtc.h"
 #endif
 #if !defined(TG_ON_GPU)
+#include <atomic>
 #include <thread>
 #endif
 
 namespace tg {
 
+// For the harness and tools only: entry points never end the process, they return a Status.
 [[noreturn]] inline void fatal(const char* what, const char* detail) {
   std::fprintf(stderr, "thunder-gen runtime: %s: %s\n", what, detail);
   std::exit(1);
+}
+
+// What an entry point returns: the public header's THUNDER_GEN_* values (emit_header).
+enum Status : int {
+  kOk = 0,
+  kNullPointer = 1,   // a pointer to elements was null
+  kMisaligned = 2,    // a pointer not aligned to its element type
+  kOutOfMemory = 3,   // temporaries could not be allocated (no workspace given)
+  kLaunchFailed = 4,  // a kernel launch failed
+  kGemmFailed = 5,    // a cuBLASLt call failed (or the emulation's GEMM was made to fail)
+  kNvrtcFailed = 6,   // the kernels could not be compiled or loaded (nvrtc mode)
+  kCudaFailed = 7,    // another CUDA runtime or driver call failed
+};
+inline const char* status_string(int status) {
+  switch (status) {
+    case kOk: return "success";
+    case kNullPointer: return "a pointer argument to elements is null";
+    case kMisaligned: return "a pointer argument is not aligned to its element type";
+    case kOutOfMemory: return "out of device memory for temporaries (pass a workspace)";
+    case kLaunchFailed: return "a kernel launch failed";
+    case kGemmFailed: return "a cuBLASLt matrix product failed";
+    case kNvrtcFailed: return "the kernels could not be compiled or loaded (NVRTC)";
+    case kCudaFailed: return "a CUDA runtime or driver call failed";
+  }
+  return "unknown status";
+}
+// In generated entry points: return the status of `expr` unless it is kOk.
+#define TG_TRY(expr)                                  \
+  do {                                                \
+    if (const int tg_status_ = (expr)) return tg_status_; \
+  } while (0)
+
+// kOk, or why `p` cannot be an argument holding `elements` elements aligned to `align` bytes.
+inline int check_pointer(const void* p, size_t align, int64_t elements) {
+  if (elements == 0) return kOk;
+  if (!p) return kNullPointer;
+  return reinterpret_cast<uintptr_t>(p) % align ? kMisaligned : kOk;
 }
 
 #if defined(TG_ON_GPU)
@@ -52,6 +92,17 @@ inline void* device_alloc(size_t bytes, Stream s) {
   return p;
 }
 inline void device_free(void* p, Stream s) { if (p) TG_CUDA_CHECK(cudaFreeAsync(p, s)); }
+// What entry points use: statuses, not fatal().
+inline int status_of(cudaError_t e) { return e == cudaSuccess ? kOk : e == cudaErrorMemoryAllocation ? kOutOfMemory : kCudaFailed; }
+inline int allocate(void** p, size_t bytes, Stream s) {
+  *p = nullptr;
+  return bytes ? status_of(cudaMallocAsync(p, bytes, s)) : kOk;
+}
+inline void release(void* p, Stream s) { if (p) cudaFreeAsync(p, s); }
+inline int copy_on_device(void* dst, const void* src, size_t bytes, Stream s) {
+  return bytes ? status_of(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)) : kOk;
+}
+inline int launch_status(cudaError_t e) { return e == cudaSuccess ? kOk : kLaunchFailed; }
 inline void copy_to_device(void* dst, const void* src, size_t bytes, Stream s) { TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s)); }
 inline void copy_to_host(void* dst, const void* src, size_t bytes, Stream s) { TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s)); }
 inline void device_copy(void* dst, const void* src, size_t bytes, Stream s) { TG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)); }
@@ -68,6 +119,31 @@ inline unsigned max_blocks() {
 }
 #else
 using Stream = void*;
+
+// Emulation only: allocations entry points made (a workspace makes none), and failures a test can
+// ask for: TG_EMU_FAIL=alloc (every allocation of temporaries fails) or gemm (every GEMM).
+inline std::atomic<long>& allocations() {
+  static std::atomic<long> count{0};
+  return count;
+}
+inline bool emulated_failure(const char* what) {
+  const char* failing = std::getenv("TG_EMU_FAIL");
+  return failing && std::strcmp(failing, what) == 0;
+}
+inline int allocate(void** p, size_t bytes, Stream) {
+  *p = nullptr;
+  if (!bytes) return kOk;
+  ++allocations();
+  if (emulated_failure("alloc")) return kOutOfMemory;
+  *p = std::malloc(bytes);
+  return *p ? kOk : kOutOfMemory;
+}
+inline void release(void* p, Stream) { std::free(p); }
+inline int copy_on_device(void* dst, const void* src, size_t bytes, Stream) {
+  if (bytes) std::memmove(dst, src, bytes);
+  return kOk;
+}
+
 inline void* device_alloc(size_t bytes, Stream) {
   void* p = bytes ? std::malloc(bytes) : nullptr;
   if (bytes && !p) fatal("device_alloc", "out of memory");
@@ -82,21 +158,56 @@ inline void synchronize(Stream) {}
 inline unsigned max_blocks() { return 4u * std::max(1u, std::thread::hardware_concurrency()); }
 #endif
 
+// The stream an entry point got (the header's thunder_gen_stream, cudaStream_t's type): the
+// emulation ignores it.
+template <class Handle> Stream stream_of(Handle handle) { return reinterpret_cast<Stream>(handle); }
+
+// The temporaries of one entry-point call, at offsets the generator fixed: in the caller's
+// workspace, or in one allocation made now and freed, in stream order, when the call returns.
+class Memory {
+ public:
+  Memory(void* workspace, size_t bytes, Stream stream) : stream_(stream), base_(static_cast<char*>(workspace)) {
+    if (workspace || bytes == 0) return;
+    void* p = nullptr;
+    status_ = allocate(&p, bytes, stream);
+    base_ = static_cast<char*>(p);
+    owned_ = true;
+  }
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() {
+    if (owned_) release(base_, stream_);
+  }
+  int status() const { return status_; }
+  template <class T> T* at(size_t offset) const { return reinterpret_cast<T*>(base_ + offset); }
+  // The part of a caller's workspace past the temporaries that cuBLASLt may use ({} without one:
+  // it uses a workspace of its own, allocated once).
+  struct Span {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  Span gemm_space(size_t offset, size_t bytes) const { return owned_ || !base_ ? Span{} : Span{base_ + offset, bytes}; }
+
+ private:
+  Stream stream_;
+  char* base_ = nullptr;
+  bool owned_ = false;
+  int status_ = kOk;
+};
+
+// The workspace cuBLASLt gets for a file's matrix products: none under emulation.
+#if defined(TG_ON_GPU)
+constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+#else
+constexpr size_t kGemmWorkspaceBytes = 0;
+#endif
+
 inline unsigned grid_for(int64_t work_items, unsigned per_block) {
   int64_t blocks = (work_items + per_block - 1) / per_block;
   return unsigned(blocks < int64_t(max_blocks()) ? blocks : int64_t(max_blocks()));
 }
 
 #if defined(TG_NVRTC_HOST)
-#define TG_CU_CHECK(expr)                                                \
-  do {                                                                   \
-    CUresult tg_res_ = (expr);                                           \
-    if (tg_res_ != CUDA_SUCCESS) {                                       \
-      const char* tg_msg_ = "unknown";                                   \
-      cuGetErrorString(tg_res_, &tg_msg_);                               \
-      ::tg::fatal(#expr, tg_msg_);                                       \
-    }                                                                    \
-  } while (0)
 
 // The kernels of a trace, all in one NVRTC program (kernels.cu, which includes forward.cu and
 // backward.cu): loaded from kernels.cu.cubin next to it when one was compiled ahead, else built
@@ -106,38 +217,59 @@ class KernelModule {
  public:
   explicit KernelModule(const char* dir) : dir_(dir) {}
 
+  // kOk, or why `kernel` could not be launched: its module did not load (kNvrtcFailed; error()
+  // says why), or the launch failed.
   template <class... Args>
-  void launch(const char* kernel, unsigned grid, unsigned block, Stream stream, Args... args) {
+  int launch(const char* kernel, unsigned grid, unsigned block, Stream stream, Args... args) {
+    CUfunction f = nullptr;
+    if (const int status = function(kernel, &f)) return status;
     void* params[] = {static_cast<void*>(&args)...};
-    TG_CU_CHECK(cuLaunchKernel(function(kernel), grid, 1, 1, block, 1, 1, 0, stream, params, nullptr));
+    return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, params, nullptr) == CUDA_SUCCESS ? kOk : kLaunchFailed;
+  }
+
+  // Why the module did not load, when it did not.
+  std::string error() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return error_;
   }
 
  private:
   std::string dir_;
+  std::mutex lock_;  // entry points may run on several threads at once
   CUmodule module_ = nullptr;
+  std::string error_;
   std::map<std::string, CUfunction> functions_;
 
-  CUfunction function(const char* name) {
-    if (!module_) load();
+  int function(const char* name, CUfunction* f) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (!module_ && !load()) return kNvrtcFailed;
     auto it = functions_.find(name);
-    if (it != functions_.end()) return it->second;
-    CUfunction f;
-    TG_CU_CHECK(cuModuleGetFunction(&f, module_, name));
-    return functions_[name] = f;
+    if (it == functions_.end()) {
+      if (cuModuleGetFunction(f, module_, name) != CUDA_SUCCESS) return error_ = std::string("no kernel ") + name, kNvrtcFailed;
+      it = functions_.emplace(name, *f).first;
+    }
+    *f = it->second;
+    return kOk;
   }
 
-  void load() {
-    TG_CUDA_CHECK(cudaFree(nullptr));  // makes the runtime's primary context current
+  // Loads the module once; false (error_ says why) when it cannot.
+  bool load() {
+    if (cudaFree(nullptr) != cudaSuccess) return error_ = "no CUDA context", false;  // (makes the primary context current)
     if (std::ifstream ahead(dir_ + "/kernels.cu.cubin", std::ios::binary); ahead) {
       std::ostringstream image;
       image << ahead.rdbuf();
-      TG_CU_CHECK(cuModuleLoadData(&module_, image.str().data()));
-      return;
+      if (cuModuleLoadData(&module_, image.str().data()) == CUDA_SUCCESS) return true;
+      module_ = nullptr;
+      return error_ = "the driver rejected " + dir_ + "/kernels.cu.cubin", false;
     }
     try {
-      report(nvrtc_build_and_load(dir_, "kernels.cu", device_arch(), [this](const std::string& cubin) { return load_module(cubin); }));
+      std::string arch;
+      if (!device_arch(&arch)) return error_ = "cannot read the device's compute capability", false;
+      report(nvrtc_build_and_load(dir_, "kernels.cu", arch, [this](const std::string& cubin) { return load_module(cubin); }));
+      return true;
     } catch (const std::exception& e) {
-      fatal("NVRTC", e.what());
+      module_ = nullptr;
+      return error_ = e.what(), false;
     }
   }
 
@@ -152,15 +284,19 @@ class KernelModule {
     return reason;
   }
 
-  static std::string device_arch() {
+  static bool device_arch(std::string* arch) {
     int device = 0, major = 0, minor = 0;
-    TG_CUDA_CHECK(cudaGetDevice(&device));
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    TG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return "sm_" + std::to_string(major * 10 + minor);
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+      return false;
+    *arch = "sm_" + std::to_string(major * 10 + minor);
+    return true;
   }
 
+  // Entry points print nothing; TG_NVRTC_VERBOSE=1 says where the kernels came from.
   static void report(const NvrtcBuild& build) {
+    const char* verbose = std::getenv("TG_NVRTC_VERBOSE");
+    if (!verbose || std::strcmp(verbose, "1") != 0) return;
     std::fprintf(stderr, "tg: kernels.cu: %s in %.0f ms%s%s\n", build.from_cache ? "read from the NVRTC cache" : "compiled by NVRTC",
                  build.milliseconds, build.cache_file.empty() ? " (not cached)" : build.from_cache ? ": " : ", cached as ",
                  build.cache_file.c_str());
@@ -175,16 +311,12 @@ inline KernelModule& trace_kernels(const char* dir) {
 
 }  // namespace tg
 
-// TG_LAUNCH(kernel, grid, block, stream, args...): launches a generated kernel in any mode. (::kernel:
-// a parameter of the entry point may have the kernel's name.)
+// TG_LAUNCH(kernel, grid, block, stream, args...): launches a generated kernel in any mode; its
+// value is the launch's Status. (::kernel: a parameter of the entry point may have its name.)
 #if defined(TG_NVRTC_HOST)
 #define TG_LAUNCH(kernel, grid, block, stream, ...) tg_kernels().launch(#kernel, grid, block, stream, __VA_ARGS__)
 #elif defined(__CUDACC__)
-#define TG_LAUNCH(kernel, grid, block, stream, ...)            \
-  do {                                                         \
-    ::kernel<<<grid, block, 0, stream>>>(__VA_ARGS__);         \
-    TG_CUDA_CHECK(cudaGetLastError());                         \
-  } while (0)
+#define TG_LAUNCH(kernel, grid, block, stream, ...) ::tg::launch_status((::kernel<<<grid, block, 0, stream>>>(__VA_ARGS__), cudaGetLastError()))
 #else
-#define TG_LAUNCH(kernel, grid, block, stream, ...) tg_emu::launch_named(#kernel, ::kernel, dim3(grid), dim3(block), __VA_ARGS__)
+#define TG_LAUNCH(kernel, grid, block, stream, ...) (tg_emu::launch_named(#kernel, ::kernel, dim3(grid), dim3(block), __VA_ARGS__), ::tg::kOk)
 #endif

@@ -22,8 +22,12 @@ m = json.load(open(sys.argv[1] + "/manifest.json"))
 for s in m["saved_for_backward"]: print(s["name"], s["dtype"], s["bytes"], s["storage"])
 print("scalars:", " ".join(s["name"] for s in m["saved_scalars"]))' "$1"
 }
-# backward_inputs OUT: the backward entry point's inputs, as its banner lists them.
-backward_inputs() { sed -n 's|^// Inputs: ||p' "$1/backward.cu" | sed 's/ [a-z0-9]*\[[^]]*\];//g; s/ [a-z0-9]* scalar;//g'; }
+# backward_inputs OUT: the values the backward entry point reads, as the manifest lists its parameters.
+backward_inputs() {
+  python3 -c 'import json, sys
+params = json.load(open(sys.argv[1] + "/manifest.json"))["entry_points"]["backward"]["params"]
+print(" ".join(p["value"] for p in params if not p["writes"]))' "$1"
+}
 
 # `sub`: the call as Thunder records it, with its decomposition (prims.uniform, lt, convert, mul).
 for source in flag trace file sub; do

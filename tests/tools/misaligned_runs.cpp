@@ -73,18 +73,18 @@ int main() {
   int failures = 0;
 #if defined(CASE_LAYER_NORM)
   failures += check_rows(
-      "layer_norm", 2048, 1024, [](float* x, float* w, float* b, float* y) { layer_norm_forward(x, w, b, y, nullptr); },
-      [](float* x, float* w, float*, float* cot, float* gx, float* gw, float* gb) { layer_norm_backward(x, w, cot, gx, gw, gb, nullptr); });
+      "layer_norm", 2048, 1024, [](float* x, float* w, float* b, float* y) { layer_norm_forward(x, w, b, y, nullptr, nullptr); },
+      [](float* x, float* w, float*, float* cot, float* gx, float* gw, float* gb) { layer_norm_backward(x, w, cot, gx, gw, gb, nullptr, nullptr); });
 #elif defined(CASE_RESIDUAL_SCALE)
   const int64_t n = 2048;
   Buffer x(n * n, 1), residual(n * n, 2), gamma(n, 3), s(n, 4), out(n * n, 5);
   for (bool misaligned : {false, true})
-    residual_scale_forward(x.at(misaligned), residual.at(misaligned), gamma.at(misaligned), s.at(misaligned), out.at(misaligned), nullptr);
+    residual_scale_forward(x.at(misaligned), residual.at(misaligned), gamma.at(misaligned), s.at(misaligned), out.at(misaligned), nullptr, nullptr);
   failures += compare("residual_scale forward: t4", out);
 #elif defined(CASE_WIDE_ROWS)
   failures += check_rows(
-      "wide_rows", 8, 8192, [](float* x, float* w, float* b, float* y) { wide_rows_forward(x, w, b, y, nullptr); },
-      [](float* x, float* w, float* y, float* cot, float* gx, float* gw, float* gb) { wide_rows_backward(x, w, y, cot, gx, gw, gb, nullptr); });
+      "wide_rows", 8, 8192, [](float* x, float* w, float* b, float* y) { wide_rows_forward(x, w, b, y, nullptr, nullptr); },
+      [](float* x, float* w, float* y, float* cot, float* gx, float* gw, float* gb) { wide_rows_backward(x, w, y, cot, gx, gw, gb, nullptr, nullptr); });
 #else
 #error "define CASE_LAYER_NORM, CASE_RESIDUAL_SCALE or CASE_WIDE_ROWS"
 #endif

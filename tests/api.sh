@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# api.sh WORK: the entry points of a generated folder as a program that links them sees them,
+# under emulation with AddressSanitizer and UBSan (tests/tools/api_check.cpp on
+# tests/api/api_probe.json): statuses, the workspace, two threads. Tools from the environment:
+# THUNDER_GEN, CXX.
+set -euo pipefail
+work=$1
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work"
+"${THUNDER_GEN:?}" "$here/api/api_probe.json" -o "$work/out"
+flags=(-std=c++20 -O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+"${CXX:-g++}" "${flags[@]}" -I"$work/out" -I"$work/out/include" -x c++ "$work/out/forward.cu" "$work/out/backward.cu" \
+  -x c++ "$here/tools/api_check.cpp" -lboost_context -lpthread -o "$work/api-check"
+"$work/api-check"
