@@ -478,6 +478,22 @@ class Sub:
             return self.broadcast_new(dt, shape)
         return self.new_input(dt, shape)
 
+    def sensitive_operand(self, dt: str) -> Val:
+        """An operand for an op whose result (or gradient) jumps: for floats, mostly a computed value
+        (the interesting case: rounded differently by fused code and by PyTorch), made decisive by the
+        caller; else any value."""
+        if not is_float(dt) or self.rng.random() < 0.4:
+            return self.value(dt)
+        v = self.pick(lambda v: v.dtype == dt and not v.exact and not v.special)
+        if v is not None and self.rng.random() < 0.7:
+            return v
+        x = self.into(self.float_input(dt, self.shape(), grad=self.rng.random() < 0.8), -2.0, 2.0)
+        op = self.rng.choice(("prims.exp", "prims.sin", "prims.tanh", "prims.mul"))
+        if op == "prims.mul":
+            return self.emit1(op, [x.name, 1.3], computed(dt, x.shape, x.lo * 1.3, x.hi * 1.3, x.grad))
+        lo, hi = sampled_range(UNARY_FLOAT[op[6:]][0], x.lo, x.hi)
+        return self.emit1(op, [x.name], computed(dt, x.shape, lo, hi, x.grad))
+
     def broadcast_new(self, dt: str, shape: tuple) -> Val:
         """A new input of fewer dims (or size-1 dims), broadcast to shape."""
         keep = sorted(self.rng.sample(range(len(shape)), self.rng.randint(0, len(shape) - 1)))
@@ -728,7 +744,7 @@ def b_abs_neg(s: Sub, op: str, dt: str) -> Val:
         a = s.value(dt)
         out = replace(a, name="", lo=0, hi=255, distinct=False) if not is_abs else replace(a, name="", distinct=False)
         return s.emit1(op, [a.name], out)
-    a = s.value(dt, pred=lambda v: is_float(dt) or v.lo > INT_RANGE[dt][0])
+    a = s.sensitive_operand(dt) if is_abs and is_float(dt) else s.value(dt, pred=lambda v: is_float(dt) or v.lo > INT_RANGE[dt][0])
     if is_abs and is_float(dt) and not a.exact:
         a = s.banded(a)  # abs jumps its gradient at zero: keep computed values away from it
     out = abs_result(a) if is_abs else replace(a, name="", lo=-a.hi, hi=-a.lo, distinct=False)
@@ -746,7 +762,7 @@ def b_rounding(s: Sub, op: str, dt: str) -> Val:
 
 
 def b_sign(s: Sub, op: str, dt: str) -> Val:
-    a = s.value(dt)
+    a = s.sensitive_operand(dt)
     if is_float(dt) and not a.exact:
         a = s.banded(a)
     if op == "prims.signbit":
@@ -908,7 +924,7 @@ def comparison_pair(s: Sub, dt: str):
     if is_float(dt) and s.rng.random() < 0.15:
         a = s.special_input(dt, s.shape())
         return a, (s.literal(dt) if s.rng.random() < 0.5 else s.value(dt, a.shape, pred=lambda v: v.exact))
-    a = s.value(dt)
+    a = s.sensitive_operand(dt)
     if a.exact:
         if s.rng.random() < 0.3:
             return a, s.literal(dt, a.lo, a.hi) if dt != "b8" else s.literal(dt)
@@ -928,7 +944,7 @@ def b_compare(s: Sub, op: str, dt: str) -> Val:
 
 def b_extremum(s: Sub, op: str, dt: str) -> Val:
     """maximum, minimum: their gradient picks an operand, so operands are exact or far apart."""
-    a = s.value(dt)
+    a = s.sensitive_operand(dt)
     if a.exact:
         b = s.literal(dt, a.lo, a.hi) if s.rng.random() < 0.3 else s.value(dt, a.shape, pred=lambda v: v.exact)
     else:
@@ -1228,7 +1244,7 @@ def b_prod(s: Sub, op: str, dt: str) -> Val:
 def b_amax(s: Sub, op: str, dt: str) -> Val:
     """amax, amin: exact operands directly (ties share the gradient the same way everywhere);
     computed ones spiked, so one element per group wins by far."""
-    a = s.value(dt, pred=lambda v: v.rank > 0)
+    a = s.sensitive_operand(dt)
     if a.rank == 0:
         a = s.new_input(dt, s.random_shape(rank=2))
     dims = reduce_dims(s, a)
@@ -1259,7 +1275,7 @@ def b_var(s: Sub, op: str, dt: str) -> Val:
 
 
 def b_argmax(s: Sub, op: str, dt: str) -> Val:
-    a = s.value(dt, pred=lambda v: v.rank > 0)
+    a = s.sensitive_operand(dt)
     if a.rank == 0:
         a = s.new_input(dt, s.random_shape(rank=2))
     dim = s.rng.randrange(a.rank) if s.rng.random() < 0.8 else None
@@ -1327,7 +1343,7 @@ def b_softmax(s: Sub, op: str, dt: str) -> Val:
 
 
 def b_relu(s: Sub, op: str, dt: str) -> Val:
-    a = s.value(dt)
+    a = s.sensitive_operand(dt)
     if not a.exact:
         a = s.banded(a)  # relu's gradient jumps at zero
     out = replace(a, name="", lo=max(a.lo, 0.0), hi=max(a.hi, 0.0), distinct=False)
@@ -1882,7 +1898,7 @@ class References:
 
 
 def item_dtypes(doc: dict) -> dict[str, str]:
-    types = {}
+    types = {d["name"]: d.get("dtype", d.get("scalar")) for d in doc["inputs"]}
     for op in doc["ops"]:
         for o in op["out"]:
             types[o["name"]] = o["dtype"]
@@ -2078,7 +2094,10 @@ class Minimizer:
 
     def accept(self, doc: dict) -> bool:
         doc = dead_code_removed(doc)
-        if len(json.dumps(doc)) >= len(json.dumps(self.doc)) or not self.fails(doc):
+        inputs = {d["name"] for d in doc["inputs"]}
+        if any(o in inputs for o in doc["outputs"]) or len(json.dumps(doc)) >= len(json.dumps(self.doc)):
+            return False
+        if not self.fails(doc):
             return False
         self.doc = doc
         return True
@@ -2208,7 +2227,10 @@ def record_failure(tb_dir: Path, out: Outcome, findings: Path, stats: RunStats, 
     if minimize and stats.signatures[sig] == 1 and stats.minimized < MINIMIZE_LIMIT:
         stats.minimized += 1
         m = Minimizer(dest, tools, out.failures[0])
-        m.run()
+        try:
+            m.run()
+        except Exception as e:  # keep the run going; what was shrunk so far is saved
+            print(f"    minimizing stopped: {type(e).__name__}: {e}", flush=True)
         trace = m.save(dest / "minimized")
         print(f"    minimized to {len(m.doc['ops'])} ops in {m.tries} tries: {trace}", flush=True)
 

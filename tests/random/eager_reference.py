@@ -6,8 +6,8 @@
     wide:  the semantics of reference/reference.cpp (thunder-gen-check): floats held in f64,
            rounded only at explicit conversions.
     eager with `noise`: eager, with every computed float value that is not exact (the generator
-           names the exact ones) and every gradient flowing into a value moved by up to one unit in
-           its last place, at random: a result that moves by half its tolerance under that is
+           names the exact ones) and every gradient flowing into a value moved by one unit in its
+           last place, up or down at random: a result that moves by half its tolerance under that is
            ill-conditioned (an implementation that rounds elsewhere, as a fused kernel does, may
            land anywhere in that range), and it is not checked.
 
@@ -93,8 +93,8 @@ class Interpreter:
             self.env[decl["name"]] = self.perturbed(r, decl)
 
     def perturbed(self, r: torch.Tensor, decl: dict) -> torch.Tensor:
-        """With noise: a computed float value as later ops read it moved by up to a unit in its last
-        place (not the exact ones), and its gradient likewise. A trace output itself stays as
+        """With noise: a computed float value as later ops read it moved by a unit in its last place
+        (not the exact ones), and its gradient likewise. A trace output itself stays as
         computed: both sides round it once."""
         if self.noise is None or decl["dtype"] not in FLOATS:
             return r
@@ -105,16 +105,15 @@ class Interpreter:
         return self.jitter(r, decl["dtype"])
 
     def jitter(self, x: torch.Tensor | None, dt: str) -> torch.Tensor | None:
-        """x moved by up to one unit in the last place of dt, uniformly at random, and rounded to
-        its dtype: about half the elements move to a neighbouring value, as another order of
-        rounding moves them."""
+        """x moved by one unit in the last place of dt, up or down at random: another order of
+        rounding (a fused kernel's f32 sum against PyTorch's, say) can land one unit away."""
         if x is None:  # no gradient flows into this value
             return None
         wide = x.detach().to(torch.float64)
         exponent = torch.floor(torch.log2(wide.abs().clamp_min(1e-300)))
         ulp = torch.exp2(exponent - (SIGNIFICAND_BITS[dt] - 1))
-        step = (torch.rand(x.shape, generator=self.noise, dtype=torch.float64) * 2 - 1) * ulp
-        return x + (step.where(wide.isfinite(), 0.0)).to(x.dtype)
+        signs = torch.randint(0, 2, x.shape, generator=self.noise).to(torch.float64) * 2 - 1
+        return x + (signs * ulp).where(wide.isfinite(), 0.0).to(x.dtype)
 
     def resolve(self, a):
         if isinstance(a, str):
