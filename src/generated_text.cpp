@@ -48,6 +48,17 @@ bool printable_ascii(unsigned char c) { return c >= 0x20 && c < 0x7f; }
 
 }  // namespace
 
+std::string printable_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (printable_ascii(c)) out += ch;
+    else append_hex_escape(out, c);
+  }
+  return out;
+}
+
 std::string comment_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());

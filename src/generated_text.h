@@ -54,6 +54,9 @@ inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index, 
 std::string comment_text(std::string_view text);
 // "// " + comment_text(text) + "\n", after `indent`.
 std::string comment_line(std::string_view text, std::string_view indent = "");
+// `text` as one line of plain ASCII for a terminal (diagnostics, reports): control characters and
+// bytes outside ASCII written as \xNN, the rest as is.
+std::string printable_line(std::string_view text);
 
 // ---- string literals -----------------------------------------------------------------------
 // A C++ string literal ("...") holding `text`'s bytes: printable ASCII as it is, quotes and

@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <sstream>
 
+#include "folder_check.h"
+#include "generated_text.h"
 #include "pipeline.h"
 #include "printer.h"
 #include "reader.h"
@@ -28,19 +30,7 @@ constexpr int kExitInternal = 70;
 
 // A diagnostic as one line of plain ASCII: control characters (a trace's newlines, a terminal's
 // escape sequences) and other bytes (a Unicode direction override) written as \xNN.
-std::string one_line(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) {
-      out += c;
-      continue;
-    }
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(static_cast<unsigned char>(c)));
-    out += buf;
-  }
-  return out;
-}
+std::string one_line(const std::string& text) { return tg::printable_line(text); }
 
 // file: /json/pointer: error: message   (or file:line:col: error: ... for syntax errors)
 void report(const std::string& trace_file, const tg::UserError& e) {
@@ -109,6 +99,9 @@ struct Request {
   bool no_pack_bool = false;      // --no-pack-bool
   bool force = false;             // --force: replace an output folder that is not an earlier output
   int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
+  bool check = false;             // --check: compare the output folder with what generation writes
+  size_t diff_lines = 400;        // --diff-lines: --check's diff is cut after this many lines (0: never)
+  bool diff_lines_given = false;
 };
 
 // The overrides file's policies, then the command line's: later ones win.
@@ -138,6 +131,25 @@ void check_writable_output(const std::string& out_dir, const tg::OutputFolderOpt
   }
 }
 
+// --check: exit 0 when the folder holds exactly `files`, else 1 with a unified diff on stdout.
+int check_folder(const std::string& out_dir, const tg::FileSet& files, size_t diff_lines) {
+  const std::vector<tg::FolderDifference> differences = tg::compare_folder(out_dir, files);
+  if (differences.empty()) return 0;
+  std::cout << tg::diff_report(differences, diff_lines) << std::flush;
+  std::cerr << "thunder-gen: --check: " << one_line(out_dir) << " differs from what generation writes: " << tg::difference_summary(differences)
+            << "\n";
+  return kExitBadInput;
+}
+
+// Options that cannot go together, refused rather than one of them ignored.
+std::string conflicting_options(const Request& r) {
+  if (!r.check) return r.diff_lines_given ? "--diff-lines goes with --check" : "";
+  if (!r.emit.empty()) return "--check compares an output folder; --emit prints a stage instead";
+  if (!r.dump_dir.empty()) return "--check writes nothing, so --dump-dir cannot go with it";
+  if (r.force) return "--check replaces nothing, so --force cannot go with it";
+  return "";
+}
+
 int generate(const Request& r) {
   static const std::map<std::string, tg::Stage> stages = {{"trace", tg::Stage::read},  {"decomposed", tg::Stage::decompose},
                                                           {"joint", tg::Stage::joint}, {"plan", tg::Stage::partition},
@@ -159,7 +171,7 @@ int generate(const Request& r) {
   };
   tg::OutputFolderOptions folder_options{r.force, {file}};
   if (!r.tags_file.empty()) folder_options.inputs.push_back(r.tags_file);
-  if (!out_dir.empty() && emit.empty()) check_writable_output(out_dir, folder_options);
+  if (!out_dir.empty() && emit.empty() && !r.check) check_writable_output(out_dir, folder_options);
   // Dumps inside the output folder would be replaced with it, or keep it from being one.
   if (!r.dump_dir.empty() && !out_dir.empty() && tg::path_within(r.dump_dir, out_dir))
     throw tg::UserError("thunder-gen", "--dump-dir " + r.dump_dir, "is inside the output folder " + out_dir + ", which is replaced as a whole");
@@ -173,6 +185,7 @@ int generate(const Request& r) {
     std::cout << result.stopped_text;
     return 0;
   }
+  if (r.check) return check_folder(out_dir, result.files, r.diff_lines);
   start = std::chrono::steady_clock::now();
   try {
     tg::write_folder_atomically(out_dir, result.files, folder_options);
@@ -223,6 +236,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "decomposed", "joint", "plan", "fused", "cuda"}));
   app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
   app.add_flag("-v,--verbose", request.verbose, "one line per pass, with its time");
+  app.add_flag("--check", request.check,
+               "write nothing: exit 0 when the output folder holds exactly what generation writes, else 1 with a unified diff (a/ the folder, b/ generation)");
+  auto* diff_lines = app.add_option("--diff-lines", request.diff_lines, "--check: cut the diff after this many lines (0: never; default 400)");
   add_override_options(app, request);
   app.require_subcommand(0, 1);
 
@@ -232,6 +248,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
   }
+  request.diff_lines_given = diff_lines->count() > 0;
   try {
     if (*validate_cmd) return validate(validate_files);
     if (*list_cmd) return list_ops();
@@ -246,6 +263,10 @@ int main(int argc, char** argv) {
     }
     if (trace_file.empty()) {
       std::cerr << "thunder-gen: error: no trace given (usage: thunder-gen trace.json -o out/)\n";
+      return kExitUsage;
+    }
+    if (const std::string conflict = conflicting_options(request); !conflict.empty()) {
+      std::cerr << "thunder-gen: error: " << conflict << "\n";
       return kExitUsage;
     }
     if (request.out_dir.empty() && request.emit.empty()) {

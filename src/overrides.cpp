@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -46,12 +47,15 @@ std::string folded(std::string_view s) {
   return out;
 }
 
-// `file` and `where` place diagnostics: ("thunder-gen", "--tag X=Y") or (path, JSON pointer).
+// `file` and `where` place diagnostics: ("thunder-gen", "--tag X=Y") or (path, JSON pointer). The
+// source, which generated files quote, names the file without its folder: output is the same
+// from any checkout path.
 Override make_override(const std::string& selector, const std::string& policy, const std::string& file, const std::string& where) {
   if (selector.empty() || selector == "@") throw UserError(file, where, "empty selector: expected a symbol id or @<value>");
   std::optional<Policy> p = parse_policy(policy);
   if (!p) throw UserError(file, where, "unknown policy \"" + policy + "\": expected save, recompute, prefer-save or prefer-recompute");
-  return Override{selector, *p, file == "thunder-gen" ? where : file + ": " + where, file, where};
+  const std::string source = file == "thunder-gen" ? where : std::filesystem::path(file).filename().string() + ": " + where;
+  return Override{selector, *p, source, file, where};
 }
 
 // `s` as a JSON pointer token ('~' and '/' escaped).
