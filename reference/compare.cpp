@@ -23,6 +23,24 @@ std::string Comparison::summary() const {
   return buf;
 }
 
+namespace {
+
+// Integers and bools as 64-bit integers: a double holds int64 values only up to 2^53 exactly.
+Comparison compare_exactly(const torch::Tensor& actual, const torch::Tensor& expected) {
+  Comparison c;
+  const torch::Tensor a = actual.to(torch::kLong).flatten(), e = expected.to(torch::kLong).flatten();
+  const torch::Tensor bad = a != e;
+  c.mismatches = bad.sum().item<int64_t>();
+  c.ok = c.mismatches == 0;
+  if (c.ok) return c;
+  c.first_mismatch = bad.nonzero().index({0, 0}).item<int64_t>();
+  // (the largest difference, in double for the report only)
+  c.max_abs_err = (a.masked_select(bad).to(torch::kDouble) - e.masked_select(bad).to(torch::kDouble)).abs().max().item<double>();
+  return c;
+}
+
+}  // namespace
+
 Comparison compare(const torch::Tensor& actual, const torch::Tensor& expected, DType t) {
   Comparison c;
   if (actual.sizes() != expected.sizes()) {
@@ -30,6 +48,7 @@ Comparison compare(const torch::Tensor& actual, const torch::Tensor& expected, D
     c.mismatches = -1;
     return c;
   }
+  if (!is_float(t)) return compare_exactly(actual, expected);
   Tolerance tol = tolerance_for(t);
   torch::Tensor a = actual.to(torch::kDouble).flatten(), e = expected.to(torch::kDouble).flatten();
   torch::Tensor both_nan = a.isnan() & e.isnan();

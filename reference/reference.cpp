@@ -147,6 +147,17 @@ class Interpreter {
         .to(as);
   }
 
+  // Shifts of `bits`-bit integers by a negative amount or by `bits` or more give 0 (-1 shifting a
+  // negative value right), as PyTorch 2 defines them; LibTorch 1.13's CPU kernels leave those to
+  // the machine (x86 masks the amount).
+  static Tensor shift(const Tensor& x, const Tensor& by, int64_t bits, bool left) {
+    const Tensor beyond = (by < 0) | (by >= bits);
+    const Tensor amount = torch::where(beyond, torch::zeros_like(by), by);
+    const Tensor shifted = left ? torch::bitwise_left_shift(x, amount) : torch::bitwise_right_shift(x, amount);
+    const Tensor fill = left ? torch::zeros_like(shifted) : (x < 0).to(shifted.scalar_type()).neg();
+    return torch::where(beyond, fill, shifted);
+  }
+
   std::vector<Tensor> eval(const Op& op) {
     const Value& out = t_.value(op.outs[0]);
     const torch::Dtype ct = compute(out.dtype);
@@ -210,8 +221,8 @@ class Interpreter {
       case OpKind::bitwise_and: return {torch::bitwise_and(a(0), a(1))};
       case OpKind::bitwise_or: return {torch::bitwise_or(a(0), a(1))};
       case OpKind::bitwise_xor: return {torch::bitwise_xor(a(0), a(1))};
-      case OpKind::bitwise_left_shift: return {torch::bitwise_left_shift(a(0), a(1))};
-      case OpKind::bitwise_right_shift: return {torch::bitwise_right_shift(a(0), a(1))};
+      case OpKind::bitwise_left_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dtype(t_, op)), true)};
+      case OpKind::bitwise_right_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dtype(t_, op)), false)};
       case OpKind::eq: return {torch::eq(a(0), a(1))};
       case OpKind::ne: return {torch::ne(a(0), a(1))};
       case OpKind::lt: return {torch::lt(a(0), a(1))};

@@ -695,7 +695,8 @@ class KernelWriter {
           operands.push_back(operand(op.args[i], index, want));
           if (op.info->discontinuous) operands.back() = as_stored(operands.back(), want, op.args[i]);
         }
-        expr = format(op.info->code, operands);
+        const bool wraps = is_integer(as) && !op.info->integer_code.empty();
+        expr = format(wraps ? op.info->integer_code : op.info->code, operands);
         break;
       }
       case FusionClass::source:

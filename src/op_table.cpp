@@ -633,6 +633,10 @@ OpInfo discontinuous(OpInfo op) {
   op.discontinuous = true;
   return op;
 }
+OpInfo wrapping_on_integers(OpInfo op, std::string_view integer_code) {
+  op.integer_code = integer_code;
+  return op;
+}
 OpInfo reduction(OpKind k, std::string_view id, DTypes accepts) {
   return OpInfo{k, id, FusionClass::reduction, {p("a", K::tensor), p("dims", K::int_list)}, reduction_rule(1, false), "", accepts, ""};
 }
@@ -641,7 +645,7 @@ std::vector<OpInfo> build_table() {
   using D = DTypes;
   std::vector<OpInfo> rows = {
       unary(OpKind::abs, "prims.abs", "tg::abs({0})", D::numbers),
-      unary(OpKind::neg, "prims.neg", "(-{0})", D::numbers),
+      wrapping_on_integers(unary(OpKind::neg, "prims.neg", "(-{0})", D::numbers), "tg::wrapping_neg({0})"),
       unary(OpKind::exp, "prims.exp", "tg::exp({0})", D::floats),
       unary(OpKind::exp2, "prims.exp2", "tg::exp2({0})", D::floats),
       unary(OpKind::expm1, "prims.expm1", "tg::expm1({0})", D::floats),
@@ -676,9 +680,9 @@ std::vector<OpInfo> build_table() {
       discontinuous(unary(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true)),
       unary(OpKind::bitwise_not, "prims.bitwise_not", "tg::bitwise_not({0})", D::integers_and_bool),
 
-      binary(OpKind::add, "prims.add", "({0} + {1})", D::numbers),
-      binary(OpKind::sub, "prims.sub", "({0} - {1})", D::numbers),
-      binary(OpKind::mul, "prims.mul", "({0} * {1})", D::numbers),
+      wrapping_on_integers(binary(OpKind::add, "prims.add", "({0} + {1})", D::numbers), "tg::wrapping_add({0}, {1})"),
+      wrapping_on_integers(binary(OpKind::sub, "prims.sub", "({0} - {1})", D::numbers), "tg::wrapping_sub({0}, {1})"),
+      wrapping_on_integers(binary(OpKind::mul, "prims.mul", "({0} * {1})", D::numbers), "tg::wrapping_mul({0}, {1})"),
       binary(OpKind::div, "prims.div", "tg::div({0}, {1})", D::numbers),
       binary(OpKind::pow, "prims.pow", "tg::pow({0}, {1})", D::numbers),
       discontinuous(binary(OpKind::fmod, "prims.fmod", "tg::fmod({0}, {1})", D::numbers)),

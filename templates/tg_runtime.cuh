@@ -250,9 +250,27 @@ template <class T> TG_HD T ceil(T x) { return x; }
 template <class T> TG_HD T round(T x) { return x; }
 template <class T> TG_HD T trunc(T x) { return x; }
 
+// Integer arithmetic wraps, as PyTorch's does. Signed overflow is undefined in C++ (a compiler may
+// assume it never happens), so integers compute in an unsigned type at least as wide as int (a
+// narrower one would be promoted to signed int, where a product can overflow) and wrap when
+// converted back. Floats and bools compute in their own type.
+template <class T> struct Unsigned { typedef T type; };
+template <> struct Unsigned<int8_t> { typedef uint32_t type; };
+template <> struct Unsigned<uint8_t> { typedef uint32_t type; };
+template <> struct Unsigned<int16_t> { typedef uint32_t type; };
+template <> struct Unsigned<uint16_t> { typedef uint32_t type; };
+template <> struct Unsigned<int32_t> { typedef uint32_t type; };
+template <> struct Unsigned<uint32_t> { typedef uint32_t type; };
+template <> struct Unsigned<int64_t> { typedef uint64_t type; };
+template <> struct Unsigned<uint64_t> { typedef uint64_t type; };
+template <class T> TG_HD T wrapping_add(T a, T b) { typedef typename Unsigned<T>::type U; return T(U(a) + U(b)); }
+template <class T> TG_HD T wrapping_sub(T a, T b) { typedef typename Unsigned<T>::type U; return T(U(a) - U(b)); }
+template <class T> TG_HD T wrapping_mul(T a, T b) { typedef typename Unsigned<T>::type U; return T(U(a) * U(b)); }
+template <class T> TG_HD T wrapping_neg(T a) { typedef typename Unsigned<T>::type U; return T(U(0) - U(a)); }
+
 TG_HD float abs(float x) { return fabsf(x); }
 TG_HD double abs(double x) { return ::fabs(x); }
-template <class T> TG_HD T abs(T x) { return x < 0 ? T(-x) : x; }
+template <class T> TG_HD T abs(T x) { return x < 0 ? wrapping_neg(x) : x; }  // (the minimum is its own absolute value)
 
 template <class T> TG_HD T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T(0))); }
 TG_HD bool sign(bool x) { return x; }
@@ -283,8 +301,8 @@ TG_HD double pow(double a, double b) { return ::pow(a, b); }
 template <class T> TG_HD T pow(T base, T e) {
   if (e < 0) return base == 1 ? T(1) : base == T(-1) ? T((e & 1) ? -1 : 1) : T(0);
   T r = 1;
-  for (; e > 0; e >>= 1, base = T(base * base))
-    if (e & 1) r = T(r * base);
+  for (; e > 0; e >>= 1, base = wrapping_mul(base, base))
+    if (e & 1) r = wrapping_mul(r, base);
   return r;
 }
 
@@ -304,16 +322,23 @@ TG_HD double atan2(double a, double b) { return ::atan2(a, b); }
 template <class T> TG_HD T maximum(T a, T b) { return (a != a) ? a : (b != b) ? b : (a > b ? a : b); }
 template <class T> TG_HD T minimum(T a, T b) { return (a != a) ? a : (b != b) ? b : (a < b ? a : b); }
 
-template <class T> TG_HD T shift_left(T a, T b) { return T(a << b); }
-template <class T> TG_HD T shift_right(T a, T b) { return T(a >> b); }
+// A shift by a negative amount or by the type's width or more gives 0 (or -1, shifting a negative
+// value right), as PyTorch's does; C++ leaves those undefined.
+template <class T> TG_HD T shift_left(T a, T b) {
+  typedef typename Unsigned<T>::type U;
+  return (b < 0 || b >= T(8 * sizeof(T))) ? T(0) : T(U(a) << b);
+}
+template <class T> TG_HD T shift_right(T a, T b) {
+  return (b < 0 || b >= T(8 * sizeof(T))) ? T(a < 0 ? -1 : 0) : T(a >> b);
+}
 
 TG_HD float lerp(float a, float b, float w) { return w < 0.5f ? a + w * (b - a) : b - (b - a) * (1.0f - w); }
 TG_HD double lerp(double a, double b, double w) { return w < 0.5 ? a + w * (b - a) : b - (b - a) * (1.0 - w); }
 
 // ---- reductions --------------------------------------------------------------------------------
 
-template <class T> struct Sum { static TG_HD T init() { return T(0); } static TG_HD T combine(T a, T b) { return a + b; } };
-template <class T> struct Prod { static TG_HD T init() { return T(1); } static TG_HD T combine(T a, T b) { return a * b; } };
+template <class T> struct Sum { static TG_HD T init() { return T(0); } static TG_HD T combine(T a, T b) { return wrapping_add(a, b); } };
+template <class T> struct Prod { static TG_HD T init() { return T(1); } static TG_HD T combine(T a, T b) { return wrapping_mul(a, b); } };
 template <class T> struct Max {
   static TG_HD T init();
   static TG_HD T combine(T a, T b) { return maximum(a, b); }

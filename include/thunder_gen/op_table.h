@@ -151,6 +151,9 @@ struct OpInfo {
   // PyTorch's op-by-op rounding and every other copy of the value see (docs/design-notes.md,
   // "Rounding").
   bool discontinuous = false;
+  // Elementwise ops whose `code` could overflow on integer operands (undefined in C++): the code
+  // for integers, which wraps as PyTorch's integers do. Empty: `code` serves every dtype.
+  std::string_view integer_code = {};
   bool has_lowering() const { return fusion == FusionClass::composite; }
   // Made by the fusion pass, never read from a trace or written by autograd.
   bool made_by_fusion() const { return fusion == FusionClass::partial || fusion == FusionClass::kernel; }
