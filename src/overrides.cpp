@@ -112,6 +112,8 @@ Override parse_tag_flag(const std::string& text) {
 }
 
 std::vector<Override> read_overrides_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UserError(path, "", "is a folder, not an overrides file");
   std::ifstream in(path);
   if (!in) throw UserError(path, "", "cannot open the overrides file");
   // In the file's order, and a selector given twice is an error, as a key given twice in a trace is.

@@ -920,10 +920,11 @@ Trace read_padded(const simdjson::padded_string& padded) {
 Trace read_trace(const std::string& text) { return read_padded(simdjson::padded_string(text)); }
 
 Trace read_trace_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UserError("", "is a folder, not a trace file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError("", "cannot open file");
   // A regular file goes straight into simdjson's padded buffer; anything else (a pipe) through a string.
-  std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
     const uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec) {

@@ -30,6 +30,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <unistd.h>
+
 #include "tg_host.h"
 #include "tg_npy.h"
 #include "tg_runtime.cuh"
@@ -91,7 +93,7 @@ class Harness {
   int repeat_ = 0;
   long long philox_seed_ = 0, philox_offset_ = 0;
   bool has_philox_seed_ = false, has_philox_offset_ = false;
-  bool quiet_ = false, inputs_given_ = false, use_workspace_ = false;
+  bool quiet_ = false, inputs_given_ = false, outputs_given_ = false, use_workspace_ = false;
   void* workspace_ = nullptr;
   Stream stream_ = nullptr;
   std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
@@ -123,6 +125,7 @@ class Harness {
 
   // Reads a .npy of exactly the buffer's dtype and shape; false when the file does not exist.
   bool read_npy(const std::string& path, Buffer& b) const;
+  void prepare_outputs_dir();
 };
 
 #if TG_DEFINE_OUT_OF_LINE
@@ -145,7 +148,7 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trac
       return argv[++i];
     };
     if (a == "--inputs") inputs_dir_ = value(), inputs_given_ = true;
-    else if (a == "--outputs") outputs_dir_ = value();
+    else if (a == "--outputs") outputs_dir_ = value(), outputs_given_ = true;
     else if (a == "--seed") seed_ = number<uint64_t>(a, value());
     else if (a == "--repeat") repeat_ = number<int>(a, value(), true);
     else if (a == "--quiet") quiet_ = true;
@@ -157,6 +160,20 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trac
   // A mistyped --inputs would otherwise run on drawn inputs as if nothing were wrong.
   std::error_code ec;
   if (inputs_given_ && !std::filesystem::is_directory(inputs_dir_, ec)) usage(("--inputs " + inputs_dir_ + ": no such folder").c_str());
+  if (outputs_given_) prepare_outputs_dir();
+}
+
+// Before the run, not after it: a folder that cannot be written would cost the whole run.
+TG_OUT_OF_LINE void Harness::prepare_outputs_dir() {
+  if (outputs_dir_.empty()) usage("--outputs needs a folder");
+  std::error_code ec;
+  std::filesystem::create_directories(outputs_dir_, ec);
+  const char* problem = !std::filesystem::is_directory(outputs_dir_, ec) ? "cannot create the folder"
+                        : ::access(outputs_dir_.c_str(), W_OK | X_OK) != 0 ? "the folder is not writable"
+                                                                           : nullptr;
+  if (!problem) return;
+  std::fprintf(stderr, "%s: --outputs %s: %s\n", trace_, outputs_dir_.c_str(), problem);
+  std::exit(1);
 }
 
 TG_OUT_OF_LINE Buffer& Harness::input(const char* name, const char* dtype, std::vector<int64_t> shape, bool is_scalar, Role role,
@@ -226,9 +243,7 @@ TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases, const char* (*
         ++failures;
       }
   }
-  if (!outputs_dir_.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(outputs_dir_, ec);
+  if (outputs_given_) {
     for (Buffer* b : written_) failures += !write_npy(outputs_dir_ + "/" + b->name + ".npy", *b);
   }
   if (!quiet_) {
@@ -364,7 +379,8 @@ TG_OUT_OF_LINE bool Harness::write_npy(const std::string& path, const Buffer& b)
 
 TG_OUT_OF_LINE bool Harness::read_npy(const std::string& path, Buffer& b) const {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec) && !ec) return false;
+  // A link that leads nowhere was meant to be read: reading it fails, never a draw.
+  if (std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) return false;
   try {
     const char* descr = npy::descr_of(b.dtype);
     npy::read_file(path, {descr ? descr : "?", b.shape}, [&](const npy::Header&, size_t bytes) {

@@ -22,6 +22,9 @@ declared=$(sed -n 's/^thunder-gen [0-9.]*: \([0-9]*\) ops$/\1/p' out.txt)
 check list-ops-count [ "$(grep -c '^\(prims\|torch\)\.' out.txt)" = "$declared" ]
 run validate "$ex";                  check validate-ok rc 0
 run validate "$root/tests/bad/unknown_op.json"; check validate-bad rc 1
+run "$root/examples" -o gen;           check trace-is-a-folder rc 1; check trace-is-a-folder-text has err.txt "examples: error: is a folder, not a trace file"
+run "$ex" -o gen --tags "$root/examples"; check tags-is-a-folder rc 1; check tags-is-a-folder-text has err.txt "is a folder, not an overrides file"
+check refused-folders-wrote-nothing [ ! -e gen ]
 run "$ex" --emit decomposed;         check emit-decomposed has out.txt "= prims.amax(x, \[1\])"
 run "$ex" --emit cuda;               check emit-cuda has out.txt "__global__"
 run "$ex" -o gen -v --dump-dir dump; check generate rc 0

@@ -2,7 +2,8 @@
 # harness_cli.sh WORK: the generated harness's command line and .npy reading, on one tiny trace
 # built once for host emulation (AddressSanitizer and UBSan): every bad argument is a usage error
 # (exit 2, the usage line, never std::terminate); --inputs must name a folder, and the inputs not
-# found there are drawn and named on stderr; input files that lie about dtype, shape or size, with
+# found there are drawn and named on stderr (a link that leads nowhere is an error, not a draw);
+# --outputs is made or found writable before the run; input files that lie about dtype, shape or size, with
 # bool bytes other than 0 and 1, or an unknown format version, are refused naming the file (exit
 # 1); thunder-gen-check refuses the same. Tools come from the environment: THUNDER_GEN,
 # THUNDER_GEN_CHECK, CXX (TG_EMU_RUNTIME_CACHE as build_emu_harness.sh uses it).
@@ -55,6 +56,17 @@ check drawn-one-line lines err.txt 1
 run --inputs partial --philox-seed 7 --philox-offset 0 --outputs again
 check flags-not-drawn has err.txt "^probe: not in partial, drawn from seed 0 instead: m, a, cotangent_t2$"
 check flags-set cmp -s <(tail -c 8 again/philox_seed.npy) <(printf '\7\0\0\0\0\0\0\0')
+mkdir dangling && ln -s /no/such/x.npy dangling/x.npy
+run --inputs dangling --quiet;                 check dangling-link-refused rc 1
+check dangling-link-named has err.txt "dangling/x.npy: cannot open"
+
+# --outputs: a folder made (parents too) or found writable before anything runs.
+run --outputs "";                              check outputs-empty usage_error
+check outputs-empty-text has err.txt "--outputs needs a folder"
+run --outputs good/x.npy --repeat 0;           check outputs-is-a-file rc 1
+check outputs-is-a-file-text has err.txt "^probe: --outputs good/x.npy: cannot create the folder$"
+check outputs-is-a-file-before-running lines err.txt 1
+run --outputs deep/er/results --quiet;         check outputs-parents-made [ -f deep/er/results/t2.npy ]
 
 # Bad arguments: each one the usage line and exit 2.
 bad_args=("--repeat abc" "--repeat -1" "--repeat 3x" "--repeat 99999999999" "--seed 99999999999999999999999" "--seed -1"
