@@ -87,6 +87,23 @@ bool is_temporary_of(const std::string& entry, const std::string& name, const ch
          entry.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos;
 }
 
+// Removes a folder of ours. One made read-only (`chmod -R a-w out`) keeps its entries until its
+// folders are writable again, so they are made writable and the removal tried once more.
+void make_removable(const fs::path& folder) {
+  std::error_code ignored;
+  fs::permissions(folder, fs::perms::owner_all, fs::perm_options::add, ignored);
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, ignored))
+    if (entry.is_directory(ignored) && !entry.is_symlink(ignored)) make_removable(entry.path());
+}
+
+std::error_code remove_tree(const fs::path& folder) {
+  std::error_code error;
+  if (fs::remove_all(folder, error) != static_cast<std::uintmax_t>(-1) && !error) return {};
+  make_removable(folder);
+  fs::remove_all(folder, error);
+  return error;
+}
+
 // Removes what killed runs left beside `target`: staging folders nobody holds locked, and folders
 // being replaced (the caller holds the swap lock, so no swap is under way).
 void remove_stale_temporaries(const fs::path& target) {
@@ -99,7 +116,7 @@ void remove_stale_temporaries(const fs::path& target) {
       Descriptor held(::open(entry.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       stale = held.get() >= 0 && ::flock(held.get(), LOCK_EX | LOCK_NB) == 0;
     }
-    if (stale) fs::remove_all(entry.path(), error);
+    if (stale) remove_tree(entry.path());
   }
 }
 
@@ -155,8 +172,9 @@ void swap_into_place(const fs::path& staging, const fs::path& target, const Outp
     if (replacing) fs::rename(old, target, ignored);
     throw;
   }
-  std::error_code ignored;
-  if (replacing) fs::remove_all(old, ignored);
+  if (!replacing) return;
+  if (const std::error_code error = remove_tree(old))
+    std::cerr << "thunder-gen: warning: the replaced output is left at " << old.string() << ": " << error.message() << "\n";
 }
 
 }  // namespace

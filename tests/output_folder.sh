@@ -3,7 +3,7 @@
 # empty or earlier-output folder (--force for anything else), never one holding the current folder
 # or the trace it reads, never through a symbolic link; concurrent runs to one folder all succeed
 # and leave one complete output; temporary folders of killed runs are removed, those of live runs
-# are not.
+# are not; an earlier output made read-only is replaced and removed whole.
 set -u
 gen=$1 work=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -89,6 +89,18 @@ if command -v strace >/dev/null; then
 else
   echo "skip race-*: no strace"
 fi
+
+# An earlier output made read-only (chmod -R a-w) is replaced and removed whole, nothing left
+# beside it. Root ignores permissions, so as root the runs go as user nobody (setpriv).
+as_user() { if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+mkdir -p ro && chmod 777 ro && cp "$ex" ro/trace.json && chmod 644 ro/trace.json
+as_user "$gen" ro/trace.json -o ro/out >/dev/null 2>&1
+chmod -R a-w ro/out
+as_user "$gen" ro/trace.json -o ro/out >"$here/out.txt" 2>"$here/err.txt"; echo $? >"$here/rc.txt"
+check read-only-replaced rc 0
+check read-only-nothing-left [ "$(ls -A ro)" = "$(printf 'out\ntrace.json')" ]
+check read-only-no-warning [ ! -s err.txt ]
+chmod -R u+w ro
 
 # Concurrent runs to one folder: every run succeeds and one complete output is left.
 pids=()
