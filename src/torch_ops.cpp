@@ -33,8 +33,12 @@ std::vector<int64_t> dims_of(const Arg& dim, size_t rank) {
 }
 
 // softmax / log_softmax along `dim` (in f32 for 16-bit inputs), then to the result dtype.
+// softmax / log_softmax(a, dim, dtype): with a dtype, PyTorch converts `a` first and computes in
+// that dtype, so an f64 result is computed in f64, not widened from an f32 one.
 V softmax_like(G& g, const Op& op, bool log) {
-  V a = upcast(g, op.arg(0).value);
+  V a = op.arg(0).value;
+  if (op.arg(2).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(2).dtype);
+  a = upcast(g, a);
   Shape shape = shape_of(g, a);
   int64_t dim = wrapped(op.arg(1).integer, shape.size());
   V m = unreduce(g, call(g, "prims.amax", {val(a), int_list({dim})}), shape, {dim});
@@ -214,7 +218,9 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
       Shape shape = shape_of(g, a);
       std::vector<int64_t> dims = dims_of(op.arg(1), shape.size());
       if (op.arg(3).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(3).dtype);
-      V acc = upcast(g, a);
+      // Integers and bools are summed in the result's i64 (torch.sum promotes them), not in
+      // their own width, where the sum would wrap.
+      V acc = is_float(value_of(g, a).dtype) ? upcast(g, a) : downcast(g, a, out_dtype);
       V s = sum(g, acc, dims);
       if (op.info->kind == OpKind::t_mean) {
         int64_t n = 1;

@@ -176,6 +176,15 @@ TG_HD bool aligned16(const void* p) { return (reinterpret_cast<unsigned long lon
 // the buffer needs no clearing and neighbouring threads never lose each other's bits.
 struct PackedBits { unsigned word; };
 TG_HD bool load(const PackedBits* p, int64_t i) { return (p[i >> 5].word >> (i & 31)) & 1u; }
+// A run of N bits (N a power of two <= 32, i a multiple of N, so the run lies in one word) from
+// one 32-bit load. The generic run of N elements would read N words.
+template <int N, class C> TG_HD void load_run_to(const PackedBits* p, int64_t i, C* out) {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "a run of bits lies in one word");
+  const unsigned bits = p[i >> 5].word >> (i & 31);
+  TG_UNROLL for (int k = 0; k < N; ++k) out[k] = (bits >> k) & 1u;
+}
+// Runs of bits are stored by store_run_bits (a warp writes whole words), never element-wise.
+template <int N, class C> void store_run_from(PackedBits* p, int64_t i, const C* in) = delete;
 #if !defined(TG_HOST_ONLY)
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 __device__ __forceinline__
