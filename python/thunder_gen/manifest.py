@@ -1,0 +1,228 @@
+"""manifest.json of a generated folder, read into plain records.
+
+Only the fields the loader relies on are read, and each is checked, so a folder that is not a
+thunder-gen output (or comes from an incompatible generator) is refused with the field named,
+instead of failing later inside a C call.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import ManifestError
+
+# Thunder's short dtype names (the trace format) as torch dtypes. b8 is C's bool: one byte.
+TORCH_DTYPES = {
+    "b8": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
+    "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+    "f64": torch.float64,
+}
+# The C types of scalar (NumberProxy) arguments: the format has these three.
+SCALAR_CTYPES = {"i64": ctypes.c_int64, "f64": ctypes.c_double, "b8": ctypes.c_bool}
+FLOATING = {"f16", "bf16", "f32", "f64"}
+
+# The i64 inputs thunder-gen adds to a trace with random ops (README: philox_seed, philox_offset).
+RANDOM_STATE_INPUTS = ("philox_seed", "philox_offset")
+
+
+@dataclass(frozen=True)
+class Value:
+    """A trace input or output: a tensor (dtype, shape) or a scalar (scalar dtype)."""
+    name: str
+    dtype: str | None
+    shape: tuple[int, ...] | None
+    scalar: str | None
+    requires_grad: bool
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.scalar is None
+
+    def describe(self) -> str:
+        if self.scalar:
+            return f"a {self.scalar} scalar"
+        return f"{self.dtype}{list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One entry-point parameter, as manifest.json's entry_points list it."""
+    name: str  # the C parameter name (g_x)
+    kind: str  # input, output, saved, cotangent, gradient
+    of: str  # the trace value (input, output, saved value) it belongs to
+    dtype: str | None
+    shape: tuple[int, ...] | None
+    scalar: str | None
+    storage: str | None  # dense, or bitmask (b8 packed at one bit per element)
+    nbytes: int | None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.scalar is None
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    name: str
+    params: tuple[Param, ...]
+
+    def of_kind(self, kind: str) -> list[Param]:
+        return [p for p in self.params if p.kind == kind]
+
+
+@dataclass(frozen=True)
+class SavedValue:
+    name: str
+    kind: str  # input, output, intermediate
+    scalar: str | None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    folder: Path
+    trace: str
+    header: str
+    inputs: tuple[Value, ...]
+    outputs: tuple[Value, ...]
+    saved: tuple[SavedValue, ...]  # saved_for_backward, in order
+    saved_scalars: tuple[SavedValue, ...]
+    forward: EntryPoint
+    backward: EntryPoint | None
+    workspace_bytes_function: str
+
+    @property
+    def status_string_function(self) -> str:
+        return f"{self.trace}_status_string"  # the header's documented name (README)
+
+
+class _Reader:
+    """Field access that names the file and the JSON pointer of anything missing or mistyped."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, message: str):
+        raise ManifestError(f"{self.path}: {where}: {message}")
+
+    def get(self, obj, key, kind, where, required=True):
+        if not isinstance(obj, dict):
+            self.fail(where, "expected an object")
+        if key not in obj:
+            if required:
+                self.fail(f"{where}/{key}", "missing")
+            return None
+        value = obj[key]
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok:
+            self.fail(f"{where}/{key}", f"expected {getattr(kind, '__name__', kind)}, found {type(value).__name__}")
+        return value
+
+    def dtype(self, obj, where, key="dtype"):
+        name = self.get(obj, key, str, where)
+        if name not in TORCH_DTYPES:
+            self.fail(f"{where}/{key}", f"unknown dtype {name!r}")
+        return name
+
+    def shape(self, obj, where):
+        dims = self.get(obj, "shape", list, where)
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+            self.fail(f"{where}/shape", "expected a list of non-negative integers")
+        return tuple(dims)
+
+    def scalar(self, obj, where):
+        name = self.get(obj, "scalar", str, where, required=False)
+        if name is not None and name not in SCALAR_CTYPES:
+            self.fail(f"{where}/scalar", f"unknown scalar dtype {name!r}")
+        return name
+
+    def value(self, obj, where) -> Value:
+        name = self.get(obj, "name", str, where)
+        scalar = self.scalar(obj, where)
+        tensor = scalar is None
+        return Value(name, self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None,
+                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)))
+
+    def param(self, obj, where) -> Param:
+        scalar = self.scalar(obj, where)
+        tensor = scalar is None
+        return Param(self.get(obj, "name", str, where), self.get(obj, "kind", str, where), self.get(obj, "of", str, where),
+                     self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None, scalar,
+                     self.get(obj, "storage", str, where) if tensor else None,
+                     self.get(obj, "bytes", int, where) if tensor else None)
+
+    def entry_point(self, obj, where) -> EntryPoint:
+        params = self.get(obj, "params", list, where)
+        return EntryPoint(self.get(obj, "name", str, where),
+                          tuple(self.param(p, f"{where}/params/{i}") for i, p in enumerate(params)))
+
+    def saved(self, obj, where) -> SavedValue:
+        return SavedValue(self.get(obj, "name", str, where), self.get(obj, "kind", str, where), self.scalar(obj, where))
+
+
+def read_manifest(folder: str | Path) -> Manifest:
+    """Reads and checks <folder>/manifest.json."""
+    folder = Path(folder)
+    path = folder / "manifest.json"
+    if not path.is_file():
+        raise ManifestError(f"{folder}: no manifest.json: not a folder written by thunder-gen")
+    try:
+        doc = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ManifestError(f"{path}: not valid JSON: {e}") from None
+    r = _Reader(path)
+    entry_points = r.get(doc, "entry_points", dict, "")
+    backward = r.get(entry_points, "backward", dict, "/entry_points", required=False)
+    m = Manifest(
+        folder=folder,
+        trace=r.get(doc, "trace", str, ""),
+        header=r.get(doc, "header", str, ""),
+        inputs=tuple(r.value(v, f"/inputs/{i}") for i, v in enumerate(r.get(doc, "inputs", list, ""))),
+        outputs=tuple(r.value(v, f"/outputs/{i}") for i, v in enumerate(r.get(doc, "outputs", list, ""))),
+        saved=tuple(r.saved(v, f"/saved_for_backward/{i}")
+                    for i, v in enumerate(r.get(doc, "saved_for_backward", list, ""))),
+        saved_scalars=tuple(r.saved(v, f"/saved_scalars/{i}")
+                            for i, v in enumerate(r.get(doc, "saved_scalars", list, ""))),
+        forward=r.entry_point(r.get(entry_points, "forward", dict, "/entry_points"), "/entry_points/forward"),
+        backward=r.entry_point(backward, "/entry_points/backward") if backward is not None else None,
+        workspace_bytes_function=r.get(doc, "workspace_bytes_function", str, ""),
+    )
+    _check_consistent(m, r)
+    return m
+
+
+def _check_consistent(m: Manifest, r: _Reader) -> None:
+    """What the loader assumes of the entry points' parameters, checked once here."""
+    inputs = {v.name for v in m.inputs}
+    outputs = {v.name for v in m.outputs}
+    for v in m.outputs:
+        if not v.is_tensor:
+            r.fail("/outputs", f"output {v.name!r} is a scalar; the loader returns tensors only")
+    for i, s in enumerate((*m.saved, *m.saved_scalars)):
+        if s.kind not in ("input", "output", "intermediate"):
+            where = f"/saved_for_backward/{i}" if i < len(m.saved) else f"/saved_scalars/{i - len(m.saved)}"
+            r.fail(f"{where}/kind", f"unknown kind {s.kind!r}")
+    saved = {(s.kind, s.name) for s in (*m.saved, *m.saved_scalars)}
+    known = {"forward": {"input": inputs, "output": outputs, "saved": {s.name for s in m.saved if s.kind == "intermediate"}},
+             "backward": {"input": {n for k, n in saved if k == "input"}, "output": {n for k, n in saved if k == "output"},
+                          "saved": {n for k, n in saved if k == "intermediate"}, "cotangent": outputs, "gradient": inputs}}
+    for which, ep in (("forward", m.forward), ("backward", m.backward)):
+        for i, p in enumerate(ep.params if ep else ()):
+            where = f"/entry_points/{which}/params/{i}"
+            if p.kind not in known[which]:
+                r.fail(f"{where}/kind", f"unexpected kind {p.kind!r} in the {which} entry point")
+            if p.of not in known[which][p.kind]:
+                r.fail(f"{where}/of", f"{p.of!r} is not among the {p.kind} values the manifest lists")
+            if p.is_tensor and p.storage not in ("dense", "bitmask"):
+                r.fail(f"{where}/storage", f"unknown storage {p.storage!r}")
+            if not p.is_tensor and p.kind in ("output", "saved", "gradient"):
+                r.fail(f"{where}/scalar", f"the {which} entry point writes {p.of!r}, and the loader writes tensors only")
+    # Outputs and cotangents go by position (an output listed twice has a parameter per listing).
+    for which, ep, kind in (("forward", m.forward, "output"), ("backward", m.backward, "cotangent")):
+        if ep is not None and [p.of for p in ep.of_kind(kind)] != [v.name for v in m.outputs]:
+            r.fail(f"/entry_points/{which}/params", f"its {kind} parameters are not one per output, in the outputs' order")
+    if m.backward is None and any(v.requires_grad for v in m.inputs):
+        r.fail("/entry_points", "inputs require grad but there is no backward entry point")

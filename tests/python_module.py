@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""Tests of thunder_gen (python/): generated folders loaded into PyTorch with thunder_gen.load,
+run from the virtual environment tools/setup-python.sh installs it into.
+
+    python_module.py corpus MODEL --work DIR   # one corpus model against PyTorch eager
+    python_module.py api --work DIR            # arguments, autograd, statuses, the build cache
+    python_module.py cuda --work DIR           # the nvcc build (no GPU needed; run on one if any)
+
+corpus: examples/corpus/MODEL.json generated, loaded with device="cpu" (host emulation), and
+checked against the tools/corpus.py module in eager mode on the inputs it was captured with:
+every output, every input gradient, then three SGD steps of training (losses and parameters).
+Dropout draws the generated code's Philox streams; eager replays them
+(tools/check_against_torch.py, DropoutReplay). Tolerances: the table of reference/compare.cpp
+(tools/torch_reference.py). Plain SGD, not AdamW: Adam divides each gradient by its own running
+magnitude, so a parameter whose gradient is 1e-9 in eager and -1e-9 here (both within the table)
+would move by +lr and -lr, and the comparison would test Adam, not the gradients.
+
+Prints one line per check and 'N passed, N failed'; exits 1 on any failure. THUNDER_GEN names
+the generator binary (ctest sets it).
+"""
+import argparse
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import corpus  # noqa: E402
+import thunder_export  # noqa: E402
+import torch_reference  # noqa: E402
+from check_against_torch import DropoutReplay  # noqa: E402
+
+import thunder_gen  # noqa: E402  (installed in .venv by tools/setup-python.sh)
+
+SGD_STEPS, SGD_LR, SGD_MOMENTUM = 3, 0.05, 0.9
+
+
+def first_lines(text: str, count: int = 3) -> str:
+    """An error message for the log: a build error carries pages of compiler output."""
+    lines = text.splitlines()
+    return "\n".join(lines[:count]) + (f"\n[{len(lines) - count} more lines]" if len(lines) > count else "")
+
+
+class Checks:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def expect(self, ok: bool, what: str) -> bool:
+        print(f"{'ok' if ok else 'FAIL'}: {what}", flush=True)
+        self.passed += bool(ok)
+        self.failed += not ok
+        return ok
+
+    def close(self, what: str, actual, expected, dt: str = "f32") -> bool:
+        if actual is None or expected is None:
+            return self.expect(False, f"{what}: {'no result' if actual is None else 'no expected value'}")
+        c = torch_reference.compare(actual.detach(), expected.detach(), dt)
+        return self.expect(c.ok, f"{what} {dt}{list(expected.shape)}: {c.summary()}")
+
+    def raises(self, what: str, exc_type, needles: list[str], fn) -> bool:
+        try:
+            fn()
+        except exc_type as e:
+            missing = [n for n in needles if n not in str(e)]
+            return self.expect(not missing, f"{what}: {type(e).__name__}: {first_lines(str(e))}"
+                               + (f" (lacks {missing})" if missing else ""))
+        except Exception as e:  # the wrong kind of error fails the check, it does not end the run
+            return self.expect(False, f"{what}: expected {exc_type.__name__}, got {type(e).__name__}: {e}")
+        return self.expect(False, f"{what}: nothing was raised")
+
+    def summary(self) -> int:
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
+def generate(trace: Path, out: Path) -> Path:
+    thunder_gen_bin = os.environ.get("THUNDER_GEN", str(ROOT / "build" / "thunder-gen"))
+    r = subprocess.run([thunder_gen_bin, str(trace), "-o", str(out)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"thunder-gen {trace} exited {r.returncode}: {r.stderr}")
+    return out
+
+
+def timed_load(checks: Checks, out: Path, build_root: Path, **kw):
+    start = time.time()
+    module = thunder_gen.load(out, build_root=build_root, **kw)
+    print(f"loaded {module.manifest.trace} in {time.time() - start:.1f} s", flush=True)
+    return module
+
+
+def run_eager(module, args, seed):
+    replay = DropoutReplay(seed, 0)
+    with replay.active():
+        out = module(*args)
+    return out, replay.notes
+
+
+def run_generated(gen, inputs, seed):
+    return gen(*inputs, philox_seed=seed, philox_offset=0) if gen.random_state else gen(*inputs)
+
+
+def loss_of(out, target):
+    return out if out.dim() == 0 else ((out - target) ** 2).mean()
+
+
+# ---- corpus models against eager ------------------------------------------------------------
+
+
+def check_forward_and_gradients(checks: Checks, model, doc: dict, gen) -> None:
+    module, args = model.fn(), model.inputs()
+    eager_inputs = thunder_export.input_tensors(doc, module, args, {})
+    decls = {d["name"]: d for d in doc["inputs"]}
+    for name, t in eager_inputs.items():  # the corpus inputs are the tensors the model was captured with
+        saved = torch_reference.load_npy(ROOT / "examples" / "corpus" / f"{model.name}.inputs" / f"{name}.npy", decls[name]["dtype"])
+        if not torch.equal(saved, t.detach()):
+            checks.expect(False, f"{model.name}: input {name} differs from examples/corpus/{model.name}.inputs/{name}.npy")
+    ours = {n: t.detach().clone().requires_grad_(bool(decls[n].get("requires_grad"))) for n, t in eager_inputs.items()}
+    seed = 20261202
+    out, notes = run_eager(module, args, seed)
+    got = run_generated(gen, [ours[n] for n in gen.input_names], seed)
+    for note, ok in notes:
+        checks.expect(ok, f"{model.name}: {note}")
+    outs, gots = (list(out), list(got)) if isinstance(out, tuple) else ([out], [got])
+    g = torch.Generator().manual_seed(2)
+    cotangents = [torch.randn(o.shape, generator=g) for o in outs]
+    for name, o, r in zip(doc["outputs"], gots, outs):
+        checks.close(f"{model.name}: output {name}", o, r)
+    saved = gots[0].grad_fn.saved_tensors
+    checks.expect(len(saved) == len(gen.manifest.saved),
+                  f"{model.name}: the autograd node saves {len(saved)} tensors, the manifest lists {len(gen.manifest.saved)}")
+    torch.autograd.backward(outs, cotangents)
+    torch.autograd.backward(gots, cotangents)
+    for name, t in eager_inputs.items():
+        if decls[name].get("requires_grad"):
+            checks.close(f"{model.name}: gradient of {name}", ours[name].grad, t.grad)
+        else:
+            checks.expect(ours[name].grad is None, f"{model.name}: {name} requires no grad and gets none")
+
+
+def check_training(checks: Checks, model, doc: dict, gen) -> None:
+    """SGD_STEPS steps on the model's parameters (the model's data inputs get no gradient)."""
+    module, args = model.fn(), tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in model.inputs())
+    eager_inputs = thunder_export.input_tensors(doc, module, args, {})
+    params = {n for n, t in eager_inputs.items() if isinstance(t, torch.nn.Parameter)}
+    ours = {n: t.detach().clone().requires_grad_(n in params) for n, t in eager_inputs.items()}
+    initial = {n: ours[n].detach().clone() for n in params}
+    eager_opt = torch.optim.SGD(module.parameters(), lr=SGD_LR, momentum=SGD_MOMENTUM)
+    our_opt = torch.optim.SGD([ours[n] for n in sorted(params)], lr=SGD_LR, momentum=SGD_MOMENTUM)
+    target = None
+    for step in range(SGD_STEPS):
+        seed = 1000 + step
+        out, _ = run_eager(module, args, seed)
+        got = run_generated(gen, [ours[n] for n in gen.input_names], seed)
+        if target is None:
+            target = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+        eager_loss, our_loss = loss_of(out, target), loss_of(got, target)
+        checks.close(f"{model.name}: SGD step {step + 1} loss", our_loss, eager_loss)
+        for opt, loss in ((eager_opt, eager_loss), (our_opt, our_loss)):
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for n in sorted(params):
+        checks.close(f"{model.name}: {n} after {SGD_STEPS} SGD steps", ours[n], eager_inputs[n])
+    # Each parameter moved beyond the tolerance, so one the loaded module failed to train would show.
+    unmoved = [n for n in sorted(params) if torch_reference.compare(initial[n], eager_inputs[n].detach(), "f32").ok]
+    checks.expect(not unmoved, f"{model.name}: every parameter moved beyond the tolerance in training {unmoved}")
+    none = [n for n in eager_inputs if n not in params and ours[n].grad is not None]
+    checks.expect(not none, f"{model.name}: data inputs without requires_grad got no gradient {none}")
+
+
+def corpus_main(name: str, work: Path) -> int:
+    checks = Checks()
+    model = next((m for m in corpus.MODELS if m.name == name), None)
+    if model is None:
+        sys.exit(f"unknown corpus model {name!r}; the corpus has {[m.name for m in corpus.MODELS]}")
+    trace = ROOT / "examples" / "corpus" / f"{name}.json"
+    doc = json.loads(trace.read_text())
+    gen = timed_load(checks, generate(trace, work / "out"), work / "extensions", device="cpu")
+    start = time.time()
+    check_forward_and_gradients(checks, model, doc, gen)
+    check_training(checks, model, doc, gen)
+    print(f"{name}: checks ran in {time.time() - start:.1f} s")
+    return checks.summary()
+
+
+# ---- the loader's own behaviour, on small traces --------------------------------------------
+
+def api_trace(name: str, scale: float = 1.0) -> dict:
+    """t4 = x * w * s * scale + float(n) + c, t5 = n + n (i64), t6 = t4 @ m; outputs t4, t5, t6,
+    t4 again and the input x (an output listed twice, and an input passed through)."""
+    def v(n, shape, dtype="f32", **kw):
+        return {"name": n, "shape": shape, "dtype": dtype, **kw}
+
+    def op(symbol, args, out):
+        return {"op": symbol, "args": args, "out": [out]}
+    return {
+        "format": "thunder-gen-trace", "version": 1, "name": name, "source": "tests/python_module.py",
+        "inputs": [v("x", [4, 8], requires_grad=True), v("w", [4, 8], requires_grad=True), v("c", [4, 8]),
+                   v("n", [4, 8], "i64"), v("m", [8, 2], requires_grad=True), {"name": "s", "scalar": "f64"}],
+        "ops": [op("prims.mul", ["x", "w"], v("t0", [4, 8])),
+                op("prims.mul", ["t0", "s"], v("t1a", [4, 8])),
+                op("prims.mul", ["t1a", scale], v("t1", [4, 8])),
+                op("prims.convert_element_type", ["n", {"dtype": "f32"}], v("t2", [4, 8])),
+                op("prims.add", ["t1", "t2"], v("t3", [4, 8])),
+                op("prims.add", ["t3", "c"], v("t4", [4, 8])),
+                op("prims.add", ["n", "n"], v("t5", [4, 8], "i64")),
+                op("prims.matmul", ["t4", "m"], v("t6", [4, 2]))],
+        "outputs": ["t4", "t5", "t6", "t4", "x"],
+    }
+
+
+def write_trace(doc: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def api_inputs(requires_grad=True):
+    g = torch.Generator().manual_seed(5)
+    x, w, c = (torch.randn(4, 8, generator=g).requires_grad_(requires_grad) for _ in range(3))
+    n = torch.randint(-3, 4, (4, 8), generator=g)
+    m = torch.randn(8, 2, generator=g).requires_grad_(requires_grad)
+    return x, w, c, n, m, 0.5
+
+
+def api_eager(x, w, c, n, m, s, scale=1.0):
+    t4 = x * w * s * scale + n.float() + c
+    return t4, n + n, t4 @ m, t4, x
+
+
+def api_loss(outputs):
+    """sum's cotangent is an expanded, non-contiguous tensor; each listing of t4 gets a cotangent of
+    its own."""
+    t4, _, t6, t4_again, x = outputs
+    return t4.sum() + (t6 * 3).sum() + (t4_again * t4_again).sum() + (x * 5).sum()
+
+
+def check_results_and_autograd(checks: Checks, gen) -> None:
+    x, w, c, n, m, s = api_inputs()
+    got = gen(x, w, c, n, m, s)
+    checks.expect(isinstance(got, tuple) and len(got) == 5, "five outputs come back as a tuple")
+    ex, ew, ec, en, em, _ = (t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
+                             for t in api_inputs())
+    want = api_eager(ex, ew, ec, en, em, s)
+    checks.close("output t4", got[0], want[0])
+    checks.expect(torch.equal(got[1], want[1]) and got[1].dtype == torch.int64 and not got[1].requires_grad,
+                  "i64 output t5 is exact and not differentiable")
+    checks.close("output t6", got[2], want[2])
+    checks.expect(torch.equal(got[3], got[0]) and got[3] is not got[0], "t4 listed twice: the same values, two tensors")
+    checks.expect(torch.equal(got[4], x) and got[4].data_ptr() != x.data_ptr(), "output x: a copy of the input x")
+    saved = got[0].grad_fn.saved_tensors
+    listed = [s.name for s in gen.manifest.saved]
+    by_input = {"x": x, "w": w, "c": c, "n": n, "m": m}
+    same = all(t.data_ptr() == by_input[name].data_ptr() for name, t in zip(listed, saved) if name in by_input)
+    checks.expect(len(saved) == len(listed) and same,
+                  f"the node saves exactly the manifest's saved_for_backward {listed} (inputs as the caller's tensors)")
+    api_loss(got).backward()
+    api_loss(want).backward()
+    for name, ours, theirs in (("x", x, ex), ("w", w, ew), ("m", m, em)):
+        checks.close(f"gradient of {name}", ours.grad, theirs.grad)
+    checks.expect(c.grad is None, "c: requires grad here, not in the trace: no gradient (None)")
+    x2, w2, c2, n2, m2, _ = api_inputs(requires_grad=False)
+    w2.requires_grad_(True)
+    gen(x2, w2, c2, n2, m2, s)[0].sum().backward()
+    checks.expect(x2.grad is None and m2.grad is None and w2.grad is not None,
+                  "inputs that do not require grad get None, the one that does gets its gradient")
+    with torch.no_grad():
+        plain = gen(*api_inputs())
+    checks.expect(plain[0].grad_fn is None and torch.equal(plain[0], got[0].detach()),
+                  "under no_grad: the same values, no autograd node")
+
+
+def check_refusals(checks: Checks, gen) -> None:
+    x, w, c, n, m, s = api_inputs()
+    cases = [
+        ("an f64 tensor for f32 x", TypeError, ["'x'", "torch.float32", "torch.float64"], (x.double(), w, c, n, m, s)),
+        ("an i32 tensor for i64 n", TypeError, ["'n'", "torch.int64", "torch.int32"], (x, w, c, n.int(), m, s)),
+        ("x of shape [4, 9]", ValueError, ["'x'", "[4, 8]", "[4, 9]"], (torch.randn(4, 9), w, c, n, m, s)),
+        ("m of shape [2, 8]", ValueError, ["'m'", "[8, 2]", "[2, 8]"], (x, w, c, n, m.detach().t().contiguous(), s)),
+        ("w on the meta device", ValueError, ["'w'", "on cpu", "meta"], (x, torch.empty(4, 8, device="meta"), c, n, m, s)),
+        ("a transposed (non-contiguous) c", ValueError, ["'c'", "contiguous", "[1, 4]"], (x, w, torch.randn(8, 4).t(), n, m, s)),
+        ("a sparse w", ValueError, ["'w'", "strided", "sparse"], (x, w.detach().to_sparse(), c, n, m, s)),
+        ("a lazily negated x", ValueError, ["'x'", "negation"], (x, w, c, n, m, s)),
+        ("a list for x", TypeError, ["'x'", "tensor", "list"], ([[0.0] * 8] * 4, w, c, n, m, s)),
+        ("a tensor for the f64 scalar s", TypeError, ["'s'", "float"], (x, w, c, n, m, torch.tensor(0.5))),
+        ("five inputs of six", TypeError, ["expected 6 inputs", "x, w, c, n, m, s"], (x, w, c, n, m)),
+    ]
+    for what, exc, needles, args in cases:
+        if what == "a lazily negated x":
+            args = (x.detach()._neg_view(),) + args[1:]
+        checks.raises(f"refused: {what}", exc, needles, lambda a=args: gen(*a))
+    checks.raises("refused: philox_seed on a trace without random ops", TypeError, ["philox_seed", "random"],
+                  lambda: gen(x, w, c, n, m, s, philox_seed=1))
+
+
+def header_statuses(gen) -> dict[str, int]:
+    """The status codes the folder's public header defines: MISALIGNED -> 2, ..."""
+    text = (gen.manifest.folder / gen.manifest.header).read_text()
+    return {name: int(code) for name, code in re.findall(r"\bTHUNDER_GEN_([A-Z_]+) = (\d+)", text)}
+
+
+def check_statuses(checks: Checks, gen) -> None:
+    x, w, c, n, m, s = api_inputs(requires_grad=False)
+    raw = bytearray(4 * 32 + 1)
+    misaligned = torch.frombuffer(raw, dtype=torch.float32, count=32, offset=1).view(4, 8)
+    codes = header_statuses(gen)
+    checks.expect(len(codes) == len(set(codes.values())) and codes.get("SUCCESS") == 0,
+                  f"the header's statuses, distinct: {codes}")
+    words = gen.library.status_string(codes["MISALIGNED"])
+    checks.expect(bool(words) and words != gen.library.status_string(0), f"MISALIGNED has words of its own: {words!r}")
+    checks.raises("a float pointer off by a byte: MISALIGNED", thunder_gen.StatusError,
+                  [gen.manifest.forward.name, f"status {codes['MISALIGNED']}", words], lambda: gen(x, misaligned, c, n, m, s))
+    os.environ["TG_EMU_FAIL"] = "gemm"
+    try:
+        gemm_failed = codes["GEMM_FAILED"]
+        checks.raises("TG_EMU_FAIL=gemm: GEMM_FAILED", thunder_gen.StatusError,
+                      [f"status {gemm_failed}", gen.library.status_string(gemm_failed)], lambda: gen(x, w, c, n, m, s))
+        checks.expect(thunder_gen.StatusError.__mro__[1:].count(RuntimeError) == 1, "StatusError is a RuntimeError")
+    finally:
+        del os.environ["TG_EMU_FAIL"]
+    os.environ["TG_EMU_FAIL"] = "alloc"
+    try:  # the loader passes a workspace, so the entry points allocate nothing that could fail
+        ws = gen.library.workspace_bytes
+        x, w, c, n, m, s = api_inputs()
+        out = gen(x, w, c, n, m, s)
+        out[2].sum().backward()
+        checks.expect(ws > 0 and m.grad is not None,
+                      f"TG_EMU_FAIL=alloc: forward and backward run in a {ws}-byte workspace of torch's")
+    except thunder_gen.StatusError as e:
+        checks.expect(False, f"TG_EMU_FAIL=alloc: {e}")
+    finally:
+        del os.environ["TG_EMU_FAIL"]
+
+
+def check_rebuilds(checks: Checks, gen, work: Path) -> None:
+    """gen: py_api's module, loaded from work/api with the default build root."""
+    root, out = thunder_gen.default_build_root(), gen.manifest.folder
+    library = gen.library.path
+    built = library.stat().st_mtime_ns
+    again = timed_load(checks, out, None)
+    checks.expect(again.library.path == library and library.stat().st_mtime_ns == built,
+                  "an unchanged folder loads the library built before")
+    generate(write_trace(api_trace("py_api", 3.0), work / "py_api.json"), out)
+    changed = timed_load(checks, out, None)
+    checks.expect(changed.library.path != library, f"a changed folder builds a new library: {changed.library.path.name}")
+    args = api_inputs(requires_grad=False)
+    old, new = gen(*args)[0], changed(*args)[0]
+    checks.close("the old module still computes the old trace", old, api_eager(*args)[0])
+    checks.close("the new module computes the changed trace", new, api_eager(*args, scale=3.0)[0])
+    builds = sorted(p.name for p in root.iterdir() if p.is_dir())
+    checks.expect(len(builds) == 2, f"two builds in the cache: {builds}")
+
+
+def check_default_root(checks: Checks, gen, root: Path) -> None:
+    checks.expect(gen.library.path.is_relative_to(root / "thunder_gen"),
+                  f"without build_root the cache is $TORCH_EXTENSIONS_DIR/thunder_gen: {gen.library.path}")
+
+
+def check_random_state(checks: Checks, work: Path) -> None:
+    gen = timed_load(checks, generate(ROOT / "examples" / "dropout_p09.json", work / "dropout"), work / "extensions")
+    x = torch.randn(1024, 1024)
+    torch.manual_seed(7)
+    a = gen(x)
+    torch.manual_seed(7)
+    b, c = gen(x), gen(x)
+    checks.expect(torch.equal(a, b) and not torch.equal(b, c),
+                  "dropout: the default seed comes from torch's generator (torch.manual_seed repeats a run; the next call draws anew)")
+    d, e = gen(x, philox_seed=11, philox_offset=3), gen(x, philox_seed=11, philox_offset=3)
+    checks.expect(torch.equal(d, e) and not torch.equal(d, gen(x, philox_seed=11, philox_offset=4)),
+                  "dropout: an explicit philox_seed and philox_offset fix the mask")
+    checks.raises("refused: a float philox_seed", TypeError, ["'philox_seed'", "int"], lambda: gen(x, philox_seed=1.5))
+
+
+def check_bad_folders(checks: Checks, work: Path) -> None:
+    empty = work / "not-generated"
+    empty.mkdir(parents=True, exist_ok=True)
+    checks.raises("a folder without manifest.json", thunder_gen.ManifestError, [str(empty), "manifest.json"],
+                  lambda: thunder_gen.load(empty, build_root=work / "extensions"))
+    broken = work / "broken"
+    generate(write_trace(api_trace("py_broken"), work / "py_broken.json"), broken)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    del manifest["entry_points"]["forward"]["params"][1]["kind"]
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    checks.raises("a manifest param without its kind", thunder_gen.ManifestError,
+                  ["/entry_points/forward/params/1/kind", "missing"], lambda: thunder_gen.load(broken, build_root=work / "extensions"))
+    (broken / "manifest.json").write_text(json.dumps({**manifest, "entry_points": {}}))
+    checks.raises("a manifest without the forward entry point", thunder_gen.ManifestError,
+                  ["/entry_points/forward", "missing"], lambda: thunder_gen.load(broken, build_root=work / "extensions"))
+    generate(write_trace(api_trace("py_broken"), work / "py_broken.json"), broken)
+    (broken / "forward.cu").write_text("this is not C++\n")
+    checks.raises("a forward.cu that does not compile", thunder_gen.BuildError, ["forward.cu", "error"],
+                  lambda: thunder_gen.load(broken, build_root=work / "extensions"))
+    checks.raises("device='cuda' without a GPU" if not torch.cuda.is_available() else "device='meta'",
+                  (RuntimeError, ValueError), ["no CUDA device"] if not torch.cuda.is_available() else ["'meta'"],
+                  lambda: thunder_gen.load(broken, device="cuda" if not torch.cuda.is_available() else "meta"))
+
+
+def api_main(work: Path) -> int:
+    checks = Checks()
+    installed = Path(thunder_gen.__file__).resolve()
+    checks.expect(installed.is_relative_to(ROOT / "python"),
+                  f"thunder_gen is imported from this checkout's python/ ({installed}; tools/setup-python.sh installs it)")
+    # py_api is built where a load without build_root builds: $TORCH_EXTENSIONS_DIR/thunder_gen (made
+    # empty here: check_rebuilds counts the builds in it). The other traces build in work/extensions.
+    default_root = work / "default-root"
+    shutil.rmtree(default_root, ignore_errors=True)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(default_root)
+    gen = timed_load(checks, generate(write_trace(api_trace("py_api"), work / "py_api.json"), work / "api"), None)
+    check_default_root(checks, gen, default_root)
+    check_results_and_autograd(checks, gen)
+    check_refusals(checks, gen)
+    check_statuses(checks, gen)
+    check_rebuilds(checks, gen, work)
+    check_random_state(checks, work)
+    check_bad_folders(checks, work)
+    return checks.summary()
+
+
+# ---- the CUDA build --------------------------------------------------------------------------
+
+def cuda_main(work: Path) -> int:
+    checks = Checks()
+    out = generate(write_trace(api_trace("py_cuda"), work / "py_cuda.json"), work / "cuda")
+    from torch.utils import cpp_extension
+    cuda_home = cpp_extension.CUDA_HOME
+    cpp_extension.CUDA_HOME = None
+    try:
+        checks.raises("device='cuda' without a CUDA toolkit", thunder_gen.BuildError, ["CUDA toolkit", "nvcc"],
+                      lambda: thunder_gen.build(out, device="cuda", build_root=work / "extensions"))
+    finally:
+        cpp_extension.CUDA_HOME = cuda_home
+    if cuda_home is None:
+        checks.expect(True, "no CUDA toolkit here: the nvcc build is not tried")
+        return checks.summary()
+    start = time.time()
+    path = thunder_gen.build(out, device="cuda", arch="sm_90", build_root=work / "extensions")
+    lib = ctypes.CDLL(str(path))
+    checks.expect(all(hasattr(lib, f"py_cuda_{f}") for f in ("forward", "backward", "workspace_bytes", "status_string")),
+                  f"nvcc build for sm_90 in {time.time() - start:.1f} s: {path.name} defines the four entry points")
+    if torch.cuda.is_available():
+        on_gpu = thunder_gen.load(out, device="cuda", build_root=work / "extensions")
+        on_cpu = thunder_gen.load(out, device="cpu", build_root=work / "extensions")
+        args = api_inputs()
+        gpu_args = [a.detach().cuda().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
+        cpu_out, gpu_out = on_cpu(*args), on_gpu(*gpu_args)
+        for name, a, b in zip(("t4", "t5", "t6", "t4 again", "x"), gpu_out, cpu_out):
+            checks.close(f"GPU output {name} against the emulation", a.cpu(), b, "i64" if a.dtype == torch.int64 else "f32")
+        api_loss(cpu_out).backward()
+        api_loss(gpu_out).backward()
+        for name, a, b in zip("xwm", (gpu_args[0], gpu_args[1], gpu_args[4]), (args[0], args[1], args[4])):
+            checks.close(f"GPU gradient of {name} against the emulation", a.grad.cpu(), b.grad)
+    return checks.summary()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["corpus", "api", "cuda"])
+    p.add_argument("model", nargs="?", help="corpus: the model (tools/corpus.py)")
+    p.add_argument("--work", required=True, help="scratch folder (generated folders, the build cache)")
+    a = p.parse_args(argv)
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if a.what == "corpus":
+        if not a.model:
+            p.error("corpus needs a model")
+        return corpus_main(a.model, work)
+    return api_main(work) if a.what == "api" else cuda_main(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
