@@ -1,5 +1,6 @@
 #include "autograd.h"
 
+#include "dead_code.h"
 #include "decompose.h"
 #include "prim_builder.h"
 #include "prim_vocabulary.h"
@@ -170,14 +171,7 @@ JointTrace autograd(Trace forward) {
   // Rules give every operand its contribution; drop the ones no gradient output uses (those for
   // operands that do not require grad).
   std::vector<Op> backward = b.take_ops();
-  std::vector<bool> live(joint.values.size(), false);
-  for (ValueId v : joint.outputs) live[v] = true;
-  std::vector<bool> keep(backward.size(), false);
-  for (size_t i = backward.size(); i-- > 0;) {
-    for (ValueId v : backward[i].outs) keep[i] = keep[i] || live[v];
-    if (keep[i])
-      for (const Arg& a : backward[i].args) for_each_value(a, [&](ValueId v) { live[v] = true; });
-  }
+  const std::vector<bool> keep = live_ops(backward, joint.values.size(), joint.outputs);
   joint.ops.reserve(joint.ops.size() + size_t(std::count(keep.begin(), keep.end(), true)));  // (Ops are large to move)
   for (size_t i = 0; i < backward.size(); ++i)
     if (keep[i]) joint.ops.push_back(std::move(backward[i]));

@@ -129,7 +129,7 @@ class Fuser {
       for (ValueId v : t_.ops[i].outs) producer_[v] = int(i);
     depth_.assign(t_.values.size(), 0);
     from_scalars_.assign(t_.values.size(), false);
-    mark_live();
+    mark_reads();
   }
 
   Trace run() {
@@ -137,7 +137,6 @@ class Fuser {
     for (size_t i = 0; i < t_.ops.size(); ++i) {
       const Op& op = t_.ops[i];
       TG_CHECK(op.info && op.info->fusion != FusionClass::kernel, "fuse expects a decomposed trace");
-      if (!live_op_[i]) continue;  // computes nothing an output needs
       if (is_reduction(op)) {
         place_reduction(op);
         continue;
@@ -176,7 +175,6 @@ class Fuser {
   std::set<ValueId> outputs_{t_.outputs.begin(), t_.outputs.end()};
   std::vector<int> home_;      // kernel that computes and places the value, kInput or kInline
   std::vector<int> producer_;  // op index defining the value, -1 for inputs
-  std::vector<bool> live_op_;  // does a trace output depend on the op?
   std::vector<int> depth_;     // inline values: the longest chain of ops computing them
   std::vector<bool> from_scalars_;  // computed from scalar values alone, reading no memory
   bool placing_reduction_ = false;
@@ -202,21 +200,10 @@ class Fuser {
     return it->second;
   };
 
-  void mark_live() {
-    live_op_.assign(t_.ops.size(), false);
-    std::vector<bool> live_value(t_.values.size(), false);
+  // (The dead-code pass ran before: every op here is needed, so every read counts.)
+  void mark_reads() {
     read_by_ops_.assign(t_.values.size(), false);
-    for (ValueId v : t_.outputs) live_value[v] = true;
-    std::function<void(const Arg&)> use = [&](const Arg& a) {
-      if (a.is_value()) live_value[a.value] = read_by_ops_[a.value] = true;
-      for (const Arg& item : a.items) use(item);
-    };
-    for (size_t i = t_.ops.size(); i-- > 0;) {
-      const Op& op = t_.ops[i];
-      for (ValueId v : op.outs) live_op_[i] = live_op_[i] || live_value[v];
-      if (live_op_[i])
-        for (const Arg& a : op.args) use(a);
-    }
+    for (const Op& op : t_.ops) for_each_value(op, [&](ValueId v) { read_by_ops_[size_t(v)] = true; });
   }
 
   // Walks what computing `v` at `index` inside kernel k reads. Returns false when it would read

@@ -79,7 +79,7 @@ int validate(const std::vector<std::string>& files) {
       // Decomposition and autograd refuse some traces the reader accepts (an op with no gradient
       // on a requires-grad path); validate reports what generation would.
       tg::PipelineOptions through_autograd;
-      through_autograd.stop_after = tg::Stage::joint;
+      through_autograd.stop_after = tg::Pass::autograd;
       std::ostringstream no_log;
       tg::run_pipeline(t, through_autograd, no_log);
       std::cout << file << ": ok (" << t.ops.size() << " ops, " << t.inputs.size() << " inputs, " << t.outputs.size() << " outputs)\n";
@@ -150,10 +150,24 @@ std::string conflicting_options(const Request& r) {
   return "";
 }
 
+// --emit's names: every pass by its name, and the stage names of earlier versions.
+const std::map<std::string, tg::Pass>& emit_stages() {
+  static const std::map<std::string, tg::Pass> stages = [] {
+    std::map<std::string, tg::Pass> m = {{"trace", tg::Pass::overrides}, {"decomposed", tg::Pass::decompose}, {"joint", tg::Pass::autograd},
+                                         {"plan", tg::Pass::partition},  {"fused", tg::Pass::fuse},           {"cuda", tg::Pass::emit}};
+    for (tg::Pass pass : tg::all_passes()) m.emplace(std::string(tg::pass_name(pass)), pass);
+    return m;
+  }();
+  return stages;
+}
+
+std::vector<std::string> emit_stage_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, pass] : emit_stages()) names.push_back(name);
+  return names;
+}
+
 int generate(const Request& r) {
-  static const std::map<std::string, tg::Stage> stages = {{"trace", tg::Stage::read},  {"decomposed", tg::Stage::decompose},
-                                                          {"joint", tg::Stage::joint}, {"plan", tg::Stage::partition},
-                                                          {"fused", tg::Stage::fuse},  {"cuda", tg::Stage::cuda}};
   const std::string& file = r.trace_file;
   const std::string& emit = r.emit;
   const std::string& out_dir = r.out_dir;
@@ -165,7 +179,7 @@ int generate(const Request& r) {
   options.overrides = overrides_of(r);
   options.remat.pack_bools = !r.no_pack_bool;
   if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
-  if (!emit.empty()) options.stop_after = stages.at(emit);
+  if (!emit.empty()) options.stop_after = emit_stages().at(emit);
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
@@ -232,8 +246,9 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", request.out_dir, "output folder: created, or replaced as a whole when empty or an earlier output");
   app.add_flag("--force", request.force, "replace the output folder even when it holds something other than an earlier output");
   app.add_option("--emit", request.emit,
-                 "stop after a stage and print it: trace, decomposed, joint (the autograd trace), plan (as explain prints it), fused or cuda")
-      ->check(CLI::IsMember({"trace", "decomposed", "joint", "plan", "fused", "cuda"}));
+                 "stop after a pass and print its result: read, rng, overrides (or trace), decompose (or decomposed), dead-code, "
+                 "autograd (or joint), partition (or plan: as explain prints it), epilogue, fuse (or fused), emit (or cuda)")
+      ->check(CLI::IsMember(emit_stage_names()));
   app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
   app.add_flag("-v,--verbose", request.verbose, "one line per pass, with its time");
   app.add_flag("--check", request.check,

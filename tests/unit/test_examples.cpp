@@ -23,8 +23,9 @@ namespace {
 
 std::vector<fs::path> examples() {
   std::vector<fs::path> out;
-  for (const auto& e : fs::recursive_directory_iterator(TG_EXAMPLES_DIR))  // examples/corpus too
-    if (e.path().extension() == ".json") out.push_back(e.path());
+  // examples/corpus and examples/consumer too; a consumer's overrides file is JSON but no trace.
+  for (const auto& e : fs::recursive_directory_iterator(TG_EXAMPLES_DIR))
+    if (e.path().extension() == ".json" && e.path().filename() != "tags.json") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "dead_code.h"
 #include "decompose.h"
 #include "emit_cuda.h"
 #include "fuse.h"
@@ -16,8 +17,9 @@ using test::tensor;
 
 namespace {
 
+// As the pipeline runs fusion: after decomposition and the dead-code pass.
 tg::Trace fused(const std::string& json) {
-  tg::Trace t = tg::fuse(tg::decompose(tg::read_trace(json)));
+  tg::Trace t = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
   tg::verify_pass(t, "fuse");
   return t;
 }

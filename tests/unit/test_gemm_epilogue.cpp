@@ -48,7 +48,7 @@ std::string linear_gelu_trace(const std::string& mode, bool requires_grad = fals
 // The forward and the backward of a trace, fused, as --emit fused lists them.
 std::string fused_listing(const std::string& json) {
   tg::PipelineOptions options;
-  options.stop_after = tg::Stage::fuse;
+  options.stop_after = tg::Pass::fuse;
   std::ostringstream log;
   return tg::run_pipeline(tg::read_trace(json), options, log).stopped_text;
 }
@@ -151,7 +151,7 @@ TEST_CASE("a weight gradient's GEMM also writes the bias gradient when the sum's
   CHECK(other.ops.size() == 3);
   // The emitted call names the bias gradient's buffer last.
   tg::PipelineOptions options;
-  options.stop_after = tg::Stage::cuda;
+  options.stop_after = tg::Pass::emit;
   std::ostringstream log;
   const std::string cuda = tg::run_pipeline(tg::read_trace(weight_and_bias_grad_trace(false)), options, log).stopped_text;
   const size_t call = cuda.find("tg::matmul(g_g, g_x, g_gw, tg::GemmShape{1, 8, 32, 16, false, true, false}, stream, ");
@@ -196,7 +196,7 @@ TEST_CASE("a transposed weight folds under a batched activation too: the batches
   CHECK(t.value(t.ops[0].arg(1).value).name == "w");
   CHECK(t.ops[0].arg(5).boolean);
   tg::PipelineOptions options;
-  options.stop_after = tg::Stage::cuda;
+  options.stop_after = tg::Pass::emit;
   std::ostringstream log;
   const std::string cuda = tg::run_pipeline(tg::read_trace(json), options, log).stopped_text;
   CHECK(cuda.find("tg::GemmShape{1, 32, 8, 32, false, false, true}") != std::string::npos);
