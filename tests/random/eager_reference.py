@@ -38,6 +38,7 @@ from torch_reference import DTYPES, TOLERANCES, load_npy  # noqa: E402
 
 FLOATS = ("f32", "f64", "bf16", "f16")
 SIGNIFICAND_BITS = {"bf16": 8, "f16": 11, "f32": 24, "f64": 53}
+MIN_NORMAL_EXPONENT = {"bf16": -126, "f16": -14, "f32": -126, "f64": -1022}  # below: subnormals, spaced as at this exponent
 
 
 def storage(dt: str) -> torch.dtype:
@@ -110,7 +111,7 @@ class Interpreter:
         if x is None:  # no gradient flows into this value
             return None
         wide = x.detach().to(torch.float64)
-        exponent = torch.floor(torch.log2(wide.abs().clamp_min(1e-300)))
+        exponent = torch.floor(torch.log2(wide.abs().clamp_min(1e-300))).clamp_min(MIN_NORMAL_EXPONENT[dt])
         ulp = torch.exp2(exponent - (SIGNIFICAND_BITS[dt] - 1))
         signs = torch.randint(0, 2, x.shape, generator=self.noise).to(torch.float64) * 2 - 1
         return x + (signs * ulp).where(wide.isfinite(), 0.0).to(x.dtype)
