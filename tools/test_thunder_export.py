@@ -41,6 +41,19 @@ class ExporterTest(unittest.TestCase):
         self.assertIn("ScaleByCtxAttribute", str(e.exception))
         self.assertIn("ctx attributes", str(e.exception))
 
+    def test_an_op_thunder_gen_cannot_run_is_refused_at_export(self):
+        def uses_addmm(b, a, w):
+            return torch.addmm(b, a, w)  # Thunder hands torch.addmm to PyTorch: no decomposition
+        with self.assertRaises(thunder_export.ExportError) as e:
+            thunder_export.export(uses_addmm, torch.randn(4), torch.randn(3, 5), torch.randn(5, 4), name="addmm")
+        message = str(e.exception)
+        self.assertRegex(message, r"^/ops/\d+: torch\.addmm called at .*test_thunder_export\.py:\d+: ")
+        self.assertIn("thunder-gen has no rule for it", message)
+
+    def test_ops_with_rules_or_decompositions_export(self):
+        doc = thunder_export.export(lambda x: torch.nn.functional.gelu(torch.softmax(x, -1)), torch.randn(2, 8), name="ok")
+        self.assertEqual([op["op"] for op in doc["ops"]], ["torch.softmax", "torch.nn.functional.gelu"])
+
     def test_literals_and_custom_function_shape(self):
         def f(x):
             return torch.clamp(x, min=float("-inf"), max=1.0)[..., 1:3]

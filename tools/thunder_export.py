@@ -19,14 +19,24 @@ its whole decomposition, nested as `sub`. A `torch.autograd.Function` and a call
 Tensors are captured on the CPU and retargeted: the file's `device` is the target (`cuda:0` by
 default) and device literals in arguments name it too. Anything the format cannot say (an
 argument of an unknown type, a symbol that is neither a prim, a torch-level symbol nor a custom
-autograd function) stops the export with an ExportError naming the symbol and the argument.
+autograd function) stops the export with an ExportError naming the symbol and the argument. So
+does a symbol thunder-gen can neither run by a rule of its own nor lower through a decomposition
+the trace records (Thunder passes several hundred torch functions to PyTorch whole): the error
+names it and the source line that called it, rather than leaving a trace that fails at
+generation. thunder-gen's rules come from `thunder-gen list-ops` ($THUNDER_GEN, else thunder-gen
+on PATH, else this checkout's build/thunder-gen); with none found the check is skipped, with a
+warning.
 """
 import argparse
+import functools
 import importlib
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
+import warnings
 
 CUSTOM_GRAD_OP = "torch.ops.higher_order.autograd_function_apply"
 # Bound symbols that only plumb values in and out of a trace.
@@ -38,6 +48,28 @@ REMAT_TAGS = ("DONT_RECOMPUTE_IN_BACKWARD", "RECOMPUTE_IN_BACKWARD")
 
 class ExportError(Exception):
     pass
+
+
+@functools.lru_cache(maxsize=None)
+def thunder_gen_ops():
+    """The op ids thunder-gen has rules for (`thunder-gen list-ops`), or None without a thunder-gen."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.environ.get("THUNDER_GEN"), shutil.which("thunder-gen"), os.path.join(here, "..", "build", "thunder-gen")]
+    exe = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    if exe is None:
+        warnings.warn("no thunder-gen found ($THUNDER_GEN, PATH, build/): ops are not checked against its rules")
+        return None
+    listing = subprocess.run([exe, "list-ops"], capture_output=True, text=True, check=True).stdout
+    return frozenset(line.split("(", 1)[0] for line in listing.splitlines() if line.startswith(("prims.", "torch.")))
+
+
+def called_at(bsym):
+    """Where the user's code called the symbol: 'file.py:123', or '' when Thunder did not record it."""
+    positions = getattr(bsym, "source_positions", None)
+    filename = getattr(bsym, "source_filename", None)
+    if not filename or positions is None or getattr(positions, "lineno", None) is None:
+        return ""
+    return f"{filename}:{positions.lineno}"
 
 
 def _thunder():
@@ -61,6 +93,7 @@ def dtype_name(dtype):
 class Exporter:
     def __init__(self, device):
         self.device = device
+        self.check_ops = True  # off inside the decomposition of an op thunder-gen has a rule for
 
     # ---- values ------------------------------------------------------------------------------
     def is_tensor(self, x):
@@ -203,6 +236,7 @@ class Exporter:
         if bsym.sym.executor is not None and not isinstance(bsym.sym.id, str):
             raise ExportError(f"{where}: {bsym.sym.name} belongs to executor {bsym.sym.executor.name}, not to Thunder's language")
         symbol = self.symbol_id(bsym)
+        self.refuse_if_unsupported(bsym, symbol, where)
         op = {"op": symbol}
         if bsym.args:
             op["args"] = [self.literal(a, f"{where} ({symbol}) arg {i}") for i, a in enumerate(bsym.args)]
@@ -214,10 +248,25 @@ class Exporter:
             op["tags"] = tags
         if bsym.subsymbols:
             inner = set(defined)
+            # thunder-gen never lowers an op it has a rule for: its decomposition need not be runnable.
+            outer_checks, self.check_ops = self.check_ops, self.check_ops and not self.has_rule(symbol)
             op["sub"] = self.ops(bsym.subsymbols, f"{where}/sub", inner)
+            self.check_ops = outer_checks
         for p in outs:
             defined.add(p.name)
         return op
+
+    @staticmethod
+    def has_rule(symbol):
+        known = thunder_gen_ops()
+        return known is not None and symbol in known
+
+    def refuse_if_unsupported(self, bsym, symbol, where):
+        if not self.check_ops or thunder_gen_ops() is None or self.has_rule(symbol) or bsym.subsymbols:
+            return
+        at = called_at(bsym)
+        raise ExportError(f"{where}: {symbol}{' called at ' + at if at else ''}: Thunder runs {symbol} whole (it hands it to "
+                          f"PyTorch or an executor), so the trace holds no decomposition of it, and thunder-gen has no rule for it")
 
     def body(self, trace, inputs, outputs, where, saved=None):
         decls = [self.declaration(p) for p in inputs]
