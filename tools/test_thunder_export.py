@@ -54,6 +54,25 @@ class ExporterTest(unittest.TestCase):
         doc = thunder_export.export(lambda x: torch.nn.functional.gelu(torch.softmax(x, -1)), torch.randn(2, 8), name="ok")
         self.assertEqual([op["op"] for op in doc["ops"]], ["torch.softmax", "torch.nn.functional.gelu"])
 
+    def test_inputs_found_by_what_they_are_not_by_thunder_names(self):
+        class Project(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.randn(4, 8))
+                self.register_buffer("scale", torch.full((4,), 0.5))
+
+            def _project(self, inp, weight, gain):  # as Conv2d's _conv_forward(input, weight, bias)
+                return torch.nn.functional.linear(inp, weight) * gain
+
+            def forward(self, x, *, shift):
+                return self._project(x, self.w, self.scale) + shift
+
+        m, x, shift = Project(), torch.randn(2, 8), torch.randn(4)
+        doc, tensors = thunder_export.export_with_inputs(m, x, shift=shift, name="project")
+        self.assertEqual(sorted(d["name"] for d in doc["inputs"]), ["gain", "shift", "weight", "x"])  # Thunder's names
+        for name, expected in (("x", x), ("shift", shift), ("weight", m.w), ("gain", m.scale)):
+            self.assertIs(tensors[name], expected)
+
     def test_literals_and_custom_function_shape(self):
         def f(x):
             return torch.clamp(x, min=float("-inf"), max=1.0)[..., 1:3]

@@ -349,12 +349,46 @@ def export_with_inputs(fn, *args, name, device="cuda:0", **kwargs):
     source = (f"lightning-thunder {thunder.__version__}, torch {torch.__version__}: "
               f"thunder.last_traces(jit({getattr(fn, '__name__', type(fn).__name__)}))[0], captured on the CPU")
     doc = Exporter(device).trace(trace, name, source)
-    return doc, input_tensors(doc, fn, args, kwargs)
+    prologue = thunder.last_prologue_traces(jfn)[-1]
+    return doc, input_tensors(doc, fn, args, kwargs, prologue_values(prologue, fn, args, kwargs))
 
 
-def input_tensors(doc, fn, args, kwargs):
-    """The tensors behind the trace's inputs. Thunder names a module's parameters and buffers
-    t_<qualified name with dots as underscores> and the call's arguments by their parameter names."""
+def prologue_values(prologue, fn, args, kwargs):
+    """{proxy name: object} for what Thunder's prologue unpacks from the call: its arguments (and
+    what they hold), the module's parameters and buffers. The computation trace's inputs carry
+    the prologue's names, so each input finds its tensor by what it is, whatever Thunder named it
+    (a Conv2d's weight is `weight` after the helper function's argument, not `t_weight`)."""
+    env = {}
+
+    def value(x):
+        return env.get(x.name) if hasattr(x, "name") and not isinstance(x, (str, int)) else x
+
+    for bsym in prologue.bound_symbols:
+        out = getattr(bsym.output, "name", None)
+        a = [value(x) for x in bsym.args]
+        kind = bsym.sym.name
+        try:
+            if kind == "unpack_trivial" and out in ("args", "kwargs"):
+                env[out] = args if out == "args" else kwargs
+            elif kind in ("unpack_function_obj", "unpack_thunder_module"):
+                env[out] = fn
+            elif kind == "unpack_getitem":
+                env[out] = a[0][a[1]]
+            elif kind == "unpack_attr":
+                env[out] = getattr(a[0], a[1])
+            elif kind == "unpack_parameter":
+                env[out] = a[0].get_parameter(a[1])
+            elif kind == "unpack_buffer":
+                env[out] = a[0].get_buffer(a[1])
+        except (KeyError, IndexError, AttributeError, TypeError):
+            continue  # not something the computation reads: its inputs are checked below
+    return env
+
+
+def tensors_by_thunder_names(fn, args, kwargs):
+    """Without Thunder's prologue (a trace exported earlier): Thunder names a module's parameters
+    and buffers t_<qualified name with dots as underscores> and the call's arguments by their
+    parameter names, which holds for the corpus's modules."""
     import inspect
     import torch
     known = {}
@@ -367,13 +401,21 @@ def input_tensors(doc, fn, args, kwargs):
     for pname, v in signature.bind(*args, **kwargs).arguments.items():
         if isinstance(v, torch.Tensor):
             known[pname] = v
+    return known
+
+
+def input_tensors(doc, fn, args, kwargs, unpacked=None):
+    """The tensors behind the trace's inputs: from prologue_values() when given, else by name."""
+    import torch
+    if unpacked is None:
+        unpacked = tensors_by_thunder_names(fn, args, kwargs)
     out = {}
     for decl in doc["inputs"]:
-        t = known.get(decl["name"])
-        if t is None:
+        t = unpacked.get(decl["name"])
+        if not isinstance(t, torch.Tensor):
             raise ExportError(f"trace input {decl['name']!r} matches no argument, parameter or buffer")
         if list(t.shape) != decl.get("shape") or dtype_name(t.dtype) != decl.get("dtype"):
-            raise ExportError(f"trace input {decl['name']!r} does not match the tensor of that name")
+            raise ExportError(f"trace input {decl['name']!r} does not match the tensor Thunder bound it to")
         out[decl["name"]] = t
     return out
 
