@@ -2,6 +2,7 @@
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <ATen/native/TypeProperties.h>
 
 #include <functional>
 #include <map>
@@ -158,17 +159,67 @@ class Interpreter {
     return torch::where(beyond, fill, shifted);
   }
 
+  // A number argument as LibTorch's promotion sees it (a Python scalar).
+  torch::Scalar scalar_of(const Arg& a) const {
+    if (a.is_value()) {  // a scalar value: its kind decides
+      const double v = env_.at(a.value).item<double>();
+      const DType t = t_.value(a.value).dtype;
+      return is_float(t) ? torch::Scalar(v) : is_bool(t) ? torch::Scalar(v != 0) : torch::Scalar(int64_t(v));
+    }
+    return a.kind == Arg::Kind::real ? torch::Scalar(a.real) : a.kind == Arg::Kind::boolean ? torch::Scalar(a.boolean) : torch::Scalar(a.integer);
+  }
+
+  // The dtype a torch-level elementwise call computes in, by LibTorch's own type promotion over
+  // the declared dtypes (independent of src/torch_elementwise.cpp's), with PyTorch's float rule
+  // for true division and float functions of integers.
+  DType torch_form_dtype(const Op& op) const {
+    at::native::ResultTypeState state;
+    for (size_t i = op.info->kind == OpKind::where ? 1 : 0; i < op.args.size() && op.info->params[i].kind == ParamKind::tensor_or_number; ++i) {
+      const Arg& a = op.arg(i);
+      if (a.is_value() && !t_.value(a.value).is_scalar) {
+        const Value& v = t_.value(a.value);
+        const Tensor probe = torch::empty(v.shape.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{1},
+                                          torch::TensorOptions().dtype(torch_storage_dtype(v.dtype)));
+        state = at::native::update_result_type_state(probe, state);
+      } else {
+        state = at::native::update_result_type_state(scalar_of(a), state);
+      }
+    }
+    DType common = from_torch(at::native::result_type(state));
+    const bool true_division = op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::none;
+    if (!is_float(common) && (op_info(op.info->kind).accepts == DTypes::floats || true_division)) common = DType::f32;
+    return common;
+  }
+
+  static DType from_torch(torch::ScalarType t) {
+    for (DType d : kAllDTypes)
+      if (torch_storage_dtype(d) == t) return d;
+    throw std::runtime_error("reference: LibTorch promoted to a dtype thunder-gen has not: " + std::string(c10::toString(t)));
+  }
+
   std::vector<Tensor> eval(const Op& op) {
     const Value& out = t_.value(op.outs[0]);
     const torch::Dtype ct = compute(out.dtype);
-    // A discontinuous op reads 16-bit operands rounded to their dtype, as generated code does.
+    const bool torch_form = is_torch_form(*op.info);
+    const DType operand_dt = torch_form ? torch_form_dtype(op) : operand_dtype(t_, op);
+    if (torch_form && out.dtype != DType::b8 && out.dtype != operand_dt)
+      throw std::runtime_error("reference: " + op.symbol + " at " + op.where + ": LibTorch promotes to " + std::string(dtype_name(operand_dt)) +
+                               ", the trace declares " + std::string(dtype_name(out.dtype)));
+    // A discontinuous op reads 16-bit operands rounded to their dtype, as generated code does. A
+    // torch-level form's tensors are broadcast to the result's shape, as LibTorch would.
     auto a = [&](size_t i) {
-      const DType as = operand_dtype(t_, op);
-      Tensor x = operand(op.arg(i), compute(as));
-      return op.info->discontinuous ? as_stored(x, as) : x;
+      Tensor x = operand(op.arg(i), compute(operand_dt));
+      if (torch_form && op.arg(i).is_value() && !t_.value(op.arg(i).value).is_scalar) x = x.expand(to_vec(out.shape));
+      return op.info->discontinuous || (torch_form && op_info(op.info->kind).discontinuous) ? as_stored(x, operand_dt) : x;
     };
     auto in = [&] { return env_.at(op.arg(0).value); };
-    auto floating = [&] { return is_float(operand_dtype(t_, op)); };
+    auto floating = [&] { return is_float(operand_dt); };
+    if (torch_form && (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg(2).kind != Arg::Kind::none)
+      return {op.info->kind == OpKind::add ? torch::add(a(0), a(1), scalar_of(op.arg(2))) : torch::sub(a(0), a(1), scalar_of(op.arg(2)))};
+    if (torch_form && op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::string)
+      return {torch::div(a(0), a(1), op.arg(2).text)};
+    if (torch_form && op.info->kind == OpKind::where)
+      return {torch::where(operand(op.arg(0), torch::kBool).expand(to_vec(out.shape)), a(1), a(2))};
     switch (op.info->kind) {
       case OpKind::abs: return {torch::abs(a(0))};
       case OpKind::neg: return {torch::neg(a(0))};
@@ -216,13 +267,13 @@ class Interpreter {
       // LibTorch's gradients of these compare the operands (thunder-gen's rules do it with
       // discontinuous prims): rounded, so both masks see the same values. (The values do not
       // change: rounding is monotone.)
-      case OpKind::maximum: return {torch::maximum(as_stored(a(0), operand_dtype(t_, op)), as_stored(a(1), operand_dtype(t_, op)))};
-      case OpKind::minimum: return {torch::minimum(as_stored(a(0), operand_dtype(t_, op)), as_stored(a(1), operand_dtype(t_, op)))};
+      case OpKind::maximum: return {torch::maximum(as_stored(a(0), operand_dt), as_stored(a(1), operand_dt))};
+      case OpKind::minimum: return {torch::minimum(as_stored(a(0), operand_dt), as_stored(a(1), operand_dt))};
       case OpKind::bitwise_and: return {torch::bitwise_and(a(0), a(1))};
       case OpKind::bitwise_or: return {torch::bitwise_or(a(0), a(1))};
       case OpKind::bitwise_xor: return {torch::bitwise_xor(a(0), a(1))};
-      case OpKind::bitwise_left_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dtype(t_, op)), true)};
-      case OpKind::bitwise_right_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dtype(t_, op)), false)};
+      case OpKind::bitwise_left_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dt), true)};
+      case OpKind::bitwise_right_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dt), false)};
       case OpKind::eq: return {torch::eq(a(0), a(1))};
       case OpKind::ne: return {torch::ne(a(0), a(1))};
       case OpKind::lt: return {torch::lt(a(0), a(1))};

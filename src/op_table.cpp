@@ -10,6 +10,7 @@
 #include <set>
 
 #include "gradients.h"
+#include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
 
 namespace tg {
@@ -854,7 +855,25 @@ std::vector<OpInfo> build_table() {
   return rows;
 }
 
+// After the rows indexed by kind: `torch.<name>` for every elementwise prim `prims.<name>` that
+// has no torch-level row of its own (torch.tanh has: it reads its output for the gradient).
+void add_torch_forms(std::vector<OpInfo>& rows) {
+  std::set<std::string_view> ids;
+  for (const OpInfo& r : rows) ids.insert(r.id);
+  const size_t prims = rows.size();
+  for (size_t i = 0; i < prims; ++i) {
+    const OpInfo& prim = rows[i];
+    if (prim.fusion != FusionClass::elementwise || prim.kind == OpKind::convert_element_type) continue;
+    OpInfo form = torch_form_of(prim);
+    if (!ids.count(form.id)) rows.push_back(std::move(form));
+  }
+}
+
 }  // namespace
+
+bool is_torch_form(const OpInfo& info) {
+  return info.fusion == FusionClass::composite && op_info(info.kind).fusion == FusionClass::elementwise;
+}
 
 const std::vector<OpInfo>& op_table() {
   static const std::vector<OpInfo> table = [] {
@@ -871,6 +890,7 @@ const std::vector<OpInfo>& op_table() {
       by_kind[k] = std::move(r);
     }
     TG_CHECK(static_cast<size_t>(OpKind::fused_kernel) + 1 == by_kind.size(), "op table: a kind has no row");
+    add_torch_forms(by_kind);
     return by_kind;
   }();
   return table;

@@ -601,6 +601,7 @@ class Reader {
         break;
       case ParamKind::optional_number: expect(a.is_number() || is_scalar_value(a) || a.kind == Arg::Kind::none, "a number or null"); break;
       case ParamKind::string: expect(a.kind == Arg::Kind::string, "a string such as {\"str\": \"tanh\"}"); break;
+      case ParamKind::optional_string: expect(a.kind == Arg::Kind::string || a.kind == Arg::Kind::none, "a string or null"); break;
       case ParamKind::padding_config:
         expect_list(false, false, "a list of [lo, hi, interior] integer triples", "a [lo, hi, interior] integer triple", [&](const Arg& x) {
           if (x.kind != Arg::Kind::list || x.items.size() != 3) return false;

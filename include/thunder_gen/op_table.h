@@ -74,6 +74,7 @@ enum class ParamKind {
   dims,              // an integer, a list of integers, or null (all dims)
   boolean,           // true or false
   string,            // a string literal {"str": ...}
+  optional_string,   // a string literal or null
   optional_number,   // a number literal, a scalar value or null
   int_or_int_list,   // an integer or a list of integers
 };
@@ -162,6 +163,9 @@ struct OpInfo {
 const std::vector<OpInfo>& op_table();
 const OpInfo* find_op(std::string_view id);
 const OpInfo& op_info(OpKind kind);
+// A torch-level form of an elementwise prim (`torch.add` of `prims.add`, src/torch_elementwise.h):
+// its kind is the prim's, its row composite.
+bool is_torch_form(const OpInfo& info);
 
 // The dtype an elementwise op's operands compute in: that of its tensor operands (numbers and
 // scalar values are converted to it).

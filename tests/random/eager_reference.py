@@ -199,6 +199,19 @@ def binary(fn):
     return prim
 
 
+def torch_form(fn):
+    """A torch-level elementwise call (torch.add, torch.exp, ...): PyTorch's own broadcasting and
+    type promotion. A scalar input is a Python number there, as Thunder's number proxies are."""
+    def call(cx: Call, *args, **kwargs):
+        def python(a, name):
+            scalar = isinstance(name, str) and "scalar" in cx.i.decls.get(name, {})
+            return a.item() if scalar and isinstance(a, torch.Tensor) else text(a) if isinstance(a, TypedLiteral) else a
+        args = [python(a, n) for a, n in zip(args, cx.op.get("args", []))]
+        kwargs = {k: python(v, cx.op.get("kwargs", {}).get(k)) for k, v in kwargs.items() if v is not None}
+        return fn(*args, **kwargs)
+    return call
+
+
 def div(cx: Call, a, b):
     if operand_dtype(a, b).is_floating_point:
         return torch.div(a, b)
@@ -435,6 +448,8 @@ OPS = {
     **{f"prims.{n}": unary(getattr(torch, n)) for n in _UNARY},
     **{f"prims.{n}": unary(getattr(torch, n), integers_unchanged=True) for n in ("floor", "ceil", "round", "trunc")},
     **{f"prims.{n}": binary(getattr(torch, n)) for n in _BINARY},
+    **{f"torch.{n}": torch_form(getattr(torch, n)) for n in _UNARY + _BINARY + ["floor", "ceil", "round", "trunc", "div", "where", "lerp"]
+       if n != "tanh"},
     "prims.div": div,
     "prims.where": where,
     "prims.lerp": lambda cx, start, end, weight: torch.lerp(start, end, weight),

@@ -1,0 +1,201 @@
+#include "torch_elementwise.h"
+
+#include <algorithm>
+#include <deque>
+#include <string>
+
+#include "prim_vocabulary.h"
+
+namespace tg {
+
+namespace {
+
+using V = ValueId;
+using G = GradBuilder;
+using namespace vocabulary;
+using Form = PromotionOperand::Form;
+
+[[noreturn]] void fail(int arg, std::string message) { throw RuleError{arg, std::move(message)}; }
+
+bool is_unsigned(DType t) { return t == DType::u8; }
+
+std::string shape_text(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Within one category: the wider type; u8 with a signed type needs the next signed width up.
+DType promote_integers(DType a, DType b) {
+  if (is_unsigned(a) != is_unsigned(b)) {
+    const DType s = is_unsigned(a) ? b : a;
+    return s == DType::i8 ? DType::i16 : s;
+  }
+  return dtype_bytes(a) >= dtype_bytes(b) ? a : b;
+}
+
+// PyTorch's combine_categories: a higher-priority slot keeps its dtype unless a lower one is of a
+// higher category (a float number with integer tensors, anything with bools).
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower || is_float(*higher)) return higher;
+  if (*higher == DType::b8 || is_float(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+// The dtype a number takes part in promotion with: Python floats as the default float dtype.
+DType number_dtype(DType t) { return is_float(t) ? DType::f32 : is_integer(t) ? DType::i64 : t; }
+
+// ---- the call's operands ---------------------------------------------------------------------
+
+// The positions of the operands that promote together (where's condition does not).
+std::vector<size_t> promoted_positions(const Op& op) {
+  std::vector<size_t> out;
+  const size_t operands = op.info->kind == OpKind::where ? 3 : std::count_if(op.info->params.begin(), op.info->params.end(), [](const Param& p) {
+    return p.kind == ParamKind::tensor_or_number;
+  });
+  for (size_t i = op.info->kind == OpKind::where ? 1 : 0; i < operands; ++i) out.push_back(i);
+  return out;
+}
+
+PromotionOperand operand_of(const Trace& t, const Arg& a) {
+  if (a.is_value()) {
+    const Value& v = t.value(a.value);
+    if (v.is_scalar) return {number_dtype(v.dtype), Form::number};
+    return {v.dtype, v.shape.empty() ? Form::zero_dim : Form::tensor};
+  }
+  return {a.kind == Arg::Kind::real ? DType::f32 : a.kind == Arg::Kind::boolean ? DType::b8 : DType::i64, Form::number};
+}
+
+bool is_tensor(const Trace& t, const Arg& a) { return a.is_value() && !t.value(a.value).is_scalar; }
+
+bool is_true_division(const Op& op) { return op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::none; }
+
+bool bool_result(OpKind k) {
+  return k == OpKind::eq || k == OpKind::ne || k == OpKind::lt || k == OpKind::le || k == OpKind::gt || k == OpKind::ge ||
+         k == OpKind::isfinite || k == OpKind::signbit;
+}
+
+// The dtype the prim computes in: the promoted one, or f32 for true division and float functions
+// of integers and bools (torch.exp of an int tensor is f32).
+DType compute_dtype(const Trace& t, const Op& op) {
+  std::vector<PromotionOperand> operands;
+  for (size_t i : promoted_positions(op)) operands.push_back(operand_of(t, op.arg(i)));
+  const std::optional<DType> common = result_type(operands);
+  if (!common) fail(-1, "needs at least one operand");
+  const OpInfo& prim = op_info(op.info->kind);
+  if (!is_float(*common) && (prim.accepts == DTypes::floats || is_true_division(op))) return DType::f32;
+  if (!dtypes_accept(prim.accepts, *common)) fail(-1, "does not accept dtype " + std::string(dtype_name(*common)));
+  return *common;
+}
+
+// PyTorch's broadcast of the tensor operands' shapes (aligned at the last dim).
+Shape broadcast_shape(const Trace& t, const Op& op) {
+  Shape out;
+  for (size_t i = 0; i < op.args.size(); ++i) {
+    if (!is_tensor(t, op.arg(i))) continue;
+    const Shape& s = t.value(op.arg(i).value).shape;
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t& o = out[out.size() - s.size() + k];
+      if (s[k] != o && s[k] != 1 && o != 1)
+        fail(int(i), "shape " + shape_text(s) + " does not broadcast with " + shape_text(out));
+      if (o == 1) o = s[k];
+    }
+  }
+  return out;
+}
+
+std::vector<OutType> torch_form_rule(const Trace& t, const Op& op) {
+  if (op.info->kind == OpKind::where && !(is_tensor(t, op.arg(0)) && t.value(op.arg(0).value).dtype == DType::b8))
+    fail(0, "the condition must be a bool tensor");
+  const DType computed = compute_dtype(t, op);
+  const bool has_alpha = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg(2).kind != Arg::Kind::none;
+  if (has_alpha && !is_float(computed) && op.arg(2).kind == Arg::Kind::real) fail(2, "alpha must not be a float for integer operands");
+  if (has_alpha && !is_tensor(t, op.arg(1)) && !op.arg(2).is_number()) fail(2, "alpha must be a number literal when the other operand is a number");
+  if (op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::string && op.arg(2).text != "trunc" && op.arg(2).text != "floor")
+    fail(2, "rounding_mode must be \"trunc\", \"floor\" or null, not \"" + op.arg(2).text + "\"");
+  return {{bool_result(op.info->kind) ? DType::b8 : computed, broadcast_shape(t, op)}};
+}
+
+// ---- lowering --------------------------------------------------------------------------------
+
+// An operand as the prim reads it: a tensor converted to `dt` and broadcast to `shape`, a number
+// as it is (in `dt`'s category: true is 1 for an integer op).
+Arg prim_operand(G& g, const Arg& a, DType dt, const Shape& shape) {
+  const Trace& t = g.trace();
+  if (!is_tensor(t, a)) {
+    if (a.kind == Arg::Kind::boolean && !is_bool(dt)) return is_float(dt) ? num(double(a.boolean)) : Arg::of_int(a.boolean);
+    return a;
+  }
+  V v = value_of(g, a.value).dtype == dt ? a.value : convert(g, a.value, dt);
+  const Shape& s = shape_of(g, v);
+  if (s == shape) return val(v);
+  std::vector<int64_t> dims(s.size());
+  for (size_t k = 0; k < s.size(); ++k) dims[k] = int64_t(shape.size() - s.size() + k);
+  return val(broadcast(g, v, shape, dims));
+}
+
+// torch.div with rounding_mode: "trunc" truncates (prims.div already does for integers), "floor"
+// rounds down ((a - remainder(a, b)) / b for integers, exact).
+V rounded_division(G& g, Arg a, Arg b, DType dt, const std::string& mode) {
+  if (mode == "trunc") return is_float(dt) ? unary(g, "prims.trunc", div(g, a, b)) : div(g, a, b);
+  if (is_float(dt)) return unary(g, "prims.floor", div(g, a, b));
+  return div(g, val(sub(g, a, val(call(g, "prims.remainder", {a, b})))), b);
+}
+
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  if (a == b || b == DType::b8) return a;
+  if (a == DType::b8) return b;
+  if (is_float(a) != is_float(b)) return is_float(a) ? a : b;
+  if (!is_float(a)) return promote_integers(a, b);
+  if ((a == DType::f16 && b == DType::bf16) || (a == DType::bf16 && b == DType::f16)) return DType::f32;
+  return dtype_bytes(a) >= dtype_bytes(b) ? a : b;
+}
+
+std::optional<DType> result_type(const std::vector<PromotionOperand>& operands) {
+  std::optional<DType> slot[3];  // tensors with dims, 0-dim tensors, numbers
+  for (const PromotionOperand& o : operands) {
+    std::optional<DType>& s = slot[static_cast<int>(o.form)];
+    s = s ? promote_types(*s, o.dtype) : o.dtype;
+  }
+  return combine(slot[0], combine(slot[1], slot[2]));
+}
+
+OpInfo torch_form_of(const OpInfo& prim) {
+  static std::deque<std::string> ids;  // (the table holds string_views; these live as long)
+  ids.push_back("torch." + std::string(prim.id.substr(std::string_view("prims.").size())));
+  OpInfo row = prim;
+  row.id = ids.back();
+  row.fusion = FusionClass::composite;
+  row.rule = torch_form_rule;
+  row.code = "";
+  row.integer_code = {};
+  row.discontinuous = false;
+  row.summary = "PyTorch's broadcasting and type promotion, lowered to the prim";
+  row.grad = {};  // lowered before autograd: the prims' rules
+  row.grad_saves = {};
+  for (Param& p : row.params)
+    if (p.kind == ParamKind::tensor) p.kind = ParamKind::tensor_or_number;
+  if (prim.kind == OpKind::add || prim.kind == OpKind::sub) row.params.push_back(Param{"alpha", ParamKind::optional_number, true, true, Arg{}});
+  if (prim.kind == OpKind::div) row.params.push_back(Param{"rounding_mode", ParamKind::optional_string, true, true, Arg{}});
+  return row;
+}
+
+std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op) {
+  const Trace& t = g.trace();
+  const DType dt = compute_dtype(t, op);
+  const Shape shape = t.value(op.outs[0]).shape;
+  const std::string prim_id = "prims." + op.symbol.substr(std::string("torch.").size());
+  std::vector<Arg> args;
+  for (size_t i = 0; i < op.info->params.size() && op.info->params[i].kind == ParamKind::tensor_or_number; ++i)
+    args.push_back(op.info->kind == OpKind::where && i == 0 ? prim_operand(g, op.arg(0), DType::b8, shape) : prim_operand(g, op.arg(i), dt, shape));
+  const bool scaled = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg(2).kind != Arg::Kind::none;
+  if (scaled) args[1] = args[1].is_value() ? val(mul(g, args[1], op.arg(2))) : Arg::of_real(args[1].as_double() * op.arg(2).as_double());
+  if (op.info->kind == OpKind::div && op.arg(2).kind != Arg::Kind::none) return {rounded_division(g, args[0], args[1], dt, op.arg(2).text)};
+  return {call(g, prim_id, std::move(args))};
+}
+
+}  // namespace tg

@@ -1,0 +1,36 @@
+// Torch-level elementwise calls (torch.add, torch.exp, torch.eq, torch.where, ...) that a trace
+// carries without a decomposition: hand-written traces, and tools that record the call only.
+// Every elementwise prim `prims.<name>` has the torch-level form `torch.<name>` (op_table.cpp makes
+// the rows from the prims' own), which takes tensors, 0-dim tensors and numbers, broadcasts them
+// and promotes their dtypes as PyTorch does, and is lowered here to conversions, broadcasts and
+// the prim. Gradients are the prims'.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "thunder_gen/op_table.h"
+
+namespace tg {
+
+// An operand of a call, as type promotion sees it: a tensor with dims, a 0-dim tensor, or a
+// number (a literal or a scalar value: Python's int, float or bool).
+struct PromotionOperand {
+  enum class Form { tensor, zero_dim, number };
+  DType dtype;
+  Form form;
+};
+
+// torch.promote_types over thunder-gen's dtypes.
+DType promote_types(DType a, DType b);
+
+// torch.result_type: the dtype a call computes in before any op-specific rule (true division and
+// float functions of integers compute in f32; comparisons return bool). nullopt: no operands.
+std::optional<DType> result_type(const std::vector<PromotionOperand>& operands);
+
+// The row of `torch.<name>` made from the row of the elementwise prim `prims.<name>`.
+OpInfo torch_form_of(const OpInfo& prim);
+
+// Lowers a torch-level elementwise call to prims (decomposition); returns its outputs.
+std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op);
+
+}  // namespace tg
