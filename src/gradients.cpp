@@ -67,6 +67,72 @@ GradRule binary_rule(BinaryDerivatives f) {
   };
 }
 
+// ---- elementwise prims ----------------------------------------------------------------------
+
+V square(G& g, V x) { return mul(g, val(x), val(x)); }
+
+const double kLn2 = std::log(2.0), kLn10 = std::log(10.0), kTwoOverSqrtPi = 2.0 / std::sqrt(M_PI);
+
+// Local derivatives of the unary prims (for unary_rule), from the operand `a` or the result `out`.
+V abs_derivative(G& g, V a, V) { return unary(g, "prims.sign", a); }
+V exp_derivative(G&, V, V out) { return out; }
+V exp2_derivative(G& g, V, V out) { return mul(g, val(out), num(kLn2)); }
+V expm1_derivative(G& g, V, V out) { return add(g, val(out), num(1.0)); }
+V log_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", a); }
+V log1p_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, val(a), num(1.0))); }
+V log2_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(kLn2))); }
+V log10_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(kLn10))); }
+V sqrt_derivative(G& g, V, V out) { return div(g, num(0.5), val(out)); }
+V rsqrt_derivative(G& g, V, V out) { return mul(g, val(mul(g, val(square(g, out)), val(out))), num(-0.5)); }
+V reciprocal_derivative(G& g, V, V out) { return neg(g, square(g, out)); }
+V sin_derivative(G& g, V a, V) { return unary(g, "prims.cos", a); }
+V cos_derivative(G& g, V a, V) { return neg(g, unary(g, "prims.sin", a)); }
+V tan_derivative(G& g, V, V out) { return add(g, num(1.0), val(square(g, out))); }
+V tanh_derivative(G& g, V, V out) { return sub(g, num(1.0), val(square(g, out))); }
+V sinh_derivative(G& g, V a, V) { return unary(g, "prims.cosh", a); }
+V cosh_derivative(G& g, V a, V) { return unary(g, "prims.sinh", a); }
+V asin_derivative(G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a)))); }
+V acos_derivative(G& g, V a, V) { return neg(g, unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a))))); }
+V atan_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, num(1.0), val(square(g, a)))); }
+V asinh_derivative(G& g, V a, V) { return unary(g, "prims.rsqrt", add(g, val(square(g, a)), num(1.0))); }
+V acosh_derivative(G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, val(square(g, a)), num(1.0))); }
+V atanh_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", sub(g, num(1.0), val(square(g, a)))); }
+V erf_derivative(G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(kTwoOverSqrtPi)); }
+V erfc_derivative(G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(-kTwoOverSqrtPi)); }
+V erfinv_derivative(G& g, V, V out) { return mul(g, val(unary(g, "prims.exp", square(g, out))), num(1.0 / kTwoOverSqrtPi)); }
+
+Contributions neg_gradient(G& g, const Op& op, const std::vector<V>& cot) { return {{op.arg(0).value, neg(g, cot[0])}}; }
+
+// Derivatives of the binary prims (for binary_rule): each operand's contribution, kNoValue for
+// a number operand.
+std::pair<V, V> add_derivatives(G&, const Arg&, const Arg&, V, V c) { return std::pair{c, c}; }
+std::pair<V, V> sub_derivatives(G& g, const Arg&, const Arg& b, V, V c) { return std::pair{c, is_tensor(g, b) ? neg(g, c) : kNoValue}; }
+std::pair<V, V> mul_derivatives(G& g, const Arg& a, const Arg& b, V, V c) {
+  return std::pair{is_tensor(g, a) ? mul(g, val(c), b) : kNoValue, is_tensor(g, b) ? mul(g, val(c), a) : kNoValue};
+}
+std::pair<V, V> div_derivatives(G& g, const Arg& a, const Arg& b, V out, V c) {
+  return std::pair{is_tensor(g, a) ? div(g, val(c), b) : kNoValue, is_tensor(g, b) ? neg(g, div(g, val(mul(g, val(c), val(out))), b)) : kNoValue};
+}
+std::pair<V, V> pow_derivatives(G& g, const Arg& a, const Arg& b, V out, V c) {
+  V ga = kNoValue, gb = kNoValue;
+  if (is_tensor(g, a)) ga = mul(g, val(c), val(mul(g, b, val(call(g, "prims.pow", {a, plus(g, b, -1.0)})))));
+  if (is_tensor(g, b)) gb = mul(g, val(c), val(mul(g, val(out), val(call(g, "prims.log", {a})))));
+  return std::pair{ga, gb};
+}
+// fmod and remainder: a - q * b, with q = a / b rounded by `rounding` (piecewise constant).
+std::pair<V, V> rounded_quotient_derivatives(G& g, const Arg& a, const Arg& b, V c, std::string_view rounding) {
+  V gb = kNoValue;
+  if (is_tensor(g, b)) gb = neg(g, mul(g, val(c), val(unary(g, rounding, div(g, a, b)))));
+  return std::pair{is_tensor(g, a) ? c : kNoValue, gb};
+}
+std::pair<V, V> fmod_derivatives(G& g, const Arg& a, const Arg& b, V, V c) { return rounded_quotient_derivatives(g, a, b, c, "prims.trunc"); }
+std::pair<V, V> remainder_derivatives(G& g, const Arg& a, const Arg& b, V, V c) { return rounded_quotient_derivatives(g, a, b, c, "prims.floor"); }
+std::pair<V, V> atan2_derivatives(G& g, const Arg& a, const Arg& b, V, V c) {
+  V denominator = add(g, squared(g, a), squared(g, b));
+  V scale = div(g, val(c), val(denominator));
+  return std::pair{is_tensor(g, a) ? mul(g, val(scale), b) : kNoValue, is_tensor(g, b) ? neg(g, mul(g, val(scale), a)) : kNoValue};
+}
+
 Contributions extremum(G& g, const Op& op, const std::vector<V>& cot, bool is_max) {
   // Ties share the gradient equally, as PyTorch does.
   Arg a = op.arg(0), b = op.arg(1);
@@ -82,6 +148,43 @@ Contributions extremum(G& g, const Op& op, const std::vector<V>& cot, bool is_ma
   if (is_tensor(g, b)) out.emplace_back(b.value, part(b, a));
   return out;
 }
+
+Contributions maximum_gradient(G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, true); }
+Contributions minimum_gradient(G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, false); }
+
+// where(pred, a, b): the cotangent goes to the branch each element took; a literal predicate
+// sends all of it to one branch and zeros to the other.
+Contributions where_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  Contributions out;
+  V pred = op.arg(0).is_value() ? op.arg(0).value : kNoValue;
+  auto pick = [&](const Arg& branch, bool when) {
+    if (!is_tensor(g, branch)) return;
+    V c = pred == kNoValue ? ((op.arg(0).boolean == when) ? cot[0] : zeros(g, shape_of(g, cot[0]), value_of(g, cot[0]).dtype))
+                           : where(g, pred, when ? val(cot[0]) : num(0.0), when ? num(0.0) : val(cot[0]));
+    out.emplace_back(branch.value, c);
+  };
+  pick(op.arg(1), true);
+  pick(op.arg(2), false);
+  return out;
+}
+
+// lerp(s, e, w) = s + w (e - s).
+Contributions lerp_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  const Arg &s = op.arg(0), &e = op.arg(1), &w = op.arg(2);
+  V c = cot[0];
+  Contributions out = {{s.value, mul(g, val(c), one_minus(g, w))}, {e.value, mul(g, val(c), w)}};
+  if (is_tensor(g, w)) out.emplace_back(w.value, mul(g, val(c), val(sub(g, e, s))));
+  return out;
+}
+
+// A conversion from an integer or bool carries no gradient.
+Contributions convert_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value;
+  if (!is_float(value_of(g, a).dtype)) return {};
+  return {{a, convert(g, cot[0], value_of(g, a).dtype)}};
+}
+
+// ---- shape ops and reductions -------------------------------------------------------------
 
 // Reductions to one value over dims: amax/amin share the gradient among the extreme elements.
 Contributions extreme_reduction(G& g, const Op& op, const std::vector<V>& cot) {
@@ -193,133 +296,88 @@ Contributions cat_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   return result;
 }
 
+// reshape and squeeze: the cotangent reshaped back.
+Contributions reshape_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  return {{op.arg(0).value, reshape(g, cot[0], shape_of(g, op.arg(0).value))}};
+}
+
+// The cotangent transposed by the inverse permutation.
+Contributions transpose_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  auto perm = op.arg(1).int_list();
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t j = 0; j < perm.size(); ++j) inverse[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = int64_t(j);
+  return {{op.arg(0).value, call(g, "prims.transpose", {val(cot[0]), int_list(inverse)})}};
+}
+
+Contributions sum_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value;
+  return {{a, unreduce(g, cot[0], shape_of(g, a), reduction_dims(g.trace(), op))}};
+}
+
+Contributions prod_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  // d prod / d a_i = prod / a_i (undefined where a_i is zero; see docs/design-notes.md).
+  V a = op.arg(0).value;
+  auto dims = reduction_dims(g.trace(), op);
+  V scaled = mul(g, val(cot[0]), val(op.outs[0]));
+  return {{a, div(g, val(unreduce(g, scaled, shape_of(g, a), dims)), val(a))}};
+}
+
 }  // namespace
 
+// Every kind decides here, once: its rule, a torch-level rule (torch_ops.cpp), or none.
 GradRule gradient_rule(OpKind kind) {
-  const double ln2 = std::log(2.0), ln10 = std::log(10.0), two_over_sqrt_pi = 2.0 / std::sqrt(M_PI);
-  auto square = [](G& g, V x) { return mul(g, val(x), val(x)); };
   switch (kind) {
-    case OpKind::abs: return unary_rule([](G& g, V a, V) { return unary(g, "prims.sign", a); });
-    case OpKind::neg:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions { return {{op.arg(0).value, neg(g, cot[0])}}; };
-    case OpKind::exp: return unary_rule([](G&, V, V out) { return out; });
-    case OpKind::exp2: return unary_rule([ln2](G& g, V, V out) { return mul(g, val(out), num(ln2)); });
-    case OpKind::expm1: return unary_rule([](G& g, V, V out) { return add(g, val(out), num(1.0)); });
-    case OpKind::log: return unary_rule([](G& g, V a, V) { return unary(g, "prims.reciprocal", a); });
-    case OpKind::log1p: return unary_rule([](G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, val(a), num(1.0))); });
-    case OpKind::log2: return unary_rule([ln2](G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(ln2))); });
-    case OpKind::log10: return unary_rule([ln10](G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(ln10))); });
-    case OpKind::sqrt: return unary_rule([](G& g, V, V out) { return div(g, num(0.5), val(out)); });
-    case OpKind::rsqrt: return unary_rule([square](G& g, V, V out) { return mul(g, val(mul(g, val(square(g, out)), val(out))), num(-0.5)); });
-    case OpKind::reciprocal: return unary_rule([square](G& g, V, V out) { return neg(g, square(g, out)); });
-    case OpKind::sin: return unary_rule([](G& g, V a, V) { return unary(g, "prims.cos", a); });
-    case OpKind::cos: return unary_rule([](G& g, V a, V) { return neg(g, unary(g, "prims.sin", a)); });
-    case OpKind::tan: return unary_rule([square](G& g, V, V out) { return add(g, num(1.0), val(square(g, out))); });
-    case OpKind::tanh: return unary_rule([square](G& g, V, V out) { return sub(g, num(1.0), val(square(g, out))); });
-    case OpKind::sinh: return unary_rule([](G& g, V a, V) { return unary(g, "prims.cosh", a); });
-    case OpKind::cosh: return unary_rule([](G& g, V a, V) { return unary(g, "prims.sinh", a); });
-    case OpKind::asin: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a)))); });
-    case OpKind::acos: return unary_rule([square](G& g, V a, V) { return neg(g, unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a))))); });
-    case OpKind::atan: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, num(1.0), val(square(g, a)))); });
-    case OpKind::asinh: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.rsqrt", add(g, val(square(g, a)), num(1.0))); });
-    case OpKind::acosh: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, val(square(g, a)), num(1.0))); });
-    case OpKind::atanh: return unary_rule([square](G& g, V a, V) { return unary(g, "prims.reciprocal", sub(g, num(1.0), val(square(g, a)))); });
-    case OpKind::erf:
-      return unary_rule([=](G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(two_over_sqrt_pi)); });
-    case OpKind::erfc:
-      return unary_rule([=](G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(-two_over_sqrt_pi)); });
-    case OpKind::erfinv:
-      return unary_rule([=](G& g, V, V out) { return mul(g, val(unary(g, "prims.exp", square(g, out))), num(1.0 / two_over_sqrt_pi)); });
+    case OpKind::abs: return unary_rule(abs_derivative);
+    case OpKind::neg: return neg_gradient;
+    case OpKind::exp: return unary_rule(exp_derivative);
+    case OpKind::exp2: return unary_rule(exp2_derivative);
+    case OpKind::expm1: return unary_rule(expm1_derivative);
+    case OpKind::log: return unary_rule(log_derivative);
+    case OpKind::log1p: return unary_rule(log1p_derivative);
+    case OpKind::log2: return unary_rule(log2_derivative);
+    case OpKind::log10: return unary_rule(log10_derivative);
+    case OpKind::sqrt: return unary_rule(sqrt_derivative);
+    case OpKind::rsqrt: return unary_rule(rsqrt_derivative);
+    case OpKind::reciprocal: return unary_rule(reciprocal_derivative);
+    case OpKind::sin: return unary_rule(sin_derivative);
+    case OpKind::cos: return unary_rule(cos_derivative);
+    case OpKind::tan: return unary_rule(tan_derivative);
+    case OpKind::tanh: return unary_rule(tanh_derivative);
+    case OpKind::sinh: return unary_rule(sinh_derivative);
+    case OpKind::cosh: return unary_rule(cosh_derivative);
+    case OpKind::asin: return unary_rule(asin_derivative);
+    case OpKind::acos: return unary_rule(acos_derivative);
+    case OpKind::atan: return unary_rule(atan_derivative);
+    case OpKind::asinh: return unary_rule(asinh_derivative);
+    case OpKind::acosh: return unary_rule(acosh_derivative);
+    case OpKind::atanh: return unary_rule(atanh_derivative);
+    case OpKind::erf: return unary_rule(erf_derivative);
+    case OpKind::erfc: return unary_rule(erfc_derivative);
+    case OpKind::erfinv: return unary_rule(erfinv_derivative);
 
-    case OpKind::add: return binary_rule([](G&, const Arg&, const Arg&, V, V c) { return std::pair{c, c}; });
-    case OpKind::sub: return binary_rule([](G& g, const Arg&, const Arg& b, V, V c) { return std::pair{c, is_tensor(g, b) ? neg(g, c) : kNoValue}; });
-    case OpKind::mul:
-      return binary_rule([](G& g, const Arg& a, const Arg& b, V, V c) {
-        return std::pair{is_tensor(g, a) ? mul(g, val(c), b) : kNoValue, is_tensor(g, b) ? mul(g, val(c), a) : kNoValue};
-      });
-    case OpKind::div:
-      return binary_rule([](G& g, const Arg& a, const Arg& b, V out, V c) {
-        return std::pair{is_tensor(g, a) ? div(g, val(c), b) : kNoValue, is_tensor(g, b) ? neg(g, div(g, val(mul(g, val(c), val(out))), b)) : kNoValue};
-      });
-    case OpKind::pow:
-      return binary_rule([](G& g, const Arg& a, const Arg& b, V out, V c) {
-        V ga = kNoValue, gb = kNoValue;
-        if (is_tensor(g, a)) ga = mul(g, val(c), val(mul(g, b, val(call(g, "prims.pow", {a, plus(g, b, -1.0)})))));
-        if (is_tensor(g, b)) gb = mul(g, val(c), val(mul(g, val(out), val(call(g, "prims.log", {a})))));
-        return std::pair{ga, gb};
-      });
-    case OpKind::fmod:
-    case OpKind::remainder:
-      return binary_rule([kind](G& g, const Arg& a, const Arg& b, V, V c) {
-        V gb = kNoValue;
-        if (is_tensor(g, b)) gb = neg(g, mul(g, val(c), val(unary(g, kind == OpKind::fmod ? "prims.trunc" : "prims.floor", div(g, a, b)))));
-        return std::pair{is_tensor(g, a) ? c : kNoValue, gb};
-      });
-    case OpKind::atan2:
-      return binary_rule([](G& g, const Arg& a, const Arg& b, V, V c) {
-        V denominator = add(g, squared(g, a), squared(g, b));
-        V scale = div(g, val(c), val(denominator));
-        return std::pair{is_tensor(g, a) ? mul(g, val(scale), b) : kNoValue, is_tensor(g, b) ? neg(g, mul(g, val(scale), a)) : kNoValue};
-      });
-    case OpKind::maximum: return [](G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, true); };
-    case OpKind::minimum: return [](G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, false); };
-    case OpKind::where:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        Contributions out;
-        V pred = op.arg(0).is_value() ? op.arg(0).value : kNoValue;
-        auto pick = [&](const Arg& branch, bool when) {
-          if (!is_tensor(g, branch)) return;
-          V c = pred == kNoValue ? ((op.arg(0).boolean == when) ? cot[0] : zeros(g, shape_of(g, cot[0]), value_of(g, cot[0]).dtype))
-                                 : where(g, pred, when ? val(cot[0]) : num(0.0), when ? num(0.0) : val(cot[0]));
-          out.emplace_back(branch.value, c);
-        };
-        pick(op.arg(1), true);
-        pick(op.arg(2), false);
-        return out;
-      };
-    case OpKind::lerp:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        const Arg &s = op.arg(0), &e = op.arg(1), &w = op.arg(2);
-        V c = cot[0];
-        Contributions out = {{s.value, mul(g, val(c), one_minus(g, w))}, {e.value, mul(g, val(c), w)}};
-        if (is_tensor(g, w)) out.emplace_back(w.value, mul(g, val(c), val(sub(g, e, s))));
-        return out;
-      };
-    case OpKind::convert_element_type:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        V a = op.arg(0).value;
-        if (!is_float(value_of(g, a).dtype)) return {};
-        return {{a, convert(g, cot[0], value_of(g, a).dtype)}};
-      };
+    case OpKind::add: return binary_rule(add_derivatives);
+    case OpKind::sub: return binary_rule(sub_derivatives);
+    case OpKind::mul: return binary_rule(mul_derivatives);
+    case OpKind::div: return binary_rule(div_derivatives);
+    case OpKind::pow: return binary_rule(pow_derivatives);
+    case OpKind::fmod: return binary_rule(fmod_derivatives);
+    case OpKind::remainder: return binary_rule(remainder_derivatives);
+    case OpKind::atan2: return binary_rule(atan2_derivatives);
+    case OpKind::maximum: return maximum_gradient;
+    case OpKind::minimum: return minimum_gradient;
+    case OpKind::where: return where_gradient;
+    case OpKind::lerp: return lerp_gradient;
+    case OpKind::convert_element_type: return convert_gradient;
+
     case OpKind::broadcast_in_dim: return broadcast_gradient;
     case OpKind::reshape:
-    case OpKind::squeeze:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        return {{op.arg(0).value, reshape(g, cot[0], shape_of(g, op.arg(0).value))}};
-      };
-    case OpKind::transpose:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        auto perm = op.arg(1).int_list();
-        std::vector<int64_t> inverse(perm.size());
-        for (size_t j = 0; j < perm.size(); ++j) inverse[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = int64_t(j);
-        return {{op.arg(0).value, call(g, "prims.transpose", {val(cot[0]), int_list(inverse)})}};
-      };
+    case OpKind::squeeze: return reshape_gradient;
+    case OpKind::transpose: return transpose_gradient;
     case OpKind::slice: return slice_gradient;
     case OpKind::pad: return pad_gradient;
     case OpKind::cat: return cat_gradient;
-    case OpKind::sum:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        V a = op.arg(0).value;
-        return {{a, unreduce(g, cot[0], shape_of(g, a), reduction_dims(g.trace(), op))}};
-      };
-    case OpKind::prod:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        // d prod / d a_i = prod / a_i (undefined where a_i is zero; see docs/design-notes.md).
-        V a = op.arg(0).value;
-        auto dims = reduction_dims(g.trace(), op);
-        V scaled = mul(g, val(cot[0]), val(op.outs[0]));
-        return {{a, div(g, val(unreduce(g, scaled, shape_of(g, a), dims)), val(a))}};
-      };
+    case OpKind::sum: return sum_gradient;
+    case OpKind::prod: return prod_gradient;
     case OpKind::amax:
     case OpKind::amin: return extreme_reduction;
     case OpKind::var:
