@@ -152,197 +152,377 @@ V reduce_loss(G& g, const ClassLoss& l, V per_row) {
   return div(g, val(total), val(sum(g, convert(g, l.valid, value_of(g, per_row).dtype), {0})));
 }
 
+// ---- lowerings: each appends the prims computing a torch-level op ----------------------------
+
+V lower_relu(G& g, const Op& op) {
+  V a = op.arg(0).value;
+  return where(g, cmp(g, "prims.gt", val(a), num(0.0)), val(a), num(0.0));
+}
+
+V lower_sigmoid(G& g, const Op& op) {
+  auto [a, dt] = up(g, op.arg(0).value);
+  return downcast(g, sigmoid_of(g, a), dt);
+}
+
+V lower_silu(G& g, const Op& op) {
+  auto [a, dt] = up(g, op.arg(0).value);
+  return downcast(g, mul(g, val(a), val(sigmoid_of(g, a))), dt);
+}
+
+// 0.5 a (1 + tanh(sqrt(2 / pi) (a + 0.044715 a^3))), or 0.5 a (1 + erf(a / sqrt 2)).
+V lower_gelu(G& g, const Op& op) {
+  auto [a, dt] = up(g, op.arg(0).value);
+  V inner;
+  if (gelu_tanh(op)) {
+    V cube = mul(g, val(mul(g, val(a), val(a))), val(a));
+    V arg = mul(g, val(add(g, val(a), val(mul(g, val(cube), num(0.044715))))), num(kSqrt2OverPi));
+    inner = unary(g, "prims.tanh", arg);
+  } else {
+    inner = unary(g, "prims.erf", mul(g, val(a), num(kInvSqrt2)));
+  }
+  V y = mul(g, val(mul(g, val(a), num(0.5))), val(add(g, val(inner), num(1.0))));
+  return downcast(g, y, dt);
+}
+
+// a @ w^T (+ bias over the last dim).
+V lower_linear(G& g, const Op& op) {
+  V a = op.arg(0).value, w = op.arg(1).value;
+  V y = matmul(g, a, call(g, "prims.transpose", {val(w), int_list({1, 0})}));
+  if (op.arg(2).is_value()) {
+    Shape shape = shape_of(g, y);
+    y = add(g, val(y), val(broadcast(g, op.arg(2).value, shape, {int64_t(shape.size()) - 1})));
+  }
+  return y;
+}
+
+// reshape, unsqueeze and the layout-only prims: a reshape to the output's shape.
+V reshape_to_output(G& g, const Op& op) {
+  return call(g, "prims.reshape", {val(op.arg(0).value), int_list(g.trace().value(op.outs[0]).shape)});
+}
+
+V lower_permute(G& g, const Op& op) {
+  std::vector<int64_t> perm = op.arg(1).int_list();
+  for (int64_t& d : perm) d = wrapped(d, perm.size());
+  return call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)});
+}
+
+// transpose(a, d0, d1): the permutation swapping two dims.
+V lower_transpose(G& g, const Op& op) {
+  size_t rank = shape_of(g, op.arg(0).value).size();
+  std::vector<int64_t> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
+  std::swap(perm[size_t(wrapped(op.arg(1).integer, rank))], perm[size_t(wrapped(op.arg(2).integer, rank))]);
+  return call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)});
+}
+
+V lower_sum_or_mean(G& g, const Op& op) {
+  const DType out_dtype = g.trace().value(op.outs[0]).dtype;
+  V a = op.arg(0).value;
+  Shape shape = shape_of(g, a);
+  std::vector<int64_t> dims = dims_of(op.arg(1), shape.size());
+  if (op.arg(3).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(3).dtype);
+  // Integers and bools are summed in the result's i64 (torch.sum promotes them), not in
+  // their own width, where the sum would wrap.
+  V acc = is_float(value_of(g, a).dtype) ? upcast(g, a) : downcast(g, a, out_dtype);
+  V s = sum(g, acc, dims);
+  if (op.info->kind == OpKind::t_mean) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= shape[size_t(d)];
+    s = div(g, val(s), num(double(n)));
+  }
+  s = downcast(g, s, out_dtype);
+  return reshape(g, s, g.trace().value(op.outs[0]).shape);  // keepdim: size-1 dims back
+}
+
+// cross_entropy (log_softmax of the logits first) and nll_loss (log-probabilities given).
+V lower_class_loss(G& g, const Op& op) {
+  ClassLoss l = class_loss_of(g, op);
+  auto [a, dt] = up(g, op.arg(0).value);
+  V logp = a;  // nll_loss takes log-probabilities
+  if (op.info->kind == OpKind::t_cross_entropy) {
+    Shape s = shape_of(g, a);
+    V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
+    V lse = unary(g, "prims.log", sum(g, unary(g, "prims.exp", shifted), {1}));
+    logp = sub(g, val(shifted), val(unreduce(g, lse, s, {1})));
+  }
+  V loss = neg(g, sum(g, where(g, l.onehot, val(logp), num(0.0)), {1}));
+  if (l.smoothing > 0) {  // (1 - s) * nll + s * mean over classes of -log p
+    V smooth = div(g, val(neg(g, sum(g, logp, {1}))), num(double(l.c)));
+    loss = add(g, val(mul(g, val(loss), num(1.0 - l.smoothing))), val(mul(g, val(smooth), num(l.smoothing))));
+  }
+  loss = where(g, l.valid, val(loss), num(0.0));
+  return downcast(g, reduce_loss(g, l, loss), dt);
+}
+
+V lower_cat(G& g, const Op& op) {
+  std::vector<Arg> items = op.arg(0).items;
+  size_t rank = shape_of(g, items[0].value).size();
+  return call(g, "prims.cat", {Arg::of_list(items), Arg::of_int(wrapped(op.arg(1).integer, rank))});
+}
+
+// split: one slice along the dim per output, each as long as that output.
+std::vector<ValueId> lower_split(G& g, const Op& op) {
+  V a = op.arg(0).value;
+  Shape shape = shape_of(g, a);
+  int64_t dim = wrapped(op.arg(2).integer, shape.size()), at = 0;
+  std::vector<ValueId> pieces;
+  for (ValueId out : op.outs) {
+    int64_t len = g.trace().value(out).shape[size_t(dim)];
+    std::vector<int64_t> start(shape.size(), 0), end = shape;
+    start[size_t(dim)] = at;
+    end[size_t(dim)] = at + len;
+    pieces.push_back(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}}));
+    at += len;
+  }
+  return pieces;
+}
+
+// var(a, dim, unbiased, keepdim, *, correction): correction wins over unbiased; default 1.
+V lower_var(G& g, const Op& op) {
+  const DType out_dtype = g.trace().value(op.outs[0]).dtype;
+  V a = op.arg(0).value;
+  Shape shape = shape_of(g, a);
+  double correction = op.arg(4).is_number() ? op.arg(4).as_double() : op.arg(2).is_number() ? double(op.arg(2).as_double() != 0) : 1.0;
+  V acc = upcast(g, a);
+  V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg(1), shape.size())), num(correction)});
+  return reshape(g, downcast(g, v, out_dtype), g.trace().value(op.outs[0]).shape);
+}
+
+// One-hot rows times the table: exact (one nonzero term per output) and differentiable as a
+// matmul, so the weight gradient is onehot^T @ g, the scatter-add embedding needs.
+V lower_embedding(G& g, const Op& op) {
+  V ids = op.arg(0).value, w = op.arg(1).value;
+  Shape is = shape_of(g, ids), ws = shape_of(g, w);
+  int64_t n = numel(is);
+  V classes = call(g, "prims.iota", {Arg::of_int(ws[0]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
+  V flat = reshape(g, ids, {n});
+  V onehot = cmp(g, "prims.eq", val(broadcast(g, flat, {n, ws[0]}, {0})), val(broadcast(g, classes, {n, ws[0]}, {1})));
+  V rows = matmul(g, convert(g, onehot, value_of(g, w).dtype), w);
+  return reshape(g, rows, g.trace().value(op.outs[0]).shape);
+}
+
+// scaled_dot_product_attention's logits q @ k^T * scale, causal (row i sees columns j <= i) and
+// masked by attn_mask (a b8 mask keeps, a float mask adds).
+V attention_logits(G& g, const Op& op) {
+  V q = op.arg(0).value, k = op.arg(1).value;
+  Shape qs = shape_of(g, q), ks = shape_of(g, k);
+  size_t r = qs.size();
+  double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
+  V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(scale));
+  Shape ss = shape_of(g, s);
+  if (op.arg(5).boolean) {
+    int64_t l = qs[r - 2], sl = ks[r - 2];
+    V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+    V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+    V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
+    s = where(g, broadcast(g, keep, ss, {int64_t(r) - 2, int64_t(r) - 1}), val(s), num(-INFINITY));
+  }
+  if (op.arg(3).is_value()) {
+    V m = op.arg(3).value;
+    s = value_of(g, m).dtype == DType::b8 ? where(g, m, val(s), num(-INFINITY)) : add(g, val(s), val(m));
+  }
+  return s;
+}
+
+// softmax(logits) @ v, the weights dropped with dropout_p, drawn as dropout draws (src/rng.cpp
+// bound the state).
+V lower_sdpa(G& g, const Op& op) {
+  V s = attention_logits(g, op);
+  Shape ss = shape_of(g, s);
+  int64_t last = int64_t(ss.size()) - 1;
+  V mx = unreduce(g, call(g, "prims.amax", {val(s), int_list({last})}), ss, {last});
+  V e = unary(g, "prims.exp", sub(g, val(s), val(mx)));
+  V p = div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
+  double dropout_p = op.arg(4).as_double();
+  if (dropout_p > 0.0) {
+    TG_CHECK(op.arg(7).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
+    V r = call(g, "prims.uniform_philox", {int_list(ss), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(7), op.arg(8), op.arg(9)});
+    V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
+    p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
+  }
+  return matmul(g, p, op.arg(2).value);
+}
+
+// Thunder's decomposition: keep where a uniform draw is below 1 - p, scale by 1 / (1 - p). The
+// draws come from the seed and offset the RNG pass bound (src/rng.cpp).
+V lower_dropout(G& g, const Op& op) {
+  V a = op.arg(0).value;
+  double p = op.arg(1).as_double();
+  DType dt = value_of(g, a).dtype;
+  if (!op.arg(2).boolean || p == 0.0) return a;
+  if (p == 1.0) return mul(g, val(a), num(0.0));
+  TG_CHECK(op.arg(4).kind != Arg::Kind::none, "dropout reached lowering without a bound seed");
+  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(4),
+                                         op.arg(5), op.arg(6)});
+  V keep = cmp(g, "prims.lt", val(r), num(1.0 - p));
+  return mul(g, val(mul(g, val(a), val(convert(g, keep, dt)))), num(1.0 / (1.0 - p)));
+}
+
+// layer_norm and rms_norm: x-hat, times the weight, plus the bias (layer_norm).
+V lower_norm(G& g, const Op& op) {
+  Norm m = norm_of(g, op);
+  auto [a, dt] = up(g, op.arg(0).value);
+  V y = normalize(g, m, a).xhat;
+  if (op.arg(2).is_value()) y = mul(g, val(y), val(broadcast(g, upcast(g, op.arg(2).value), m.shape, m.dims)));
+  if (!m.rms && op.arg(3).is_value()) y = add(g, val(y), val(broadcast(g, upcast(g, op.arg(3).value), m.shape, m.dims)));
+  return downcast(g, y, dt);
+}
+
+// ---- gradient rules of their own -------------------------------------------------------------
+
+// Softmax family: read the output only. d softmax: y * (g - sum(g * y)); d log_softmax:
+// g - exp(y) * sum(g).
+Contributions softmax_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  auto [y, dt] = up(g, op.outs[0]);
+  V c = upcast(g, cot[0]);
+  Shape shape = shape_of(g, y);
+  int64_t dim = wrapped(op.arg(1).integer, shape.size());
+  V ga;
+  if (op.info->kind == OpKind::t_softmax) {
+    V dot = unreduce(g, sum(g, mul(g, val(c), val(y)), {dim}), shape, {dim});
+    ga = mul(g, val(y), val(sub(g, val(c), val(dot))));
+  } else {
+    V total = unreduce(g, sum(g, c, {dim}), shape, {dim});
+    ga = sub(g, val(c), val(mul(g, val(unary(g, "prims.exp", y)), val(total))));
+  }
+  return {{op.arg(0).value, downcast(g, ga, value_of(g, op.arg(0).value).dtype)}};
+}
+
+// Reads the output: where(y > 0, g, 0).
+Contributions relu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  return {{op.arg(0).value, where(g, cmp(g, "prims.gt", val(op.outs[0]), num(0.0)), val(cot[0]), num(0.0))}};
+}
+
+// Read the output: sigmoid g * y * (1 - y), tanh g * (1 - y^2).
+Contributions sigmoid_or_tanh_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  auto [y, dt] = up(g, op.outs[0]);
+  V c = upcast(g, cot[0]);
+  V local = op.info->kind == OpKind::t_sigmoid ? mul(g, val(y), one_minus(g, val(y))) : sub(g, num(1.0), val(mul(g, val(y), val(y))));
+  return {{op.arg(0).value, downcast(g, mul(g, val(c), val(local)), dt)}};
+}
+
+// Reads the input: g * s * (1 + a * (1 - s)), s = sigmoid(a).
+Contributions silu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  auto [a, dt] = up(g, op.arg(0).value);
+  V s = sigmoid_of(g, a);
+  V local = mul(g, val(s), val(add(g, val(mul(g, val(a), one_minus(g, val(s)))), num(1.0))));
+  return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
+}
+
+// y = 0.5 a (1 + tanh(u)), u = k (a + 0.044715 a^3):
+// dy/da = 0.5 (1 + tanh(u)) + 0.5 a (1 - tanh(u)^2) k (1 + 3 * 0.044715 a^2)
+V gelu_tanh_derivative(G& g, V a) {
+  V a2 = mul(g, val(a), val(a));
+  V u = mul(g, val(add(g, val(a), val(mul(g, val(mul(g, val(a2), val(a))), num(0.044715))))), num(kSqrt2OverPi));
+  V th = unary(g, "prims.tanh", u);
+  V du = mul(g, val(add(g, val(mul(g, val(a2), num(3 * 0.044715))), num(1.0))), num(kSqrt2OverPi));
+  V left = mul(g, val(add(g, val(th), num(1.0))), num(0.5));
+  V right = mul(g, val(mul(g, val(mul(g, val(a), num(0.5))), val(sub(g, num(1.0), val(mul(g, val(th), val(th))))))), val(du));
+  return add(g, val(left), val(right));
+}
+
+// dy/da = Phi(a) + a phi(a) = 0.5 (1 + erf(a / sqrt 2)) + a exp(-a^2 / 2) / sqrt(2 pi)
+V gelu_erf_derivative(G& g, V a) {
+  V cdf = mul(g, val(add(g, val(unary(g, "prims.erf", mul(g, val(a), num(kInvSqrt2)))), num(1.0))), num(0.5));
+  V pdf = mul(g, val(unary(g, "prims.exp", mul(g, val(mul(g, val(a), val(a))), num(-0.5)))), num(kInvSqrt2Pi));
+  return add(g, val(cdf), val(mul(g, val(a), val(pdf))));
+}
+
+// Reads the input.
+Contributions gelu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  auto [a, dt] = up(g, op.arg(0).value);
+  V local = gelu_tanh(op) ? gelu_tanh_derivative(g, a) : gelu_erf_derivative(g, a);
+  return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
+}
+
+// ga = g @ w (no transpose of w); gw = g^T @ a over all rows; gb = sum of g.
+Contributions linear_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg(0).value, w = op.arg(1).value, c = cot[0];
+  Shape as = shape_of(g, a), cs = shape_of(g, c);
+  int64_t rows = numel(as) / as.back();
+  V c2 = reshape(g, c, {rows, cs.back()}), a2 = reshape(g, a, {rows, as.back()});
+  Contributions out = {{a, matmul(g, c, w)}, {w, matmul(g, call(g, "prims.transpose", {val(c2), int_list({1, 0})}), a2)}};
+  if (op.arg(2).is_value()) out.emplace_back(op.arg(2).value, sum(g, c2, {0}));
+  return out;
+}
+
+// layer_norm / rms_norm: read the input and the weight, and recompute the row statistics (a
+// cheap row reduction the backward fuses) instead of saving them or x-hat:
+//   gx = rstd * (g' - mean(g') - xhat * mean(g' * xhat)), g' = g * w  (rms_norm: no mean(g'))
+//   gw = sum over rows of g * xhat;  gb = sum over rows of g
+Contributions norm_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  Norm m = norm_of(g, op);
+  auto [a, dt] = up(g, op.arg(0).value);
+  V c = upcast(g, cot[0]);
+  Normalized x = normalize(g, m, a);
+  const Arg& w = op.arg(2);
+  V gs = w.is_value() ? mul(g, val(c), val(broadcast(g, upcast(g, w.value), m.shape, m.dims))) : c;
+  auto row_mean = [&](V v) { return unreduce(g, div(g, val(sum(g, v, m.dims)), num(m.n)), m.shape, m.dims); };
+  V inner = sub(g, val(gs), val(mul(g, val(x.xhat), val(row_mean(mul(g, val(gs), val(x.xhat)))))));
+  if (!m.rms) inner = sub(g, val(inner), val(row_mean(gs)));
+  Contributions out = {{op.arg(0).value, downcast(g, mul(g, val(x.rstd), val(inner)), dt)}};
+  if (w.is_value()) out.emplace_back(w.value, downcast(g, sum(g, mul(g, val(c), val(x.xhat)), m.row_dims), dt));
+  if (!m.rms && op.arg(3).is_value()) out.emplace_back(op.arg(3).value, downcast(g, sum(g, c, m.row_dims), dt));
+  return out;
+}
+
+// cross_entropy: (softmax(a) - q) * w_row, q = (1 - s) onehot + s / C, w_row the row's share
+// of the cotangent (0 for ignored rows); the softmax is recomputed from the input.
+// nll_loss: -onehot * w_row.
+Contributions class_loss_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  ClassLoss l = class_loss_of(g, op);
+  auto [a, dt] = up(g, op.arg(0).value);
+  Shape s = shape_of(g, a);
+  V c = upcast(g, cot[0]);
+  DType ct = value_of(g, c).dtype;
+  V share = l.reduction == "mean" ? div(g, val(c), val(sum(g, convert(g, l.valid, ct), {0}))) : c;
+  V per_row = l.reduction == "none" ? share : broadcast(g, share, {l.n}, {});
+  per_row = broadcast(g, where(g, l.valid, val(per_row), num(0.0)), s, {0});
+  V target = convert(g, l.onehot, ct);
+  V ga;
+  if (op.info->kind == OpKind::t_cross_entropy) {
+    V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
+    V e = unary(g, "prims.exp", shifted);
+    V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
+    V q = l.smoothing > 0 ? add(g, val(mul(g, val(target), num(1.0 - l.smoothing))), num(l.smoothing / double(l.c))) : target;
+    ga = mul(g, val(sub(g, val(p), val(q))), val(per_row));
+  } else {
+    ga = neg(g, mul(g, val(target), val(per_row)));
+  }
+  return {{op.arg(0).value, downcast(g, ga, dt)}};
+}
+
 }  // namespace
 
 std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
-  const Trace& t = g.trace();
-  const DType out_dtype = t.value(op.outs[0]).dtype;
   switch (op.info->kind) {
     case OpKind::t_softmax: return {softmax_like(g, op, false)};
     case OpKind::t_log_softmax: return {softmax_like(g, op, true)};
-    case OpKind::t_relu: {
-      V a = op.arg(0).value;
-      return {where(g, cmp(g, "prims.gt", val(a), num(0.0)), val(a), num(0.0))};
-    }
-    case OpKind::t_sigmoid: {
-      auto [a, dt] = up(g, op.arg(0).value);
-      return {downcast(g, sigmoid_of(g, a), dt)};
-    }
+    case OpKind::t_relu: return {lower_relu(g, op)};
+    case OpKind::t_sigmoid: return {lower_sigmoid(g, op)};
     case OpKind::t_tanh: return {unary(g, "prims.tanh", op.arg(0).value)};
-    case OpKind::t_silu: {
-      auto [a, dt] = up(g, op.arg(0).value);
-      return {downcast(g, mul(g, val(a), val(sigmoid_of(g, a))), dt)};
-    }
-    case OpKind::t_gelu: {
-      auto [a, dt] = up(g, op.arg(0).value);
-      V inner;
-      if (gelu_tanh(op)) {
-        V cube = mul(g, val(mul(g, val(a), val(a))), val(a));
-        V arg = mul(g, val(add(g, val(a), val(mul(g, val(cube), num(0.044715))))), num(kSqrt2OverPi));
-        inner = unary(g, "prims.tanh", arg);
-      } else {
-        inner = unary(g, "prims.erf", mul(g, val(a), num(kInvSqrt2)));
-      }
-      V y = mul(g, val(mul(g, val(a), num(0.5))), val(add(g, val(inner), num(1.0))));
-      return {downcast(g, y, dt)};
-    }
-    case OpKind::t_linear: {
-      V a = op.arg(0).value, w = op.arg(1).value;
-      V y = matmul(g, a, call(g, "prims.transpose", {val(w), int_list({1, 0})}));
-      if (op.arg(2).is_value()) {
-        Shape shape = shape_of(g, y);
-        y = add(g, val(y), val(broadcast(g, op.arg(2).value, shape, {int64_t(shape.size()) - 1})));
-      }
-      return {y};
-    }
+    case OpKind::t_silu: return {lower_silu(g, op)};
+    case OpKind::t_gelu: return {lower_gelu(g, op)};
+    case OpKind::t_linear: return {lower_linear(g, op)};
     case OpKind::t_matmul: return {matmul(g, op.arg(0).value, op.arg(1).value)};
-    case OpKind::t_reshape: return {call(g, "prims.reshape", {val(op.arg(0).value), int_list(t.value(op.outs[0]).shape)})};
-    case OpKind::t_permute: {
-      std::vector<int64_t> perm = op.arg(1).int_list();
-      for (int64_t& d : perm) d = wrapped(d, perm.size());
-      return {call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)})};
-    }
-    case OpKind::t_transpose: {
-      size_t rank = shape_of(g, op.arg(0).value).size();
-      std::vector<int64_t> perm(rank);
-      for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
-      std::swap(perm[size_t(wrapped(op.arg(1).integer, rank))], perm[size_t(wrapped(op.arg(2).integer, rank))]);
-      return {call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)})};
-    }
+    case OpKind::t_reshape:
     case OpKind::t_unsqueeze:
     case OpKind::shallow_copy:
-    case OpKind::stride_order: return {call(g, "prims.reshape", {val(op.arg(0).value), int_list(t.value(op.outs[0]).shape)})};
+    case OpKind::stride_order: return {reshape_to_output(g, op)};
+    case OpKind::t_permute: return {lower_permute(g, op)};
+    case OpKind::t_transpose: return {lower_transpose(g, op)};
     case OpKind::t_sum:
-    case OpKind::t_mean: {
-      V a = op.arg(0).value;
-      Shape shape = shape_of(g, a);
-      std::vector<int64_t> dims = dims_of(op.arg(1), shape.size());
-      if (op.arg(3).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(3).dtype);
-      // Integers and bools are summed in the result's i64 (torch.sum promotes them), not in
-      // their own width, where the sum would wrap.
-      V acc = is_float(value_of(g, a).dtype) ? upcast(g, a) : downcast(g, a, out_dtype);
-      V s = sum(g, acc, dims);
-      if (op.info->kind == OpKind::t_mean) {
-        int64_t n = 1;
-        for (int64_t d : dims) n *= shape[size_t(d)];
-        s = div(g, val(s), num(double(n)));
-      }
-      s = downcast(g, s, out_dtype);
-      return {reshape(g, s, t.value(op.outs[0]).shape)};  // keepdim: size-1 dims back
-    }
+    case OpKind::t_mean: return {lower_sum_or_mean(g, op)};
     case OpKind::t_cross_entropy:
-    case OpKind::t_nll_loss: {
-      ClassLoss l = class_loss_of(g, op);
-      auto [a, dt] = up(g, op.arg(0).value);
-      V logp = a;  // nll_loss takes log-probabilities
-      if (op.info->kind == OpKind::t_cross_entropy) {
-        Shape s = shape_of(g, a);
-        V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
-        V lse = unary(g, "prims.log", sum(g, unary(g, "prims.exp", shifted), {1}));
-        logp = sub(g, val(shifted), val(unreduce(g, lse, s, {1})));
-      }
-      V loss = neg(g, sum(g, where(g, l.onehot, val(logp), num(0.0)), {1}));
-      if (l.smoothing > 0) {  // (1 - s) * nll + s * mean over classes of -log p
-        V smooth = div(g, val(neg(g, sum(g, logp, {1}))), num(double(l.c)));
-        loss = add(g, val(mul(g, val(loss), num(1.0 - l.smoothing))), val(mul(g, val(smooth), num(l.smoothing))));
-      }
-      loss = where(g, l.valid, val(loss), num(0.0));
-      return {downcast(g, reduce_loss(g, l, loss), dt)};
-    }
-    case OpKind::t_cat: {
-      std::vector<Arg> items = op.arg(0).items;
-      size_t rank = shape_of(g, items[0].value).size();
-      return {call(g, "prims.cat", {Arg::of_list(items), Arg::of_int(wrapped(op.arg(1).integer, rank))})};
-    }
-    case OpKind::t_split: {
-      V a = op.arg(0).value;
-      Shape shape = shape_of(g, a);
-      int64_t dim = wrapped(op.arg(2).integer, shape.size()), at = 0;
-      std::vector<ValueId> pieces;
-      for (ValueId out : op.outs) {
-        int64_t len = t.value(out).shape[size_t(dim)];
-        std::vector<int64_t> start(shape.size(), 0), end = shape;
-        start[size_t(dim)] = at;
-        end[size_t(dim)] = at + len;
-        pieces.push_back(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}}));
-        at += len;
-      }
-      return pieces;
-    }
-    case OpKind::t_var: {
-      V a = op.arg(0).value;
-      Shape shape = shape_of(g, a);
-      double correction = op.arg(4).is_number() ? op.arg(4).as_double() : op.arg(2).is_number() ? double(op.arg(2).as_double() != 0) : 1.0;
-      V acc = upcast(g, a);
-      V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg(1), shape.size())), num(correction)});
-      return {reshape(g, downcast(g, v, out_dtype), t.value(op.outs[0]).shape)};
-    }
-    case OpKind::t_embedding: {
-      // One-hot rows times the table: exact (one nonzero term per output) and differentiable as
-      // a matmul, so the weight gradient is onehot^T @ g, the scatter-add embedding needs.
-      V ids = op.arg(0).value, w = op.arg(1).value;
-      Shape is = shape_of(g, ids), ws = shape_of(g, w);
-      int64_t n = numel(is);
-      V classes = call(g, "prims.iota", {Arg::of_int(ws[0]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
-      V flat = reshape(g, ids, {n});
-      V onehot = cmp(g, "prims.eq", val(broadcast(g, flat, {n, ws[0]}, {0})), val(broadcast(g, classes, {n, ws[0]}, {1})));
-      V rows = matmul(g, convert(g, onehot, value_of(g, w).dtype), w);
-      return {reshape(g, rows, t.value(op.outs[0]).shape)};
-    }
-    case OpKind::t_sdpa: {
-      V q = op.arg(0).value, k = op.arg(1).value, v = op.arg(2).value;
-      Shape qs = shape_of(g, q), ks = shape_of(g, k);
-      size_t r = qs.size();
-      double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
-      V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(scale));
-      Shape ss = shape_of(g, s);
-      if (op.arg(5).boolean) {  // causal: row i sees columns j <= i
-        int64_t l = qs[r - 2], sl = ks[r - 2];
-        V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-        V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-        V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
-        s = where(g, broadcast(g, keep, ss, {int64_t(r) - 2, int64_t(r) - 1}), val(s), num(-INFINITY));
-      }
-      if (op.arg(3).is_value()) {
-        V m = op.arg(3).value;
-        s = value_of(g, m).dtype == DType::b8 ? where(g, m, val(s), num(-INFINITY)) : add(g, val(s), val(m));
-      }
-      int64_t last = int64_t(r) - 1;
-      V mx = unreduce(g, call(g, "prims.amax", {val(s), int_list({last})}), ss, {last});
-      V e = unary(g, "prims.exp", sub(g, val(s), val(mx)));
-      V p = div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
-      double dropout_p = op.arg(4).as_double();
-      if (dropout_p > 0.0) {  // on the attention weights, drawn as dropout draws (src/rng.cpp bound the state)
-        TG_CHECK(op.arg(7).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
-        V r = call(g, "prims.uniform_philox", {int_list(ss), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(7), op.arg(8), op.arg(9)});
-        V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
-        p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
-      }
-      return {matmul(g, p, v)};
-    }
-    case OpKind::t_dropout: {
-      // Thunder's decomposition: keep where a uniform draw is below 1 - p, scale by 1 / (1 - p).
-      // The draws come from the seed and offset the RNG pass bound (src/rng.cpp).
-      V a = op.arg(0).value;
-      double p = op.arg(1).as_double();
-      DType dt = value_of(g, a).dtype;
-      if (!op.arg(2).boolean || p == 0.0) return {a};
-      if (p == 1.0) return {mul(g, val(a), num(0.0))};
-      TG_CHECK(op.arg(4).kind != Arg::Kind::none, "dropout reached lowering without a bound seed");
-      V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(4),
-                                             op.arg(5), op.arg(6)});
-      V keep = cmp(g, "prims.lt", val(r), num(1.0 - p));
-      return {mul(g, val(mul(g, val(a), val(convert(g, keep, dt)))), num(1.0 / (1.0 - p)))};
-    }
+    case OpKind::t_nll_loss: return {lower_class_loss(g, op)};
+    case OpKind::t_cat: return {lower_cat(g, op)};
+    case OpKind::t_split: return lower_split(g, op);
+    case OpKind::t_var: return {lower_var(g, op)};
+    case OpKind::t_embedding: return {lower_embedding(g, op)};
+    case OpKind::t_sdpa: return {lower_sdpa(g, op)};
+    case OpKind::t_dropout: return {lower_dropout(g, op)};
     case OpKind::t_layer_norm:
-    case OpKind::t_rms_norm: {
-      Norm m = norm_of(g, op);
-      auto [a, dt] = up(g, op.arg(0).value);
-      V y = normalize(g, m, a).xhat;
-      if (op.arg(2).is_value()) y = mul(g, val(y), val(broadcast(g, upcast(g, op.arg(2).value), m.shape, m.dims)));
-      if (!m.rms && op.arg(3).is_value()) y = add(g, val(y), val(broadcast(g, upcast(g, op.arg(3).value), m.shape, m.dims)));
-      return {downcast(g, y, dt)};
-    }
+    case OpKind::t_rms_norm: return {lower_norm(g, op)};
     default: break;
   }
   throw InternalError("no lowering for " + op.symbol);
@@ -350,124 +530,18 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
 
 GradRule torch_gradient(OpKind kind) {
   switch (kind) {
-    // Softmax family: read the output only. d softmax: y * (g - sum(g * y)); d log_softmax:
-    // g - exp(y) * sum(g).
     case OpKind::t_softmax:
-    case OpKind::t_log_softmax:
-      return [kind](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        auto [y, dt] = up(g, op.outs[0]);
-        V c = upcast(g, cot[0]);
-        Shape shape = shape_of(g, y);
-        int64_t dim = wrapped(op.arg(1).integer, shape.size());
-        V ga;
-        if (kind == OpKind::t_softmax) {
-          V dot = unreduce(g, sum(g, mul(g, val(c), val(y)), {dim}), shape, {dim});
-          ga = mul(g, val(y), val(sub(g, val(c), val(dot))));
-        } else {
-          V total = unreduce(g, sum(g, c, {dim}), shape, {dim});
-          ga = sub(g, val(c), val(mul(g, val(unary(g, "prims.exp", y)), val(total))));
-        }
-        return {{op.arg(0).value, downcast(g, ga, value_of(g, op.arg(0).value).dtype)}};
-      };
-    case OpKind::t_relu:  // reads the output: where(y > 0, g, 0)
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        return {{op.arg(0).value, where(g, cmp(g, "prims.gt", val(op.outs[0]), num(0.0)), val(cot[0]), num(0.0))}};
-      };
-    case OpKind::t_sigmoid:  // reads the output: g * y * (1 - y)
-    case OpKind::t_tanh:     // reads the output: g * (1 - y^2)
-      return [kind](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        auto [y, dt] = up(g, op.outs[0]);
-        V c = upcast(g, cot[0]);
-        V local = kind == OpKind::t_sigmoid ? mul(g, val(y), one_minus(g, val(y))) : sub(g, num(1.0), val(mul(g, val(y), val(y))));
-        return {{op.arg(0).value, downcast(g, mul(g, val(c), val(local)), dt)}};
-      };
-    case OpKind::t_silu:  // reads the input: g * s * (1 + a * (1 - s)), s = sigmoid(a)
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        auto [a, dt] = up(g, op.arg(0).value);
-        V s = sigmoid_of(g, a);
-        V local = mul(g, val(s), val(add(g, val(mul(g, val(a), one_minus(g, val(s)))), num(1.0))));
-        return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
-      };
-    case OpKind::t_gelu:  // reads the input
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        auto [a, dt] = up(g, op.arg(0).value);
-        V local;
-        if (gelu_tanh(op)) {
-          // y = 0.5 a (1 + tanh(u)), u = k (a + 0.044715 a^3):
-          // dy/da = 0.5 (1 + tanh(u)) + 0.5 a (1 - tanh(u)^2) k (1 + 3 * 0.044715 a^2)
-          V a2 = mul(g, val(a), val(a));
-          V u = mul(g, val(add(g, val(a), val(mul(g, val(mul(g, val(a2), val(a))), num(0.044715))))), num(kSqrt2OverPi));
-          V th = unary(g, "prims.tanh", u);
-          V du = mul(g, val(add(g, val(mul(g, val(a2), num(3 * 0.044715))), num(1.0))), num(kSqrt2OverPi));
-          V left = mul(g, val(add(g, val(th), num(1.0))), num(0.5));
-          V right = mul(g, val(mul(g, val(mul(g, val(a), num(0.5))), val(sub(g, num(1.0), val(mul(g, val(th), val(th))))))), val(du));
-          local = add(g, val(left), val(right));
-        } else {
-          // dy/da = Phi(a) + a phi(a) = 0.5 (1 + erf(a / sqrt 2)) + a exp(-a^2 / 2) / sqrt(2 pi)
-          V cdf = mul(g, val(add(g, val(unary(g, "prims.erf", mul(g, val(a), num(kInvSqrt2)))), num(1.0))), num(0.5));
-          V pdf = mul(g, val(unary(g, "prims.exp", mul(g, val(mul(g, val(a), val(a))), num(-0.5)))), num(kInvSqrt2Pi));
-          local = add(g, val(cdf), val(mul(g, val(a), val(pdf))));
-        }
-        return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
-      };
-    case OpKind::t_linear:  // ga = g @ w (no transpose of w); gw = g^T @ a over all rows; gb = sum of g
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        V a = op.arg(0).value, w = op.arg(1).value, c = cot[0];
-        Shape as = shape_of(g, a), cs = shape_of(g, c);
-        int64_t rows = numel(as) / as.back();
-        V c2 = reshape(g, c, {rows, cs.back()}), a2 = reshape(g, a, {rows, as.back()});
-        Contributions out = {{a, matmul(g, c, w)}, {w, matmul(g, call(g, "prims.transpose", {val(c2), int_list({1, 0})}), a2)}};
-        if (op.arg(2).is_value()) out.emplace_back(op.arg(2).value, sum(g, c2, {0}));
-        return out;
-      };
-    // layer_norm / rms_norm: read the input and the weight, and recompute the row statistics
-    // (a cheap row reduction the backward fuses) instead of saving them or x-hat:
-    //   gx = rstd * (g' - mean(g') - xhat * mean(g' * xhat)), g' = g * w  (rms_norm: no mean(g'))
-    //   gw = sum over rows of g * xhat;  gb = sum over rows of g
+    case OpKind::t_log_softmax: return softmax_gradient;
+    case OpKind::t_relu: return relu_gradient;
+    case OpKind::t_sigmoid:
+    case OpKind::t_tanh: return sigmoid_or_tanh_gradient;
+    case OpKind::t_silu: return silu_gradient;
+    case OpKind::t_gelu: return gelu_gradient;
+    case OpKind::t_linear: return linear_gradient;
     case OpKind::t_layer_norm:
-    case OpKind::t_rms_norm:
-      return [](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        Norm m = norm_of(g, op);
-        auto [a, dt] = up(g, op.arg(0).value);
-        V c = upcast(g, cot[0]);
-        Normalized x = normalize(g, m, a);
-        const Arg& w = op.arg(2);
-        V gs = w.is_value() ? mul(g, val(c), val(broadcast(g, upcast(g, w.value), m.shape, m.dims))) : c;
-        auto row_mean = [&](V v) { return unreduce(g, div(g, val(sum(g, v, m.dims)), num(m.n)), m.shape, m.dims); };
-        V inner = sub(g, val(gs), val(mul(g, val(x.xhat), val(row_mean(mul(g, val(gs), val(x.xhat)))))));
-        if (!m.rms) inner = sub(g, val(inner), val(row_mean(gs)));
-        Contributions out = {{op.arg(0).value, downcast(g, mul(g, val(x.rstd), val(inner)), dt)}};
-        if (w.is_value()) out.emplace_back(w.value, downcast(g, sum(g, mul(g, val(c), val(x.xhat)), m.row_dims), dt));
-        if (!m.rms && op.arg(3).is_value()) out.emplace_back(op.arg(3).value, downcast(g, sum(g, c, m.row_dims), dt));
-        return out;
-      };
-    // cross_entropy: (softmax(a) - q) * w_row, q = (1 - s) onehot + s / C, w_row the row's share
-    // of the cotangent (0 for ignored rows); the softmax is recomputed from the input.
-    // nll_loss: -onehot * w_row.
+    case OpKind::t_rms_norm: return norm_gradient;
     case OpKind::t_cross_entropy:
-    case OpKind::t_nll_loss:
-      return [kind](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-        ClassLoss l = class_loss_of(g, op);
-        auto [a, dt] = up(g, op.arg(0).value);
-        Shape s = shape_of(g, a);
-        V c = upcast(g, cot[0]);
-        DType ct = value_of(g, c).dtype;
-        V share = l.reduction == "mean" ? div(g, val(c), val(sum(g, convert(g, l.valid, ct), {0}))) : c;
-        V per_row = l.reduction == "none" ? share : broadcast(g, share, {l.n}, {});
-        per_row = broadcast(g, where(g, l.valid, val(per_row), num(0.0)), s, {0});
-        V target = convert(g, l.onehot, ct);
-        V ga;
-        if (kind == OpKind::t_cross_entropy) {
-          V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
-          V e = unary(g, "prims.exp", shifted);
-          V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
-          V q = l.smoothing > 0 ? add(g, val(mul(g, val(target), num(1.0 - l.smoothing))), num(l.smoothing / double(l.c))) : target;
-          ga = mul(g, val(sub(g, val(p), val(q))), val(per_row));
-        } else {
-          ga = neg(g, mul(g, val(target), val(per_row)));
-        }
-        return {{op.arg(0).value, downcast(g, ga, dt)}};
-      };
+    case OpKind::t_nll_loss: return class_loss_gradient;
     default:
       return nullptr;  // differentiated through its lowering (shape ops, sums, matmul: the prims' rules)
   }
