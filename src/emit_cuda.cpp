@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -83,24 +84,52 @@ bool uses_word(const std::string& text, const std::string& word) {
   return false;
 }
 
-// Declares the loop dims a body uses: d<k> = (linear / stride) % size over `dims` of `domain`.
-std::string dim_declarations(const std::string& body, const std::string& linear, const Shape& domain,
-                             const std::vector<int64_t>& dims, const std::string& indent) {
+// Declares the loop dims of `dims` that a body uses, d<k> = defs[k] (see loop_dim_definitions).
+std::string dim_declarations(const std::string& body, const std::vector<IndexExpr>& defs, const std::vector<int64_t>& dims,
+                             const std::string& indent) {
   std::string out;
-  int64_t stride = 1;
-  std::vector<std::string> lines(dims.size());
-  for (size_t k = dims.size(); k-- > 0;) {
-    int64_t d = dims[k];
-    std::string var = "d" + std::to_string(d);
-    if (uses_word(body, var)) {
-      std::string e = stride == 1 ? linear : linear + " / " + std::to_string(stride);
-      if (k > 0) e = (stride == 1 ? e : "(" + e + ")") + " % " + std::to_string(domain[d]);
-      lines[k] = indent + "const int64_t " + var + " = " + e + ";\n";
-    }
-    stride *= domain[d];
+  for (int64_t d : dims) {
+    const std::string var = "d" + std::to_string(d);
+    if (uses_word(body, var)) out += indent + "const int64_t " + var + " = " + defs[size_t(d)].text() + ";\n";
   }
-  for (const std::string& l : lines) out += l;
   return out;
+}
+
+// Sets defs[d] for the loop dims d of `dims`: quotients and remainders of `flat`, their row-major
+// linear index over `domain`.
+void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims) {
+  int64_t stride = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    const int64_t extent = domain[size_t(dims[k])];
+    defs[size_t(dims[k])] = k > 0 ? (flat / stride) % extent : flat / stride;
+    stride *= extent;
+  }
+}
+
+// A kernel loop's index named `name`, over the elements of `dims`.
+IndexExpr loop_index(const std::string& name, const Shape& domain, const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= domain[size_t(d)];
+  return IndexExpr::named(name, 0, std::max<int64_t>(count - 1, 0));
+}
+
+std::vector<int64_t> all_dims(const Shape& domain) {
+  std::vector<int64_t> all(domain.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
+  return all;
+}
+
+// What each loop dim d<k> of a kernel is in the kernel's own indices: a quotient and remainder of
+// the flat index i (pointwise), or of `row` (a row kernel's outer dims) and `j` (its reduced dims).
+std::vector<IndexExpr> loop_dim_definitions(const KernelLayout& layout) {
+  std::vector<IndexExpr> defs(layout.domain.size());
+  if (!layout.is_row) {
+    define_dims(defs, loop_index("i", layout.domain, all_dims(layout.domain)), layout.domain, all_dims(layout.domain));
+  } else {
+    define_dims(defs, loop_index("row", layout.domain, layout.outer), layout.domain, layout.outer);
+    define_dims(defs, loop_index("j", layout.domain, layout.reduced), layout.domain, layout.reduced);
+  }
+  return defs;
 }
 
 // The manifest's account of a kernel: what it computes, reads and writes.
@@ -193,7 +222,7 @@ class KernelWriter {
   // hold_row = false: a row kernel reads its row from memory in every pass, even where it could
   // hold it in registers (see holds_row_for_one_pass).
   KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel, bool hold_row = true)
-      : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)) {
+      : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(layout_)) {
     for (size_t i = 0; i < k_.sub.size(); ++i) {
       for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
       if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
@@ -257,11 +286,13 @@ class KernelWriter {
   std::vector<std::string>& idents_;
   const Op& k_;
   KernelLayout layout_;
+  std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)
   std::map<ValueId, const Op*> producer_;
   std::set<ValueId> loaded_;
   std::map<ValueId, std::string> reduced_;  // reductions computed so far: their register
   struct Scope {
-    std::map<std::string, std::string> memo;  // value@index -> variable
+    ReadMap<std::string> values;  // value at index -> the variable holding it
+    std::map<std::string, std::string> index_names;  // index code -> the variable holding it
     std::string code;
     std::string indent;
     std::set<std::string> declared;  // variable names declared in this scope
@@ -283,7 +314,14 @@ class KernelWriter {
   std::vector<ValueId> stream_loads_;  // operands that body reads a run at a time (r_<name>[lane])
   std::vector<ValueId> stream_row_loads_;  // ... of those, the ones shaped like one row (a LayerNorm's weight)
   bool in_run_ = false;             // writing that loop's per-lane body
-  std::vector<ValueId> run_loads_;  // operands it loads a run at a time
+  struct RunLoad {
+    ValueId value;
+    IndexExpr start;    // the run's first element, in `run`
+    std::string array;  // r_<name>, numbered where one operand is read at several starts
+  };
+  std::vector<RunLoad> run_loads_;  // operands it loads a run at a time
+  IndexExpr run_var_;                 // ... its variable `run`
+  std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
 
   // Elements per run: 16 bytes of the widest operand or result that the kernel walks
   // contiguously (shape equal to the domain), so every run access is at most 16 bytes.
@@ -317,7 +355,7 @@ class KernelWriter {
   // With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = cached_element().
   void reduced_loop(const std::string& body) {
     const std::string r = std::to_string(numel(layout_.reduced_shape()));
-    const std::string dims = dim_declarations(body, "j", layout_.domain, layout_.reduced, scopes_.back().indent + "  ");
+    const std::string dims = dim_declarations(body, loop_dims_, layout_.reduced, scopes_.back().indent + "  ");
     ++passes_over_row_;
     if (cached_ > 0) {
       line("TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
@@ -475,7 +513,7 @@ class KernelWriter {
 
   void line(const std::string& s) { scopes_.back().code += scopes_.back().indent + s + "\n"; }
   void comment(const std::string& text) { scopes_.back().code += comment_line(text, scopes_.back().indent); }
-  void push(const std::string& indent) { scopes_.push_back(Scope{{}, "", indent, {}}); }
+  void push(const std::string& indent) { scopes_.push_back(Scope{{}, {}, "", indent, {}}); }
   std::string pop() {
     std::string code = std::move(scopes_.back().code);
     scopes_.pop_back();
@@ -485,12 +523,11 @@ class KernelWriter {
   // An index computation of a shape op as a variable, ix_<operand>_i<dim> (or _in_<output> for a
   // guard), declared once per scope.
   std::string name_index(const std::string& code, const char* type, const std::string& hint) {
-    std::string key = "#" + code;
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto m = it->memo.find(key); m != it->memo.end()) return m->second;
+      if (auto m = it->index_names.find(code); m != it->index_names.end()) return m->second;
     std::string name = unique_local(tg::ident(Role::index, hint));
     line(std::string("const ") + type + " " + name + " = " + code + ";");
-    scopes_.back().memo[key] = name;
+    scopes_.back().index_names[code] = name;
     return name;
   }
 
@@ -513,19 +550,69 @@ class KernelWriter {
   bool is_identity(const Index& index) const { return index == identity_index(layout_.domain.size()); }
 
   // Offset of a tensor element, with the cheap forms for the kernel's own loop index.
-  std::string offset(const Value& v, const Index& index) const {
+  std::string offset(const Value& v, const Index& index) {
     if (v.shape == layout_.domain && is_identity(index)) {
       if (!layout_.is_row) return "i";
       if (std::string row_form = offset_of_row_element(); !row_form.empty()) return row_form;
     }
     if (layout_.is_row && v.shape == layout_.outer_shape() && index == layout_.outer_index()) return "row";
-    return linear_offset(index, v.shape);
+    return offset_expr(v, index).text();
   }
 
-  // The variable a live scope holds a value in, by its read_key, if any.
-  const std::string* memoized(const std::string& key) const {
+  // The offset as an expression: in the kernel's own indices (i, or row and j) where that needs no
+  // division or remainder and the loop dims would (a contiguous reshape read at the kernel's
+  // element is i), else over the loop dims, each piece that divides named (ix_<value>_i<k>).
+  IndexExpr offset_expr(const Value& v, const Index& index) {
+    const IndexExpr at = linear_index(index, v.shape);
+    const IndexExpr flat = at.with_dims(loop_dims_);
+    if (!flat.has_div_or_mod() && (at.has_div_or_mod() || loop_dims_divide(at))) return flat;
+    if (!at.has_div_or_mod()) return at;
+    Index named = index;
+    for (size_t k = 0; k < named.size(); ++k)
+      if (named[k].kind == IndexComp::Kind::expr && named[k].expr.has_div_or_mod())
+        named[k] = IndexComp::of_expr(named[k].expr.as_variable(name_index(named[k].expr.text(), "int64_t", v.name + "_i" + std::to_string(k))));
+    return linear_index(named, v.shape);
+  }
+  bool loop_dims_divide(const IndexExpr& e) const {
+    for (int d : e.dims())
+      if (loop_dims_[size_t(d)].has_div_or_mod()) return true;
+    return false;
+  }
+
+  // The array holding the run of v that starts at `start`, declared for the run loop.
+  const std::string& run_array(ValueId v, const IndexExpr& start) {
+    for (const RunLoad& r : run_loads_)
+      if (r.value == v && r.start == start) return r.array;
+    const std::string base = local(Role::run_in, v);
+    auto taken = [&](const std::string& name) {
+      return std::any_of(run_loads_.begin(), run_loads_.end(), [&](const RunLoad& r) { return r.array == name; });
+    };
+    std::string name = base;
+    for (int k = 2; taken(name); ++k) name = base + "_" + std::to_string(k);
+    run_loads_.push_back({v, start, name});
+    return run_loads_.back().array;
+  }
+
+  // In a pointwise kernel's run loop: the element of `val` where the run its lanes read at `index`
+  // starts, as code in `run`, when lane k reads element start + k and start is a multiple of the
+  // run length (so aligned where the pointer is), each element no wider than 16 bytes allow: an
+  // operand read at the kernel's own element (i, i + c, a contiguous reshape), or a row of a
+  // broadcast whose length is a multiple of the run's.
+  std::optional<IndexExpr> run_start(const Value& val, const Index& index) const {
+    if (val.bit_packed || lanes_ * dtype_bytes(val.dtype) > 16) return std::nullopt;
+    if (val.shape == layout_.domain && is_identity(index)) return run_var_ * lanes_;
+    const IndexExpr lane = IndexExpr::named("lane", 0, lanes_ - 1);
+    const IndexExpr start = linear_index(index, val.shape).with_dims(lane_dims_) + lane * -1;
+    // (Code the lanes compute, a pad's or cat's piece, may differ from lane to lane: only `run` may appear.)
+    for (const std::string& name : start.names())
+      if (name != "run") return std::nullopt;
+    return start.multiple_of(lanes_) ? std::optional<IndexExpr>(start) : std::nullopt;
+  }
+
+  // The variable a live scope holds value v at `index` in, if any.
+  const std::string* memoized(ValueId v, const Index& index) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto m = it->memo.find(key); m != it->memo.end()) return &m->second;
+      if (const std::string* var = it->values.find(v, index)) return var;
     return nullptr;
   }
 
@@ -568,7 +655,7 @@ class KernelWriter {
       Frame& frame = stack.back();
       if (frame.next < frame.reads.size()) {
         const auto [u, u_index] = frame.reads[frame.next++];
-        if (memoized(read_key(u, u_index))) continue;
+        if (memoized(u, u_index)) continue;
         if (!computed_here(u)) {
           value_at(u, u_index);
           continue;
@@ -592,8 +679,7 @@ class KernelWriter {
 
   // The variable holding value v at `index`, emitting the code that computes it if needed.
   std::string value_at(ValueId v, const Index& index) {
-    const std::string key = read_key(v, index);
-    if (const std::string* var = memoized(key)) return *var;
+    if (const std::string* var = memoized(v, index)) return *var;
     if (computed_here(v)) compute_operands_first(v, index);
     if (auto r = reduced_.find(v); r != reduced_.end()) {
       TG_CHECK(index == layout_.outer_index(), "a reduction read at another row");
@@ -605,7 +691,7 @@ class KernelWriter {
       if (val.is_scalar) return ident(v);
       if (cached_ > 0 && val.shape == layout_.domain && is_identity(index)) {  // this thread's k-th element of the row
         if (std::find(row_cached_.begin(), row_cached_.end(), v) == row_cached_.end()) row_cached_.push_back(v);
-        scopes_.back().memo[key] = local(Role::cached, v) + "[k]";
+        scopes_.back().values.set(v, index, local(Role::cached, v) + "[k]");
         return local(Role::cached, v) + "[k]";
       }
       // Element j of a value shaped like one row (there being several rows): the same for every row.
@@ -614,7 +700,7 @@ class KernelWriter {
       // and like one row.)
       if (hoist_ && one_row) {
         if (std::find(row_hoisted_.begin(), row_hoisted_.end(), v) == row_hoisted_.end()) row_hoisted_.push_back(v);
-        scopes_.back().memo[key] = local(Role::cached, v) + "[k]";
+        scopes_.back().values.set(v, index, local(Role::cached, v) + "[k]");
         return local(Role::cached, v) + "[k]";
       }
       if (in_stream_run_ && !val.bit_packed && ((val.shape == layout_.domain && is_identity(index)) || one_row)) {  // this lane's of the streamed run
@@ -622,13 +708,13 @@ class KernelWriter {
           stream_loads_.push_back(v);
           if (one_row) stream_row_loads_.push_back(v);
         }
-        scopes_.back().memo[key] = local(Role::run_in, v) + "[lane]";
+        scopes_.back().values.set(v, index, local(Role::run_in, v) + "[lane]");
         return local(Role::run_in, v) + "[lane]";
       }
       var = fresh_name(v);
-      if (in_run_ && !val.bit_packed && offset(val, index) == "i") {  // this lane's element of the loaded run
-        if (std::find(run_loads_.begin(), run_loads_.end(), v) == run_loads_.end()) run_loads_.push_back(v);
-        line("const " + ctype(val.dtype) + " " + var + " = " + local(Role::run_in, v) + "[lane];");
+      const std::optional<IndexExpr> start = in_run_ ? run_start(val, index) : std::nullopt;
+      if (start) {  // this lane's element of the loaded run
+        line("const " + ctype(val.dtype) + " " + var + " = " + run_array(v, *start) + "[lane];");
       } else {
         line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + ident(v) + ", " + offset(val, index) + ");");
       }
@@ -637,7 +723,7 @@ class KernelWriter {
       TG_CHECK(p != producer_.end(), "kernel " + k_.label + " needs " + val.name + " but neither computes nor reads it");
       var = compute(*p->second, v, index);
     }
-    scopes_.back().memo[key] = var;
+    scopes_.back().values.set(v, index, var);
     return var;
   }
 
@@ -760,7 +846,7 @@ class KernelWriter {
     std::string first = runs.empty() ? thread : "runs * " + std::to_string(lanes_) + " + " + thread;
     out += runs;
     out += "  for (int64_t i = " + first + "; i < n; i += " + stride + ") {\n";
-    out += dim_declarations(element, "i", layout_.domain, all, "    ");
+    out += dim_declarations(element, loop_dims_, all, "    ");
     out += element + "  }\n";
     return out;
   }
@@ -773,6 +859,9 @@ class KernelWriter {
   std::string run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride) {
     in_run_ = true;
     run_loads_.clear();
+    lane_dims_.assign(layout_.domain.size(), IndexExpr());
+    run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(numel(layout_.domain) / lanes_ - 1, 0));
+    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
     push("      ");
     std::vector<ValueId> run_stores, run_bits;
     for (ValueId v : k_.outs) {
@@ -790,7 +879,9 @@ class KernelWriter {
     in_run_ = false;
     if (run_loads_.empty() && run_stores.empty() && run_bits.empty()) return "";
     const std::string L = std::to_string(lanes_);
-    std::vector<ValueId> wide = run_loads_;
+    std::vector<ValueId> wide;
+    for (const RunLoad& r : run_loads_)
+      if (std::find(wide.begin(), wide.end(), r.value) == wide.end()) wide.push_back(r.value);
     wide.insert(wide.end(), run_stores.begin(), run_stores.end());
     const std::string aligned = all_aligned(wide);
     std::string out;
@@ -805,14 +896,13 @@ class KernelWriter {
     }
     out += "  for (int64_t run = " + thread + "; run < runs; run += " + stride + ") {\n";
     for (ValueId v : run_bits) out += "    unsigned " + local(Role::run_bits, v) + " = 0;\n";
-    for (ValueId v : run_loads_) {
-      const Value& val = t_.value(v);
-      out += "    " + ctype(val.dtype) + " " + local(Role::run_in, v) + "[" + L + "];\n";
-      out += "    tg::load_run(" + ident(v) + ", run * " + L + ", " + local(Role::run_in, v) + ");\n";
+    for (const RunLoad& r : run_loads_) {
+      out += "    " + ctype(t_.value(r.value).dtype) + " " + r.array + "[" + L + "];\n";
+      out += "    tg::load_run(" + ident(r.value) + ", " + r.start.text() + ", " + r.array + ");\n";
     }
     for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " " + local(Role::run_out, v) + "[" + L + "];\n";
     out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
-    const std::string dims = dim_declarations(lane_body, "i", layout_.domain, all, "      ");
+    const std::string dims = dim_declarations(lane_body, loop_dims_, all, "      ");
     if (uses_word(dims + lane_body, "i")) out += "      const int64_t i = run * " + L + " + lane;\n";
     out += dims + lane_body + "    }\n";
     for (ValueId v : run_stores) out += "    tg::store_run(" + ident(v) + ", run * " + L + ", " + local(Role::run_out, v) + ");\n";
@@ -1002,7 +1092,7 @@ class KernelWriter {
       line(ctype(t_.value(out).dtype) + " " + var + " = 0;");
       line("if (0 <= " + at + " && " + at + " < " + std::to_string(length) + ") {");
       Index index = identity_index(layout_.domain.size());
-      index[size_t(dim)] = IndexComp::of_code(at);
+      index[size_t(dim)] = IndexComp::of_expr(IndexExpr::named(at, 0, length - 1));
       push(scopes_.back().indent + "  ");
       line(var + " = " + value_at(picked, index) + ";");
       const std::string assign = pop();
@@ -1151,7 +1241,7 @@ class KernelWriter {
                                  ? "TG_UNROLL for (int n = 0; n < " + std::to_string(runs / block) + "; ++n) {\n" + indent + "    const int64_t run = threadIdx.x + n * " +
                                        std::to_string(block) + ";\n"
                                  : "for (int64_t run = threadIdx.x; run < " + std::to_string(runs) + "; run += " + std::to_string(block) + ") {\n";
-    const std::string dims = dim_declarations(lane_body, "j", layout_.domain, layout_.reduced, indent + "      ");
+    const std::string dims = dim_declarations(lane_body, loop_dims_, layout_.reduced, indent + "      ");
     auto pass = [&](bool wide) {
       std::string code = indent + "  " + loop;
       for (ValueId v : stream_loads_) {
@@ -1223,7 +1313,7 @@ class KernelWriter {
     else
       out += "  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {\n";
     // Outer dims come from the row; the reduced ones were declared inside each pass from j.
-    out += dim_declarations(body, "row", layout_.domain, layout_.outer, "    ");
+    out += dim_declarations(body, loop_dims_, layout_.outer, "    ");
     out += body + "  }\n";
     return out + store_part_sums();
   }

@@ -5,11 +5,32 @@
 
 namespace tg {
 
+IndexComp IndexComp::of_expr(IndexExpr e) {
+  if (auto c = e.constant()) return of_const(*c);
+  if (auto d = e.as_dim()) return of_var(*d);
+  IndexComp c;
+  c.kind = Kind::expr;
+  c.expr = std::move(e);
+  return c;
+}
+
+IndexExpr IndexComp::as_expr(int64_t extent) const {
+  switch (kind) {
+    case Kind::var: return IndexExpr::dim(var, extent);
+    case Kind::constant: return IndexExpr(value);
+    case Kind::expr: return expr;
+  }
+  return expr;
+}
+
 std::string IndexComp::text() const {
   switch (kind) {
     case Kind::var: return "d" + std::to_string(var);
     case Kind::constant: return std::to_string(value);
-    case Kind::code: return code;
+    case Kind::expr: {
+      const std::string* name = expr.as_named();
+      return name ? *name : "(" + expr.text() + ")";
+    }
   }
   return "?";
 }
@@ -19,7 +40,7 @@ bool IndexComp::operator==(const IndexComp& o) const {
   switch (kind) {
     case Kind::var: return var == o.var;
     case Kind::constant: return value == o.value;
-    case Kind::code: return code == o.code;
+    case Kind::expr: return expr == o.expr;
   }
   return false;
 }
@@ -30,50 +51,25 @@ Index identity_index(size_t rank) {
   return index;
 }
 
-std::string read_key(ValueId v, const Index& index) {
-  std::string key = std::to_string(v);
-  key += '@';
-  for (const IndexComp& c : index) {
-    switch (c.kind) {
-      case IndexComp::Kind::var: key += 'd'; key += std::to_string(c.var); break;
-      case IndexComp::Kind::constant: key += std::to_string(c.value); break;
-      case IndexComp::Kind::code: key += c.code; break;
-    }
-    key += ';';
-  }
-  return key;
-}
-
-size_t ReadSet::Hash::of(ValueId v, const Index& index) {
-  size_t h = std::hash<ValueId>()(v);
+size_t hash_index(const Index& index) {
+  size_t h = 0;
   auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   for (const IndexComp& c : index) {
     mix(size_t(c.kind));
     switch (c.kind) {
       case IndexComp::Kind::var: mix(std::hash<int>()(c.var)); break;
       case IndexComp::Kind::constant: mix(std::hash<int64_t>()(c.value)); break;
-      case IndexComp::Kind::code: mix(std::hash<std::string>()(c.code)); break;
+      case IndexComp::Kind::expr: mix(c.expr.hash()); break;
     }
   }
   return h;
 }
 
-bool ReadSet::insert(ValueId v, const Index& index) {
-  if (reads_.find(Probe{v, index}) != reads_.end()) return false;
-  reads_.insert(Read{v, index});
-  return true;
-}
-
 namespace {
 
-// c * mul + add, folded where it can be.
-IndexComp affine(const IndexComp& c, int64_t mul, int64_t add) {
-  if (c.kind == IndexComp::Kind::constant) return IndexComp::of_const(c.value * mul + add);
-  if (mul == 1 && add == 0) return c;
-  std::string s = c.text();
-  if (mul != 1) s = s + " * " + std::to_string(mul);
-  if (add != 0) s = s + (add > 0 ? " + " : " - ") + std::to_string(add > 0 ? add : -add);
-  return IndexComp::of_code("(" + s + ")");
+// c * mul + add, for a component c in [0, extent).
+IndexComp affine(const IndexComp& c, int64_t extent, int64_t mul, int64_t add) {
+  return IndexComp::of_expr(c.as_expr(extent) * mul + add);
 }
 
 // Dims of length 1 hold index 0, whatever the reader asked for.
@@ -103,46 +99,65 @@ Index reshape_read(const Shape& in_shape, const Shape& out_shape, const Index& o
     }
     return in;
   }
-  // General case: through the row-major linear index.
-  std::string linear = linear_offset(out, out_shape);
+  // General case: through the row-major linear index. (The same reads come back in fusion's walks
+  // and the emitter's: each is simplified once per thread.)
+  struct Key {
+    Shape in, out;
+    Index index;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = hash_index(k.index);
+      for (int64_t d : k.in) h = h * 31 + size_t(d);
+      for (int64_t d : k.out) h = h * 37 + size_t(d);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<Key, Index, KeyHash> done;
+  if (done.size() > 100000) done.clear();  // (a bound, for a process generating many traces)
+  Key key{in_shape, out_shape, out};
+  if (auto it = done.find(key); it != done.end()) return it->second;
+  const IndexExpr linear = linear_index(out, out_shape);
   int64_t stride = 1;
   in.resize(in_shape.size());
   for (size_t i = in_shape.size(); i-- > 0;) {
-    std::string c = "(" + linear + ")";
-    if (stride != 1) c = "(" + c + " / " + std::to_string(stride) + ")";
-    if (i > 0) c = "(" + c + " % " + std::to_string(in_shape[i]) + ")";
-    in[i] = in_shape[i] == 1 ? IndexComp::of_const(0) : IndexComp::of_code(c);
+    IndexExpr c = linear / stride;
+    if (i > 0) c = c % in_shape[i];
+    in[i] = in_shape[i] == 1 ? IndexComp::of_const(0) : IndexComp::of_expr(std::move(c));
     stride *= in_shape[i];
   }
+  done.emplace(std::move(key), in);
   return in;
 }
 
 }  // namespace
 
-std::string linear_offset(const Index& index, const Shape& shape) {
-  std::string s;
+IndexExpr linear_index(const Index& index, const Shape& shape) {
+  std::vector<IndexExpr> terms;
   int64_t stride = 1;
   for (size_t k = shape.size(); k-- > 0;) {
-    const IndexComp& c = index[k];
-    if (shape[k] != 1 && !(c.kind == IndexComp::Kind::constant && c.value == 0)) {
-      std::string term = stride == 1 ? c.text() : c.text() + " * " + std::to_string(stride);
-      s = s.empty() ? term : term + " + " + s;
-    }
+    if (shape[k] != 1) terms.push_back(index[k].as_expr(shape[k]) * stride);
     stride *= shape[k];
   }
-  return s.empty() ? "0" : s;
+  return IndexExpr::sum(terms);
 }
 
 namespace {
 
 
 // Gives the code parts of a read names of their own: "<operand>_i<dim>" and "<operand>_in_<output>".
+// Arithmetic stays an expression, so later reads can simplify it, unless it has grown too large.
 std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<OperandRead> reads, const IndexNamer& namer) {
   if (!namer) return reads;
   for (OperandRead& r : reads) {
-    for (size_t k = 0; k < r.index.size(); ++k)
-      if (r.index[k].kind == IndexComp::Kind::code && !is_identifier(r.index[k].code))
-        r.index[k] = IndexComp::of_code(namer(r.index[k].code, "int64_t", t.value(r.value).name + "_i" + std::to_string(k)));
+    for (size_t k = 0; k < r.index.size(); ++k) {
+      if (r.index[k].kind != IndexComp::Kind::expr) continue;
+      const IndexExpr& e = r.index[k].expr;
+      const std::string* name = e.as_named();
+      if (name ? is_identifier(*name) : e.size() <= kMaxIndexExprSize) continue;
+      r.index[k] = IndexComp::of_expr(e.as_variable(namer(name ? *name : e.text(), "int64_t", t.value(r.value).name + "_i" + std::to_string(k))));
+    }
     if (!r.guard.empty()) r.guard = namer(r.guard, "bool", t.value(r.value).name + "_in_" + t.value(op.outs[0]).name);
   }
   return reads;
@@ -204,7 +219,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       std::vector<int64_t> strides(a.shape.size(), 1);
       if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
       Index in;
-      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], strides[i], start[i]));
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], out_shape[i], strides[i], start[i]));
       return one_read(op.arg(0).value, squash_unit_dims(std::move(in), a.shape));
     }
     case OpKind::pad: {
@@ -217,12 +232,12 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
         auto lhi = config.items[i].int_list();
         int64_t lo = lhi[0], step = lhi[2] + 1;
         if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
-        std::string p = affine(out[i], 1, -lo).text();
+        std::string p = affine(out[i], out_shape[i], 1, -lo).text();
         std::string cond = "(" + p + " >= 0 && " + p + " < " + std::to_string((a.shape[i] - 1) * step + 1) + ")";
         if (step != 1) cond = "(" + cond + " && " + p + " % " + std::to_string(step) + " == 0)";
         guard += (guard.empty() ? "" : " && ") + cond;
         std::string pos = step == 1 ? p : "(" + p + ") / " + std::to_string(step);
-        in.push_back(IndexComp::of_code("(" + cond + " ? " + pos + " : 0)"));
+        in.push_back(IndexComp::of_expr(IndexExpr::named("(" + cond + " ? " + pos + " : 0)", 0, a.shape[i] - 1)));
       }
       return one_read(op.arg(0).value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
     }
@@ -238,7 +253,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
         std::string guard = "(" + d + " >= " + std::to_string(offset) + " && " + d + " < " + std::to_string(offset + len) + ")";
         // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
         Index in = out;
-        in[dim] = IndexComp::of_code("(" + guard + " ? " + affine(out[dim], 1, -offset).text() + " : 0)");
+        in[dim] = IndexComp::of_expr(IndexExpr::named("(" + guard + " ? " + affine(out[dim], out_shape[dim], 1, -offset).text() + " : 0)", 0, len - 1));
         reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
         offset += len;
       }

@@ -4,7 +4,13 @@
 1. Wide accesses: for every kernel with a run loop (tg::load_run / tg::store_run, or a row
    kernel's tg::load_run_to<N> / tg::store_run_from<N>), each run of
    N elements of S bytes (8 or 16 in all) must appear in that kernel's PTX as one vector access
-   of N*S bytes: ld.global(.nc).v4.f32 for four floats, st.global.v4.u16 for four bf16.
+   of N*S bytes: ld.global(.nc).v4.f32 for four floats, st.global.v4.u16 for four bf16 (and
+   the PTX holds at least as many of each size as the source has runs).
+   And no operand a pointwise run loop reads a run of at a time is read element by element: the
+   index code of each tg::load in the loop's lane body is evaluated (C integer arithmetic) for a
+   few runs and every lane, and one whose lanes read N neighbouring elements from a multiple of N
+   (a contiguous reshape or slice of the operand, whatever its index code says) must have been a
+   run too, when N*S is 8 or 16 bytes.
 2. No spills: every function ptxas reports has "0 bytes spill stores, 0 bytes spill loads",
    with one named exception: cold paths of accurate math. An IEEE division or reciprocal
    (div.rn / rcp.rn .f32 or .f64, what `a / b` compiles to without fast math) becomes a fast path
@@ -24,9 +30,9 @@ PTX_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}  # a PTX type's bits -> bytes
 
 
 def vector_access_bytes(text, op):
-    """Sizes in bytes of the vector accesses `op` (ld.global / st.global) in a PTX entry:
-    ld.global.nc.v4.f32 is 16 bytes, st.global.v4.u16 is 8."""
-    return {int(w) * PTX_BYTES[bits] for w, bits in re.findall(rf"{op}(?:\.nc)?\.v(2|4)\.[a-z]+(8|16|32|64)\b", text)}
+    """Sizes in bytes of the vector accesses `op` (ld.global / st.global) in a PTX entry, one item
+    per instruction: ld.global.nc.v4.f32 is 16 bytes, st.global.v4.u16 is 8."""
+    return [int(w) * PTX_BYTES[bits] for w, bits in re.findall(rf"{op}(?:\.nc)?\.v(2|4)\.[a-z]+(8|16|32|64)\b", text)]
 
 
 def kernels(source):
@@ -41,6 +47,98 @@ def kernels(source):
         end = source.find('\n}\n', m.end())
         out[m.group(1)] = (params, source[m.end():end])
     return out
+
+
+class Unsupported(Exception):
+    """Index code this evaluator does not follow (a guard's ?:, a call): the load is not judged."""
+
+
+def evaluate(expr, env):
+    """The value of C integer expression `expr` (+ - * / % and parentheses over integers and the
+    names in `env`), with C's truncating / and %."""
+    tokens = re.findall(r"\d+|\w+|\S", expr)
+    at = 0
+
+    def peek():
+        return tokens[at] if at < len(tokens) else None
+
+    def take():
+        nonlocal at
+        at += 1
+        return tokens[at - 1]
+
+    def atom():
+        t = take()
+        if t == "(":
+            v = total()
+            if take() != ")":
+                raise Unsupported(expr)
+            return v
+        if t == "-":
+            return -atom()
+        if t.isdigit():
+            return int(t)
+        if re.fullmatch(r"[A-Za-z_]\w*", t) and t in env and peek() not in ("(", "["):
+            return env[t]
+        raise Unsupported(expr)
+
+    def product():
+        v = atom()
+        while peek() in ("*", "/", "%"):
+            op, w = take(), atom()
+            if op != "*" and w == 0:
+                raise Unsupported(expr)
+            q = abs(v) // abs(w) * (1 if (v < 0) == (w < 0) else -1)  # C truncates toward zero
+            v = v * w if op == "*" else q if op == "/" else v - q * w
+        return v
+
+    def total():
+        v = product()
+        while peek() in ("+", "-"):
+            v = v + product() if take() == "+" else v - product()
+        return v
+
+    v = total()
+    if peek() is not None:
+        raise Unsupported(expr)
+    return v
+
+
+def lane_loads(body):
+    """(operand, lanes, [offsets of lane 0..lanes-1 for each sampled run]) for each tg::load in a
+    pointwise kernel's run loop, whose index code could be evaluated."""
+    n = re.search(r"const int64_t n = (\d+);", body)
+    loop = re.search(r"for \(int64_t run = [^;]*; run < runs;.*?TG_UNROLL for \(int lane = 0; lane < (\d+); \+\+lane\) \{\n(.*?)\n    \}\n",
+                     body, re.S)
+    if not n or not loop:
+        return []
+    lanes, lines = int(loop.group(1)), loop.group(2).split("\n")
+    runs = int(n.group(1)) // lanes
+    samples = sorted({r for r in (0, 1, 2, runs // 2, runs - 1) if 0 <= r < runs})
+    found = {}
+    for run in samples:
+        for lane in range(lanes):
+            env = {"run": run, "lane": lane}
+            for line in lines:
+                d = re.match(r"\s*const int64_t (\w+) = (.*);$", line)
+                load = re.match(r"\s*const [\w:]+ \w+ = tg::load\((\w+), (.*)\);$", line)
+                try:
+                    if d:
+                        env[d.group(1)] = evaluate(d.group(2), env)
+                    elif load:
+                        found.setdefault((load.group(1), load.group(2)), []).append(evaluate(load.group(2), env))
+                except Unsupported:
+                    continue
+    out = []
+    for (operand, _), offsets in found.items():
+        if len(offsets) == len(samples) * lanes:
+            out.append((operand, lanes, [offsets[k:k + lanes] for k in range(0, len(offsets), lanes)]))
+    return out
+
+
+def contiguous_runs(offsets, lanes):
+    """Do the lanes of every sampled run read `lanes` neighbours, from a multiple of `lanes`?"""
+    return all(o[0] % lanes == 0 and o == list(range(o[0], o[0] + lanes)) for o in offsets)
 
 
 def ptx_entries(ptx):
@@ -59,7 +157,15 @@ def main(cu, ptx_path, log_path):
     wide = 0
     allowed = 0
     for name, (params, body) in kernels(source).items():
-        runs = re.findall(r"tg::(load|store)_run\((\w+), run \* (\d+),", body)  # pointwise runs
+        for operand, lanes, offsets in lane_loads(body):
+            size = SIZES.get(params.get(operand, ""), 0) * lanes
+            if size in (8, 16) and contiguous_runs(offsets, lanes):
+                print(f"{cu}: {name}: {operand} is read in runs of {lanes} neighbours element by element, "
+                      f"not as one {size}-byte vector access (tg::load_run)")
+                failures += 1
+        lane_loop = re.search(r"TG_UNROLL for \(int lane = 0; lane < (\d+);", body)
+        runs = [(kind, operand, lane_loop.group(1))  # pointwise runs (from any element: run * 4, (run % 192) * 4, ...)
+                for kind, operand in re.findall(r"tg::(load|store)_run\((\w+), ", body)] if lane_loop else []
         runs += [(kind, operand, lanes)  # a row kernel's runs of the row part a thread holds
                  for kind, lanes, operand in re.findall(r"tg::(load|store)_run_(?:to|from)<(\d+)>\((\w+),", body)]
         if not runs:
@@ -69,16 +175,23 @@ def main(cu, ptx_path, log_path):
             print(f"{cu}: {name}: no PTX entry")
             failures += 1
             continue
+        expected = {}
         for kind, operand, lanes in runs:
             size = SIZES.get(params.get(operand, ""), 0) * int(lanes)
             if size not in (8, 16):
                 continue  # a narrower run: no single vector access to look for
             op = "ld.global" if kind == "load" else "st.global"
+            expected[(op, size)] = expected.get((op, size), 0) + 1
             if size not in vector_access_bytes(text, op):
                 print(f"{cu}: {name}: the {size}-byte {kind} run of {operand} is not one {size}-byte {op} vector access")
                 failures += 1
             else:
                 wide += 1
+        for (op, size), count in expected.items():  # (each run in the source at least one instruction)
+            found = vector_access_bytes(text, op).count(size)
+            if 0 < found < count:
+                print(f"{cu}: {name}: {count} {size}-byte {op} runs in the source, {found} such vector accesses in the PTX")
+                failures += 1
     spills = re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     if not spills and "__global__" in source:
         print(f"{cu}: ptxas reported no functions (was -Xptxas -v given?)")

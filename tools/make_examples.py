@@ -683,6 +683,39 @@ def shape_ops():
 
 
 @example
+def contiguous_views():
+    t = Trace("contiguous_views", "hand-written: views of contiguous memory feeding one pointwise kernel over [64, 768]: "
+                                  "reshapes of [4, 16, 768] (f32 and bf16) and a reshape of a reshape, each read at the "
+                                  "kernel's own element i; a squeeze; rows 2.. of [66, 768] (i + 1536); every second "
+                                  "column of [64, 1536] (i * 2); a row-broadcast bias; a transpose's reshape (pieces of "
+                                  "192 contiguous elements) and a 2-d transpose (a gather). Index code must need no "
+                                  "division for the first six, and ptx_check.py finds every run the lanes read "
+                                  "contiguously loaded with one vector access")
+    x = t.input("x", [4, 16, 768], "f32", requires_grad=True)
+    xh = t.input("xh", [4, 16, 768], "bf16")
+    y = t.input("y", [64, 768], "f32")
+    z = t.input("z", [64, 1, 768], "f32")
+    w = t.input("w", [66, 768], "f32", requires_grad=True)
+    v = t.input("v", [64, 1536], "f32")
+    bias = t.input("bias", [768], "f32")
+    u = t.input("u", [4, 64, 192], "f32")
+    g = t.input("g", [768, 64], "f32")
+    a = t.op("reshape", x, [64, 768])
+    ah = t.op("convert_element_type", t.op("reshape", xh, [64, 768]), dtype("f32"))
+    b = t.op("reshape", t.op("reshape", y, [4, 16, 768]), [64, 768])
+    c = t.op("squeeze", z, [1])
+    d = t.op("slice_prim", w, [2, 0], [66, 768], None)
+    e = t.op("slice_prim", v, [0, 0], [64, 1536], [1, 2])
+    f = t.op("broadcast_in_dim", bias, [64, 768], [1])
+    pieces = t.op("reshape", t.op("transpose", u, [1, 0, 2]), [64, 768])
+    gathered = t.op("transpose", g, [1, 0])
+    out1 = t.op("add", t.op("mul", t.op("add", a, ah), b), t.op("sub", c, d))
+    out2 = t.op("add", t.op("mul", e, f), t.op("sub", pieces, gathered))
+    t.outputs = [t.op("mul", out1, d), out2]
+    return t
+
+
+@example
 def reductions():
     t = Trace("reductions", "hand-written: reduction prims: sum, prod, amax, amin over one, several and all dims; "
                             "var and var_mean with correction given by keyword; argmax/argmin with a dim, a "

@@ -24,11 +24,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
       const int64_t i = run * 4 + lane;
       const int64_t d0 = i / 42;
       const int64_t d1 = i % 42;
-      const int64_t ix_t2_i0 = (d0 * 2 + 2);
-      const int64_t ix_t2_i1 = (d1 * 3 + 1);
-      const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
-      const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-      const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
+      const int64_t ix_x_i0 = (d1 * 3 + 1) % 64;
+      const int64_t ix_x_i2 = d0 * 4 + (d1 * 3 + 1) / 64 + 4;
+      const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
       const float v_t4 = (v_x * 2.0f);
       w_t4[lane] = v_t4;
     }
@@ -37,11 +35,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 42;
     const int64_t d1 = i % 42;
-    const int64_t ix_t2_i0 = (d0 * 2 + 2);
-    const int64_t ix_t2_i1 = (d1 * 3 + 1);
-    const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
-    const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-    const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
+    const int64_t ix_x_i0 = (d1 * 3 + 1) % 64;
+    const int64_t ix_x_i2 = d0 * 4 + (d1 * 3 + 1) / 64 + 4;
+    const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
     const float v_t4 = (v_x * 2.0f);
     tg::store(g_t4, i, v_t4);
   }
@@ -68,11 +64,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
       const int64_t ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
       const int64_t ix_t3_i1 = ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
       const bool ix_t3_in_t5 = (((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0);
-      const int64_t ix_t2_i0 = (ix_t3_i0 * 2 + 2);
-      const int64_t ix_t2_i1 = (ix_t3_i1 * 3 + 1);
-      const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
-      const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-      const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
+      const int64_t ix_x_i0 = (ix_t3_i1 * 3 + 1) % 64;
+      const int64_t ix_x_i2 = ix_t3_i0 * 4 + (ix_t3_i1 * 3 + 1) / 64 + 4;
+      const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
       const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
       w_t5[lane] = v_t5;
     }
@@ -84,11 +78,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
     const int64_t ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
     const int64_t ix_t3_i1 = ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
     const bool ix_t3_in_t5 = (((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0);
-    const int64_t ix_t2_i0 = (ix_t3_i0 * 2 + 2);
-    const int64_t ix_t2_i1 = (ix_t3_i1 * 3 + 1);
-    const int64_t ix_t1_i0 = ((ix_t2_i0 * 128 + ix_t2_i1) / 64);
-    const int64_t ix_t1_i1 = ((ix_t2_i0 * 128 + ix_t2_i1) % 64);
-    const float v_x = tg::load(g_x, ix_t1_i1 * 96 + ix_t1_i0);
+    const int64_t ix_x_i0 = (ix_t3_i1 * 3 + 1) % 64;
+    const int64_t ix_x_i2 = ix_t3_i0 * 4 + (ix_t3_i1 * 3 + 1) / 64 + 4;
+    const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
     const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
     tg::store(g_t5, i, v_t5);
   }
@@ -155,9 +147,7 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
       const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
       const int64_t ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
       const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
-      const int64_t ix_t0_i0 = (d0 + 32);
-      const int64_t ix_t0_i1 = (ix_t10_i1 + 48);
-      const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
+      const float v_x_1 = tg::load(g_x, d0 * 96 + ix_t10_i1 + 3120);
       const float v_x_2 = tg::load(g_x, d0 * 96 + ix_t11_i1);
       const float v_t11 = (-v_x_2);
       const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
@@ -174,9 +164,7 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
     const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
     const int64_t ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
     const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
-    const int64_t ix_t0_i0 = (d0 + 32);
-    const int64_t ix_t0_i1 = (ix_t10_i1 + 48);
-    const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
+    const float v_x_1 = tg::load(g_x, d0 * 96 + ix_t10_i1 + 3120);
     const float v_x_2 = tg::load(g_x, d0 * 96 + ix_t11_i1);
     const float v_t11 = (-v_x_2);
     const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
@@ -205,9 +193,7 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
       const bool ix_t9_in_t13 = (d0 >= 0 && d0 < 32);
       const int64_t ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
       const float v_x = tg::load(g_x, ix_t9_i0 * 96 + d1);
-      const int64_t ix_t0_i0 = (ix_t10_i0 + 32);
-      const int64_t ix_t0_i1 = (d1 + 48);
-      const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
+      const float v_x_1 = tg::load(g_x, ix_t10_i0 * 96 + d1 + 3120);
       const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
       w_t13[lane] = v_t13;
     }
@@ -220,9 +206,7 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
     const bool ix_t9_in_t13 = (d0 >= 0 && d0 < 32);
     const int64_t ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
     const float v_x = tg::load(g_x, ix_t9_i0 * 96 + d1);
-    const int64_t ix_t0_i0 = (ix_t10_i0 + 32);
-    const int64_t ix_t0_i1 = (d1 + 48);
-    const float v_x_1 = tg::load(g_x, ix_t0_i0 * 96 + ix_t0_i1);
+    const float v_x_1 = tg::load(g_x, ix_t10_i0 * 96 + d1 + 3120);
     const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
     tg::store(g_t13, i, v_t13);
   }
@@ -245,10 +229,12 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
   const int64_t n = 1536;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_y) && tg::aligned16(g_t21) && tg::aligned16(g_t24) ? n / 4 : 0;
+  const int64_t runs = tg::aligned16(g_y) && tg::aligned16(g_v) && tg::aligned16(g_t21) && tg::aligned16(g_t24) ? n / 4 : 0;
   for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
     int16_t r_y[4];
     tg::load_run(g_y, run * 4, r_y);
+    float r_v[4];
+    tg::load_run(g_v, (run % 12) * 4, r_v);
     int16_t w_t21[4];
     float w_t24[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
@@ -264,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
       const int16_t v_t21 = tg::wrapping_add(v_t19, v_t20);
       w_t21[lane] = v_t21;
       const float v_t23 = static_cast<float>(v_y);
-      const float v_v = tg::load(g_v, d1);
+      const float v_v = r_v[lane];
       const float v_t24 = (v_t23 + v_v);
       w_t24[lane] = v_t24;
     }
@@ -307,10 +293,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const 
       const int64_t i = run * 2 + lane;
       const int64_t d0 = i / 32;
       const int64_t d1 = i % 32;
-      const int64_t ix_t26_i0 = ((d0 * 32 + d1) / 32);
-      const int64_t ix_t26_i1 = (((d0 * 32 + d1) / 8) % 4);
-      const int64_t ix_t26_i2 = ((d0 * 32 + d1) % 8);
-      const double v_z = tg::load(g_z, ix_t26_i2 * 16 + ix_t26_i0);
+      const int64_t ix_z_i0 = d1 % 8;
+      const double v_z = tg::load(g_z, ix_z_i0 * 16 + d0);
       const double v_t28 = 0.25;
       const double v_t29 = (v_z * v_t28);
       w_t29[lane] = v_t29;
@@ -320,10 +304,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const 
   for (int64_t i = runs * 2 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d0 = i / 32;
     const int64_t d1 = i % 32;
-    const int64_t ix_t26_i0 = ((d0 * 32 + d1) / 32);
-    const int64_t ix_t26_i1 = (((d0 * 32 + d1) / 8) % 4);
-    const int64_t ix_t26_i2 = ((d0 * 32 + d1) % 8);
-    const double v_z = tg::load(g_z, ix_t26_i2 * 16 + ix_t26_i0);
+    const int64_t ix_z_i0 = d1 % 8;
+    const double v_z = tg::load(g_z, ix_z_i0 * 16 + d0);
     const double v_t28 = 0.25;
     const double v_t29 = (v_z * v_t28);
     tg::store(g_t29, i, v_t29);

@@ -1,0 +1,97 @@
+// Index arithmetic as expressions, simplified as they are built.
+//
+// An IndexExpr is an integer sum: a constant plus terms `coefficient * atom`, where an atom is a
+// named value with a range (a kernel's loop dim d<k>, its flat index i, a named piece of index
+// code) or the quotient or remainder (C's `/` and `%`) of an expression by a positive constant.
+// The operators simplify with what the ranges say:
+//   - constants fold; x / 1 -> x and x % 1 -> 0; for 0 <= x < n, x / n -> 0 and x % n -> x;
+//   - (a*n + b) / n -> a and (a*n + b) % n -> b for 0 <= b < n; more generally, with f a factor
+//     of n = f*m: (a*f + b) / n -> a / m and (a*f + b) % n -> (a % m) * f + b for 0 <= b < f;
+//     and for any b >= 0, (a*n + b) / n -> a + b / n and (a*n + b) % n -> b % n;
+//   - (x / a) / b -> x / (a*b), and (x % a) % b -> x % b where b divides a;
+//   - x / (f*m) -> (x / f) / m and x % (f*m) -> ((x / f) % m) * f + x % f where x / f simplifies,
+//     so a quotient has the form a reshape gives it, whichever way it was reached;
+//   - (x / n) * n + x % n -> x, and ((x / a) % b) * a + x % a -> x % (a*b): the quotients and
+//     remainders of a contiguous reshape recombined into the index they came from.
+// Rules that hold for floor division only are applied where the operand is known non-negative
+// (C's division truncates). Expressions are kept in one form (terms sorted, equal atoms merged),
+// so == says whether two reads compute the same index.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+struct IndexRange {  // lo <= x <= hi, when known
+  int64_t lo = 0, hi = 0;
+  bool known = true;
+};
+
+class IndexExpr {
+ public:
+  IndexExpr() = default;  // 0
+  explicit IndexExpr(int64_t constant) : constant_(constant) {}
+  // A value the expression does not look into, in [lo, hi]: a variable by its name, or code.
+  static IndexExpr named(std::string text, int64_t lo, int64_t hi) { return named(std::move(text), lo, hi, -1); }
+  // The loop dim d<k> of a kernel, 0 <= d<k> < extent.
+  static IndexExpr dim(int k, int64_t extent);
+  // A variable named `name` standing for this expression (with its range).
+  IndexExpr as_variable(std::string name) const;
+
+  IndexExpr operator+(const IndexExpr& other) const;
+  static IndexExpr sum(const std::vector<IndexExpr>& parts);  // (one normalization for all of them)
+  IndexExpr operator+(int64_t c) const { return *this + IndexExpr(c); }
+  IndexExpr operator*(int64_t c) const;
+  IndexExpr operator/(int64_t n) const;  // n > 0
+  IndexExpr operator%(int64_t n) const;  // n > 0
+
+  std::optional<int64_t> constant() const;       // when it is one
+  std::optional<int> as_dim() const;             // when it is exactly d<k>: k
+  const std::string* as_named() const;           // when it is exactly one named value: its text
+  bool has_div_or_mod() const;
+  std::vector<int> dims() const;                 // the loop dims it mentions
+  std::vector<std::string> names() const;        // the named values it mentions, d<k> among them
+  bool multiple_of(int64_t n) const;             // every coefficient and the constant are
+  // Each d<k> with k < defs.size() replaced by defs[k] (what the kernel declares it as), simplified.
+  IndexExpr with_dims(const std::vector<IndexExpr>& defs) const;
+  IndexRange range() const;
+  size_t size() const;                           // atoms, counting those inside quotients and remainders
+  std::string text() const;                      // as C++ (int64_t arithmetic)
+  // Its value, given each named value's (tests check the simplifications with it).
+  int64_t evaluate(const std::function<int64_t(const std::string& name)>& value_of) const;
+  size_t hash() const;
+  bool operator==(const IndexExpr& other) const;
+
+ private:
+  struct Atom;
+  struct Term {
+    std::shared_ptr<const Atom> atom;
+    int64_t coef;
+  };
+  using Terms = std::vector<Term>;
+  int64_t constant_ = 0;
+  Terms terms_;  // sorted by atom, each atom once, no zero coefficient
+
+  static IndexExpr named(std::string text, int64_t lo, int64_t hi, int dim);
+  static IndexExpr of_atom(std::shared_ptr<const Atom> atom);
+  static IndexExpr of_terms(int64_t constant, Terms terms);
+  static int compare(const IndexExpr& a, const IndexExpr& b);
+  static int compare(const Atom& a, const Atom& b);
+  static bool recombine(Terms& terms, IndexExpr& extra);
+  const Atom* single_atom() const;  // the atom, when the expression is exactly 1 * atom
+  IndexExpr multiple(int64_t f) const;
+  IndexExpr rest(int64_t f) const;
+  bool has_multiple(int64_t f) const;
+  IndexRange rest_range(int64_t f) const;
+  IndexRange partial_range(int64_t constant, int64_t f) const;
+  std::vector<int64_t> factor_candidates(int64_t n) const;
+  std::string term_text(const Term& t) const;
+  static std::string atom_text(const Atom& a);
+  static std::string operand_text(const IndexExpr& e);
+};
+
+}  // namespace tg

@@ -1,0 +1,189 @@
+// Index expressions: each simplification, that simplified expressions keep their values (random
+// expressions evaluated everywhere), and that a contiguous reshape read at a kernel's flat index
+// is that index.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <map>
+#include <random>
+
+#include "index_expr.h"
+
+using tg::IndexExpr;
+
+namespace {
+
+// A kernel's loop dims over `shape`, and what each is in its flat index i (as the emitter declares them).
+std::vector<IndexExpr> dims_of(const std::vector<int64_t>& shape) {
+  std::vector<IndexExpr> dims;
+  for (size_t k = 0; k < shape.size(); ++k) dims.push_back(IndexExpr::dim(int(k), shape[k]));
+  return dims;
+}
+
+// The row-major index over `shape` of the element at `flat`: its quotients and remainders.
+std::vector<IndexExpr> unflatten(const IndexExpr& flat, const std::vector<int64_t>& shape) {
+  std::vector<IndexExpr> index(shape.size());
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    index[k] = k > 0 ? (flat / stride) % shape[k] : flat / stride;
+    stride *= shape[k];
+  }
+  return index;
+}
+
+std::vector<IndexExpr> flat_definitions(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return unflatten(IndexExpr::named("i", 0, n - 1), shape);
+}
+
+IndexExpr linear(const std::vector<IndexExpr>& index, const std::vector<int64_t>& shape) {
+  IndexExpr sum;
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    sum = sum + index[k] * stride;
+    stride *= shape[k];
+  }
+  return sum;
+}
+
+// The index into a value of shape `to` that element `index` of its reshape to `from` reads.
+std::vector<IndexExpr> reshaped(const std::vector<IndexExpr>& index, const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  return unflatten(linear(index, from), to);
+}
+
+const IndexExpr d0 = IndexExpr::dim(0, 64), d1 = IndexExpr::dim(1, 3072);
+
+}  // namespace
+
+TEST_CASE("index expressions: constants fold, with C's truncating division") {
+  CHECK((IndexExpr(17) * 3 + 4) / 5 == IndexExpr(11));
+  CHECK((IndexExpr(17) * 3 + 4) % 5 == IndexExpr(0));
+  CHECK(IndexExpr(-7) / 2 == IndexExpr(-3));
+  CHECK(IndexExpr(-7) % 2 == IndexExpr(-1));
+  CHECK((d0 * 0 + 5).constant() == 5);
+  CHECK((d0 / 1) == d0);
+  CHECK((d0 % 1) == IndexExpr(0));
+}
+
+TEST_CASE("index expressions: (a*n + b) / n is a and % n is b for 0 <= b < n") {
+  const IndexExpr flat = d0 * 3072 + d1;
+  CHECK(flat / 3072 == d0);
+  CHECK(flat % 3072 == d1);
+  CHECK((flat / 3072).as_dim() == 0);
+  // With a factor of n: (a*f + b) / (f*m) is a / m, and the remainder (a % m) * f + b.
+  CHECK((flat / 49152).text() == "d0 / 16");
+  CHECK((flat % 49152).text() == "(d0 % 16) * 3072 + d1");
+  // 0 <= x < n: x / n is 0, x % n is x.
+  CHECK(d1 / 3072 == IndexExpr(0));
+  CHECK(d1 % 3072 == d1);
+  CHECK((d0 / 4) / 4 == d0 / 16);
+  CHECK((d0 % 16) % 4 == d0 % 4);
+}
+
+TEST_CASE("index expressions: no rule where its condition may fail") {
+  const IndexExpr b = IndexExpr::dim(1, 8);  // b can reach n = 4
+  CHECK_FALSE((d0 * 4 + b) / 4 == d0);
+  CHECK_FALSE((d0 * 4 + b) % 4 == b);
+  CHECK((d0 * 4 + b).has_div_or_mod() == false);
+  // A possibly negative operand: C truncates towards zero, so (x - 2) / 4 keeps its division.
+  const IndexExpr shifted = d0 + -2;
+  CHECK((shifted / 4).text() == "(d0 - 2) / 4");
+  CHECK((shifted % 4).text() == "(d0 - 2) % 4");
+  CHECK((shifted / 4).has_div_or_mod());
+}
+
+TEST_CASE("index expressions: quotients and remainders recombine") {
+  const IndexExpr i = IndexExpr::named("i", 0, 196607);
+  CHECK((i / 3072) * 3072 + i % 3072 == i);
+  CHECK(((i / 3072) % 16) * 3072 + i % 3072 == i % 49152);
+  CHECK((i / 49152) * 49152 + ((i / 3072) % 16) * 3072 + i % 3072 == i);
+  CHECK(((i / 3072) % 16).text() == "(i / 3072) % 16");
+  // Another coefficient: not a recombination.
+  CHECK((i / 3072) * 3071 + i % 3072 != i);
+}
+
+TEST_CASE("index expressions: gpt2_mlp's reshape of t17, read at a pointwise kernel's element, is i") {
+  // [64, 3072] read from [4, 16, 3072]: ix = (d0*3072 + d1) / 49152, ... / 3072 % 16, % 3072.
+  const std::vector<IndexExpr> ix = reshaped(dims_of({64, 3072}), {64, 3072}, {4, 16, 3072});
+  const IndexExpr offset = linear(ix, {4, 16, 3072});
+  CHECK(offset == d0 * 3072 + d1);
+  CHECK(offset.with_dims(flat_definitions({64, 3072})).text() == "i");
+}
+
+TEST_CASE("index expressions: a reshape between any two shapes, read at the flat index, is i") {
+  std::mt19937 rng(7);
+  const std::vector<int64_t> factors = {2, 3, 4, 5, 6, 8};
+  for (int trial = 0; trial < 500; ++trial) {
+    // Two shapes of one size: its prime factors shuffled and grouped into dims at random, so the
+    // dims of one need not nest in the other's ([6, 8] and [4, 3, 4]).
+    std::vector<int64_t> primes;
+    for (int k = 0, rank = 2 + int(rng() % 4); k < rank; ++k)
+      for (int64_t x = factors[rng() % factors.size()], p = 2; x > 1; p += x % p != 0)
+        if (x % p == 0) {
+          primes.push_back(p);
+          x /= p;
+        }
+    auto random_shape = [&] {
+      std::shuffle(primes.begin(), primes.end(), rng);
+      std::vector<int64_t> shape;
+      for (int64_t p : primes) {
+        if (!shape.empty() && rng() % 2) shape.back() *= p;
+        else shape.push_back(p);
+      }
+      return shape;
+    };
+    const std::vector<int64_t> from = random_shape(), to = random_shape();
+    INFO("trial " << trial);
+    const IndexExpr offset = linear(reshaped(dims_of(from), from, to), to);
+    CHECK(offset == linear(dims_of(from), from));
+    CHECK(offset.with_dims(flat_definitions(from)).text() == "i");
+  }
+}
+
+TEST_CASE("index expressions: simplified expressions keep their values (random expressions, every point)") {
+  std::mt19937 rng(11);
+  const int64_t extents[2] = {7, 12};
+  const IndexExpr vars[2] = {IndexExpr::dim(0, extents[0]), IndexExpr::dim(1, extents[1])};
+  // A random expression, built twice: simplified, and as a function computing it plainly.
+  struct Built {
+    IndexExpr expr;
+    std::function<int64_t(int64_t, int64_t)> plain;
+  };
+  std::function<Built(int)> build = [&](int depth) -> Built {
+    const int pick = depth == 0 ? int(rng() % 3) : int(rng() % 7);
+    if (pick == 0) return {vars[0], [](int64_t a, int64_t) { return a; }};
+    if (pick == 1) return {vars[1], [](int64_t, int64_t b) { return b; }};
+    if (pick == 2) {
+      const int64_t c = int64_t(rng() % 41) - 10;
+      return {IndexExpr(c), [c](int64_t, int64_t) { return c; }};
+    }
+    Built x = build(depth - 1);
+    if (pick == 3) {
+      Built y = build(depth - 1);
+      return {x.expr + y.expr, [x, y](int64_t a, int64_t b) { return x.plain(a, b) + y.plain(a, b); }};
+    }
+    if (pick == 4) {
+      const int64_t c = int64_t(rng() % 9) - 3;
+      return {x.expr * c, [x, c](int64_t a, int64_t b) { return x.plain(a, b) * c; }};
+    }
+    const int64_t n = 1 + int64_t(rng() % 16);
+    if (pick == 5) return {x.expr / n, [x, n](int64_t a, int64_t b) { return x.plain(a, b) / n; }};
+    return {x.expr % n, [x, n](int64_t a, int64_t b) { return x.plain(a, b) % n; }};
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    const Built e = build(4);
+    for (int64_t a = 0; a < extents[0]; ++a)
+      for (int64_t b = 0; b < extents[1]; ++b) {
+        const int64_t got = e.expr.evaluate([&](const std::string& name) { return name == "d0" ? a : b; });
+        if (got != e.plain(a, b)) FAIL("trial " << trial << ": " << e.expr.text() << " at d0=" << a << ", d1=" << b << " is " << got << ", not " << e.plain(a, b));
+      }
+    const tg::IndexRange r = e.expr.range();
+    if (r.known)
+      for (int64_t a = 0; a < extents[0]; ++a)
+        for (int64_t b = 0; b < extents[1]; ++b) {
+          const int64_t v = e.plain(a, b);
+          if (v < r.lo || v > r.hi) FAIL("trial " << trial << ": " << e.expr.text() << " = " << v << " outside its range");
+        }
+  }
+}
