@@ -320,6 +320,8 @@ class KernelWriter {
     std::string array;  // r_<name>, numbered where one operand is read at several starts
   };
   std::vector<RunLoad> run_loads_;  // operands it loads a run at a time
+  std::map<ValueId, std::vector<size_t>> run_loads_of_;  // ... those of each operand
+  std::set<std::string> run_arrays_;  // ... their arrays' names
   IndexExpr run_var_;                 // ... its variable `run`
   std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
 
@@ -581,14 +583,14 @@ class KernelWriter {
 
   // The array holding the run of v that starts at `start`, declared for the run loop.
   const std::string& run_array(ValueId v, const IndexExpr& start) {
-    for (const RunLoad& r : run_loads_)
-      if (r.value == v && r.start == start) return r.array;
+    std::vector<size_t>& loads = run_loads_of_[v];
+    for (size_t i : loads)
+      if (run_loads_[i].start == start) return run_loads_[i].array;
     const std::string base = local(Role::run_in, v);
-    auto taken = [&](const std::string& name) {
-      return std::any_of(run_loads_.begin(), run_loads_.end(), [&](const RunLoad& r) { return r.array == name; });
-    };
     std::string name = base;
-    for (int k = 2; taken(name); ++k) name = base + "_" + std::to_string(k);
+    for (int k = 2; run_arrays_.count(name); ++k) name = base + "_" + std::to_string(k);
+    run_arrays_.insert(name);
+    loads.push_back(run_loads_.size());
     run_loads_.push_back({v, start, name});
     return run_loads_.back().array;
   }
@@ -859,6 +861,8 @@ class KernelWriter {
   std::string run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride) {
     in_run_ = true;
     run_loads_.clear();
+    run_loads_of_.clear();
+    run_arrays_.clear();
     lane_dims_.assign(layout_.domain.size(), IndexExpr());
     run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(numel(layout_.domain) / lanes_ - 1, 0));
     define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
@@ -879,9 +883,9 @@ class KernelWriter {
     in_run_ = false;
     if (run_loads_.empty() && run_stores.empty() && run_bits.empty()) return "";
     const std::string L = std::to_string(lanes_);
-    std::vector<ValueId> wide;
-    for (const RunLoad& r : run_loads_)
-      if (std::find(wide.begin(), wide.end(), r.value) == wide.end()) wide.push_back(r.value);
+    std::vector<ValueId> wide;  // (each operand once, in the order of first use)
+    for (size_t i = 0; i < run_loads_.size(); ++i)
+      if (run_loads_of_.at(run_loads_[i].value).front() == i) wide.push_back(run_loads_[i].value);
     wide.insert(wide.end(), run_stores.begin(), run_stores.end());
     const std::string aligned = all_aligned(wide);
     std::string out;
