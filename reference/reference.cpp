@@ -283,10 +283,10 @@ class Interpreter {
       case OpKind::where: return {torch::where(operand(op.arg(0), torch::kBool), a(1), a(2))};
       case OpKind::lerp: return {torch::lerp(a(0), a(1), a(2))};
       case OpKind::convert_element_type: {
-        // Round through the stored type, then hold it in the compute type.
+        // The operand rounded to its own dtype (rounding rule 4, docs/design-notes.md), then to the
+        // stored type, then held in the compute type.
         DType to = op.arg(1).dtype;
-        Tensor x = in();
-        if (!is_float(to)) x = as_stored(x, t_.value(op.arg(0).value).dtype);  // (truncation jumps at integers)
+        Tensor x = as_stored(in(), t_.value(op.arg(0).value).dtype);
         if (to == DType::b8) return {x != 0};
         return {x.to(torch_storage_dtype(to)).to(compute(to))};
       }

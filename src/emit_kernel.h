@@ -184,6 +184,8 @@ class KernelWriter {
   static std::string acc_type(DType t);
   std::set<ValueId> reductions_needed(ValueId v);
   void reduction(const Op& op);
+  void variance_passes(const Op& op, const std::function<std::string()>& element,
+                       const std::function<void(ValueId, const std::string&)>& declare, const std::set<ValueId>& needs);
   const Op* made_by(const Arg& a, OpKind kind) const;
   template <class Declare> bool join_online_max(const Op& sum, const Declare& declare);
   bool pick_instead_of_sum(const Op& sum);

@@ -69,35 +69,53 @@ void KernelWriter::reduction(const Op& op) {
       break;
     }
     case OpKind::var:
-    case OpKind::var_mean: {
-      // Two passes over the row: the mean, then the squared deviations from it.
-      const std::string mean = local(Role::mean, out);
-      const ValueId mean_out = op.outs.size() > 1 ? op.outs[1] : kNoValue;
-      const Arg correction = op.arg(2);
-      auto variance = [=, this] {
-        pending_.push_back({comment + " (pass 2: variance)", "tg::Sum<" + ct + ">", ct, local(Role::m2, out),
-                            [=] {
-                              std::string x = element();
-                              return "(" + x + " - " + mean + ") * (" + x + " - " + mean + ")";
-                            },
-                            [=, this](const std::string& m2) {
-                              std::string c = operand(correction, layout_.outer_index(), t_.value(input).dtype);
-                              declare(out, m2 + " / (" + ct + "(" + rlen + ") - " + c + ")");
-                              if (mean_out != kNoValue) reduced_[mean_out] = mean;
-                            },
-                            needs});
-      };
-      pending_.push_back({comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, local(Role::sum, out), element,
-                          [=, this](const std::string& sum) {
-                            line("const " + ct + " " + mean + " = " + sum + " / " + ct + "(" + rlen + ");");
-                            variance();
-                          },
-                          needs});
+    case OpKind::var_mean:
+      variance_passes(op, element, declare, needs);
       break;
-    }
     default:
       throw InternalError("not a reduction: " + op.symbol);
   }
+}
+
+// var and var_mean: the corrected two-pass algorithm. Pass 1 sums the row for a first mean; pass 2
+// sums the deviations from it and their squares. The deviations' sum is the first mean's rounding
+// error times n: adding it back makes the mean exact where PyTorch's Welford mean is (a constant
+// row's mean is the constant, so layer_norm gives 0 there, not (x - mean) * rstd of a rounding error).
+void KernelWriter::variance_passes(const Op& op, const std::function<std::string()>& element,
+                                   const std::function<void(ValueId, const std::string&)>& declare,
+                                   const std::set<ValueId>& needs) {
+  const ValueId input = op.arg(0).value, out = op.outs[0];
+  const ValueId mean_out = op.outs.size() > 1 ? op.outs[1] : kNoValue;
+  const std::string comment = print_op(op, t_, false), ct = ctype(t_.value(input).dtype);
+  const std::string n = ct + "(" + std::to_string(numel(layout_.reduced_shape())) + ")";
+  const std::string first_mean = local(Role::mean, out), deviations = local(Role::deviation, out);
+  const Arg correction = op.arg(2);
+  auto deviation = [=] { return "(" + element() + " - " + first_mean + ")"; };
+  auto second_pass = [=, this] {
+    pending_.push_back({comment + " (pass 2: deviations from the mean)", "tg::Sum<" + ct + ">", ct, deviations, deviation,
+                        [=, this](const std::string& total) {
+                          if (total != deviations) line(deviations + " = " + total + ";");
+                        },
+                        needs});
+    pending_.push_back({comment + " (pass 2: squared deviations)", "tg::Sum<" + ct + ">", ct, local(Role::m2, out),
+                        [=] {
+                          std::string d = deviation();
+                          return d + " * " + d;
+                        },
+                        [=, this](const std::string& m2) {
+                          const std::string& d = deviations;
+                          std::string c = operand(correction, layout_.outer_index(), t_.value(input).dtype);
+                          declare(out, "tg::maximum(" + m2 + " - " + d + " * " + d + " / " + n + ", " + ct + "(0)) / (" + n + " - " + c + ")");
+                          if (mean_out != kNoValue) declare(mean_out, first_mean + " + " + d + " / " + n);
+                        },
+                        needs});
+  };
+  pending_.push_back({comment + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, local(Role::sum, out), element,
+                      [=, this](const std::string& sum) {
+                        line("const " + ct + " " + first_mean + " = " + sum + " / " + n + ";");
+                        second_pass();
+                      },
+                      needs});
 }
 
 // The op of this kernel that computes argument a, if it is a `kind` op.

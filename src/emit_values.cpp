@@ -448,7 +448,7 @@ std::string KernelWriter::compute(const Op& op, ValueId v, const Index& index) {
       if (op.info->kind == OpKind::convert_element_type) {
         const Value& src = t_.value(op.arg(0).value);
         std::string x = value_at(op.arg(0).value, index);
-        if (!is_float(out.dtype)) x = as_stored(x, src.dtype, op.arg(0));  // (truncation jumps at integers)
+        x = as_stored(x, src.dtype, op.arg(0));  // rounding rule 4 (docs/design-notes.md, "Rounding")
         if (out.dtype == DType::b8) expr = "(" + x + " != 0)";
         else if (out.dtype == DType::f16) expr = "tg::round_to_half(static_cast<float>(" + x + "))";
         else if (out.dtype == DType::bf16) expr = "tg::round_to_bfloat16(static_cast<float>(" + x + "))";

@@ -15,6 +15,7 @@ std::string_view role_prefix(Role role) {
     case Role::accumulator: return "acc_";
     case Role::sum: return "sum_";
     case Role::m2: return "m2_";
+    case Role::deviation: return "dev_";
     case Role::mean: return "mean_";
     case Role::target: return "at_";
     case Role::max_and_sum: return "both_";

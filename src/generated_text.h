@@ -24,6 +24,7 @@ enum class Role {
   accumulator,  // acc_: a reduction's running value
   sum,          // sum_: var_mean's running sum, for the mean
   m2,           // m2_: var_mean's running sum of squared deviations
+  deviation,    // dev_: var_mean's running sum of deviations from the mean (its rounding error)
   mean,         // mean_: var_mean's mean
   target,       // at_: the target index a cross-entropy picks
   max_and_sum,  // both_: an online max and sum of exponentials

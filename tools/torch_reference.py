@@ -243,9 +243,9 @@ def lerp(cx: Call, start, end, weight):
 
 
 def convert_element_type(cx: Call, a, dtype):
-    # Round through the stored type, then hold it in the compute type.
-    if dtype.name not in FLOATS:
-        a = cx.as_stored(a)  # (truncation jumps at integers)
+    # The operand rounded to its own dtype (rounding rule 4, docs/design-notes.md), then to the
+    # stored type, then held in the compute type.
+    a = cx.as_stored(a)
     if dtype.name == "b8":
         return a != 0
     return a.to(storage_dtype(dtype.name)).to(compute_dtype(dtype.name))

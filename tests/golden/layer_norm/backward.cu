@@ -79,17 +79,22 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(sum_bw0, acc_bw16);
     const float mean_bw0 = sum_bw0 / float(1024);
     const float v_bw16 = acc_bw16;
-    // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
+    // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 2: deviations from the mean)
+    float dev_bw0 = tg::Sum<float>::init();
+    // (bw0, bw1) = prims.var_mean(x, [1], correction=0.0) (pass 2: squared deviations)
     float m2_bw0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
+      dev_bw0 = tg::Sum<float>::combine(dev_bw0, (c_x[k] - mean_bw0));
       m2_bw0 = tg::Sum<float>::combine(m2_bw0, (c_x[k] - mean_bw0) * (c_x[k] - mean_bw0));
     }
-    const float v_bw0 = tg::block_reduce<tg::Sum<float>>(m2_bw0) / (float(1024) - 0.0f);
+    tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(dev_bw0, m2_bw0);
+    const float v_bw0 = tg::maximum(m2_bw0 - dev_bw0 * dev_bw0 / float(1024), float(0)) / (float(1024) - 0.0f);
+    const float v_bw1 = mean_bw0 + dev_bw0 / float(1024);
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       const float v_bw9 = (c_cotangent_t13[k] * c_w[k]);
-      const float v_bw3 = (c_x[k] - mean_bw0);
+      const float v_bw3 = (c_x[k] - v_bw1);
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
       const float v_bw7 = (v_bw3 * v_bw6);
@@ -101,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
     float w_grad_x[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       const int64_t j = threadIdx.x * 4 + k;
-      const float v_bw3 = (c_x[k] - mean_bw0);
+      const float v_bw3 = (c_x[k] - v_bw1);
       const float v_bw5 = (v_bw0 + 1e-05f);
       const float v_bw6 = tg::rsqrt(v_bw5);
       const float v_bw7 = (v_bw3 * v_bw6);

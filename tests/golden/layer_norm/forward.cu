@@ -53,16 +53,21 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const
       sum_t13__0 = tg::Sum<float>::combine(sum_t13__0, c_x[k]);
     }
     const float mean_t13__0 = tg::block_reduce<tg::Sum<float>>(sum_t13__0) / float(1024);
-    // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 2: variance)
+    // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 2: deviations from the mean)
+    float dev_t13__0 = tg::Sum<float>::init();
+    // (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0) (pass 2: squared deviations)
     float m2_t13__0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
+      dev_t13__0 = tg::Sum<float>::combine(dev_t13__0, (c_x[k] - mean_t13__0));
       m2_t13__0 = tg::Sum<float>::combine(m2_t13__0, (c_x[k] - mean_t13__0) * (c_x[k] - mean_t13__0));
     }
-    const float v_t13__0 = tg::block_reduce<tg::Sum<float>>(m2_t13__0) / (float(1024) - 0.0f);
+    tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(dev_t13__0, m2_t13__0);
+    const float v_t13__0 = tg::maximum(m2_t13__0 - dev_t13__0 * dev_t13__0 / float(1024), float(0)) / (float(1024) - 0.0f);
+    const float v_t13__1 = mean_t13__0 + dev_t13__0 / float(1024);
     // write the row
     float w_t13[4];
     TG_UNROLL for (int k = 0; k < 4; ++k) {
-      const float v_t13__3 = (c_x[k] - mean_t13__0);
+      const float v_t13__3 = (c_x[k] - v_t13__1);
       const float v_t13__5 = (v_t13__0 + 1e-05f);
       const float v_t13__6 = tg::rsqrt(v_t13__5);
       const float v_t13__7 = (v_t13__3 * v_t13__6);
