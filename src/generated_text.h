@@ -43,7 +43,7 @@ std::string_view role_prefix(Role role);
 std::string ident(Role role, std::string_view name);
 // Every role, for tests.
 inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index,     Role::accumulator, Role::sum,
-                                     Role::m2,      Role::mean,    Role::target,    Role::max_and_sum, Role::run_in,
+                                     Role::m2,      Role::deviation, Role::mean, Role::target,    Role::max_and_sum, Role::run_in,
                                      Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input,
                                      Role::storage_view};
 
