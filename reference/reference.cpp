@@ -2,8 +2,10 @@
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/TypeProperties.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -47,6 +49,17 @@ class Interpreter {
 
   // What a value of dtype `t` computes in: see Precision.
   torch::Dtype compute(DType t) const { return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t); }
+
+  // A PyTorch function of one tensor (torch.exp, torch.special.ndtri) called through LibTorch's
+  // dispatcher by its ATen name (aten::exp, aten::special_ndtri), so a declared op needs no code here.
+  static Tensor call_aten(std::string_view torch_function, const Tensor& x) {
+    std::string name(torch_function.substr(std::string_view("torch.").size()));
+    std::replace(name.begin(), name.end(), '.', '_');
+    const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(("aten::" + name).c_str(), "");
+    torch::jit::Stack stack = {x};
+    handle.callBoxed(stack);
+    return stack.back().toTensor();
+  }
 
   // `x`, a value of dtype `t`, rounded to `t` when that is a 16-bit float (held in f32 or f64).
   static Tensor as_stored(const Tensor& x, DType t) {
@@ -221,33 +234,12 @@ class Interpreter {
     if (torch_form && op.info->kind == OpKind::where)
       return {torch::where(operand(op.arg(0), torch::kBool).expand(to_vec(out.shape)), a(1), a(2))};
     switch (op.info->kind) {
+#define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) case OpKind::name:
+#include "thunder_gen/unary_float_prims.def"
+#undef TG_UNARY_FLOAT
+        return {call_aten(op.info->torch_function, a(0))};
       case OpKind::abs: return {torch::abs(a(0))};
       case OpKind::neg: return {torch::neg(a(0))};
-      case OpKind::exp: return {torch::exp(a(0))};
-      case OpKind::exp2: return {torch::exp2(a(0))};
-      case OpKind::expm1: return {torch::expm1(a(0))};
-      case OpKind::log: return {torch::log(a(0))};
-      case OpKind::log1p: return {torch::log1p(a(0))};
-      case OpKind::log2: return {torch::log2(a(0))};
-      case OpKind::log10: return {torch::log10(a(0))};
-      case OpKind::sqrt: return {torch::sqrt(a(0))};
-      case OpKind::rsqrt: return {torch::rsqrt(a(0))};
-      case OpKind::reciprocal: return {torch::reciprocal(a(0))};
-      case OpKind::sin: return {torch::sin(a(0))};
-      case OpKind::cos: return {torch::cos(a(0))};
-      case OpKind::tan: return {torch::tan(a(0))};
-      case OpKind::tanh: return {torch::tanh(a(0))};
-      case OpKind::sinh: return {torch::sinh(a(0))};
-      case OpKind::cosh: return {torch::cosh(a(0))};
-      case OpKind::asin: return {torch::asin(a(0))};
-      case OpKind::acos: return {torch::acos(a(0))};
-      case OpKind::atan: return {torch::atan(a(0))};
-      case OpKind::asinh: return {torch::asinh(a(0))};
-      case OpKind::acosh: return {torch::acosh(a(0))};
-      case OpKind::atanh: return {torch::atanh(a(0))};
-      case OpKind::erf: return {torch::erf(a(0))};
-      case OpKind::erfc: return {torch::erfc(a(0))};
-      case OpKind::erfinv: return {torch::erfinv(a(0))};
       case OpKind::floor: return {floating() ? torch::floor(a(0)) : a(0)};
       case OpKind::ceil: return {floating() ? torch::ceil(a(0)) : a(0)};
       case OpKind::round: return {floating() ? torch::round(a(0)) : a(0)};

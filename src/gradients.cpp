@@ -47,11 +47,11 @@ Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 // ---- rule shapes ----------------------------------------------------------------------------
 
 // d out / d a = f(a, out): contribution g * f.
-using LocalDerivative = std::function<V(G&, V a, V out)>;
+using LocalDerivative = std::function<V(G&, const Op&, V a, V out)>;
 GradRule unary_rule(LocalDerivative f) {
   return [f](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
     V a = op.arg(0).value;
-    return {{a, mul(g, val(cot[0]), val(f(g, a, op.outs[0])))}};
+    return {{a, mul(g, val(cot[0]), val(f(g, op, a, op.outs[0])))}};
   };
 }
 
@@ -73,33 +73,13 @@ V square(G& g, V x) { return mul(g, val(x), val(x)); }
 
 const double kLn2 = std::log(2.0), kLn10 = std::log(10.0), kTwoOverSqrtPi = 2.0 / std::sqrt(M_PI);
 
-// Local derivatives of the unary prims (for unary_rule), from the operand `a` or the result `out`.
-V abs_derivative(G& g, V a, V) { return unary(g, "prims.sign", a); }
-V exp_derivative(G&, V, V out) { return out; }
-V exp2_derivative(G& g, V, V out) { return mul(g, val(out), num(kLn2)); }
-V expm1_derivative(G& g, V, V out) { return add(g, val(out), num(1.0)); }
-V log_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", a); }
-V log1p_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, val(a), num(1.0))); }
-V log2_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(kLn2))); }
-V log10_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", mul(g, val(a), num(kLn10))); }
-V sqrt_derivative(G& g, V, V out) { return div(g, num(0.5), val(out)); }
-V rsqrt_derivative(G& g, V, V out) { return mul(g, val(mul(g, val(square(g, out)), val(out))), num(-0.5)); }
-V reciprocal_derivative(G& g, V, V out) { return neg(g, square(g, out)); }
-V sin_derivative(G& g, V a, V) { return unary(g, "prims.cos", a); }
-V cos_derivative(G& g, V a, V) { return neg(g, unary(g, "prims.sin", a)); }
-V tan_derivative(G& g, V, V out) { return add(g, num(1.0), val(square(g, out))); }
-V tanh_derivative(G& g, V, V out) { return sub(g, num(1.0), val(square(g, out))); }
-V sinh_derivative(G& g, V a, V) { return unary(g, "prims.cosh", a); }
-V cosh_derivative(G& g, V a, V) { return unary(g, "prims.sinh", a); }
-V asin_derivative(G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a)))); }
-V acos_derivative(G& g, V a, V) { return neg(g, unary(g, "prims.rsqrt", sub(g, num(1.0), val(square(g, a))))); }
-V atan_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", add(g, num(1.0), val(square(g, a)))); }
-V asinh_derivative(G& g, V a, V) { return unary(g, "prims.rsqrt", add(g, val(square(g, a)), num(1.0))); }
-V acosh_derivative(G& g, V a, V) { return unary(g, "prims.rsqrt", sub(g, val(square(g, a)), num(1.0))); }
-V atanh_derivative(G& g, V a, V) { return unary(g, "prims.reciprocal", sub(g, num(1.0), val(square(g, a)))); }
-V erf_derivative(G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(kTwoOverSqrtPi)); }
-V erfc_derivative(G& g, V a, V) { return mul(g, val(unary(g, "prims.exp", neg(g, square(g, a)))), num(-kTwoOverSqrtPi)); }
-V erfinv_derivative(G& g, V, V out) { return mul(g, val(unary(g, "prims.exp", square(g, out))), num(1.0 / kTwoOverSqrtPi)); }
+V abs_derivative(G& g, const Op&, V a, V) { return unary(g, "prims.sign", a); }
+
+// A unary float prim declared without a gradient rule: differentiating through it is refused.
+[[noreturn]] V no_gradient_rule(const Op& op) {
+  throw UserError(op.where, op.symbol + " has no gradient rule in thunder-gen, and a value that requires grad flows through it");
+}
+#define TG_NO_GRADIENT_RULE no_gradient_rule(op)
 
 Contributions neg_gradient(G& g, const Op& op, const std::vector<V>& cot) { return {{op.arg(0).value, neg(g, cot[0])}}; }
 
@@ -327,33 +307,13 @@ Contributions prod_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 // Every kind decides here, once: its rule, a torch-level rule (torch_ops.cpp), or none.
 GradRule gradient_rule(OpKind kind) {
   switch (kind) {
+#define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) \
+  case OpKind::name:                                         \
+    return unary_rule([]([[maybe_unused]] G& g, [[maybe_unused]] const Op& op, [[maybe_unused]] V a, [[maybe_unused]] V out) -> V { return derivative; });
+#include "thunder_gen/unary_float_prims.def"
+#undef TG_UNARY_FLOAT
     case OpKind::abs: return unary_rule(abs_derivative);
     case OpKind::neg: return neg_gradient;
-    case OpKind::exp: return unary_rule(exp_derivative);
-    case OpKind::exp2: return unary_rule(exp2_derivative);
-    case OpKind::expm1: return unary_rule(expm1_derivative);
-    case OpKind::log: return unary_rule(log_derivative);
-    case OpKind::log1p: return unary_rule(log1p_derivative);
-    case OpKind::log2: return unary_rule(log2_derivative);
-    case OpKind::log10: return unary_rule(log10_derivative);
-    case OpKind::sqrt: return unary_rule(sqrt_derivative);
-    case OpKind::rsqrt: return unary_rule(rsqrt_derivative);
-    case OpKind::reciprocal: return unary_rule(reciprocal_derivative);
-    case OpKind::sin: return unary_rule(sin_derivative);
-    case OpKind::cos: return unary_rule(cos_derivative);
-    case OpKind::tan: return unary_rule(tan_derivative);
-    case OpKind::tanh: return unary_rule(tanh_derivative);
-    case OpKind::sinh: return unary_rule(sinh_derivative);
-    case OpKind::cosh: return unary_rule(cosh_derivative);
-    case OpKind::asin: return unary_rule(asin_derivative);
-    case OpKind::acos: return unary_rule(acos_derivative);
-    case OpKind::atan: return unary_rule(atan_derivative);
-    case OpKind::asinh: return unary_rule(asinh_derivative);
-    case OpKind::acosh: return unary_rule(acosh_derivative);
-    case OpKind::atanh: return unary_rule(atanh_derivative);
-    case OpKind::erf: return unary_rule(erf_derivative);
-    case OpKind::erfc: return unary_rule(erfc_derivative);
-    case OpKind::erfinv: return unary_rule(erfinv_derivative);
 
     case OpKind::add: return binary_rule(add_derivatives);
     case OpKind::sub: return binary_rule(sub_derivatives);
@@ -410,10 +370,10 @@ std::string_view gradient_saves(OpKind kind) {
   if (kind >= OpKind::t_softmax && kind <= OpKind::t_dropout) return torch_gradient_saves(kind);  // torch-level rows
   if (!gradient_rule(kind)) return "";
   switch (kind) {
-    // Rules written in terms of the result: d exp(a) = g * exp(a) reads exp(a), not a.
-    case OpKind::exp: case OpKind::exp2: case OpKind::expm1: case OpKind::sqrt: case OpKind::rsqrt:
-    case OpKind::reciprocal: case OpKind::tan: case OpKind::tanh: case OpKind::erfinv:
-      return "output";
+#define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) \
+  case OpKind::name: return #saves;
+#include "thunder_gen/unary_float_prims.def"
+#undef TG_UNARY_FLOAT
     case OpKind::div: case OpKind::pow: case OpKind::prod: case OpKind::amax: case OpKind::amin: case OpKind::var_mean:
       return "inputs, output";
     // Linear in their operands (or moving elements): the cotangent alone decides the gradient.

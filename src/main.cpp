@@ -1,6 +1,7 @@
 // thunder-gen command line. Exit codes: 0 ok, 1 bad input, 2 usage, 70 internal error.
 #include <CLI/CLI.hpp>
 #include <mimalloc.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -50,6 +51,20 @@ void out_of_memory(int error, void*) {
   static const char message[] = "thunder-gen: error: out of memory\n";
   if (::write(STDERR_FILENO, message, sizeof message - 1) < 0) {}
   std::_Exit(kExitBadInput);
+}
+
+// The op table as JSON, for the Python tools (tools/op_declarations.py): each op's id, fusion class,
+// what its gradient saves, and for a declared unary float prim its PyTorch function and input domain.
+int list_ops_json() {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const tg::OpInfo& op : tg::op_table()) {
+    if (op.made_by_fusion()) continue;
+    nlohmann::ordered_json row = {{"id", op.id}, {"fusion", tg::fusion_class_name(op.fusion)}, {"grad_saves", op.grad_saves}};
+    if (!op.torch_function.empty()) row.update({{"torch", op.torch_function}, {"domain", {op.domain_lo, op.domain_hi}}});
+    ops.push_back(row);
+  }
+  std::cout << ops.dump(1) << "\n";
+  return 0;
 }
 
 int list_ops() {
@@ -238,6 +253,8 @@ int main(int argc, char** argv) {
   auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
   validate_cmd->add_option("traces", validate_files, "trace JSON files")->required();
   auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
+  bool list_json = false;
+  list_cmd->add_flag("--json", list_json, "as JSON, for tools");
   Request explain_request;
   auto* explain_cmd = app.add_subcommand("explain", "print the rematerialization plan: what is saved for the backward and why, what is recomputed");
   explain_cmd->add_option("trace", explain_request.trace_file, "trace JSON file")->required();
@@ -266,7 +283,7 @@ int main(int argc, char** argv) {
   request.diff_lines_given = diff_lines->count() > 0;
   try {
     if (*validate_cmd) return validate(validate_files);
-    if (*list_cmd) return list_ops();
+    if (*list_cmd) return list_json ? list_ops_json() : list_ops();
     if (*explain_cmd) {
       explain_request.emit = "plan";
       try {

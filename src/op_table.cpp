@@ -630,6 +630,13 @@ OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accep
   return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
                 elementwise_rule(bool_result), code, accepts, ""};
 }
+OpInfo declared_unary_float(OpKind k, std::string_view id, std::string_view code, std::string_view torch, double lo, double hi) {
+  OpInfo op = unary(k, id, code, DTypes::floats);
+  op.torch_function = torch;
+  op.domain_lo = lo;
+  op.domain_hi = hi;
+  return op;
+}
 OpInfo discontinuous(OpInfo op) {
   op.discontinuous = true;
   return op;
@@ -645,33 +652,11 @@ OpInfo reduction(OpKind k, std::string_view id, DTypes accepts) {
 std::vector<OpInfo> build_table() {
   using D = DTypes;
   std::vector<OpInfo> rows = {
+#define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) declared_unary_float(OpKind::name, "prims." #name, "tg::" #name "({0})", torch, lo, hi),
+#include "thunder_gen/unary_float_prims.def"
+#undef TG_UNARY_FLOAT
       unary(OpKind::abs, "prims.abs", "tg::abs({0})", D::numbers),
       wrapping_on_integers(unary(OpKind::neg, "prims.neg", "(-{0})", D::numbers), "tg::wrapping_neg({0})"),
-      unary(OpKind::exp, "prims.exp", "tg::exp({0})", D::floats),
-      unary(OpKind::exp2, "prims.exp2", "tg::exp2({0})", D::floats),
-      unary(OpKind::expm1, "prims.expm1", "tg::expm1({0})", D::floats),
-      unary(OpKind::log, "prims.log", "tg::log({0})", D::floats),
-      unary(OpKind::log1p, "prims.log1p", "tg::log1p({0})", D::floats),
-      unary(OpKind::log2, "prims.log2", "tg::log2({0})", D::floats),
-      unary(OpKind::log10, "prims.log10", "tg::log10({0})", D::floats),
-      unary(OpKind::sqrt, "prims.sqrt", "tg::sqrt({0})", D::floats),
-      unary(OpKind::rsqrt, "prims.rsqrt", "tg::rsqrt({0})", D::floats),
-      unary(OpKind::reciprocal, "prims.reciprocal", "tg::reciprocal({0})", D::floats),
-      unary(OpKind::sin, "prims.sin", "tg::sin({0})", D::floats),
-      unary(OpKind::cos, "prims.cos", "tg::cos({0})", D::floats),
-      unary(OpKind::tan, "prims.tan", "tg::tan({0})", D::floats),
-      unary(OpKind::tanh, "prims.tanh", "tg::tanh({0})", D::floats),
-      unary(OpKind::sinh, "prims.sinh", "tg::sinh({0})", D::floats),
-      unary(OpKind::cosh, "prims.cosh", "tg::cosh({0})", D::floats),
-      unary(OpKind::asin, "prims.asin", "tg::asin({0})", D::floats),
-      unary(OpKind::acos, "prims.acos", "tg::acos({0})", D::floats),
-      unary(OpKind::atan, "prims.atan", "tg::atan({0})", D::floats),
-      unary(OpKind::asinh, "prims.asinh", "tg::asinh({0})", D::floats),
-      unary(OpKind::acosh, "prims.acosh", "tg::acosh({0})", D::floats),
-      unary(OpKind::atanh, "prims.atanh", "tg::atanh({0})", D::floats),
-      unary(OpKind::erf, "prims.erf", "tg::erf({0})", D::floats),
-      unary(OpKind::erfc, "prims.erfc", "tg::erfc({0})", D::floats),
-      unary(OpKind::erfinv, "prims.erfinv", "tg::erfinv({0})", D::floats),
       discontinuous(unary(OpKind::floor, "prims.floor", "tg::floor({0})", D::numbers)),
       discontinuous(unary(OpKind::ceil, "prims.ceil", "tg::ceil({0})", D::numbers)),
       discontinuous(unary(OpKind::round, "prims.round", "tg::round({0})", D::numbers)),

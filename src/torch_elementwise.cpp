@@ -166,7 +166,8 @@ std::optional<DType> result_type(const std::vector<PromotionOperand>& operands) 
 
 OpInfo torch_form_of(const OpInfo& prim) {
   static std::deque<std::string> ids;  // (the table holds string_views; these live as long)
-  ids.push_back("torch." + std::string(prim.id.substr(std::string_view("prims.").size())));
+  // torch.<name>, or the PyTorch function a declared prim names (torch.special.ndtri).
+  ids.push_back(prim.torch_function.empty() ? "torch." + std::string(prim.id.substr(std::string_view("prims.").size())) : std::string(prim.torch_function));
   OpInfo row = prim;
   row.id = ids.back();
   row.fusion = FusionClass::composite;
@@ -188,7 +189,7 @@ std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op) {
   const Trace& t = g.trace();
   const DType dt = compute_dtype(t, op);
   const Shape shape = t.value(op.outs[0]).shape;
-  const std::string prim_id = "prims." + op.symbol.substr(std::string("torch.").size());
+  const std::string_view prim_id = op_info(op.info->kind).id;
   std::vector<Arg> args;
   for (size_t i = 0; i < op.info->params.size() && op.info->params[i].kind == ParamKind::tensor_or_number; ++i)
     args.push_back(op.info->kind == OpKind::where && i == 0 ? prim_operand(g, op.arg(0), DType::b8, shape) : prim_operand(g, op.arg(i), dt, shape));

@@ -53,6 +53,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from op_declarations import unary_float_prims
+
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_DIR = ROOT / "tests" / "random"
 
@@ -178,49 +180,21 @@ def sampled_range(f, lo: float, hi: float) -> tuple[float, float]:
     return min(ys) - 0.02 * span, max(ys) + 0.02 * span
 
 
-def erfinv(y: float) -> float:
-    lo, hi = -6.0, 6.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if math.erf(mid) < y:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
 def gelu(x: float) -> float:
     return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
 
 
-# Unary float prims: (the function, the domain it is used on: (lo, hi) the operand must lie in).
-UNARY_FLOAT = {
-    "exp": (math.exp, (-20.0, 4.0)),
-    "exp2": (lambda x: 2.0 ** x, (-20.0, 6.0)),
-    "expm1": (math.expm1, (-20.0, 4.0)),
-    "log": (math.log, (0.1, 1e4)),
-    "log1p": (math.log1p, (-0.8, 1e4)),
-    "log2": (math.log2, (0.1, 1e4)),
-    "log10": (math.log10, (0.1, 1e4)),
-    "sqrt": (math.sqrt, (0.05, 1e4)),
-    "rsqrt": (lambda x: 1 / math.sqrt(x), (0.1, 1e4)),
-    "reciprocal": (lambda x: 1 / x, (0.2, 1e4)),
-    "sin": (math.sin, (-8.0, 8.0)),
-    "cos": (math.cos, (-8.0, 8.0)),
-    "tan": (math.tan, (-1.2, 1.2)),
-    "tanh": (math.tanh, (-1e4, 1e4)),
-    "sinh": (math.sinh, (-4.0, 4.0)),
-    "cosh": (math.cosh, (-4.0, 4.0)),
-    "asin": (math.asin, (-0.85, 0.85)),
-    "acos": (math.acos, (-0.85, 0.85)),
-    "atan": (math.atan, (-1e4, 1e4)),
-    "asinh": (math.asinh, (-1e4, 1e4)),
-    "acosh": (math.acosh, (1.2, 1e4)),
-    "atanh": (math.atanh, (-0.85, 0.85)),
-    "erf": (math.erf, (-6.0, 6.0)),
-    "erfc": (math.erfc, (-6.0, 6.0)),
-    "erfinv": (erfinv, (-0.85, 0.85)),
-}
+def declared_unary_float() -> dict:
+    """The unary float prims (include/thunder_gen/unary_float_prims.def, through thunder-gen
+    list-ops --json): name -> (its function of one number, the operand's domain)."""
+    import torch
+
+    def of_number(f):
+        return lambda x: float(f(torch.tensor(x, dtype=torch.float64)))
+    return {name: (of_number(d.torch_function), d.domain) for name, d in unary_float_prims().items()}
+
+
+UNARY_FLOAT = declared_unary_float()
 # Torch-level activations: the function of one element.
 ACTIVATIONS = {
     "torch.sigmoid": lambda x: 1 / (1 + math.exp(-x)),
@@ -1616,10 +1590,11 @@ EXCLUDED: dict[str, str] = {
     # broadcasting and promotion, checked against eager and LibTorch's promotion by
     # tests/torch_elementwise/; generating them here with mixed operands is still to do.
     **{f"torch.{n}": "the torch-level form of an elementwise prim: tests/torch_elementwise/"
-       for n in ("abs neg exp exp2 expm1 log log1p log2 log10 sqrt rsqrt reciprocal sin cos tan sinh cosh asin acos atan asinh "
-                 "acosh atanh erf erfc erfinv floor ceil round trunc sign signbit isfinite bitwise_not add sub mul div pow fmod "
+       for n in ("abs neg floor ceil round trunc sign signbit isfinite bitwise_not add sub mul div pow fmod "
                  "remainder atan2 maximum minimum bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift eq ne "
                  "lt le gt ge where lerp").split()},
+    **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/"
+       for d in unary_float_prims().values() if d.torch_name != "torch.tanh"},
 }
 
 # Constructs of findings already reported, which `run --avoid NAME` stops generating so that a long

@@ -45,6 +45,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from op_declarations import unary_float_prims
+
 # ---- dtypes -----------------------------------------------------------------------------------
 
 # Thunder's short name -> (torch storage dtype, .npy descr)
@@ -350,12 +352,9 @@ def argmin(cx: Call, a, dim):
 
 
 _UNARY = {
-    "abs": torch.abs, "neg": torch.neg, "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
-    "log": torch.log, "log1p": torch.log1p, "log2": torch.log2, "log10": torch.log10, "sqrt": torch.sqrt,
-    "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan,
-    "tanh": torch.tanh, "sinh": torch.sinh, "cosh": torch.cosh, "asin": torch.asin, "acos": torch.acos,
-    "atan": torch.atan, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erf": torch.erf,
-    "erfc": torch.erfc, "erfinv": torch.erfinv, "signbit": torch.signbit, "bitwise_not": torch.bitwise_not,
+    "abs": torch.abs, "neg": torch.neg, "signbit": torch.signbit, "bitwise_not": torch.bitwise_not,
+    # the unary float prims, declared in include/thunder_gen/unary_float_prims.def
+    **{n: d.torch_function for n, d in unary_float_prims().items()},
 }
 _DISCONTINUOUS_UNARY = {"sign": torch.sign, "isfinite": torch.isfinite}
 _ROUNDING = {"floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc}

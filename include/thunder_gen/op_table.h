@@ -14,10 +14,12 @@
 namespace tg {
 
 enum class OpKind {
+  // the unary float prims (declared in unary_float_prims.def)
+#define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) name,
+#include "thunder_gen/unary_float_prims.def"
+#undef TG_UNARY_FLOAT
   // elementwise unary
-  abs, neg, exp, exp2, expm1, log, log1p, log2, log10, sqrt, rsqrt, reciprocal,
-  sin, cos, tan, tanh, sinh, cosh, asin, acos, atan, asinh, acosh, atanh,
-  erf, erfc, erfinv, floor, ceil, round, trunc, sign, signbit, isfinite, bitwise_not,
+  abs, neg, floor, ceil, round, trunc, sign, signbit, isfinite, bitwise_not,
   // elementwise binary
   add, sub, mul, div, pow, fmod, remainder, atan2, maximum, minimum,
   bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift,
@@ -155,6 +157,10 @@ struct OpInfo {
   // Elementwise ops whose `code` could overflow on integer operands (undefined in C++): the code
   // for integers, which wraps as PyTorch's integers do. Empty: `code` serves every dtype.
   std::string_view integer_code = {};
+  // Unary float prims (unary_float_prims.def): the PyTorch function giving its value, and the
+  // domain its test inputs are drawn from. Empty and 0 elsewhere.
+  std::string_view torch_function = {};
+  double domain_lo = 0, domain_hi = 0;
   bool has_lowering() const { return fusion == FusionClass::composite; }
   // Made by the fusion pass, never read from a trace or written by autograd.
   bool made_by_fusion() const { return fusion == FusionClass::partial || fusion == FusionClass::kernel; }

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
+from op_declarations import unary_float_prims  # noqa: E402
 from torch_reference import DTYPES, TOLERANCES, load_npy  # noqa: E402
 
 FLOATS = ("f32", "f64", "bf16", "f16")
@@ -439,13 +440,15 @@ def copy(cx: Call, a, order=None):
     return a.clone()
 
 
-_UNARY = ("abs neg exp exp2 expm1 log log1p log2 log10 sqrt rsqrt reciprocal sin cos tan tanh sinh cosh asin acos atan "
-          "asinh acosh atanh erf erfc erfinv sign signbit isfinite bitwise_not").split()
+_UNARY = "abs neg sign signbit isfinite bitwise_not".split()
+_DECLARED = unary_float_prims()  # include/thunder_gen/unary_float_prims.def
 _BINARY = ("add sub mul pow fmod remainder atan2 maximum minimum bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
            "bitwise_right_shift eq ne lt le gt ge").split()
 
 OPS = {
     **{f"prims.{n}": unary(getattr(torch, n)) for n in _UNARY},
+    **{f"prims.{n}": unary(d.torch_function) for n, d in _DECLARED.items()},
+    **{d.torch_name: torch_form(d.torch_function) for d in _DECLARED.values() if d.torch_name != "torch.tanh"},
     **{f"prims.{n}": unary(getattr(torch, n), integers_unchanged=True) for n in ("floor", "ceil", "round", "trunc")},
     **{f"prims.{n}": binary(getattr(torch, n)) for n in _BINARY},
     **{f"torch.{n}": torch_form(getattr(torch, n)) for n in _UNARY + _BINARY + ["floor", "ceil", "round", "trunc", "div", "where", "lerp"]
