@@ -186,12 +186,12 @@ def gelu(x: float) -> float:
 
 def declared_unary_float() -> dict:
     """The unary float prims (include/thunder_gen/unary_float_prims.def, through thunder-gen
-    list-ops --json): name -> (its function of one number, the operand's domain)."""
+    list-ops --json): name -> (its function of one number, the operand's domain, differentiable)."""
     import torch
 
     def of_number(f):
         return lambda x: float(f(torch.tensor(x, dtype=torch.float64)))
-    return {name: (of_number(d.torch_function), d.domain) for name, d in unary_float_prims().items()}
+    return {name: (of_number(d.torch_function), d.domain, d.differentiable) for name, d in unary_float_prims().items()}
 
 
 UNARY_FLOAT = declared_unary_float()
@@ -691,8 +691,11 @@ def float_checked(v: Val) -> Val:
 
 
 def b_unary_float(s: Sub, op: str, dt: str) -> Val:
-    f, (lo, hi) = UNARY_FLOAT[op.split(".", 1)[1]]
-    a = s.into(s.value(dt), lo, hi)
+    f, (lo, hi), differentiable = UNARY_FLOAT[op.split(".", 1)[1]]
+    if differentiable:
+        a = s.into(s.value(dt), lo, hi)
+    else:  # thunder-gen refuses to differentiate through it: an operand no gradient flows into
+        a = s.into(s.pick(lambda v: v.dtype == dt and not v.grad and not v.special) or s.float_input(dt, s.shape(), grad=False), lo, hi)
     out_lo, out_hi = sampled_range(f, a.lo, a.hi)
     return s.tame(s.emit1(op, [a.name], float_checked(computed(dt, a.shape, out_lo, out_hi, a.grad))))
 

@@ -29,6 +29,10 @@ inline std::string call(std::string_view id, const std::string& args, const std:
   return "{\"op\": \"" + std::string(id) + "\", \"args\": " + args + ", \"out\": [" + outs + "]" + extra + "}";
 }
 
+// A unary float prim declared without a gradient rule (TG_NO_GRADIENT_RULE), or its torch form:
+// differentiating through it is refused, so it has no case.
+inline bool refuses_gradient(const tg::OpInfo& info) { return tg::op_info(info.kind).grad_saves == "none"; }
+
 // The case for one op, or nullopt when the op has no gradient to check.
 inline std::optional<Case> case_for(const tg::OpInfo& info) {
   const std::string x = f64("x", "[3, 4]"), y = f64("y", "[3, 4]");
@@ -39,7 +43,7 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) case tg::OpKind::name:
 #include "thunder_gen/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
-      if (info.grad_saves == "none") return std::nullopt;
+      if (refuses_gradient(info)) return std::nullopt;
       if (info.domain_lo <= 0.2 && info.domain_hi >= 0.9) return Case{x, call(info.id, "[\"x\"]", o), "\"o\""};
       return Case{x, call(info.id, "[\"x\"]", o), "\"o\"", info.domain_lo, std::min(info.domain_hi, info.domain_lo + 0.8)};
     case tg::OpKind::abs: case tg::OpKind::neg:

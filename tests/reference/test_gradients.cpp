@@ -18,6 +18,7 @@
 #include "reference.h"
 #include "rng.h"
 #include "grad_cases.h"
+#include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
 using test::Case;
@@ -32,7 +33,7 @@ CATCH_TEST_CASE("every differentiable op's gradient matches LibTorch autograd in
     // differentiated through their lowering; a torch-level form of a prim has the prim's case, and a
     // gradient when the prim has one).
     const bool differentiable = info.grad || (info.has_lowering() && (!tg::is_torch_form(info) || tg::op_info(info.kind).grad));
-    CATCH_CHECK(c.has_value() == differentiable);
+    CATCH_CHECK(c.has_value() == (differentiable && !test::refuses_gradient(info)));
     if (!c) continue;
     ++checked;
     {
@@ -74,6 +75,27 @@ CATCH_TEST_CASE("every differentiable op's gradient matches LibTorch autograd in
 // Custom autograd functions (examples/custom_functions.json): the user's backward is used exactly
 // as written, checked against formulas computed here directly with LibTorch, both through the
 // joint trace autograd builds and through the checker's reference (reference_gradients).
+// A prim declared without a gradient rule (TG_NO_GRADIENT_RULE) is refused where a gradient
+// would flow through it, naming the op; where none flows it is fine.
+CATCH_TEST_CASE("differentiating through a prim without a gradient rule is refused at the op") {
+  for (const tg::OpInfo& info : tg::op_table()) {
+    if (!test::refuses_gradient(info) || tg::is_torch_form(info)) continue;
+    CATCH_INFO("op " << info.id);
+    auto trace = [&](bool grad) {
+      return "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + test::f64("x", "[3]", grad) +
+             "], \"ops\": [" + test::call(info.id, "[\"x\"]", test::out("o", "[3]")) + "], \"outputs\": [\"o\"]}";
+    };
+    CATCH_CHECK_NOTHROW(tg::autograd(tg::read_trace(trace(false))));
+    try {
+      tg::autograd(tg::read_trace(trace(true)));
+      CATCH_FAIL("no error");
+    } catch (const tg::UserError& e) {
+      CATCH_CHECK(e.where == "/ops/0");
+      CATCH_CHECK(std::string(e.what()).find("has no gradient rule") != std::string::npos);
+    }
+  }
+}
+
 CATCH_TEST_CASE("custom functions use the user's backward, even a wrong one") {
   tg::Trace forward = tg::read_trace_file(std::string(TG_EXAMPLES_DIR) + "/custom_functions.json");
   tg::JointTrace joint = tg::autograd(tg::decompose(forward, /*keep_custom=*/true));
@@ -104,8 +126,8 @@ CATCH_TEST_CASE("custom functions use the user's backward, even a wrong one") {
 CATCH_TEST_CASE("grad_saves in the op table is what each gradient rule reads") {
   for (const tg::OpInfo& info : tg::op_table()) {
     std::optional<Case> c = case_for(info);
-    if (!c || !info.grad) {  // no gradient, or a torch-level op differentiated through its lowering
-      CATCH_CHECK(info.grad_saves.empty());
+    if (!c || !info.grad) {  // no gradient, one refused, or a torch-level op differentiated through its lowering
+      CATCH_CHECK(info.grad_saves == (info.grad && test::refuses_gradient(info) ? "none" : ""));
       continue;
     }
     std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + c->inputs + "], \"ops\": [" + c->op +
