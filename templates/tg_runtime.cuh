@@ -327,6 +327,28 @@ template <class T> TG_HD T remainder(T a, T b) { T r = T(a % b); return (r != 0 
 TG_HD float atan2(float a, float b) { return atan2f(a, b); }
 TG_HD double atan2(double a, double b) { return ::atan2(a, b); }
 
+// digamma (psi), as torch.digamma: psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic
+// series ln x - 1/(2x) - sum B_2k / (2k x^2k) to x^-14 (its next term is under 1e-16 there); below
+// 0 the reflection psi(x) = psi(1 - x) - pi / tan(pi x). At the poles: -inf at +0, +inf at -0,
+// NaN at the negative integers.
+template <class T> TG_HD T digamma_of(T x) {
+  if (x == T(0)) return signbit(x) ? T(TG_INFINITY) : -T(TG_INFINITY);
+  T result = 0;
+  if (x < T(0)) {
+    if (x == floor(x)) return T(TG_INFINITY) - T(TG_INFINITY);  // NaN
+    const T pi = T(3.14159265358979323846);
+    result = -pi / tan(pi * x);
+    x = T(1) - x;
+  }
+  for (; x < T(10); x += T(1)) result -= T(1) / x;
+  const T f = T(1) / (x * x);
+  const T series =
+      f * (T(-1.0 / 12) + f * (T(1.0 / 120) + f * (T(-1.0 / 252) + f * (T(1.0 / 240) + f * (T(-1.0 / 132) + f * (T(691.0 / 32760) + f * T(-1.0 / 12)))))));
+  return result + log(x) - T(0.5) / x + series;
+}
+TG_HD float digamma(float x) { return digamma_of(x); }
+TG_HD double digamma(double x) { return digamma_of(x); }
+
 // maximum/minimum propagate NaN, like torch.maximum.
 template <class T> TG_HD T maximum(T a, T b) { return (a != a) ? a : (b != b) ? b : (a > b ? a : b); }
 template <class T> TG_HD T minimum(T a, T b) { return (a != a) ? a : (b != b) ? b : (a < b ? a : b); }
