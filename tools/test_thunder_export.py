@@ -42,12 +42,12 @@ class ExporterTest(unittest.TestCase):
         self.assertIn("ctx attributes", str(e.exception))
 
     def test_an_op_thunder_gen_cannot_run_is_refused_at_export(self):
-        def uses_addmm(b, a, w):
-            return torch.addmm(b, a, w)  # Thunder hands torch.addmm to PyTorch: no decomposition
+        def uses_addbmm(b, a, w):
+            return torch.addbmm(b, a, w)  # Thunder hands torch.addbmm to PyTorch: no decomposition
         with self.assertRaises(thunder_export.ExportError) as e:
-            thunder_export.export(uses_addmm, torch.randn(4), torch.randn(3, 5), torch.randn(5, 4), name="addmm")
+            thunder_export.export(uses_addbmm, torch.randn(3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4), name="addbmm")
         message = str(e.exception)
-        self.assertRegex(message, r"^/ops/\d+: torch\.addmm called at .*test_thunder_export\.py:\d+: ")
+        self.assertRegex(message, r"^/ops/\d+: torch\.addbmm called at .*test_thunder_export\.py:\d+: ")
         self.assertIn("thunder-gen has no rule for it", message)
 
     def test_ops_with_rules_or_decompositions_export(self):
