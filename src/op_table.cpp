@@ -649,6 +649,7 @@ std::vector<OutType> addmm_rule(const Trace& t, const Op& op) {
     if (in.shape[k] != 1 && in.shape[k] != out[rank - in.shape.size() + k]) fail(0, "shape " + shape_str(in.shape) + " does not broadcast to " + shape_str(out));
   need_number_literal(op, 3, "beta");
   need_number_literal(op, 4, "alpha");
+  if (op.args.size() > 5 && op.arg(5).kind != Arg::Kind::none) fail(5, "out must be null");  // baddbmm's (Thunder records it)
   return {{in.dtype, out}};
 }
 
@@ -1016,7 +1017,7 @@ std::vector<OpInfo> build_table() {
              addmm_rule, "", D::floats, "beta * input + alpha * (mat1 @ mat2); beta 0 ignores input"},
       OpInfo{OpKind::t_baddbmm, "torch.baddbmm", FusionClass::composite,
              {p("input", K::tensor), p("batch1", K::tensor), p("batch2", K::tensor), Param{"beta", K::number, true, true, Arg::of_int(1)},
-              Param{"alpha", K::number, true, true, Arg::of_int(1)}},
+              Param{"alpha", K::number, true, true, Arg::of_int(1)}, Param{"out", K::optional_tensor, true, true, {}}},
              addmm_rule, "", D::floats, "beta * input + alpha * (batch1 @ batch2); beta 0 ignores input"},
       OpInfo{OpKind::t_bmm, "torch.bmm", FusionClass::composite, {p("input", K::tensor), p("mat2", K::tensor)}, bmm_rule, "", D::floats, ""},
       OpInfo{OpKind::t_addcmul, "torch.addcmul", FusionClass::composite,
