@@ -473,6 +473,10 @@ class Interpreter {
       }
       case OpKind::t_sdpa: {  // the math form, written with LibTorch ops (1.13 has no fused SDPA)
         Tensor q = in(), k = env_.at(op.arg(1).value), v = env_.at(op.arg(2).value);
+        if (op.arg(10).boolean && q.dim() >= 3 && k.size(-3) != q.size(-3)) {  // enable_gqa, as PyTorch's math form does it
+          k = k.repeat_interleave(q.size(-3) / k.size(-3), -3);
+          v = v.repeat_interleave(q.size(-3) / v.size(-3), -3);
+        }
         double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(q.size(-1)));
         Tensor s = torch::matmul(q, k.transpose(-2, -1)) * scale;
         if (op.arg(5).boolean) s = s.masked_fill(torch::ones({q.size(-2), k.size(-2)}, torch::kBool).tril().logical_not(), -INFINITY);

@@ -577,8 +577,13 @@ std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
   size_t r = q.shape.size();
   if (r < 2 || k.shape.size() != r || v.shape.size() != r) fail(0, "q, k and v need the same rank, at least 2");
   if (k.dtype != q.dtype || v.dtype != q.dtype) fail(1, "q, k and v need the same dtype");
-  if (!std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) || !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
-    fail(1, "batch dims of q, k and v differ");
+  // enable_gqa: k and v may have fewer heads (dim -3), each serving a group of q's.
+  const bool gqa = op.arg(10).boolean && r >= 3 && k.shape[r - 3] != q.shape[r - 3];
+  if (gqa && (k.shape[r - 3] == 0 || q.shape[r - 3] % k.shape[r - 3] != 0 || v.shape[r - 3] != k.shape[r - 3]))
+    fail(1, "with enable_gqa, k and v need a number of heads (dim -3) dividing q's " + std::to_string(q.shape[r - 3]));
+  for (const Value* kv : {&k, &v})
+    for (size_t d = 0; d + 2 < r; ++d)
+      if (kv->shape[d] != q.shape[d] && !(gqa && d + 3 == r)) fail(kv == &k ? 1 : 2, "batch dims of q, k and v differ");
   if (k.shape[r - 1] != q.shape[r - 1]) fail(1, "k's last dim must equal q's");
   if (v.shape[r - 2] != k.shape[r - 2]) fail(2, "v's sequence dim must equal k's");
   if (op.arg(3).is_value()) {
@@ -1007,8 +1012,8 @@ std::vector<OpInfo> build_table() {
              {p("query", K::tensor), p("key", K::tensor), p("value", K::tensor), opt("attn_mask", K::optional_tensor),
               opt("dropout_p", K::number, Arg::of_real(0.0)), opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"scale", K::optional_number, true, true, {}},
               Param{"seed", K::optional_number, true, true, {}}, Param{"offset", K::optional_number, true, true, {}},
-              Param{"stream", K::integer, true, true, Arg::of_int(0)}},
-             sdpa_rule, "", D::floats, "the math form; attention dropout draws like dropout"},
+              Param{"stream", K::integer, true, true, Arg::of_int(0)}, Param{"enable_gqa", K::boolean, true, true, Arg::of_bool(false)}},
+             sdpa_rule, "", D::floats, "the math form; attention dropout draws like dropout; enable_gqa repeats k and v heads"},
 
       // Torch calls real models make, with PyTorch's parameter names (docs/torch-ops.md).
       OpInfo{OpKind::t_addmm, "torch.addmm", FusionClass::composite,

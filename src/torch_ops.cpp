@@ -326,10 +326,25 @@ V lower_embedding(G& g, const Op& op) {
   return reshape(g, rows, g.trace().value(op.outs[0]).shape);
 }
 
+// enable_gqa: k's (v's) heads repeated so each serves its group of consecutive q heads, as
+// repeat_interleave(Hq / Hk, dim=-3) makes them: broadcast over a new group dim, then merged.
+V repeat_heads(G& g, const Op& op, V kv) {
+  const Shape qs = shape_of(g, op.arg(0).value), s = shape_of(g, kv);
+  const size_t r = s.size();
+  if (!op.arg(10).boolean || r < 3 || s[r - 3] == qs[r - 3]) return kv;
+  Shape spread = s;
+  spread.insert(spread.begin() + ptrdiff_t(r - 2), qs[r - 3] / s[r - 3]);
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < r; ++d) dims.push_back(int64_t(d + 2 < r ? d : d + 1));
+  Shape merged = s;
+  merged[r - 3] = qs[r - 3];
+  return reshape(g, broadcast(g, kv, spread, dims), merged);
+}
+
 // scaled_dot_product_attention's logits q @ k^T * scale, causal (row i sees columns j <= i) and
 // masked by attn_mask (a b8 mask keeps, a float mask adds).
 V attention_logits(G& g, const Op& op) {
-  V q = op.arg(0).value, k = op.arg(1).value;
+  V q = op.arg(0).value, k = repeat_heads(g, op, op.arg(1).value);
   Shape qs = shape_of(g, q), ks = shape_of(g, k);
   size_t r = qs.size();
   double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
@@ -365,7 +380,7 @@ V lower_sdpa(G& g, const Op& op) {
     V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
     p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
   }
-  return matmul(g, p, op.arg(2).value);
+  return matmul(g, p, repeat_heads(g, op, op.arg(2).value));
 }
 
 // Thunder's decomposition: keep where a uniform draw is below 1 - p, scale by 1 / (1 - p). The

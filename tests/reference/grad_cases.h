@@ -202,12 +202,14 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                       call(info.id, "[\"x\", 2.0, [0, 2], 1e-3]", out("r", "[3, 4, 5]")) + "," +
                       call(info.id, "[\"x\"]", out("q", "[3, 4, 5]"), ", \"kwargs\": {\"dim\": -1, \"eps\": 5.0}"),
                   "\"o\", \"r\", \"q\"", -1.0, 1.0};
-    case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout
-      return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]"),
+    case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout; 4 q heads on 2 k/v heads
+      return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]") + "," +
+                      f64("gq", "[2, 4, 3, 4]") + "," + f64("gk", "[2, 2, 3, 4]") + "," + f64("gv", "[2, 2, 3, 5]"),
                   call(info.id, "[\"q\", \"k\", \"v\"]", out("o", "[2, 3, 4]"), ", \"kwargs\": {\"is_causal\": true}") + "," +
                       call(info.id, "[\"q\", \"k\", \"v\", \"m\", 0.0, false]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"scale\": 0.3}") + "," +
-                      call(info.id, "[\"q\", \"k\", \"v\"]", out("d", "[2, 3, 4]"), ", \"kwargs\": {\"dropout_p\": 0.3, \"is_causal\": true}"),
-                  "\"o\", \"r\", \"d\"", -1.0, 1.0};
+                      call(info.id, "[\"q\", \"k\", \"v\"]", out("d", "[2, 3, 4]"), ", \"kwargs\": {\"dropout_p\": 0.3, \"is_causal\": true}") + "," +
+                      call(info.id, "[\"gq\", \"gk\", \"gv\"]", out("gqa", "[2, 4, 3, 5]"), ", \"kwargs\": {\"is_causal\": true, \"enable_gqa\": true}"),
+                  "\"o\", \"r\", \"d\", \"gqa\"", -1.0, 1.0};
     case tg::OpKind::t_layer_norm:  // affine over the last dim, and plain over the last two
       return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]") + "," + f64("b", "[4]"),
                   call(info.id, "[\"x\", [4], \"w\", \"b\", 1e-5]", out("o", "[2, 3, 4]")) + "," +
