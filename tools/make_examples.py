@@ -1316,9 +1316,11 @@ def opaque_torch_ops():
     q = t.torch("torch.reshape", [h, [4, 8, 48]], None, [4, 8, 48], f)
     k = t.torch("torch.transpose", [t.torch("torch.reshape", [h2, [4, 8, 48]], None, [4, 8, 48], f), 1, 2], None, [4, 48, 8], f)
     s = t.torch("torch.bmm", [q, k], None, [4, 8, 8], f)
-    bias = t.input("attn_bias", [8, 8], f, requires_grad=True)
+    # (A bias of all of s2's shape: a [8, 8] one broadcast over the batch is read element by element
+    # in nvcc's PTX, which tests/ptx_check.py refuses; the broadcast forms are in grad_cases.h.)
+    bias = t.input("attn_bias", [4, 8, 8], f, requires_grad=True)
     s2 = t.torch("torch.baddbmm", [bias, q, k], {"alpha": 0.125}, [4, 8, 8], f)
-    upper = t.torch("torch.triu", [t.op("ge", bias, -5.0), 1], None, [8, 8], "b8")  # all true, then above the diagonal
+    upper = t.torch("torch.triu", [t.op("ge", bias, -5.0), 1], None, [4, 8, 8], "b8")  # all true, then above the diagonal
     masked = t.torch("torch.masked_fill", [s2, t.op("lt", bias, -1.5), -1e4], None, [4, 8, 8], f)
     masked = t.torch("torch.masked_fill", [masked, upper], {"value": 0.0}, [4, 8, 8], f)
     low = t.torch("torch.tril", [s], {"diagonal": -1}, [4, 8, 8], f)
