@@ -384,9 +384,10 @@ class Interpreter {
         Tensor target = env_.at(op.arg(1).value).to(torch::kInt64);
         const auto [ignore_index, r] = class_loss_args(op);
         const int64_t reduction = r == "none" ? at::Reduction::None : r == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
-        if (op.info->kind == OpKind::t_cross_entropy)
-          return {at::cross_entropy_loss(in(), target, /*weight=*/{}, reduction, ignore_index, op.arg(7).as_double())};
-        return {at::nll_loss_nd(in(), target, /*weight=*/{}, reduction, ignore_index)};
+        c10::optional<Tensor> weight;
+        if (op.arg(2).is_value()) weight = env_.at(op.arg(2).value);
+        if (op.info->kind == OpKind::t_cross_entropy) return {at::cross_entropy_loss(in(), target, weight, reduction, ignore_index, op.arg(7).as_double())};
+        return {at::nll_loss_nd(in(), target, weight, reduction, ignore_index)};
       }
       case OpKind::t_dropout: {  // the mask from the runtime's Philox, as the lowering draws it
         double p = op.arg(1).as_double();
@@ -420,9 +421,54 @@ class Interpreter {
         int64_t correction = op.arg(4).is_number() ? int64_t(op.arg(4).as_double()) : op.arg(2).is_number() ? int64_t(op.arg(2).as_double() != 0) : 1;
         return {torch::var(x, at::OptionalIntArrayRef(dims), correction, op.arg(3).boolean)};
       }
-      case OpKind::t_embedding: return {torch::embedding(env_.at(op.arg(1).value), in().to(torch::kInt64))};
+      case OpKind::t_embedding: {
+        const Tensor w = env_.at(op.arg(1).value);
+        const int64_t padding = op.arg(2).kind == Arg::Kind::none ? -1 : op.arg(2).integer < 0 ? op.arg(2).integer + w.size(0) : op.arg(2).integer;
+        return {torch::embedding(w, in().to(torch::kInt64), padding)};
+      }
+      case OpKind::t_addmm: return {torch::addmm(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value), scalar_of(op.arg(3)), scalar_of(op.arg(4)))};
+      case OpKind::t_baddbmm:
+        return {torch::baddbmm(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value), scalar_of(op.arg(3)), scalar_of(op.arg(4)))};
+      case OpKind::t_bmm: return {torch::bmm(in(), env_.at(op.arg(1).value))};
+      case OpKind::t_addcmul:
+        return {torch::addcmul(in().to(ct), operand(op.arg(1), ct), operand(op.arg(2), ct), scalar_of(op.arg(3)))};
+      case OpKind::t_addcdiv:
+        return {torch::addcdiv(in().to(ct), operand(op.arg(1), ct), operand(op.arg(2), ct), scalar_of(op.arg(3)))};
+      case OpKind::t_max:
+      case OpKind::t_min: return extremum(op);
+      case OpKind::t_clamp: {  // numbers as 0-dim tensors: the Tensor overload takes either bound alone
+        auto bound = [&](size_t i) -> c10::optional<Tensor> {
+          if (op.arg(i).kind == Arg::Kind::none) return c10::nullopt;
+          return operand(op.arg(i), ct);
+        };
+        return {torch::clamp(in().to(ct), bound(1), bound(2))};
+      }
+      case OpKind::t_masked_fill: {
+        const Tensor mask = operand(op.arg(1), torch::kBool);
+        if (op.arg(2).is_value()) return {in().masked_fill(mask, operand(op.arg(2), in().scalar_type()))};
+        return {in().masked_fill(mask, scalar_of(op.arg(2)))};
+      }
+      case OpKind::t_tril:
+      case OpKind::t_triu: {
+        const Tensor x = in();
+        const int64_t d = op.arg(1).integer;
+        const bool lower = op.info->kind == OpKind::t_tril;
+        if (op.arg(2).kind == Arg::Kind::none) return {lower ? x.tril(d) : x.triu(d)};
+        Tensor keep = torch::ones({x.size(-2), x.size(-1)}, torch::kBool);
+        return {torch::where(lower ? keep.tril(d) : keep.triu(d), x, operand(op.arg(2), x.scalar_type()))};
+      }
+      case OpKind::t_cumsum: return {torch::cumsum(in().to(ct), op.arg(1).integer)};  // dtype= converts first
+      case OpKind::t_normalize: {
+        const Tensor x = in();
+        const std::vector<int64_t> dims = op.arg(2).kind == Arg::Kind::integer ? std::vector<int64_t>{op.arg(2).integer} : op.arg(2).int_list();
+        return {x / torch::norm(x, 2, dims, true).clamp_min(op.arg(3).as_double()).expand_as(x)};
+      }
       case OpKind::t_sdpa: {  // the math form, written with LibTorch ops (1.13 has no fused SDPA)
         Tensor q = in(), k = env_.at(op.arg(1).value), v = env_.at(op.arg(2).value);
+        if (op.arg(10).boolean && q.dim() >= 3 && k.size(-3) != q.size(-3)) {  // enable_gqa, as PyTorch's math form does it
+          k = k.repeat_interleave(q.size(-3) / k.size(-3), -3);
+          v = v.repeat_interleave(q.size(-3) / v.size(-3), -3);
+        }
         double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(q.size(-1)));
         Tensor s = torch::matmul(q, k.transpose(-2, -1)) * scale;
         if (op.arg(5).boolean) s = s.masked_fill(torch::ones({q.size(-2), k.size(-2)}, torch::kBool).tril().logical_not(), -INFINITY);
@@ -486,6 +532,21 @@ class Interpreter {
       case OpKind::fused_kernel: break;
     }
     throw InternalError("reference: cannot evaluate " + op.symbol);
+  }
+
+  // torch.max / torch.min in their three forms, on operands rounded as maximum's and amax's are.
+  std::vector<Tensor> extremum(const Op& op) {
+    const bool is_max = op.info->kind == OpKind::t_max;
+    if (op.arg(1).is_value() || op.arg(3).is_value()) {
+      const DType dt = t_.value(op.outs[0]).dtype;
+      const Tensor a = as_stored(operand(op.arg(0), compute(dt)), dt);
+      const Tensor b = as_stored(operand(op.arg(1).is_value() ? op.arg(1) : op.arg(3), compute(dt)), dt);
+      return {is_max ? torch::max(a, b) : torch::min(a, b)};
+    }
+    const Tensor x = as_stored(env_.at(op.arg(0).value), t_.value(op.arg(0).value).dtype);
+    if (op.arg(1).kind == Arg::Kind::none) return {is_max ? x.max() : x.min()};
+    auto [values, indices] = is_max ? torch::max(x, op.arg(1).integer, op.arg(2).boolean) : torch::min(x, op.arg(1).integer, op.arg(2).boolean);
+    return {values, indices};
   }
 
   Tensor reduce(const Op& op) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <set>
@@ -489,7 +490,10 @@ std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
   if (a.shape.size() != 2) fail(0, "needs [N, C] scores, has shape " + shape_str(a.shape));
   if (target.dtype != DType::i64 && target.dtype != DType::i32) fail(1, "needs class indices (i64 or i32), not " + std::string(dtype_name(target.dtype)));
   if (target.shape != Shape{a.shape[0]}) fail(1, "needs shape [" + std::to_string(a.shape[0]) + "], has " + shape_str(target.shape));
-  if (op.arg(2).kind != Arg::Kind::none) fail(2, "class weights are not supported yet");
+  if (op.arg(2).is_value()) {
+    const Value& w = t.value(op.arg(2).value);
+    if (w.shape != Shape{a.shape[1]} || w.dtype != a.dtype) fail(2, "class weights must be " + std::string(dtype_name(a.dtype)) + "[" + std::to_string(a.shape[1]) + "]");
+  }
   const bool ce = op.info->kind == OpKind::t_cross_entropy;
   if (ce && op.arg(3).kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
   if (ce && op.arg(5).kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
@@ -554,7 +558,9 @@ std::vector<OutType> embedding_rule(const Trace& t, const Op& op) {
   const Value& w = t.value(op.arg(1).value);
   if (ids.dtype != DType::i64 && ids.dtype != DType::i32) fail(0, "needs integer ids (i64 or i32), not " + std::string(dtype_name(ids.dtype)));
   if (w.shape.size() != 2 || !is_float(w.dtype)) fail(1, "weight must be a float [num_embeddings, dim] tensor");
-  if (op.arg(2).kind != Arg::Kind::none) fail(2, "padding_idx is not supported yet");
+  if (op.arg(2).kind != Arg::Kind::none && op.arg(2).kind != Arg::Kind::integer) fail(2, "padding_idx must be an integer literal or null");
+  if (op.arg(2).kind == Arg::Kind::integer && (op.arg(2).integer < -w.shape[0] || op.arg(2).integer >= w.shape[0]))
+    fail(2, "padding_idx " + std::to_string(op.arg(2).integer) + " is out of range for " + std::to_string(w.shape[0]) + " embeddings");
   if (op.arg(3).kind != Arg::Kind::none) fail(3, "max_norm is not supported yet");
   if (op.arg(5).boolean) fail(5, "scale_grad_by_freq is not supported yet");
   Shape out = ids.shape;
@@ -571,8 +577,13 @@ std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
   size_t r = q.shape.size();
   if (r < 2 || k.shape.size() != r || v.shape.size() != r) fail(0, "q, k and v need the same rank, at least 2");
   if (k.dtype != q.dtype || v.dtype != q.dtype) fail(1, "q, k and v need the same dtype");
-  if (!std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) || !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
-    fail(1, "batch dims of q, k and v differ");
+  // enable_gqa: k and v may have fewer heads (dim -3), each serving a group of q's.
+  const bool gqa = op.arg(10).boolean && r >= 3 && k.shape[r - 3] != q.shape[r - 3];
+  if (gqa && (k.shape[r - 3] == 0 || q.shape[r - 3] % k.shape[r - 3] != 0 || v.shape[r - 3] != k.shape[r - 3]))
+    fail(1, "with enable_gqa, k and v need a number of heads (dim -3) dividing q's " + std::to_string(q.shape[r - 3]));
+  for (const Value* kv : {&k, &v})
+    for (size_t d = 0; d + 2 < r; ++d)
+      if (kv->shape[d] != q.shape[d] && !(gqa && d + 3 == r)) fail(kv == &k ? 1 : 2, "batch dims of q, k and v differ");
   if (k.shape[r - 1] != q.shape[r - 1]) fail(1, "k's last dim must equal q's");
   if (v.shape[r - 2] != k.shape[r - 2]) fail(2, "v's sequence dim must equal k's");
   if (op.arg(3).is_value()) {
@@ -591,6 +602,174 @@ std::vector<OutType> dropout_rule(const Trace& t, const Op& op) {
   double p = op.arg(1).as_double();
   if (op.arg(1).is_number() && (p < 0 || p > 1)) fail(1, "p must be in [0, 1]");
   return like_input_rule(t, op);
+}
+
+// ---- torch calls real models make (docs/torch-ops.md) ----
+
+// PyTorch's broadcast of the tensor arguments at `which` (aligned at the last dim).
+Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_t> which) {
+  Shape out;
+  for (size_t i : which) {
+    const Value* v = tensor_arg(t, op, i);
+    if (!v) continue;
+    if (v->shape.size() > out.size()) out.insert(out.begin(), v->shape.size() - out.size(), 1);
+    for (size_t k = 0; k < v->shape.size(); ++k) {
+      int64_t& o = out[out.size() - v->shape.size() + k];
+      if (v->shape[k] != o && v->shape[k] != 1 && o != 1) fail(int(i), "shape " + shape_str(v->shape) + " does not broadcast with " + shape_str(out));
+      if (o == 1) o = v->shape[k];
+    }
+  }
+  return out;
+}
+
+// torch.result_type of the arguments at `which` (tensors, scalar values, number literals; null skipped).
+DType promoted(const Trace& t, const Op& op, std::initializer_list<size_t> which) {
+  std::vector<PromotionOperand> operands;
+  for (size_t i : which)
+    if (op.arg(i).kind != Arg::Kind::none) operands.push_back(promotion_operand(t, op.arg(i)));
+  return *result_type(operands);
+}
+
+void need_number_literal(const Op& op, size_t i, const char* what) {
+  if (!op.arg(i).is_number()) fail(int(i), std::string(what) + " must be a number literal (a scalar input is not supported)");
+}
+
+// addmm(input, mat1 [n, m], mat2 [m, p], *, beta=1, alpha=1) and baddbmm(input, batch1 [b, n, m],
+// batch2 [b, m, p], *, beta=1, alpha=1): input broadcasts to the product's shape.
+std::vector<OutType> addmm_rule(const Trace& t, const Op& op) {
+  const Value& in = float_tensor(t, op, 0);
+  const Value& a = t.value(op.arg(1).value);
+  const Value& b = t.value(op.arg(2).value);
+  const size_t rank = op.info->kind == OpKind::t_addmm ? 2 : 3;
+  if (a.shape.size() != rank) fail(1, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(a.shape));
+  if (b.shape.size() != rank) fail(2, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(b.shape));
+  if (a.dtype != in.dtype) fail(1, "has dtype " + std::string(dtype_name(a.dtype)) + ", not " + std::string(dtype_name(in.dtype)));
+  if (b.dtype != in.dtype) fail(2, "has dtype " + std::string(dtype_name(b.dtype)) + ", not " + std::string(dtype_name(in.dtype)));
+  if (a.shape[rank - 1] != b.shape[rank - 2] || (rank == 3 && a.shape[0] != b.shape[0]))
+    fail(2, "shape " + shape_str(b.shape) + " does not multiply with " + shape_str(a.shape));
+  Shape out = a.shape;
+  out.back() = b.shape.back();
+  if (in.shape.size() > rank) fail(0, "shape " + shape_str(in.shape) + " does not broadcast to " + shape_str(out));
+  for (size_t k = 0; k < in.shape.size(); ++k)
+    if (in.shape[k] != 1 && in.shape[k] != out[rank - in.shape.size() + k]) fail(0, "shape " + shape_str(in.shape) + " does not broadcast to " + shape_str(out));
+  need_number_literal(op, 3, "beta");
+  need_number_literal(op, 4, "alpha");
+  if (op.args.size() > 5 && op.arg(5).kind != Arg::Kind::none) fail(5, "out must be null");  // baddbmm's (Thunder records it)
+  return {{in.dtype, out}};
+}
+
+// bmm(input [b, n, m], mat2 [b, m, p]) -> [b, n, p].
+std::vector<OutType> bmm_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  const Value& b = t.value(op.arg(1).value);
+  if (a.shape.size() != 3) fail(0, "needs 3 dims, has shape " + shape_str(a.shape));
+  if (b.shape.size() != 3 || b.shape[0] != a.shape[0] || b.shape[1] != a.shape[2]) fail(1, "shape " + shape_str(b.shape) + " does not multiply with " + shape_str(a.shape));
+  if (b.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(b.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
+  return {{a.dtype, {a.shape[0], a.shape[1], b.shape[2]}}};
+}
+
+// addcmul / addcdiv(input, tensor1, tensor2, *, value=1): broadcast and promoted together.
+std::vector<OutType> addc_rule(const Trace& t, const Op& op) {
+  const DType dt = promoted(t, op, {0, 1, 2});
+  if (!is_float(dt)) fail(0, "needs float operands (they promote to " + std::string(dtype_name(dt)) + ")");
+  need_number_literal(op, 3, "value");
+  return {{dt, broadcast_shapes(t, op, {0, 1, 2})}};
+}
+
+// max / min(input, dim=None, keepdim=False, *, other=None): with a tensor `dim` (or `other`),
+// elementwise; with no dim, over everything; with an integer dim, (values, indices) along it.
+std::vector<OutType> extremum_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  const bool tensor_dim = op.arg(1).is_value(), has_other = op.arg(3).is_value();
+  if (tensor_dim && has_other) fail(3, "give other or a tensor dim, not both");
+  if (tensor_dim || has_other) {
+    if (op.arg(2).boolean) fail(2, "keepdim must be false for the elementwise form");
+    const size_t other = tensor_dim ? 1 : 3;
+    Op m = torch_form_call(op.info->kind == OpKind::t_max ? "torch.maximum" : "torch.minimum", {op.arg(0), op.arg(other)}, op.outs);
+    try {
+      return m.info->rule(t, m);
+    } catch (const RuleError& e) {
+      throw RuleError{e.arg == 1 ? int(other) : e.arg, e.message};
+    }
+  }
+  if (is_bool(a.dtype)) fail(0, "does not accept dtype b8");
+  if (numel(a.shape) == 0) fail(0, "cannot reduce an empty tensor");
+  if (op.arg(1).kind == Arg::Kind::none) {
+    if (op.arg(2).boolean) fail(2, "keepdim must be false without a dim");
+    return {{a.dtype, {}}};
+  }
+  if (a.shape.empty()) fail(0, "needs at least one dim to reduce along dim");
+  const int64_t d = wrap_dim(op.arg(1).integer, a.shape.size(), 1);
+  Shape out = a.shape;
+  if (op.arg(2).boolean) out[size_t(d)] = 1;
+  else out.erase(out.begin() + d);
+  return {{a.dtype, out}, {DType::i64, out}};
+}
+
+// clamp(input, min=None, max=None): bounds are tensors (broadcast) or numbers, promoted as
+// PyTorch promotes them.
+std::vector<OutType> clamp_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  if (op.arg(1).kind == Arg::Kind::none && op.arg(2).kind == Arg::Kind::none) fail(1, "at least one of min and max must not be null");
+  for (size_t i : {size_t(1), size_t(2)})
+    if (op.arg(i).is_value() && t.value(op.arg(i).value).is_scalar) fail(int(i), "a scalar input as a bound is not supported (a number literal or a tensor is)");
+  const DType dt = promoted(t, op, {0, 1, 2});
+  if (is_bool(dt)) fail(0, "does not accept dtype b8");
+  if (is_float(dt) && !is_float(a.dtype)) fail(0, "a float bound of an integer tensor is not supported");
+  return {{dt, broadcast_shapes(t, op, {0, 1, 2})}};
+}
+
+// masked_fill(input, mask, value): mask b8, broadcast with input; value a number or a 0-dim tensor.
+std::vector<OutType> masked_fill_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  const Value& mask = t.value(op.arg(1).value);
+  if (mask.dtype != DType::b8) fail(1, "the mask must be b8, not " + std::string(dtype_name(mask.dtype)));
+  const Arg& value = op.arg(2);
+  if (value.is_value() && t.value(value.value).is_scalar) fail(2, "a scalar input as the value is not supported (a number literal or a 0-dim tensor is)");
+  if (value.is_value() && !t.value(value.value).shape.empty()) fail(2, "the value must be a number or a 0-dim tensor, not shape " + shape_str(t.value(value.value).shape));
+  if (value.is_value() && is_float(t.value(value.value).dtype) && !is_float(a.dtype)) fail(2, "a float value tensor for an integer input is not supported");
+  return {{a.dtype, broadcast_shapes(t, op, {0, 1})}};
+}
+
+// tril / triu(input [..., rows, cols], diagonal=0, *, fill_value=None): fill_value is Thunder's.
+std::vector<OutType> triangle_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  if (a.shape.size() < 2) fail(0, "needs at least 2 dims, has shape " + shape_str(a.shape));
+  if (op.arg(2).is_value()) fail(2, "fill_value must be a number literal or null");
+  if (op.arg(2).kind == Arg::Kind::real && !is_float(a.dtype)) fail(2, "a float fill_value for an integer input is not supported");
+  return {{a.dtype, a.shape}};
+}
+
+// cumsum(input, dim, *, dtype=None): integers and bools sum in i64 unless a dtype is given.
+std::vector<OutType> cumsum_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg(0).value);
+  wrap_dim(op.arg(1).integer, std::max<size_t>(a.shape.size(), 1), 1);
+  if (op.arg(2).kind == Arg::Kind::dtype) {
+    if (is_bool(op.arg(2).dtype)) fail(2, "must not be b8");
+    return {{op.arg(2).dtype, a.shape}};
+  }
+  return {{is_float(a.dtype) ? a.dtype : DType::i64, a.shape}};
+}
+
+// normalize(input, p=2.0, dim=1, eps=1e-12, out=None): input / max(norm over dim, eps).
+std::vector<OutType> normalize_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  need_number_literal(op, 1, "p");
+  if (op.arg(1).as_double() != 2.0) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%g", op.arg(1).as_double());
+    fail(1, std::string("only p=2 is supported, not ") + p);
+  }
+  if (op.arg(2).kind == Arg::Kind::none) fail(2, "dim must be an integer or a list of integers");
+  std::vector<bool> seen(a.shape.size());
+  for (const Arg& d : op.arg(2).kind == Arg::Kind::integer ? std::vector<Arg>{op.arg(2)} : op.arg(2).items) {
+    int64_t w = wrap_dim(d.integer, a.shape.size(), 2);
+    if (seen[size_t(w)]) fail(2, "dim " + std::to_string(d.integer) + " appears twice");
+    seen[size_t(w)] = true;
+  }
+  need_number_literal(op, 3, "eps");
+  if (op.arg(4).kind != Arg::Kind::none) fail(4, "out must be null");
+  return {{a.dtype, a.shape}};
 }
 
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
@@ -818,8 +997,52 @@ std::vector<OpInfo> build_table() {
              {p("query", K::tensor), p("key", K::tensor), p("value", K::tensor), opt("attn_mask", K::optional_tensor),
               opt("dropout_p", K::number, Arg::of_real(0.0)), opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"scale", K::optional_number, true, true, {}},
               Param{"seed", K::optional_number, true, true, {}}, Param{"offset", K::optional_number, true, true, {}},
-              Param{"stream", K::integer, true, true, Arg::of_int(0)}},
-             sdpa_rule, "", D::floats, "the math form; attention dropout draws like dropout"},
+              Param{"stream", K::integer, true, true, Arg::of_int(0)}, Param{"enable_gqa", K::boolean, true, true, Arg::of_bool(false)}},
+             sdpa_rule, "", D::floats, "the math form; attention dropout draws like dropout; enable_gqa repeats k and v heads"},
+
+      // Torch calls real models make, with PyTorch's parameter names (docs/torch-ops.md).
+      OpInfo{OpKind::t_addmm, "torch.addmm", FusionClass::composite,
+             {p("input", K::tensor), p("mat1", K::tensor), p("mat2", K::tensor), Param{"beta", K::number, true, true, Arg::of_int(1)},
+              Param{"alpha", K::number, true, true, Arg::of_int(1)}},
+             addmm_rule, "", D::floats, "beta * input + alpha * (mat1 @ mat2); beta 0 ignores input"},
+      OpInfo{OpKind::t_baddbmm, "torch.baddbmm", FusionClass::composite,
+             {p("input", K::tensor), p("batch1", K::tensor), p("batch2", K::tensor), Param{"beta", K::number, true, true, Arg::of_int(1)},
+              Param{"alpha", K::number, true, true, Arg::of_int(1)}, Param{"out", K::optional_tensor, true, true, {}}},
+             addmm_rule, "", D::floats, "beta * input + alpha * (batch1 @ batch2); beta 0 ignores input"},
+      OpInfo{OpKind::t_bmm, "torch.bmm", FusionClass::composite, {p("input", K::tensor), p("mat2", K::tensor)}, bmm_rule, "", D::floats, ""},
+      OpInfo{OpKind::t_addcmul, "torch.addcmul", FusionClass::composite,
+             {p("input", K::tensor), p("tensor1", K::tensor), p("tensor2", K::tensor), Param{"value", K::number, true, true, Arg::of_int(1)}},
+             addc_rule, "", D::floats, "input + value * tensor1 * tensor2, broadcast and promoted"},
+      OpInfo{OpKind::t_addcdiv, "torch.addcdiv", FusionClass::composite,
+             {p("input", K::tensor), p("tensor1", K::tensor), p("tensor2", K::tensor), Param{"value", K::number, true, true, Arg::of_int(1)}},
+             addc_rule, "", D::floats, "input + value * tensor1 / tensor2, broadcast and promoted"},
+      OpInfo{OpKind::t_max, "torch.max", FusionClass::composite,
+             {p("input", K::tensor), opt("dim", K::dim_or_tensor), opt("keepdim", K::boolean, Arg::of_bool(false)),
+              Param{"other", K::optional_tensor, true, true, {}}},
+             extremum_rule, "", D::numbers, "a tensor dim (or other): torch.maximum; no dim: amax; a dim: (values, indices)"},
+      OpInfo{OpKind::t_min, "torch.min", FusionClass::composite,
+             {p("input", K::tensor), opt("dim", K::dim_or_tensor), opt("keepdim", K::boolean, Arg::of_bool(false)),
+              Param{"other", K::optional_tensor, true, true, {}}},
+             extremum_rule, "", D::numbers, "a tensor dim (or other): torch.minimum; no dim: amin; a dim: (values, indices)"},
+      OpInfo{OpKind::t_clamp, "torch.clamp", FusionClass::composite,
+             {p("input", K::tensor), opt("min", K::optional_tensor_or_number), opt("max", K::optional_tensor_or_number)}, clamp_rule, "",
+             D::numbers, "bounds are tensors (broadcast) or numbers"},
+      OpInfo{OpKind::t_masked_fill, "torch.masked_fill", FusionClass::composite,
+             {p("input", K::tensor), p("mask", K::tensor), p("value", K::tensor_or_number)}, masked_fill_rule, "", D::any,
+             "value: a number or a 0-dim tensor"},
+      OpInfo{OpKind::t_tril, "torch.tril", FusionClass::composite,
+             {p("input", K::tensor), opt("diagonal", K::integer, Arg::of_int(0)), Param{"fill_value", K::optional_number, true, true, {}}},
+             triangle_rule, "", D::any, "fill_value: Thunder's extension"},
+      OpInfo{OpKind::t_triu, "torch.triu", FusionClass::composite,
+             {p("input", K::tensor), opt("diagonal", K::integer, Arg::of_int(0)), Param{"fill_value", K::optional_number, true, true, {}}},
+             triangle_rule, "", D::any, "fill_value: Thunder's extension"},
+      OpInfo{OpKind::t_cumsum, "torch.cumsum", FusionClass::composite,
+             {p("input", K::tensor), p("dim", K::integer), Param{"dtype", K::optional_dtype, true, true, {}}}, cumsum_rule, "", D::numbers_and_bool,
+             "a masked sum over a second copy of the dim: O(n^2) along it"},
+      OpInfo{OpKind::t_normalize, "torch.nn.functional.normalize", FusionClass::composite,
+             {p("input", K::tensor), opt("p", K::number, Arg::of_real(2.0)), opt("dim", K::dims, Arg::of_int(1)), opt("eps", K::number, Arg::of_real(1e-12)),
+              opt("out", K::optional_tensor)},
+             normalize_rule, "", D::floats, "p=2 only"},
 
       // seed and offset are an extension: thunder-gen's RNG pass (src/rng.cpp) binds them to the
       // trace's Philox seed and offset inputs; Thunder's traces do not pass them.

@@ -600,6 +600,10 @@ class Reader {
         if (a.kind != Arg::Kind::integer) expect_list(false, true, "an integer or a list of integers", "an integer", integer);
         break;
       case ParamKind::optional_number: expect(a.is_number() || is_scalar_value(a) || a.kind == Arg::Kind::none, "a number or null"); break;
+      case ParamKind::dim_or_tensor: expect(a.kind == Arg::Kind::integer || is_tensor(a) || a.kind == Arg::Kind::none, "an integer, a tensor or null"); break;
+      case ParamKind::optional_tensor_or_number:
+        expect(a.is_value() || a.is_number() || a.kind == Arg::Kind::none, "a tensor, a number or null");
+        break;
       case ParamKind::string: expect(a.kind == Arg::Kind::string, "a string such as {\"str\": \"tanh\"}"); break;
       case ParamKind::optional_string: expect(a.kind == Arg::Kind::string || a.kind == Arg::Kind::none, "a string or null"); break;
       case ParamKind::padding_config:

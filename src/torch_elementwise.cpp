@@ -164,6 +164,17 @@ std::optional<DType> result_type(const std::vector<PromotionOperand>& operands) 
   return combine(slot[0], combine(slot[1], slot[2]));
 }
 
+PromotionOperand promotion_operand(const Trace& t, const Arg& a) { return operand_of(t, a); }
+
+Op torch_form_call(std::string_view id, std::vector<Arg> args, std::vector<ValueId> outs) {
+  Op call;
+  call.info = find_op(id);
+  call.symbol = std::string(id);
+  call.args = std::move(args);
+  call.outs = std::move(outs);
+  return call;
+}
+
 OpInfo torch_form_of(const OpInfo& prim) {
   static std::deque<std::string> ids;  // (the table holds string_views; these live as long)
   // torch.<name>, or the PyTorch function a declared prim names (torch.special.ndtri).

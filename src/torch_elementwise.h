@@ -27,8 +27,15 @@ DType promote_types(DType a, DType b);
 // float functions of integers compute in f32; comparisons return bool). nullopt: no operands.
 std::optional<DType> result_type(const std::vector<PromotionOperand>& operands);
 
+// How an argument (a tensor, a scalar value or a number literal) takes part in promotion.
+PromotionOperand promotion_operand(const Trace& t, const Arg& a);
+
 // The row of `torch.<name>` made from the row of the elementwise prim `prims.<name>`.
 OpInfo torch_form_of(const OpInfo& prim);
+
+// A torch-level elementwise call `id` (torch.maximum, ...) over `args`, defining `outs`: what
+// another torch-level op amounts to in one of its forms (torch.max(a, b)). Not yet typed.
+Op torch_form_call(std::string_view id, std::vector<Arg> args, std::vector<ValueId> outs);
 
 // Lowers a torch-level elementwise call to prims (decomposition); returns its outputs.
 std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "prim_vocabulary.h"
+#include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
 
 namespace tg {
@@ -124,6 +125,7 @@ struct ClassLoss {
   int64_t n, c;
   V onehot;  // b8 [N, C]: the target class of each row
   V valid;   // b8 [N]: rows whose target is not ignore_index
+  V weight = kNoValue;  // class weights [C] (upcast), or kNoValue
   std::string reduction;
   double smoothing;
 };
@@ -141,7 +143,21 @@ ClassLoss class_loss_of(G& g, const Op& op) {
   l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(args.ignore_index));
   l.reduction = args.reduction;
   l.smoothing = op.info->kind == OpKind::t_cross_entropy ? op.arg(7).as_double() : 0.0;
+  if (op.arg(2).is_value()) l.weight = upcast(g, op.arg(2).value);
   return l;
+}
+
+// Each row's weight, w[target] ([N]; 0 for a target outside [0, C), such as an ignored one).
+V target_weights(G& g, const ClassLoss& l) {
+  V w = broadcast(g, l.weight, {l.n, l.c}, {1});
+  return sum(g, where(g, l.onehot, val(w), num(0.0)), {1});
+}
+
+// What "mean" divides by: the rows not ignored, or with class weights the sum of their weights
+// (PyTorch's weighted mean).
+V mean_divisor(G& g, const ClassLoss& l, DType dt) {
+  V counted = l.weight == kNoValue ? convert(g, l.valid, dt) : where(g, l.valid, val(target_weights(g, l)), num(0.0));
+  return sum(g, counted, {0});
 }
 
 // Per-row losses -> the reduction: "none" as is, "sum", or "mean" over the rows not ignored.
@@ -149,7 +165,7 @@ V reduce_loss(G& g, const ClassLoss& l, V per_row) {
   if (l.reduction == "none") return per_row;
   V total = sum(g, per_row, {0});
   if (l.reduction == "sum") return total;
-  return div(g, val(total), val(sum(g, convert(g, l.valid, value_of(g, per_row).dtype), {0})));
+  return div(g, val(total), val(mean_divisor(g, l, value_of(g, per_row).dtype)));
 }
 
 // ---- lowerings: each appends the prims computing a torch-level op ----------------------------
@@ -246,8 +262,10 @@ V lower_class_loss(G& g, const Op& op) {
     logp = sub(g, val(shifted), val(unreduce(g, lse, s, {1})));
   }
   V loss = neg(g, sum(g, where(g, l.onehot, val(logp), num(0.0)), {1}));
-  if (l.smoothing > 0) {  // (1 - s) * nll + s * mean over classes of -log p
-    V smooth = div(g, val(neg(g, sum(g, logp, {1}))), num(double(l.c)));
+  if (l.weight != kNoValue) loss = mul(g, val(loss), val(target_weights(g, l)));
+  if (l.smoothing > 0) {  // (1 - s) * nll + s * mean over classes of -log p (weighted: -w_c log p_c)
+    V per_class = l.weight == kNoValue ? logp : mul(g, val(logp), val(broadcast(g, l.weight, {l.n, l.c}, {1})));
+    V smooth = div(g, val(neg(g, sum(g, per_class, {1}))), num(double(l.c)));
     loss = add(g, val(mul(g, val(loss), num(1.0 - l.smoothing))), val(mul(g, val(smooth), num(l.smoothing))));
   }
   loss = where(g, l.valid, val(loss), num(0.0));
@@ -288,23 +306,45 @@ V lower_var(G& g, const Op& op) {
   return reshape(g, downcast(g, v, out_dtype), g.trace().value(op.outs[0]).shape);
 }
 
-// One-hot rows times the table: exact (one nonzero term per output) and differentiable as a
-// matmul, so the weight gradient is onehot^T @ g, the scatter-add embedding needs.
+// b8 [ids, num_embeddings]: row i marks the table row id i reads. `skip_padding`: not the
+// padding_idx row (it gets no gradient).
+V embedding_onehot(G& g, const Op& op, bool skip_padding) {
+  V ids = op.arg(0).value;
+  const int64_t n = numel(shape_of(g, ids)), rows = shape_of(g, op.arg(1).value)[0];
+  V classes = call(g, "prims.iota", {Arg::of_int(rows), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
+  V onehot = cmp(g, "prims.eq", val(broadcast(g, reshape(g, ids, {n}), {n, rows}, {0})), val(broadcast(g, classes, {n, rows}, {1})));
+  if (!skip_padding || op.arg(2).kind == Arg::Kind::none) return onehot;
+  const int64_t padding = op.arg(2).integer < 0 ? op.arg(2).integer + rows : op.arg(2).integer;
+  return call(g, "prims.bitwise_and", {val(onehot), val(broadcast(g, cmp(g, "prims.ne", val(classes), Arg::of_int(padding)), {n, rows}, {1}))});
+}
+
+// One-hot rows times the table: exact (one nonzero term per output); the weight gradient is
+// onehot^T @ g, the scatter-add embedding needs (embedding_gradient).
 V lower_embedding(G& g, const Op& op) {
-  V ids = op.arg(0).value, w = op.arg(1).value;
-  Shape is = shape_of(g, ids), ws = shape_of(g, w);
-  int64_t n = numel(is);
-  V classes = call(g, "prims.iota", {Arg::of_int(ws[0]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
-  V flat = reshape(g, ids, {n});
-  V onehot = cmp(g, "prims.eq", val(broadcast(g, flat, {n, ws[0]}, {0})), val(broadcast(g, classes, {n, ws[0]}, {1})));
-  V rows = matmul(g, convert(g, onehot, value_of(g, w).dtype), w);
+  V w = op.arg(1).value;
+  V rows = matmul(g, convert(g, embedding_onehot(g, op, false), value_of(g, w).dtype), w);
   return reshape(g, rows, g.trace().value(op.outs[0]).shape);
+}
+
+// enable_gqa: k's (v's) heads repeated so each serves its group of consecutive q heads, as
+// repeat_interleave(Hq / Hk, dim=-3) makes them: broadcast over a new group dim, then merged.
+V repeat_heads(G& g, const Op& op, V kv) {
+  const Shape qs = shape_of(g, op.arg(0).value), s = shape_of(g, kv);
+  const size_t r = s.size();
+  if (!op.arg(10).boolean || r < 3 || s[r - 3] == qs[r - 3]) return kv;
+  Shape spread = s;
+  spread.insert(spread.begin() + ptrdiff_t(r - 2), qs[r - 3] / s[r - 3]);
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < r; ++d) dims.push_back(int64_t(d + 2 < r ? d : d + 1));
+  Shape merged = s;
+  merged[r - 3] = qs[r - 3];
+  return reshape(g, broadcast(g, kv, spread, dims), merged);
 }
 
 // scaled_dot_product_attention's logits q @ k^T * scale, causal (row i sees columns j <= i) and
 // masked by attn_mask (a b8 mask keeps, a float mask adds).
 V attention_logits(G& g, const Op& op) {
-  V q = op.arg(0).value, k = op.arg(1).value;
+  V q = op.arg(0).value, k = repeat_heads(g, op, op.arg(1).value);
   Shape qs = shape_of(g, q), ks = shape_of(g, k);
   size_t r = qs.size();
   double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
@@ -340,7 +380,7 @@ V lower_sdpa(G& g, const Op& op) {
     V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
     p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
   }
-  return matmul(g, p, op.arg(2).value);
+  return matmul(g, p, repeat_heads(g, op, op.arg(2).value));
 }
 
 // Thunder's decomposition: keep where a uniform draw is below 1 - p, scale by 1 / (1 - p). The
@@ -366,6 +406,152 @@ V lower_norm(G& g, const Op& op) {
   if (op.arg(2).is_value()) y = mul(g, val(y), val(broadcast(g, upcast(g, op.arg(2).value), m.shape, m.dims)));
   if (!m.rms && op.arg(3).is_value()) y = add(g, val(y), val(broadcast(g, upcast(g, op.arg(3).value), m.shape, m.dims)));
   return downcast(g, y, dt);
+}
+
+// ---- torch calls real models make (docs/torch-ops.md) ----
+
+// A tensor broadcast to `shape` as PyTorch broadcasts (aligned at the last dim).
+V broadcast_to(G& g, V v, const Shape& shape) {
+  const Shape s = shape_of(g, v);
+  if (s == shape) return v;
+  std::vector<int64_t> dims(s.size());
+  for (size_t k = 0; k < s.size(); ++k) dims[k] = int64_t(shape.size() - s.size() + k);
+  return broadcast(g, v, shape, dims);
+}
+
+// A tensor argument converted to `dt` and broadcast to `shape`; a number literal in dt's kind.
+Arg operand_as(G& g, const Arg& a, DType dt, const Shape& shape) {
+  if (a.is_value()) return val(broadcast_to(g, downcast(g, a.value, dt), shape));
+  if (is_float(dt)) return num(a.as_double());
+  if (is_bool(dt)) return Arg::of_bool(a.as_double() != 0.0);
+  return Arg::of_int(a.kind == Arg::Kind::real ? int64_t(std::trunc(a.real)) : int64_t(a.as_double()));
+}
+
+const Value& output_of(G& g, const Op& op, size_t i = 0) { return g.trace().value(op.outs[i]); }
+
+// addmm / baddbmm: beta * input + alpha * (a @ b). With beta 0 input is not read (PyTorch
+// ignores its NaNs too), so it gets no gradient.
+V lower_addmm(G& g, const Op& op) {
+  V y = matmul(g, op.arg(1).value, op.arg(2).value);
+  const double beta = op.arg(3).as_double(), alpha = op.arg(4).as_double();
+  if (alpha != 1.0) y = mul(g, val(y), num(alpha));
+  if (beta == 0.0) return y;
+  V in = broadcast_to(g, op.arg(0).value, shape_of(g, y));
+  if (beta != 1.0) in = mul(g, val(in), num(beta));
+  return add(g, val(in), val(y));
+}
+
+// addcmul / addcdiv: input + (value * tensor1) * tensor2 (or / tensor2), PyTorch's order, in f32
+// for 16-bit results.
+V lower_addc(G& g, const Op& op) {
+  const Value& out = output_of(g, op);
+  const DType dt = out.dtype;
+  const Shape shape = out.shape;
+  auto operand = [&](size_t i) { return upcast(g, operand_as(g, op.arg(i), dt, shape).value); };
+  V t1 = operand(1);
+  if (op.arg(3).as_double() != 1.0) t1 = mul(g, val(t1), num(op.arg(3).as_double()));
+  V scaled = call(g, op.info->kind == OpKind::t_addcmul ? "prims.mul" : "prims.div", {val(t1), val(operand(2))});
+  return downcast(g, add(g, val(operand(0)), val(scaled)), dt);
+}
+
+// max / min: the elementwise form is torch.maximum / torch.minimum's lowering; no dim, amax /
+// amin over everything; a dim, the index of the first extreme element and the element at it, so
+// the values' gradient goes to that one element (as PyTorch's max.dim's does), not shared among
+// ties as amax's is.
+std::vector<ValueId> lower_extremum(G& g, const Op& op) {
+  const bool is_max = op.info->kind == OpKind::t_max;
+  if (op.arg(1).is_value() || op.arg(3).is_value()) {
+    const Arg& other = op.arg(1).is_value() ? op.arg(1) : op.arg(3);
+    return lower_torch_elementwise(g, torch_form_call(is_max ? "torch.maximum" : "torch.minimum", {op.arg(0), other}, op.outs));
+  }
+  V a = op.arg(0).value;
+  const Shape shape = shape_of(g, a);
+  if (op.arg(1).kind == Arg::Kind::none) return {call(g, is_max ? "prims.amax" : "prims.amin", {val(a), int_list(dims_of(Arg{}, shape.size()))})};
+  const int64_t d = wrapped(op.arg(1).integer, shape.size());
+  V index = call(g, is_max ? "prims.argmax" : "prims.argmin", {val(a), Arg::of_int(d)});
+  V positions = call(g, "prims.iota", {Arg::of_int(shape[size_t(d)]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V at_index = cmp(g, "prims.eq", val(broadcast(g, positions, shape, {d})), val(unreduce(g, index, shape, {d})));
+  const DType dt = value_of(g, a).dtype;
+  V values = sum(g, where(g, at_index, val(a), is_float(dt) ? num(0.0) : Arg::of_int(0)), {d});
+  const Shape out = output_of(g, op).shape;
+  return {reshape(g, values, out), reshape(g, index, out)};
+}
+
+// clamp: where(x < min, min, x), then where(x > max, max, x): a bound's tie keeps x (PyTorch's
+// gradient goes to x there), and NaN in x stays NaN.
+V lower_clamp(G& g, const Op& op) {
+  const Value& out = output_of(g, op);
+  const DType dt = out.dtype;
+  const Shape shape = out.shape;
+  V x = operand_as(g, op.arg(0), dt, shape).value;
+  if (op.arg(1).kind != Arg::Kind::none) {
+    Arg lo = operand_as(g, op.arg(1), dt, shape);
+    x = where(g, cmp(g, "prims.lt", val(x), lo), lo, val(x));
+  }
+  if (op.arg(2).kind != Arg::Kind::none) {
+    Arg hi = operand_as(g, op.arg(2), dt, shape);
+    x = where(g, cmp(g, "prims.gt", val(x), hi), hi, val(x));
+  }
+  return x;
+}
+
+V lower_masked_fill(G& g, const Op& op) {
+  const Value& out = output_of(g, op);
+  const Shape shape = out.shape;
+  V a = broadcast_to(g, op.arg(0).value, shape);
+  V mask = broadcast_to(g, op.arg(1).value, shape);
+  return where(g, mask, operand_as(g, op.arg(2), out.dtype, shape), val(a));
+}
+
+// tril keeps column - row <= diagonal, triu column - row >= diagonal; the rest is fill_value (0).
+V lower_triangle(G& g, const Op& op) {
+  V a = op.arg(0).value;
+  const Shape shape = shape_of(g, a);
+  const int64_t r = int64_t(shape.size()), rows = shape[size_t(r - 2)], cols = shape[size_t(r - 1)];
+  auto positions = [&](int64_t n, int64_t dim) {
+    V i = call(g, "prims.iota", {Arg::of_int(n), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+    return broadcast(g, i, {rows, cols}, {dim});
+  };
+  V offset = sub(g, val(positions(cols, 1)), val(positions(rows, 0)));
+  V keep = cmp(g, op.info->kind == OpKind::t_tril ? "prims.le" : "prims.ge", val(offset), op.arg(1));
+  const DType dt = value_of(g, a).dtype;
+  Arg fill = op.arg(2).kind == Arg::Kind::none ? Arg::of_int(0) : op.arg(2);
+  return where(g, broadcast(g, keep, shape, {r - 2, r - 1}), val(a), operand_as(g, fill, dt, shape));
+}
+
+// cumsum: out[.., k, ..] = sum over j <= k of a[.., j, ..], as a copy of a spread over a new dim
+// j after k, masked and summed over j (one row reduction; its gradient is the reverse cumulative
+// sum, through the prims' rules). In f32 for 16-bit floats, as PyTorch accumulates.
+V lower_cumsum(G& g, const Op& op) {
+  const DType dt = output_of(g, op).dtype;
+  V a = upcast(g, downcast(g, op.arg(0).value, dt));
+  const Shape shape = shape_of(g, a);
+  if (shape.empty()) return downcast(g, a, dt);
+  const int64_t d = wrapped(op.arg(1).integer, shape.size()), n = shape[size_t(d)];
+  Shape spread_shape = shape;
+  spread_shape.insert(spread_shape.begin() + d + 1, n);
+  std::vector<int64_t> dims;
+  for (int64_t k = 0; k < int64_t(shape.size()); ++k) dims.push_back(k < d ? k : k + 1);
+  V spread = broadcast(g, a, spread_shape, dims);
+  V positions = call(g, "prims.iota", {Arg::of_int(n), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V keep = cmp(g, "prims.le", val(broadcast(g, positions, spread_shape, {d + 1})), val(broadcast(g, positions, spread_shape, {d})));
+  V masked = where(g, keep, val(spread), is_float(value_of(g, a).dtype) ? num(0.0) : Arg::of_int(0));
+  return downcast(g, call(g, "prims.sum", {val(masked), int_list({d + 1})}), dt);
+}
+
+// normalize (p=2): a / max(sqrt(sum(a^2)), eps). A zero norm is 0 without a sqrt of 0, whose
+// infinite derivative would make the gradient NaN (PyTorch's norm gives 0 there); a norm below
+// eps gets no gradient, as clamp_min's.
+V lower_normalize(G& g, const Op& op) {
+  auto [a, dt] = up(g, op.arg(0).value);
+  const Shape shape = shape_of(g, a);
+  const std::vector<int64_t> dims = dims_of(op.arg(2), shape.size());
+  const double eps = op.arg(3).as_double();
+  V squares = sum(g, mul(g, val(a), val(a)), dims);
+  V nonzero = cmp(g, "prims.gt", val(squares), num(0.0));
+  V norm = where(g, nonzero, val(unary(g, "prims.sqrt", where(g, nonzero, val(squares), num(1.0)))), num(0.0));
+  V denom = where(g, cmp(g, "prims.lt", val(norm), num(eps)), num(eps), val(norm));
+  return downcast(g, div(g, val(a), val(unreduce(g, denom, shape, dims))), dt);
 }
 
 // ---- gradient rules of their own -------------------------------------------------------------
@@ -466,6 +652,25 @@ Contributions norm_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   return out;
 }
 
+// The per-row gradient of a weighted class loss, before the row's share of the cotangent, with
+// wt = w[target], W = sum of w, p = softmax(a):
+//   cross_entropy: p * ((1 - s) wt + (s / C) W) - (1 - s) wt onehot - (s / C) w
+//   nll_loss: -wt onehot
+V weighted_class_loss_local(G& g, const Op& op, const ClassLoss& l, V a, V target) {
+  const Shape s = {l.n, l.c};
+  V wt = broadcast(g, target_weights(g, l), s, {0});
+  V nll_part = mul(g, val(wt), val(target));
+  if (op.info->kind == OpKind::t_nll_loss) return neg(g, nll_part);
+  V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
+  V e = unary(g, "prims.exp", shifted);
+  V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
+  const double k = l.smoothing / double(l.c);
+  V total = broadcast(g, sum(g, l.weight, {0}), s, {});
+  V coefficient = add(g, val(mul(g, val(wt), num(1.0 - l.smoothing))), val(mul(g, val(total), num(k))));
+  V q = add(g, val(mul(g, val(nll_part), num(1.0 - l.smoothing))), val(mul(g, val(broadcast(g, l.weight, s, {1})), num(k))));
+  return sub(g, val(mul(g, val(p), val(coefficient))), val(q));
+}
+
 // cross_entropy: (softmax(a) - q) * w_row, q = (1 - s) onehot + s / C, w_row the row's share
 // of the cotangent (0 for ignored rows); the softmax is recomputed from the input.
 // nll_loss: -onehot * w_row.
@@ -475,12 +680,15 @@ Contributions class_loss_gradient(G& g, const Op& op, const std::vector<V>& cot)
   Shape s = shape_of(g, a);
   V c = upcast(g, cot[0]);
   DType ct = value_of(g, c).dtype;
-  V share = l.reduction == "mean" ? div(g, val(c), val(sum(g, convert(g, l.valid, ct), {0}))) : c;
+  V share = l.reduction == "mean" ? div(g, val(c), val(mean_divisor(g, l, ct))) : c;
   V per_row = l.reduction == "none" ? share : broadcast(g, share, {l.n}, {});
   per_row = broadcast(g, where(g, l.valid, val(per_row), num(0.0)), s, {0});
   V target = convert(g, l.onehot, ct);
   V ga;
-  if (op.info->kind == OpKind::t_cross_entropy) {
+  if (l.weight != kNoValue) {
+    ga = weighted_class_loss_local(g, op, l, a, target);
+    ga = mul(g, val(ga), val(per_row));
+  } else if (op.info->kind == OpKind::t_cross_entropy) {
     V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
     V e = unary(g, "prims.exp", shifted);
     V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
@@ -490,6 +698,15 @@ Contributions class_loss_gradient(G& g, const Op& op, const std::vector<V>& cot)
     ga = neg(g, mul(g, val(target), val(per_row)));
   }
   return {{op.arg(0).value, downcast(g, ga, dt)}};
+}
+
+// Reads the ids: onehot^T @ g, the padding_idx row left out (PyTorch gives it no gradient).
+Contributions embedding_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V w = op.arg(1).value;
+  const int64_t dim = shape_of(g, w)[1];
+  V c = reshape(g, cot[0], {numel(shape_of(g, cot[0])) / dim, dim});
+  V onehot = convert(g, embedding_onehot(g, op, true), value_of(g, w).dtype);
+  return {{w, matmul(g, call(g, "prims.transpose", {val(onehot), int_list({1, 0})}), c)}};
 }
 
 }  // namespace
@@ -521,6 +738,19 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_embedding: return {lower_embedding(g, op)};
     case OpKind::t_sdpa: return {lower_sdpa(g, op)};
     case OpKind::t_dropout: return {lower_dropout(g, op)};
+    case OpKind::t_addmm:
+    case OpKind::t_baddbmm: return {lower_addmm(g, op)};
+    case OpKind::t_bmm: return {matmul(g, op.arg(0).value, op.arg(1).value)};
+    case OpKind::t_addcmul:
+    case OpKind::t_addcdiv: return {lower_addc(g, op)};
+    case OpKind::t_max:
+    case OpKind::t_min: return lower_extremum(g, op);
+    case OpKind::t_clamp: return {lower_clamp(g, op)};
+    case OpKind::t_masked_fill: return {lower_masked_fill(g, op)};
+    case OpKind::t_tril:
+    case OpKind::t_triu: return {lower_triangle(g, op)};
+    case OpKind::t_cumsum: return {lower_cumsum(g, op)};
+    case OpKind::t_normalize: return {lower_normalize(g, op)};
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: return {lower_norm(g, op)};
     default: break;
@@ -542,6 +772,7 @@ GradRule torch_gradient(OpKind kind) {
     case OpKind::t_rms_norm: return norm_gradient;
     case OpKind::t_cross_entropy:
     case OpKind::t_nll_loss: return class_loss_gradient;
+    case OpKind::t_embedding: return embedding_gradient;
     default:
       return nullptr;  // differentiated through its lowering (shape ops, sums, matmul: the prims' rules)
   }
@@ -552,7 +783,7 @@ std::string_view torch_gradient_saves(OpKind kind) {
     case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
       return "output";
     case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_layer_norm: case OpKind::t_rms_norm:
-    case OpKind::t_cross_entropy: case OpKind::t_nll_loss:
+    case OpKind::t_cross_entropy: case OpKind::t_nll_loss: case OpKind::t_embedding:
       return "inputs";
     default:
       return "";

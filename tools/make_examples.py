@@ -1300,6 +1300,58 @@ def torch_ops():
 
 
 @example
+def opaque_torch_ops():
+    t = Trace("opaque_torch_ops", "hand-written: the torch calls models make that Thunder runs whole or thunder-gen "
+                                  "knows without a decomposition (docs/torch-ops.md), bound positionally and by keyword, in "
+                                  "a small trained graph: addmm (GPT-2's Conv1D), bmm, baddbmm, masked_fill, triu, tril, "
+                                  "addcmul, addcdiv, clamp with tensor and number bounds, max and min in their three forms, "
+                                  "cumsum (f32, and i64 with dtype=), normalize, embedding with padding_idx, cross_entropy "
+                                  "and nll_loss with class weights")
+    f = "f32"
+    x = t.input("x", [32, 64], f, requires_grad=True)
+    w = t.input("w", [64, 48], f, requires_grad=True, init=fan_in(64))  # Conv1D's [in, out]
+    b = t.input("b", [48], f, requires_grad=True, init=fan_in(64))
+    h = t.torch("torch.addmm", [b, x, w], None, [32, 48], f)
+    h2 = t.torch("torch.addmm", [h, x, w], {"beta": 0.5, "alpha": 2.0}, [32, 48], f)
+    q = t.torch("torch.reshape", [h, [4, 8, 48]], None, [4, 8, 48], f)
+    k = t.torch("torch.transpose", [t.torch("torch.reshape", [h2, [4, 8, 48]], None, [4, 8, 48], f), 1, 2], None, [4, 48, 8], f)
+    s = t.torch("torch.bmm", [q, k], None, [4, 8, 8], f)
+    # (A bias of all of s2's shape: a [8, 8] one broadcast over the batch is read element by element
+    # in nvcc's PTX, which tests/ptx_check.py refuses; the broadcast forms are in grad_cases.h.)
+    bias = t.input("attn_bias", [4, 8, 8], f, requires_grad=True)
+    s2 = t.torch("torch.baddbmm", [bias, q, k], {"alpha": 0.125}, [4, 8, 8], f)
+    upper = t.torch("torch.triu", [t.op("ge", bias, -5.0), 1], None, [4, 8, 8], "b8")  # all true, then above the diagonal
+    masked = t.torch("torch.masked_fill", [s2, t.op("lt", bias, -1.5), -1e4], None, [4, 8, 8], f)
+    masked = t.torch("torch.masked_fill", [masked, upper], {"value": 0.0}, [4, 8, 8], f)
+    low = t.torch("torch.tril", [s], {"diagonal": -1}, [4, 8, 8], f)
+    lo = t.input("lo", [48], f, requires_grad=True)
+    clamped = t.torch("torch.clamp", [h, lo], {"max": 1.0}, [32, 48], f)
+    denom = t.torch("torch.clamp", [h2], {"min": 0.5}, [32, 48], f)
+    prod = t.torch("torch.addcmul", [h, h2, clamped], {"value": 0.5}, [32, 48], f)
+    quot = t.torch("torch.addcdiv", [h, h2, denom], None, [32, 48], f)
+    vmax, imax = t.declare(t.fresh(), [32], f), t.declare(t.fresh(), [32], "i64")
+    t.lists[-1].append({"op": "torch.max", "args": [prod, 1], "out": [t.decl(vmax), t.decl(imax)]})
+    vmin, imin = t.declare(t.fresh(), [1, 48], f), t.declare(t.fresh(), [1, 48], "i64")
+    t.lists[-1].append({"op": "torch.min", "args": [quot], "kwargs": {"dim": 0, "keepdim": True}, "out": [t.decl(vmin), t.decl(imin)]})
+    top = t.torch("torch.max", [quot], None, [], f)
+    both = t.torch("torch.min", [h, h2], None, [32, 48], f)
+    rows = t.torch("torch.max", [h], {"other": lo}, [32, 48], f)
+    running = t.torch("torch.cumsum", [both], {"dim": 1}, [32, 48], f)
+    counts = t.torch("torch.cumsum", [t.input("counts", [4, 6], "i32"), -1], {"dtype": dtype("i64")}, [4, 6], "i64")
+    unit = t.torch("torch.nn.functional.normalize", [rows], {"dim": -1}, [32, 48], f)
+    table = t.input("table", [10, 12], f, requires_grad=True)
+    ids = t.op("remainder", t.input("ids", [16, 16], "i64"), 10)
+    emb = t.torch("torch.nn.functional.embedding", [ids, table], {"padding_idx": 0}, [16, 16, 12], f)
+    classes = t.input("class_weight", [48], f, init=(0.5, 1.5))
+    target = t.op("remainder", t.input("target", [32], "i64"), 48)
+    ce = t.torch("torch.nn.functional.cross_entropy", [running, target, classes], {"label_smoothing": 0.1}, [], f)
+    logp = t.torch("torch.log_softmax", [unit, 1], None, [32, 48], f)
+    nll = t.torch("torch.nn.functional.nll_loss", [logp, target], {"weight": classes, "reduction": {"str": "none"}}, [32], f)
+    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, prod, clamped]
+    return t
+
+
+@example
 def exp_chain_matmul():
     t = Trace("exp_chain_matmul", "hand-written: y = exp(exp(exp(x / 4))) @ w, the README's example of reading "
                                   "the manifest's saved_for_backward list (x / 4 keeps seeded inputs in [-2, 2) "

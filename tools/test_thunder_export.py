@@ -3,8 +3,11 @@
 
     .venv/bin/python tools/test_thunder_export.py
 """
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 import warnings
 
@@ -42,17 +45,52 @@ class ExporterTest(unittest.TestCase):
         self.assertIn("ctx attributes", str(e.exception))
 
     def test_an_op_thunder_gen_cannot_run_is_refused_at_export(self):
-        def uses_addmm(b, a, w):
-            return torch.addmm(b, a, w)  # Thunder hands torch.addmm to PyTorch: no decomposition
+        def uses_addbmm(b, a, w):
+            return torch.addbmm(b, a, w)  # Thunder hands torch.addbmm to PyTorch: no decomposition
         with self.assertRaises(thunder_export.ExportError) as e:
-            thunder_export.export(uses_addmm, torch.randn(4), torch.randn(3, 5), torch.randn(5, 4), name="addmm")
+            thunder_export.export(uses_addbmm, torch.randn(3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4), name="addbmm")
         message = str(e.exception)
-        self.assertRegex(message, r"^/ops/\d+: torch\.addmm called at .*test_thunder_export\.py:\d+: ")
+        self.assertRegex(message, r"^/ops/\d+: torch\.addbmm called at .*test_thunder_export\.py:\d+: ")
         self.assertIn("thunder-gen has no rule for it", message)
 
     def test_ops_with_rules_or_decompositions_export(self):
         doc = thunder_export.export(lambda x: torch.nn.functional.gelu(torch.softmax(x, -1)), torch.randn(2, 8), name="ok")
         self.assertEqual([op["op"] for op in doc["ops"]], ["torch.softmax", "torch.nn.functional.gelu"])
+
+    def test_opaque_torch_calls_bind_to_thunder_gens_rows(self):
+        """The calls of docs/torch-ops.md as models make them: Thunder records its own argument
+        lists (baddbmm's out=None, max's keepdim after a tensor), which the rows must read."""
+        def calls(b, x, w, s, m, ids, table, weight, target):
+            h = torch.addmm(b, x, w)                                   # GPT-2's Conv1D
+            v, _ = torch.max(h, 1)
+            low, _ = h.min(dim=-1, keepdim=True)
+            pair = torch.min(h, torch.full_like(h, 0.5)) + torch.max(h, h * 0.5)
+            a = torch.baddbmm(s, s, s, beta=0.5, alpha=0.125) + torch.bmm(s, s)
+            a = torch.triu(a.masked_fill(m, float("-inf")).masked_fill(~m, 0.0), diagonal=1) + torch.tril(a, -1)
+            c = torch.clamp(pair, min=-torch.ones_like(pair), max=torch.ones_like(pair)) + torch.clamp(pair, max=0.7)
+            c = torch.addcdiv(torch.addcmul(c, c, c, value=0.1), c, c.abs() + 1, value=-0.01)
+            pos = m.long().cumsum(-1) - 1
+            n = torch.nn.functional.normalize(c, dim=-1)
+            e = torch.nn.functional.embedding(ids, table, padding_idx=0)
+            loss = torch.nn.functional.cross_entropy(n, target, weight=weight, ignore_index=1)
+            return v, low, a, pos, e, loss, h.max()
+        args = (torch.randn(6), torch.randn(4, 5), torch.randn(5, 6), torch.randn(2, 3, 3), torch.rand(2, 3, 3) > 0.5,
+                torch.randint(0, 5, (2, 4)), torch.randn(5, 3), torch.rand(6) + 0.5, torch.randint(0, 6, (4,)))
+        doc = thunder_export.export(calls, *args, name="opaque_calls")
+        ops = {op["op"] for op in doc["ops"]}
+        for op in ("torch.addmm", "torch.max", "torch.min", "torch.baddbmm", "torch.bmm", "torch.masked_fill", "torch.triu",
+                   "torch.tril", "torch.clamp", "torch.addcmul", "torch.addcdiv", "torch.cumsum", "torch.nn.functional.normalize",
+                   "torch.nn.functional.embedding", "torch.nn.functional.cross_entropy"):
+            self.assertIn(op, ops)
+        exe = os.environ.get("THUNDER_GEN")
+        if not exe:
+            self.skipTest("no $THUNDER_GEN to validate with")
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "opaque_calls.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            run = subprocess.run([exe, "validate", path], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
 
     def test_inputs_found_by_what_they_are_not_by_thunder_names(self):
         class Project(torch.nn.Module):

@@ -38,7 +38,11 @@ enum class OpKind {
   // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
   t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
   t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
-  t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa, t_dropout,
+  t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa,
+  // torch calls Thunder runs whole (or decomposes), which real models make (docs/torch-ops.md)
+  t_addmm, t_baddbmm, t_bmm, t_addcmul, t_addcdiv, t_max, t_min, t_clamp, t_masked_fill, t_tril, t_triu,
+  t_cumsum, t_normalize,
+  t_dropout,  // (the last torch-level kind: gradient_saves() reads t_softmax..t_dropout as that range)
   // prims that only name a copy or a memory layout: lowered to an identity reshape
   shallow_copy, stride_order,
   // made by the fusion pass only (never read from a trace): a row kernel's partial column sums,
@@ -79,6 +83,8 @@ enum class ParamKind {
   optional_string,   // a string literal or null
   optional_number,   // a number literal, a scalar value or null
   int_or_int_list,   // an integer or a list of integers
+  dim_or_tensor,     // an integer, a tensor or null (torch.max's dim, which a tensor makes the elementwise form)
+  optional_tensor_or_number,  // a tensor, a number or null (torch.clamp's bounds)
 };
 
 struct Param {

@@ -112,12 +112,19 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
       std::string targets = call("prims.mul", "[\"k\", 3.9]", out("k1", "[5]")) + "," + call("prims.floor", "[\"k1\"]", out("k2", "[5]")) + "," +
                             call("prims.sub", "[\"k2\", 1.0]", out("k3", "[5]")) + "," +
                             call("prims.convert_element_type", "[\"k3\", {\"dtype\": \"i64\"}]", out("t", "[5]", "i64"));
-      std::string calls = call(info.id, "[\"x\", \"t\"]", out("o", "[]"), ", \"kwargs\": {\"ignore_index\": -1}") + "," +
+      std::string weighted = call(info.id, "[\"x\", \"t\", \"w\"]", out("wo", "[]"), ", \"kwargs\": {\"ignore_index\": -1}") + "," +
+                             call(info.id, "[\"x\", \"t\"]", out("wq", "[5]"),
+                                  std::string(", \"kwargs\": {\"weight\": \"w\", \"reduction\": {\"str\": \"none\"}, \"ignore_index\": -1") +
+                                      (ce ? ", \"label_smoothing\": 0.2}" : "}")) + "," +
+                             call(info.id, "[\"x\", \"t\"]", out("wm", "[]"),
+                                  std::string(", \"kwargs\": {\"weight\": \"w\", \"ignore_index\": -1") + (ce ? ", \"label_smoothing\": 0.2}" : "}"));
+      std::string calls = weighted + "," + call(info.id, "[\"x\", \"t\"]", out("o", "[]"), ", \"kwargs\": {\"ignore_index\": -1}") + "," +
                           call(info.id, "[\"x\", \"t\"]", out("r", "[]"), ", \"kwargs\": {\"reduction\": {\"str\": \"sum\"}, \"ignore_index\": -1}") + "," +
                           call(info.id, "[\"x\", \"t\"]", out("q", "[5]"),
                                std::string(", \"kwargs\": {\"reduction\": {\"str\": \"none\"}, \"ignore_index\": -1") +
                                    (ce ? ", \"label_smoothing\": 0.1}" : "}"));
-      return Case{f64("x", "[5, 3]") + "," + f64("k", "[5]", false), targets + "," + calls, "\"o\", \"r\", \"q\""};
+      return Case{f64("x", "[5, 3]") + "," + f64("k", "[5]", false) + "," + f64("w", "[3]", false), targets + "," + calls,
+                  "\"o\", \"r\", \"q\", \"wo\", \"wq\", \"wm\""};
     }
     case tg::OpKind::t_dropout:  // a draw (seed and offset bound by thunder-gen's RNG pass), and eval mode
       return Case{f64("x", "[20, 30]"),
@@ -139,18 +146,77 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                   call(info.id, "[\"x\", [0, 2], null, true]", out("o", "[1, 4, 1]")) + "," +
                       call(info.id, "[\"x\", 1]", out("r", "[3, 5]"), ", \"kwargs\": {\"correction\": 0}"),
                   "\"o\", \"r\""};
-    case tg::OpKind::t_embedding:  // ids floor(3.9 k) in [0, 3] from a non-differentiable input
+    case tg::OpKind::t_embedding:  // ids floor(3.9 k) in [0, 3] from a non-differentiable input; padding rows 2 and -1 (3)
       return Case{f64("k", "[2, 3]", false) + "," + f64("w", "[4, 5]"),
                   call("prims.mul", "[\"k\", 3.9]", out("k1", "[2, 3]")) + "," + call("prims.floor", "[\"k1\"]", out("k2", "[2, 3]")) + "," +
                       call("prims.convert_element_type", "[\"k2\", {\"dtype\": \"i64\"}]", out("i", "[2, 3]", "i64")) + "," +
-                      call(info.id, "[\"i\", \"w\"]", out("o", "[2, 3, 5]")),
-                  "\"o\""};
-    case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout
-      return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]"),
+                      call(info.id, "[\"i\", \"w\"]", out("o", "[2, 3, 5]")) + "," +
+                      call(info.id, "[\"i\", \"w\"]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"padding_idx\": 2}") + "," +
+                      call(info.id, "[\"i\", \"w\", -1]", out("q", "[2, 3, 5]")),
+                  "\"o\", \"r\", \"q\""};
+    // Opaque torch calls (docs/torch-ops.md): the broadcast forms, keyword and positional.
+    case tg::OpKind::t_addmm:  // a bias row broadcast with beta and alpha; a full input; beta 0 (input unread)
+      return Case{f64("b", "[4]") + "," + f64("c", "[3, 4]") + "," + f64("m", "[3, 5]") + "," + f64("n", "[5, 4]"),
+                  call(info.id, "[\"b\", \"m\", \"n\"]", o, ", \"kwargs\": {\"beta\": 0.5, \"alpha\": 2.0}") + "," +
+                      call(info.id, "[\"c\", \"m\", \"n\"]", out("r", "[3, 4]")) + "," +
+                      call(info.id, "[\"c\", \"m\", \"n\"]", out("q", "[3, 4]"), ", \"kwargs\": {\"beta\": 0}"),
+                  "\"o\", \"r\", \"q\""};
+    case tg::OpKind::t_baddbmm:
+      return Case{f64("b", "[4]") + "," + f64("c", "[2, 3, 4]") + "," + f64("m", "[2, 3, 5]") + "," + f64("n", "[2, 5, 4]"),
+                  call(info.id, "[\"c\", \"m\", \"n\"]", out("o", "[2, 3, 4]")) + "," +
+                      call(info.id, "[\"b\", \"m\", \"n\"]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"beta\": 0.5, \"alpha\": -1.5}"),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_bmm:
+      return Case{f64("m", "[2, 3, 5]") + "," + f64("n", "[2, 5, 4]"), call(info.id, "[\"m\", \"n\"]", out("o", "[2, 3, 4]")), "\"o\""};
+    case tg::OpKind::t_addcmul: case tg::OpKind::t_addcdiv:  // tensor2 broadcast over rows; value given or not
+      return Case{x + "," + y + "," + f64("z", "[4]"),
+                  call(info.id, "[\"x\", \"y\", \"z\"]", o) + "," + call(info.id, "[\"x\", \"y\", \"z\"]", out("r", "[3, 4]"), ", \"kwargs\": {\"value\": -0.5}"),
+                  "\"o\", \"r\""};
+    // All of it, (values, indices) along a dim with keepdim false and true (the indices are not
+    // outputs: no cotangent), and between tensors, positional and as other=.
+    case tg::OpKind::t_max: case tg::OpKind::t_min:
+      return Case{f64("x", "[3, 4, 5]") + "," + f64("y", "[3, 4, 5]") + "," + f64("z", "[4, 1]"),
+                  call(info.id, "[\"x\"]", out("o", "[]")) + "," + call(info.id, "[\"x\", 1]", out("v", "[3, 5]") + "," + out("i", "[3, 5]", "i64")) + "," +
+                      call(info.id, "[\"x\"]", out("kv", "[3, 4, 1]") + "," + out("ki", "[3, 4, 1]", "i64"), ", \"kwargs\": {\"dim\": -1, \"keepdim\": true}") + "," +
+                      call(info.id, "[\"x\", \"y\"]", out("m", "[3, 4, 5]")) + "," +
+                      call(info.id, "[\"x\"]", out("n", "[3, 4, 5]"), ", \"kwargs\": {\"other\": \"z\"}"),
+                  "\"o\", \"v\", \"kv\", \"m\", \"n\""};
+    case tg::OpKind::t_clamp:  // a tensor min broadcast; a number max; both, one a tensor
+      return Case{x + "," + f64("y", "[4]") + "," + f64("z", "[3, 4]"),
+                  call(info.id, "[\"x\", \"y\"]", o) + "," + call(info.id, "[\"x\"]", out("r", "[3, 4]"), ", \"kwargs\": {\"max\": 0.5}") + "," +
+                      call(info.id, "[\"x\", 0.3, \"z\"]", out("q", "[3, 4]")),
+                  "\"o\", \"r\", \"q\""};
+    case tg::OpKind::t_masked_fill:  // a number; a 0-dim tensor value through a mask broadcast over rows
+      return Case{f64("p", "[3, 4]", false) + "," + x + "," + f64("v", "[]"),
+                  call("prims.gt", "[\"p\", 0.5]", out("m", "[3, 4]", "b8")) + "," +
+                      call("prims.slice_prim", "[\"m\", [0, 0], [1, 4]]", out("m1", "[1, 4]", "b8")) + "," +
+                      call(info.id, "[\"x\", \"m\", -1.5]", o) + "," +
+                      call(info.id, "[\"x\"]", out("r", "[3, 4]"), ", \"kwargs\": {\"mask\": \"m1\", \"value\": \"v\"}"),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_tril: case tg::OpKind::t_triu:  // diagonals 0, -1 and 1, and Thunder's fill_value
+      return Case{f64("x", "[2, 3, 4]"),
+                  call(info.id, "[\"x\"]", out("o", "[2, 3, 4]")) + "," + call(info.id, "[\"x\"]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"diagonal\": -1}") + "," +
+                      call(info.id, "[\"x\", 1]", out("q", "[2, 3, 4]"), ", \"kwargs\": {\"fill_value\": 0.25}"),
+                  "\"o\", \"r\", \"q\""};
+    case tg::OpKind::t_cumsum:  // along a middle dim, and along the last with dtype=
+      return Case{f64("x", "[3, 4, 5]"),
+                  call(info.id, "[\"x\", 1]", out("o", "[3, 4, 5]")) + "," +
+                      call(info.id, "[\"x\"]", out("r", "[3, 4, 5]"), ", \"kwargs\": {\"dim\": -1, \"dtype\": {\"dtype\": \"f64\"}}"),
+                  "\"o\", \"r\""};
+    case tg::OpKind::t_normalize:  // the default dim 1; two dims; an eps above every norm (clamped)
+      return Case{f64("x", "[3, 4, 5]"),
+                  call(info.id, "[\"x\"]", out("o", "[3, 4, 5]")) + "," +
+                      call(info.id, "[\"x\", 2.0, [0, 2], 1e-3]", out("r", "[3, 4, 5]")) + "," +
+                      call(info.id, "[\"x\"]", out("q", "[3, 4, 5]"), ", \"kwargs\": {\"dim\": -1, \"eps\": 5.0}"),
+                  "\"o\", \"r\", \"q\"", -1.0, 1.0};
+    case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout; 4 q heads on 2 k/v heads
+      return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]") + "," +
+                      f64("gq", "[2, 4, 3, 4]") + "," + f64("gk", "[2, 2, 3, 4]") + "," + f64("gv", "[2, 2, 3, 5]"),
                   call(info.id, "[\"q\", \"k\", \"v\"]", out("o", "[2, 3, 4]"), ", \"kwargs\": {\"is_causal\": true}") + "," +
                       call(info.id, "[\"q\", \"k\", \"v\", \"m\", 0.0, false]", out("r", "[2, 3, 4]"), ", \"kwargs\": {\"scale\": 0.3}") + "," +
-                      call(info.id, "[\"q\", \"k\", \"v\"]", out("d", "[2, 3, 4]"), ", \"kwargs\": {\"dropout_p\": 0.3, \"is_causal\": true}"),
-                  "\"o\", \"r\", \"d\"", -1.0, 1.0};
+                      call(info.id, "[\"q\", \"k\", \"v\"]", out("d", "[2, 3, 4]"), ", \"kwargs\": {\"dropout_p\": 0.3, \"is_causal\": true}") + "," +
+                      call(info.id, "[\"gq\", \"gk\", \"gv\"]", out("gqa", "[2, 4, 3, 5]"), ", \"kwargs\": {\"is_causal\": true, \"enable_gqa\": true}"),
+                  "\"o\", \"r\", \"d\", \"gqa\"", -1.0, 1.0};
     case tg::OpKind::t_layer_norm:  // affine over the last dim, and plain over the last two
       return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]") + "," + f64("b", "[4]"),
                   call(info.id, "[\"x\", [4], \"w\", \"b\", 1e-5]", out("o", "[2, 3, 4]")) + "," +
