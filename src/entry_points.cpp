@@ -1,6 +1,7 @@
 #include "entry_points.h"
 
 #include <set>
+#include <unordered_map>
 
 #include "generated_text.h"
 #include "printer.h"
@@ -33,14 +34,12 @@ std::string output_word(const Op& op, size_t index) {
   return op.outs.size() > 1 ? prim + std::to_string(index) : prim;
 }
 
-const Op* definition(const Trace& t, ValueId v, size_t* index) {
+// The op defining each value made by an op of t, and the value's position among its outputs.
+std::unordered_map<ValueId, std::pair<const Op*, size_t>> definitions(const Trace& t) {
+  std::unordered_map<ValueId, std::pair<const Op*, size_t>> defined;
   for (const Op& op : t.ops)
-    for (size_t i = 0; i < op.outs.size(); ++i)
-      if (op.outs[i] == v) {
-        *index = i;
-        return &op;
-      }
-  return nullptr;
+    for (size_t i = 0; i < op.outs.size(); ++i) defined.emplace(op.outs[i], std::pair{&op, i});
+  return defined;
 }
 
 // A value thunder-gen made (<call>__<n>), for the header.
@@ -71,13 +70,13 @@ std::map<ValueId, std::string> saved_param_names(const Partition* training) {
   for (ValueId v : forward.inputs) taken.insert(forward.value(v).name);
   for (ValueId v : forward.outputs) taken.insert(forward.value(v).name);
   ParamNames unique(taken);
+  const auto defined = definitions(forward);
   for (const SavedValue& s : training->saved) {
     if (s.kind != SavedValue::Kind::intermediate) continue;
     const std::string& name = forward.value(s.value).name;
     const size_t made = name.find("__");
-    size_t index = 0;
-    const Op* op = made == std::string::npos ? nullptr : definition(forward, s.value, &index);
-    names[s.value] = op ? unique.claim(name.substr(0, made) + "_" + output_word(*op, index)) : name;
+    const auto d = made == std::string::npos ? defined.end() : defined.find(s.value);
+    names[s.value] = d != defined.end() ? unique.claim(name.substr(0, made) + "_" + output_word(*d->second.first, d->second.second)) : name;
   }
   return names;
 }
