@@ -1044,6 +1044,10 @@ inline double erfcinv(double x) noexcept {
   return ::tg_emu::detail::erfinv_central(1 - x);
 }
 
+// The inverse of the standard normal CDF: ndtri(p) = -sqrt(2) erfcinv(2p), accurate in both tails.
+inline double normcdfinv(double p) noexcept { return -1.4142135623730950488 * erfcinv(2 * p); }
+inline float normcdfinvf(float p) noexcept { return static_cast<float>(normcdfinv(p)); }
+
 inline float erfinvf(float x) noexcept { return static_cast<float>(erfinv(x)); }
 inline float erfcinvf(float x) noexcept { return static_cast<float>(erfcinv(x)); }
 

@@ -245,6 +245,7 @@ TG_UNARY_FLOAT(erf, erff, ::erf)
 TG_UNARY_FLOAT(erfc, erfcf, ::erfc)
 TG_UNARY_FLOAT(erfinv, erfinvf, ::erfinv)
 TG_UNARY_FLOAT(lgamma, lgammaf, ::lgamma)
+TG_UNARY_FLOAT(ndtri, normcdfinvf, ::normcdfinv)
 TG_UNARY_FLOAT(floor, floorf, ::floor)
 TG_UNARY_FLOAT(ceil, ceilf, ::ceil)
 TG_UNARY_FLOAT(round, rintf, ::rint)  // half to even, like torch.round
