@@ -120,6 +120,7 @@ class KernelWriter {
   std::vector<Accumulation> pending_;
 
   // ---- the kernel's frame, names and values (emit_values.cpp) -----------------------------------
+  std::string description() const;
   bool has_packed_output() const;
   std::string all_aligned(const std::vector<ValueId>& values) const;
   std::string if_aligned(const std::vector<ValueId>& values) const;

@@ -131,10 +131,21 @@ KernelWriter::KernelWriter(const Trace& t, std::vector<std::string>& idents, con
 std::string KernelWriter::write() {
   std::string body = layout_.is_row ? row_body() : pointwise_body();
   std::ostringstream out;
-  out << comment_line(k_.label + ": " + (layout_.is_row ? "row reduction over " + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced)
-                                                       : "pointwise over " + shape_text(layout_.domain)));
+  out << comment_line(k_.label + ": " + description());
   out << comment_line("Implements:");
-  for (const Op& op : k_.sub) out << comment_line("  " + print_op(op, t_));
+  // Each line says where it came from: an op of the trace by its place (/ops/3); the ops lowering
+  // or differentiating a torch-level call under that call, once.
+  std::string call;
+  for (const Op& op : k_.sub) {
+    if (op.origin.empty()) {
+      call.clear();
+      out << comment_line("  " + print_op(op, t_) + (op.where.empty() ? "" : "  (" + op.where + ")"));
+      continue;
+    }
+    const std::string this_call = op.origin + (op.where.empty() ? "" : " at " + op.where);
+    if (this_call != call) out << comment_line("  " + (call = this_call) + ":");
+    out << comment_line("    " + print_op(op, t_));
+  }
   out << "extern \"C\" __global__ void __launch_bounds__(" << block_size() << ") " << k_.label << "(";
   bool first = true;
   for (const Arg& a : k_.args) {
@@ -149,6 +160,13 @@ std::string KernelWriter::write() {
   }
   out << ") {\n" << body << "}\n";
   return out.str();
+}
+
+// What the kernel does, by its kind.
+std::string KernelWriter::description() const {
+  if (!layout_.is_row) return "pointwise over " + shape_text(layout_.domain);
+  const std::string kind = column_tile_ > 1 ? "column reduction over " : "row reduction over ";
+  return kind + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced);
 }
 
 bool KernelWriter::holds_row_for_one_pass() const {

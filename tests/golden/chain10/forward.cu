@@ -8,16 +8,16 @@
 
 // chain10_pointwise_t9: pointwise over 1024 x 1024
 // Implements:
-//   t0 = prims.mul(x, 1.5)  # t0: f32[1024, 1024]
-//   t1 = prims.add(t0, 0.25)  # t1: f32[1024, 1024]
-//   t2 = prims.sin(t1)  # t2: f32[1024, 1024]
-//   t3 = prims.mul(t2, t2)  # t3: f32[1024, 1024]
-//   t4 = prims.sub(t3, x)  # t4: f32[1024, 1024]
-//   t5 = prims.abs(t4)  # t5: f32[1024, 1024]
-//   t6 = prims.add(t5, 1.0)  # t6: f32[1024, 1024]
-//   t7 = prims.log(t6)  # t7: f32[1024, 1024]
-//   t8 = prims.tanh(t7)  # t8: f32[1024, 1024]
-//   t9 = prims.mul(t8, 3.0)  # t9: f32[1024, 1024]
+//   t0 = prims.mul(x, 1.5)  # t0: f32[1024, 1024]  (/ops/0)
+//   t1 = prims.add(t0, 0.25)  # t1: f32[1024, 1024]  (/ops/1)
+//   t2 = prims.sin(t1)  # t2: f32[1024, 1024]  (/ops/2)
+//   t3 = prims.mul(t2, t2)  # t3: f32[1024, 1024]  (/ops/3)
+//   t4 = prims.sub(t3, x)  # t4: f32[1024, 1024]  (/ops/4)
+//   t5 = prims.abs(t4)  # t5: f32[1024, 1024]  (/ops/5)
+//   t6 = prims.add(t5, 1.0)  # t6: f32[1024, 1024]  (/ops/6)
+//   t7 = prims.log(t6)  # t7: f32[1024, 1024]  (/ops/7)
+//   t8 = prims.tanh(t7)  # t8: f32[1024, 1024]  (/ops/8)
+//   t9 = prims.mul(t8, 3.0)  # t9: f32[1024, 1024]  (/ops/9)
 extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const float* __restrict__ g_x, float* __restrict__ g_t9) {
   const int64_t n = 1048576;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;

@@ -8,29 +8,30 @@
 
 // layer_norm_backward_rowreduce_grad_x: row reduction over 2048 x 1024, reducing dims [1]
 // Implements:
-//   (bw0, bw1) = prims.var_mean(x, [1], correction=0.0)  # bw0: f32[2048], bw1: f32[2048]
-//   bw2 = prims.broadcast_in_dim(bw1, [2048, 1024], [0])  # bw2: f32[2048, 1024]
-//   bw3 = prims.sub(x, bw2)  # bw3: f32[2048, 1024]
-//   bw4 = prims.broadcast_in_dim(bw0, [2048, 1024], [0])  # bw4: f32[2048, 1024]
-//   bw5 = prims.add(bw4, 1e-05)  # bw5: f32[2048, 1024]
-//   bw6 = prims.rsqrt(bw5)  # bw6: f32[2048, 1024]
-//   bw7 = prims.mul(bw3, bw6)  # bw7: f32[2048, 1024]
-//   bw8 = prims.broadcast_in_dim(w, [2048, 1024], [1])  # bw8: f32[2048, 1024]
-//   bw9 = prims.mul(cotangent_t13, bw8)  # bw9: f32[2048, 1024]
-//   bw10 = prims.mul(bw9, bw7)  # bw10: f32[2048, 1024]
-//   bw11 = prims.sum(bw10, [1])  # bw11: f32[2048]
-//   bw12 = prims.div(bw11, 1024.0)  # bw12: f32[2048]
-//   bw13 = prims.broadcast_in_dim(bw12, [2048, 1024], [0])  # bw13: f32[2048, 1024]
-//   bw14 = prims.mul(bw7, bw13)  # bw14: f32[2048, 1024]
-//   bw15 = prims.sub(bw9, bw14)  # bw15: f32[2048, 1024]
-//   bw16 = prims.sum(bw9, [1])  # bw16: f32[2048]
-//   bw17 = prims.div(bw16, 1024.0)  # bw17: f32[2048]
-//   bw18 = prims.broadcast_in_dim(bw17, [2048, 1024], [0])  # bw18: f32[2048, 1024]
-//   bw19 = prims.sub(bw15, bw18)  # bw19: f32[2048, 1024]
-//   grad_x = prims.mul(bw6, bw19)  # grad_x: f32[2048, 1024]
-//   bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
-//   grad_w__parts = thunder_gen.partial_sum(bw21, [0], 512)  # grad_w__parts: f32[512, 1024]
-//   grad_b__parts = thunder_gen.partial_sum(cotangent_t13, [0], 512)  # grad_b__parts: f32[512, 1024]
+//   torch.nn.functional.layer_norm at /ops/0:
+//     (bw0, bw1) = prims.var_mean(x, [1], correction=0.0)  # bw0: f32[2048], bw1: f32[2048]
+//     bw2 = prims.broadcast_in_dim(bw1, [2048, 1024], [0])  # bw2: f32[2048, 1024]
+//     bw3 = prims.sub(x, bw2)  # bw3: f32[2048, 1024]
+//     bw4 = prims.broadcast_in_dim(bw0, [2048, 1024], [0])  # bw4: f32[2048, 1024]
+//     bw5 = prims.add(bw4, 1e-05)  # bw5: f32[2048, 1024]
+//     bw6 = prims.rsqrt(bw5)  # bw6: f32[2048, 1024]
+//     bw7 = prims.mul(bw3, bw6)  # bw7: f32[2048, 1024]
+//     bw8 = prims.broadcast_in_dim(w, [2048, 1024], [1])  # bw8: f32[2048, 1024]
+//     bw9 = prims.mul(cotangent_t13, bw8)  # bw9: f32[2048, 1024]
+//     bw10 = prims.mul(bw9, bw7)  # bw10: f32[2048, 1024]
+//     bw11 = prims.sum(bw10, [1])  # bw11: f32[2048]
+//     bw12 = prims.div(bw11, 1024.0)  # bw12: f32[2048]
+//     bw13 = prims.broadcast_in_dim(bw12, [2048, 1024], [0])  # bw13: f32[2048, 1024]
+//     bw14 = prims.mul(bw7, bw13)  # bw14: f32[2048, 1024]
+//     bw15 = prims.sub(bw9, bw14)  # bw15: f32[2048, 1024]
+//     bw16 = prims.sum(bw9, [1])  # bw16: f32[2048]
+//     bw17 = prims.div(bw16, 1024.0)  # bw17: f32[2048]
+//     bw18 = prims.broadcast_in_dim(bw17, [2048, 1024], [0])  # bw18: f32[2048, 1024]
+//     bw19 = prims.sub(bw15, bw18)  # bw19: f32[2048, 1024]
+//     grad_x = prims.mul(bw6, bw19)  # grad_x: f32[2048, 1024]
+//     bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
+//     grad_w__parts = thunder_gen.partial_sum(bw21, [0], 512)  # grad_w__parts: f32[512, 1024]
+//     grad_b__parts = thunder_gen.partial_sum(cotangent_t13, [0], 512)  # grad_b__parts: f32[512, 1024]
 extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_x(const float* __restrict__ g_x, const float* __restrict__ g_w, const float* __restrict__ g_cotangent_t13, float* __restrict__ g_grad_x, float* __restrict__ g_grad_w__parts, float* __restrict__ g_grad_b__parts) {
   const int64_t rows = 2048;
   // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)
@@ -139,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
   }
 }
 
-// layer_norm_backward_rowreduce_grad_w: row reduction over 512 x 1024, reducing dims [0]
+// layer_norm_backward_rowreduce_grad_w: column reduction over 512 x 1024, reducing dims [0]
 // Implements:
 //   grad_w = prims.sum(grad_w__parts, [0])  # grad_w: f32[1024]
 //   grad_b = prims.sum(grad_b__parts, [0])  # grad_b: f32[1024]

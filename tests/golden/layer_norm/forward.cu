@@ -8,17 +8,18 @@
 
 // layer_norm_rowreduce_t13: row reduction over 2048 x 1024, reducing dims [1]
 // Implements:
-//   (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0)  # t13__0: f32[2048], t13__1: f32[2048]
-//   t13__2 = prims.broadcast_in_dim(t13__1, [2048, 1024], [0])  # t13__2: f32[2048, 1024]
-//   t13__3 = prims.sub(x, t13__2)  # t13__3: f32[2048, 1024]
-//   t13__4 = prims.broadcast_in_dim(t13__0, [2048, 1024], [0])  # t13__4: f32[2048, 1024]
-//   t13__5 = prims.add(t13__4, 1e-05)  # t13__5: f32[2048, 1024]
-//   t13__6 = prims.rsqrt(t13__5)  # t13__6: f32[2048, 1024]
-//   t13__7 = prims.mul(t13__3, t13__6)  # t13__7: f32[2048, 1024]
-//   t13__8 = prims.broadcast_in_dim(w, [2048, 1024], [1])  # t13__8: f32[2048, 1024]
-//   t13__9 = prims.mul(t13__7, t13__8)  # t13__9: f32[2048, 1024]
-//   t13__10 = prims.broadcast_in_dim(b, [2048, 1024], [1])  # t13__10: f32[2048, 1024]
-//   t13 = prims.add(t13__9, t13__10)  # t13: f32[2048, 1024]
+//   torch.nn.functional.layer_norm at /ops/0:
+//     (t13__0, t13__1) = prims.var_mean(x, [1], correction=0.0)  # t13__0: f32[2048], t13__1: f32[2048]
+//     t13__2 = prims.broadcast_in_dim(t13__1, [2048, 1024], [0])  # t13__2: f32[2048, 1024]
+//     t13__3 = prims.sub(x, t13__2)  # t13__3: f32[2048, 1024]
+//     t13__4 = prims.broadcast_in_dim(t13__0, [2048, 1024], [0])  # t13__4: f32[2048, 1024]
+//     t13__5 = prims.add(t13__4, 1e-05)  # t13__5: f32[2048, 1024]
+//     t13__6 = prims.rsqrt(t13__5)  # t13__6: f32[2048, 1024]
+//     t13__7 = prims.mul(t13__3, t13__6)  # t13__7: f32[2048, 1024]
+//     t13__8 = prims.broadcast_in_dim(w, [2048, 1024], [1])  # t13__8: f32[2048, 1024]
+//     t13__9 = prims.mul(t13__7, t13__8)  # t13__9: f32[2048, 1024]
+//     t13__10 = prims.broadcast_in_dim(b, [2048, 1024], [1])  # t13__10: f32[2048, 1024]
+//     t13 = prims.add(t13__9, t13__10)  # t13: f32[2048, 1024]
 extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ g_x, const float* __restrict__ g_w, const float* __restrict__ g_b, float* __restrict__ g_t13) {
   const int64_t rows = 2048;
   // operands shaped like a row, the same for every row: this thread's elements, read once

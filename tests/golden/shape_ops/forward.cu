@@ -8,11 +8,11 @@
 
 // shape_ops_pointwise_t4: pointwise over 22 x 42
 // Implements:
-//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]
-//   t1 = prims.transpose(t0, [1, 0])  # t1: f32[96, 64]
-//   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]
-//   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]
-//   t4 = prims.mul(t3, 2.0)  # t4: f32[22, 42]
+//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]  (/ops/0)
+//   t1 = prims.transpose(t0, [1, 0])  # t1: f32[96, 64]  (/ops/1)
+//   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]  (/ops/2)
+//   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]  (/ops/3)
+//   t4 = prims.mul(t3, 2.0)  # t4: f32[22, 42]  (/ops/4)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const float* __restrict__ g_x, float* __restrict__ g_t4) {
   const int64_t n = 924;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -45,11 +45,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
 
 // shape_ops_pointwise_t5: pointwise over 44 x 125
 // Implements:
-//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]
-//   t1 = prims.transpose(t0, [1, 0])  # t1: f32[96, 64]
-//   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]
-//   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]
-//   t5 = prims.pad(t3, 0.5, [[-2, 3, 1], [1, 0, 2]])  # t5: f32[44, 125]
+//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]  (/ops/0)
+//   t1 = prims.transpose(t0, [1, 0])  # t1: f32[96, 64]  (/ops/1)
+//   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]  (/ops/2)
+//   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]  (/ops/3)
+//   t5 = prims.pad(t3, 0.5, [[-2, 3, 1], [1, 0, 2]])  # t5: f32[44, 125]  (/ops/5)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const float* __restrict__ g_x, float* __restrict__ g_t5) {
   const int64_t n = 5500;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -88,9 +88,9 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
 
 // shape_ops_pointwise_t8: pointwise over 62 x 96
 // Implements:
-//   t6 = prims.squeeze(x, [-2])  # t6: f32[64, 96]
-//   t7 = prims.pad(t6, -1.0, [[1, -3, 0], [0, 0, 0]])  # t7: f32[62, 96]
-//   t8 = prims.exp(t7)  # t8: f32[62, 96]
+//   t6 = prims.squeeze(x, [-2])  # t6: f32[64, 96]  (/ops/6)
+//   t7 = prims.pad(t6, -1.0, [[1, -3, 0], [0, 0, 0]])  # t7: f32[62, 96]  (/ops/7)
+//   t8 = prims.exp(t7)  # t8: f32[62, 96]  (/ops/8)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const float* __restrict__ g_x, float* __restrict__ g_t8) {
   const int64_t n = 5952;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -125,11 +125,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const f
 
 // shape_ops_pointwise_t12: pointwise over 32 x 144
 // Implements:
-//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]
-//   t9 = prims.slice_prim(t0, [0, 0], [32, 48], None)  # t9: f32[32, 48]
-//   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]
-//   t11 = prims.neg(t9)  # t11: f32[32, 48]
-//   t12 = prims.cat([t9, t10, t11], 1)  # t12: f32[32, 144]
+//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]  (/ops/0)
+//   t9 = prims.slice_prim(t0, [0, 0], [32, 48], None)  # t9: f32[32, 48]  (/ops/9)
+//   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]  (/ops/10)
+//   t11 = prims.neg(t9)  # t11: f32[32, 48]  (/ops/11)
+//   t12 = prims.cat([t9, t10, t11], 1)  # t12: f32[32, 144]  (/ops/12)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const float* __restrict__ g_x, float* __restrict__ g_t12) {
   const int64_t n = 4608;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -174,10 +174,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
 
 // shape_ops_pointwise_t13: pointwise over 64 x 48
 // Implements:
-//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]
-//   t9 = prims.slice_prim(t0, [0, 0], [32, 48], None)  # t9: f32[32, 48]
-//   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]
-//   t13 = prims.cat([t9, t10], 0)  # t13: f32[64, 48]
+//   t0 = prims.squeeze(x, [1])  # t0: f32[64, 96]  (/ops/0)
+//   t9 = prims.slice_prim(t0, [0, 0], [32, 48], None)  # t9: f32[32, 48]  (/ops/9)
+//   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]  (/ops/10)
+//   t13 = prims.cat([t9, t10], 0)  # t13: f32[64, 48]  (/ops/13)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const float* __restrict__ g_x, float* __restrict__ g_t13) {
   const int64_t n = 3072;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -214,17 +214,17 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
 
 // shape_ops_pointwise_t21: pointwise over 32 x 48
 // Implements:
-//   t14 = prims.full([32, 48], 7, device=devices.Device('cuda:0'), dtype=dtypes.i16)  # t14: i16[32, 48]
-//   t15 = prims.iota(48, start=-5, step=3, device=devices.Device('cuda:0'), dtype=dtypes.i16)  # t15: i16[48]
-//   t16 = prims.iota(32, start=0, step=1, device=devices.Device('cuda:0'), dtype=dtypes.i16)  # t16: i16[32]
-//   t17 = prims.broadcast_in_dim(t15, [32, 48], [1])  # t17: i16[32, 48]
-//   t18 = prims.broadcast_in_dim(t16, [32, 48], [0])  # t18: i16[32, 48]
-//   t19 = prims.mul(y, t17)  # t19: i16[32, 48]
-//   t20 = prims.sub(t18, t14)  # t20: i16[32, 48]
-//   t21 = prims.add(t19, t20)  # t21: i16[32, 48]
-//   t22 = prims.broadcast_in_dim(v, [32, 48], [0, 1])  # t22: f32[32, 48]
-//   t23 = prims.convert_element_type(y, dtypes.f32)  # t23: f32[32, 48]
-//   t24 = prims.add(t23, t22)  # t24: f32[32, 48]
+//   t14 = prims.full([32, 48], 7, device=devices.Device('cuda:0'), dtype=dtypes.i16)  # t14: i16[32, 48]  (/ops/14)
+//   t15 = prims.iota(48, start=-5, step=3, device=devices.Device('cuda:0'), dtype=dtypes.i16)  # t15: i16[48]  (/ops/15)
+//   t16 = prims.iota(32, start=0, step=1, device=devices.Device('cuda:0'), dtype=dtypes.i16)  # t16: i16[32]  (/ops/16)
+//   t17 = prims.broadcast_in_dim(t15, [32, 48], [1])  # t17: i16[32, 48]  (/ops/17)
+//   t18 = prims.broadcast_in_dim(t16, [32, 48], [0])  # t18: i16[32, 48]  (/ops/18)
+//   t19 = prims.mul(y, t17)  # t19: i16[32, 48]  (/ops/19)
+//   t20 = prims.sub(t18, t14)  # t20: i16[32, 48]  (/ops/20)
+//   t21 = prims.add(t19, t20)  # t21: i16[32, 48]  (/ops/21)
+//   t22 = prims.broadcast_in_dim(v, [32, 48], [0, 1])  # t22: f32[32, 48]  (/ops/22)
+//   t23 = prims.convert_element_type(y, dtypes.f32)  # t23: f32[32, 48]  (/ops/23)
+//   t24 = prims.add(t23, t22)  # t24: f32[32, 48]  (/ops/24)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const int16_t* __restrict__ g_y, const float* __restrict__ g_v, int16_t* __restrict__ g_t21, float* __restrict__ g_t24) {
   const int64_t n = 1536;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -277,11 +277,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
 
 // shape_ops_pointwise_t29: pointwise over 16 x 32
 // Implements:
-//   t25 = prims.broadcast_in_dim(z, [4, 8, 16], [1, 2])  # t25: f64[4, 8, 16]
-//   t26 = prims.transpose(t25, [2, 0, 1])  # t26: f64[16, 4, 8]
-//   t27 = prims.reshape(t26, [16, 32])  # t27: f64[16, 32]
-//   t28 = prims.full([16, 32], 0.25, device=devices.Device('cuda:0'), dtype=dtypes.f64)  # t28: f64[16, 32]
-//   t29 = prims.mul(t27, t28)  # t29: f64[16, 32]
+//   t25 = prims.broadcast_in_dim(z, [4, 8, 16], [1, 2])  # t25: f64[4, 8, 16]  (/ops/25)
+//   t26 = prims.transpose(t25, [2, 0, 1])  # t26: f64[16, 4, 8]  (/ops/26)
+//   t27 = prims.reshape(t26, [16, 32])  # t27: f64[16, 32]  (/ops/27)
+//   t28 = prims.full([16, 32], 0.25, device=devices.Device('cuda:0'), dtype=dtypes.f64)  # t28: f64[16, 32]  (/ops/28)
+//   t29 = prims.mul(t27, t28)  # t29: f64[16, 32]  (/ops/29)
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const double* __restrict__ g_z, double* __restrict__ g_t29) {
   const int64_t n = 512;
   // Runs of 2 elements, one 16-byte (or narrower) access per operand, when aligned;
