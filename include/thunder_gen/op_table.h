@@ -33,12 +33,17 @@ enum class OpKind {
   sum, prod, amax, amin, var, var_mean, argmax, argmin,
   // library calls
   matmul,
+  // collectives across the ranks of the process group (thunder.distributed.prims; NCCL on the GPU)
+  all_reduce, all_gather, reduce_scatter, broadcast,
   // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
   t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
   t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
   t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa, t_dropout,
   // prims that only name a copy or a memory layout: lowered to an identity reshape
   shallow_copy, stride_order,
+  // distributed prims lowered to the collectives above and to copies: synchronize (a parameter's
+  // all-gather or nothing, with Thunder's gradient rule), wait (the identity), gradient buckets
+  t_synchronize, t_wait, t_pack, t_unpack, t_pack_for_fsdp, t_unpack_for_fsdp,
   // made by the fusion pass only (never read from a trace): a row kernel's partial column sums,
   // and a fused kernel, whose `sub` holds the ops it computes
   partial_sum, fused_kernel,
@@ -49,7 +54,7 @@ enum class FusionClass {
   shape,        // moves elements: an index map, no arithmetic
   source,       // makes values from nothing but its attributes (full, iota)
   reduction,    // reduces dims of one input
-  library,      // a call into a vendor library (cuBLASLt); its operands and result live in memory
+  library,      // a call into a vendor library (cuBLASLt, NCCL); its operands and result live in memory
   composite,    // a torch-level op: lowered to prims (after autograd, which may use its own rule)
   partial,      // sums over a row kernel's rows in a fixed number of parts, finished by a sum later
   kernel,       // a fused kernel
@@ -77,6 +82,7 @@ enum class ParamKind {
   optional_string,   // a string literal or null
   optional_number,   // a number literal, a scalar value or null
   int_or_int_list,   // an integer or a list of integers
+  process_group,     // {"process_group": {"world_size": N}} (distributed prims)
 };
 
 struct Param {
@@ -163,6 +169,8 @@ struct OpInfo {
 const std::vector<OpInfo>& op_table();
 const OpInfo* find_op(std::string_view id);
 const OpInfo& op_info(OpKind kind);
+// A collective of thunder.distributed.prims (all_reduce, all_gather, reduce_scatter, broadcast).
+bool is_collective(OpKind kind);
 // A torch-level form of an elementwise prim (`torch.add` of `prims.add`, src/torch_elementwise.h):
 // its kind is the prim's, its row composite.
 bool is_torch_form(const OpInfo& info);
