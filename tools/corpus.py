@@ -207,3 +207,30 @@ MODELS = [
           lambda g: (tokens(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
     Model("custom_functions_mlp", CustomFunctionsMlp, lambda g: (tokens(g),)),
 ]
+
+
+# ---- data parallelism: thunder.distributed.ddp / fsdp versions (tools/thunder_export.py) -----
+class DistributedModel(Model):
+    """A corpus model whose batch is split over the ranks: rank r gets its own draw (seed 1 + r) of
+    the model's example inputs. Every rank builds the module with the same seed, as a job that
+    initialises from one checkpoint does (ddp and fsdp broadcast nothing here)."""
+
+    def rank_inputs(self, rank):
+        g = torch.Generator().manual_seed(1 + rank)
+        return self._inputs(g)
+
+
+def batch(g):
+    """Activations that need no gradient: data parallelism synchronizes the parameters' gradients."""
+    return tokens(g, requires_grad=False)
+
+
+DISTRIBUTED = [
+    DistributedModel("cross_entropy_head", CrossEntropyHead,
+                     lambda g: (batch(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
+    DistributedModel("llama_block", LlamaBlock, lambda g: (batch(g), *rope_cache(SEQ, EMBED // HEADS))),
+]
+
+
+def distributed_model(name):
+    return next(m for m in DISTRIBUTED if m.name == name)
