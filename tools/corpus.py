@@ -225,10 +225,24 @@ def batch(g):
     return tokens(g, requires_grad=False)
 
 
+class OddMlp(nn.Module):
+    """Dims no world size divides (37, 5): fsdp pads each parameter's dim 0 to a multiple of the
+    world size when it shards, and slices the padding off after gathering."""
+
+    def __init__(self, n_embd=EMBED, hidden=37, out=5):
+        super().__init__()
+        self.fc1 = nn.Linear(n_embd, hidden)
+        self.fc2 = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
 DISTRIBUTED = [
     DistributedModel("cross_entropy_head", CrossEntropyHead,
                      lambda g: (batch(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
     DistributedModel("llama_block", LlamaBlock, lambda g: (batch(g), *rope_cache(SEQ, EMBED // HEADS))),
+    DistributedModel("odd_mlp", OddMlp, lambda g: (batch(g),)),
 ]
 
 

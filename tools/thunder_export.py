@@ -475,11 +475,28 @@ def _distributed_worker(rank, world_size, port, kind, model_name, name, device, 
         doc = Exporter(device).trace(trace, name, source)
         prologue = thunder.last_prologue_traces(jfn)[-1]
         tensors = input_tensors(doc, jfn, args, {}, prologue_values(prologue, jfn, args, {}))
+        if kind == "fsdp":
+            tensors = zero_fsdp_padding(tensors, model.fn(), rank)
         with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
             f.write(dumps(doc))
         save_inputs(tensors, os.path.join(folder, f"rank{rank}"))
     finally:
         tdist.destroy_process_group()
+
+
+def zero_fsdp_padding(tensors, module, rank):
+    """fsdp pads a parameter's dim 0 to a multiple of the world size with uninitialised rows
+    (torch.empty); the trace slices them off, but written to a file they would differ from run to
+    run: zeros instead. A shard's rows past the unsharded parameter's are its padding."""
+    rows_of = {"t_" + name.replace(".", "_"): p.shape[0] for name, p in module.named_parameters()}
+    out = dict(tensors)
+    for name, t in tensors.items():
+        if name in rows_of and t.dim() > 0:
+            first_padding = max(0, rows_of[name] - rank * t.shape[0])
+            if first_padding < t.shape[0]:
+                out[name] = t.detach().clone()
+                out[name][first_padding:] = 0
+    return out
 
 
 def export_distributed(model_name, kind, name, inputs_folder, world_size=2, device="cuda:0", port=29531):
