@@ -392,6 +392,74 @@ void bucket_gradient_all_reduces(Trace& b, int64_t bucket_bytes) {
   b.ops = std::move(ops);
 }
 
+namespace {
+
+// Ops that only prepare collectives' operands: elementwise or shape ops (or copies) whose every
+// result is read only by collectives and by other such ops, and is no trace output.
+std::vector<bool> collective_preparation(const Trace& t) {
+  std::vector<std::vector<size_t>> readers(t.values.size());
+  for (size_t i = 0; i < t.ops.size(); ++i) for_each_value(t.ops[i], [&](ValueId v) { readers[size_t(v)].push_back(i); });
+  std::set<ValueId> outputs(t.outputs.begin(), t.outputs.end());
+  std::vector<bool> moves(t.ops.size(), false);
+  for (size_t i = t.ops.size(); i-- > 0;) {
+    const Op& op = t.ops[i];
+    if (op.info && is_collective(op.info->kind)) {
+      moves[i] = true;
+      continue;
+    }
+    const bool cheap = op.info && (op.info->fusion == FusionClass::elementwise || op.info->fusion == FusionClass::shape);
+    bool feeds_only_moved = cheap && !op.outs.empty();
+    for (ValueId v : op.outs) {
+      if (outputs.count(v) || readers[size_t(v)].empty()) feeds_only_moved = false;
+      for (size_t r : readers[size_t(v)]) feeds_only_moved = feeds_only_moved && moves[r];
+    }
+    moves[i] = feeds_only_moved;
+  }
+  return moves;
+}
+
+}  // namespace
+
+void schedule_collectives_early(Trace& t) {
+  const std::vector<bool> moves = collective_preparation(t);
+  std::vector<bool> ready(t.values.size(), false);
+  for (ValueId v : t.inputs) ready[size_t(v)] = true;
+  auto can_run = [&](const Op& op) {
+    bool ok = true;
+    for_each_value(op, [&](ValueId v) { ok = ok && ready[size_t(v)]; });
+    return ok;
+  };
+  std::vector<Op> ops;
+  std::vector<size_t> waiting;  // moved ops not yet placed, in their order
+  std::vector<bool> placed(t.ops.size(), false);
+  auto place = [&](size_t i) {
+    for (ValueId v : t.ops[i].outs) ready[size_t(v)] = true;
+    ops.push_back(std::move(t.ops[i]));
+    placed[i] = true;
+  };
+  // After each op: every moved op whose operands are now all computed, repeatedly.
+  auto place_ready_moved = [&] {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t i : waiting)
+        if (!placed[i] && can_run(t.ops[i])) {
+          place(i);
+          progress = true;
+        }
+    }
+  };
+  for (size_t i = 0; i < t.ops.size(); ++i)
+    if (moves[i]) waiting.push_back(i);
+  place_ready_moved();
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    if (moves[i]) continue;
+    place(i);
+    place_ready_moved();
+  }
+  for (size_t i : waiting) TG_CHECK(placed[i], "schedule_collectives_early: an op was left unplaced");
+  t.ops = std::move(ops);
+}
+
 std::vector<CollectiveCall> collectives_of(const Trace& t, const std::string& pass) {
   std::vector<CollectiveCall> calls;
   for (const Op& op : t.ops) {

@@ -46,6 +46,13 @@ int64_t communication_bytes(const Trace& t, const Op& op);
 // bucket_bytes 0 leaves every all-reduce alone.
 void bucket_gradient_all_reduces(Trace& backward, int64_t bucket_bytes);
 
+// Moves each collective of a trace, with the copies and elementwise ops that only prepare its
+// operand (the division by the world size, a bucket's reshapes and cat), to just after the ops
+// its operand needs: the gradient of the last layer is reduced while the others are still being
+// computed. The generated code then runs it on a second stream (tg::Overlap). A topological
+// reordering: every value is computed as before.
+void schedule_collectives_early(Trace& t);
+
 // One collective of a step (the manifest's and explain's account of communication).
 struct CollectiveCall {
   std::string pass;   // "forward" or "backward"

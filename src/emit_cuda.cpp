@@ -1,6 +1,7 @@
 #include "emit_cuda.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -338,6 +339,48 @@ void write_step(const Trace& fused, const Op& k, const Launch& launch, const Hos
   out << "  TG_TRY(TG_LAUNCH(" << kernel << ", " << blocks << ", " << block << ", stream" << args << "));\n";
 }
 
+// The steps of an entry point with collectives: each collective runs on a second stream
+// (tg::Overlap, tg_comm.h), which waits for the stream's work so far; the stream goes on with the
+// kernels after it and waits for the collective only before the first step that reads its result
+// (or a view of it), and for every collective before returning. Temporaries are never reused
+// within a call, so no later kernel writes what a collective still reads.
+void write_overlapped_steps(const Trace& fused, const std::vector<Launch>& launches, const HostValues& values, const std::string& gemm_space,
+                            size_t collectives, std::ostream& out) {
+  out << "  tg::Overlap overlap(stream, " << collectives << ");  // collectives on a second stream\n";
+  std::map<ValueId, int> pending;  // value -> the collective (not yet joined) whose result it is or views
+  std::set<int> joined;
+  auto join = [&](int c) {
+    if (!joined.insert(c).second) return;
+    out << "  TG_TRY(overlap.join(" << c << "));\n";
+  };
+  int next = 0;
+  for (size_t i = 0; i < fused.ops.size(); ++i) {
+    const Op& k = fused.ops[i];
+    if (is_view(k)) {
+      if (auto it = pending.find(k.arg(0).value); it != pending.end()) pending[k.outs[0]] = it->second;
+      write_step(fused, k, launches[i], values, gemm_space, out);
+      continue;
+    }
+    for_each_value(k, [&](ValueId v) {
+      if (auto it = pending.find(v); it != pending.end()) join(it->second);
+    });
+    if (!is_collective_call(k)) {
+      write_step(fused, k, launches[i], values, gemm_space, out);
+      continue;
+    }
+    const int c = next++;
+    out << "  TG_TRY(overlap.start(" << c << "));\n";
+    std::ostringstream step;
+    write_step(fused, k, launches[i], values, gemm_space, step);
+    std::string text = step.str();
+    text.replace(text.rfind(", stream)"), 9, ", overlap.side())");
+    out << text;
+    out << "  TG_TRY(overlap.finish(" << c << "));\n";
+    for (ValueId v : k.outs) pending[v] = c;
+  }
+  for (int c = 0; c < next; ++c) join(c);
+}
+
 // The host entry point, behind #ifndef __CUDACC_RTC__: checks its arguments, lays out its
 // temporaries, then runs the ops in order.
 void write_entry_point(const Trace& fused, const EntryPoint& entry, const std::vector<Launch>& launches, std::ostream& out, CudaFile& result) {
@@ -361,7 +404,12 @@ void write_entry_point(const Trace& fused, const EntryPoint& entry, const std::v
   result.calls_library = library_calls > 0;
   const std::string gemm_space = values.temporaries.empty() ? "tg::Memory::Span{workspace, tg::kGemmWorkspaceBytes}"
                                                             : "memory.gemm_space(" + std::to_string(result.temporary_bytes) + ", tg::kGemmWorkspaceBytes)";
-  for (size_t i = 0; i < fused.ops.size(); ++i) write_step(fused, fused.ops[i], launches[i], values, gemm_space, out);
+  const size_t collectives = collectives_in(fused);
+  if (collectives == 0) {
+    for (size_t i = 0; i < fused.ops.size(); ++i) write_step(fused, fused.ops[i], launches[i], values, gemm_space, out);
+  } else {
+    write_overlapped_steps(fused, launches, values, gemm_space, collectives, out);
+  }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
   for (const auto& [name, v] : values.copies)
     out << "  TG_TRY(tg::copy_on_device(" << name << ", " << values.pointer.at(v) << ", " << stored_bytes(fused.value(v)) << ", stream));\n";

@@ -404,7 +404,10 @@ Partition partition(JointTrace joint, const RematOptions& options) {
   j.outputs.resize(joint.forward_outputs);
   j.outputs.insert(j.outputs.end(), saved_intermediates.begin(), saved_intermediates.end());
   p.forward = std::move(j);
-  if (p.forward.world_size > 0) bucket_gradient_all_reduces(p.backward, options.bucket_bytes);
+  if (p.forward.world_size > 0) {
+    bucket_gradient_all_reduces(p.backward, options.bucket_bytes);
+    schedule_collectives_early(p.backward);
+  }
   p.communication = collectives_of(p.forward, "forward");
   for (CollectiveCall& c : collectives_of(p.backward, "backward")) p.communication.push_back(std::move(c));
   return p;

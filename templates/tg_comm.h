@@ -128,6 +128,67 @@ inline int check_comm(Comm comm, int world_size) {
 #endif
 }
 
+// Overlap: an entry point runs its collectives on a second stream, so the kernels after one run
+// while it communicates. start(i) makes the side stream wait for what the stream has done so far
+// (collective i's operand), finish(i) marks the collective's end, join(i) makes the stream wait
+// for it before the first step that reads its result; every collective is joined before the entry
+// point returns. The side stream (one per thread and device, non-blocking) and the events are
+// made once and kept, so a call allocates nothing. Under emulation everything runs in order on
+// the calling thread: the functions do nothing.
+#if defined(TG_ON_GPU)
+class Overlap {
+ public:
+  Overlap(Stream stream, int collectives) : stream_(stream), count_(collectives) {}
+  Stream side() const { return side_; }
+  int start(int i) {
+    if (!side_ && setup() != kOk) return kCudaFailed;
+    return ok(cudaEventRecord(event(i, 0), stream_)) && ok(cudaStreamWaitEvent(side_, event(i, 0), 0)) ? kOk : kCudaFailed;
+  }
+  int finish(int i) { return ok(cudaEventRecord(event(i, 1), side_)) ? kOk : kCudaFailed; }
+  int join(int i) { return ok(cudaStreamWaitEvent(stream_, event(i, 1), 0)) ? kOk : kCudaFailed; }
+
+ private:
+  struct DeviceState {  // a thread's side stream and events on one device
+    cudaStream_t side = nullptr;
+    std::vector<cudaEvent_t> events;
+  };
+  static bool ok(cudaError_t e) { return e == cudaSuccess; }
+  cudaEvent_t event(int i, int which) const { return state_->events[2 * size_t(i) + size_t(which)]; }
+  int setup() {
+    int device = 0;
+    if (!ok(cudaGetDevice(&device))) return kCudaFailed;
+    thread_local std::vector<DeviceState> by_device;
+    if (by_device.size() <= size_t(device)) by_device.resize(size_t(device) + 1);
+    DeviceState& d = by_device[size_t(device)];
+    if (!d.side && !ok(cudaStreamCreateWithFlags(&d.side, cudaStreamNonBlocking))) return kCudaFailed;
+    while (d.events.size() < 2 * size_t(count_)) {
+      cudaEvent_t e = nullptr;
+      if (!ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming))) return kCudaFailed;
+      d.events.push_back(e);
+    }
+    state_ = &d;
+    side_ = d.side;
+    return kOk;
+  }
+  Stream stream_;
+  Stream side_ = nullptr;
+  int count_;
+  DeviceState* state_ = nullptr;
+};
+#else
+class Overlap {
+ public:
+  Overlap(Stream stream, int) : stream_(stream) {}
+  Stream side() const { return stream_; }
+  int start(int) { return kOk; }
+  int finish(int) { return kOk; }
+  int join(int) { return kOk; }
+
+ private:
+  Stream stream_;
+};
+#endif
+
 #if defined(TG_ON_GPU)
 inline ncclDataType_t nccl_type(CommType t) {
   switch (t) {

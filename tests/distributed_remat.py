@@ -10,7 +10,8 @@ policies on the gather (examples/distributed/cross_entropy_head_fsdp.json, world
   bytes; the step's total falls by exactly them.
 - --tag thunder.distributed.prims.synchronize=save: every gathered parameter saved, no gather in
   the backward.
-- explain says the same, and --bucket-size-mb 0 / default changes nothing for FSDP (no all-reduce).
+- explain says the same; the backward's collectives run on a second stream, each started when its
+  gradient is ready, kernels running meanwhile.
 Exits 1 on the first failed check.
 """
 import json
@@ -43,6 +44,24 @@ def check(ok, what):
         sys.exit(1)
 
 
+def check_overlap(cuda):
+    """The backward's collectives run on the second stream, each started as soon as its gradient
+    is computed (the gradients after it are computed meanwhile) and joined before returning."""
+    body = cuda[cuda.index('extern "C" int '):]
+    lines = [line.strip() for line in body.splitlines()]
+    calls = [i for i, line in enumerate(lines) if line.startswith(("TG_TRY(tg::reduce_scatter(", "TG_TRY(tg::all_gather(", "TG_TRY(tg::all_reduce("))]
+    check(calls and all(lines[i].endswith("overlap.side()));") for i in calls), "every collective runs on the side stream")
+    first_scatter = next(i for i in calls if "reduce_scatter" in lines[i])
+    # (not counting pointwise kernels: without the scheduling, those dividing the later gradients
+    # by the world size follow it; with it, the LayerNorm's backward row kernels do)
+    work_after = [line for line in lines[first_scatter + 1:]
+                  if line.startswith("TG_TRY(tg::matmul(") or (line.startswith("TG_TRY(TG_LAUNCH(") and "_pointwise_" not in line)]
+    check(len(work_after) > 0, f"gradient kernels run while the first gradient is reduce-scattered ({len(work_after)} after it)")
+    starts = {line for line in lines if line.startswith("TG_TRY(overlap.start(")}
+    joins = {line.replace("join", "start") for line in lines if line.startswith("TG_TRY(overlap.join(")}
+    check(starts == joins and len(starts) == len(calls), f"each of the {len(calls)} collectives is joined")
+
+
 def main(gen, work):
     work.mkdir(parents=True, exist_ok=True)
     default = generate(gen, work, "default")
@@ -69,6 +88,8 @@ def main(gen, work):
     every = generate(gen, work, "save_all", "--tag", "thunder.distributed.prims.synchronize=save")
     check(set(GATHERED) <= {s["name"] for s in every["saved_for_backward"]}, "a policy on the symbol saves every gathered parameter")
     check(gathers(every, "backward") == {}, "and the backward gathers nothing")
+
+    check_overlap((work / "default" / "backward.cu").read_text())
 
     text = subprocess.run([gen, "explain", TRACE, "--tag", "@t70=save"], check=True, capture_output=True, text=True).stdout
     check("tag save on thunder.distributed.prims.synchronize (--tag @t70=save)" in text, "explain gives the tag as the reason")
