@@ -8,6 +8,8 @@
     python3 tools/thunder_export.py corpus --out examples/corpus      # rewrite the corpus
     python3 tools/thunder_export.py corpus --check examples/corpus    # exit 1 when a file differs
     python3 tools/thunder_export.py MODULE:FACTORY -o trace.json      # FACTORY() -> (fn, args[, name])
+    python3 tools/thunder_export.py MODULE:FACTORY --distributed fsdp --world-size 16 -o trace.json --inputs DIR
+                                            # FACTORY(rank) -> (module, args), wrapped with ddp or fsdp
 
 What is written is Thunder's first computation trace, `thunder.last_traces(jfn)[0]`: the program
 as the user wrote it, before Thunder's own autograd and fusion. Every bound symbol keeps its
@@ -452,9 +454,22 @@ def distributed_trace(jfn):
     raise ExportError("no trace holds thunder.distributed.prims.synchronize: was the module wrapped with ddp or fsdp?")
 
 
+def _rank_case(what, rank):
+    """(module, args) of rank `rank`: a corpus model's name (tools/corpus.py's DISTRIBUTED), or
+    MODULE:FACTORY with FACTORY(rank) -> (module, args). Every rank must build the same module."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if ":" in what:
+        sys.path.insert(0, os.getcwd())
+        module_name, factory = what.split(":", 1)
+        return getattr(importlib.import_module(module_name), factory)(rank)
+    import corpus
+    model = corpus.distributed_model(what)
+    return model.fn(), model.rank_inputs(rank)
+
+
 def _distributed_worker(rank, world_size, port, kind, model_name, name, device, folder):
-    """One rank: joins the gloo group, wraps the corpus model with Thunder's ddp or fsdp, runs it on
-    the rank's batch and writes the trace (rank<r>.json) and the tensors bound to its inputs."""
+    """One rank: joins the gloo group, wraps the model with Thunder's ddp or fsdp, runs it on the
+    rank's batch and writes the trace (rank<r>.json) and the tensors bound to its inputs."""
     import torch
     import torch.distributed as tdist
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
@@ -462,10 +477,7 @@ def _distributed_worker(rank, world_size, port, kind, model_name, name, device, 
     try:
         thunder = _thunder()
         import thunder.distributed as td
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import corpus
-        model = corpus.distributed_model(model_name)
-        module, args = model.fn(), model.rank_inputs(rank)
+        module, args = _rank_case(model_name, rank)
         jfn = thunder.jit(module)
         jfn = td.ddp(jfn) if kind == "ddp" else td.fsdp(jfn, device=torch.device("cpu"))
         jfn(*args)
@@ -476,7 +488,7 @@ def _distributed_worker(rank, world_size, port, kind, model_name, name, device, 
         prologue = thunder.last_prologue_traces(jfn)[-1]
         tensors = input_tensors(doc, jfn, args, {}, prologue_values(prologue, jfn, args, {}))
         if kind == "fsdp":
-            tensors = zero_fsdp_padding(tensors, model.fn(), rank)
+            tensors = zero_fsdp_padding(tensors, _rank_case(model_name, rank)[0], rank)
         with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
             f.write(dumps(doc))
         save_inputs(tensors, os.path.join(folder, f"rank{rank}"))
@@ -500,7 +512,8 @@ def zero_fsdp_padding(tensors, module, rank):
 
 
 def export_distributed(model_name, kind, name, inputs_folder, world_size=2, device="cuda:0", port=29531):
-    """Exports corpus.distributed_model(model_name) wrapped with thunder.distributed.<kind> ("ddp" or
+    """Exports a model (a corpus model's name, or MODULE:FACTORY, FACTORY(rank) -> (module, args))
+    wrapped with thunder.distributed.<kind> ("ddp" or
     "fsdp") on a gloo group of `world_size` CPU processes (torch.multiprocessing). Every rank
     exports; their traces must be one document, which is returned. Each rank's input tensors (its
     batch; its parameter shards under fsdp) go to inputs_folder/rank<r>/."""
@@ -538,8 +551,20 @@ def main(argv=None):
     parser.add_argument("--check", metavar="DIR", help="corpus: compare with the files in DIR instead of writing")
     parser.add_argument("--only", action="append", help="corpus: export only these models")
     parser.add_argument("--device", default="cuda:0", help="target device written into the trace")
+    parser.add_argument("--distributed", choices=("ddp", "fsdp"),
+                        help="MODULE:FACTORY with FACTORY(rank) -> (module, args): wrap it with thunder.distributed.ddp or fsdp")
+    parser.add_argument("--world-size", type=int, default=2, help="--distributed: ranks (gloo processes on this machine)")
+    parser.add_argument("--inputs", help="--distributed: folder for each rank's inputs (rank<r>/<input>.npy)")
     a = parser.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if a.distributed:
+        if not a.out or not a.inputs or ":" not in a.what:
+            parser.error("--distributed needs MODULE:FACTORY, -o FILE and --inputs DIR")
+        name = os.path.splitext(os.path.basename(a.out))[0]
+        doc = export_distributed(a.what, a.distributed, name, a.inputs, world_size=a.world_size, device=a.device)
+        with open(a.out, "w") as f:
+            f.write(dumps(doc))
+        return 0
     if a.what == "corpus":
         import corpus
         folder = a.check or a.out
