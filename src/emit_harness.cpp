@@ -454,7 +454,9 @@ ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const 
       else m.array("shape", v.shape).member("dtype", dtype_name(v.dtype)).member("storage", v.bit_packed ? "bitmask" : "dense").member("bytes", stored_bytes(v));
       m.member("writes", p.writes).close('}');
     }
-    m.close(']').close('}');
+    m.close(']');
+    if (e->takes_comm) m.member("takes_comm", true);  // a thunder_gen_comm after the params (distributed traces)
+    m.close('}');
   }
   m.close('}');
   if (training) {

@@ -197,7 +197,21 @@ def check_collectives(work, thunder_gen, out):
         for name, expected in want.items():
             got = torch_reference.load_npy(results / f"rank{r}" / f"{name}.npy", "f32")
             failures += compare(out, f"collectives: rank {r}: {name}", got, expected, "f32")
-    return failures + check_job_size(work / "out" / "harness", out)
+    return failures + check_job_size(work / "out" / "harness", out) + check_module_refuses(work / "out", out)
+
+
+def check_module_refuses(folder, out):
+    """thunder_gen.load (this checkout's python/) refuses a distributed folder by name rather than
+    call entry points without their communicator."""
+    sys.path.insert(0, str(ROOT / "python"))
+    import thunder_gen
+    try:
+        thunder_gen.load(folder, device="cpu")
+        ok, why = False, "loaded"
+    except thunder_gen.ManifestError as e:
+        ok, why = "takes a communicator" in str(e) or "take a communicator" in str(e), str(e)
+    out.write(f"collectives: thunder_gen.load refuses the folder: {'ok' if ok else 'NOT REFUSED: ' + why}\n")
+    return 0 if ok else 1
 
 
 def check_job_size(harness, out):
