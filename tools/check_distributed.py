@@ -8,6 +8,7 @@ split.
     python3 tools/check_distributed.py                   # every committed trace
     python3 tools/check_distributed.py --only cross_entropy_head_fsdp --work /tmp/dist-check
     python3 tools/check_distributed.py --export          # export the traces and inputs again first
+    python3 tools/check_distributed.py --up-to-date --only odd_mlp_fsdp   # a fresh export is the committed one
 
 What must hold, per rank r of world size W:
 - its outputs are the eager module's on its batch (its inputs in <trace>.inputs/rank<r>/);
@@ -227,6 +228,26 @@ def check_job_size(harness, out):
     return failures
 
 
+def export_up_to_date(names):
+    """A fresh export of each trace (Thunder, gloo) equals the committed trace and inputs byte for
+    byte. Returns the number of traces that differ."""
+    import filecmp
+    import tempfile
+    differ = 0
+    for i, name in enumerate(names):
+        model_name, kind = name.rsplit("_", 1)
+        with tempfile.TemporaryDirectory() as scratch:
+            doc = thunder_export.export_distributed(model_name, kind, name, str(Path(scratch) / "inputs"), port=29571 + i)
+            same = thunder_export.dumps(doc) == (EXAMPLES / f"{name}.json").read_text()
+            committed = EXAMPLES / f"{name}.inputs"
+            files = sorted(p.relative_to(committed) for p in committed.rglob("*.npy"))
+            fresh = sorted(p.relative_to(Path(scratch) / "inputs") for p in (Path(scratch) / "inputs").rglob("*.npy"))
+            same = same and files == fresh and all(filecmp.cmp(committed / f, Path(scratch) / "inputs" / f, shallow=False) for f in files)
+        print(f"{name}: {'up to date' if same else 'DIFFERS from a fresh export'}")
+        differ += not same
+    return differ
+
+
 def export(names):
     for i, name in enumerate(names):
         model_name, kind = name.rsplit("_", 1)
@@ -244,6 +265,7 @@ def main(argv=None):
     parser.add_argument("--thunder-gen", default=os.environ.get("THUNDER_GEN", str(ROOT / "build" / "thunder-gen")))
     parser.add_argument("--export", action="store_true", help="export the traces and inputs again (Thunder, gloo) first")
     parser.add_argument("--collectives", action="store_true", help="check examples/distributed/collectives.json only")
+    parser.add_argument("--up-to-date", action="store_true", help="only check that a fresh export equals the committed files")
     a = parser.parse_args(argv)
     if a.collectives:
         failures = check_collectives(Path(a.work) / "collectives", a.thunder_gen, sys.stdout)
@@ -255,8 +277,11 @@ def main(argv=None):
         if unknown:
             parser.error(f"unknown traces {unknown}; there are {names}")
         names = [n for n in names if n in a.only]
-    if a.export:
+    if a.export or a.up_to_date:
         os.environ.setdefault("THUNDER_GEN", a.thunder_gen)
+    if a.up_to_date:
+        return 1 if export_up_to_date(names) else 0
+    if a.export:
         export(names)
     failed = 0
     shards = {}
