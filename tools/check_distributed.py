@@ -175,10 +175,12 @@ def check_collectives(work, thunder_gen, out):
     g = torch.Generator().manual_seed(3)
     a = [torch.randn(4, 3, generator=g) for _ in range(2)]
     b = [torch.randn(2, 3, generator=g) for _ in range(2)]
+    c = [torch.randn(4, 3, generator=g).bfloat16() for _ in range(2)]
     for r in range(2):
         (inputs / f"rank{r}").mkdir(parents=True, exist_ok=True)
         torch_reference.save_npy(inputs / f"rank{r}" / "a.npy", a[r], "f32")
         torch_reference.save_npy(inputs / f"rank{r}" / "b.npy", b[r], "f32")
+        torch_reference.save_npy(inputs / f"rank{r}" / "c.npy", c[r], "bf16")
     log = open(work / "log.txt", "w")
     run([thunder_gen, EXAMPLES / "collectives.json", "-o", work / "out"], log)
     run([ROOT / "tests" / "build_emu_harness.sh", work / "out", "fast"], log)
@@ -198,6 +200,13 @@ def check_collectives(work, thunder_gen, out):
         for name, expected in want.items():
             got = torch_reference.load_npy(results / f"rank{r}" / f"{name}.npy", "f32")
             failures += compare(out, f"collectives: rank {r}: {name}", got, expected, "f32")
+        # bf16: summed in f32 and rounded once, as NCCL does for two ranks; compared bit for bit
+        total_c = (c[0].float() + c[1].float()).bfloat16()
+        for name, expected in {"t16": total_c, "t17": total_c[2 * r:2 * r + 2], "t18": torch.cat(c)}.items():
+            got = torch_reference.load_npy(results / f"rank{r}" / f"{name}.npy", "bf16")
+            same = torch.equal(got, expected)
+            out.write(f"collectives: rank {r}: {name} bf16{list(expected.shape)}: {'ok (bit-equal)' if same else 'MISMATCH'}\n")
+            failures += not same
     return failures + check_job_size(work / "out" / "harness", out) + check_module_refuses(work / "out", out)
 
 
