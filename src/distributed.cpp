@@ -256,6 +256,32 @@ std::vector<GradContribution> synchronize_gradient(G& g, const Op& op, const std
   return {{op.arg(0).value, synced}};
 }
 
+// The collectives' own gradients, for traces that differentiate through them (a model's code
+// calling them, as tensor parallelism does): each rank's cotangents summed back the way the values
+// came. all_reduce SUM: all_reduce SUM (AVG: AVG) of the cotangent; all_gather: reduce_scatter SUM;
+// reduce_scatter SUM: all_gather. The others (MIN, MAX, PRODUCT, broadcast, whose gradient goes
+// to one rank only) are refused rather than dropped.
+[[noreturn]] void no_collective_gradient(const Op& op, const std::string& what) {
+  throw UserError(op.where.empty() ? "/" : op.where, op.symbol + ": " + what + " has no gradient here; only SUM and AVG reductions, "
+                                                     "all_gather and reduce_scatter SUM are differentiated");
+}
+
+std::vector<GradContribution> collective_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  Arg none;
+  const V c = cot[0];
+  switch (op.info->kind) {
+    case OpKind::all_reduce:
+      if (op.arg(1).text != "SUM" && op.arg(1).text != "AVG") no_collective_gradient(op, "reduction " + op.arg(1).text);
+      return {{op.arg(0).value, call(g, kAllReduce, {val(c), op.arg(1), op.arg(2), bool_arg(false), bool_arg(false)})}};
+    case OpKind::all_gather:
+      return {{op.arg(0).value, call(g, kReduceScatter, {val(c), string_arg("SUM"), op.arg(1), bool_arg(false), none})}};
+    case OpKind::reduce_scatter:
+      if (op.arg(1).text != "SUM") no_collective_gradient(op, "reduction " + op.arg(1).text);
+      return {{op.arg(0).value, call(g, kAllGather, {val(c), op.arg(2), bool_arg(false), none})}};
+    default: no_collective_gradient(op, "broadcast");
+  }
+}
+
 }  // namespace
 
 std::vector<OpInfo> distributed_rows() {
@@ -302,7 +328,11 @@ std::vector<ValueId> lower_distributed_op(GradBuilder& g, const Op& op) {
   throw InternalError("no lowering for " + op.symbol);
 }
 
-GradRule distributed_gradient(OpKind kind) { return kind == OpKind::t_synchronize ? GradRule(synchronize_gradient) : GradRule(); }
+GradRule distributed_gradient(OpKind kind) {
+  if (kind == OpKind::t_synchronize) return synchronize_gradient;
+  if (is_collective(kind)) return collective_gradient;
+  return {};
+}
 
 int64_t communication_bytes(const Trace& t, const Op& op) {
   if (op.info && op.info->kind == OpKind::t_synchronize) return fully_sharded(op) ? stored_bytes(t.value(op.outs[0])) : 0;

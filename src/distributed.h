@@ -30,8 +30,9 @@ std::vector<OpInfo> distributed_rows();
 // Appends the ops computing a distributed composite op (synchronize, wait, the bucket prims).
 std::vector<ValueId> lower_distributed_op(GradBuilder& g, const Op& op);
 
-// synchronize's gradient rule; null for the others (wait and the bucket prims are differentiated
-// through their lowering; the collectives themselves have no rule).
+// synchronize's gradient rule, and the collectives' (all_reduce SUM / AVG, all_gather,
+// reduce_scatter SUM; the others refuse to be differentiated); null for wait and the bucket
+// prims, which are differentiated through their lowering.
 GradRule distributed_gradient(OpKind kind);
 
 // The bytes one rank's collective moves as NCCL counts a call's size: all_reduce and broadcast

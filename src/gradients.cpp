@@ -391,8 +391,8 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::t_cat: case OpKind::t_split: case OpKind::t_var: case OpKind::t_embedding: case OpKind::t_sdpa:
     case OpKind::t_dropout: case OpKind::shallow_copy: case OpKind::stride_order:
       return torch_gradient(kind);
-    // Distributed prims: synchronize has Thunder's rule; wait and the bucket prims are
-    // differentiated through their lowering; the collectives have none of their own.
+    // Distributed prims: synchronize has Thunder's rule, the collectives theirs (src/distributed.h);
+    // wait and the bucket prims are differentiated through their lowering.
     case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack: case OpKind::t_pack_for_fsdp:
     case OpKind::t_unpack_for_fsdp: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter: case OpKind::broadcast:
       return distributed_gradient(kind);
@@ -425,7 +425,8 @@ std::string_view gradient_saves(OpKind kind) {
     // Linear in their operands (or moving elements): the cotangent alone decides the gradient.
     case OpKind::neg: case OpKind::add: case OpKind::sub: case OpKind::convert_element_type: case OpKind::broadcast_in_dim:
     case OpKind::reshape: case OpKind::transpose: case OpKind::squeeze: case OpKind::slice: case OpKind::pad: case OpKind::cat:
-    case OpKind::sum: case OpKind::t_synchronize:
+    case OpKind::sum: case OpKind::t_synchronize: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter:
+    case OpKind::broadcast:
       return "nothing";
     default:
       return "inputs";

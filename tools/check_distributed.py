@@ -207,7 +207,39 @@ def check_collectives(work, thunder_gen, out):
             same = torch.equal(got, expected)
             out.write(f"collectives: rank {r}: {name} bf16{list(expected.shape)}: {'ok (bit-equal)' if same else 'MISMATCH'}\n")
             failures += not same
+    failures += check_collective_grads(work / "grads", thunder_gen, out)
     return failures + check_job_size(work / "out" / "harness", out) + check_module_refuses(work / "out", out)
+
+
+def check_collective_grads(work, thunder_gen, out):
+    """examples/distributed/collective_grads.json: the collectives' own gradient rules, each
+    rank's gradient against torch autograd through both ranks' computations (the loss: every
+    rank's outputs times its cotangents)."""
+    inputs = work / "inputs"
+    g = torch.Generator().manual_seed(4)
+    x = [torch.randn(4, 3, generator=g).requires_grad_() for _ in range(2)]
+    shapes = {"t1": [4, 3], "t2": [8, 3], "t3": [2, 3], "t4": [4, 3]}
+    cot = [{k: torch.randn(v, generator=g) for k, v in shapes.items()} for _ in range(2)]
+    for r in range(2):
+        (inputs / f"rank{r}").mkdir(parents=True, exist_ok=True)
+        torch_reference.save_npy(inputs / f"rank{r}" / "x.npy", x[r], "f32")
+        for k, c in cot[r].items():
+            torch_reference.save_npy(inputs / f"rank{r}" / f"cotangent_{k}.npy", c, "f32")
+    log = open(work / "log.txt", "w")
+    run([thunder_gen, EXAMPLES / "collective_grads.json", "-o", work / "out"], log)
+    run([ROOT / "tests" / "build_emu_harness.sh", work / "out", "fast"], log)
+    run([work / "out" / "harness", "--world-size", 2, "--inputs", inputs, "--outputs", work / "results", "--quiet"], log)
+    total = x[0] + x[1]
+    loss = 0
+    for r in range(2):
+        outs = {"t1": total * x[r], "t2": torch.cat(x), "t3": total[2 * r:2 * r + 2], "t4": total / 2}
+        loss = loss + sum((outs[k] * cot[r][k]).sum() for k in shapes)
+    loss.backward()
+    failures = 0
+    for r in range(2):
+        got = torch_reference.load_npy(work / "results" / f"rank{r}" / "grad_x.npy", "f32")
+        failures += compare(out, f"collective_grads: rank {r}: grad_x", got, x[r].grad, "f32")
+    return failures
 
 
 def check_module_refuses(folder, out):
