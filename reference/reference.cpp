@@ -530,6 +530,13 @@ class Interpreter {
         return {x.reshape(out.shape)};
       }
       case OpKind::fused_kernel: break;
+      // One process has no other ranks: distributed traces are checked against PyTorch eager by
+      // tools/check_distributed.py, with the ranks as threads of the emulated harness.
+      case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter: case OpKind::broadcast:
+      case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack:
+      case OpKind::t_pack_for_fsdp: case OpKind::t_unpack_for_fsdp:
+        throw std::runtime_error("reference: " + op.symbol + " at " + op.where +
+                                 ": the reference interpreter runs one process, not a process group (tools/check_distributed.py checks distributed traces)");
     }
     throw InternalError("reference: cannot evaluate " + op.symbol);
   }

@@ -1,6 +1,7 @@
 #include "emit_cuda.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -80,7 +81,7 @@ class KernelSignature {
     switch (a.kind) {
       case Arg::Kind::value: value(a.value); break;
       case Arg::Kind::boolean: s_ += a.boolean ? '1' : '0'; break;
-      case Arg::Kind::integer: append_int(s_, a.integer); break;
+      case Arg::Kind::integer: case Arg::Kind::process_group: append_int(s_, a.integer); break;
       case Arg::Kind::real: s_ += print_number(a.real); break;
       case Arg::Kind::dtype: s_ += dtype_name(a.dtype); break;
       case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque:  // (framed by its length: text can hold any byte)
@@ -99,6 +100,9 @@ class KernelSignature {
 };
 
 bool is_library_call(const Op& op) { return op.info->fusion == FusionClass::library; }
+// A cuBLASLt call (the library calls that are not collectives): it takes a part of the workspace.
+bool is_gemm(const Op& op) { return op.info->kind == OpKind::matmul; }
+bool is_collective_call(const Op& op) { return is_collective(op.info->kind); }
 // A reshape between the kernels of a fused trace reads its input's memory with another shape:
 // no launch, the same pointer (fuse.cpp places one only for a value already in memory).
 bool is_view(const Op& op) { return op.info->kind == OpKind::reshape; }
@@ -140,6 +144,7 @@ std::string gemm_epilogue(const Op& op, const std::map<ValueId, std::string>& po
 std::string definition_params(const EntryPoint& entry) {
   std::string s;
   for (const EntryParam& p : entry.params) s += p.c_type + " " + p.name + ", ";
+  if (entry.takes_comm) s += "thunder_gen_comm comm, ";
   return s + "void* workspace, thunder_gen_stream handle";
 }
 
@@ -149,8 +154,39 @@ int64_t aligned(int64_t bytes) { return (bytes + kTemporaryAlignment - 1) / kTem
 
 size_t library_calls_in(const Trace& fused) {
   size_t calls = 0;
-  for (const Op& op : fused.ops) calls += is_library_call(op);
+  for (const Op& op : fused.ops) calls += is_gemm(op);
   return calls;
+}
+size_t collectives_in(const Trace& fused) {
+  size_t calls = 0;
+  for (const Op& op : fused.ops) calls += is_collective_call(op);
+  return calls;
+}
+
+// tg::CommType of a dtype (the shape rules refused the others: b8, i16).
+std::string comm_type(DType t) { return "tg::CommType::" + std::string(dtype_name(t)); }
+// tg::ReduceOp of Thunder's DistributedReduceOps name.
+std::string reduce_op(const std::string& name) {
+  if (name == "SUM") return "tg::ReduceOp::sum";
+  if (name == "AVG") return "tg::ReduceOp::avg";
+  if (name == "PRODUCT") return "tg::ReduceOp::prod";
+  if (name == "MIN") return "tg::ReduceOp::min";
+  return "tg::ReduceOp::max";
+}
+
+// A collective's call: tg::all_reduce and its kin (tg_comm.h), NCCL's arguments in NCCL's order.
+std::string collective_call(const Trace& t, const Op& k, const std::map<ValueId, std::string>& pointer) {
+  const Value& in = t.value(k.arg(0).value);
+  const Value& out = t.value(k.outs[0]);
+  const std::string buffers = "comm, " + pointer.at(k.arg(0).value) + ", " + pointer.at(k.outs[0]) + ", ";
+  const std::string type = comm_type(in.dtype);
+  switch (k.info->kind) {
+    case OpKind::all_reduce: return "tg::all_reduce(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + reduce_op(k.arg(1).text) + ", stream)";
+    case OpKind::all_gather: return "tg::all_gather(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", stream)";
+    case OpKind::reduce_scatter:
+      return "tg::reduce_scatter(" + buffers + std::to_string(numel(out.shape)) + ", " + type + ", " + reduce_op(k.arg(1).text) + ", stream)";
+    default: return "tg::broadcast(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + std::to_string(k.arg(1).integer) + ", stream)";
+  }
 }
 
 // The file's opening lines: what it is, what it holds, how it builds; then the runtime's include.
@@ -160,9 +196,11 @@ std::string file_banner(const Trace& fused, const EntryPoint& entry, const std::
                       "\"). Do not edit.");
   size_t views = 0;
   for (const Op& op : fused.ops) views += is_view(op);
-  const size_t library_calls = library_calls_in(fused), kernels = fused.ops.size() - library_calls - views;
+  const size_t library_calls = library_calls_in(fused), collectives = collectives_in(fused);
+  const size_t kernels = fused.ops.size() - library_calls - collectives - views;
   out << "// " << kernels << " kernel" << (kernels == 1 ? "" : "s");
   if (library_calls) out << " and " << library_calls << " cuBLASLt call" << (library_calls == 1 ? "" : "s");
+  if (collectives) out << ", " << collectives << " collective" << (collectives == 1 ? "" : "s") << " (NCCL)";
   out << "; host entry point: " << entry.name << "() (declared in " << entry.header << ").\n";
   out << "// nvcc builds all of it; NVRTC compiles the kernels (the host part is behind __CUDACC_RTC__);\n";
   out << "// g++ runs it on the CPU through tg_emu.h (see the generated CMakeLists.txt).\n";
@@ -182,9 +220,10 @@ struct Launch {
 // The manifest's account of a view or a cuBLASLt call, which has no kernel of its own.
 EmittedKernel describe_call(const Trace& fused, const Op& k) {
   EmittedKernel info;
-  info.name = fused.name + (is_view(k) ? "_view_" : "_matmul_") + fused.value(k.outs[0]).name;
+  const std::string kind = is_view(k) ? "view" : is_gemm(k) ? "matmul" : std::string(k.symbol.substr(k.symbol.rfind('.') + 1));
+  info.name = fused.name + "_" + kind + "_" + fused.value(k.outs[0]).name;
   if (is_view(k)) info.view_of = fused.value(k.arg(0).value).name;
-  else info.library = "cuBLASLt";
+  else info.library = is_gemm(k) ? "cuBLASLt" : "NCCL";
   for (ValueId v : k.outs) info.values.push_back(fused.value(v).name);
   for_each_value(k, [&](ValueId v) { info.reads.push_back(fused.value(v).name); });
   info.writes = info.values;
@@ -276,6 +315,11 @@ void write_step(const Trace& fused, const Op& k, const Launch& launch, const Hos
     out << comment_line(print_op(k, fused) + "  (a view: " + pointer.at(k.outs[0]) + " read as " + print_type(fused.value(k.outs[0])) + ")", "  ");
     return;
   }
+  if (is_collective_call(k)) {
+    out << comment_line(print_op(k, fused), "  ");
+    out << "  TG_TRY(" << collective_call(fused, k, pointer) << ");\n";
+    return;
+  }
   if (is_library_call(k)) {
     out << comment_line(print_op(k, fused), "  ");
     out << "  TG_TRY(tg::matmul(" << pointer.at(k.arg(0).value) << ", " << pointer.at(k.arg(1).value) << ", " << pointer.at(k.outs[0]) << ", "
@@ -295,12 +339,55 @@ void write_step(const Trace& fused, const Op& k, const Launch& launch, const Hos
   out << "  TG_TRY(TG_LAUNCH(" << kernel << ", " << blocks << ", " << block << ", stream" << args << "));\n";
 }
 
+// The steps of an entry point with collectives: each collective runs on a second stream
+// (tg::Overlap, tg_comm.h), which waits for the stream's work so far; the stream goes on with the
+// kernels after it and waits for the collective only before the first step that reads its result
+// (or a view of it), and for every collective before returning. Temporaries are never reused
+// within a call, so no later kernel writes what a collective still reads.
+void write_overlapped_steps(const Trace& fused, const std::vector<Launch>& launches, const HostValues& values, const std::string& gemm_space,
+                            size_t collectives, std::ostream& out) {
+  out << "  tg::Overlap overlap(stream, " << collectives << ");  // collectives on a second stream\n";
+  std::map<ValueId, int> pending;  // value -> the collective (not yet joined) whose result it is or views
+  std::set<int> joined;
+  auto join = [&](int c) {
+    if (!joined.insert(c).second) return;
+    out << "  TG_TRY(overlap.join(" << c << "));\n";
+  };
+  int next = 0;
+  for (size_t i = 0; i < fused.ops.size(); ++i) {
+    const Op& k = fused.ops[i];
+    if (is_view(k)) {
+      if (auto it = pending.find(k.arg(0).value); it != pending.end()) pending[k.outs[0]] = it->second;
+      write_step(fused, k, launches[i], values, gemm_space, out);
+      continue;
+    }
+    for_each_value(k, [&](ValueId v) {
+      if (auto it = pending.find(v); it != pending.end()) join(it->second);
+    });
+    if (!is_collective_call(k)) {
+      write_step(fused, k, launches[i], values, gemm_space, out);
+      continue;
+    }
+    const int c = next++;
+    out << "  TG_TRY(overlap.start(" << c << "));\n";
+    std::ostringstream step;
+    write_step(fused, k, launches[i], values, gemm_space, step);
+    std::string text = step.str();
+    text.replace(text.rfind(", stream)"), 9, ", overlap.side())");
+    out << text;
+    out << "  TG_TRY(overlap.finish(" << c << "));\n";
+    for (ValueId v : k.outs) pending[v] = c;
+  }
+  for (int c = 0; c < next; ++c) join(c);
+}
+
 // The host entry point, behind #ifndef __CUDACC_RTC__: checks its arguments, lays out its
 // temporaries, then runs the ops in order.
 void write_entry_point(const Trace& fused, const EntryPoint& entry, const std::vector<Launch>& launches, std::ostream& out, CudaFile& result) {
   const size_t library_calls = library_calls_in(fused);
   out << "#ifndef __CUDACC_RTC__\n#include \"tg_host.h\"\n#include " << cpp_string(entry.header) << "\n";
   if (library_calls) out << "#include \"tg_gemm.h\"\n";
+  if (entry.takes_comm) out << "#include \"tg_comm.h\"\n";
   out << "\n";
   out << "#if defined(TG_NVRTC_HOST)\n";
   out << "static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace\n";
@@ -309,13 +396,20 @@ void write_entry_point(const Trace& fused, const EntryPoint& entry, const std::v
       << "// tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.\n";
   out << "extern \"C\" int " << entry.name << "(" << definition_params(entry) << ") {\n";
   out << "  const tg::Stream stream = tg::stream_of(handle);\n";
+  if (entry.takes_comm)
+    out << "  TG_TRY(tg::check_comm(comm, " << fused.world_size << "));  // the trace's process group: " << fused.world_size << " ranks\n";
   HostValues values;
   write_arguments(fused, entry, values, out);
   write_temporaries(fused, values, out, result);
   result.calls_library = library_calls > 0;
   const std::string gemm_space = values.temporaries.empty() ? "tg::Memory::Span{workspace, tg::kGemmWorkspaceBytes}"
                                                             : "memory.gemm_space(" + std::to_string(result.temporary_bytes) + ", tg::kGemmWorkspaceBytes)";
-  for (size_t i = 0; i < fused.ops.size(); ++i) write_step(fused, fused.ops[i], launches[i], values, gemm_space, out);
+  const size_t collectives = collectives_in(fused);
+  if (collectives == 0) {
+    for (size_t i = 0; i < fused.ops.size(); ++i) write_step(fused, fused.ops[i], launches[i], values, gemm_space, out);
+  } else {
+    write_overlapped_steps(fused, launches, values, gemm_space, collectives, out);
+  }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
   for (const auto& [name, v] : values.copies)
     out << "  TG_TRY(tg::copy_on_device(" << name << ", " << values.pointer.at(v) << ", " << stored_bytes(fused.value(v)) << ", stream));\n";

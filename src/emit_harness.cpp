@@ -100,6 +100,7 @@ std::string argument(const EntryParam& p, const std::string& var) {
 std::string call(const EntryPoint& entry, const std::vector<std::string>& vars) {
   std::string s = "return ::" + entry.name + "(";
   for (size_t i = 0; i < vars.size(); ++i) s += argument(entry.params.at(i), vars[i]) + ", ";
+  if (entry.takes_comm) s += "rank.comm, ";
   return s + "workspace, static_cast<thunder_gen_stream>(stream));";
 }
 
@@ -112,9 +113,17 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
                       "\"). Do not edit.");
   out << comment_line("Runs " + forward.name + (backward ? " then " + backward->name : "") +
                       " on inputs from --inputs DIR (or seeded draws) and writes .npy files to --outputs DIR.");
-  out << "#include \"tg_harness.h\"\n#include " << cpp_string(forward.header) << "\n\n";
-  out << "int main(int argc, char** argv) {\n";
-  out << "  tg::Harness h(argc, argv, " << cpp_string(t.name) << ");\n";
+  const bool distributed = forward.takes_comm;
+  out << "#include \"tg_harness.h\"\n" << (distributed ? "#include \"tg_ranks.h\"\n" : "") << "#include " << cpp_string(forward.header) << "\n\n";
+  if (distributed) {
+    out << comment_line("One rank of the job (tg_ranks.h starts them: threads under emulation, processes as torchrun starts them on GPUs);");
+    out << comment_line("it reads --inputs DIR/rank<r>/ and writes --outputs DIR/rank<r>/.");
+    out << "static int run_rank(int argc, char** argv, const tg::Rank& rank) {\n";
+    out << "  tg::Harness h(argc, argv, " << cpp_string(t.name) << ", rank.rank);\n";
+  } else {
+    out << "int main(int argc, char** argv) {\n";
+    out << "  tg::Harness h(argc, argv, " << cpp_string(t.name) << ");\n";
+  }
   const HarnessFiles files = harness_files(t, training != nullptr);
 
   std::map<ValueId, std::string> roles = philox_roles(t);
@@ -179,6 +188,7 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
   out << "      {\"forward\", [&](tg::Stream stream) { " << call(forward, forward_vars) << " }},\n";
   if (backward) out << "      {\"backward\", [&](tg::Stream stream) { " << call(*backward, backward_vars) << " }},\n";
   out << "  }, ::" << t.name << "_status_string);\n}\n";
+  if (distributed) out << "\nint main(int argc, char** argv) { return tg::run_ranks(argc, argv, " << cpp_string(t.name) << ", run_rank); }\n";
   return out.str();
 }
 
@@ -223,7 +233,8 @@ std::string emit_cmake(const Trace& t, const std::vector<std::string>& cu_files)
       << "endif()\n"
       << "set(TG_KERNEL_SOURCES" << sources << ")\n"
       << "list(TRANSFORM TG_KERNEL_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)\n"
-      << "thunder_gen_library(" << lib << " MODE ${TG_MODE} DIR ${CMAKE_CURRENT_SOURCE_DIR} SOURCES ${TG_KERNEL_SOURCES})\n"
+      << "thunder_gen_library(" << lib << " MODE ${TG_MODE} DIR ${CMAKE_CURRENT_SOURCE_DIR} SOURCES ${TG_KERNEL_SOURCES}"
+      << (t.world_size > 0 ? " NCCL" : "") << ")\n"
       << "add_library(thunder_gen::" << lib << " ALIAS " << lib << ")\n"
       << "if(TG_MODE STREQUAL \"nvrtc\" AND TG_CUBIN_AHEAD)\n"
       << "  find_program(NVCC nvcc REQUIRED)\n"
@@ -353,6 +364,23 @@ struct ManifestWriter::State {
   JsonWriter m;
 };
 
+namespace {
+
+// "communication": the world size, the bytes a rank's collectives move per step (forward,
+// backward, both; NCCL's count of each call's size) and each collective.
+void write_communication(JsonWriter& m, const Trace& t, const Partition* training) {
+  const std::vector<CollectiveCall> calls = training ? training->communication : collectives_of(t, "forward");
+  int64_t forward = 0, backward = 0;
+  for (const CollectiveCall& c : calls) (c.pass == "forward" ? forward : backward) += c.bytes;
+  m.key("communication").open('{').member("world_size", t.world_size).member("forward_bytes", forward).member("backward_bytes", backward);
+  m.member("bytes_per_step", forward + backward).key("collectives").open('[');
+  for (const CollectiveCall& c : calls)
+    m.open('{').member("pass", c.pass).member("op", c.op).member("value", c.value).member("bytes", c.bytes).close('}');
+  m.close(']').close('}');
+}
+
+}  // namespace
+
 ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward)
     : state_(std::make_unique<State>()) {
   const Trace& values = training ? training->backward : t;  // saved values are joint-trace values
@@ -408,6 +436,8 @@ ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const 
   // Extensions: the total of saved_for_backward's bytes; the part of it that is intermediates
   // (what --activation-budget bounds); and what the backward recomputes instead of reading.
   m.member("saved_bytes", saved_bytes);
+  // Extension, distributed traces: what one rank's step communicates, beside what it saves.
+  if (t.world_size > 0) write_communication(m, t, training);
   // Extension: the public header and each entry point's parameters in order, for programs that
   // call them (the PyTorch module): name, kind (input, output, saved, cotangent, gradient), the
   // trace input or output it is of, the value, its type and how it is stored.
@@ -424,7 +454,9 @@ ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const 
       else m.array("shape", v.shape).member("dtype", dtype_name(v.dtype)).member("storage", v.bit_packed ? "bitmask" : "dense").member("bytes", stored_bytes(v));
       m.member("writes", p.writes).close('}');
     }
-    m.close(']').close('}');
+    m.close(']');
+    if (e->takes_comm) m.member("takes_comm", true);  // a thunder_gen_comm after the params (distributed traces)
+    m.close('}');
   }
   m.close('}');
   if (training) {

@@ -29,6 +29,16 @@ enum thunder_gen_status {
 #endif
 )";
 
+// Only in the headers of distributed traces (so the others' text stays as it was).
+constexpr const char* kCommDeclarations = R"(#ifndef THUNDER_GEN_COMM_DECLARATIONS
+#define THUNDER_GEN_COMM_DECLARATIONS
+/* A rank's communicator: the same type as NCCL's ncclComm_t (under emulation, a rank thread's). */
+typedef struct ncclComm* thunder_gen_comm;
+/* A collective failed (NCCL's error, or another rank of the job stopped). */
+#define THUNDER_GEN_COMM_FAILED 8
+#endif
+)";
+
 std::string type_of(const Trace& t, ValueId v) {
   const Value& val = t.value(v);
   std::string s = print_type(val);
@@ -44,6 +54,10 @@ std::string declaration(const Trace& run, const EntryPoint& entry, const std::st
   for (const EntryParam& p : entry.params) {
     doc += comment_line("  " + p.name + ": " + p.role + ", " + type_of(run, p.value));
     params += "    " + p.c_type + " " + p.name + ",\n";
+  }
+  if (entry.takes_comm) {
+    doc += comment_line("  comm: this rank's communicator (NCCL's ncclComm_t on the GPU); every rank of the group calls this entry point");
+    params += "    thunder_gen_comm comm,\n";
   }
   doc += comment_line("  workspace: NULL, or <trace>_workspace_bytes() bytes of device memory (then nothing is allocated)");
   doc += comment_line("  stream: where it runs, asynchronously. Returns THUNDER_GEN_SUCCESS or an error.");
@@ -64,6 +78,7 @@ std::string emit_header(const std::string& trace_name, const std::string& input_
   out << "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n";
   out << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   out << kCommonDeclarations << "\n";
+  if (forward.takes_comm) out << kCommDeclarations << "\n";
   out << declaration(run_forward, forward, backward ? "the forward; it also writes what the backward needs" : "the trace") << "\n";
   if (backward)
     out << declaration(*run_backward, *backward, "the backward: the gradients of the inputs that require grad, from the cotangents") << "\n";

@@ -4,6 +4,8 @@
 //
 //   int <trace>_forward(inputs..., outputs..., saved intermediates..., void* workspace, stream)
 //   int <trace>_backward(saved..., cotangents..., gradients..., void* workspace, stream)
+// A distributed trace's take the communicator before the workspace: (..., thunder_gen_comm comm,
+// void* workspace, stream).
 //
 // Parameters are g_<name> (src/generated_text.h, Role::global) after the trace's value. A value
 // thunder-gen made that the caller must keep between the calls (a saved row statistic, a packed
@@ -35,6 +37,9 @@ struct EntryPoint {
   std::string name;  // <trace>_forward, <trace>_backward
   std::string header;  // include/<trace>.h, which declares it
   std::vector<EntryParam> params;
+  // A distributed trace's: the communicator (thunder_gen_comm) comes after the parameters, before
+  // the workspace. Both entry points of such a trace take it.
+  bool takes_comm = false;
 };
 
 // The public names of the values thunder-gen made that the forward saves for the backward, by

@@ -45,6 +45,13 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
     if (!op.origin.empty()) out << " (from " << op.origin << (op.where.empty() ? "" : " at " + op.where) << ")";
     out << "\n";
   }
+  if (!p.communication.empty()) {
+    int64_t forward = 0, backward = 0;
+    for (const CollectiveCall& c : p.communication) (c.pass == "forward" ? forward : backward) += c.bytes;
+    out << "communicated per step (per rank, NCCL's count of each call's size): " << forward + backward << " bytes, " << forward
+        << " in the forward and " << backward << " in the backward\n";
+    for (const CollectiveCall& c : p.communication) out << "  " << c.pass << ": " << c.op << " -> " << c.value << "  " << c.bytes << " bytes\n";
+  }
   out << "plan cost: " << p.plan_cost_bits << " (bits saved + elements recomputed; see docs/design-notes.md)\n";
   return out.str();
 }

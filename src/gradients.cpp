@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "distributed.h"
 #include "prim_vocabulary.h"
 #include "torch_ops.h"
 #include "thunder_gen/diagnostics.h"
@@ -353,6 +354,11 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::t_triu: case OpKind::t_cumsum: case OpKind::t_normalize:
     case OpKind::t_dropout: case OpKind::shallow_copy: case OpKind::stride_order:
       return torch_gradient(kind);
+    // Distributed prims: synchronize has Thunder's rule, the collectives theirs (src/distributed.h);
+    // wait and the bucket prims are differentiated through their lowering.
+    case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack: case OpKind::t_pack_for_fsdp:
+    case OpKind::t_unpack_for_fsdp: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter: case OpKind::broadcast:
+      return distributed_gradient(kind);
 
     // No gradient flows: piecewise constant, boolean or integer results, sources.
     case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:
@@ -382,7 +388,8 @@ std::string_view gradient_saves(OpKind kind) {
     // Linear in their operands (or moving elements): the cotangent alone decides the gradient.
     case OpKind::neg: case OpKind::add: case OpKind::sub: case OpKind::convert_element_type: case OpKind::broadcast_in_dim:
     case OpKind::reshape: case OpKind::transpose: case OpKind::squeeze: case OpKind::slice: case OpKind::pad: case OpKind::cat:
-    case OpKind::sum:
+    case OpKind::sum: case OpKind::t_synchronize: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter:
+    case OpKind::broadcast:
       return "nothing";
     default:
       return "inputs";

@@ -114,6 +114,7 @@ struct Request {
   bool no_pack_bool = false;      // --no-pack-bool
   bool force = false;             // --force: replace an output folder that is not an earlier output
   int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
+  double bucket_mb = 25;          // --bucket-size-mb: DDP's gradient buckets (0: an all-reduce per gradient)
   bool check = false;             // --check: compare the output folder with what generation writes
   size_t diff_lines = 400;        // --diff-lines: --check's diff is cut after this many lines (0: never)
   bool diff_lines_given = false;
@@ -134,6 +135,9 @@ void add_override_options(CLI::App& app, Request& r) {
   app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");
   app.add_option("--activation-budget", r.activation_budget,
                  "the most bytes of saved intermediates; among plans that fit, the one recomputing least")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket-size-mb", r.bucket_mb,
+                 "distributed traces: all-reduce DDP's gradients in buckets of this many MiB, as Thunder's ddp() does (default 25; 0: one all-reduce per gradient)")
       ->check(CLI::NonNegativeNumber);
 }
 
@@ -194,6 +198,7 @@ int generate(const Request& r) {
   options.overrides = overrides_of(r);
   options.remat.pack_bools = !r.no_pack_bool;
   if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
+  options.remat.bucket_bytes = int64_t(r.bucket_mb * 1024 * 1024);
   if (!emit.empty()) options.stop_after = emit_stages().at(emit);
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <set>
 
+#include "distributed.h"
 #include "gradients.h"
 #include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
@@ -1060,6 +1061,7 @@ std::vector<OpInfo> build_table() {
              {p("a", K::tensor), p("dims", K::int_list), p("parts", K::integer)}, partial_sum_rule, "", D::floats, ""},
       OpInfo{OpKind::fused_kernel, "thunder_gen.kernel", FusionClass::kernel, {}, nullptr, "", D::any, ""},
   };
+  for (OpInfo& row : distributed_rows()) rows.push_back(std::move(row));
   return rows;
 }
 
@@ -1105,6 +1107,10 @@ const std::vector<OpInfo>& op_table() {
 }
 
 const OpInfo& op_info(OpKind kind) { return op_table().at(static_cast<size_t>(kind)); }
+
+bool is_collective(OpKind kind) {
+  return kind == OpKind::all_reduce || kind == OpKind::all_gather || kind == OpKind::reduce_scatter || kind == OpKind::broadcast;
+}
 
 ClassLossArgs class_loss_args(const Op& op) {
   if (op.info->kind == OpKind::t_nll_loss)  // Thunder's ignore_index=None means -1

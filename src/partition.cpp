@@ -14,7 +14,10 @@ constexpr int64_t kInfinite = RematProblem::kInfinite;
 
 // Ops the backward does not recompute unless a policy asks: their work is large (matmul,
 // reductions) or, for random draws, saving the mask they lead to is cheaper.
+// An all-gather is not: FSDP gathers a parameter again in the backward rather than hold it
+// between the passes (holding every gathered parameter would undo the sharding).
 bool pinned_by_default(const OpInfo& info) {
+  if (info.kind == OpKind::all_gather) return false;
   return info.fusion == FusionClass::library || info.fusion == FusionClass::reduction || info.kind == OpKind::uniform_philox;
 }
 
@@ -26,7 +29,11 @@ int64_t recompute_cost(const Trace& t, const Op& op) {
     case FusionClass::shape: return 0;
     case FusionClass::source: return op.info->kind == OpKind::uniform_philox ? numel(t.value(op.outs[0]).shape) : 0;
     case FusionClass::reduction: return numel(t.value(op.arg(0).value).shape);
-    case FusionClass::library: return numel(t.value(op.outs[0]).shape) * t.value(op.arg(0).value).shape.back();
+    case FusionClass::library:
+      // A collective's cost is communication, not arithmetic: gathering again costs the cut nothing
+      // (so no gathered parameter is saved unless a policy says so); the others stay pinned.
+      if (is_collective(op.info->kind)) return op.info->kind == OpKind::all_gather ? 0 : numel(t.value(op.outs[0]).shape);
+      return numel(t.value(op.outs[0]).shape) * t.value(op.arg(0).value).shape.back();
     default: {
       int64_t n = 0;
       for (ValueId v : op.outs) n += numel(t.value(v).shape);
@@ -397,6 +404,12 @@ Partition partition(JointTrace joint, const RematOptions& options) {
   j.outputs.resize(joint.forward_outputs);
   j.outputs.insert(j.outputs.end(), saved_intermediates.begin(), saved_intermediates.end());
   p.forward = std::move(j);
+  if (p.forward.world_size > 0) {
+    bucket_gradient_all_reduces(p.backward, options.bucket_bytes);
+    schedule_collectives_early(p.backward);
+  }
+  p.communication = collectives_of(p.forward, "forward");
+  for (CollectiveCall& c : collectives_of(p.backward, "backward")) p.communication.push_back(std::move(c));
   return p;
 }
 

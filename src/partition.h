@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd.h"
+#include "distributed.h"
 #include "thunder_gen/ir.h"
 
 namespace tg {
@@ -31,6 +32,9 @@ struct Partition {
   std::vector<ValueId> recomputed;   // forward values the backward computes again, in order
   int64_t plan_cost_bits = 0;        // the plan's cost: saving plus recomputing (src/remat.h)
   int64_t activation_bytes = 0;      // the saved intermediates' bytes, as stored
+  // A distributed trace's collectives, forward then backward (an all-gather the backward
+  // recomputes is there again): what a step communicates, beside what it saves.
+  std::vector<CollectiveCall> communication;
 };
 
 struct RematOptions {
@@ -43,6 +47,9 @@ struct RematOptions {
   // every tensor by its element size alone (trace inputs at half), as Thunder's cut does, with
   // recomputation free except for matmuls, reductions and random draws.
   enum class Baseline { none, save_all_read, thunder_weights } baseline = Baseline::none;
+  // Distributed traces: the backward all-reduces DDP's gradients in buckets of at least this many
+  // bytes, as Thunder's ddp(bucket_size_in_mb=25) does (src/distributed.h); 0: one per gradient.
+  int64_t bucket_bytes = 25 << 20;
 };
 
 // Throws UserError naming the op paths when the policies leave no finite plan.

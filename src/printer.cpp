@@ -55,6 +55,7 @@ std::string print_literal(const Arg& a, const Trace& t) {
     case Arg::Kind::dtype: return "dtypes." + std::string(dtype_name(a.dtype));
     case Arg::Kind::device: return "devices.Device(" + python_string(a.text) + ")";
     case Arg::Kind::opaque: return a.text;
+    case Arg::Kind::process_group: return "ProcessGroup(world_size=" + std::to_string(a.integer) + ")";
     case Arg::Kind::list: {
       std::string s = "[";
       for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + print_literal(a.items[i], t);

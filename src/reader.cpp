@@ -31,6 +31,7 @@ using Array = simdjson::dom::array;
 using simdjson::dom::element_type;
 
 constexpr int kMaxDepth = 64;  // JSON nesting deeper than any real trace; refused, never recursed
+constexpr int64_t kMaxWorldSize = 1 << 20;  // ranks in a process group: far beyond any job, small enough to multiply shapes by
 constexpr const char* kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
 std::string escape_pointer_token(std::string_view s) {
@@ -554,6 +555,7 @@ class Reader {
     if (a.kind == Arg::Kind::device) return "a device";
     if (a.kind == Arg::Kind::string) return "a string";
     if (a.kind == Arg::Kind::opaque) return a.text;
+    if (a.kind == Arg::Kind::process_group) return "a process group";
     return kind_name(j);
   }
 
@@ -605,6 +607,7 @@ class Reader {
         expect(a.is_value() || a.is_number() || a.kind == Arg::Kind::none, "a tensor, a number or null");
         break;
       case ParamKind::string: expect(a.kind == Arg::Kind::string, "a string such as {\"str\": \"tanh\"}"); break;
+      case ParamKind::process_group: expect(a.kind == Arg::Kind::process_group, "a process group such as {\"process_group\": {\"world_size\": 2}}"); break;
       case ParamKind::optional_string: expect(a.kind == Arg::Kind::string || a.kind == Arg::Kind::none, "a string or null"); break;
       case ParamKind::padding_config:
         expect_list(false, false, "a list of [lo, hi, interior] integer triples", "a [lo, hi, interior] integer triple", [&](const Arg& x) {
@@ -639,11 +642,12 @@ class Reader {
   }
 
   Arg typed_literal(Object j, const Path& where) {
-    if (j.size() != 1) throw UserError(where.str(), "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis or memory_format)");
+    if (j.size() != 1) throw UserError(where.str(), "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis, memory_format or process_group)");
     const simdjson::dom::key_value_pair member = *j.begin();
     const std::string key(member.key);
     const std::string w = where.str() + "/" + escape_pointer_token(key);
     if (key == "slice") return slice_literal(member.value, w);
+    if (key == "process_group") return process_group_literal(member.value, w);
     std::string text = string_at(member.value, Path(w));
     Arg a;
     if (key == "dtype") {
@@ -677,7 +681,28 @@ class Reader {
       if (text == "nan") return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
       throw UserError(w, "a float literal is \"inf\", \"-inf\" or \"nan\", not \"" + text + "\"");
     }
-    throw UserError(where.str(), "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis or memory_format)");
+    throw UserError(where.str(), "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis, memory_format or process_group)");
+  }
+
+  // {"process_group": {"world_size": N}}: a distributed prim's group. Every group of a trace is the
+  // same one (its world size is the trace's); the rank is the communicator's, at run time.
+  Arg process_group_literal(Json j, const std::string& where) {
+    const Path at(where);
+    const Object group = object_at(j, at);
+    static constexpr std::string_view kGroupFields[] = {"world_size"};
+    check_fields(group, at, kGroupFields);
+    const Json size = require(group, at, "world_size");
+    const std::string size_at = where + "/world_size";
+    if (!is_int64(size) || int_of(size) < 1 || int_of(size) > kMaxWorldSize)
+      throw UserError(size_at, "world_size must be an integer from 1 to " + std::to_string(kMaxWorldSize) + ", got " + dump(size));
+    if (t_.world_size != 0 && t_.world_size != int_of(size))
+      throw UserError(size_at, "world_size " + std::to_string(int_of(size)) + " differs from the trace's other process groups (" +
+                                   std::to_string(t_.world_size) + "): a trace runs on one group");
+    t_.world_size = int_of(size);
+    Arg a;
+    a.kind = Arg::Kind::process_group;
+    a.integer = t_.world_size;
+    return a;
   }
 
   // {"slice": [start, stop, step]}, each an integer or null: Python's slice(start, stop, step).

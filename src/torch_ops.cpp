@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "distributed.h"
 #include "prim_vocabulary.h"
 #include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
@@ -753,6 +754,8 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_normalize: return {lower_normalize(g, op)};
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: return {lower_norm(g, op)};
+    case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack:
+    case OpKind::t_pack_for_fsdp: case OpKind::t_unpack_for_fsdp: return lower_distributed_op(g, op);
     default: break;
   }
   throw InternalError("no lowering for " + op.symbol);

@@ -51,7 +51,9 @@ struct Buffer {
 
 class Harness {
  public:
-  Harness(int argc, char** argv, const char* trace);
+  // rank >= 0: one rank of a distributed trace's job (tg_ranks.h): --world-size N is accepted (the
+  // rank runner reads it), and the rank reads <inputs>/rank<r>/ and writes <outputs>/rank<r>/.
+  Harness(int argc, char** argv, const char* trace, int rank = -1);
 
   // What a scalar input is for: the seed or offset of the trace's Philox draws (dropout) can be
   // set with --philox-seed / --philox-offset.
@@ -140,7 +142,7 @@ template <class T> T Harness::number(const std::string& flag, const std::string&
   return v;
 }
 
-TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trace_(trace) {
+TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace, int rank) : trace_(trace) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -155,7 +157,12 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace) : trac
     else if (a == "--workspace") use_workspace_ = true;
     else if (a == "--philox-seed") philox_seed_ = number<long long>(a, value()), has_philox_seed_ = true;
     else if (a == "--philox-offset") philox_offset_ = number<long long>(a, value()), has_philox_offset_ = true;
+    else if (a == "--world-size" && rank >= 0) number<int>(a, value(), true);
     else usage(("unknown argument " + a).c_str());
+  }
+  if (rank >= 0) {
+    if (inputs_given_) inputs_dir_ += "/rank" + std::to_string(rank);
+    if (outputs_given_) outputs_dir_ += "/rank" + std::to_string(rank);
   }
   // A mistyped --inputs would otherwise run on drawn inputs as if nothing were wrong.
   std::error_code ec;

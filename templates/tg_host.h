@@ -62,6 +62,7 @@ inline const char* status_string(int status) {
     case kGemmFailed: return "a cuBLASLt matrix product failed";
     case kNvrtcFailed: return "the kernels could not be compiled or loaded (NVRTC)";
     case kCudaFailed: return "a CUDA runtime or driver call failed";
+    case 8: return "a collective failed (NCCL, or another rank stopped)";  // tg_comm.h's kCommFailed
   }
   return "unknown status";
 }

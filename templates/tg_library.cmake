@@ -4,7 +4,7 @@
 # ThunderGenConfig.cmake (its thunder_gen_add_trace() calls thunder_gen_library()).
 #
 #   thunder_gen_library(<target> MODE emu|nvcc|nvrtc DIR <output folder> SOURCES <file>...
-#                       [INCLUDE_DIR <folder>] [CUDA_ARCH <architectures>])
+#                       [INCLUDE_DIR <folder>] [CUDA_ARCH <architectures>] [NCCL])
 # The static library <target>: SOURCES are the folder's forward.cu and backward.cu (or files
 # that #include them). Its interface is <trace>.h, in INCLUDE_DIR (default DIR/include): plain C,
 # needing no include path of CUDA's, Boost's or the runtime's; what the runtime needs is linked,
@@ -13,12 +13,14 @@
 #   nvcc   the CUDA language (enable it first: it must be enabled at file scope, not in a
 #          function); CUDA_ARCH sets CUDA_ARCHITECTURES, else CMAKE_CUDA_ARCHITECTURES applies
 #   nvrtc  g++ host code; the kernels are compiled by NVRTC at run time from DIR/kernels.cu
+# NCCL: a distributed trace's library, whose collectives link libnccl in the GPU modes (found
+# beside the CUDA Toolkit's libraries, or with the usual CMAKE_PREFIX_PATH / CMAKE_LIBRARY_PATH).
 #
 #   thunder_gen_harness(<target> LIBRARY <library> SOURCE <harness.cpp>)
 # The folder's harness program, linked with <library> and built for the library's mode.
 
 function(thunder_gen_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODE;DIR;INCLUDE_DIR;CUDA_ARCH" "SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "NCCL" "MODE;DIR;INCLUDE_DIR;CUDA_ARCH" "SOURCES")
   if(arg_UNPARSED_ARGUMENTS OR NOT arg_DIR OR NOT arg_SOURCES)
     message(FATAL_ERROR "thunder_gen_library(${target}): usage: thunder_gen_library(<target> MODE emu|nvcc|nvrtc DIR <folder> SOURCES <file>... [INCLUDE_DIR <folder>] [CUDA_ARCH <n>])")
   endif()
@@ -45,6 +47,13 @@ function(thunder_gen_library target)
   target_compile_features(${target} PRIVATE cxx_std_20)
   # PRIVATE: a static library's link dependencies still reach whoever links it ($<LINK_ONLY:>).
   target_link_libraries(${target} PRIVATE ${runtime_libraries})
+  if(arg_NCCL AND NOT arg_MODE STREQUAL "emu")
+    find_package(CUDAToolkit REQUIRED)  # (its variables, in this function's scope)
+    find_library(TG_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib64 REQUIRED)
+    find_path(TG_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)
+    target_link_libraries(${target} PRIVATE ${TG_NCCL_LIBRARY})
+    target_include_directories(${target} PRIVATE ${TG_NCCL_INCLUDE_DIR})
+  endif()
   # The header is the interface; the runtime headers beside the sources are the library's own.
   target_include_directories(${target} PUBLIC "${arg_INCLUDE_DIR}" PRIVATE "${arg_DIR}")
   # Kernels reinterpret storage (bf16 bits, vector loads) the way CUDA allows.

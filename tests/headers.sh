@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# headers.sh THUNDER_GEN WORK: every example's and corpus trace's public header (include/<trace>.h)
+# headers.sh THUNDER_GEN WORK: every example's, corpus and distributed trace's public header (include/<trace>.h)
 # compiles alone as C11 and as C++17, warnings as errors, with no CUDA or runtime header on the
 # include path; and all of them together in one C translation unit (their shared declarations
 # are defined once).
@@ -10,7 +10,7 @@ rm -rf "$work" && mkdir -p "$work/headers" && cd "$work" || exit 2
 source "$root/tests/checks.sh"
 strict=(-Wall -Wextra -pedantic -Werror -fsyntax-only)
 : >all.c
-for trace in "$root"/examples/*.json "$root"/examples/corpus/*.json; do
+for trace in "$root"/examples/*.json "$root"/examples/corpus/*.json "$root"/examples/distributed/*.json; do
   name=$(basename "$trace" .json)
   "$gen" "$trace" -o "gen/$name" >/dev/null 2>&1 || { check "$name-generates" false; continue; }
   header=$(ls gen/"$name"/include/*.h)

@@ -207,3 +207,44 @@ MODELS = [
           lambda g: (tokens(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
     Model("custom_functions_mlp", CustomFunctionsMlp, lambda g: (tokens(g),)),
 ]
+
+
+# ---- data parallelism: thunder.distributed.ddp / fsdp versions (tools/thunder_export.py) -----
+class DistributedModel(Model):
+    """A corpus model whose batch is split over the ranks: rank r gets its own draw (seed 1 + r) of
+    the model's example inputs. Every rank builds the module with the same seed, as a job that
+    initialises from one checkpoint does (ddp and fsdp broadcast nothing here)."""
+
+    def rank_inputs(self, rank):
+        g = torch.Generator().manual_seed(1 + rank)
+        return self._inputs(g)
+
+
+def batch(g):
+    """Activations that need no gradient: data parallelism synchronizes the parameters' gradients."""
+    return tokens(g, requires_grad=False)
+
+
+class OddMlp(nn.Module):
+    """Dims no world size divides (37, 5): fsdp pads each parameter's dim 0 to a multiple of the
+    world size when it shards, and slices the padding off after gathering."""
+
+    def __init__(self, n_embd=EMBED, hidden=37, out=5):
+        super().__init__()
+        self.fc1 = nn.Linear(n_embd, hidden)
+        self.fc2 = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+DISTRIBUTED = [
+    DistributedModel("cross_entropy_head", CrossEntropyHead,
+                     lambda g: (batch(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
+    DistributedModel("llama_block", LlamaBlock, lambda g: (batch(g), *rope_cache(SEQ, EMBED // HEADS))),
+    DistributedModel("odd_mlp", OddMlp, lambda g: (batch(g),)),
+]
+
+
+def distributed_model(name):
+    return next(m for m in DISTRIBUTED if m.name == name)

@@ -8,6 +8,8 @@
     python3 tools/thunder_export.py corpus --out examples/corpus      # rewrite the corpus
     python3 tools/thunder_export.py corpus --check examples/corpus    # exit 1 when a file differs
     python3 tools/thunder_export.py MODULE:FACTORY -o trace.json      # FACTORY() -> (fn, args[, name])
+    python3 tools/thunder_export.py MODULE:FACTORY --distributed fsdp --world-size 16 -o trace.json --inputs DIR
+                                            # FACTORY(rank) -> (module, args), wrapped with ddp or fsdp
 
 What is written is Thunder's first computation trace, `thunder.last_traces(jfn)[0]`: the program
 as the user wrote it, before Thunder's own autograd and fusion. Every bound symbol keeps its
@@ -60,7 +62,7 @@ def thunder_gen_ops():
         warnings.warn("no thunder-gen found ($THUNDER_GEN, PATH, build/): ops are not checked against its rules")
         return None
     listing = subprocess.run([exe, "list-ops"], capture_output=True, text=True, check=True).stdout
-    return frozenset(line.split("(", 1)[0] for line in listing.splitlines() if line.startswith(("prims.", "torch.")))
+    return frozenset(line.split("(", 1)[0] for line in listing.splitlines() if line.startswith(("prims.", "torch.", "thunder.distributed.prims.")))
 
 
 def called_at(bsym):
@@ -164,13 +166,33 @@ class Exporter:
             return {"ellipsis": "..."}
         if isinstance(x, torch.memory_format):
             return {"memory_format": str(x).removeprefix("torch.")}
+        distributed = self.distributed_literal(x)
+        if distributed is not None:
+            return distributed
         raise ExportError(f"{where}: argument {x!r} of type {type(x).__name__} has no form in format v1")
+
+    @staticmethod
+    def distributed_literal(x):
+        """The distributed prims' arguments: a process group as its world size (the rank is the
+        communicator's at run time, never in the trace), DistParallelType and DistributedReduceOps
+        by name; None for anything else."""
+        import torch
+        if torch.distributed.is_available() and isinstance(x, torch.distributed.ProcessGroup):
+            return {"process_group": {"world_size": int(x.size())}}
+        from thunder.core.proxies import DistParallelType
+        from thunder.distributed.prims import DistributedReduceOps
+        if isinstance(x, (DistParallelType, DistributedReduceOps)):
+            return {"str": x.name}
+        return None
 
     # ---- bound symbols -----------------------------------------------------------------------
     def symbol_id(self, bsym):
         thunder = _thunder()
         if isinstance(bsym.sym.id, thunder.core.prims.PrimIDs):
             return f"prims.{bsym.sym.name}"
+        import thunder.distributed.prims as dist_prims
+        if isinstance(bsym.sym.id, dist_prims.PrimIDs):
+            return f"thunder.distributed.prims.{bsym.sym.name}"
         if isinstance(bsym.sym.id, str):
             return bsym.sym.id
         raise ExportError(f"symbol {bsym.sym.name!r} has an id of type {type(bsym.sym.id).__name__}")
@@ -320,7 +342,9 @@ class Exporter:
                 raise ExportError(f"trace input {a!r} is neither a tensor nor a number")
         defined = {a.name for a in inputs}
         ops = self.ops(trace.bound_symbols, "/ops", defined)
-        outputs = self.flat_proxies(trace.output, "trace output")
+        # After thunder.distributed's transforms a trace returns {"output": ..., "flat_args": ...}.
+        returned = trace.output["output"] if isinstance(trace.output, dict) and "output" in trace.output else trace.output
+        outputs = self.flat_proxies(returned, "trace output")
         return {
             "format": "thunder-gen-trace",
             "version": 1,
@@ -420,6 +444,93 @@ def input_tensors(doc, fn, args, kwargs, unpacked=None):
     return out
 
 
+# ---- distributed: thunder.distributed.ddp / fsdp on a gloo group of CPU processes ----------------
+def distributed_trace(jfn):
+    """The trace thunder.distributed's ddp or fsdp transform made (the first holding synchronize
+    calls), before Thunder's own autograd: thunder-gen derives the backward, collectives included."""
+    for trace in _thunder().last_traces(jfn):
+        if any(b.sym.name == "synchronize" for b in trace.bound_symbols):
+            return trace
+    raise ExportError("no trace holds thunder.distributed.prims.synchronize: was the module wrapped with ddp or fsdp?")
+
+
+def _rank_case(what, rank):
+    """(module, args) of rank `rank`: a corpus model's name (tools/corpus.py's DISTRIBUTED), or
+    MODULE:FACTORY with FACTORY(rank) -> (module, args). Every rank must build the same module."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if ":" in what:
+        sys.path.insert(0, os.getcwd())
+        module_name, factory = what.split(":", 1)
+        return getattr(importlib.import_module(module_name), factory)(rank)
+    import corpus
+    model = corpus.distributed_model(what)
+    return model.fn(), model.rank_inputs(rank)
+
+
+def _distributed_worker(rank, world_size, port, kind, model_name, name, device, folder):
+    """One rank: joins the gloo group, wraps the model with Thunder's ddp or fsdp, runs it on the
+    rank's batch and writes the trace (rank<r>.json) and the tensors bound to its inputs."""
+    import torch
+    import torch.distributed as tdist
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    tdist.init_process_group("gloo", rank=rank, world_size=world_size)
+    try:
+        thunder = _thunder()
+        import thunder.distributed as td
+        module, args = _rank_case(model_name, rank)
+        jfn = thunder.jit(module)
+        jfn = td.ddp(jfn) if kind == "ddp" else td.fsdp(jfn, device=torch.device("cpu"))
+        jfn(*args)
+        trace = distributed_trace(jfn)
+        source = (f"lightning-thunder {thunder.__version__}, torch {torch.__version__}: thunder.distributed.{kind}(jit({type(module).__name__})), "
+                  f"world size {world_size} (gloo, CPU): the trace after the {kind} transform; the same on every rank")
+        doc = Exporter(device).trace(trace, name, source)
+        prologue = thunder.last_prologue_traces(jfn)[-1]
+        tensors = input_tensors(doc, jfn, args, {}, prologue_values(prologue, jfn, args, {}))
+        if kind == "fsdp":
+            tensors = zero_fsdp_padding(tensors, _rank_case(model_name, rank)[0], rank)
+        with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
+            f.write(dumps(doc))
+        save_inputs(tensors, os.path.join(folder, f"rank{rank}"))
+    finally:
+        tdist.destroy_process_group()
+
+
+def zero_fsdp_padding(tensors, module, rank):
+    """fsdp pads a parameter's dim 0 to a multiple of the world size with uninitialised rows
+    (torch.empty); the trace slices them off, but written to a file they would differ from run to
+    run: zeros instead. A shard's rows past the unsharded parameter's are its padding."""
+    rows_of = {"t_" + name.replace(".", "_"): p.shape[0] for name, p in module.named_parameters()}
+    out = dict(tensors)
+    for name, t in tensors.items():
+        if name in rows_of and t.dim() > 0:
+            first_padding = max(0, rows_of[name] - rank * t.shape[0])
+            if first_padding < t.shape[0]:
+                out[name] = t.detach().clone()
+                out[name][first_padding:] = 0
+    return out
+
+
+def export_distributed(model_name, kind, name, inputs_folder, world_size=2, device="cuda:0", port=29531):
+    """Exports a model (a corpus model's name, or MODULE:FACTORY, FACTORY(rank) -> (module, args))
+    wrapped with thunder.distributed.<kind> ("ddp" or
+    "fsdp") on a gloo group of `world_size` CPU processes (torch.multiprocessing). Every rank
+    exports; their traces must be one document, which is returned. Each rank's input tensors (its
+    batch; its parameter shards under fsdp) go to inputs_folder/rank<r>/."""
+    import tempfile
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory() as scratch:
+        mp.spawn(_distributed_worker, args=(world_size, port, kind, model_name, name, device, scratch), nprocs=world_size)
+        texts = [open(os.path.join(scratch, f"rank{r}.json")).read() for r in range(world_size)]
+        if any(t != texts[0] for t in texts):
+            raise ExportError(f"{name}: the ranks exported different traces; a trace must be the same for every rank")
+        if os.path.isdir(inputs_folder):
+            shutil.rmtree(inputs_folder)
+        for r in range(world_size):
+            shutil.copytree(os.path.join(scratch, f"rank{r}"), os.path.join(inputs_folder, f"rank{r}"))
+        return json.loads(texts[0])
+
+
 def save_inputs(tensors, folder):
     """Writes each input as <folder>/<name>.npy, the harness's --inputs interface (bf16 as raw <u2)."""
     from pathlib import Path
@@ -440,8 +551,20 @@ def main(argv=None):
     parser.add_argument("--check", metavar="DIR", help="corpus: compare with the files in DIR instead of writing")
     parser.add_argument("--only", action="append", help="corpus: export only these models")
     parser.add_argument("--device", default="cuda:0", help="target device written into the trace")
+    parser.add_argument("--distributed", choices=("ddp", "fsdp"),
+                        help="MODULE:FACTORY with FACTORY(rank) -> (module, args): wrap it with thunder.distributed.ddp or fsdp")
+    parser.add_argument("--world-size", type=int, default=2, help="--distributed: ranks (gloo processes on this machine)")
+    parser.add_argument("--inputs", help="--distributed: folder for each rank's inputs (rank<r>/<input>.npy)")
     a = parser.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if a.distributed:
+        if not a.out or not a.inputs or ":" not in a.what:
+            parser.error("--distributed needs MODULE:FACTORY, -o FILE and --inputs DIR")
+        name = os.path.splitext(os.path.basename(a.out))[0]
+        doc = export_distributed(a.what, a.distributed, name, a.inputs, world_size=a.world_size, device=a.device)
+        with open(a.out, "w") as f:
+            f.write(dumps(doc))
+        return 0
     if a.what == "corpus":
         import corpus
         folder = a.check or a.out

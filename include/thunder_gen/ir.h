@@ -50,7 +50,9 @@ inline int64_t stored_bytes(const Value& v) { return stored_bytes(v, v.bit_packe
 struct Arg {
   // opaque: a Python object only a decomposed symbol takes (a slice, Ellipsis, a memory format);
   // `text` spells it as Python would.
-  enum class Kind { none, value, boolean, integer, real, string, dtype, device, list, opaque };
+  // process_group: a distributed prim's group ({"process_group": {"world_size": N}}); `integer`
+  // holds its world size. The rank is never in a trace: it is the communicator's, at run time.
+  enum class Kind { none, value, boolean, integer, real, string, dtype, device, list, opaque, process_group };
   Kind kind = Kind::none;
   ValueId value = kNoValue;
   bool boolean = false;
@@ -161,6 +163,9 @@ struct Trace {
   // Op path -> where its rematerialization policy came from ("--tag X=save", "trace tag"...),
   // for the reasons `explain` and the manifest give. Ops lowered from a call share its path.
   std::map<std::string, std::string> policy_sources;
+  // The world size of the process group its distributed prims name (one per trace); 0 when it has
+  // none. Its entry points then take a communicator (thunder_gen_comm).
+  int64_t world_size = 0;
 
   // Everything but the ops: where a pass that builds a new op list starts (copying the ops,
   // decompositions and all, only to drop them cost a tenth of a 10,000-op run).
@@ -173,6 +178,7 @@ struct Trace {
     t.inputs = inputs;
     t.outputs = outputs;
     t.policy_sources = policy_sources;
+    t.world_size = world_size;
     return t;
   }
 

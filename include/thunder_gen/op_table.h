@@ -35,6 +35,8 @@ enum class OpKind {
   sum, prod, amax, amin, var, var_mean, argmax, argmin,
   // library calls
   matmul,
+  // collectives across the ranks of the process group (thunder.distributed.prims; NCCL on the GPU)
+  all_reduce, all_gather, reduce_scatter, broadcast,
   // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
   t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
   t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
@@ -45,6 +47,9 @@ enum class OpKind {
   t_dropout,  // (the last torch-level kind: gradient_saves() reads t_softmax..t_dropout as that range)
   // prims that only name a copy or a memory layout: lowered to an identity reshape
   shallow_copy, stride_order,
+  // distributed prims lowered to the collectives above and to copies: synchronize (a parameter's
+  // all-gather or nothing, with Thunder's gradient rule), wait (the identity), gradient buckets
+  t_synchronize, t_wait, t_pack, t_unpack, t_pack_for_fsdp, t_unpack_for_fsdp,
   // made by the fusion pass only (never read from a trace): a row kernel's partial column sums,
   // and a fused kernel, whose `sub` holds the ops it computes
   partial_sum, fused_kernel,
@@ -55,7 +60,7 @@ enum class FusionClass {
   shape,        // moves elements: an index map, no arithmetic
   source,       // makes values from nothing but its attributes (full, iota)
   reduction,    // reduces dims of one input
-  library,      // a call into a vendor library (cuBLASLt); its operands and result live in memory
+  library,      // a call into a vendor library (cuBLASLt, NCCL); its operands and result live in memory
   composite,    // a torch-level op: lowered to prims (after autograd, which may use its own rule)
   partial,      // sums over a row kernel's rows in a fixed number of parts, finished by a sum later
   kernel,       // a fused kernel
@@ -85,6 +90,7 @@ enum class ParamKind {
   int_or_int_list,   // an integer or a list of integers
   dim_or_tensor,     // an integer, a tensor or null (torch.max's dim, which a tensor makes the elementwise form)
   optional_tensor_or_number,  // a tensor, a number or null (torch.clamp's bounds)
+  process_group,     // {"process_group": {"world_size": N}} (distributed prims)
 };
 
 struct Param {
@@ -175,6 +181,8 @@ struct OpInfo {
 const std::vector<OpInfo>& op_table();
 const OpInfo* find_op(std::string_view id);
 const OpInfo& op_info(OpKind kind);
+// A collective of thunder.distributed.prims (all_reduce, all_gather, reduce_scatter, broadcast).
+bool is_collective(OpKind kind);
 // A torch-level form of an elementwise prim (`torch.add` of `prims.add`, src/torch_elementwise.h):
 // its kind is the prim's, its row composite.
 bool is_torch_form(const OpInfo& info);

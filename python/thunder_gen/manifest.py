@@ -175,6 +175,9 @@ def read_manifest(folder: str | Path) -> Manifest:
         raise ManifestError(f"{path}: not valid JSON: {e}") from None
     r = _Reader(path)
     entry_points = r.get(doc, "entry_points", dict, "")
+    if isinstance(doc.get("communication"), dict) or any(isinstance(e, dict) and e.get("takes_comm") for e in entry_points.values()):
+        r.fail("/entry_points", "a distributed trace: its entry points take a communicator (thunder_gen_comm), "
+                                "which thunder_gen.load does not pass; run it with its harness or call the library")
     backward = r.get(entry_points, "backward", dict, "/entry_points", required=False)
     m = Manifest(
         folder=folder,

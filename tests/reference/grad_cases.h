@@ -33,6 +33,11 @@ inline std::string call(std::string_view id, const std::string& args, const std:
 // differentiating through it is refused, so it has no case.
 inline bool refuses_gradient(const tg::OpInfo& info) { return tg::op_info(info.kind).grad_saves == "none"; }
 
+// A distributed prim (thunder.distributed.prims): one process has no process group, so these
+// have no case here; synchronize's gradient rule, and every collective, are checked against
+// PyTorch eager with the ranks as threads (tools/check_distributed.py).
+inline bool is_distributed(const tg::OpInfo& info) { return info.id.starts_with("thunder.distributed."); }
+
 // The case for one op, or nullopt when the op has no gradient to check.
 inline std::optional<Case> case_for(const tg::OpInfo& info) {
   const std::string x = f64("x", "[3, 4]"), y = f64("y", "[3, 4]");
