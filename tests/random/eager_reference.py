@@ -187,6 +187,19 @@ def unary(fn, integers_unchanged: bool = False):
     return prim
 
 
+def in_opmath(fn):
+    """fn, or where PyTorch's CPU kernel has no 16-bit version (torch.special.ndtri), fn in f32
+    rounded once to the 16-bit dtype: what PyTorch's CUDA kernels compute (opmath is f32)."""
+    def call(a):
+        try:
+            return fn(a)
+        except NotImplementedError:
+            if a.dtype not in (torch.bfloat16, torch.float16):
+                raise
+            return fn(a.float()).to(a.dtype)
+    return call
+
+
 def binary(fn):
     """A binary prim; a number operand becomes a 0-d tensor of the other's dtype where torch wants
     tensors (maximum, atan2, a number first), else stays a number (computed in the op's own math)."""
@@ -447,8 +460,8 @@ _BINARY = ("add sub mul pow fmod remainder atan2 maximum minimum bitwise_and bit
 
 OPS = {
     **{f"prims.{n}": unary(getattr(torch, n)) for n in _UNARY},
-    **{f"prims.{n}": unary(d.torch_function) for n, d in _DECLARED.items()},
-    **{d.torch_name: torch_form(d.torch_function) for d in _DECLARED.values() if d.torch_name != "torch.tanh"},
+    **{f"prims.{n}": unary(in_opmath(d.torch_function)) for n, d in _DECLARED.items()},
+    **{d.torch_name: torch_form(in_opmath(d.torch_function)) for d in _DECLARED.values() if d.torch_name != "torch.tanh"},
     **{f"prims.{n}": unary(getattr(torch, n), integers_unchanged=True) for n in ("floor", "ceil", "round", "trunc")},
     **{f"prims.{n}": binary(getattr(torch, n)) for n in _BINARY},
     **{f"torch.{n}": torch_form(getattr(torch, n)) for n in _UNARY + _BINARY + ["floor", "ceil", "round", "trunc", "div", "where", "lerp"]
