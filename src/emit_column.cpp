@@ -4,16 +4,6 @@
 
 namespace tg::emit {
 
-// A row kernel whose rows are neighbours in memory (the last dim is an outer dim: LayerNorm's
-// weight gradient sums over dim 0) would read with a stride of the row length if a block took
-// one row. A column kernel's block takes 32 neighbouring rows instead: thread t works on row
-// t % 32 of them, so a warp reads 32 neighbouring elements, and on every (blockDim.x / 32)-th
-// element of that row from t / 32 (tg::column_reduce combines the parts).
-int KernelWriter::column_tile() const {
-  if (!layout_.is_row || layout_.outer.empty() || layout_.outer.back() != int64_t(layout_.domain.size()) - 1) return 1;
-  return numel(layout_.outer_shape()) % 32 == 0 ? 32 : 1;
-}
-
 // The loop over a block's rows: 32 neighbours, thread t on row t % 32. (rows is a multiple of
 // 32: every thread of a block runs the same iterations.)
 std::string KernelWriter::column_row_loop() {

@@ -247,9 +247,7 @@ std::vector<Launch> write_kernels(const Trace& fused, std::ostream& out, std::ve
     auto [first, fresh] = code_of.try_emplace(signature.of(k), launch.size());
     if (fresh) {
       emit::KernelWriter writer(fused, idents, k);
-      std::string text = writer.write();
-      if (writer.holds_row_for_one_pass()) text = emit::KernelWriter(fused, idents, k, /*hold_row=*/false).write();
-      out << text << "\n";
+      out << writer.write() << "\n";
       launch.push_back({k.label, writer.block_size(), writer.work_items(), writer.items_per_block(), writer.fixed_grid()});
     } else {
       launch.push_back(launch[first->second]);

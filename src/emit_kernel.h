@@ -22,16 +22,12 @@
 #include "fuse.h"
 #include "generated_text.h"
 #include "index_map.h"
+#include "kernel_plan.h"
 #include "thunder_gen/ir.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg::emit {
 
-constexpr int kPointwiseBlock = 256;
-constexpr int kMaxRowBlock = 256;  // (a row too long to sit in registers at this size gets up to 1024)
-constexpr int kMaxRowBlockWide = 1024;
-constexpr int kMaxCachedPerThread = 16;  // row elements per thread held in registers
-constexpr int kColumnBlock = 1024;  // 32 rows x 32 parts
 constexpr int64_t kMaxPartSumBytes = 32 * 1024;  // a row kernel's partial sums in shared memory
 
 inline std::string ctype(DType t) { return std::string(compute_ctype(t)); }
@@ -48,13 +44,9 @@ class KernelWriter {
  public:
   // `idents`: the g_<name> identifiers of values by id, filled in as kernels need them ("" until
   // then), so each is made once per trace rather than once per use.
-  // hold_row = false: a row kernel reads its row from memory in every pass, even where it could
-  // hold it in registers (see holds_row_for_one_pass).
-  KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel, bool hold_row = true);
+  // `kernel` carries its plan (kernel_plan.h), which says how to write it.
+  KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel);
   std::string write();
-  // Written with the row in registers, which only one pass read: holding it bought nothing and
-  // costs registers (and, read in runs, ptxas may spill merging the aligned and unaligned fills).
-  bool holds_row_for_one_pass() const;
   int block_size() const;
   // Threads' worth of work: runs in a pointwise kernel with a run loop (known once written).
   int64_t work_items() const;
@@ -67,6 +59,7 @@ class KernelWriter {
   const Trace& t_;
   std::vector<std::string>& idents_;
   const Op& k_;
+  const KernelPlan& plan_;
   KernelLayout layout_;
   std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)
   std::map<ValueId, const Op*> producer_;
@@ -80,18 +73,17 @@ class KernelWriter {
     std::set<std::string> declared;  // variable names declared in this scope
   };
   std::vector<Scope> scopes_;
+  // From the plan:
   int lanes_ = 1;                   // pointwise: elements per thread in the 16-byte loop
   int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
-  int row_block_ = 0;               // row kernels: threads per block (one row per block)
   int cached_ = 0;                  // row kernels: row elements per thread held in registers
-  int row_run_ = 1;                 // ... held in runs of this many neighbours (row_run)
-  int passes_over_row_ = 0;         // loops over the row written so far
+  int row_run_ = 1;                 // ... held in runs of this many neighbours
   std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
   std::vector<const Op*> row_totals_;  // ... of a value per row (a row kernel's reduced values)
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
-  bool hoist_ = false;              // are operands shaped like one row loaded once, before the rows?
+  bool hoist_ = false;              // ... and operands shaped like one row loaded once, before the rows
   std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
-  int stream_run_ = 1;              // rows not held: elements a thread streams in a run (stream_run)
+  int stream_run_ = 1;              // rows not held: elements a thread streams in a run
   bool in_stream_run_ = false;      // writing a streamed pass's per-lane body
   std::vector<ValueId> stream_loads_;  // operands that body reads a run at a time (r_<name>[lane])
   std::vector<ValueId> stream_row_loads_;  // ... of those, the ones shaped like one row (a LayerNorm's weight)
@@ -109,15 +101,12 @@ class KernelWriter {
 
   // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
   // column kernel, column-wide) combine; finish() gets that total's expression and declares the
-  // results. Accumulations whose elements need no result still to come share one pass.
+  // results. The plan's rounds say which share a pass.
   struct Accumulation {
     std::string comment, reducer, acc_type, acc_name;
     std::function<std::string()> element;
     std::function<void(const std::string& total)> finish;
-    std::set<ValueId> needs;  // reductions whose results element() reads
-    std::function<void()> direct = {};  // set: the result is computed without a pass (see pick_instead_of_sum)
   };
-  std::vector<Accumulation> pending_;
 
   // ---- the kernel's frame, names and values (emit_values.cpp) -----------------------------------
   std::string description() const;
@@ -150,7 +139,6 @@ class KernelWriter {
   std::string compute(const Op& op, ValueId v, const Index& index);
 
   // ---- pointwise kernels (emit_pointwise.cpp) ---------------------------------------------------
-  int run_lanes() const;
   std::string element_body(const std::string& indent);
   std::string pointwise_body();
   std::string run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride);
@@ -158,16 +146,7 @@ class KernelWriter {
   std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
 
   // ---- row kernels (emit_row.cpp) ---------------------------------------------------------------
-  int row_block() const;
-  int row_cache(int block) const;
-  int64_t row_words() const;
-  int64_t hoisted_words() const;
-  int64_t operand_words(const Shape& shape) const;
-  static int64_t register_words(DType t);
   bool reads_row_element(const Value& val, const Index& index) const;
-  int row_run() const;
-  int stream_run() const;
-  int widest_along_row() const;
   std::string offset_of_row_element() const;
   std::string cached_element() const;
   std::string over_runs(const std::string& indent, const std::function<std::vector<std::string>(const std::string& at)>& statements) const;
@@ -183,17 +162,18 @@ class KernelWriter {
 
   // ---- a row kernel's reductions (emit_reductions.cpp) ------------------------------------------
   static std::string acc_type(DType t);
-  std::set<ValueId> reductions_needed(ValueId v);
-  void reduction(const Op& op);
-  void variance_passes(const Op& op, const std::function<std::string()>& element,
-                       const std::function<void(ValueId, const std::string&)>& declare, const std::set<ValueId>& needs);
-  const Op* made_by(const Arg& a, OpKind kind) const;
-  template <class Declare> bool join_online_max(const Op& sum, const Declare& declare);
-  bool pick_instead_of_sum(const Op& sum);
-  void reduction_passes(std::vector<ValueId> stores);
+  void declare_reduced(ValueId v, const std::string& expr);
+  std::function<std::string()> row_element(ValueId input);
+  std::vector<Accumulation> accumulations(const KernelPlan::Step& step);
+  Accumulation accumulate(const Op& op);
+  Accumulation online_max_sum(const KernelPlan::Step& step);
+  Accumulation variance_mean(const Op& op);
+  std::vector<Accumulation> variance_spread(const Op& op);
+  void pick(const KernelPlan::Step& step);
+  void combine_across_block(const std::vector<Accumulation>& pass);
+  void reduction_rounds();
 
   // ---- column kernels (emit_column.cpp) ---------------------------------------------------------
-  int column_tile() const;
   static std::string column_row_loop();
   static std::string column_element_loop(const std::string& length);
   static std::string column_total(const std::string& reducer, const std::string& acc);

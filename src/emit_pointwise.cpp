@@ -7,24 +7,6 @@
 
 namespace tg::emit {
 
-// Elements per run: 16 bytes of the widest operand or result that the kernel walks
-// contiguously (shape equal to the domain), so every run access is at most 16 bytes.
-int KernelWriter::run_lanes() const {
-  if (layout_.is_row) return 1;
-  int widest = 0;
-  auto consider = [&](ValueId id) {
-    const Value& v = t_.value(id);
-    if (!v.is_scalar && !v.bit_packed && v.shape == layout_.domain) widest = std::max(widest, dtype_bytes(v.dtype));
-  };
-  for (const Arg& a : k_.args) consider(a.value);
-  for (ValueId v : k_.outs) consider(v);
-  // Only packed masks to write (a dropout mask drawn on its own): runs of 4, one Philox block each.
-  if (widest == 0 && has_packed_output()) widest = 4;
-  if (widest == 0 || widest > 8) return 1;
-  int lanes = 16 / widest;
-  return numel(layout_.domain) >= lanes ? lanes : 1;
-}
-
 // One element per iteration: the whole kernel, or what the run loop leaves.
 std::string KernelWriter::element_body(const std::string& indent) {
   push(indent);

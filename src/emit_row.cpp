@@ -6,104 +6,12 @@
 
 namespace tg::emit {
 
-// Threads per row: the row's length rounded up to a power of two, at most kMaxRowBlock; a row
-// longer than kMaxRowBlock * 16 (LayerNorm over 8192 features) gets the smallest larger block
-// that holds it in registers, where one does, so its passes need not re-read it from memory.
-int KernelWriter::row_block() const {
-  if (!layout_.is_row || column_tile_ > 1) return 0;
-  const int64_t r = numel(layout_.reduced_shape());
-  int block = 32;
-  while (block < kMaxRowBlock && block < r) block *= 2;
-  if (row_cache(block) > 0 || r <= int64_t(block) * kMaxCachedPerThread) return block;
-  for (int wide = 2 * block; wide <= kMaxRowBlockWide; wide *= 2)
-    if (row_cache(wide) > 0) return wide;
-  return block;
-}
-
-// Elements of its row a thread keeps in registers (0: none), so that a row kernel's passes
-// (mean, variance, write ...) read memory once, with `block` threads: when the row splits evenly
-// into at most 16 elements per thread and the operands read along it fit the registers: 64
-// registers' worth at 256 threads, fewer in larger blocks (1024 threads leave 64 a thread in all).
-int KernelWriter::row_cache(int block) const {
-  if (!layout_.is_row || column_tile_ > 1) return 0;
-  const std::string j_form = offset_of_row_element();
-  if (j_form.empty()) return 0;
-  const int64_t r = numel(layout_.reduced_shape());
-  if (r % block != 0 || r / block > kMaxCachedPerThread) return 0;
-  return row_words() * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
-}
-
-// 32-bit registers per cached element (2 for an f64 operand) of the operands shaped like the
-// domain (row_cache), and of those shaped like one row: a LayerNorm's weight and bias, the same
-// for every row, which a thread holding its part of the row loads once for all its rows (hoist_).
-int64_t KernelWriter::row_words() const {
-  return operand_words(layout_.domain);
-}
-
-int64_t KernelWriter::hoisted_words() const {
-  return layout_.outer.empty() ? 0 : operand_words(layout_.reduced_shape());
-}
-
-int64_t KernelWriter::operand_words(const Shape& shape) const {
-  int64_t words = 0;
-  for (const Arg& a : k_.args) {
-    const Value& v = t_.value(a.value);
-    if (!v.is_scalar && v.shape == shape) words += register_words(v.dtype);
-  }
-  return words;
-}
-
-int64_t KernelWriter::register_words(DType t) {
-  return (dtype_bytes(t) + 3) / 4;
-}
-
 // Whether `index` reads element j of a value shaped like one row (the reduced dims, in order).
 bool KernelWriter::reads_row_element(const Value& val, const Index& index) const {
   if (val.shape != layout_.reduced_shape() || index.size() != layout_.reduced.size()) return false;
   for (size_t i = 0; i < index.size(); ++i)
     if (index[i].kind != IndexComp::Kind::var || index[i].var != int(layout_.reduced[i])) return false;
   return true;
-}
-
-// Neighbouring row elements a thread holds together when its part of the row is in registers:
-// 16 bytes of the widest row-shaped operand or output (fewer where the part does not split so),
-// so that the row is read and written in 16-byte runs. 1: elements a block apart.
-int KernelWriter::row_run() const {
-  if (cached_ == 0 || has_packed_output()) return 1;
-  int run = 16 / std::max(1, widest_along_row());
-  while (run > 1 && cached_ % run != 0) run /= 2;
-  return run;
-}
-
-// A row not held in registers is streamed by each pass: thread t takes runs t, t + block, ... of
-// 16 bytes of the widest row-shaped operand or output, read (and written) with one access each
-// where the pointers are aligned, so a thread has whole runs in flight rather than one element.
-// 1 where the row does not split into runs (its length, or rows not contiguous), would leave
-// threads without a run, or a packed mask is written.
-int KernelWriter::stream_run() const {
-  if (!layout_.is_row || column_tile_ > 1 || cached_ > 0 || has_packed_output() || offset_of_row_element().empty()) return 1;
-  const int widest = widest_along_row();
-  if (widest == 0 || widest > 8) return 1;
-  const int run = 16 / widest;
-  // (Every thread of the block takes at least one run: a shorter row keeps its threads busy
-  // element by element instead.)
-  const int64_t length = numel(layout_.reduced_shape());
-  return length % run == 0 && length >= int64_t(run) * block_size() ? run : 1;
-}
-
-// Bytes of the widest element a run moves: of the operands and outputs shaped like the rows, and
-// of the operands shaped like one row (loaded in runs of the same length), so that no run is
-// wider than 16 bytes. 0 when there are none.
-int KernelWriter::widest_along_row() const {
-  int widest = 0;
-  for (const Arg& a : k_.args) {
-    const Value& v = t_.value(a.value);
-    const bool one_row = !layout_.outer.empty() && v.shape == layout_.reduced_shape();
-    if (!v.is_scalar && !v.bit_packed && (v.shape == layout_.domain || one_row)) widest = std::max(widest, dtype_bytes(v.dtype));
-  }
-  for (ValueId id : k_.outs)
-    if (t_.value(id).shape == layout_.domain) widest = std::max(widest, dtype_bytes(t_.value(id).dtype));
-  return widest;
 }
 
 // "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous.
@@ -144,7 +52,6 @@ std::string KernelWriter::over_runs(const std::string& indent, const std::functi
 void KernelWriter::reduced_loop(const std::string& body) {
   const std::string r = std::to_string(numel(layout_.reduced_shape()));
   const std::string dims = dim_declarations(body, loop_dims_, layout_.reduced, scopes_.back().indent + "  ");
-  ++passes_over_row_;
   if (cached_ > 0) {
     line("TG_UNROLL for (int k = 0; k < " + std::to_string(cached_) + "; ++k) {");
     if (uses_word(body + dims, "j")) line("  const int64_t j = " + cached_element() + ";");
@@ -157,22 +64,8 @@ void KernelWriter::reduced_loop(const std::string& body) {
 
 std::string KernelWriter::row_body() {
   push("    ");
-  // Outputs shaped like a row are written in a pass: the first, when they need no reduction.
-  std::vector<ValueId> row_outs, early_outs, outer_outs;
-  for (ValueId v : k_.outs) {
-    const Op* p = producer_.count(v) ? producer_.at(v) : nullptr;
-    if (p && p->info->kind == OpKind::partial_sum) continue;  // (written after the rows)
-    bool is_reduced = p && p->info->fusion == FusionClass::reduction;
-    if (is_reduced || t_.value(v).shape != layout_.domain) outer_outs.push_back(v);
-    else (reductions_needed(v).empty() ? early_outs : row_outs).push_back(v);
-  }
-  for (const Op& op : k_.sub)
-    if (op.info->fusion == FusionClass::reduction) reduction(op);
-  reduction_passes(early_outs);
-  if (!row_outs.empty() || !part_sums_.empty()) {
-    comment(part_sums_.empty() ? "write the row" : row_outs.empty() ? "add the row to the block's partial sums" : "write the row, and add it to the block's partial sums");
-    pass_writing(row_outs, [&] { add_to_part_sums(); });
-  }
+  reduction_rounds();
+  const std::vector<ValueId>& outer_outs = plan_.row_results;
   if (!outer_outs.empty()) {
     std::vector<std::string> vars;
     for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
@@ -288,7 +181,6 @@ void KernelWriter::stream_pass(const std::vector<ValueId>& outs, const std::func
   for (ValueId v : outs) line(local(Role::run_out, v) + "[lane] = " + value_at(v, full) + ";");
   const std::string lane_body = pop();
   in_stream_run_ = false;
-  ++passes_over_row_;
   // Where v's run starts: element j = run * L of the row (of v itself where v is one row).
   auto first = [&](ValueId v) {
     const bool one_row = layout_.outer.empty() || std::count(stream_row_loads_.begin(), stream_row_loads_.end(), v);

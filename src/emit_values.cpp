@@ -111,21 +111,29 @@ void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shap
   }
 }
 
-KernelWriter::KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel, bool hold_row)
-    : t_(t), idents_(idents), k_(kernel), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(layout_)) {
+namespace {
+
+const KernelPlan& plan_of(const Op& kernel) {
+  TG_CHECK(kernel.plan != nullptr, "kernel " + kernel.label + " has no plan");
+  return *kernel.plan;
+}
+
+}  // namespace
+
+KernelWriter::KernelWriter(const Trace& t, std::vector<std::string>& idents, const Op& kernel)
+    : t_(t), idents_(idents), k_(kernel), plan_(plan_of(kernel)), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(layout_)) {
   for (size_t i = 0; i < k_.sub.size(); ++i) {
     for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
       (t_.value(k_.sub[i].arg(0).value).shape == layout_.domain ? part_sums_ : row_totals_).push_back(&k_.sub[i]);
   }
   for (const Arg& a : k_.args) loaded_.insert(a.value);
-  lanes_ = run_lanes();
-  column_tile_ = column_tile();
-  row_block_ = row_block();
-  cached_ = hold_row ? row_cache(row_block_) : 0;
-  row_run_ = row_run();
-  hoist_ = cached_ > 0 && hoisted_words() > 0 && (row_words() + hoisted_words()) * cached_ <= 64 * kMaxRowBlock / row_block_;
-  stream_run_ = stream_run();
+  lanes_ = plan_.lanes;
+  column_tile_ = plan_.kind == KernelPlan::Kind::column ? 32 : 1;
+  cached_ = plan_.held;
+  row_run_ = plan_.held_run;
+  hoist_ = plan_.hoisted;
+  stream_run_ = plan_.stream_run;
 }
 
 std::string KernelWriter::write() {
@@ -169,14 +177,8 @@ std::string KernelWriter::description() const {
   return kind + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced);
 }
 
-bool KernelWriter::holds_row_for_one_pass() const {
-  return cached_ > 0 && passes_over_row_ == 1;
-}
-
 int KernelWriter::block_size() const {
-  if (!layout_.is_row) return kPointwiseBlock;
-  if (column_tile_ > 1) return kColumnBlock;
-  return row_block_;
+  return plan_.block;
 }
 
 int64_t KernelWriter::work_items() const {

@@ -9,6 +9,7 @@
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
+#include "kernel_plan.h"
 #include "prim_builder.h"
 
 namespace tg {
@@ -513,7 +514,6 @@ class Fuser {
         if (read_elsewhere.count(v)) op.outs.push_back(v);
       for (ValueId v : kernel.sums_over_rows) parts.compute(op, t_.ops[size_t(producer_[v])], kernel.parts);
       TG_CHECK(!op.outs.empty(), "a kernel writes nothing");
-      op.label = t_.name + (kernel.layout.is_row ? "_rowreduce_" : "_pointwise_") + out.value(op.outs[0]).name;
       op.where = op.sub.front().where;
       out.ops.push_back(std::move(op));
     }
@@ -523,7 +523,7 @@ class Fuser {
 
 }  // namespace
 
-Trace fuse(Trace trace) { return Fuser(std::move(trace)).run(); }
+Trace fuse(Trace trace) { return plan_kernels(Fuser(std::move(trace)).run()); }
 
 KernelLayout kernel_layout(const Trace& t, const Op& kernel) {
   for (const Op& op : kernel.sub)

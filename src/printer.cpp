@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "generated_text.h"
+#include "kernel_plan.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
@@ -129,6 +130,7 @@ void print_ops(const std::vector<Op>& ops, const Trace& t, const std::string& in
       print_body("# fwd", op.custom->fwd, t, indent + "  ", out);
       print_body("# bwd", op.custom->bwd, t, indent + "  ", out);
     }
+    if (op.plan) out += indent + "  # plan: " + plan_text(*op.plan, op, t) + "\n";
     print_ops(op.sub, t, indent + "  # ", out);
   }
 }

@@ -78,6 +78,7 @@ struct Arg {
 
 struct Op;
 struct OpInfo;
+struct KernelPlan;  // src/kernel_plan.h
 
 // A sub-program with its own inputs, used for the fwd/bwd bodies of custom-gradient ops.
 struct SubTrace {
@@ -106,6 +107,7 @@ struct Op {
   std::string where;              // JSON pointer of the op in the input, for diagnostics
   std::string origin;             // prims only: the torch-level symbol they lower or differentiate ("" as read)
   std::string label;              // for kernels: the structural name given by fusion
+  std::shared_ptr<const KernelPlan> plan;  // for kernels: how the emitter writes it, from fusion
 
   const Arg& arg(size_t i) const { return args.at(i); }
 };

@@ -140,11 +140,11 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
   }
 }
 
-// layer_norm_backward_rowreduce_grad_w: column reduction over 512 x 1024, reducing dims [0]
+// layer_norm_backward_columnreduce_grad_w: column reduction over 512 x 1024, reducing dims [0]
 // Implements:
 //   grad_w = prims.sum(grad_w__parts, [0])  # grad_w: f32[1024]
 //   grad_b = prims.sum(grad_b__parts, [0])  # grad_b: f32[1024]
-extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_rowreduce_grad_w(const float* __restrict__ g_grad_w__parts, const float* __restrict__ g_grad_b__parts, float* __restrict__ g_grad_w, float* __restrict__ g_grad_b) {
+extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_columnreduce_grad_w(const float* __restrict__ g_grad_w__parts, const float* __restrict__ g_grad_b__parts, float* __restrict__ g_grad_w, float* __restrict__ g_grad_b) {
   const int64_t rows = 1024;
   for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {
     const int64_t d1 = row;
@@ -193,7 +193,7 @@ extern "C" int layer_norm_backward(const float* g_x, const float* g_w, const flo
   float* g_grad_w__parts = memory.at<float>(0);
   float* g_grad_b__parts = memory.at<float>(2097152);
   TG_TRY(TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, g_x, g_w, g_cotangent_t13, g_grad_x, g_grad_w__parts, g_grad_b__parts));
-  TG_TRY(TG_LAUNCH(layer_norm_backward_rowreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, g_grad_w__parts, g_grad_b__parts, g_grad_w, g_grad_b));
+  TG_TRY(TG_LAUNCH(layer_norm_backward_columnreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, g_grad_w__parts, g_grad_b__parts, g_grad_w, g_grad_b));
   return tg::kOk;
 }
 #endif  // __CUDACC_RTC__

@@ -1,0 +1,143 @@
+// Kernel plans: what fusion decides for each kernel (kind, block, runs, the row held or streamed,
+// the passes over the row), and that the emitter writes what the plan says.
+#include <catch2/catch.hpp>
+
+#include "dead_code.h"
+#include "decompose.h"
+#include "emit_cuda.h"
+#include "fuse.h"
+#include "kernel_plan.h"
+#include "reader.h"
+#include "trace_builder.h"
+#include "verify.h"
+
+using test::op;
+using test::tensor;
+using Form = tg::KernelPlan::Form;
+using Kind = tg::KernelPlan::Kind;
+
+namespace {
+
+tg::Trace fused(const std::string& json) {
+  tg::Trace t = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
+  tg::verify_pass(t, "fuse");
+  return t;
+}
+
+const tg::KernelPlan& only_plan(const tg::Trace& t) {
+  REQUIRE(t.ops.size() == 1);
+  REQUIRE(t.ops[0].plan != nullptr);
+  return *t.ops[0].plan;
+}
+
+std::string forward_text(const tg::Trace& t) {
+  return tg::emit_cuda(t, tg::forward_entry(t, nullptr, t.name), "forward.cu", "plan.json").text;
+}
+
+std::string pointwise_trace(const std::string& dtype, const std::string& shape) {
+  return test::trace("pw", tensor("x", shape, dtype), op("prims.exp", "[\"x\"]", tensor("y", shape, dtype)), "\"y\"");
+}
+
+std::string row_sum_trace(int64_t length) {
+  const std::string shape = "[8, " + std::to_string(length) + "]";
+  return test::trace("rows", tensor("x", shape), op("prims.sum", "[\"x\", [1]]", tensor("y", "[8]")), "\"y\"");
+}
+
+// (x - mean) * rsqrt(var + eps) over rows of 1024, with the statistics as outputs.
+std::string normalize_trace() {
+  const std::string row = "[8, 1024]";
+  std::string ops = "{\"op\": \"prims.var_mean\", \"args\": [\"x\", [1]], \"kwargs\": {\"correction\": 0}, \"out\": [" + tensor("v", "[8]") +
+                    "," + tensor("m", "[8]") + "]}," + op("prims.broadcast_in_dim", "[\"m\", [8, 1024], [0]]", tensor("mb", row)) + "," +
+                    op("prims.sub", "[\"x\", \"mb\"]", tensor("d", row)) + "," + op("prims.add", "[\"v\", 1e-5]", tensor("ve", "[8]")) + "," +
+                    op("prims.rsqrt", "[\"ve\"]", tensor("r", "[8]")) + "," +
+                    op("prims.broadcast_in_dim", "[\"r\", [8, 1024], [0]]", tensor("rb", row)) + "," +
+                    op("prims.mul", "[\"d\", \"rb\"]", tensor("y", row));
+  return test::trace("norm", tensor("x", row), ops, "\"y\", \"m\", \"r\"");
+}
+
+}  // namespace
+
+TEST_CASE("a pointwise kernel's runs are 16 bytes of its widest operand") {
+  CHECK(only_plan(fused(pointwise_trace("f32", "[64]"))).lanes == 4);
+  CHECK(only_plan(fused(pointwise_trace("bf16", "[64]"))).lanes == 8);
+  CHECK(only_plan(fused(pointwise_trace("f64", "[64]"))).lanes == 2);
+  // Fewer elements than a run: one at a time.
+  CHECK(only_plan(fused(pointwise_trace("f32", "[3]"))).lanes == 1);
+  const tg::KernelPlan& plan = only_plan(fused(pointwise_trace("f32", "[64]")));
+  CHECK(plan.kind == Kind::pointwise);
+  CHECK(plan.block == tg::kPointwiseBlock);
+}
+
+TEST_CASE("a row read by one pass only is streamed, not held in registers") {
+  tg::Trace t = fused(row_sum_trace(1024));
+  const tg::KernelPlan& plan = only_plan(t);
+  CHECK(plan.kind == Kind::row);
+  CHECK(plan.block == 256);
+  CHECK(plan.passes_over_row() == 1);
+  CHECK(plan.held == 0);
+  CHECK(plan.stream_run == 4);  // 16 bytes of f32, every thread a run
+  REQUIRE(plan.rounds.size() == 1);
+  CHECK(plan.rounds[0].steps.size() == 1);
+  CHECK(plan.rounds[0].steps[0].form == Form::accumulate);
+  CHECK(t.value(plan.row_results.at(0)).name == "y");
+  // A row too short for a run per thread streams element by element.
+  CHECK(only_plan(fused(row_sum_trace(1000))).stream_run == 1);
+}
+
+TEST_CASE("softmax's max and sum are one online step, then a pass writes the row held in registers") {
+  tg::Trace t = fused(test::softmax_trace());
+  const tg::KernelPlan& plan = only_plan(t);
+  REQUIRE(plan.rounds.size() == 2);
+  REQUIRE(plan.rounds[0].steps.size() == 1);
+  const tg::KernelPlan::Step& both = plan.rounds[0].steps[0];
+  CHECK(both.form == Form::online_max_sum);
+  CHECK(t.value(both.result).name == "m");
+  CHECK(t.value(both.joined).name == "s");
+  CHECK(plan.rounds[1].steps.empty());
+  CHECK(t.value(plan.rounds[1].writes.at(0)).name == "y");
+  CHECK(plan.passes_over_row() == 2);
+  CHECK(plan.block == 32);
+  CHECK(plan.held == 1);  // two passes read the row: each thread holds its element
+}
+
+TEST_CASE("var_mean takes two passes, the normalized row a third; the row is held in runs") {
+  tg::Trace t = fused(normalize_trace());
+  const tg::KernelPlan& plan = only_plan(t);
+  REQUIRE(plan.rounds.size() == 3);
+  CHECK(plan.rounds[0].steps.at(0).form == Form::variance_mean);
+  CHECK(plan.rounds[1].steps.at(0).form == Form::variance_spread);
+  CHECK(t.value(plan.rounds[2].writes.at(0)).name == "y");
+  CHECK(plan.held == 4);      // 1024 elements, 256 threads
+  CHECK(plan.held_run == 4);  // 16 bytes of f32
+  CHECK(plan.row_results.size() == 2);  // m and r, one per row
+  const std::string text = tg::plan_text(plan, t.ops[0], t);
+  CHECK(text == "row block=256 held=4 held_run=4 hoisted=0 stream_run=1 | pass 1: var_mean v (mean) | pass 2: var_mean v (deviations) | "
+                "pass 3: write y | then per row: store m, r");
+}
+
+TEST_CASE("a sum over the leading dim is a column kernel, named as one") {
+  tg::Trace t = fused(test::trace("cols", tensor("x", "[8, 64]"), op("prims.sum", "[\"x\", [0]]", tensor("y", "[64]")), "\"y\""));
+  const tg::KernelPlan& plan = only_plan(t);
+  CHECK(plan.kind == Kind::column);
+  CHECK(plan.block == tg::kColumnBlock);
+  CHECK(t.ops[0].label == "cols_columnreduce_y");
+  // Rows that are not a multiple of 32: a row kernel with a strided read.
+  tg::Trace odd = fused(test::trace("cols", tensor("x", "[8, 60]"), op("prims.sum", "[\"x\", [0]]", tensor("y", "[60]")), "\"y\""));
+  CHECK(only_plan(odd).kind == Kind::row);
+  CHECK(odd.ops[0].label == "cols_rowreduce_y");
+}
+
+TEST_CASE("the emitter writes the plan it is given") {
+  tg::Trace t = fused(normalize_trace());
+  const std::string held = forward_text(t);
+  CHECK(held.find("c_x[4]") != std::string::npos);  // the row in registers
+  CHECK(held.find("j += blockDim.x") == std::string::npos);
+  // The same kernel planned to stream its row: every pass reads it from memory.
+  tg::KernelPlan streamed = *t.ops[0].plan;
+  streamed.held = 0;
+  streamed.held_run = 1;
+  t.ops[0].plan = std::make_shared<const tg::KernelPlan>(streamed);
+  const std::string text = forward_text(t);
+  CHECK(text.find("c_x[") == std::string::npos);
+  CHECK(test::count(text, "for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {") == 3);
+}
