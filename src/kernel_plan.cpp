@@ -1,10 +1,12 @@
 #include "kernel_plan.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "generated_text.h"
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
@@ -14,7 +16,7 @@ namespace {
 
 class Planner {
  public:
-  Planner(const Trace& t, const Op& kernel) : t_(t), k_(kernel), layout_(kernel_layout(t, kernel)) {
+  Planner(const Trace& t, const Op& kernel, bool may_hold_row) : t_(t), k_(kernel), layout_(kernel_layout(t, kernel)), may_hold_row_(may_hold_row) {
     for (const Op& op : k_.sub)
       for (ValueId v : op.outs) producer_[v] = &op;
     for (const Arg& a : k_.args) loaded_.insert(a.value);
@@ -38,7 +40,7 @@ class Planner {
     schedule(p);
     // Holding the row pays where more than one pass reads it; with one, it only costs registers
     // (and, read in runs, ptxas may spill merging the aligned and unaligned fills).
-    if (p.passes_over_row() > 1) p.held = row_cache(p.block);
+    if (may_hold_row_ && p.passes_over_row() > 1) p.held = row_cache(p.block);
     p.held_run = held_run(p.held);
     p.hoisted = p.held > 0 && hoisted_words() > 0 && (row_words() + hoisted_words()) * p.held <= 64 * kMaxRowBlock / p.block;
     p.stream_run = p.held == 0 ? stream_run(p.block) : 1;
@@ -49,6 +51,7 @@ class Planner {
   const Trace& t_;
   const Op& k_;
   KernelLayout layout_;
+  bool may_hold_row_;
   std::map<ValueId, const Op*> producer_;
   std::set<ValueId> loaded_;
 
@@ -367,7 +370,7 @@ int KernelPlan::passes_over_row() const {
   return passes;
 }
 
-KernelPlan plan_kernel(const Trace& t, const Op& kernel) { return Planner(t, kernel).plan(); }
+KernelPlan plan_kernel(const Trace& t, const Op& kernel, bool may_hold_row) { return Planner(t, kernel, may_hold_row).plan(); }
 
 namespace {
 
@@ -410,6 +413,80 @@ std::string plan_text(const KernelPlan& plan, const Op& kernel, const Trace& t) 
   }
   if (!plan.row_results.empty()) s += " | then per row: store " + names(plan.row_results, t);
   return s;
+}
+
+namespace {
+
+// The numbers a plan line names, each settable by key.
+std::map<std::string, int*> plan_fields(KernelPlan& plan) {
+  if (plan.kind == KernelPlan::Kind::pointwise) return {{"block", &plan.block}, {"lanes", &plan.lanes}};
+  if (plan.kind == KernelPlan::Kind::column) return {{"block", &plan.block}};
+  return {{"block", &plan.block}, {"held", &plan.held}, {"held_run", &plan.held_run}, {"stream_run", &plan.stream_run}};
+}
+
+struct PlanRequest {
+  std::string kind;
+  std::vector<std::pair<std::string, int64_t>> numbers;  // key=value, in order
+  std::string passes;                                     // after the first " | ", if any
+};
+
+PlanRequest parse_plan_line(const std::string& text, const std::string& where) {
+  PlanRequest r;
+  const size_t bar = text.find(" | ");
+  std::string head = text.substr(0, bar);
+  if (bar != std::string::npos) r.passes = text.substr(bar + 3);
+  size_t at = 0;
+  auto next_word = [&] {
+    while (at < head.size() && head[at] == ' ') ++at;
+    const size_t start = at;
+    while (at < head.size() && head[at] != ' ') ++at;
+    return head.substr(start, at - start);
+  };
+  r.kind = next_word();
+  for (std::string word = next_word(); !word.empty(); word = next_word()) {
+    const size_t eq = word.find('=');
+    int64_t value = 0;
+    const char* end = word.data() + word.size();
+    if (eq == std::string::npos || eq == 0 || std::from_chars(word.data() + eq + 1, end, value).ptr != end || eq + 1 == word.size())
+      throw UserError(where, "plan: expected key=number, got \"" + printable_line(word) + "\"");
+    r.numbers.emplace_back(word.substr(0, eq), value);
+  }
+  return r;
+}
+
+}  // namespace
+
+// A plan as a stage listing gives it: the kernel's own plan, with the changes a listing may ask
+// for because the emitter writes correct code either way (lanes=1, held=0, hoisted=0,
+// stream_run=1); any other difference is an error, so that a listing cannot make the emitter
+// write a kernel its plan's checks never saw.
+KernelPlan plan_from_listing(const std::string& text, const Trace& t, const Op& kernel, const std::string& where) {
+  const PlanRequest request = parse_plan_line(text, where);
+  const bool streamed = std::count(request.numbers.begin(), request.numbers.end(), std::pair<std::string, int64_t>{"held", 0}) > 0;
+  KernelPlan plan = plan_kernel(t, kernel, !streamed);
+  if (request.kind != kind_name(plan.kind))
+    throw UserError(where, "plan: the kernel is " + kind_name(plan.kind) + ", not \"" + printable_line(request.kind) + "\"");
+  const std::map<std::string, int*> fields = plan_fields(plan);
+  for (const auto& [key, value] : request.numbers) {
+    if (key == "hoisted" && plan.kind == KernelPlan::Kind::row) {
+      if (value != int64_t(plan.hoisted) && value != 0) throw UserError(where, "plan: hoisted=" + std::to_string(value) + " is not possible here");
+      plan.hoisted = value != 0;
+      continue;
+    }
+    auto field = fields.find(key);
+    if (field == fields.end()) throw UserError(where, "plan: a " + kind_name(plan.kind) + " kernel has no \"" + printable_line(key) + "\"");
+    const bool narrower = value == 1 && (key == "lanes" || key == "stream_run");
+    if (value != *field->second && !narrower)
+      throw UserError(where, "plan: " + key + "=" + std::to_string(value) + " is not a plan thunder-gen writes for this kernel (it plans " + key + "=" +
+                                 std::to_string(*field->second) + "); a listing may ask for lanes=1, held=0, hoisted=0 or stream_run=1 instead");
+    *field->second = int(value);
+  }
+  const std::string planned = plan_text(plan, kernel, t);
+  const size_t bar = planned.find(" | ");
+  const std::string passes = bar == std::string::npos ? "" : planned.substr(bar + 3);
+  if (!request.passes.empty() && request.passes != passes)
+    throw UserError(where, "plan: the passes listed are not those of this kernel's reductions, which are: " + printable_line(passes));
+  return plan;
 }
 
 }  // namespace tg

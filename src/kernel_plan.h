@@ -66,10 +66,17 @@ struct KernelPlan {
   int passes_over_row() const;  // the rounds that loop over the row
 };
 
-// The plan for `kernel`, a thunder_gen.kernel op of `t`.
-KernelPlan plan_kernel(const Trace& t, const Op& kernel);
+// The plan for `kernel`, a thunder_gen.kernel op of `t`. may_hold_row = false: a row kernel
+// streams its row in every pass, even where it could hold it in registers.
+KernelPlan plan_kernel(const Trace& t, const Op& kernel, bool may_hold_row = true);
 // Plans and names every kernel of a fused trace (the end of fusion).
 Trace plan_kernels(Trace fused);
+
+// The plan a stage listing's "# plan: " line gives `kernel` (read back by --from-stage): its own
+// plan, with only the changes that keep the emitted code correct (lanes=1, held=0, hoisted=0,
+// stream_run=1); the passes after " | ", when given, must be the kernel's. Throws a UserError at
+// `where` for anything else.
+KernelPlan plan_from_listing(const std::string& text, const Trace& t, const Op& kernel, const std::string& where);
 
 // One line, as `--emit fused` prints it after "# plan: ": the kind and its numbers as key=value,
 // then each pass over the row after a "|" ("row block=256 held=4 held_run=4 hoisted=1

@@ -8,6 +8,7 @@
 #include "fuse.h"
 #include "kernel_plan.h"
 #include "reader.h"
+#include "thunder_gen/diagnostics.h"
 #include "trace_builder.h"
 #include "verify.h"
 
@@ -140,4 +141,32 @@ TEST_CASE("the emitter writes the plan it is given") {
   const std::string text = forward_text(t);
   CHECK(text.find("c_x[") == std::string::npos);
   CHECK(test::count(text, "for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {") == 3);
+}
+
+TEST_CASE("a listing's plan line reads back as the kernel's plan, with only the changes that keep the code correct") {
+  const tg::Trace t = fused(normalize_trace());
+  const tg::Op& kernel = t.ops[0];
+  const std::string planned = tg::plan_text(*kernel.plan, kernel, t);
+  CHECK(tg::plan_text(tg::plan_from_listing(planned, t, kernel, "k.txt"), kernel, t) == planned);
+  // Asking for the row to be streamed: held=0 (and what goes with it) without the passes.
+  const tg::KernelPlan streamed = tg::plan_from_listing("row held=0", t, kernel, "k.txt");
+  CHECK(streamed.held == 0);
+  CHECK(streamed.held_run == 1);
+  CHECK(streamed.rounds.size() == 3);
+  // Anything the emitter was not planned for is refused, saying what is planned.
+  auto refusal = [&](const std::string& line) {
+    try {
+      tg::plan_from_listing(line, t, kernel, "k.txt:3");
+    } catch (const tg::UserError& e) {
+      CHECK(e.where == "k.txt:3");
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refusal("row block=512").find("block=512 is not a plan thunder-gen writes for this kernel (it plans block=256)") != std::string::npos);
+  CHECK(refusal("row held=8").find("held=8 is not a plan") != std::string::npos);
+  CHECK(refusal("pointwise block=256").find("the kernel is row") != std::string::npos);
+  CHECK(refusal("row lanes=4").find("has no \"lanes\"") != std::string::npos);
+  CHECK(refusal("row held").find("expected key=number") != std::string::npos);
+  CHECK(refusal("row block=256 | pass 1: write y").find("the passes listed are not those") != std::string::npos);
 }
