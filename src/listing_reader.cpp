@@ -232,8 +232,8 @@ class ListingReader {
     def_line_ = next_;
     Cursor c = line(next_);
     if (!c.at("def "))
-      c.fail("expected \"def <name>(<inputs>):\": a listing printed by --emit or --dump-dir after a pass that leaves a trace (the partition's "
-             "plan and the CUDA source are not traces)");
+      c.fail("expected \"def <name>(<inputs>):\": a listing --emit or --dump-dir printed (after the partition: --dump-dir's "
+             "NN-partition-forward.txt or -backward.txt; --emit plan prints the plan, not a trace)");
     c.expect("def ");
     t_.name = c.identifier("the trace's name");
     c.expect("(");
@@ -675,9 +675,7 @@ class ListingReader {
 }  // namespace
 
 ListingTrace read_listing(std::string_view text, const std::string& file, Pass after) {
-  if (after == Pass::partition || after == Pass::emit)
-    throw UserError(file, "", after == Pass::partition ? "the partition's listing is its plan (explain's text), not a trace: resume from the joint listing (--from-stage autograd)"
-                                                      : "the CUDA source is the last stage: no pass runs after it");
+  if (after == Pass::emit) throw UserError(file, "", "the CUDA source is the last stage: no pass runs after it");
   return ListingReader(text, file, after).read();
 }
 

@@ -26,7 +26,8 @@ struct ListingTrace {
 };
 
 // `after`: the pass whose listing it is, which decides what it may hold (kernels only after
-// fusion; the joint marks only after autograd). The partition's listing (explain's plan) and the
+// fusion; the joint marks only after autograd). After the partition, a listing is one of its two
+// traces (--dump-dir's NN-partition-forward.txt, -backward.txt); its plan (--emit plan) and the
 // emitted source are not traces: refused. Throws UserError(file, line, message).
 ListingTrace read_listing(std::string_view text, const std::string& file, Pass after);
 ListingTrace read_listing_file(const std::string& path, Pass after);
