@@ -17,6 +17,7 @@
 
 #include "folder_check.h"
 #include "generated_text.h"
+#include "listing_reader.h"
 #include "pipeline.h"
 #include "printer.h"
 #include "reader.h"
@@ -108,6 +109,7 @@ int validate(const std::vector<std::string>& files) {
 
 struct Request {
   std::string trace_file, out_dir, emit, dump_dir;
+  std::string from_stage;         // --from-stage PASS: trace_file is that pass's listing
   bool verbose = false;
   std::string tags_file;          // --tags overrides.json
   std::vector<std::string> tags;  // --tag <selector>=<policy>, in order
@@ -162,6 +164,7 @@ int check_folder(const std::string& out_dir, const tg::FileSet& files, size_t di
 
 // Options that cannot go together, refused rather than one of them ignored.
 std::string conflicting_options(const Request& r) {
+  if (!r.from_stage.empty() && r.emit.empty()) return "--from-stage runs the passes after a listing's: give --emit, the stage to print";
   if (!r.check) return r.diff_lines_given ? "--diff-lines goes with --check" : "";
   if (!r.emit.empty()) return "--check compares an output folder; --emit prints a stage instead";
   if (!r.dump_dir.empty()) return "--check writes nothing, so --dump-dir cannot go with it";
@@ -184,6 +187,16 @@ std::vector<std::string> emit_stage_names() {
   std::vector<std::string> names;
   for (const auto& [name, pass] : emit_stages()) names.push_back(name);
   return names;
+}
+
+// --from-stage's listing, read back, and where the pipeline resumes; its --emit must come after.
+tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options) {
+  const tg::Pass after = emit_stages().at(r.from_stage);
+  if (*options.stop_after <= after)
+    throw tg::UserError("thunder-gen", "--emit " + r.emit, "prints a stage before the passes --from-stage " + r.from_stage + " runs");
+  tg::ListingTrace listing = tg::read_listing_file(r.trace_file, after);
+  options.resume = tg::Resume{after, listing.joint.value_or(tg::JointMarks{})};
+  return std::move(listing.trace);
 }
 
 int generate(const Request& r) {
@@ -210,7 +223,7 @@ int generate(const Request& r) {
   if (!r.dump_dir.empty() && !out_dir.empty() && tg::path_within(r.dump_dir, out_dir))
     throw tg::UserError("thunder-gen", "--dump-dir " + r.dump_dir, "is inside the output folder " + out_dir + ", which is replaced as a whole");
   auto start = std::chrono::steady_clock::now();
-  tg::Trace trace = tg::read_trace_file(file);
+  tg::Trace trace = r.from_stage.empty() ? tg::read_trace_file(file) : read_listing_to_resume(r, options);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
   tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
@@ -272,6 +285,9 @@ int main(int argc, char** argv) {
                  "autograd (or joint), partition (or plan: as explain prints it), epilogue, fuse (or fused), emit (or cuda)")
       ->check(CLI::IsMember(emit_stage_names()));
   app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
+  app.add_option("--from-stage", request.from_stage,
+                 "the input is the listing --emit prints after this pass (or --dump-dir writes): run the passes after it (give --emit)")
+      ->check(CLI::IsMember(emit_stage_names()));
   app.add_flag("-v,--verbose", request.verbose, "one line per pass, with its time");
   app.add_flag("--check", request.check,
                "write nothing: exit 0 when the output folder holds exactly what generation writes, else 1 with a unified diff (a/ the folder, b/ generation)");

@@ -110,8 +110,13 @@ void PassManager::finish(Pass pass, size_t in_ops, const Trace& out, Clock::time
   stop_if_asked(pass, [&] { return print_trace(out); });
 }
 
+// A joint trace's listing marks its cotangents and its backward part, so it reads back as one.
 void PassManager::finish(Pass pass, size_t in_ops, const JointTrace& out, Clock::time_point start) {
-  finish(pass, in_ops, out.trace, start);
+  verify(out.trace, pass);
+  log_line(pass, ops_change(in_ops, out.trace.ops.size()), start);
+  const JointMarks marks{out.forward_inputs, out.forward_ops};
+  dump(pass_name(pass), print_joint_trace(out.trace, marks));
+  stop_if_asked(pass, [&] { return print_joint_trace(out.trace, marks); });
 }
 
 // The two traces are verified by the threads that lower them (verify()), side by side.
@@ -140,11 +145,15 @@ void PassManager::log_line(Pass pass, const std::string& what, Clock::time_point
 }
 
 void PassManager::dump(std::string_view name, const Trace& t) {
+  if (!options_.dump_dir.empty()) dump(name, print_trace(t));
+}
+
+void PassManager::dump(std::string_view name, const std::string& listing) {
   if (options_.dump_dir.empty()) return;
   char prefix[8];
   std::snprintf(prefix, sizeof prefix, "%02d-", next_dump_++);
   const std::string file = prefix + (role_.empty() ? "" : role_ + "-") + std::string(name) + ".txt";
-  write_dump(std::filesystem::path(options_.dump_dir) / file, print_trace(t));
+  write_dump(std::filesystem::path(options_.dump_dir) / file, listing);
 }
 
 

@@ -80,6 +80,7 @@ class PassManager {
 
   void log_line(Pass pass, const std::string& what, Clock::time_point start);
   void dump(std::string_view name, const Trace& t);
+  void dump(std::string_view name, const std::string& listing);
   template <class MakeListing>
   void stop_if_asked(Pass pass, MakeListing&& listing);  // (made only when it stops)
 

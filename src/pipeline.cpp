@@ -33,10 +33,17 @@ struct Lowered {
   std::optional<CudaFile> cuda;
 };
 
-Lowered lower(Trace t, PassManager& passes, const EntryPoint& entry, const char* file, const char* input_file) {
-  Trace folded = passes.run(Pass::epilogue, fold_gemm_epilogues, std::move(t));
+// Runs `pass` on `in`, unless the run resumes after it (--from-stage): `in` is its result then.
+template <class F>
+Trace step(Pass pass, F&& f, Trace in, PassManager& passes, const PipelineOptions& o) {
+  return o.resumes_after(pass) ? in : passes.run(pass, std::forward<F>(f), std::move(in));
+}
+
+Lowered lower(Trace t, PassManager& passes, const EntryPoint& entry, const char* file, const PipelineOptions& o) {
+  const char* input_file = o.input_file.c_str();
+  Trace folded = step(Pass::epilogue, fold_gemm_epilogues, std::move(t), passes, o);
   if (passes.stopped()) return {std::move(folded), std::nullopt};
-  Lowered out{passes.run(Pass::fuse, fuse, std::move(folded)), std::nullopt};
+  Lowered out{step(Pass::fuse, fuse, std::move(folded), passes, o), std::nullopt};
   if (passes.stopped()) return out;
   out.cuda = passes.run(Pass::emit, [&](const Trace& fused) { return emit_cuda(fused, entry, file, input_file); }, out.fused);
   return out;
@@ -78,19 +85,28 @@ struct Work {
 };
 
 // Binding, policies, decomposition and dead code: the trace every later pass starts from.
+// (A run resumed after one of these passes starts with its result: see step.)
 Trace front_end(Trace read, const PipelineOptions& o, PassManager& passes, Trace& input) {
-  passes.finish_read(read);
-  Trace bound = passes.run(Pass::rng, bind_rng, std::move(read));
-  input = passes.run(Pass::overrides, [&](Trace t) { return apply_overrides(std::move(t), o.overrides); }, std::move(bound));
+  if (!o.resumes_after(Pass::read)) passes.finish_read(read);
+  Trace bound = step(Pass::rng, bind_rng, std::move(read), passes, o);
+  input = step(Pass::overrides, [&](Trace t) { return apply_overrides(std::move(t), o.overrides); }, std::move(bound), passes, o);
   const bool training = trains(input);
-  Trace decomposed = passes.run(Pass::decompose, [&](const Trace& t) { return decompose(t, training); }, input);
-  return passes.run(Pass::dead_code, remove_dead_ops, std::move(decomposed));
+  Trace decomposed = o.resumes_after(Pass::decompose) ? input : passes.run(Pass::decompose, [&](const Trace& t) { return decompose(t, training); }, input);
+  return step(Pass::dead_code, remove_dead_ops, std::move(decomposed), passes, o);
 }
 
-// Autograd and the rematerialization plan, for a trace that trains.
-Partition differentiate(Trace forward, PassManager& passes, const RematOptions& remat) {
-  JointTrace joint = passes.run(Pass::autograd, autograd, std::move(forward));
-  return passes.run(Pass::partition, [&](JointTrace j) { return partition(std::move(j), remat); }, std::move(joint));
+// Autograd and the rematerialization plan, for a trace that trains (or a joint trace read back).
+Partition differentiate(Trace forward, PassManager& passes, const PipelineOptions& o) {
+  JointTrace joint;
+  if (o.resumes_after(Pass::autograd)) {
+    const JointMarks& marks = o.resume->joint;
+    const size_t cotangents = forward.inputs.size() - marks.forward_inputs;  // one per forward output
+    joint = JointTrace{.trace = std::move(forward), .forward_ops = marks.forward_ops, .forward_inputs = marks.forward_inputs,
+                       .forward_outputs = cotangents};
+  } else {
+    joint = passes.run(Pass::autograd, autograd, std::move(forward));
+  }
+  return passes.run(Pass::partition, [&](JointTrace j) { return partition(std::move(j), o.remat); }, std::move(joint));
 }
 
 // What --emit asked of a lowering pass, from the forward's and the backward's forks.
@@ -129,8 +145,9 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
   Trace decomposed = front_end(std::move(read), o, passes, work->input);
   const Trace& input = work->input;
   Trace* forward = &decomposed;
-  if (trains(input)) {
-    work->parts = differentiate(std::move(decomposed), passes, o.remat);
+  // (A listing from after the partition is one of its two traces, lowered as it is.)
+  if (trains(input) && !o.resumes_after(Pass::partition)) {
+    work->parts = differentiate(std::move(decomposed), passes, o);
     forward = &work->parts->forward;
   } else {
     passes.skip(Pass::autograd, print_trace(decomposed));
@@ -152,7 +169,7 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
   if (parts)
     backward_future = std::async(std::launch::async, [&, backward = with_ops_of(work->parts->backward)]() mutable {
       PassManager::verify(backward, Pass::partition);
-      return lower(std::move(backward), backward_passes, *backward_api, "backward.cu", o.input_file.c_str());
+      return lower(std::move(backward), backward_passes, *backward_api, "backward.cu", o);
     });
   std::string harness;
   std::optional<ManifestWriter> manifest;
@@ -160,7 +177,7 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
   try {
     Trace to_lower = parts ? with_ops_of(*forward) : std::move(*forward);
     if (parts) PassManager::verify(to_lower, Pass::partition);
-    work->forward = lower(std::move(to_lower), forward_passes, forward_api, "forward.cu", o.input_file.c_str());
+    work->forward = lower(std::move(to_lower), forward_passes, forward_api, "forward.cu", o);
     if (!forward_passes.stopped()) {
       const auto harness_start = std::chrono::steady_clock::now();
       harness = emit_harness(input, parts, forward_api, backward_api ? &*backward_api : nullptr, o.input_file);

@@ -5,6 +5,7 @@
 // run through the pass manager (src/pass_manager.h), which verifies, times, lists and stops.
 #pragma once
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -12,13 +13,24 @@
 #include "overrides.h"
 #include "partition.h"
 #include "pass_manager.h"
+#include "printer.h"
 #include "thunder_gen/ir.h"
 
 namespace tg {
 
+// --from-stage: the pipeline resumed after pass `after` on a trace read back from that pass's
+// listing (src/listing_reader.h). After autograd the trace is the joint trace, its parts marked.
+struct Resume {
+  Pass after = Pass::read;
+  JointMarks joint;
+};
+
 struct PipelineOptions : PassOptions {
   std::vector<Override> overrides;  // rematerialization policies: the file's, then --tag's
   RematOptions remat;
+  std::optional<Resume> resume;
+  // Whether `pass` is one the run does not make: --from-stage's listing is from after it.
+  bool resumes_after(Pass pass) const { return resume && pass <= resume->after; }
 };
 
 struct PipelineResult {
@@ -33,8 +45,8 @@ struct PipelineResult {
 // The process's peak resident memory so far, in MB (for -v).
 long peak_rss_mb();
 
-// `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs. The trace is
-// taken by value: a caller done with it moves it in.
+// `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs. The trace (the
+// one read, or with options.resume the listing's) is taken by value: a caller done with it moves it in.
 PipelineResult run_pipeline(Trace input, const PipelineOptions& options, std::ostream& log);
 
 }  // namespace tg

@@ -1,7 +1,9 @@
 #include "printer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <span>
 
 #include "generated_text.h"
 #include "kernel_plan.h"
@@ -96,17 +98,25 @@ std::string call_text(const Op& op, const Trace& t) {
   return s + ")";
 }
 
-std::string types_comment(const Op& op, const Trace& t) {
+// In a listing (`listing`), a bit-packed value's type says so and the op's provenance follows
+// (where it is in the input, and the torch-level call it came from), so the listing reads back
+// (src/listing_reader.h); a kernel's comments (print_op) leave them out.
+std::string types_comment(const Op& op, const Trace& t, bool listing = false) {
   std::string s = "  # ";
-  for (size_t i = 0; i < op.outs.size(); ++i) s += (i ? ", " : "") + t.value(op.outs[i]).name + ": " + print_type(t.value(op.outs[i]));
+  for (size_t i = 0; i < op.outs.size(); ++i) {
+    const Value& v = t.value(op.outs[i]);
+    s += (i ? ", " : "") + v.name + ": " + print_type(v) + (listing && v.bit_packed ? " packed" : "");
+  }
   if (!op.tags.empty()) {
     s += "  tags:";
     for (const std::string& tag : op.tags) s += " " + tag;
   }
+  if (listing && !(op.origin.empty() && op.where.empty()))
+    s += "  (" + op.origin + (op.origin.empty() || op.where.empty() ? "" : " at ") + op.where + ")";
   return s;
 }
 
-void print_ops(const std::vector<Op>& ops, const Trace& t, const std::string& indent, std::string& out);
+void print_ops(std::span<const Op> ops, const Trace& t, const std::string& indent, std::string& out);
 
 void print_body(const char* label, const SubTrace& body, const Trace& t, const std::string& indent, std::string& out) {
   out += indent + label + "(";
@@ -123,9 +133,9 @@ void print_body(const char* label, const SubTrace& body, const Trace& t, const s
   out += "\n";
 }
 
-void print_ops(const std::vector<Op>& ops, const Trace& t, const std::string& indent, std::string& out) {
+void print_ops(std::span<const Op> ops, const Trace& t, const std::string& indent, std::string& out) {
   for (const Op& op : ops) {
-    out += indent + outs_text(op, t) + " = " + call_text(op, t) + types_comment(op, t) + "\n";
+    out += indent + outs_text(op, t) + " = " + call_text(op, t) + types_comment(op, t, true) + "\n";
     if (op.custom) {
       print_body("# fwd", op.custom->fwd, t, indent + "  ", out);
       print_body("# bwd", op.custom->bwd, t, indent + "  ", out);
@@ -141,19 +151,38 @@ std::string print_op(const Op& op, const Trace& t, bool types) {
   return outs_text(op, t) + " = " + call_text(op, t) + (types ? types_comment(op, t) : "");
 }
 
-std::string print_trace(const Trace& t) {
+namespace {
+
+// The listing of `t`; for a joint trace, `joint` marks its cotangent inputs and where its backward
+// part starts.
+std::string print_listing(const Trace& t, const JointMarks* joint) {
   std::string out = "def " + t.name + "(";
   for (size_t i = 0; i < t.inputs.size(); ++i) out += (i ? ", " : "") + t.value(t.inputs[i]).name;
   out += "):\n";
-  for (ValueId id : t.inputs) {
-    const Value& v = t.value(id);
-    out += "  # " + v.name + ": " + print_type(v) + (v.requires_grad ? " requires_grad" : "") + "\n";
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    const Value& v = t.value(t.inputs[i]);
+    out += "  # " + v.name + ": " + print_type(v) + (v.requires_grad ? " requires_grad" : "") + (v.bit_packed ? " packed" : "") +
+           (joint && i >= joint->forward_inputs ? " cotangent" : "") + "\n";
   }
-  print_ops(t.ops, t, "  ", out);
+  if (!joint) {
+    print_ops(t.ops, t, "  ", out);
+  } else {
+    const std::span<const Op> ops(t.ops);
+    const size_t forward_ops = std::min(joint->forward_ops, ops.size());
+    print_ops(ops.first(forward_ops), t, "  ", out);
+    out += "  # backward\n";
+    print_ops(ops.subspan(forward_ops), t, "  ", out);
+  }
   out += "  return (";
   for (size_t i = 0; i < t.outputs.size(); ++i) out += (i ? ", " : "") + t.value(t.outputs[i]).name;
   out += t.outputs.size() == 1 ? ",)\n" : ")\n";
   return out;
 }
+
+}  // namespace
+
+std::string print_trace(const Trace& t) { return print_listing(t, nullptr); }
+
+std::string print_joint_trace(const Trace& t, const JointMarks& marks) { return print_listing(t, &marks); }
 
 }  // namespace tg

@@ -1,6 +1,8 @@
 // Printer: a Trace as a readable, Thunder-style listing, e.g.
 //   t2 = prims.mul(t0, t1)  # t2: f32[1024, 1024]
-// Decompositions and the bodies of fused kernels follow their op as indented comments.
+// Decompositions and the bodies of fused kernels follow their op as indented comments. The
+// comment after an op gives its values' types, its tags and where it came from ("(/ops/3)", or
+// "(torch.nn.functional.gelu at /ops/3)" for a prim a torch-level call lowered to).
 #pragma once
 #include <string>
 
@@ -9,6 +11,14 @@
 namespace tg {
 
 std::string print_trace(const Trace& trace);
+// Where a joint trace's (src/autograd.h) parts meet: its inputs from `forward_inputs` on are
+// cotangents ("# cotangent_t2: f32[8] cotangent"), and a "# backward" line comes before op
+// `forward_ops`, so the listing reads back as a joint trace.
+struct JointMarks {
+  size_t forward_inputs = 0;
+  size_t forward_ops = 0;
+};
+std::string print_joint_trace(const Trace& trace, const JointMarks& marks);
 // One op as its listing line (without its decomposition); `types` adds the "# t2: f32[...]" comment.
 std::string print_op(const Op& op, const Trace& trace, bool types = true);
 std::string print_type(const Value& v);      // "f32[1024, 1024]" or "f64 scalar"

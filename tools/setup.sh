@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev catch2 libtorch-dev
           libboost-graph-dev libboost-context-dev libmimalloc-dev libsimdjson-dev libdtl-dev python3 python3-venv strace
-          clang-16 libclang-rt-16-dev)  # the fuzz build (tools/fuzz.sh): clang and libFuzzer with its sanitizers
+          clang-16 libclang-rt-16-dev   # the fuzz build (tools/fuzz.sh): clang and libFuzzer with its sanitizers
+          llvm-16-tools)                # FileCheck and split-file, for the per-pass tests (tests/passes/)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
