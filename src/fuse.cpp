@@ -468,6 +468,11 @@ class Fuser {
     if (kernel.layout.is_row && (shape != kernel.layout.domain || home_is_reduction(v))) return kernel.layout.outer_index();
     return identity_index(shape.size());
   }
+  // Where v is defined: its input's place, or after the inputs, its op's place.
+  std::pair<int, int> defined_at(ValueId v) const {
+    if (producer_[v] >= 0) return {1, producer_[v]};
+    return {0, int(std::find(t_.inputs.begin(), t_.inputs.end(), v) - t_.inputs.begin())};
+  }
   bool home_is_reduction(ValueId v) const { return producer_[v] >= 0 && is_reduction(t_.ops[producer_[v]]); }
 
   Trace build() {
@@ -507,8 +512,11 @@ class Fuser {
         for (ValueId v : kernels_[size_t(kernel.finishes)].sums_over_rows)
           if (home_[v] == int(k)) parts.finish(op, v);
       for (int i : ops[k]) op.sub.push_back(take(i));
-      // Reads in the order the trace defines them, for stable signatures.
+      // Reads in the order the trace defines them (inputs, then each op's outputs), for stable
+      // signatures that a listing read back (--from-stage) gives too: values a pass made later
+      // (a Philox seed input) have larger ids than their place says.
       std::vector<ValueId> in(reads[k].begin(), reads[k].end());
+      std::sort(in.begin(), in.end(), [&](ValueId a, ValueId b) { return defined_at(a) < defined_at(b); });
       for (ValueId v : in) op.args.push_back(Arg::of_value(v));
       for (ValueId v : kernel.members)
         if (read_elsewhere.count(v)) op.outs.push_back(v);
