@@ -11,6 +11,7 @@
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
+#include "rng.h"
 
 #define TG_HOST_ONLY
 #include "tg_runtime.cuh"  // the runtime's Philox generator
@@ -393,12 +394,7 @@ class Interpreter {
         double p = op.arg(1).as_double();
         Tensor x = in();
         if (!op.arg(2).boolean || p == 0.0) return {x};
-        uint64_t seed = uint64_t(operand(op.arg(4), torch::kInt64).item<int64_t>());
-        uint64_t offset = uint64_t(operand(op.arg(5), torch::kInt64).item<int64_t>());
-        Tensor keep = torch::empty({x.numel()}, torch::kBool);
-        bool* k = keep.data_ptr<bool>();
-        for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(6).integer)) < float(1.0 - p);
-        return {x * keep.reshape(x.sizes()).to(x.scalar_type()) * (1.0 / (1.0 - p))};
+        return {philox_dropout(op, x, p, 4)};
       }
       case OpKind::t_cat: {
         std::vector<Tensor> parts;
@@ -478,14 +474,7 @@ class Interpreter {
         }
         Tensor p = torch::softmax(s, -1);
         double dropout_p = op.arg(4).as_double();
-        if (dropout_p > 0.0) {  // the runtime's Philox, as the lowering draws it
-          uint64_t seed = uint64_t(operand(op.arg(7), torch::kInt64).item<int64_t>());
-          uint64_t offset = uint64_t(operand(op.arg(8), torch::kInt64).item<int64_t>());
-          Tensor keep = torch::empty({p.numel()}, torch::kBool);
-          bool* k = keep.data_ptr<bool>();
-          for (int64_t i = 0; i < p.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(9).integer)) < float(1.0 - dropout_p);
-          p = p * keep.reshape(p.sizes()).to(p.scalar_type()) * (1.0 / (1.0 - dropout_p));
-        }
+        if (dropout_p > 0.0) p = philox_dropout(op, p, dropout_p, 7);
         return {torch::matmul(p, v)};
       }
       case OpKind::t_mha: return multi_head_attention(op);
@@ -542,9 +531,22 @@ class Interpreter {
     throw InternalError("reference: cannot evaluate " + op.symbol);
   }
 
+  // x with elements dropped with probability p, scaled by 1 / (1 - p): the mask from the runtime's
+  // Philox stream given by the op's seed, offset and stream parameters (at seed_param), as the
+  // lowering draws it.
+  Tensor philox_dropout(const Op& op, const Tensor& x, double p, size_t seed_param) {
+    uint64_t seed = uint64_t(operand(op.arg(seed_param), torch::kInt64).item<int64_t>());
+    uint64_t offset = uint64_t(operand(op.arg(seed_param + 1), torch::kInt64).item<int64_t>());
+    Tensor keep = torch::empty({x.numel()}, torch::kBool);
+    bool* k = keep.data_ptr<bool>();
+    for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(seed_param + 2).integer)) < float(1.0 - p);
+    return x * keep.reshape(x.sizes()).to(x.scalar_type()) * (1.0 / (1.0 - p));
+  }
+
   // multi_head_attention_forward as PyTorch's Python function computes it, in LibTorch ops
   // (LibTorch 1.13's C++ multi_head_attention_forward differs: it adds a b8 attn_mask as 0/1 and
-  // takes no 3-D attn_mask, no float key_padding_mask and no is_causal).
+  // takes no 3-D attn_mask, no float key_padding_mask and no is_causal). Attention dropout drops
+  // the weights, which need_weights returns dropped, as PyTorch does.
   std::vector<Tensor> multi_head_attention(const Op& op) {
     auto given = [&](size_t i) -> c10::optional<Tensor> {
       if (!op.arg(i).is_value()) return c10::nullopt;
@@ -576,7 +578,9 @@ class Interpreter {
     const Tensor q_scaled = q * std::sqrt(1.0 / double(head_dim)), k_t = k.transpose(-2, -1);
     Tensor scores = mask ? torch::baddbmm(*mask, q_scaled, k_t) : torch::bmm(q_scaled, k_t);
     if (causal) scores = scores.masked_fill(torch::ones({l, s}, torch::kBool).tril().logical_not(), -INFINITY);
-    const Tensor weights = torch::softmax(scores, -1);
+    Tensor weights = torch::softmax(scores, -1);
+    const double dropout_p = op.arg(mha_dropout_p).as_double();
+    if (op.arg(mha_training).boolean && dropout_p > 0.0) weights = philox_dropout(op, weights, dropout_p, philox_seed_param(op));
     Tensor y = torch::bmm(weights, v).transpose(0, 1).reshape({l * n, e});
     y = torch::linear(y, *given(mha_out_proj_weight), given(mha_out_proj_bias)).view({l, n, -1});
     if (!batched) y = y.squeeze(1);

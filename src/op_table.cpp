@@ -831,12 +831,12 @@ void check_mha_masks(const Trace& t, const Op& op, const Value& q, const Value& 
     fail(mha_is_causal, "is_causal needs attn_mask (it is a hint that attn_mask is the causal mask; PyTorch raises without one)");
 }
 
-// What thunder-gen does not do: attention dropout, bias_k/bias_v, add_zero_attn, static_k/static_v.
+// dropout_p a number in [0, 1); what thunder-gen does not do: bias_k/bias_v, add_zero_attn,
+// static_k/static_v.
 void refuse_unsupported_mha(const Op& op) {
   need_number_literal(op, mha_dropout_p, "dropout_p");
   const double p = op.arg(mha_dropout_p).as_double();
-  if (p < 0.0 || p > 1.0) fail(mha_dropout_p, "dropout_p must be in [0, 1]");
-  if (op.arg(mha_training).boolean && p != 0.0) fail(mha_dropout_p, "attention dropout is not supported: dropout_p must be 0 (or training false)");
+  if (p < 0.0 || p >= 1.0) fail(mha_dropout_p, "dropout_p must be in [0, 1)");
   need_null(op, mha_bias_k, "bias_k (add_bias_kv) is not supported");
   need_null(op, mha_bias_v, "bias_v (add_bias_kv) is not supported");
   if (op.arg(mha_add_zero_attn).boolean) fail(mha_add_zero_attn, "add_zero_attn is not supported");
@@ -1157,8 +1157,9 @@ std::vector<OpInfo> build_table() {
               opt("use_separate_proj_weight", K::boolean, Arg::of_bool(false)), opt("q_proj_weight", K::optional_tensor),
               opt("k_proj_weight", K::optional_tensor), opt("v_proj_weight", K::optional_tensor), opt("static_k", K::optional_tensor),
               opt("static_v", K::optional_tensor), opt("average_attn_weights", K::boolean, Arg::of_bool(true)),
-              opt("is_causal", K::boolean, Arg::of_bool(false))},
-             mha_rule, "", D::floats, "nn.MultiheadAttention: projections, heads, masks and the attention row's math; dropout_p 0"},
+              opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"seed", K::optional_number, true, true, {}},
+              Param{"offset", K::optional_number, true, true, {}}, Param{"stream", K::integer, true, true, Arg::of_int(0)}},
+             mha_rule, "", D::floats, "nn.MultiheadAttention: projections, heads, masks and the attention row's math; dropout draws like dropout"},
 
       // seed and offset are an extension: thunder-gen's RNG pass (src/rng.cpp) binds them to the
       // trace's Philox seed and offset inputs; Thunder's traces do not pass them.

@@ -4,6 +4,7 @@
 
 #include "distributed.h"
 #include "prim_vocabulary.h"
+#include "rng.h"
 #include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
 
@@ -381,18 +382,22 @@ V attention_logits(G& g, const Op& op) {
   return s;
 }
 
-// softmax(logits) @ v, the weights dropped with dropout_p, drawn as dropout draws (src/rng.cpp
-// bound the state).
+// Attention weights p dropped with dropout_p, drawn as dropout draws from the seed, offset and
+// stream src/rng.cpp bound to the op.
+V attention_dropout(G& g, const Op& op, V p, double dropout_p) {
+  const size_t seed = philox_seed_param(op);
+  TG_CHECK(op.arg(seed).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
+  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, p)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(seed),
+                                         op.arg(seed + 1), op.arg(seed + 2)});
+  V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
+  return mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
+}
+
+// softmax(logits) @ v, the weights dropped with dropout_p.
 V lower_sdpa(G& g, const Op& op) {
   V p = attention_softmax(g, attention_logits(g, op));
-  const Shape ss = shape_of(g, p);
-  double dropout_p = op.arg(4).as_double();
-  if (dropout_p > 0.0) {
-    TG_CHECK(op.arg(7).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
-    V r = call(g, "prims.uniform_philox", {int_list(ss), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(7), op.arg(8), op.arg(9)});
-    V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
-    p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
-  }
+  const double dropout_p = op.arg(4).as_double();
+  if (dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
   return matmul(g, p, repeat_heads(g, op, op.arg(2).value));
 }
 
@@ -619,13 +624,16 @@ V mha_masked(G& g, const Op& op, const MhaShape& m, V s) {
   return s;
 }
 
-// softmax(q k^T / sqrt(head_dim) + masks) v per head, the heads merged back and out-projected;
-// with need_weights also the softmax, averaged over heads (in f32 for 16-bit) or per head.
+// softmax(q k^T / sqrt(head_dim) + masks) v per head (the softmax dropped with dropout_p in
+// training), the heads merged back and out-projected; with need_weights also the softmax as
+// dropped, averaged over heads (in f32 for 16-bit) or per head.
 std::vector<ValueId> lower_mha(G& g, const Op& op) {
   const MhaShape m = mha_shape_of(g, op);
   V q = mha_in_projection(g, op, m, 0), k = mha_in_projection(g, op, m, 1), v = mha_in_projection(g, op, m, 2);
   V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(1.0 / std::sqrt(double(m.head_dim))));
   V p = attention_softmax(g, mha_masked(g, op, m, s));
+  const double dropout_p = op.arg(mha_dropout_p).as_double();
+  if (op.arg(mha_training).boolean && dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
   V heads = call(g, "prims.transpose", {val(matmul(g, p, v)), int_list({2, 0, 1, 3})});  // [L, N, heads, head_dim]
   V merged = reshape(g, heads, {m.l, m.n, m.heads * m.head_dim});
   V y = linear(g, merged, op.arg(mha_out_proj_weight).value, optional_value(op, mha_out_proj_bias));
