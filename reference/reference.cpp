@@ -11,6 +11,7 @@
 
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
+#include "rng.h"
 
 #define TG_HOST_ONLY
 #include "tg_runtime.cuh"  // the runtime's Philox generator
@@ -393,12 +394,7 @@ class Interpreter {
         double p = op.arg(1).as_double();
         Tensor x = in();
         if (!op.arg(2).boolean || p == 0.0) return {x};
-        uint64_t seed = uint64_t(operand(op.arg(4), torch::kInt64).item<int64_t>());
-        uint64_t offset = uint64_t(operand(op.arg(5), torch::kInt64).item<int64_t>());
-        Tensor keep = torch::empty({x.numel()}, torch::kBool);
-        bool* k = keep.data_ptr<bool>();
-        for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(6).integer)) < float(1.0 - p);
-        return {x * keep.reshape(x.sizes()).to(x.scalar_type()) * (1.0 / (1.0 - p))};
+        return {philox_dropout(op, x, p, 4)};
       }
       case OpKind::t_cat: {
         std::vector<Tensor> parts;
@@ -478,16 +474,10 @@ class Interpreter {
         }
         Tensor p = torch::softmax(s, -1);
         double dropout_p = op.arg(4).as_double();
-        if (dropout_p > 0.0) {  // the runtime's Philox, as the lowering draws it
-          uint64_t seed = uint64_t(operand(op.arg(7), torch::kInt64).item<int64_t>());
-          uint64_t offset = uint64_t(operand(op.arg(8), torch::kInt64).item<int64_t>());
-          Tensor keep = torch::empty({p.numel()}, torch::kBool);
-          bool* k = keep.data_ptr<bool>();
-          for (int64_t i = 0; i < p.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(9).integer)) < float(1.0 - dropout_p);
-          p = p * keep.reshape(p.sizes()).to(p.scalar_type()) * (1.0 / (1.0 - dropout_p));
-        }
+        if (dropout_p > 0.0) p = philox_dropout(op, p, dropout_p, 7);
         return {torch::matmul(p, v)};
       }
+      case OpKind::t_mha: return multi_head_attention(op);
       case OpKind::t_layer_norm: {
         auto ns = op.arg(1).int_list();
         c10::optional<Tensor> w, b;
@@ -539,6 +529,65 @@ class Interpreter {
                                  ": the reference interpreter runs one process, not a process group (tools/check_distributed.py checks distributed traces)");
     }
     throw InternalError("reference: cannot evaluate " + op.symbol);
+  }
+
+  // x with elements dropped with probability p, scaled by 1 / (1 - p): the mask from the runtime's
+  // Philox stream given by the op's seed, offset and stream parameters (at seed_param), as the
+  // lowering draws it.
+  Tensor philox_dropout(const Op& op, const Tensor& x, double p, size_t seed_param) {
+    uint64_t seed = uint64_t(operand(op.arg(seed_param), torch::kInt64).item<int64_t>());
+    uint64_t offset = uint64_t(operand(op.arg(seed_param + 1), torch::kInt64).item<int64_t>());
+    Tensor keep = torch::empty({x.numel()}, torch::kBool);
+    bool* k = keep.data_ptr<bool>();
+    for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(seed_param + 2).integer)) < float(1.0 - p);
+    return x * keep.reshape(x.sizes()).to(x.scalar_type()) * (1.0 / (1.0 - p));
+  }
+
+  // multi_head_attention_forward as PyTorch's Python function computes it, in LibTorch ops
+  // (LibTorch 1.13's C++ multi_head_attention_forward differs: it adds a b8 attn_mask as 0/1 and
+  // takes no 3-D attn_mask, no float key_padding_mask and no is_causal). Attention dropout drops
+  // the weights, which need_weights returns dropped, as PyTorch does.
+  std::vector<Tensor> multi_head_attention(const Op& op) {
+    auto given = [&](size_t i) -> c10::optional<Tensor> {
+      if (!op.arg(i).is_value()) return c10::nullopt;
+      return env_.at(op.arg(i).value);
+    };
+    const bool batched = t_.value(op.arg(mha_query).value).shape.size() == 3;
+    auto batch = [&](size_t i) { return batched ? *given(i) : given(i)->unsqueeze(1); };
+    const Tensor query = batch(mha_query), key = batch(mha_key), value = batch(mha_value);
+    const int64_t l = query.size(0), n = query.size(1), e = query.size(2), s = key.size(0), heads = op.arg(mha_num_heads).integer;
+    const int64_t head_dim = e / heads;
+    auto as_float = [&](c10::optional<Tensor> m) -> c10::optional<Tensor> {  // _canonical_mask: b8 true is -inf
+      if (!m || m->scalar_type() != torch::kBool) return m;
+      return torch::zeros(m->sizes(), query.options()).masked_fill(*m, -INFINITY);
+    };
+    const bool causal = mha_causal_replaces_mask(op);
+    c10::optional<Tensor> mask = causal ? c10::nullopt : as_float(given(mha_attn_mask)), padding = as_float(given(mha_key_padding_mask));
+    std::vector<c10::optional<Tensor>> biases(3);
+    if (auto b = given(mha_in_proj_bias)) biases = {b->chunk(3)[0], b->chunk(3)[1], b->chunk(3)[2]};
+    auto project = [&](size_t which, const Tensor& x) {
+      Tensor w = op.arg(mha_use_separate_proj_weight).boolean ? *given(mha_q_proj_weight + which) : given(mha_in_proj_weight)->chunk(3)[which];
+      return torch::linear(x, w, biases[which]).reshape({x.size(0), n * heads, head_dim}).transpose(0, 1);
+    };
+    const Tensor q = project(0, query), k = project(1, key), v = project(2, value);
+    if (mask && mask->dim() == 2) mask = mask->unsqueeze(0);
+    if (padding) {
+      Tensor p = padding->reshape({n, 1, 1, s}).expand({n, heads, 1, s}).reshape({n * heads, 1, s});
+      mask = mask ? *mask + p : p;
+    }
+    const Tensor q_scaled = q * std::sqrt(1.0 / double(head_dim)), k_t = k.transpose(-2, -1);
+    Tensor scores = mask ? torch::baddbmm(*mask, q_scaled, k_t) : torch::bmm(q_scaled, k_t);
+    if (causal) scores = scores.masked_fill(torch::ones({l, s}, torch::kBool).tril().logical_not(), -INFINITY);
+    Tensor weights = torch::softmax(scores, -1);
+    const double dropout_p = op.arg(mha_dropout_p).as_double();
+    if (op.arg(mha_training).boolean && dropout_p > 0.0) weights = philox_dropout(op, weights, dropout_p, philox_seed_param(op));
+    Tensor y = torch::bmm(weights, v).transpose(0, 1).reshape({l * n, e});
+    y = torch::linear(y, *given(mha_out_proj_weight), given(mha_out_proj_bias)).view({l, n, -1});
+    if (!batched) y = y.squeeze(1);
+    if (!op.arg(mha_need_weights).boolean) return {y};
+    Tensor w = weights.view({n, heads, l, s});
+    if (op.arg(mha_average_attn_weights).boolean) w = w.mean(1);
+    return {y, batched ? w : w.squeeze(0)};
   }
 
   // torch.max / torch.min in their three forms, on operands rounded as maximum's and amax's are.

@@ -773,6 +773,109 @@ std::vector<OutType> normalize_rule(const Trace& t, const Op& op) {
   return {{a.dtype, a.shape}};
 }
 
+// ---- multi_head_attention_forward (nn.MultiheadAttention) ----
+
+// A tensor argument of exactly `shape` and `dt`; `required`: null is refused too.
+void need_typed(const Trace& t, const Op& op, size_t i, const Shape& shape, DType dt, const char* what, bool required) {
+  if (op.arg(i).kind == Arg::Kind::none) {
+    if (required) fail(int(i), std::string(what) + " is required here");
+    return;
+  }
+  const Value* v = tensor_arg(t, op, i);
+  if (!v || v->shape != shape || v->dtype != dt)
+    fail(int(i), std::string(what) + " must be " + std::string(dtype_name(dt)) + shape_str(shape));
+}
+
+void need_null(const Op& op, size_t i, const std::string& why) {
+  if (op.arg(i).kind != Arg::Kind::none) fail(int(i), why);
+}
+
+// The in-projection (packed [3E, E], or q/k/v weights with use_separate_proj_weight, where key and
+// value may have their own widths) and the out-projection [E', E].
+void check_mha_projections(const Trace& t, const Op& op, const Value& q, const Value& k, const Value& v) {
+  const int64_t e = q.shape.back();
+  if (op.arg(mha_use_separate_proj_weight).boolean) {
+    need_null(op, mha_in_proj_weight, "in_proj_weight must be null with use_separate_proj_weight (PyTorch would ignore it)");
+    need_typed(t, op, mha_q_proj_weight, {e, e}, q.dtype, "q_proj_weight", true);
+    need_typed(t, op, mha_k_proj_weight, {e, k.shape.back()}, q.dtype, "k_proj_weight", true);
+    need_typed(t, op, mha_v_proj_weight, {e, v.shape.back()}, q.dtype, "v_proj_weight", true);
+  } else {
+    if (k.shape.back() != e || v.shape != k.shape) fail(mha_value, "key and value need query's embedding dim and one shape (other widths need use_separate_proj_weight)");
+    need_typed(t, op, mha_in_proj_weight, {3 * e, e}, q.dtype, "in_proj_weight", true);
+    for (size_t i : {mha_q_proj_weight, mha_k_proj_weight, mha_v_proj_weight})
+      need_null(op, i, std::string(op.info->params[i].name) + " must be null without use_separate_proj_weight (PyTorch would ignore it)");
+  }
+  need_typed(t, op, mha_in_proj_bias, {3 * e}, q.dtype, "in_proj_bias", false);
+  const Value* out = tensor_arg(t, op, mha_out_proj_weight);
+  if (!out || out->shape.size() != 2 || out->shape[1] != e || out->dtype != q.dtype)
+    fail(mha_out_proj_weight, "out_proj_weight must be " + std::string(dtype_name(q.dtype)) + "[E', " + std::to_string(e) + "]");
+  need_typed(t, op, mha_out_proj_bias, {out->shape[0]}, q.dtype, "out_proj_bias", false);
+}
+
+// attn_mask [L, S] or [N * heads, L, S], key_padding_mask [N, S] (unbatched: [heads, L, S] and
+// [S]), each b8 (true: not attended) or query's dtype (added); is_causal needs attn_mask.
+void check_mha_masks(const Trace& t, const Op& op, const Value& q, const Value& k) {
+  const bool batched = q.shape.size() == 3;
+  const int64_t l = q.shape[0], s = k.shape[0], n = batched ? q.shape[1] : 1, heads = op.arg(mha_num_heads).integer;
+  auto check = [&](size_t i, const char* what, const std::vector<Shape>& shapes) {
+    const Value* m = tensor_arg(t, op, i);
+    if (op.arg(i).kind == Arg::Kind::none) return;
+    std::string allowed;
+    for (const Shape& shape : shapes) allowed += (allowed.empty() ? "" : " or ") + shape_str(shape);
+    if (!m || std::find(shapes.begin(), shapes.end(), m->shape) == shapes.end() || (m->dtype != DType::b8 && m->dtype != q.dtype))
+      fail(int(i), std::string(what) + " must be b8 or " + std::string(dtype_name(q.dtype)) + ", of shape " + allowed);
+  };
+  check(mha_attn_mask, "attn_mask", {{l, s}, {n * heads, l, s}});
+  check(mha_key_padding_mask, "key_padding_mask", {batched ? Shape{n, s} : Shape{s}});
+  if (op.arg(mha_is_causal).boolean && op.arg(mha_attn_mask).kind == Arg::Kind::none)
+    fail(mha_is_causal, "is_causal needs attn_mask (it is a hint that attn_mask is the causal mask; PyTorch raises without one)");
+}
+
+// dropout_p a number in [0, 1); what thunder-gen does not do: bias_k/bias_v, add_zero_attn,
+// static_k/static_v.
+void refuse_unsupported_mha(const Op& op) {
+  need_number_literal(op, mha_dropout_p, "dropout_p");
+  const double p = op.arg(mha_dropout_p).as_double();
+  if (p < 0.0 || p >= 1.0) fail(mha_dropout_p, "dropout_p must be in [0, 1)");
+  need_null(op, mha_bias_k, "bias_k (add_bias_kv) is not supported");
+  need_null(op, mha_bias_v, "bias_v (add_bias_kv) is not supported");
+  if (op.arg(mha_add_zero_attn).boolean) fail(mha_add_zero_attn, "add_zero_attn is not supported");
+  need_null(op, mha_static_k, "static_k is not supported");
+  need_null(op, mha_static_v, "static_v is not supported");
+}
+
+// multi_head_attention_forward(query [L, N, E] or unbatched [L, E], key [S, N, kdim], value
+// [S, N, vdim], ...) -> attn_output [L, N, E'] and, with need_weights, the attention weights
+// [N, L, S] averaged over heads or [N, heads, L, S] (unbatched: without N). Without need_weights
+// PyTorch returns None for them, which is no value: the op has one output.
+std::vector<OutType> mha_rule(const Trace& t, const Op& op) {
+  const Value& q = float_tensor(t, op, mha_query);
+  const Value& k = t.value(op.arg(mha_key).value);
+  const Value& v = t.value(op.arg(mha_value).value);
+  const size_t rank = q.shape.size();
+  if (rank != 2 && rank != 3) fail(mha_query, "query must be [L, N, E] or unbatched [L, E], not " + shape_str(q.shape));
+  for (size_t i : {mha_key, mha_value}) {
+    const Value& kv = t.value(op.arg(i).value);
+    if (kv.shape.size() != rank || kv.dtype != q.dtype) fail(int(i), std::string(op.info->params[i].name) + " needs query's rank and dtype");
+    if (rank == 3 && kv.shape[1] != q.shape[1]) fail(int(i), std::string(op.info->params[i].name) + "'s batch dim differs from query's");
+  }
+  if (v.shape[0] != k.shape[0]) fail(mha_value, "value's sequence dim differs from key's");
+  const int64_t e = q.shape.back(), heads = op.arg(mha_num_heads).integer;
+  if (op.arg(mha_embed_dim_to_check).integer != e)
+    fail(mha_embed_dim_to_check, "embed_dim_to_check is " + std::to_string(op.arg(mha_embed_dim_to_check).integer) + ", query's embedding dim " + std::to_string(e));
+  if (heads <= 0 || e % heads != 0) fail(mha_num_heads, "num_heads must divide the embedding dim " + std::to_string(e));
+  check_mha_projections(t, op, q, k, v);
+  check_mha_masks(t, op, q, k);
+  refuse_unsupported_mha(op);
+  Shape out = q.shape;
+  out.back() = t.value(op.arg(mha_out_proj_weight).value).shape[0];
+  if (!op.arg(mha_need_weights).boolean) return {{q.dtype, out}};
+  Shape weights = {q.shape[0], k.shape[0]};
+  if (!op.arg(mha_average_attn_weights).boolean) weights.insert(weights.begin(), heads);
+  if (rank == 3) weights.insert(weights.begin(), q.shape[1]);
+  return {{q.dtype, out}, {q.dtype, weights}};
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -1045,6 +1148,19 @@ std::vector<OpInfo> build_table() {
               opt("out", K::optional_tensor)},
              normalize_rule, "", D::floats, "p=2 only"},
 
+      OpInfo{OpKind::t_mha, "torch.nn.functional.multi_head_attention_forward", FusionClass::composite,
+             {p("query", K::tensor), p("key", K::tensor), p("value", K::tensor), p("embed_dim_to_check", K::integer), p("num_heads", K::integer),
+              p("in_proj_weight", K::optional_tensor), p("in_proj_bias", K::optional_tensor), p("bias_k", K::optional_tensor),
+              p("bias_v", K::optional_tensor), p("add_zero_attn", K::boolean), p("dropout_p", K::number), p("out_proj_weight", K::tensor),
+              p("out_proj_bias", K::optional_tensor), opt("training", K::boolean, Arg::of_bool(true)), opt("key_padding_mask", K::optional_tensor),
+              opt("need_weights", K::boolean, Arg::of_bool(true)), opt("attn_mask", K::optional_tensor),
+              opt("use_separate_proj_weight", K::boolean, Arg::of_bool(false)), opt("q_proj_weight", K::optional_tensor),
+              opt("k_proj_weight", K::optional_tensor), opt("v_proj_weight", K::optional_tensor), opt("static_k", K::optional_tensor),
+              opt("static_v", K::optional_tensor), opt("average_attn_weights", K::boolean, Arg::of_bool(true)),
+              opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"seed", K::optional_number, true, true, {}},
+              Param{"offset", K::optional_number, true, true, {}}, Param{"stream", K::integer, true, true, Arg::of_int(0)}},
+             mha_rule, "", D::floats, "nn.MultiheadAttention: projections, heads, masks and the attention row's math; dropout draws like dropout"},
+
       // seed and offset are an extension: thunder-gen's RNG pass (src/rng.cpp) binds them to the
       // trace's Philox seed and offset inputs; Thunder's traces do not pass them.
       OpInfo{OpKind::t_dropout, "torch.nn.functional.dropout", FusionClass::composite,
@@ -1116,6 +1232,10 @@ ClassLossArgs class_loss_args(const Op& op) {
   if (op.info->kind == OpKind::t_nll_loss)  // Thunder's ignore_index=None means -1
     return {op.arg(3).kind == Arg::Kind::none ? -1 : op.arg(3).integer, op.arg(4).text};
   return {op.arg(4).integer, op.arg(6).text};
+}
+
+bool mha_causal_replaces_mask(const Op& op) {
+  return op.arg(mha_is_causal).boolean && op.arg(mha_key_padding_mask).kind == Arg::Kind::none && !op.arg(mha_need_weights).boolean;
 }
 
 // Other ids Thunder gives an op of the table, as {the row's id, the other id}.

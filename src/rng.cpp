@@ -14,6 +14,7 @@ bool unbound_draw(const Op& op) {
   if (!op.info) return false;
   if (op.info->kind == OpKind::uniform) return true;
   if (op.info->kind == OpKind::t_sdpa && op.arg(4).is_number() && op.arg(4).as_double() == 0.0) return false;
+  if (op.info->kind == OpKind::t_mha && !(op.arg(mha_training).boolean && op.arg(mha_dropout_p).as_double() > 0.0)) return false;
   size_t s = philox_seed_param(op);
   return s && op.info->kind != OpKind::uniform_philox && op.arg(s).kind == Arg::Kind::none;
 }
@@ -50,6 +51,7 @@ size_t philox_seed_param(const Op& op) {
     case OpKind::uniform_philox: return 5;
     case OpKind::t_dropout: return 4;
     case OpKind::t_sdpa: return 7;
+    case OpKind::t_mha: return mha_is_causal + 1;  // seed, offset, stream: the row's extension after PyTorch's parameters
     default: return 0;
   }
 }

@@ -17,7 +17,8 @@ namespace tg {
 Trace bind_rng(Trace trace);
 
 // Where an op that can draw keeps its Philox seed (the offset and the stream follow), or 0:
-// prims.uniform_philox, torch.nn.functional.dropout, scaled_dot_product_attention.
+// prims.uniform_philox, torch.nn.functional.dropout, scaled_dot_product_attention,
+// multi_head_attention_forward.
 size_t philox_seed_param(const Op& op);
 
 }  // namespace tg

@@ -4,6 +4,7 @@
 
 #include "distributed.h"
 #include "prim_vocabulary.h"
+#include "rng.h"
 #include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
 
@@ -201,16 +202,20 @@ V lower_gelu(G& g, const Op& op) {
   return downcast(g, y, dt);
 }
 
-// a @ w^T (+ bias over the last dim).
-V lower_linear(G& g, const Op& op) {
-  V a = op.arg(0).value, w = op.arg(1).value;
+// The optional tensor argument i, or kNoValue.
+V optional_value(const Op& op, size_t i) { return op.arg(i).is_value() ? op.arg(i).value : kNoValue; }
+
+// a @ w^T (+ b over the last dim, unless b is kNoValue).
+V linear(G& g, V a, V w, V b) {
   V y = matmul(g, a, call(g, "prims.transpose", {val(w), int_list({1, 0})}));
-  if (op.arg(2).is_value()) {
+  if (b != kNoValue) {
     Shape shape = shape_of(g, y);
-    y = add(g, val(y), val(broadcast(g, op.arg(2).value, shape, {int64_t(shape.size()) - 1})));
+    y = add(g, val(y), val(broadcast(g, b, shape, {int64_t(shape.size()) - 1})));
   }
   return y;
 }
+
+V lower_linear(G& g, const Op& op) { return linear(g, op.arg(0).value, op.arg(1).value, optional_value(op, 2)); }
 
 // reshape, unsqueeze and the layout-only prims: a reshape to the output's shape.
 V reshape_to_output(G& g, const Op& op) {
@@ -342,22 +347,34 @@ V repeat_heads(G& g, const Op& op, V kv) {
   return reshape(g, broadcast(g, kv, spread, dims), merged);
 }
 
+// Attention logits [..., L, S] where row i sees columns j <= i (is_causal), the rest -inf.
+V causal(G& g, V s) {
+  const Shape ss = shape_of(g, s);
+  const int64_t r = int64_t(ss.size()), l = ss[size_t(r - 2)], sl = ss[size_t(r - 1)];
+  V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
+  return where(g, broadcast(g, keep, ss, {r - 2, r - 1}), val(s), num(-INFINITY));
+}
+
+// The attention weights: softmax of the logits over their last dim.
+V attention_softmax(G& g, V s) {
+  const Shape ss = shape_of(g, s);
+  const int64_t last = int64_t(ss.size()) - 1;
+  V mx = unreduce(g, call(g, "prims.amax", {val(s), int_list({last})}), ss, {last});
+  V e = unary(g, "prims.exp", sub(g, val(s), val(mx)));
+  return div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
+}
+
 // scaled_dot_product_attention's logits q @ k^T * scale, causal (row i sees columns j <= i) and
 // masked by attn_mask (a b8 mask keeps, a float mask adds).
 V attention_logits(G& g, const Op& op) {
   V q = op.arg(0).value, k = repeat_heads(g, op, op.arg(1).value);
-  Shape qs = shape_of(g, q), ks = shape_of(g, k);
+  const Shape qs = shape_of(g, q);
   size_t r = qs.size();
   double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
   V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(scale));
-  Shape ss = shape_of(g, s);
-  if (op.arg(5).boolean) {
-    int64_t l = qs[r - 2], sl = ks[r - 2];
-    V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-    V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-    V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
-    s = where(g, broadcast(g, keep, ss, {int64_t(r) - 2, int64_t(r) - 1}), val(s), num(-INFINITY));
-  }
+  if (op.arg(5).boolean) s = causal(g, s);
   if (op.arg(3).is_value()) {
     V m = op.arg(3).value;
     s = value_of(g, m).dtype == DType::b8 ? where(g, m, val(s), num(-INFINITY)) : add(g, val(s), val(m));
@@ -365,22 +382,22 @@ V attention_logits(G& g, const Op& op) {
   return s;
 }
 
-// softmax(logits) @ v, the weights dropped with dropout_p, drawn as dropout draws (src/rng.cpp
-// bound the state).
+// Attention weights p dropped with dropout_p, drawn as dropout draws from the seed, offset and
+// stream src/rng.cpp bound to the op.
+V attention_dropout(G& g, const Op& op, V p, double dropout_p) {
+  const size_t seed = philox_seed_param(op);
+  TG_CHECK(op.arg(seed).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
+  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, p)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(seed),
+                                         op.arg(seed + 1), op.arg(seed + 2)});
+  V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
+  return mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
+}
+
+// softmax(logits) @ v, the weights dropped with dropout_p.
 V lower_sdpa(G& g, const Op& op) {
-  V s = attention_logits(g, op);
-  Shape ss = shape_of(g, s);
-  int64_t last = int64_t(ss.size()) - 1;
-  V mx = unreduce(g, call(g, "prims.amax", {val(s), int_list({last})}), ss, {last});
-  V e = unary(g, "prims.exp", sub(g, val(s), val(mx)));
-  V p = div(g, val(e), val(unreduce(g, sum(g, e, {last}), ss, {last})));
-  double dropout_p = op.arg(4).as_double();
-  if (dropout_p > 0.0) {
-    TG_CHECK(op.arg(7).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
-    V r = call(g, "prims.uniform_philox", {int_list(ss), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(7), op.arg(8), op.arg(9)});
-    V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
-    p = mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
-  }
+  V p = attention_softmax(g, attention_logits(g, op));
+  const double dropout_p = op.arg(4).as_double();
+  if (dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
   return matmul(g, p, repeat_heads(g, op, op.arg(2).value));
 }
 
@@ -553,6 +570,79 @@ V lower_normalize(G& g, const Op& op) {
   V norm = where(g, nonzero, val(unary(g, "prims.sqrt", where(g, nonzero, val(squares), num(1.0)))), num(0.0));
   V denom = where(g, cmp(g, "prims.lt", val(norm), num(eps)), num(eps), val(norm));
   return downcast(g, div(g, val(a), val(unreduce(g, denom, shape, dims))), dt);
+}
+
+// ---- multi_head_attention_forward (nn.MultiheadAttention), as PyTorch's function computes it ----
+
+struct MhaShape {
+  int64_t l, s, n, heads, head_dim;  // n is 1 for unbatched inputs
+};
+
+MhaShape mha_shape_of(G& g, const Op& op) {
+  const Shape q = shape_of(g, op.arg(mha_query).value);
+  const int64_t heads = op.arg(mha_num_heads).integer;
+  return {q[0], shape_of(g, op.arg(mha_key).value)[0], q.size() == 3 ? q[1] : 1, heads, q.back() / heads};
+}
+
+// Rows [from, from + n) of a weight or a bias (dim 0).
+V rows_of(G& g, V w, int64_t from, int64_t n) {
+  const Shape s = shape_of(g, w);
+  std::vector<int64_t> start(s.size(), 0), end = s;
+  start[0] = from;
+  end[0] = from + n;
+  return call(g, "prims.slice_prim", {val(w), int_list(start), int_list(end), Arg{}});
+}
+
+// The in-projection of query, key or value (which = 0, 1, 2), split into heads: [N, heads, len,
+// head_dim]. Its weight is its third of in_proj_weight or its own, its bias its third of
+// in_proj_bias.
+V mha_in_projection(G& g, const Op& op, const MhaShape& m, size_t which) {
+  const int64_t e = m.heads * m.head_dim;
+  V x = op.arg(mha_query + which).value;
+  V w = op.arg(mha_use_separate_proj_weight).boolean ? op.arg(mha_q_proj_weight + which).value
+                                                     : rows_of(g, op.arg(mha_in_proj_weight).value, int64_t(which) * e, e);
+  V b = op.arg(mha_in_proj_bias).is_value() ? rows_of(g, op.arg(mha_in_proj_bias).value, int64_t(which) * e, e) : kNoValue;
+  V y = linear(g, x, w, b);
+  const int64_t len = shape_of(g, x)[0];
+  return call(g, "prims.transpose", {val(reshape(g, y, {len, m.n, m.heads, m.head_dim})), int_list({1, 2, 0, 3})});
+}
+
+// The masks on the logits [N, heads, L, S] as PyTorch's function reads them: a b8 mask's true is
+// not attended (-inf), a float mask is added; attn_mask [L, S] or [N * heads, L, S],
+// key_padding_mask [N, S]. With is_causal as the only hint (no key_padding_mask, no weights
+// wanted), the causal mask replaces attn_mask, as PyTorch hands it to SDPA.
+V mha_masked(G& g, const Op& op, const MhaShape& m, V s) {
+  if (mha_causal_replaces_mask(op)) return causal(g, s);
+  const Shape ss = shape_of(g, s);
+  auto apply = [&](V mask) { return value_of(g, mask).dtype == DType::b8 ? where(g, mask, num(-INFINITY), val(s)) : add(g, val(s), val(mask)); };
+  if (op.arg(mha_attn_mask).is_value()) {
+    V mask = op.arg(mha_attn_mask).value;
+    s = apply(shape_of(g, mask).size() == 2 ? broadcast(g, mask, ss, {2, 3}) : reshape(g, mask, ss));
+  }
+  if (op.arg(mha_key_padding_mask).is_value())
+    s = apply(broadcast(g, reshape(g, op.arg(mha_key_padding_mask).value, {m.n, m.s}), ss, {0, 3}));
+  return s;
+}
+
+// softmax(q k^T / sqrt(head_dim) + masks) v per head (the softmax dropped with dropout_p in
+// training), the heads merged back and out-projected; with need_weights also the softmax as
+// dropped, averaged over heads (in f32 for 16-bit) or per head.
+std::vector<ValueId> lower_mha(G& g, const Op& op) {
+  const MhaShape m = mha_shape_of(g, op);
+  V q = mha_in_projection(g, op, m, 0), k = mha_in_projection(g, op, m, 1), v = mha_in_projection(g, op, m, 2);
+  V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(1.0 / std::sqrt(double(m.head_dim))));
+  V p = attention_softmax(g, mha_masked(g, op, m, s));
+  const double dropout_p = op.arg(mha_dropout_p).as_double();
+  if (op.arg(mha_training).boolean && dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
+  V heads = call(g, "prims.transpose", {val(matmul(g, p, v)), int_list({2, 0, 1, 3})});  // [L, N, heads, head_dim]
+  V merged = reshape(g, heads, {m.l, m.n, m.heads * m.head_dim});
+  V y = linear(g, merged, op.arg(mha_out_proj_weight).value, optional_value(op, mha_out_proj_bias));
+  y = reshape(g, y, output_of(g, op, 0).shape);
+  if (!op.arg(mha_need_weights).boolean) return {y};
+  V weights = p;
+  if (op.arg(mha_average_attn_weights).boolean)
+    weights = downcast(g, div(g, val(sum(g, upcast(g, p), {1})), num(double(m.heads))), value_of(g, p).dtype);
+  return {y, reshape(g, weights, output_of(g, op, 1).shape)};
 }
 
 // ---- gradient rules of their own -------------------------------------------------------------
@@ -752,6 +842,7 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_triu: return {lower_triangle(g, op)};
     case OpKind::t_cumsum: return {lower_cumsum(g, op)};
     case OpKind::t_normalize: return {lower_normalize(g, op)};
+    case OpKind::t_mha: return lower_mha(g, op);
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: return {lower_norm(g, op)};
     case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack:

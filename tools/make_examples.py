@@ -1306,7 +1306,7 @@ def opaque_torch_ops():
                                   "a small trained graph: addmm (GPT-2's Conv1D), bmm, baddbmm, masked_fill, triu, tril, "
                                   "addcmul, addcdiv, clamp with tensor and number bounds, max and min in their three forms, "
                                   "cumsum (f32, and i64 with dtype=), normalize, embedding with padding_idx, cross_entropy "
-                                  "and nll_loss with class weights")
+                                  "and nll_loss with class weights, multi_head_attention_forward with b8 and float masks")
     f = "f32"
     x = t.input("x", [32, 64], f, requires_grad=True)
     w = t.input("w", [64, 48], f, requires_grad=True, init=fan_in(64))  # Conv1D's [in, out]
@@ -1347,7 +1347,21 @@ def opaque_torch_ops():
     ce = t.torch("torch.nn.functional.cross_entropy", [running, target, classes], {"label_smoothing": 0.1}, [], f)
     logp = t.torch("torch.log_softmax", [unit, 1], None, [32, 48], f)
     nll = t.torch("torch.nn.functional.nll_loss", [logp, target], {"weight": classes, "reduction": {"str": "none"}}, [32], f)
-    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, prod, clamped]
+    # nn.MultiheadAttention's call as Thunder records it (4 heads of 12 over 4 sequences of 8): the
+    # packed in-projection, upper's causal pattern as a b8 [8, 8] attn_mask (true: not attended),
+    # a float key_padding_mask, the weights averaged over heads.
+    seq = t.torch("torch.transpose", [q, 0, 1], None, [8, 4, 48], f)
+    causal = t.op("reshape", t.op("slice_prim", upper, [0, 0, 0], [1, 8, 8], None), [8, 8])
+    in_w = t.input("in_proj_weight", [144, 48], f, requires_grad=True, init=fan_in(48))
+    in_b = t.input("in_proj_bias", [144], f, requires_grad=True, init=fan_in(48))
+    out_w = t.input("out_proj_weight", [48, 48], f, requires_grad=True, init=fan_in(48))
+    out_b = t.input("out_proj_bias", [48], f, requires_grad=True, init=fan_in(48))
+    attn, attn_w = t.declare(t.fresh(), [8, 4, 48], f), t.declare(t.fresh(), [4, 8, 8], f)
+    t.lists[-1].append({"op": "torch.nn.functional.multi_head_attention_forward",
+                        "args": [seq, seq, seq, 48, 4, in_w, in_b, None, None, False, 0.0, out_w, out_b],
+                        "kwargs": {"key_padding_mask": t.input("key_padding", [4, 8], f), "attn_mask": causal},
+                        "out": [t.decl(attn), t.decl(attn_w)]})
+    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, prod, clamped, attn, attn_w]
     return t
 
 

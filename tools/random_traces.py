@@ -1604,7 +1604,8 @@ EXCLUDED: dict[str, str] = {
     # tests/random/eager_reference.py) is still to do.
     **{op: "an opaque torch call: grad_cases.h and examples/opaque_torch_ops.json"
        for op in ("torch.addmm torch.baddbmm torch.bmm torch.addcmul torch.addcdiv torch.max torch.min torch.clamp "
-                  "torch.masked_fill torch.tril torch.triu torch.cumsum torch.nn.functional.normalize").split()},
+                  "torch.masked_fill torch.tril torch.triu torch.cumsum torch.nn.functional.normalize "
+                  "torch.nn.functional.multi_head_attention_forward").split()},
 }
 
 # Constructs of findings already reported, which `run --avoid NAME` stops generating so that a long

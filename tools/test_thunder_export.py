@@ -30,6 +30,61 @@ class ScaleByCtxAttribute(torch.autograd.Function):
         return g * ctx.scale
 
 
+class TrainedAttention(torch.nn.Module):
+    """Self-attention with batch_first (weights averaged over heads), then cross-attention on a
+    memory of another length with the weights per head; packed in-projections."""
+    calls = 2
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.MultiheadAttention(16, 4, batch_first=True), torch.nn.MultiheadAttention(16, 2)
+
+    def forward(self, x, memory):
+        a, a_weights = self.a(x, x, x)
+        b, b_weights = self.b(x.transpose(0, 1), memory, memory, average_attn_weights=False)
+        return a, a_weights, b, b_weights
+
+
+class FrozenAttention(torch.nn.Module):
+    """kdim/vdim (separate q/k/v weights) with a float 2-D attn_mask and key_padding_mask; the
+    is_causal hint with its causal mask and no weights; a float 3-D attn_mask without biases."""
+    calls = 3
+
+    def __init__(self):
+        super().__init__()
+        self.c = torch.nn.MultiheadAttention(16, 4, kdim=6, vdim=10)
+        self.d = torch.nn.MultiheadAttention(16, 4, bias=False)
+        self.requires_grad_(False)
+
+    def forward(self, seq, memory, k6, v10, mask, padding, mask3, causal):
+        c, c_weights = self.c(seq, k6, v10, attn_mask=mask, key_padding_mask=padding)
+        d, _ = self.d(seq, seq, seq, attn_mask=causal, is_causal=True, need_weights=False)
+        e, e_weights = self.d(memory, memory, memory, attn_mask=mask3)
+        return c, c_weights, d, e, e_weights
+
+
+def write_eager_results(doc, tensors, outputs, folder):
+    """Writes, as a harness run would (its --inputs and --outputs files in one folder), a trace's
+    inputs, its `outputs` as PyTorch eager computed them and, when it trains, cotangents and eager's
+    gradients of the inputs that require them: thunder-gen-check then compares eager with LibTorch."""
+    from pathlib import Path
+    import torch_reference
+    thunder_export.save_inputs(tensors, folder)
+    decls = {d["name"]: d for d in doc["inputs"]}
+    for name, value in zip(doc["outputs"], outputs):
+        torch_reference.save_npy(Path(folder) / f"{name}.npy", value.detach(), "f32")
+    leaves = {n: t for n, t in tensors.items() if decls[n].get("requires_grad")}
+    if not leaves:
+        return
+    g = torch.Generator().manual_seed(1)
+    cotangents = [torch.randn(o.shape, generator=g) for o in outputs]
+    for name, c in zip(doc["outputs"], cotangents):
+        torch_reference.save_npy(Path(folder) / f"cotangent_{name}.npy", c, "f32")
+    grads = torch.autograd.grad(outputs, list(leaves.values()), cotangents)
+    for name, grad in zip(leaves, grads):
+        torch_reference.save_npy(Path(folder) / f"grad_{name}.npy", grad, "f32")
+
+
 class ExporterTest(unittest.TestCase):
     def test_unexpressible_dtype_names_the_symbol(self):
         with self.assertRaises(thunder_export.ExportError) as e:
@@ -91,6 +146,32 @@ class ExporterTest(unittest.TestCase):
                 json.dump(doc, f)
             run = subprocess.run([exe, "validate", path], capture_output=True, text=True)
             self.assertEqual(run.returncode, 0, run.stderr)
+
+    def test_multihead_attention_modules_bind_and_match_eager(self):
+        """nn.MultiheadAttention as Thunder records it (the transposes of batch_first, then
+        multi_head_attention_forward with Thunder's argument list) validates against thunder-gen's
+        row, and thunder-gen-check's LibTorch evaluation of the trace matches PyTorch eager on the
+        same tensors: every output and, for the trained modules, every input gradient. Thunder
+        records masks, need_weights=False and kdim/vdim only where nothing requires a gradient."""
+        torch.manual_seed(0)
+        trained = (TrainedAttention(), torch.randn(2, 5, 16, requires_grad=True), torch.randn(7, 2, 16, requires_grad=True))
+        frozen = (FrozenAttention(), torch.randn(5, 2, 16), torch.randn(7, 2, 16), torch.randn(7, 2, 6), torch.randn(7, 2, 10),
+                  torch.randn(5, 7), torch.randn(2, 7), torch.randn(8, 7, 7), torch.nn.Transformer.generate_square_subsequent_mask(5))
+        exe, check = os.environ.get("THUNDER_GEN"), os.environ.get("THUNDER_GEN_CHECK")
+        for name, (module, *args) in (("mha_trained", trained), ("mha_frozen", frozen)):
+            with self.subTest(name), tempfile.TemporaryDirectory() as work:
+                doc, tensors = thunder_export.export_with_inputs(module, *args, name=name)
+                self.assertEqual(sum(op["op"] == "torch.nn.functional.multi_head_attention_forward" for op in doc["ops"]), module.calls)
+                path = os.path.join(work, "trace.json")
+                with open(path, "w") as f:
+                    f.write(thunder_export.dumps(doc))
+                if not exe or not check:
+                    self.skipTest("no $THUNDER_GEN and $THUNDER_GEN_CHECK to validate and evaluate with")
+                run = subprocess.run([exe, "validate", path], capture_output=True, text=True)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                write_eager_results(doc, tensors, module(*args), work)
+                run = subprocess.run([check, path, work], capture_output=True, text=True)
+                self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 
     def test_inputs_found_by_what_they_are_not_by_thunder_names(self):
         class Project(torch.nn.Module):

@@ -222,6 +222,35 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                       call(info.id, "[\"q\", \"k\", \"v\"]", out("d", "[2, 3, 4]"), ", \"kwargs\": {\"dropout_p\": 0.3, \"is_causal\": true}") + "," +
                       call(info.id, "[\"gq\", \"gk\", \"gv\"]", out("gqa", "[2, 4, 3, 5]"), ", \"kwargs\": {\"is_causal\": true, \"enable_gqa\": true}"),
                   "\"o\", \"r\", \"d\", \"gqa\"", -1.0, 1.0};
+    // Self-attention with packed weights (weights averaged); cross-attention with separate q/k/v
+    // weights (kdim 3, vdim 5), b8 attn_mask and key_padding_mask, per-head weights, eval mode
+    // with dropout_p 0.1; float 3-D attn_mask and key_padding_mask without weights; is_causal (the
+    // float mask it replaces gets no gradient there); unbatched with a b8 mask; a float 2-D mask;
+    // attention dropout (0.3, drawn as dropout draws; the weights returned are the dropped ones).
+    case tg::OpKind::t_mha: {
+      const std::string head = "[\"x\", \"x\", \"x\", 4, 2, \"w\", \"b\", null, null, false, 0.0, \"ow\", \"ob\"]";
+      const std::string masks = call("prims.ge", "[\"p\", -2.0]", out("t", "[3, 4]", "b8")) + "," +
+                                call("torch.triu", "[\"t\", 1]", out("bm", "[3, 4]", "b8")) + "," +
+                                call("prims.slice_prim", "[\"bm\", [0, 0], [3, 3]]", out("bs", "[3, 3]", "b8")) + "," +
+                                call("prims.ge", "[\"pk\", -2.0]", out("tk", "[2, 4]", "b8")) + "," +
+                                call("torch.triu", "[\"tk\", 3]", out("bk", "[2, 4]", "b8"));
+      const std::string calls =
+          call(info.id, head, out("o", "[3, 2, 4]") + "," + out("ow_", "[2, 3, 3]")) + "," +
+          call(info.id, "[\"x\", \"kx\", \"vx\", 4, 2, null, \"b\", null, null, false, 0.1, \"ow\", null]", out("r", "[3, 2, 4]") + "," + out("rw", "[2, 2, 3, 4]"),
+               ", \"kwargs\": {\"training\": false, \"key_padding_mask\": \"bk\", \"attn_mask\": \"bm\", \"use_separate_proj_weight\": true, "
+               "\"q_proj_weight\": \"qw\", \"k_proj_weight\": \"kw\", \"v_proj_weight\": \"vw\", \"average_attn_weights\": false}") + "," +
+          call(info.id, head, out("c", "[3, 2, 4]"), ", \"kwargs\": {\"need_weights\": false, \"attn_mask\": \"fm3\", \"key_padding_mask\": \"fk\"}") + "," +
+          call(info.id, head, out("d", "[3, 2, 4]"), ", \"kwargs\": {\"need_weights\": false, \"attn_mask\": \"fm\", \"is_causal\": true}") + "," +
+          call(info.id, "[\"xu\", \"xu\", \"xu\", 4, 2, \"w\", \"b\", null, null, false, 0.0, \"ow\", \"ob\"]", out("u", "[3, 4]") + "," + out("uw", "[2, 3, 3]"),
+               ", \"kwargs\": {\"attn_mask\": \"bs\", \"average_attn_weights\": false}") + "," +
+          call(info.id, head, out("f", "[3, 2, 4]") + "," + out("fw", "[2, 3, 3]"), ", \"kwargs\": {\"attn_mask\": \"fm\"}") + "," +
+          call(info.id, "[\"x\", \"x\", \"x\", 4, 2, \"w\", \"b\", null, null, false, 0.3, \"ow\", \"ob\"]", out("dr", "[3, 2, 4]") + "," + out("drw", "[2, 3, 3]"));
+      return Case{f64("x", "[3, 2, 4]") + "," + f64("kx", "[4, 2, 3]") + "," + f64("vx", "[4, 2, 5]") + "," + f64("xu", "[3, 4]") + "," +
+                      f64("w", "[12, 4]") + "," + f64("b", "[12]") + "," + f64("ow", "[4, 4]") + "," + f64("ob", "[4]") + "," + f64("qw", "[4, 4]") + "," +
+                      f64("kw", "[4, 3]") + "," + f64("vw", "[4, 5]") + "," + f64("fm", "[3, 3]") + "," + f64("fm3", "[4, 3, 3]") + "," +
+                      f64("fk", "[2, 3]") + "," + f64("p", "[3, 4]", false) + "," + f64("pk", "[2, 4]", false),
+                  masks + "," + calls, "\"o\", \"ow_\", \"r\", \"rw\", \"c\", \"d\", \"u\", \"uw\", \"f\", \"fw\", \"dr\", \"drw\"", -1.0, 1.0};
+    }
     case tg::OpKind::t_layer_norm:  // affine over the last dim, and plain over the last two
       return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[4]") + "," + f64("b", "[4]"),
                   call(info.id, "[\"x\", [4], \"w\", \"b\", 1e-5]", out("o", "[2, 3, 4]")) + "," +
