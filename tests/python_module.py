@@ -2,7 +2,7 @@
 """Tests of thunder_gen (python/): generated folders loaded into PyTorch with thunder_gen.load,
 run from the virtual environment tools/setup-python.sh installs it into.
 
-    python_module.py corpus MODEL --work DIR   # one corpus model against PyTorch eager
+    python_module.py corpus MODEL... --work DIR   # corpus models against PyTorch eager, in one process
     python_module.py api --work DIR            # arguments, autograd, statuses, the build cache
     python_module.py cuda --work DIR           # the nvcc build (no GPU needed; run on one if any)
 
@@ -210,18 +210,29 @@ def check_training(checks: Checks, model, doc: dict, gen) -> None:
     checks.expect(not none, f"{model.name}: data inputs without requires_grad got no gradient {none}")
 
 
-def corpus_main(name: str, work: Path) -> int:
-    checks = Checks()
-    model = next((m for m in corpus.MODELS if m.name == name), None)
-    if model is None:
-        sys.exit(f"unknown corpus model {name!r}; the corpus has {[m.name for m in corpus.MODELS]}")
-    trace = ROOT / "examples" / "corpus" / f"{name}.json"
+def check_corpus_model(checks: Checks, model, work: Path) -> None:
+    trace = ROOT / "examples" / "corpus" / f"{model.name}.json"
     doc = json.loads(trace.read_text())
     gen = timed_load(checks, generate(trace, work / "out"), work / "extensions", device="cpu")
     start = time.time()
     check_forward_and_gradients(checks, model, doc, gen)
     check_training(checks, model, doc, gen)
-    print(f"{name}: checks ran in {time.time() - start:.1f} s")
+    print(f"{model.name}: checks ran in {time.time() - start:.1f} s")
+
+
+def corpus_main(names: list, work: Path) -> int:
+    """The models in one process (Python, torch and transformers imported once); one model's
+    exception counts as a failure and the others still run."""
+    checks = Checks()
+    models = {m.name: m for m in corpus.MODELS}
+    unknown = [n for n in names if n not in models]
+    if unknown:
+        sys.exit(f"unknown corpus models {unknown}; the corpus has {list(models)}")
+    for name in names:
+        try:
+            check_corpus_model(checks, models[name], work / name if len(names) > 1 else work)
+        except Exception as e:
+            checks.expect(False, f"{name}: {type(e).__name__}: {first_lines(str(e))}")
     return checks.summary()
 
 
@@ -497,15 +508,15 @@ def cuda_main(work: Path) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=["corpus", "api", "cuda"])
-    p.add_argument("model", nargs="?", help="corpus: the model (tools/corpus.py)")
+    p.add_argument("models", nargs="*", help="corpus: the models (tools/corpus.py), checked in one process")
     p.add_argument("--work", required=True, help="scratch folder (generated folders, the build cache)")
     a = p.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     if a.what == "corpus":
-        if not a.model:
+        if not a.models:
             p.error("corpus needs a model")
-        return corpus_main(a.model, work)
+        return corpus_main(a.models, work)
     return api_main(work) if a.what == "api" else cuda_main(work)
 
 
