@@ -372,6 +372,7 @@ class Interpreter {
       case OpKind::t_silu: return {torch::silu(in())};
       case OpKind::t_gelu: return {torch::gelu(in(), op.arg(1).text)};
       case OpKind::t_linear:
+      case OpKind::t_prim_linear:
         return {op.arg(2).is_value() ? torch::linear(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value)) : torch::linear(in(), env_.at(op.arg(1).value))};
       case OpKind::t_matmul: return {torch::matmul(in(), env_.at(op.arg(1).value))};
       case OpKind::t_reshape: return {in().reshape(to_vec(out.shape))};
@@ -458,6 +459,15 @@ class Interpreter {
         const Tensor x = in();
         const std::vector<int64_t> dims = op.arg(2).kind == Arg::Kind::integer ? std::vector<int64_t>{op.arg(2).integer} : op.arg(2).int_list();
         return {x / torch::norm(x, 2, dims, true).clamp_min(op.arg(3).as_double()).expand_as(x)};
+      }
+      case OpKind::t_conv1d:
+      case OpKind::t_conv2d:
+      case OpKind::t_convolution: {  // the rule admits patch convolutions only: stride is the kernel
+        const Tensor w = env_.at(op.arg(1).value);
+        const std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end()), zeros(kernel.size(), 0), ones(kernel.size(), 1);
+        c10::optional<Tensor> bias;
+        if (op.arg(2).is_value()) bias = env_.at(op.arg(2).value);
+        return {torch::convolution(in(), w, bias, kernel, zeros, ones, false, zeros, 1)};
       }
       case OpKind::t_sdpa: {  // the math form, written with LibTorch ops (1.13 has no fused SDPA)
         Tensor q = in(), k = env_.at(op.arg(1).value), v = env_.at(op.arg(2).value);

@@ -352,6 +352,8 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::t_addmm: case OpKind::t_baddbmm: case OpKind::t_bmm: case OpKind::t_addcmul: case OpKind::t_addcdiv:
     case OpKind::t_max: case OpKind::t_min: case OpKind::t_clamp: case OpKind::t_masked_fill: case OpKind::t_tril:
     case OpKind::t_triu: case OpKind::t_cumsum: case OpKind::t_normalize: case OpKind::t_mha:
+    case OpKind::t_conv1d: case OpKind::t_conv2d:
+    case OpKind::t_convolution: case OpKind::t_prim_linear:
     case OpKind::t_dropout: case OpKind::shallow_copy: case OpKind::stride_order:
       return torch_gradient(kind);
     // Distributed prims: synchronize has Thunder's rule, the collectives theirs (src/distributed.h);

@@ -876,6 +876,54 @@ std::vector<OutType> mha_rule(const Trace& t, const Op& op) {
   return {{q.dtype, out}, {q.dtype, weights}};
 }
 
+// conv1d / conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) and
+// prims.convolution(a, weight, bias, stride, padding, dilation, transposed, output_padding,
+// groups): only the patch embedding (kernel == stride, no padding, dilation 1, groups 1), which
+// lowers to a matmul (docs/torch-ops.md); any other argument is refused by name.
+std::vector<int64_t> per_spatial_dim(const Op& op, size_t i, size_t n, const char* what) {
+  const Arg& a = op.arg(i);
+  if (a.kind == Arg::Kind::integer) return std::vector<int64_t>(n, a.integer);
+  std::vector<int64_t> v = a.int_list();
+  if (v.size() == 1) v.assign(n, v[0]);
+  if (v.size() != n) fail(int(i), std::string(what) + " needs " + std::to_string(n) + " values, has " + shape_str(a.int_list()));
+  return v;
+}
+
+std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
+  const bool prim = op.info->kind == OpKind::t_convolution;
+  const Value& in = float_tensor(t, op, 0);
+  const Value& w = t.value(op.arg(1).value);
+  const size_t rank = prim ? w.shape.size() : (op.info->kind == OpKind::t_conv1d ? 3 : 4), n = rank - 2;
+  if (rank < 3) fail(1, "needs at least 3 dims (out channels, in channels, kernel), has shape " + shape_str(w.shape));
+  if (in.shape.size() != rank) fail(0, "needs " + std::to_string(rank) + " dims (batch, channels, " + std::to_string(n) + " spatial), has shape " + shape_str(in.shape));
+  if (w.shape.size() != rank) fail(1, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(w.shape));
+  if (w.dtype != in.dtype) fail(1, "has dtype " + std::string(dtype_name(w.dtype)) + ", not " + std::string(dtype_name(in.dtype)));
+  const size_t groups_at = prim ? 8 : 6;
+  if (op.arg(groups_at).integer != 1) fail(int(groups_at), "groups " + std::to_string(op.arg(groups_at).integer) + " is not supported (only groups=1)");
+  if (w.shape[1] != in.shape[1]) fail(1, "shape " + shape_str(w.shape) + " needs " + std::to_string(in.shape[1]) + " input channels (dim 1), as the input has");
+  if (const Value* b = tensor_arg(t, op, 2)) {
+    if (b->shape != Shape{w.shape[0]}) fail(2, "shape " + shape_str(b->shape) + " is not [" + std::to_string(w.shape[0]) + "], the weight's output channels");
+    if (b->dtype != in.dtype) fail(2, "has dtype " + std::string(dtype_name(b->dtype)) + ", not " + std::string(dtype_name(in.dtype)));
+  }
+  const Shape kernel(w.shape.begin() + 2, w.shape.end());
+  if (per_spatial_dim(op, 3, n, "stride") != kernel)
+    fail(3, "stride " + shape_str(per_spatial_dim(op, 3, n, "stride")) + " is not supported: it must equal the kernel size " + shape_str(kernel) + " (non-overlapping patches)");
+  for (int64_t pad : per_spatial_dim(op, 4, n, "padding"))
+    if (pad != 0) fail(4, "padding " + shape_str(per_spatial_dim(op, 4, n, "padding")) + " is not supported (only 0)");
+  for (int64_t d : per_spatial_dim(op, 5, n, "dilation"))
+    if (d != 1) fail(5, "dilation " + shape_str(per_spatial_dim(op, 5, n, "dilation")) + " is not supported (only 1)");
+  if (prim && op.arg(6).boolean) fail(6, "a transposed convolution is not supported");
+  if (prim)
+    for (int64_t p : per_spatial_dim(op, 7, n, "output_padding"))
+      if (p != 0) fail(7, "output_padding must be 0");
+  Shape out{in.shape[0], w.shape[0]};
+  for (size_t k = 0; k < n; ++k) {
+    if (kernel[k] < 1 || in.shape[k + 2] < kernel[k]) fail(0, "shape " + shape_str(in.shape) + " is smaller than the kernel " + shape_str(kernel));
+    out.push_back(in.shape[k + 2] / kernel[k]);
+  }
+  return {{in.dtype, out}};
+}
+
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
@@ -1045,6 +1093,9 @@ std::vector<OpInfo> build_table() {
              {p("a", K::tensor), Param{"approximate", K::string, true, true, string_arg("none")}}, gelu_rule, "", D::floats, ""},
       OpInfo{OpKind::t_linear, "torch.nn.functional.linear", FusionClass::composite,
              {p("a", K::tensor), p("w", K::tensor), opt("bias", K::optional_tensor)}, linear_rule, "", D::floats, ""},
+      // Thunder's autocast records F.linear as this prim, with no decomposition (bias required, maybe null).
+      OpInfo{OpKind::t_prim_linear, "prims.linear", FusionClass::composite,
+             {p("a", K::tensor), p("w", K::tensor), p("bias", K::optional_tensor)}, linear_rule, "", D::floats, "as torch.nn.functional.linear"},
       OpInfo{OpKind::t_matmul, "torch.matmul", FusionClass::composite, {p("a", K::tensor), p("b", K::tensor)}, matmul_rule, "", D::floats,
              "operands of at least 2 dims"},
       OpInfo{OpKind::t_reshape, "torch.reshape", FusionClass::composite, {p("a", K::tensor), p("shape", K::int_list)}, torch_reshape_rule, "",
@@ -1160,6 +1211,18 @@ std::vector<OpInfo> build_table() {
               opt("is_causal", K::boolean, Arg::of_bool(false)), Param{"seed", K::optional_number, true, true, {}},
               Param{"offset", K::optional_number, true, true, {}}, Param{"stream", K::integer, true, true, Arg::of_int(0)}},
              mha_rule, "", D::floats, "nn.MultiheadAttention: projections, heads, masks and the attention row's math; dropout draws like dropout"},
+      OpInfo{OpKind::t_conv1d, "torch.nn.functional.conv1d", FusionClass::composite,
+             {p("input", K::tensor), p("weight", K::tensor), opt("bias", K::optional_tensor), opt("stride", K::int_or_int_list, Arg::of_int(1)),
+              opt("padding", K::int_or_int_list, Arg::of_int(0)), opt("dilation", K::int_or_int_list, Arg::of_int(1)), opt("groups", K::integer, Arg::of_int(1))},
+             convolution_rule, "", D::floats, "patches only (kernel == stride, no padding, dilation 1, groups 1): a matmul"},
+      OpInfo{OpKind::t_conv2d, "torch.nn.functional.conv2d", FusionClass::composite,
+             {p("input", K::tensor), p("weight", K::tensor), opt("bias", K::optional_tensor), opt("stride", K::int_or_int_list, Arg::of_int(1)),
+              opt("padding", K::int_or_int_list, Arg::of_int(0)), opt("dilation", K::int_or_int_list, Arg::of_int(1)), opt("groups", K::integer, Arg::of_int(1))},
+             convolution_rule, "", D::floats, "patches only (kernel == stride, no padding, dilation 1, groups 1): a matmul"},
+      OpInfo{OpKind::t_convolution, "prims.convolution", FusionClass::composite,
+             {p("a", K::tensor), p("weight", K::tensor), p("bias", K::optional_tensor), p("stride", K::int_list), p("padding", K::int_list),
+              p("dilation", K::int_list), p("transposed", K::boolean), p("output_padding", K::int_list), p("groups", K::integer)},
+             convolution_rule, "", D::floats, "patches only, any number of spatial dims (what conv3d and torch.convolution decompose to)"},
 
       // seed and offset are an extension: thunder-gen's RNG pass (src/rng.cpp) binds them to the
       // trace's Philox seed and offset inputs; Thunder's traces do not pass them.

@@ -645,6 +645,39 @@ std::vector<ValueId> lower_mha(G& g, const Op& op) {
   return {y, reshape(g, weights, output_of(g, op, 1).shape)};
 }
 
+// A patch convolution (kernel == stride, no padding; op_table.cpp's convolution_rule checks the
+// rest): x [B, C, S1..Sn] is cut to whole patches, reshaped to [B, C, O1, K1, .., On, Kn],
+// permuted to [B, O1..On, C, K1..Kn] and flattened to one row per patch, which multiplies the
+// weight [F, C*K1*..*Kn] transposed; then + bias, and back to [B, F, O1..On]. Its gradient is
+// the prims' (matmul, transpose, reshape, slice).
+V lower_convolution(G& g, const Op& op) {
+  V x = op.arg(0).value, w = op.arg(1).value;
+  const Shape in = shape_of(g, x), ws = shape_of(g, w), out = output_of(g, op).shape;
+  const int64_t n = int64_t(in.size()) - 2;
+  Shape whole = in, patches{in[0], in[1]};
+  std::vector<int64_t> perm{0}, start(in.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    whole[size_t(k + 2)] = out[size_t(k + 2)] * ws[size_t(k + 2)];
+    patches.push_back(out[size_t(k + 2)]);
+    patches.push_back(ws[size_t(k + 2)]);
+    perm.push_back(2 + 2 * k);  // the patch index along spatial dim k
+  }
+  perm.push_back(1);
+  for (int64_t k = 0; k < n; ++k) perm.push_back(3 + 2 * k);  // the offset inside the patch
+  if (whole != in) x = call(g, "prims.slice_prim", {val(x), int_list(start), int_list(whole)});
+  V rows = call(g, "prims.transpose", {val(reshape(g, x, patches)), int_list(perm)});
+  const int64_t patch_size = numel(ws) / ws[0];
+  V y = matmul(g, reshape(g, rows, {numel(out) / ws[0], patch_size}),
+               call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
+  if (op.arg(2).is_value()) y = add(g, val(y), val(broadcast(g, op.arg(2).value, shape_of(g, y), {1})));
+  Shape channels_last{out[0]};
+  for (int64_t k = 0; k < n; ++k) channels_last.push_back(out[size_t(k + 2)]);
+  channels_last.push_back(ws[0]);
+  std::vector<int64_t> to_channels_first{0, n + 1};
+  for (int64_t k = 0; k < n; ++k) to_channels_first.push_back(k + 1);
+  return call(g, "prims.transpose", {val(reshape(g, y, channels_last)), int_list(to_channels_first)});
+}
+
 // ---- gradient rules of their own -------------------------------------------------------------
 
 // Softmax family: read the output only. d softmax: y * (g - sum(g * y)); d log_softmax:
@@ -811,7 +844,8 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_tanh: return {unary(g, "prims.tanh", op.arg(0).value)};
     case OpKind::t_silu: return {lower_silu(g, op)};
     case OpKind::t_gelu: return {lower_gelu(g, op)};
-    case OpKind::t_linear: return {lower_linear(g, op)};
+    case OpKind::t_linear:
+    case OpKind::t_prim_linear: return {lower_linear(g, op)};
     case OpKind::t_matmul: return {matmul(g, op.arg(0).value, op.arg(1).value)};
     case OpKind::t_reshape:
     case OpKind::t_unsqueeze:
@@ -843,6 +877,9 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_cumsum: return {lower_cumsum(g, op)};
     case OpKind::t_normalize: return {lower_normalize(g, op)};
     case OpKind::t_mha: return lower_mha(g, op);
+    case OpKind::t_conv1d:
+    case OpKind::t_conv2d:
+    case OpKind::t_convolution: return {lower_convolution(g, op)};
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: return {lower_norm(g, op)};
     case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack:
@@ -861,7 +898,8 @@ GradRule torch_gradient(OpKind kind) {
     case OpKind::t_tanh: return sigmoid_or_tanh_gradient;
     case OpKind::t_silu: return silu_gradient;
     case OpKind::t_gelu: return gelu_gradient;
-    case OpKind::t_linear: return linear_gradient;
+    case OpKind::t_linear:
+    case OpKind::t_prim_linear: return linear_gradient;
     case OpKind::t_layer_norm:
     case OpKind::t_rms_norm: return norm_gradient;
     case OpKind::t_cross_entropy:
@@ -876,7 +914,7 @@ std::string_view torch_gradient_saves(OpKind kind) {
   switch (kind) {
     case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
       return "output";
-    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_layer_norm: case OpKind::t_rms_norm:
+    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_prim_linear: case OpKind::t_layer_norm: case OpKind::t_rms_norm:
     case OpKind::t_cross_entropy: case OpKind::t_nll_loss: case OpKind::t_embedding:
       return "inputs";
     default:

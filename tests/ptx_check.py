@@ -53,9 +53,11 @@ class Unsupported(Exception):
     """Index code this evaluator does not follow (a guard's ?:, a call): the load is not judged."""
 
 
-def evaluate(expr, env):
-    """The value of C integer expression `expr` (+ - * / % and parentheses over integers and the
-    names in `env`), with C's truncating / and %."""
+def compile_index(expr):
+    """C integer expression `expr` (+ - * / % and parentheses over integers and names) as a
+    function of an environment {name: int}, with C's truncating / and %. Parsed once, so that
+    many runs can be evaluated; Unsupported for code it does not follow (now, or when called
+    with a name the environment lacks or a divisor of 0)."""
     tokens = re.findall(r"\d+|\w+|\S", expr)
     at = 0
 
@@ -65,7 +67,16 @@ def evaluate(expr, env):
     def take():
         nonlocal at
         at += 1
+        if at > len(tokens):
+            raise Unsupported(expr)
         return tokens[at - 1]
+
+    def name(t):
+        def value(env):
+            if t not in env:
+                raise Unsupported(expr)
+            return env[t]
+        return value
 
     def atom():
         t = take()
@@ -75,33 +86,49 @@ def evaluate(expr, env):
                 raise Unsupported(expr)
             return v
         if t == "-":
-            return -atom()
+            inner = atom()
+            return lambda env: -inner(env)
         if t.isdigit():
-            return int(t)
-        if re.fullmatch(r"[A-Za-z_]\w*", t) and t in env and peek() not in ("(", "["):
-            return env[t]
+            return lambda env, k=int(t): k
+        if re.fullmatch(r"[A-Za-z_]\w*", t) and peek() not in ("(", "["):
+            return name(t)
         raise Unsupported(expr)
+
+    def divide(op, v, w):
+        if w == 0:
+            raise Unsupported(expr)
+        q = abs(v) // abs(w) * (1 if (v < 0) == (w < 0) else -1)  # C truncates toward zero
+        return q if op == "/" else v - q * w
 
     def product():
         v = atom()
         while peek() in ("*", "/", "%"):
-            op, w = take(), atom()
-            if op != "*" and w == 0:
-                raise Unsupported(expr)
-            q = abs(v) // abs(w) * (1 if (v < 0) == (w < 0) else -1)  # C truncates toward zero
-            v = v * w if op == "*" else q if op == "/" else v - q * w
+            op, w, left = take(), atom(), v
+            v = ((lambda env, a=left, b=w: a(env) * b(env)) if op == "*" else
+                 (lambda env, a=left, b=w, o=op: divide(o, a(env), b(env))))
         return v
 
     def total():
         v = product()
         while peek() in ("+", "-"):
-            v = v + product() if take() == "+" else v - product()
+            op, w, left = take(), product(), v
+            v = (lambda env, a=left, b=w: a(env) + b(env)) if op == "+" else (lambda env, a=left, b=w: a(env) - b(env))
         return v
 
-    v = total()
+    f = total()
     if peek() is not None:
         raise Unsupported(expr)
-    return v
+    return f
+
+
+def sampled_runs(runs):
+    """The runs whose lanes are evaluated: every one of a small kernel, else the first 64 (where
+    an inner dim that 4 does not divide shows, such as rows of 17) and 64 spread over the rest.
+    A run's lanes may be neighbours by chance (a row of 17 starting at a multiple of 4), so a few
+    runs are not enough to tell that an operand could have been read a run at a time."""
+    if runs <= 1024:
+        return list(range(runs))
+    return sorted(set(range(64)) | {runs * k // 64 for k in range(64)} | {runs - 1})
 
 
 def lane_loads(body):
@@ -114,19 +141,28 @@ def lane_loads(body):
         return []
     lanes, lines = int(loop.group(1)), loop.group(2).split("\n")
     runs = int(n.group(1)) // lanes
-    samples = sorted({r for r in (0, 1, 2, runs // 2, runs - 1) if 0 <= r < runs})
+    samples = sampled_runs(runs)
+    steps = []  # (name of an index, or None for a load; (operand, code) of a load; its compiled code)
+    for line in lines:
+        d = re.match(r"\s*const int64_t (\w+) = (.*);$", line)
+        load = re.match(r"\s*const [\w:]+ \w+ = tg::load\((\w+), (.*)\);$", line)
+        try:
+            if d:
+                steps.append((d.group(1), None, compile_index(d.group(2))))
+            elif load:
+                steps.append((None, (load.group(1), load.group(2)), compile_index(load.group(2))))
+        except Unsupported:
+            continue
     found = {}
     for run in samples:
         for lane in range(lanes):
             env = {"run": run, "lane": lane}
-            for line in lines:
-                d = re.match(r"\s*const int64_t (\w+) = (.*);$", line)
-                load = re.match(r"\s*const [\w:]+ \w+ = tg::load\((\w+), (.*)\);$", line)
+            for index, load, code in steps:
                 try:
-                    if d:
-                        env[d.group(1)] = evaluate(d.group(2), env)
-                    elif load:
-                        found.setdefault((load.group(1), load.group(2)), []).append(evaluate(load.group(2), env))
+                    if index:
+                        env[index] = code(env)
+                    else:
+                        found.setdefault(load, []).append(code(env))
                 except Unsupported:
                     continue
     out = []

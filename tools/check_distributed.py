@@ -39,6 +39,7 @@ sys.path.insert(0, str(TOOLS))
 import corpus  # noqa: E402
 import thunder_export  # noqa: E402
 import torch_reference  # noqa: E402
+from check_report import compare_line, run_each  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "distributed"
 KINDS = ("ddp", "fsdp")
@@ -98,12 +99,6 @@ def shard(full, rank, world):
     return padded[rank * rows:(rank + 1) * rows]
 
 
-def compare(out, label, got, want, dt):
-    c = torch_reference.compare(got, want.detach(), dt)
-    out.write(f"{label} {dt}{list(want.shape)}: {c.summary()}: {'ok' if c.ok else 'MISMATCH'}\n")
-    return 0 if c.ok else 1
-
-
 def check_trace(name, work, thunder_gen, out, fsdp_shards):
     """Returns the number of failed comparisons; records FSDP's gathered gradients in fsdp_shards."""
     model_name, kind = name.rsplit("_", 1)
@@ -142,11 +137,11 @@ def check_trace(name, work, thunder_gen, out, fsdp_shards):
     for r in range(world):
         rank_dir = results / f"rank{r}"
         for o, want in zip(doc["outputs"], outputs[r]):
-            failures += compare(out, f"{name}: rank {r}: {o}", load(rank_dir, o, out_decls[o]), want, out_decls[o]["dtype"])
+            failures += compare_line(out, f"{name}: rank {r}: {o}", load(rank_dir, o, out_decls[o]), want, out_decls[o]["dtype"])
         for key, full in grads.items():
             want = full if kind == "ddp" else shard(full, r, world)
             got = load(rank_dir, f"grad_{key}", decls[key])
-            failures += compare(out, f"{name}: rank {r}: grad_{key}", got, want, decls[key]["dtype"])
+            failures += compare_line(out, f"{name}: rank {r}: grad_{key}", got, want, decls[key]["dtype"])
             if kind == "fsdp":
                 fsdp_shards.setdefault(model_name, {}).setdefault(key, []).append(got)
     return failures
@@ -161,7 +156,7 @@ def check_shards_concatenate(model_name, shards, work, out):
     for key, parts in shards.items():
         ddp = load(ddp_results, f"grad_{key}", decls[key])
         whole = torch.cat(parts)[: ddp.shape[0]]
-        failures += compare(out, f"{model_name}: FSDP shards of grad_{key} concatenated vs DDP", whole, ddp, decls[key]["dtype"])
+        failures += compare_line(out, f"{model_name}: FSDP shards of grad_{key} concatenated vs DDP", whole, ddp, decls[key]["dtype"])
     return failures
 
 
@@ -199,7 +194,7 @@ def check_collectives(work, thunder_gen, out):
         }
         for name, expected in want.items():
             got = torch_reference.load_npy(results / f"rank{r}" / f"{name}.npy", "f32")
-            failures += compare(out, f"collectives: rank {r}: {name}", got, expected, "f32")
+            failures += compare_line(out, f"collectives: rank {r}: {name}", got, expected, "f32")
         # bf16: summed in f32 and rounded once, as NCCL does for two ranks; compared bit for bit
         total_c = (c[0].float() + c[1].float()).bfloat16()
         for name, expected in {"t16": total_c, "t17": total_c[2 * r:2 * r + 2], "t18": torch.cat(c)}.items():
@@ -238,7 +233,7 @@ def check_collective_grads(work, thunder_gen, out):
     failures = 0
     for r in range(2):
         got = torch_reference.load_npy(work / "results" / f"rank{r}" / "grad_x.npy", "f32")
-        failures += compare(out, f"collective_grads: rank {r}: grad_x", got, x[r].grad, "f32")
+        failures += compare_line(out, f"collective_grads: rank {r}: grad_x", got, x[r].grad, "f32")
     return failures
 
 
@@ -324,17 +319,8 @@ def main(argv=None):
         return 1 if export_up_to_date(names) else 0
     if a.export:
         export(names)
-    failed = 0
     shards = {}
-    for name in names:
-        start = time.time()
-        try:
-            failures = check_trace(name, Path(a.work) / name, a.thunder_gen, sys.stdout, shards)
-        except Exception as e:  # one trace's failure must not hide the others' results
-            print(f"{name}: FAILED: {type(e).__name__}: {e}")
-            failures = 1
-        print(f"{name}: {'matches PyTorch eager' if failures == 0 else f'{failures} failures'} ({time.time() - start:.1f} s)")
-        failed += failures > 0
+    failed = run_each(names, lambda name: check_trace(name, Path(a.work) / name, a.thunder_gen, sys.stdout, shards))
     for model_name, parts in shards.items():
         if f"{model_name}_ddp" in names:
             bad = check_shards_concatenate(model_name, parts, Path(a.work), sys.stdout)

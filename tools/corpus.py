@@ -15,12 +15,17 @@ BATCH, SEQ, EMBED, HEADS, VOCAB = 2, 16, 64, 4, 96
 
 
 class Model:
-    def __init__(self, name, build, inputs, dropout=False):
-        self.name, self._build, self._inputs, self.dropout = name, build, inputs, dropout
+    """autocast: the module runs under torch.autocast("cpu", dtype=torch.bfloat16) (BF16Autocast),
+    captured as Thunder records it and checked against eager autocast with bf16 tolerances."""
+
+    def __init__(self, name, build, inputs, dropout=False, autocast=False):
+        self.name, self._build, self._inputs, self.dropout, self.autocast = name, build, inputs, dropout, autocast
 
     def fn(self):
         torch.manual_seed(0)
         m = self._build()
+        if self.autocast:
+            m = BF16Autocast(m)
         m.train()
         return m
 
@@ -198,6 +203,98 @@ class CustomFunctionsMlp(nn.Module):
         return self.out(q)
 
 
+class BF16Autocast(nn.Module):
+    """Runs `inner` under CPU bf16 autocast (Thunder's jit records the autocast casts and GEMMs)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.inner(*args)
+
+
+# ---- third-party blocks (Hugging Face transformers, tools/requirements.txt's version) ----------
+# Tiny configs, dropout 0 (the blocks' nn.Dropout still appear in the trace, as identities).
+def first(out):
+    """transformers' layers return a tensor or a tuple whose first item is the hidden states."""
+    return out[0] if isinstance(out, tuple) else out
+
+
+class Gpt2Block(nn.Module):
+    """GPT-2's block: Conv1D projections (torch.addmm), GELU (tanh), causal sdpa attention."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+        c = transformers.GPT2Config(n_embd=EMBED, n_head=HEADS, n_layer=1, n_positions=SEQ, resid_pdrop=0.0, attn_pdrop=0.0,
+                                    embd_pdrop=0.0)
+        c._attn_implementation = "sdpa"
+        self.block = GPT2Block(c, layer_idx=0)
+
+    def forward(self, x):
+        return first(self.block(x))
+
+
+class BertLayer(nn.Module):
+    """BERT's encoder layer: sdpa self-attention (no mask), post-LayerNorm residuals, GELU MLP."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        from transformers.models.bert.modeling_bert import BertLayer as Layer
+        c = transformers.BertConfig(hidden_size=EMBED, num_attention_heads=HEADS, intermediate_size=4 * EMBED,
+                                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        c._attn_implementation = "sdpa"
+        self.layer = Layer(c)
+
+    def forward(self, x):
+        return first(self.layer(x))
+
+
+class VitLayer(nn.Module):
+    """ViT's patch embedding (Conv2d with kernel == stride, a CLS token, position embeddings) and
+    one encoder layer, on 16x16 images in 4x4 patches."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        from transformers.models.vit.modeling_vit import ViTEmbeddings, ViTLayer
+        c = transformers.ViTConfig(hidden_size=EMBED, num_attention_heads=HEADS, intermediate_size=4 * EMBED, image_size=16,
+                                   patch_size=4, num_channels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        c._attn_implementation = "sdpa"
+        self.embeddings = ViTEmbeddings(c)
+        self.layer = ViTLayer(c)
+
+    def forward(self, images):
+        return first(self.layer(self.embeddings(images)))
+
+
+class Qwen2Layer(nn.Module):
+    """Qwen2's decoder layer: RMSNorm, rotary embedding, grouped-query attention (4 query heads on
+    2 key/value heads, repeat_kv in the eager attention; Thunder's sdpa refuses enable_gqa), SwiGLU."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        from transformers.models.qwen2.modeling_qwen2 import Qwen2DecoderLayer, Qwen2RotaryEmbedding
+        c = transformers.Qwen2Config(hidden_size=EMBED, num_attention_heads=HEADS, num_key_value_heads=2, intermediate_size=96,
+                                     max_position_embeddings=SEQ)
+        c._attn_implementation = "eager"
+        self.layer = Qwen2DecoderLayer(c, layer_idx=0)
+        self.rope = Qwen2RotaryEmbedding(c)
+
+    def forward(self, x):
+        position_embeddings = self.rope(x, torch.arange(x.size(1)).unsqueeze(0))
+        return first(self.layer(x, position_embeddings=position_embeddings, attention_mask=None))
+
+
+def images(g):
+    return (torch.randn(BATCH, 3, 16, 16, generator=g).requires_grad_(True),)
+
+
 MODELS = [
     Model("nanogpt_block", NanoGptBlock, lambda g: (tokens(g),), dropout=True),
     Model("llama_block", LlamaBlock,
@@ -206,6 +303,12 @@ MODELS = [
     Model("cross_entropy_head", CrossEntropyHead,
           lambda g: (tokens(g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))),
     Model("custom_functions_mlp", CustomFunctionsMlp, lambda g: (tokens(g),)),
+    Model("gpt2_block", Gpt2Block, lambda g: (tokens(g),)),
+    Model("bert_layer", BertLayer, lambda g: (tokens(g),)),
+    Model("vit_layer", VitLayer, images),
+    Model("qwen2_layer", Qwen2Layer, lambda g: (tokens(g),)),
+    # bf16 autocast (autocast=True): llama_block_bf16 and bert_layer_bf16 export and generate, but
+    # their f32 weight gradients differ from eager autocast by a bf16 unit (docs/torch-ops.md).
 ]
 
 

@@ -1306,7 +1306,9 @@ def opaque_torch_ops():
                                   "a small trained graph: addmm (GPT-2's Conv1D), bmm, baddbmm, masked_fill, triu, tril, "
                                   "addcmul, addcdiv, clamp with tensor and number bounds, max and min in their three forms, "
                                   "cumsum (f32, and i64 with dtype=), normalize, embedding with padding_idx, cross_entropy "
-                                  "and nll_loss with class weights, multi_head_attention_forward with b8 and float masks")
+                                  "and nll_loss with class weights, conv2d and conv1d as patch embeddings (kernel == stride), "
+                                  "prims.linear on bf16 operands as Thunder's autocast records F.linear, "
+                                  "multi_head_attention_forward with b8 and float masks")
     f = "f32"
     x = t.input("x", [32, 64], f, requires_grad=True)
     w = t.input("w", [64, 48], f, requires_grad=True, init=fan_in(64))  # Conv1D's [in, out]
@@ -1361,7 +1363,33 @@ def opaque_torch_ops():
                         "args": [seq, seq, seq, 48, 4, in_w, in_b, None, None, False, 0.0, out_w, out_b],
                         "kwargs": {"key_padding_mask": t.input("key_padding", [4, 8], f), "attn_mask": causal},
                         "out": [t.decl(attn), t.decl(attn_w)]})
-    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, prod, clamped, attn, attn_w]
+    # ViT's patch embedding (nn.Conv2d with kernel == stride, positional as Thunder records it) and
+    # a conv1d over a length its kernel does not divide (the last sample is not read).
+    image = t.input("image", [2, 3, 8, 8], f, requires_grad=True)
+    patch_w = t.input("patch_w", [16, 3, 4, 4], f, requires_grad=True, init=fan_in(48))
+    patch_b = t.input("patch_b", [16], f, requires_grad=True, init=fan_in(48))
+    patches = t.torch("torch.nn.functional.conv2d", [image, patch_w, patch_b, [4, 4], [0, 0], [1, 1], 1], None, [2, 16, 2, 2], f)
+    frames = t.input("frames", [2, 4, 10], f, requires_grad=True)
+    frame_w = t.input("frame_w", [6, 4, 3], f, requires_grad=True, init=fan_in(12))
+    strided = t.torch("torch.nn.functional.conv1d", [frames, frame_w], {"stride": 3}, [2, 6, 3], f)
+    # prims.convolution, what conv3d and torch.convolution decompose to (all nine arguments).
+    volume = t.input("volume", [1, 2, 4, 4, 6], f, requires_grad=True)
+    volume_w = t.input("volume_w", [4, 2, 2, 2, 3], f, requires_grad=True, init=fan_in(24))
+    cubes = t.torch("prims.convolution", [volume, volume_w, None, [2, 2, 3], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1], None,
+                    [1, 4, 2, 2, 2], f)
+    # prims.linear, as Thunder's autocast records F.linear: the operands converted to bf16 first
+    # (bias given, and null), the GEMM on bf16 with f32 accumulation, the gradients back to f32.
+    # Each bf16 operand feeds one GEMM: where one feeds two, the generated gradient equals PyTorch
+    # eager's (each GEMM's gradient rounded to bf16, then their bf16 sum), but thunder-gen-check's
+    # LibTorch reference keeps both in f32 and rounds the sum once, a bf16 unit apart (docs/torch-ops.md).
+    proj_w = t.input("proj_w", [24, 48], f, requires_grad=True, init=fan_in(48))
+    proj_b = t.input("proj_b", [24], f, requires_grad=True, init=fan_in(48))
+    gate_w = t.input("gate_w", [24, 48], f, requires_grad=True, init=fan_in(48))
+    bf16 = [t.op("convert_element_type", v, dtype("bf16")) for v in (h, proj_w, proj_b, h2, gate_w)]
+    projected = t.torch("prims.linear", bf16[:3], None, [32, 24], "bf16")
+    unbiased = t.torch("prims.linear", [bf16[3], bf16[4], None], None, [32, 24], "bf16")
+    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, prod, clamped, patches, strided, cubes, projected,
+                 unbiased, attn, attn_w]
     return t
 
 

@@ -38,6 +38,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 
 CUSTOM_GRAD_OP = "torch.ops.higher_order.autograd_function_apply"
@@ -544,11 +545,25 @@ def dumps(doc):
     return json.dumps(doc, indent=1) + "\n"
 
 
+def committed_differences(trace, inputs, folder, name):
+    """The files of a fresh export (trace: its .json; inputs: the folder save_inputs wrote) that
+    differ from the committed FOLDER/NAME.json and FOLDER/NAME.inputs/, missing or extra
+    ones included; [] when all are equal byte for byte."""
+    from pathlib import Path
+    trace, inputs, folder = Path(trace), Path(inputs), Path(folder)
+    committed_inputs = folder / f"{name}.inputs"
+    pairs = [(trace, folder / f"{name}.json")]
+    names = {p.name for p in inputs.glob("*.npy")} | {p.name for p in committed_inputs.glob("*.npy")}
+    pairs += [(inputs / n, committed_inputs / n) for n in sorted(names)]
+    return [str(want) for got, want in pairs
+            if not (got.is_file() and want.is_file() and got.read_bytes() == want.read_bytes())]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", help="'corpus', or MODULE:FACTORY where FACTORY() returns (fn, args[, name])")
     parser.add_argument("-o", "--out", help="output file (MODULE:FACTORY) or folder (corpus)")
-    parser.add_argument("--check", metavar="DIR", help="corpus: compare with the files in DIR instead of writing")
+    parser.add_argument("--check", metavar="DIR", help="corpus: compare the traces and their inputs with the files in DIR instead of writing")
     parser.add_argument("--only", action="append", help="corpus: export only these models")
     parser.add_argument("--device", default="cuda:0", help="target device written into the trace")
     parser.add_argument("--distributed", choices=("ddp", "fsdp"),
@@ -578,10 +593,13 @@ def main(argv=None):
             text = dumps(doc)
             path = os.path.join(folder, model.name + ".json")
             if a.check:
-                with open(path) as f:
-                    same = f.read() == text
-                print(f"{model.name}: {'up to date' if same else 'DIFFERS from a fresh export'}")
-                bad += not same
+                with tempfile.TemporaryDirectory() as fresh:
+                    with open(os.path.join(fresh, "trace.json"), "w") as f:
+                        f.write(text)
+                    save_inputs(tensors, os.path.join(fresh, "inputs"))
+                    differs = committed_differences(os.path.join(fresh, "trace.json"), os.path.join(fresh, "inputs"), folder, model.name)
+                print(f"{model.name}: {'DIFFERS from a fresh export: ' + ', '.join(differs) if differs else 'up to date'}")
+                bad += bool(differs)
             else:
                 os.makedirs(folder, exist_ok=True)
                 with open(path, "w") as f:

@@ -43,7 +43,8 @@ enum class OpKind {
   t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa,
   // torch calls Thunder runs whole (or decomposes), which real models make (docs/torch-ops.md)
   t_addmm, t_baddbmm, t_bmm, t_addcmul, t_addcdiv, t_max, t_min, t_clamp, t_masked_fill, t_tril, t_triu,
-  t_cumsum, t_normalize, t_mha,
+  t_cumsum, t_normalize, t_mha, t_conv1d, t_conv2d, t_convolution,
+  t_prim_linear,  // prims.linear: what Thunder's autocast records for F.linear
   t_dropout,  // (the last torch-level kind: gradient_saves() reads t_softmax..t_dropout as that range)
   // prims that only name a copy or a memory layout: lowered to an identity reshape
   shallow_copy, stride_order,

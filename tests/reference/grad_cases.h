@@ -96,6 +96,10 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                   call(info.id, "[\"x\", \"w\", \"b\"]", out("o", "[2, 3, 5]")) + "," +
                       call(info.id, "[\"x\"]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"w\": \"w\"}"),
                   "\"o\", \"r\""};
+    case tg::OpKind::t_prim_linear:  // bias given and null (both positional, as Thunder's autocast records them)
+      return Case{f64("x", "[2, 3, 4]") + "," + f64("w", "[5, 4]") + "," + f64("b", "[5]"),
+                  call(info.id, "[\"x\", \"w\", \"b\"]", out("o", "[2, 3, 5]")) + "," + call(info.id, "[\"x\", \"w\", null]", out("r", "[2, 3, 5]")),
+                  "\"o\", \"r\""};
     case tg::OpKind::t_matmul:
       return Case{f64("x", "[2, 3, 4]") + "," + f64("y", "[2, 4, 5]"), call(info.id, "[\"x\", \"y\"]", out("o", "[2, 3, 5]")), "\"o\""};
     case tg::OpKind::t_reshape: return Case{x, call(info.id, "[\"x\", [2, -1]]", out("o", "[2, 6]")), "\"o\""};
@@ -214,6 +218,23 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                       call(info.id, "[\"x\", 2.0, [0, 2], 1e-3]", out("r", "[3, 4, 5]")) + "," +
                       call(info.id, "[\"x\"]", out("q", "[3, 4, 5]"), ", \"kwargs\": {\"dim\": -1, \"eps\": 5.0}"),
                   "\"o\", \"r\", \"q\"", -1.0, 1.0};
+    // Patch convolutions (kernel == stride): with a bias and without, a spatial size the kernel
+    // does not divide (the rest is not read: no gradient there), stride as an int and as a list.
+    case tg::OpKind::t_conv2d:
+      return Case{f64("x", "[2, 3, 8, 8]") + "," + f64("w", "[5, 3, 4, 4]") + "," + f64("b", "[5]") + "," + f64("z", "[2, 3, 9, 6]") + "," +
+                      f64("v", "[5, 3, 4, 2]"),
+                  call(info.id, "[\"x\", \"w\", \"b\", [4, 4], [0, 0], [1, 1], 1]", out("o", "[2, 5, 2, 2]")) + "," +
+                      call(info.id, "[\"z\", \"v\"]", out("r", "[2, 5, 2, 3]"), ", \"kwargs\": {\"stride\": [4, 2]}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_conv1d:
+      return Case{f64("x", "[2, 3, 8]") + "," + f64("w", "[4, 3, 2]") + "," + f64("b", "[4]") + "," + f64("z", "[2, 3, 7]") + "," + f64("v", "[4, 3, 3]"),
+                  call(info.id, "[\"x\", \"w\", \"b\", 2]", out("o", "[2, 4, 4]")) + "," +
+                      call(info.id, "[\"z\", \"v\"]", out("r", "[2, 4, 2]"), ", \"kwargs\": {\"stride\": [3]}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_convolution:  // three spatial dims, as conv3d decomposes
+      return Case{f64("x", "[2, 2, 4, 2, 6]") + "," + f64("w", "[3, 2, 2, 2, 3]") + "," + f64("b", "[3]"),
+                  call(info.id, "[\"x\", \"w\", \"b\", [2, 2, 3], [0, 0, 0], [1, 1, 1], false, [0, 0, 0], 1]", out("o", "[2, 3, 2, 1, 2]")),
+                  "\"o\"", -1.0, 1.0};
     case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout; 4 q heads on 2 k/v heads
       return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]") + "," +
                       f64("gq", "[2, 4, 3, 4]") + "," + f64("gk", "[2, 2, 3, 4]") + "," + f64("gv", "[2, 2, 3, 5]"),
