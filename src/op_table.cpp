@@ -12,6 +12,7 @@
 
 #include "distributed.h"
 #include "gradients.h"
+#include "op_rows.h"
 #include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
 
@@ -65,24 +66,7 @@ bool dtypes_accept(DTypes set, DType t) {
 namespace {
 
 using K = ParamKind;
-
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-[[noreturn]] void fail(int arg, std::string message) { throw RuleError{arg, std::move(message)}; }
-
-Param p(std::string_view name, ParamKind kind) { return Param{name, kind}; }
-Param kw(std::string_view name, ParamKind kind) { return Param{name, kind, true}; }
-Param opt(std::string_view name, ParamKind kind, Arg def = {}) { return Param{name, kind, false, true, std::move(def)}; }
-Arg string_arg(std::string text) {
-  Arg a;
-  a.kind = Arg::Kind::string;
-  a.text = std::move(text);
-  return a;
-}
+using namespace op_rows;
 
 const Value* tensor_arg(const Trace& t, const Op& op, size_t i) {
   const Arg& a = op.arg(i);
