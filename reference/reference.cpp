@@ -51,15 +51,31 @@ class Interpreter {
   // What a value of dtype `t` computes in: see Precision.
   torch::Dtype compute(DType t) const { return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t); }
 
-  // A PyTorch function of one tensor (torch.exp, torch.special.ndtri) called through LibTorch's
-  // dispatcher by its ATen name (aten::exp, aten::special_ndtri), so a declared op needs no code here.
-  static Tensor call_aten(std::string_view torch_function, const Tensor& x) {
+  // A PyTorch function of tensors (torch.exp, torch.special.ndtri, torch.atan2) called through
+  // LibTorch's dispatcher by its ATen name (aten::exp, aten::special_ndtri, aten::atan2), so a
+  // declared op needs no code here. Its overload taking the operands as tensors (aten::add.Tensor,
+  // aten::pow.Tensor_Tensor), the other arguments at their defaults (add's alpha = 1).
+  static Tensor call_aten(std::string_view torch_function, const std::vector<Tensor>& operands) {
     std::string name(torch_function.substr(std::string_view("torch.").size()));
     std::replace(name.begin(), name.end(), '.', '_');
-    const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(("aten::" + name).c_str(), "");
-    torch::jit::Stack stack = {x};
-    handle.callBoxed(stack);
-    return stack.back().toTensor();
+    for (const char* overload : {"", "Tensor", "Tensor_Tensor"}) {
+      const auto handle = c10::Dispatcher::singleton().findSchema({"aten::" + name, overload});
+      if (!handle || !takes_tensors(handle->schema(), operands.size())) continue;
+      torch::jit::Stack stack(operands.begin(), operands.end());
+      for (size_t i = operands.size(); i < handle->schema().arguments().size(); ++i)
+        stack.push_back(*handle->schema().arguments()[i].default_value());
+      handle->callBoxed(stack);
+      return stack.back().toTensor();
+    }
+    throw std::runtime_error("reference: LibTorch has no aten::" + name + " taking " + std::to_string(operands.size()) + " tensors");
+  }
+  // Its first n arguments are tensors and the others have defaults.
+  static bool takes_tensors(const c10::FunctionSchema& schema, size_t n) {
+    const std::vector<c10::Argument>& args = schema.arguments();
+    if (args.size() < n) return false;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (i < n ? args[i].type()->kind() != c10::TypeKind::TensorType : !args[i].default_value()) return false;
+    return true;
   }
 
   // `x`, a value of dtype `t`, rounded to `t` when that is a 16-bit float (held in f32 or f64).
@@ -219,12 +235,16 @@ class Interpreter {
     if (torch_form && out.dtype != DType::b8 && out.dtype != operand_dt)
       throw std::runtime_error("reference: " + op.symbol + " at " + op.where + ": LibTorch promotes to " + std::string(dtype_name(operand_dt)) +
                                ", the trace declares " + std::string(dtype_name(out.dtype)));
-    // A discontinuous op reads 16-bit operands rounded to their dtype, as generated code does. A
-    // torch-level form's tensors are broadcast to the result's shape, as LibTorch would.
+    // A discontinuous op reads 16-bit operands rounded to their dtype, as generated code does; so
+    // does a kinked one (maximum, minimum): LibTorch's gradients of these compare the operands
+    // (thunder-gen's rules do it with discontinuous prims), rounded, so both masks see the same
+    // values (the values do not change: rounding is monotone). A torch-level form's tensors are
+    // broadcast to the result's shape, as LibTorch would.
     auto a = [&](size_t i) {
+      const OpInfo& prim = op_info(op.info->kind);
       Tensor x = operand(op.arg(i), compute(operand_dt));
       if (torch_form && op.arg(i).is_value() && !t_.value(op.arg(i).value).is_scalar) x = x.expand(to_vec(out.shape));
-      return op.info->discontinuous || (torch_form && op_info(op.info->kind).discontinuous) ? as_stored(x, operand_dt) : x;
+      return op.info->discontinuous || (torch_form && prim.discontinuous) || prim.kinked ? as_stored(x, operand_dt) : x;
     };
     auto in = [&] { return env_.at(op.arg(0).value); };
     auto floating = [&] { return is_float(operand_dt); };
@@ -232,13 +252,18 @@ class Interpreter {
       return {op.info->kind == OpKind::add ? torch::add(a(0), a(1), scalar_of(op.arg(2))) : torch::sub(a(0), a(1), scalar_of(op.arg(2)))};
     if (torch_form && op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::string)
       return {torch::div(a(0), a(1), op.arg(2).text)};
+    if (op.info->kind == OpKind::div && !floating()) return {torch::div(a(0), a(1), "trunc")};  // as C++ divides integers
     if (torch_form && op.info->kind == OpKind::where)
       return {torch::where(operand(op.arg(0), torch::kBool).expand(to_vec(out.shape)), a(1), a(2))};
     switch (op.info->kind) {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) case OpKind::name:
 #include "thunder_gen/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
-        return {call_aten(op.info->torch_function, a(0))};
+        return {call_aten(op.info->torch_function, {a(0)})};
+#define TG_BINARY_FLOAT(name, ...) case OpKind::name:
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
+        return {call_aten(op.info->torch_function, {a(0), a(1)})};
       case OpKind::abs: return {torch::abs(a(0))};
       case OpKind::neg: return {torch::neg(a(0))};
       case OpKind::floor: return {floating() ? torch::floor(a(0)) : a(0)};
@@ -249,19 +274,6 @@ class Interpreter {
       case OpKind::signbit: return {torch::signbit(a(0))};
       case OpKind::isfinite: return {torch::isfinite(a(0))};
       case OpKind::bitwise_not: return {torch::bitwise_not(a(0))};
-      case OpKind::add: return {torch::add(a(0), a(1))};
-      case OpKind::sub: return {torch::sub(a(0), a(1))};
-      case OpKind::mul: return {torch::mul(a(0), a(1))};
-      case OpKind::div: return {floating() ? torch::div(a(0), a(1)) : torch::div(a(0), a(1), "trunc")};
-      case OpKind::pow: return {torch::pow(a(0), a(1))};
-      case OpKind::fmod: return {torch::fmod(a(0), a(1))};
-      case OpKind::remainder: return {torch::remainder(a(0), a(1))};
-      case OpKind::atan2: return {torch::atan2(a(0), a(1))};
-      // LibTorch's gradients of these compare the operands (thunder-gen's rules do it with
-      // discontinuous prims): rounded, so both masks see the same values. (The values do not
-      // change: rounding is monotone.)
-      case OpKind::maximum: return {torch::maximum(as_stored(a(0), operand_dt), as_stored(a(1), operand_dt))};
-      case OpKind::minimum: return {torch::minimum(as_stored(a(0), operand_dt), as_stored(a(1), operand_dt))};
       case OpKind::bitwise_and: return {torch::bitwise_and(a(0), a(1))};
       case OpKind::bitwise_or: return {torch::bitwise_or(a(0), a(1))};
       case OpKind::bitwise_xor: return {torch::bitwise_xor(a(0), a(1))};

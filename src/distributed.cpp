@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "op_rows.h"
 #include "prim_builder.h"
 #include "prim_vocabulary.h"
 #include "thunder_gen/diagnostics.h"
@@ -15,29 +16,13 @@ namespace tg {
 namespace {
 
 using namespace vocabulary;
+using namespace op_rows;
 using K = ParamKind;
 using D = DTypes;
 
 constexpr std::string_view kAllReduce = "thunder.distributed.prims.all_reduce";
 constexpr std::string_view kAllGather = "thunder.distributed.prims.all_gather";
 constexpr std::string_view kReduceScatter = "thunder.distributed.prims.reduce_scatter";
-
-[[noreturn]] void fail(int arg, std::string message) { throw RuleError{arg, std::move(message)}; }
-
-Param p(std::string_view name, ParamKind kind) { return Param{name, kind}; }
-Param opt(std::string_view name, ParamKind kind, Arg def = {}) { return Param{name, kind, false, true, std::move(def)}; }
-Arg string_arg(std::string text) {
-  Arg a;
-  a.kind = Arg::Kind::string;
-  a.text = std::move(text);
-  return a;
-}
-
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 // NCCL has no 16-bit integer and no bool type; everything else maps onto one of its types.
 const Value& communicated_tensor(const Trace& t, const Op& op, size_t i) {
@@ -96,7 +81,7 @@ std::vector<OutType> reduce_scatter_rule(const Trace& t, const Op& op) {
   check_reduce_op(op, 1);
   check_dim0(op, 4, a);
   const int64_t ws = world_size_of(op, 2);
-  if (a.shape[0] % ws) fail(0, "dim 0 of shape " + shape_text(a.shape) + " is not divisible by the world size " + std::to_string(ws));
+  if (a.shape[0] % ws) fail(0, "dim 0 of shape " + shape_str(a.shape) + " is not divisible by the world size " + std::to_string(ws));
   Shape out = a.shape;
   out[0] /= ws;
   return {{a.dtype, out}};
@@ -157,7 +142,7 @@ std::vector<OutType> pack_rule(const Trace& t, const Op& op) {
 // world size (the buffer holds every rank's bucket); scatter mode, divided by it.
 std::vector<OutType> unpack_rule(const Trace& t, const Op& op) {
   const Value& buffer = t.value(op.arg(0).value);
-  if (buffer.shape.size() != 1) fail(0, "a bucket is one-dimensional, got shape " + shape_text(buffer.shape));
+  if (buffer.shape.size() != 1) fail(0, "a bucket is one-dimensional, got shape " + shape_str(buffer.shape));
   DType dtype = buffer.dtype;
   const int64_t n = bucket_elements(t, op.arg(1), 1, &dtype);
   if (dtype != buffer.dtype) fail(1, "the tensors must have the bucket's dtype " + std::string(dtype_name(buffer.dtype)));
@@ -177,7 +162,7 @@ std::vector<OutType> unpack_rule(const Trace& t, const Op& op) {
   for (const Arg& item : op.arg(1).items) {
     Shape s = t.value(item.value).shape;
     if (ws > 1) {
-      if (s.empty() || (!gather && s[0] % ws)) fail(1, "a tensor of shape " + shape_text(s) + " cannot be split along dim 0 by the world size");
+      if (s.empty() || (!gather && s[0] % ws)) fail(1, "a tensor of shape " + shape_str(s) + " cannot be split along dim 0 by the world size");
       s[0] = gather ? gathered(s[0], ws) : s[0] / ws;
     }
     out.push_back({dtype, s});

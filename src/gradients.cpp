@@ -84,54 +84,14 @@ V abs_derivative(G& g, const Op&, V a, V) { return unary(g, "prims.sign", a); }
 
 Contributions neg_gradient(G& g, const Op& op, const std::vector<V>& cot) { return {{op.arg(0).value, neg(g, cot[0])}}; }
 
-// Derivatives of the binary prims (for binary_rule): each operand's contribution, kNoValue for
-// a number operand.
-std::pair<V, V> add_derivatives(G&, const Arg&, const Arg&, V, V c) { return std::pair{c, c}; }
-std::pair<V, V> sub_derivatives(G& g, const Arg&, const Arg& b, V, V c) { return std::pair{c, is_tensor(g, b) ? neg(g, c) : kNoValue}; }
-std::pair<V, V> mul_derivatives(G& g, const Arg& a, const Arg& b, V, V c) {
-  return std::pair{is_tensor(g, a) ? mul(g, val(c), b) : kNoValue, is_tensor(g, b) ? mul(g, val(c), a) : kNoValue};
+// maximum's and minimum's contribution to `self`: the cotangent c where self wins the comparison
+// `wins` against `other`, half of it at a tie (PyTorch shares ties equally), else 0.
+V extremum_share(G& g, std::string_view wins, const Arg& self, const Arg& other, V c) {
+  V won = cmp(g, wins, self, other);
+  V tie = cmp(g, "prims.eq", self, other);
+  V half = mul(g, val(c), num(0.5));
+  return where(g, won, val(c), val(where(g, tie, val(half), num(0.0))));
 }
-std::pair<V, V> div_derivatives(G& g, const Arg& a, const Arg& b, V out, V c) {
-  return std::pair{is_tensor(g, a) ? div(g, val(c), b) : kNoValue, is_tensor(g, b) ? neg(g, div(g, val(mul(g, val(c), val(out))), b)) : kNoValue};
-}
-std::pair<V, V> pow_derivatives(G& g, const Arg& a, const Arg& b, V out, V c) {
-  V ga = kNoValue, gb = kNoValue;
-  if (is_tensor(g, a)) ga = mul(g, val(c), val(mul(g, b, val(call(g, "prims.pow", {a, plus(g, b, -1.0)})))));
-  if (is_tensor(g, b)) gb = mul(g, val(c), val(mul(g, val(out), val(call(g, "prims.log", {a})))));
-  return std::pair{ga, gb};
-}
-// fmod and remainder: a - q * b, with q = a / b rounded by `rounding` (piecewise constant).
-std::pair<V, V> rounded_quotient_derivatives(G& g, const Arg& a, const Arg& b, V c, std::string_view rounding) {
-  V gb = kNoValue;
-  if (is_tensor(g, b)) gb = neg(g, mul(g, val(c), val(unary(g, rounding, div(g, a, b)))));
-  return std::pair{is_tensor(g, a) ? c : kNoValue, gb};
-}
-std::pair<V, V> fmod_derivatives(G& g, const Arg& a, const Arg& b, V, V c) { return rounded_quotient_derivatives(g, a, b, c, "prims.trunc"); }
-std::pair<V, V> remainder_derivatives(G& g, const Arg& a, const Arg& b, V, V c) { return rounded_quotient_derivatives(g, a, b, c, "prims.floor"); }
-std::pair<V, V> atan2_derivatives(G& g, const Arg& a, const Arg& b, V, V c) {
-  V denominator = add(g, squared(g, a), squared(g, b));
-  V scale = div(g, val(c), val(denominator));
-  return std::pair{is_tensor(g, a) ? mul(g, val(scale), b) : kNoValue, is_tensor(g, b) ? neg(g, mul(g, val(scale), a)) : kNoValue};
-}
-
-Contributions extremum(G& g, const Op& op, const std::vector<V>& cot, bool is_max) {
-  // Ties share the gradient equally, as PyTorch does.
-  Arg a = op.arg(0), b = op.arg(1);
-  V c = cot[0];
-  auto part = [&](const Arg& self, const Arg& other) {
-    V wins = cmp(g, is_max ? "prims.gt" : "prims.lt", self, other);
-    V tie = cmp(g, "prims.eq", self, other);
-    V half = mul(g, val(c), num(0.5));
-    return where(g, wins, val(c), val(where(g, tie, val(half), num(0.0))));
-  };
-  Contributions out;
-  if (is_tensor(g, a)) out.emplace_back(a.value, part(a, b));
-  if (is_tensor(g, b)) out.emplace_back(b.value, part(b, a));
-  return out;
-}
-
-Contributions maximum_gradient(G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, true); }
-Contributions minimum_gradient(G& g, const Op& op, const std::vector<V>& cot) { return extremum(g, op, cot, false); }
 
 // where(pred, a, b): the cotangent goes to the branch each element took; a literal predicate
 // sends all of it to one branch and zeros to the other.
@@ -313,19 +273,18 @@ GradRule gradient_rule(OpKind kind) {
     return unary_rule([]([[maybe_unused]] G& g, [[maybe_unused]] const Op& op, [[maybe_unused]] V a, [[maybe_unused]] V out) -> V { return derivative; });
 #include "thunder_gen/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
+#define TG_BINARY_FLOAT(name, torch, code, integer_code, accepts, continuity, saves, shared, grad_a, grad_b, a_lo, a_hi, b_lo, b_hi) \
+  case OpKind::name:                                                                                                    \
+    return binary_rule([]([[maybe_unused]] G& g, [[maybe_unused]] const Arg& a, [[maybe_unused]] const Arg& b,         \
+                          [[maybe_unused]] V out, [[maybe_unused]] V c) {                                               \
+      [[maybe_unused]] const V s = shared;                                                                              \
+      return std::pair{is_tensor(g, a) ? V(grad_a) : kNoValue, is_tensor(g, b) ? V(grad_b) : kNoValue};                \
+    });
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
     case OpKind::abs: return unary_rule(abs_derivative);
     case OpKind::neg: return neg_gradient;
 
-    case OpKind::add: return binary_rule(add_derivatives);
-    case OpKind::sub: return binary_rule(sub_derivatives);
-    case OpKind::mul: return binary_rule(mul_derivatives);
-    case OpKind::div: return binary_rule(div_derivatives);
-    case OpKind::pow: return binary_rule(pow_derivatives);
-    case OpKind::fmod: return binary_rule(fmod_derivatives);
-    case OpKind::remainder: return binary_rule(remainder_derivatives);
-    case OpKind::atan2: return binary_rule(atan2_derivatives);
-    case OpKind::maximum: return maximum_gradient;
-    case OpKind::minimum: return minimum_gradient;
     case OpKind::where: return where_gradient;
     case OpKind::lerp: return lerp_gradient;
     case OpKind::convert_element_type: return convert_gradient;
@@ -385,10 +344,14 @@ std::string_view gradient_saves(OpKind kind) {
   case OpKind::name: return #saves;
 #include "thunder_gen/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
-    case OpKind::div: case OpKind::pow: case OpKind::prod: case OpKind::amax: case OpKind::amin: case OpKind::var_mean:
+#define TG_BINARY_FLOAT(name, torch, code, integer_code, accepts, continuity, saves, ...) \
+  case OpKind::name: return saves;
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
+    case OpKind::prod: case OpKind::amax: case OpKind::amin: case OpKind::var_mean:
       return "inputs, output";
     // Linear in their operands (or moving elements): the cotangent alone decides the gradient.
-    case OpKind::neg: case OpKind::add: case OpKind::sub: case OpKind::convert_element_type: case OpKind::broadcast_in_dim:
+    case OpKind::neg: case OpKind::convert_element_type: case OpKind::broadcast_in_dim:
     case OpKind::reshape: case OpKind::transpose: case OpKind::squeeze: case OpKind::slice: case OpKind::pad: case OpKind::cat:
     case OpKind::sum: case OpKind::t_synchronize: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter:
     case OpKind::broadcast:

@@ -12,6 +12,7 @@
 
 #include "distributed.h"
 #include "gradients.h"
+#include "op_rows.h"
 #include "torch_elementwise.h"
 #include "thunder_gen/diagnostics.h"
 
@@ -62,27 +63,22 @@ bool dtypes_accept(DTypes set, DType t) {
   return false;
 }
 
+std::string_view dtypes_name(DTypes set) {
+  switch (set) {
+    case DTypes::floats: return "floats";
+    case DTypes::numbers: return "numbers";
+    case DTypes::numbers_and_bool: return "numbers_and_bool";
+    case DTypes::integers_and_bool: return "integers_and_bool";
+    case DTypes::integers: return "integers";
+    case DTypes::any: return "any";
+  }
+  return "?";
+}
+
 namespace {
 
 using K = ParamKind;
-
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-[[noreturn]] void fail(int arg, std::string message) { throw RuleError{arg, std::move(message)}; }
-
-Param p(std::string_view name, ParamKind kind) { return Param{name, kind}; }
-Param kw(std::string_view name, ParamKind kind) { return Param{name, kind, true}; }
-Param opt(std::string_view name, ParamKind kind, Arg def = {}) { return Param{name, kind, false, true, std::move(def)}; }
-Arg string_arg(std::string text) {
-  Arg a;
-  a.kind = Arg::Kind::string;
-  a.text = std::move(text);
-  return a;
-}
+using namespace op_rows;
 
 const Value* tensor_arg(const Trace& t, const Op& op, size_t i) {
   const Arg& a = op.arg(i);
@@ -964,8 +960,19 @@ OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accep
 OpInfo declared_unary_float(OpKind k, std::string_view id, std::string_view code, std::string_view torch, double lo, double hi) {
   OpInfo op = unary(k, id, code, DTypes::floats);
   op.torch_function = torch;
-  op.domain_lo = lo;
-  op.domain_hi = hi;
+  op.domains = {{lo, hi}};
+  return op;
+}
+// binary_float_prims.def's `continuity` column.
+enum class Continuity { smooth, kinked, discontinuous };
+OpInfo declared_binary_float(OpKind k, std::string_view id, std::string_view code, std::string_view integer_code, DTypes accepts,
+                             Continuity continuity, std::string_view torch, Domain a, Domain b) {
+  OpInfo op = binary(k, id, code, accepts);
+  op.integer_code = integer_code;
+  op.discontinuous = continuity == Continuity::discontinuous;
+  op.kinked = continuity == Continuity::kinked;
+  op.torch_function = torch;
+  op.domains = {a, b};
   return op;
 }
 OpInfo discontinuous(OpInfo op) {
@@ -997,16 +1004,10 @@ std::vector<OpInfo> build_table() {
       discontinuous(unary(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true)),
       unary(OpKind::bitwise_not, "prims.bitwise_not", "tg::bitwise_not({0})", D::integers_and_bool),
 
-      wrapping_on_integers(binary(OpKind::add, "prims.add", "({0} + {1})", D::numbers), "tg::wrapping_add({0}, {1})"),
-      wrapping_on_integers(binary(OpKind::sub, "prims.sub", "({0} - {1})", D::numbers), "tg::wrapping_sub({0}, {1})"),
-      wrapping_on_integers(binary(OpKind::mul, "prims.mul", "({0} * {1})", D::numbers), "tg::wrapping_mul({0}, {1})"),
-      binary(OpKind::div, "prims.div", "tg::div({0}, {1})", D::numbers),
-      binary(OpKind::pow, "prims.pow", "tg::pow({0}, {1})", D::numbers),
-      discontinuous(binary(OpKind::fmod, "prims.fmod", "tg::fmod({0}, {1})", D::numbers)),
-      discontinuous(binary(OpKind::remainder, "prims.remainder", "tg::remainder({0}, {1})", D::numbers)),
-      binary(OpKind::atan2, "prims.atan2", "tg::atan2({0}, {1})", D::floats),
-      binary(OpKind::maximum, "prims.maximum", "tg::maximum({0}, {1})", D::numbers_and_bool),
-      binary(OpKind::minimum, "prims.minimum", "tg::minimum({0}, {1})", D::numbers_and_bool),
+#define TG_BINARY_FLOAT(name, torch, code, integer_code, accepts, continuity, saves, shared, grad_a, grad_b, a_lo, a_hi, b_lo, b_hi) \
+  declared_binary_float(OpKind::name, "prims." #name, code, integer_code, D::accepts, Continuity::continuity, torch, {a_lo, a_hi}, {b_lo, b_hi}),
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
       binary(OpKind::bitwise_and, "prims.bitwise_and", "({0} & {1})", D::integers_and_bool),
       binary(OpKind::bitwise_or, "prims.bitwise_or", "({0} | {1})", D::integers_and_bool),
       binary(OpKind::bitwise_xor, "prims.bitwise_xor", "({0} ^ {1})", D::integers_and_bool),

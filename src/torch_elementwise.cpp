@@ -4,6 +4,7 @@
 #include <deque>
 #include <string>
 
+#include "op_rows.h"
 #include "prim_vocabulary.h"
 
 namespace tg {
@@ -14,16 +15,9 @@ using V = ValueId;
 using G = GradBuilder;
 using namespace vocabulary;
 using Form = PromotionOperand::Form;
-
-[[noreturn]] void fail(int arg, std::string message) { throw RuleError{arg, std::move(message)}; }
+using namespace op_rows;
 
 bool is_unsigned(DType t) { return t == DType::u8; }
-
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 // Within one category: the wider type; u8 with a signed type needs the next signed width up.
 DType promote_integers(DType a, DType b) {
@@ -99,7 +93,7 @@ Shape broadcast_shape(const Trace& t, const Op& op) {
     for (size_t k = 0; k < s.size(); ++k) {
       int64_t& o = out[out.size() - s.size() + k];
       if (s[k] != o && s[k] != 1 && o != 1)
-        fail(int(i), "shape " + shape_text(s) + " does not broadcast with " + shape_text(out));
+        fail(int(i), "shape " + shape_str(s) + " does not broadcast with " + shape_str(out));
       if (o == 1) o = s[k];
     }
   }

@@ -328,6 +328,10 @@ template <class T> TG_HD T remainder(T a, T b) { T r = T(a % b); return (r != 0 
 
 TG_HD float atan2(float a, float b) { return atan2f(a, b); }
 TG_HD double atan2(double a, double b) { return ::atan2(a, b); }
+TG_HD float hypot(float a, float b) { return hypotf(a, b); }
+TG_HD double hypot(double a, double b) { return ::hypot(a, b); }
+TG_HD float copysign(float a, float b) { return copysignf(a, b); }
+TG_HD double copysign(double a, double b) { return ::copysign(a, b); }
 
 // digamma (psi), as torch.digamma: psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic
 // series ln x - 1/(2x) - sum B_2k / (2k x^2k) to x^-14 (its next term is under 1e-16 there); below

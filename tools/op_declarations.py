@@ -1,7 +1,9 @@
 """The op table as the Python tools see it: read from `thunder-gen list-ops --json`, so the unary
-float prims declared in include/thunder_gen/unary_float_prims.def need no copy here.
+and binary float prims declared in include/thunder_gen/unary_float_prims.def and
+binary_float_prims.def need no copy here.
 
     unary_float_prims() -> {"exp": UnaryFloat(torch_function=torch.exp, domain=(-20.0, 4.0), ...), ...}
+    binary_float_prims() -> {"atan2": BinaryFloat(torch_function=torch.atan2, domains=((-64.0, 64.0), (0.2, 64.0)), ...), ...}
 
 The thunder-gen binary is $THUNDER_GEN, else build/thunder-gen beside this folder.
 """
@@ -19,6 +21,15 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def torch_function_named(torch_name: str) -> Callable:
+    """torch.exp for "torch.exp", torch.special.ndtri for "torch.special.ndtri"."""
+    import torch
+    f = torch
+    for part in torch_name.split(".")[1:]:
+        f = getattr(f, part)
+    return f
+
+
 @dataclass(frozen=True)
 class UnaryFloat:
     name: str            # prims.<name>
@@ -28,11 +39,21 @@ class UnaryFloat:
 
     @property
     def torch_function(self) -> Callable:
-        import torch
-        f = torch
-        for part in self.torch_name.split(".")[1:]:
-            f = getattr(f, part)
-        return f
+        return torch_function_named(self.torch_name)
+
+
+@dataclass(frozen=True)
+class BinaryFloat:
+    name: str            # prims.<name>
+    torch_name: str      # the PyTorch function that gives its value: torch.atan2
+    domains: tuple       # ((lo, hi) of a, (lo, hi) of b): where tests draw its operands
+    accepts: str         # the operand dtypes, as src/op_table.cpp names them: floats, numbers, numbers_and_bool
+    discontinuous: bool  # the result jumps (fmod, remainder): 16-bit operands are read rounded
+    kinked: bool         # continuous, but the gradient compares the operands (maximum, minimum)
+
+    @property
+    def torch_function(self) -> Callable:
+        return torch_function_named(self.torch_name)
 
 
 def thunder_gen() -> str:
@@ -49,8 +70,21 @@ def op_table() -> list[dict]:
     return json.loads(out)
 
 
+def declared_rows(operands: int) -> list[dict]:
+    """The declared prims' rows (those naming their PyTorch function) with this many operands."""
+    return [row for row in op_table() if "torch" in row and row["id"].startswith("prims.") and len(row["domains"]) == operands]
+
+
 @functools.cache
 def unary_float_prims() -> dict[str, UnaryFloat]:
-    return {row["id"].removeprefix("prims."): UnaryFloat(row["id"].removeprefix("prims."), row["torch"], tuple(row["domain"]),
+    return {row["id"].removeprefix("prims."): UnaryFloat(row["id"].removeprefix("prims."), row["torch"], tuple(row["domains"][0]),
                                                          row["grad_saves"] != "none")
-            for row in op_table() if "torch" in row and row["id"].startswith("prims.")}
+            for row in declared_rows(1)}
+
+
+@functools.cache
+def binary_float_prims() -> dict[str, BinaryFloat]:
+    return {row["id"].removeprefix("prims."): BinaryFloat(row["id"].removeprefix("prims."), row["torch"],
+                                                          tuple(tuple(d) for d in row["domains"]), row["accepts"],
+                                                          row["discontinuous"], row["kinked"])
+            for row in declared_rows(2)}

@@ -53,7 +53,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from op_declarations import unary_float_prims
+from op_declarations import binary_float_prims, unary_float_prims
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_DIR = ROOT / "tests" / "random"
@@ -195,6 +195,20 @@ def declared_unary_float() -> dict:
 
 
 UNARY_FLOAT = declared_unary_float()
+# The binary float prims (include/thunder_gen/binary_float_prims.def): name -> BinaryFloat.
+BINARY_FLOAT = binary_float_prims()
+
+
+def sampled_range_2d(f, a: tuple, b: tuple) -> tuple[float, float]:
+    """min and max of f(x, y) over the box a x b, by sampling a grid in f64 (f is smooth; the
+    interval is then widened)."""
+    import torch
+    xs = torch.linspace(a[0], a[1], 65, dtype=torch.float64)[:, None]
+    ys = torch.linspace(b[0], b[1], 65, dtype=torch.float64)[None, :]
+    zs = f(xs, ys)
+    lo, hi = float(zs.min()), float(zs.max())
+    span = hi - lo
+    return lo - 0.02 * span, hi + 0.02 * span
 # Torch-level activations: the function of one element.
 ACTIVATIONS = {
     "torch.sigmoid": lambda x: 1 / (1 + math.exp(-x)),
@@ -1512,6 +1526,35 @@ def b_permute(s: Sub, op: str, dt: str) -> Val:
     return s.emit1(op, [a.name, perm], replace(a, name="", shape=tuple(a.shape[p] for p in perm)))
 
 
+def b_binary_float(s: Sub, op: str, dt: str) -> Val:
+    """A smooth declared binary float prim with no builder of its own: each operand moved into its
+    declared domain, the result's range sampled over both."""
+    d = BINARY_FLOAT[op.split(".", 1)[1]]
+    (a_lo, a_hi), (b_lo, b_hi) = d.domains
+    a = s.into(s.value(dt), a_lo, a_hi)
+    b = s.into(s.value(dt, a.shape), b_lo, b_hi)
+    lo, hi = sampled_range_2d(d.torch_function, (a.lo, a.hi), (b.lo, b.hi))
+    return s.tame(s.emit1(op, [a.name, b.name], float_checked(computed(dt, a.shape, lo, hi, a.grad or b.grad))))
+
+
+# The declared binary float prims with builders of their own: integer operands, exact results,
+# jumps and comparisons need more than a domain.
+BINARY_FLOAT_BUILDERS = {
+    "add": b_arith, "sub": b_arith, "mul": b_arith, "div": b_div, "pow": b_pow, "fmod": b_fmod, "remainder": b_fmod,
+    "atan2": b_atan2, "maximum": b_extremum, "minimum": b_extremum,
+}
+
+
+def binary_float_builder(name: str):
+    d = BINARY_FLOAT[name]
+    if name in BINARY_FLOAT_BUILDERS:
+        return BINARY_FLOAT_BUILDERS[name]
+    if d.discontinuous or d.kinked or d.accepts != "floats":
+        raise SystemExit(f"tools/random_traces.py: prims.{name} (binary_float_prims.def) is not a smooth float prim: "
+                         "write it a builder in BINARY_FLOAT_BUILDERS")
+    return b_binary_float
+
+
 # ---- the op table as the generator sees it -----------------------------------------------------
 
 UNARY_FLOAT_IDS = [f"prims.{n}" for n in UNARY_FLOAT]
@@ -1526,14 +1569,7 @@ GENERATED = {
     "prims.signbit": ("numbers", b_sign),
     "prims.isfinite": ("numbers_and_bool", b_isfinite),
     "prims.bitwise_not": ("integers_and_bool", b_bitwise_not),
-    **{f"prims.{n}": ("numbers", b_arith) for n in ("add", "sub", "mul")},
-    "prims.div": ("numbers", b_div),
-    "prims.pow": ("numbers", b_pow),
-    "prims.fmod": ("numbers", b_fmod),
-    "prims.remainder": ("numbers", b_fmod),
-    "prims.atan2": ("floats", b_atan2),
-    "prims.maximum": ("numbers_and_bool", b_extremum),
-    "prims.minimum": ("numbers_and_bool", b_extremum),
+    **{f"prims.{n}": (d.accepts, binary_float_builder(n)) for n, d in BINARY_FLOAT.items()},
     **{f"prims.bitwise_{n}": ("integers_and_bool", b_bitwise) for n in ("and", "or", "xor")},
     "prims.bitwise_left_shift": ("integers", b_shift),
     "prims.bitwise_right_shift": ("integers", b_shift),
@@ -1593,11 +1629,11 @@ EXCLUDED: dict[str, str] = {
     # broadcasting and promotion, checked against eager and LibTorch's promotion by
     # tests/torch_elementwise/; generating them here with mixed operands is still to do.
     **{f"torch.{n}": "the torch-level form of an elementwise prim: tests/torch_elementwise/"
-       for n in ("abs neg floor ceil round trunc sign signbit isfinite bitwise_not add sub mul div pow fmod "
-                 "remainder atan2 maximum minimum bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift eq ne "
-                 "lt le gt ge where lerp").split()},
+       for n in ("abs neg floor ceil round trunc sign signbit isfinite bitwise_not bitwise_and bitwise_or bitwise_xor "
+                 "bitwise_left_shift bitwise_right_shift eq ne lt le gt ge where lerp").split()},
     **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/"
        for d in unary_float_prims().values() if d.torch_name != "torch.tanh"},
+    **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/" for d in BINARY_FLOAT.values()},
     # The torch calls of docs/torch-ops.md: each checked on its own in every argument form by
     # tests/reference/grad_cases.h (gradients, op_grads.*), and together end to end by
     # examples/opaque_torch_ops.json; random generation (and eager rounding in
@@ -2310,7 +2346,7 @@ def probe_trace(op: str, dt: str) -> dict | None:
     bool_out = op in ("prims.signbit", "prims.isfinite") or builder is b_compare
     if builder in (b_unary_float, b_abs_neg, b_rounding, b_sign, b_isfinite, b_bitwise_not):
         inputs, args, kwargs, out = [x], ["x"], None, [[4, 3], "b8" if bool_out else dt]
-    elif builder in (b_arith, b_div, b_pow, b_fmod, b_atan2, b_extremum, b_bitwise, b_shift, b_compare):
+    elif builder in (b_arith, b_div, b_pow, b_fmod, b_atan2, b_extremum, b_binary_float, b_bitwise, b_shift, b_compare):
         inputs, args, kwargs, out = [x, y], ["x", "y"], None, [[4, 3], "b8" if bool_out else dt]
     elif builder in (b_sum, b_prod, b_amax):
         inputs, args, kwargs, out = [x], ["x", [0]], None, [[3], dt]

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from op_declarations import unary_float_prims
+from op_declarations import binary_float_prims, unary_float_prims
 
 # ---- dtypes -----------------------------------------------------------------------------------
 
@@ -359,13 +359,13 @@ _UNARY = {
 _DISCONTINUOUS_UNARY = {"sign": torch.sign, "isfinite": torch.isfinite}
 _ROUNDING = {"floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc}
 _BINARY = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "pow": torch.pow, "atan2": torch.atan2,
-    "maximum": torch.maximum, "minimum": torch.minimum, "bitwise_and": torch.bitwise_and,
-    "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
     "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
+    # the binary float prims, declared in include/thunder_gen/binary_float_prims.def
+    **{n: d.torch_function for n, d in binary_float_prims().items() if not d.discontinuous},
 }
 _DISCONTINUOUS_BINARY = {
-    "fmod": torch.fmod, "remainder": torch.remainder,
+    **{n: d.torch_function for n, d in binary_float_prims().items() if d.discontinuous},
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
 }
 

@@ -20,8 +20,11 @@ enum class OpKind {
 #undef TG_UNARY_FLOAT
   // elementwise unary
   abs, neg, floor, ceil, round, trunc, sign, signbit, isfinite, bitwise_not,
+  // the binary float prims (declared in binary_float_prims.def)
+#define TG_BINARY_FLOAT(name, ...) name,
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
   // elementwise binary
-  add, sub, mul, div, pow, fmod, remainder, atan2, maximum, minimum,
   bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift,
   eq, ne, lt, le, gt, ge,
   // elementwise ternary
@@ -105,6 +108,12 @@ struct Param {
 // Which element types an elementwise op accepts.
 enum class DTypes { floats, numbers, numbers_and_bool, integers_and_bool, integers, any };
 bool dtypes_accept(DTypes set, DType t);
+std::string_view dtypes_name(DTypes set);  // "floats", "numbers", ...
+
+// Where a declared elementwise prim's test operands are drawn from.
+struct Domain {
+  double lo = 0, hi = 0;
+};
 
 // The type of one output, as an op's rule computes it.
 struct OutType {
@@ -181,10 +190,13 @@ struct OpInfo {
   // Elementwise ops whose `code` could overflow on integer operands (undefined in C++): the code
   // for integers, which wraps as PyTorch's integers do. Empty: `code` serves every dtype.
   std::string_view integer_code = {};
-  // Unary float prims (unary_float_prims.def): the PyTorch function giving its value, and the
-  // domain its test inputs are drawn from. Empty and 0 elsewhere.
+  // Continuous, but its gradient compares the operands (maximum, minimum): the LibTorch reference
+  // rounds its 16-bit operands as it does a discontinuous op's (binary_float_prims.def).
+  bool kinked = false;
+  // The declared prims (unary_float_prims.def, binary_float_prims.def): the PyTorch function giving
+  // its value, and the domain each operand's test inputs are drawn from. Empty elsewhere.
   std::string_view torch_function = {};
-  double domain_lo = 0, domain_hi = 0;
+  std::vector<Domain> domains = {};
   bool has_lowering() const { return fusion == FusionClass::composite; }
   // Made by the fusion pass, never read from a trace or written by autograd.
   bool made_by_fusion() const { return fusion == FusionClass::partial || fusion == FusionClass::kernel; }

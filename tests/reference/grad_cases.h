@@ -38,6 +38,18 @@ inline bool refuses_gradient(const tg::OpInfo& info) { return tg::op_info(info.k
 // PyTorch eager with the ranks as threads (tools/check_distributed.py).
 inline bool is_distributed(const tg::OpInfo& info) { return info.id.starts_with("thunder.distributed."); }
 
+// A declared prim's case drawn from [0.2, 0.9], or where its operands' domain (the intersection of
+// their declared domains) does not hold that, from the domain's first 0.8.
+inline Case in_domain(Case c, tg::Domain d) {
+  if (d.lo > 0.2 || d.hi < 0.9) c.lo = d.lo, c.hi = std::min(d.hi, d.lo + 0.8);
+  return c;
+}
+inline tg::Domain common_domain(const std::vector<tg::Domain>& domains) {
+  tg::Domain d = domains.at(0);
+  for (const tg::Domain& other : domains) d = {std::max(d.lo, other.lo), std::min(d.hi, other.hi)};
+  return d;
+}
+
 // The case for one op, or nullopt when the op has no gradient to check.
 inline std::optional<Case> case_for(const tg::OpInfo& info) {
   const std::string x = f64("x", "[3, 4]"), y = f64("y", "[3, 4]");
@@ -49,17 +61,19 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
 #include "thunder_gen/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
       if (refuses_gradient(info)) return std::nullopt;
-      if (info.domain_lo <= 0.2 && info.domain_hi >= 0.9) return Case{x, call(info.id, "[\"x\"]", o), "\"o\""};
-      return Case{x, call(info.id, "[\"x\"]", o), "\"o\"", info.domain_lo, std::min(info.domain_hi, info.domain_lo + 0.8)};
+      return in_domain(Case{x, call(info.id, "[\"x\"]", o), "\"o\""}, info.domains.at(0));
     case tg::OpKind::abs: case tg::OpKind::neg:
       return Case{x, call(info.id, "[\"x\"]", o), "\"o\""};
-    case tg::OpKind::add: case tg::OpKind::sub: case tg::OpKind::mul: case tg::OpKind::div: case tg::OpKind::pow:
-    case tg::OpKind::atan2: case tg::OpKind::maximum: case tg::OpKind::minimum:
-      return Case{x + "," + y, call(info.id, "[\"x\", \"y\"]", o), "\"o\""};
-    // A number divisor (several wraps) and a tensor one (the gradient of the divisor). The divisor
-    // is an input, not a computed value, so f32 and bf16 runs see the same quotient as LibTorch.
-    case tg::OpKind::fmod: case tg::OpKind::remainder:
-      return Case{x + "," + y, call(info.id, "[\"x\", 0.15]", o) + "," + call(info.id, "[\"x\", \"y\"]", out("r", "[3, 4]")), "\"o\", \"r\""};
+    // A binary float prim, both operands tensors. A discontinuous one (fmod, remainder) also with a
+    // number second operand (several wraps); the second operand is an input, not a computed value,
+    // so f32 and bf16 runs see the same jumps as LibTorch.
+#define TG_BINARY_FLOAT(name, ...) case tg::OpKind::name:
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
+      if (tg::op_info(info.kind).discontinuous)
+        return in_domain(Case{x + "," + y, call(info.id, "[\"x\", 0.15]", o) + "," + call(info.id, "[\"x\", \"y\"]", out("r", "[3, 4]")), "\"o\", \"r\""},
+                         common_domain(info.domains));
+      return in_domain(Case{x + "," + y, call(info.id, "[\"x\", \"y\"]", o), "\"o\""}, common_domain(info.domains));
     case tg::OpKind::where:
       return Case{f64("p", "[3, 4]", false) + "," + x + "," + y,
                   call("prims.gt", "[\"p\", 0.5]", out("m", "[3, 4]", "b8")) + "," + call(info.id, "[\"m\", \"x\", \"y\"]", o), "\"o\""};
