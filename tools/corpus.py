@@ -307,8 +307,10 @@ MODELS = [
     Model("bert_layer", BertLayer, lambda g: (tokens(g),)),
     Model("vit_layer", VitLayer, images),
     Model("qwen2_layer", Qwen2Layer, lambda g: (tokens(g),)),
-    # bf16 autocast (autocast=True): llama_block_bf16 and bert_layer_bf16 export and generate, but
-    # their f32 weight gradients differ from eager autocast by a bf16 unit (docs/torch-ops.md).
+    # bf16 autocast: the same blocks run under torch.autocast("cpu", dtype=torch.bfloat16), as
+    # Thunder records it (prims.linear on bf16 operands, norms and softmax in f32).
+    Model("llama_block_bf16", LlamaBlock, lambda g: (tokens(g), *rope_cache(SEQ, EMBED // HEADS)), autocast=True),
+    Model("bert_layer_bf16", BertLayer, lambda g: (tokens(g),), autocast=True),
 ]
 
 

@@ -420,7 +420,11 @@ def tensors_by_thunder_names(fn, args, kwargs):
     if isinstance(fn, torch.nn.Module):
         for qualified, t in list(fn.named_parameters()) + list(fn.named_buffers()):
             known["t_" + qualified.replace(".", "_")] = t
-        signature = inspect.signature(fn.forward)
+        forward = fn.forward
+        if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(forward).parameters.values()) and \
+                isinstance(getattr(fn, "inner", None), torch.nn.Module):
+            forward = fn.inner.forward  # a wrapper passing its arguments on (corpus.BF16Autocast): Thunder names them as it does
+        signature = inspect.signature(forward)
     else:
         signature = inspect.signature(fn)
     for pname, v in signature.bind(*args, **kwargs).arguments.items():
