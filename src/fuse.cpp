@@ -125,7 +125,11 @@ class Fuser {
   // Takes the trace: build() moves each op into the last kernel that uses it (a value inlined in
   // several kernels is computed by a copy of its op in each).
   explicit Fuser(Trace t) : owned_(std::move(t)), home_(t_.values.size(), kInline), producer_(t_.values.size(), -1) {
-    for (ValueId v : t_.inputs) home_[v] = kInput;
+    input_place_.assign(t_.values.size(), -1);
+    for (size_t i = 0; i < t_.inputs.size(); ++i) {
+      home_[t_.inputs[i]] = kInput;
+      input_place_[t_.inputs[i]] = int(i);
+    }
     for (size_t i = 0; i < t_.ops.size(); ++i)
       for (ValueId v : t_.ops[i].outs) producer_[v] = int(i);
     depth_.assign(t_.values.size(), 0);
@@ -176,6 +180,7 @@ class Fuser {
   std::set<ValueId> outputs_{t_.outputs.begin(), t_.outputs.end()};
   std::vector<int> home_;      // kernel that computes and places the value, kInput or kInline
   std::vector<int> producer_;  // op index defining the value, -1 for inputs
+  std::vector<int> input_place_;  // an input's place among the trace's inputs, -1 for other values
   std::vector<int> depth_;     // inline values: the longest chain of ops computing them
   std::vector<bool> from_scalars_;  // computed from scalar values alone, reading no memory
   bool placing_reduction_ = false;
@@ -469,10 +474,7 @@ class Fuser {
     return identity_index(shape.size());
   }
   // Where v is defined: its input's place, or after the inputs, its op's place.
-  std::pair<int, int> defined_at(ValueId v) const {
-    if (producer_[v] >= 0) return {1, producer_[v]};
-    return {0, int(std::find(t_.inputs.begin(), t_.inputs.end(), v) - t_.inputs.begin())};
-  }
+  std::pair<int, int> defined_at(ValueId v) const { return producer_[v] >= 0 ? std::pair{1, producer_[v]} : std::pair{0, input_place_[v]}; }
   bool home_is_reduction(ValueId v) const { return producer_[v] >= 0 && is_reduction(t_.ops[producer_[v]]); }
 
   Trace build() {
