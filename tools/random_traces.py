@@ -2406,7 +2406,7 @@ def check_coverage(tools: Tools) -> int:
 
 # ---- command line ------------------------------------------------------------------------------
 
-CI_SEED, CI_COUNT, CI_SUB_PROGRAMS = 1, 24, 5
+CI_SEED, CI_COUNT, CI_SUB_PROGRAMS = 1, 16, 5
 
 
 def main(argv=None) -> int:
