@@ -9,7 +9,8 @@
 # Tools come from the environment: THUNDER_GEN, THUNDER_GEN_CHECK, NVRTC_CHECK, CXX, NVCC.
 # TG_INPUTS, when set, is a folder of input .npy files for the harness (else it draws them).
 # TG_FLAGS, when set, are extra generator flags (rematerialization policies, say); TG_CHECK_FLAGS
-# thunder-gen-check's (--mixed-precision for a model under bf16 autocast); TG_FAST=1
+# thunder-gen-check's (--mixed-precision for a model under bf16 autocast); TG_EMU_BUILD picks
+# build_emu_harness.sh's build (checked, fast, unoptimized); TG_FAST=1
 # builds the emulated harness with -O2 and no sanitizers; TG_PTX_CHECK=0 skips ptx_check.py (for
 # traces built to test something else, whose kernels need not be fast).
 set -euo pipefail
@@ -24,7 +25,7 @@ sources=(forward.cu)
 [[ -f backward.cu ]] && sources+=(backward.cu)
 case "$mode" in
   emu)
-    "$here/build_emu_harness.sh" . "$([[ "${TG_FAST:-0}" = 1 ]] && echo fast || echo checked)"
+    "$here/build_emu_harness.sh" . "${TG_EMU_BUILD:-$([[ "${TG_FAST:-0}" = 1 ]] && echo fast || echo checked)}"
     mkdir -p ../results
     ./harness --outputs ../results --repeat 1 ${TG_INPUTS:+--inputs "$TG_INPUTS"}
     "${THUNDER_GEN_CHECK:?}" "$trace" ../results ${TG_CHECK_FLAGS:-} | tee ../check.log
