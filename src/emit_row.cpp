@@ -16,8 +16,7 @@ bool KernelWriter::reads_row_element(const Value& val, const Index& index) const
 
 // "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous.
 std::string KernelWriter::offset_of_row_element() const {
-  for (size_t k = 0; k < layout_.reduced.size(); ++k)
-    if (layout_.reduced[k] != int64_t(layout_.domain.size() - layout_.reduced.size() + k)) return "";
+  if (!layout_.rows_contiguous()) return "";
   return layout_.outer.empty() ? "j" : "row * " + std::to_string(numel(layout_.reduced_shape())) + " + j";
 }
 

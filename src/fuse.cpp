@@ -24,6 +24,11 @@ Shape KernelLayout::reduced_shape() const {
   for (int64_t d : reduced) s.push_back(domain[d]);
   return s;
 }
+bool KernelLayout::rows_contiguous() const {
+  for (size_t k = 0; k < reduced.size(); ++k)
+    if (reduced[k] != int64_t(domain.size() - reduced.size() + k)) return false;
+  return true;
+}
 Index KernelLayout::outer_index() const {
   Index index;
   for (int64_t d : outer) index.push_back(IndexComp::of_var(int(d)));

@@ -36,6 +36,7 @@ struct KernelLayout {
   Shape outer_shape() const;
   Shape reduced_shape() const;
   Index outer_index() const;       // the index of the row being computed, in a reduced value
+  bool rows_contiguous() const;    // row kernels: the reduced dims are the trailing ones, in order
 };
 KernelLayout kernel_layout(const Trace& t, const Op& kernel);
 

@@ -85,13 +85,6 @@ class Planner {
     return numel(layout_.outer_shape()) % 32 == 0;
   }
 
-  // Are the rows contiguous in memory (the reduced dims the trailing ones, in order)?
-  bool rows_contiguous() const {
-    for (size_t k = 0; k < layout_.reduced.size(); ++k)
-      if (layout_.reduced[k] != int64_t(layout_.domain.size() - layout_.reduced.size() + k)) return false;
-    return true;
-  }
-
   // Threads per row: the row's length rounded up to a power of two, at most kMaxRowBlock; a row
   // longer than kMaxRowBlock * 16 (LayerNorm over 8192 features) gets the smallest larger block
   // that holds it in registers, where one does, so its passes need not re-read it from memory.
@@ -110,7 +103,7 @@ class Planner {
   // into at most 16 elements per thread and the operands read along it fit the registers: 64
   // registers' worth at 256 threads, fewer in larger blocks (1024 threads leave 64 a thread in all).
   int row_cache(int block) const {
-    if (!rows_contiguous()) return 0;
+    if (!layout_.rows_contiguous()) return 0;
     const int64_t r = row_length();
     if (r % block != 0 || r / block > kMaxCachedPerThread) return 0;
     return row_words() * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
@@ -146,7 +139,7 @@ class Planner {
   // 1 where the row does not split into runs (its length, or rows not contiguous), would leave
   // threads without a run, or a packed mask is written.
   int stream_run(int block) const {
-    if (has_packed_output() || !rows_contiguous()) return 1;
+    if (has_packed_output() || !layout_.rows_contiguous()) return 1;
     const int widest = widest_along_row();
     if (widest == 0 || widest > 8) return 1;
     const int run = 16 / widest;
