@@ -280,7 +280,7 @@ void write_arguments(const Trace& fused, const EntryPoint& entry, HostValues& va
   for (const EntryParam& p : entry.params) {
     const Value& v = fused.value(p.value);
     if (v.is_scalar || values.pointer.at(p.value) != p.name || c_param_type(v, p.writes) == (p.writes ? "" : "const ") + storage_type(v) + "*") continue;
-    const std::string type = (p.writes ? "" : "const ") + storage_type(v) + "*", view = ident(Role::storage_view, p.name.substr(2));
+    const std::string type = (p.writes ? "" : "const ") + storage_type(v) + "*", view = ident(Role::storage_view, p.name);
     out << "  " << type << " " << view << " = reinterpret_cast<" << type << ">(" << p.name << ");\n";
     values.pointer[p.value] = view;
   }

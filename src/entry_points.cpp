@@ -11,10 +11,10 @@ namespace tg {
 
 namespace {
 
-// Unique C parameter names within one entry point.
-class ParamNames {
+// Names unique within one set: a name taken already gets _2, _3, ...
+class UniqueNames {
  public:
-  explicit ParamNames(std::set<std::string> taken = {}) : taken_(std::move(taken)) {}
+  explicit UniqueNames(std::set<std::string> taken = {}) : taken_(std::move(taken)) {}
   std::string claim(const std::string& name) {
     std::string n = name;
     int& k = next_suffix_.try_emplace(name, 2).first->second;  // (100,000 cotangents of one output: each suffix tried once)
@@ -25,6 +25,16 @@ class ParamNames {
  private:
   std::set<std::string> taken_;
   std::map<std::string, int> next_suffix_;
+};
+
+// One entry point's C parameter names: a value's own name where it is usable there as it is, else
+// g_<name> (src/generated_text.h); each unique.
+class ParamNames {
+ public:
+  std::string claim(const std::string& wanted) { return unique_.claim(usable_as_parameter(wanted) ? wanted : ident(Role::global, wanted)); }
+
+ private:
+  UniqueNames unique_;
 };
 
 // What a multi-output prim's outputs are called, by position.
@@ -50,7 +60,7 @@ std::string made_by(const std::string& value) {
 
 EntryParam param(const Trace& t, ValueId v, std::string name, bool writes, std::string role, std::string value_name, std::string kind,
                  std::string of) {
-  return EntryParam{v,      ident(Role::global, name), c_param_type(t.value(v), writes), writes, std::move(role), std::move(value_name),
+  return EntryParam{v,      std::move(name), c_param_type(t.value(v), writes), writes, std::move(role), std::move(value_name),
                     std::move(kind), std::move(of)};
 }
 
@@ -69,7 +79,7 @@ std::map<ValueId, std::string> saved_param_names(const Partition* training) {
   std::set<std::string> taken;
   for (ValueId v : forward.inputs) taken.insert(forward.value(v).name);
   for (ValueId v : forward.outputs) taken.insert(forward.value(v).name);
-  ParamNames unique(taken);
+  UniqueNames unique(taken);
   const auto defined = definitions(forward);
   for (const SavedValue& s : training->saved) {
     if (s.kind != SavedValue::Kind::intermediate) continue;
@@ -100,9 +110,8 @@ EntryPoint forward_entry(const Trace& run, const Partition* training, const std:
     }
     // An output that is an input, or listed before, is a copy: a parameter of its own (no underscore).
     const bool copy = !written.insert(v).second || inputs.count(v);
-    EntryParam p = param(run, v, copy ? "x" : unique.claim(val.name), true, "output " + val.name, val.name, "output", val.name);
-    if (copy) p.name = "out" + std::to_string(k);
-    entry.params.push_back(std::move(p));
+    const std::string name = unique.claim(copy ? "out" + std::to_string(k) : val.name);
+    entry.params.push_back(param(run, v, name, true, "output " + val.name, val.name, "output", val.name));
   }
   return entry;
 }

@@ -7,10 +7,11 @@
 // A distributed trace's take the communicator before the workspace: (..., thunder_gen_comm comm,
 // void* workspace, stream).
 //
-// Parameters are g_<name> (src/generated_text.h, Role::global) after the trace's value. A value
-// thunder-gen made that the caller must keep between the calls (a saved row statistic, a packed
-// mask: named <call>__<n> inside) is named after the call it comes from and the prim that makes
-// it, g_<call>_<prim> (g_t13_var, g_t0_lt); the manifest maps each to its value.
+// Parameters are named after the trace's value: <name> where usable_as_parameter allows it, else
+// g_<name> (src/generated_text.h, Role::global). A value thunder-gen made that the caller must
+// keep between the calls (a saved row statistic, a packed mask: named <call>__<n> inside) is named
+// after the call it comes from and the prim that makes it, <call>_<prim> (t13_var, t0_lt); the
+// manifest maps each to its value.
 #pragma once
 #include <map>
 #include <string>
@@ -23,7 +24,7 @@ namespace tg {
 
 struct EntryParam {
   ValueId value;             // in the trace the entry point runs (the forward or backward trace)
-  std::string name;          // the C parameter: g_<name>, or out<k> for an output listed before
+  std::string name;          // the C parameter: <name> or g_<name>, or out<k> for an output listed before
   std::string c_type;        // as the header declares it: "const float*", "uint16_t*", "double"
   bool writes = false;       // the entry point writes it (an output, a saved value, a gradient)
   std::string role;          // for people: "input x (requires grad)", "cotangent of t5", ...

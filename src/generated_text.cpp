@@ -39,6 +39,44 @@ std::string ident(Role role, std::string_view name) {
 
 namespace {
 
+// Lower-case words a parameter must not be: C and C++ keywords (C23's and the alternative tokens
+// among them), the lower-case macros of the C library and of g++ in its GNU modes, and what an
+// entry point's body names unqualified (its locals, the types of its parameters and of the
+// runtime's macros).
+constexpr std::string_view kNotParameters[] = {
+    // keywords
+    "alignas", "alignof", "and", "and_eq", "asm", "atomic_cancel", "atomic_commit", "atomic_noexcept", "auto", "bitand",
+    "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+    "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield",
+    "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern",
+    "false", "final", "float", "for", "friend", "goto", "if", "import", "inline", "int", "long", "module", "mutable",
+    "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "override", "private",
+    "protected", "public", "reflexpr", "register", "reinterpret_cast", "requires", "restrict", "return", "short",
+    "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "synchronized", "template", "this",
+    "thread_local", "throw", "transaction_safe", "transaction_safe_dynamic", "true", "try", "typedef", "typeid",
+    "typename", "typeof", "typeof_unqual", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
+    "while", "xor", "xor_eq",
+    // lower-case macros: g++'s GNU modes, the C library's
+    "linux", "unix", "i386", "alloca", "assert", "assert_perror", "errno", "math_errhandling", "offsetof", "stdin",
+    "stdout", "stderr", "va_arg", "va_copy", "va_end", "va_start", "st_atime", "st_ctime", "st_mtime", "sched_priority",
+    "strdupa", "strndupa", "issubnormal", "isascii", "toascii", "timeradd", "timerclear", "timercmp", "timerisset",
+    "timersub", "pthread_cleanup_pop", "pthread_cleanup_pop_restore_np", "pthread_cleanup_push",
+    "pthread_cleanup_push_defer_np", "be16toh", "be32toh", "be64toh", "le16toh", "le32toh", "le64toh", "htobe16", "htobe32",
+    "htobe64", "htole16", "htole32", "htole64", "isalnum_l", "isalpha_l", "isascii_l", "isblank_l", "iscntrl_l",
+    "isdigit_l", "isgraph_l", "islower_l", "isprint_l", "ispunct_l", "isspace_l", "isupper_l", "isxdigit_l", "toascii_l",
+    // what an entry point's body names unqualified
+    "stream", "handle", "comm", "workspace", "memory", "overlap", "std", "dim3", "int8_t", "int16_t", "int32_t", "int64_t",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t"};
+
+constexpr std::string_view kNotParameterStems[] = {"tg_", "thunder_gen", "cuda", "nccl"};
+
+bool lower_snake_case(std::string_view name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z' || name.find("__") != std::string_view::npos) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
 void append_hex_escape(std::string& out, unsigned char c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(c));
@@ -48,6 +86,17 @@ void append_hex_escape(std::string& out, unsigned char c) {
 bool printable_ascii(unsigned char c) { return c >= 0x20 && c < 0x7f; }
 
 }  // namespace
+
+bool usable_as_parameter(std::string_view name) {
+  if (!lower_snake_case(name) || name == "tg") return false;
+  for (std::string_view word : kNotParameters)
+    if (name == word) return false;
+  for (std::string_view stem : kNotParameterStems)
+    if (name.starts_with(stem)) return false;
+  for (Role role : {Role::global, Role::storage_view})  // (the roles an entry point's body names values in)
+    if (name.starts_with(role_prefix(role))) return false;
+  return true;
+}
 
 std::string printable_line(std::string_view text) {
   std::string out;

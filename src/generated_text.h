@@ -41,6 +41,15 @@ enum class Role {
 std::string_view role_prefix(Role role);
 // The identifier of `name` (a trace identifier: [A-Za-z_][A-Za-z0-9_]*) in `role`.
 std::string ident(Role role, std::string_view name);
+// Whether the trace name `name` can be a host entry point's parameter as it is (`w_fc`, not
+// `g_w_fc`), there and in the public header, in C and C++: only lower-case letters, digits and
+// single underscores, starting with a letter; not a keyword of C or C++, not a lower-case macro
+// of the C library or the compilers (tests/hostile_names.py checks the list against every macro
+// each build mode sees), not a type or name the entry point's body uses unqualified (int64_t,
+// stream, workspace, dim3, ...), and not starting with the prefix of a role the body names values
+// in (g_, p_) or the runtime's stems (tg_, thunder_gen, cuda, nccl). Any other name is
+// role-prefixed (Role::global). (Kernels keep the role prefixes: a value has several roles there.)
+bool usable_as_parameter(std::string_view name);
 // Every role, for tests.
 inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index,     Role::accumulator, Role::sum,
                                      Role::m2,      Role::deviation, Role::mean, Role::target,    Role::max_and_sum, Role::run_in,

@@ -11,7 +11,9 @@
   hostile_names.py macros WORK         checks the identifier scheme against every macro visible
                                        to generated code: preprocesses a generated folder in each
                                        build mode with -dM and fails if any macro name starts with
-                                       one of src/generated_text.cpp's role prefixes
+                                       one of src/generated_text.cpp's role prefixes, or (in a
+                                       trace whose inputs are named like all of them) becomes an
+                                       entry point's parameter as it is
 
 Tools from the environment: THUNDER_GEN, CXX, NVCC.
 """
@@ -150,8 +152,31 @@ def generate(work):
     print(f"hostile_names: {len(names)} names in {TRACES} traces")
 
 
+def header_parameters(header):
+    """The parameter names the entry points of a generated header declare."""
+    return set(re.findall(r"^    (?:const )?\w+\*? (\w+),$", header.read_text(), re.M))
+
+
+def parameters_named_like_macros(tg, out, defined):
+    """Generates a trace whose inputs are named like every macro a build mode sees (and its
+    output like one more) and returns the macros that became an entry point's parameter as they
+    are (src/generated_text.cpp, usable_as_parameter)."""
+    names = sorted(n for n in defined if re.fullmatch(r"[A-Za-z_]\w*", n))
+    decl = lambda n: {"name": n, "shape": [2], "dtype": "f32"}
+    ops, previous = [], names[0]
+    for k, name in enumerate(names[1:]):
+        ops.append({"op": "prims.add", "args": [previous, name], "out": [decl(f"sum{k}")]})
+        previous = f"sum{k}"
+    doc = {"format": "thunder-gen-trace", "version": 1, "name": "macros", "source": "tests/hostile_names.py",
+           "inputs": [decl(n) for n in names], "ops": ops, "outputs": [previous]}
+    (out / "macros.json").write_text(json.dumps(doc))
+    run([tg, str(out / "macros.json"), "-o", str(out / "macros")])
+    return sorted(header_parameters(out / "macros" / "include" / "macros.h") & set(names))
+
+
 def macros(work):
-    """No macro any build mode sees starts with a role prefix."""
+    """No macro any build mode sees starts with a role prefix, or is an entry point's parameter
+    as it is."""
     tg, cxx, nvcc = os.environ["THUNDER_GEN"], os.environ.get("CXX", "g++"), os.environ.get("NVCC", "nvcc")
     out = work / "macros"
     run([tg, str(ROOT / "examples" / "gpt2_mlp.json"), "-o", str(out)])
@@ -162,17 +187,27 @@ def macros(work):
                              "-I", "/usr/local/cuda/include", "-dM", "-E"],
     }
     prefixes = role_prefixes()
-    failures, seen = 0, 0
+    failures, seen, every_macro = 0, 0, set()
     for mode, cmd in modes.items():
         for source in ("forward.cu", "backward.cu", "harness.cpp"):
             defined = macro_names(run(cmd + [str(out / source)]))
             seen = max(seen, len(defined))
+            every_macro |= defined
             for name in sorted(defined):
                 if any(name.startswith(p) for p in prefixes):
                     print(f"hostile_names: {mode}, {source}: macro {name} starts with a role prefix")
                     failures += 1
-    print(f"hostile_names: role prefixes {' '.join(prefixes)}; up to {seen} macros a build mode sees; {failures} starting with a prefix")
-    return 1 if failures or seen < 1000 else 0
+    # The public header in the GNU dialects users' programs default to (g++ and gcc define linux
+    # and unix there).
+    header = out / "include" / "gpt2_mlp.h"
+    every_macro |= macro_names(run([cxx, "-std=gnu++20", "-x", "c++", "-dM", "-E", str(header)]))
+    every_macro |= macro_names(run([os.environ.get("CC", "gcc"), "-std=gnu17", "-x", "c", "-dM", "-E", str(header)]))
+    as_parameters = parameters_named_like_macros(tg, work, every_macro)
+    for name in as_parameters:
+        print(f"hostile_names: macro {name} is an entry point's parameter as it is")
+    print(f"hostile_names: role prefixes {' '.join(prefixes)}; up to {seen} macros a build mode sees; {failures} starting with a prefix; "
+          f"{len(every_macro)} macros in all, {len(as_parameters)} of them a parameter as they are")
+    return 1 if failures or as_parameters or seen < 1000 else 0
 
 
 if __name__ == "__main__":

@@ -47,6 +47,17 @@ TEST_CASE("role prefixes are stems ending in their only underscore, so none is a
   CHECK_THROWS_AS(tg::ident(tg::Role::global, "a b"), tg::InternalError);
 }
 
+TEST_CASE("a trace name is an entry point's parameter as it is only where nothing can clash with it") {
+  for (const char* plain : {"x", "w_fc", "b_fc", "grad_x", "cotangent_t36", "t13_var", "l_self_modules_fc1_weight_", "out0", "r_x", "v_0"})
+    CHECK(tg::usable_as_parameter(plain));
+  // keywords of C and C++, lower-case macros, what the entry point's body names unqualified, the
+  // prefixes of its own locals (g_, p_), the runtime's stems, reserved and upper-case names
+  for (const char* clash : {"int", "restrict", "typeof_unqual", "and", "linux", "errno", "stdin", "st_atime", "stream", "workspace", "handle",
+                            "memory", "int64_t", "dim3", "std", "g_x", "p_x", "tg", "tg_kernels", "thunder_gen_stream", "cudaGetLastError",
+                            "nccl_comm", "_x", "x__y", "X", "W_q", "NULL", "M_PIf", "1x", ""})
+    CHECK_FALSE(tg::usable_as_parameter(clash));
+}
+
 TEST_CASE("comment text is one printable line that cannot end a comment") {
   const std::string hostile = "x\n#error injected\r\n*/ \\\n \xe2\x80\xae \x1b[31m \x7f end";
   const std::string text = tg::comment_text(hostile);

@@ -71,11 +71,11 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/chain10.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int chain10_forward(const float* g_x, float* g_t9, void* workspace, thunder_gen_stream handle) {
+extern "C" int chain10_forward(const float* x, float* t9, void* workspace, thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
-  TG_TRY(tg::check_pointer(g_x, alignof(float), 1048576));
-  TG_TRY(tg::check_pointer(g_t9, alignof(float), 1048576));
-  TG_TRY(TG_LAUNCH(chain10_pointwise_t9, tg::grid_for(262144, 256), 256, stream, g_x, g_t9));
+  TG_TRY(tg::check_pointer(x, alignof(float), 1048576));
+  TG_TRY(tg::check_pointer(t9, alignof(float), 1048576));
+  TG_TRY(TG_LAUNCH(chain10_pointwise_t9, tg::grid_for(262144, 256), 256, stream, x, t9));
   return tg::kOk;
 }
 #endif  // __CUDACC_RTC__

@@ -180,20 +180,20 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/layer_norm.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int layer_norm_backward(const float* g_x, const float* g_w, const float* g_cotangent_t13, float* g_grad_x, float* g_grad_w, float* g_grad_b, void* workspace, thunder_gen_stream handle) {
+extern "C" int layer_norm_backward(const float* x, const float* w, const float* cotangent_t13, float* grad_x, float* grad_w, float* grad_b, void* workspace, thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
-  TG_TRY(tg::check_pointer(g_x, alignof(float), 2097152));
-  TG_TRY(tg::check_pointer(g_w, alignof(float), 1024));
-  TG_TRY(tg::check_pointer(g_cotangent_t13, alignof(float), 2097152));
-  TG_TRY(tg::check_pointer(g_grad_x, alignof(float), 2097152));
-  TG_TRY(tg::check_pointer(g_grad_w, alignof(float), 1024));
-  TG_TRY(tg::check_pointer(g_grad_b, alignof(float), 1024));
+  TG_TRY(tg::check_pointer(x, alignof(float), 2097152));
+  TG_TRY(tg::check_pointer(w, alignof(float), 1024));
+  TG_TRY(tg::check_pointer(cotangent_t13, alignof(float), 2097152));
+  TG_TRY(tg::check_pointer(grad_x, alignof(float), 2097152));
+  TG_TRY(tg::check_pointer(grad_w, alignof(float), 1024));
+  TG_TRY(tg::check_pointer(grad_b, alignof(float), 1024));
   tg::Memory memory(workspace, 4194304, stream);  // the temporaries
   TG_TRY(memory.status());
   float* g_grad_w__parts = memory.at<float>(0);
   float* g_grad_b__parts = memory.at<float>(2097152);
-  TG_TRY(TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, g_x, g_w, g_cotangent_t13, g_grad_x, g_grad_w__parts, g_grad_b__parts));
-  TG_TRY(TG_LAUNCH(layer_norm_backward_columnreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, g_grad_w__parts, g_grad_b__parts, g_grad_w, g_grad_b));
+  TG_TRY(TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, x, w, cotangent_t13, grad_x, g_grad_w__parts, g_grad_b__parts));
+  TG_TRY(TG_LAUNCH(layer_norm_backward_columnreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, g_grad_w__parts, g_grad_b__parts, grad_w, grad_b));
   return tg::kOk;
 }
 #endif  // __CUDACC_RTC__

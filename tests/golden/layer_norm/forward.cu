@@ -100,13 +100,13 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/layer_norm.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int layer_norm_forward(const float* g_x, const float* g_w, const float* g_b, float* g_t13, void* workspace, thunder_gen_stream handle) {
+extern "C" int layer_norm_forward(const float* x, const float* w, const float* b, float* t13, void* workspace, thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
-  TG_TRY(tg::check_pointer(g_x, alignof(float), 2097152));
-  TG_TRY(tg::check_pointer(g_w, alignof(float), 1024));
-  TG_TRY(tg::check_pointer(g_b, alignof(float), 1024));
-  TG_TRY(tg::check_pointer(g_t13, alignof(float), 2097152));
-  TG_TRY(TG_LAUNCH(layer_norm_rowreduce_t13, tg::grid_for(2048, 1), 256, stream, g_x, g_w, g_b, g_t13));
+  TG_TRY(tg::check_pointer(x, alignof(float), 2097152));
+  TG_TRY(tg::check_pointer(w, alignof(float), 1024));
+  TG_TRY(tg::check_pointer(b, alignof(float), 1024));
+  TG_TRY(tg::check_pointer(t13, alignof(float), 2097152));
+  TG_TRY(TG_LAUNCH(layer_norm_rowreduce_t13, tg::grid_for(2048, 1), 256, stream, x, w, b, t13));
   return tg::kOk;
 }
 #endif  // __CUDACC_RTC__

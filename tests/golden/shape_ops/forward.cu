@@ -324,27 +324,27 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/shape_ops.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int shape_ops_forward(const float* g_x, const int16_t* g_y, const double* g_z, const float* g_v, float* g_t4, float* g_t5, float* g_t8, float* g_t12, float* g_t13, int16_t* g_t21, float* g_t24, double* g_t29, void* workspace, thunder_gen_stream handle) {
+extern "C" int shape_ops_forward(const float* x, const int16_t* y, const double* z, const float* v, float* t4, float* t5, float* t8, float* t12, float* t13, int16_t* t21, float* t24, double* t29, void* workspace, thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
-  TG_TRY(tg::check_pointer(g_x, alignof(float), 6144));
-  TG_TRY(tg::check_pointer(g_y, alignof(int16_t), 1536));
-  TG_TRY(tg::check_pointer(g_z, alignof(double), 128));
-  TG_TRY(tg::check_pointer(g_v, alignof(float), 48));
-  TG_TRY(tg::check_pointer(g_t4, alignof(float), 924));
-  TG_TRY(tg::check_pointer(g_t5, alignof(float), 5500));
-  TG_TRY(tg::check_pointer(g_t8, alignof(float), 5952));
-  TG_TRY(tg::check_pointer(g_t12, alignof(float), 4608));
-  TG_TRY(tg::check_pointer(g_t13, alignof(float), 3072));
-  TG_TRY(tg::check_pointer(g_t21, alignof(int16_t), 1536));
-  TG_TRY(tg::check_pointer(g_t24, alignof(float), 1536));
-  TG_TRY(tg::check_pointer(g_t29, alignof(double), 512));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t4, tg::grid_for(231, 256), 256, stream, g_x, g_t4));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t5, tg::grid_for(1375, 256), 256, stream, g_x, g_t5));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t8, tg::grid_for(1488, 256), 256, stream, g_x, g_t8));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t12, tg::grid_for(1152, 256), 256, stream, g_x, g_t12));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t13, tg::grid_for(768, 256), 256, stream, g_x, g_t13));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t21, tg::grid_for(384, 256), 256, stream, g_y, g_v, g_t21, g_t24));
-  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t29, tg::grid_for(256, 256), 256, stream, g_z, g_t29));
+  TG_TRY(tg::check_pointer(x, alignof(float), 6144));
+  TG_TRY(tg::check_pointer(y, alignof(int16_t), 1536));
+  TG_TRY(tg::check_pointer(z, alignof(double), 128));
+  TG_TRY(tg::check_pointer(v, alignof(float), 48));
+  TG_TRY(tg::check_pointer(t4, alignof(float), 924));
+  TG_TRY(tg::check_pointer(t5, alignof(float), 5500));
+  TG_TRY(tg::check_pointer(t8, alignof(float), 5952));
+  TG_TRY(tg::check_pointer(t12, alignof(float), 4608));
+  TG_TRY(tg::check_pointer(t13, alignof(float), 3072));
+  TG_TRY(tg::check_pointer(t21, alignof(int16_t), 1536));
+  TG_TRY(tg::check_pointer(t24, alignof(float), 1536));
+  TG_TRY(tg::check_pointer(t29, alignof(double), 512));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t4, tg::grid_for(231, 256), 256, stream, x, t4));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t5, tg::grid_for(1375, 256), 256, stream, x, t5));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t8, tg::grid_for(1488, 256), 256, stream, x, t8));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t12, tg::grid_for(1152, 256), 256, stream, x, t12));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t13, tg::grid_for(768, 256), 256, stream, x, t13));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t21, tg::grid_for(384, 256), 256, stream, y, v, t21, t24));
+  TG_TRY(TG_LAUNCH(shape_ops_pointwise_t29, tg::grid_for(256, 256), 256, stream, z, t29));
   return tg::kOk;
 }
 #endif  // __CUDACC_RTC__
