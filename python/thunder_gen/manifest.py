@@ -51,7 +51,7 @@ class Value:
 @dataclass(frozen=True)
 class Param:
     """One entry-point parameter, as manifest.json's entry_points list it."""
-    name: str  # the C parameter name (g_x)
+    name: str  # the C parameter name (x, or g_<name> where the name could clash in C)
     kind: str  # input, output, saved, cotangent, gradient
     of: str  # the trace value (input, output, saved value) it belongs to
     dtype: str | None
