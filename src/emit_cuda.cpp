@@ -8,6 +8,7 @@
 #include "emit_kernel.h"
 #include "generated_text.h"
 #include "printer.h"
+#include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 
 namespace tg {
@@ -416,6 +417,16 @@ void write_entry_point(const Trace& fused, const EntryPoint& entry, const std::v
 }
 
 }  // namespace
+
+std::optional<std::string> kernel_emission_problem(const Trace& fused, const Op& kernel) {
+  std::vector<std::string> idents(fused.values.size());
+  try {
+    emit::KernelWriter(fused, idents, kernel).write();
+  } catch (const InternalError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
 
 CudaFile emit_cuda(const Trace& fused, const EntryPoint& entry, const std::string& file, const std::string& input_file) {
   CudaFile result;

@@ -2,6 +2,7 @@
 // #ifndef __CUDACC_RTC__). The same text builds with nvcc, NVRTC (kernels only) and g++ under
 // host emulation.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct CudaFile {
 // `entry` is the host function (its parameters match fused's inputs, then its outputs);
 // `file` and `input_file` go in the banner.
 CudaFile emit_cuda(const Trace& fused, const EntryPoint& entry, const std::string& file, const std::string& input_file);
+
+// Why the emitter cannot write `kernel`, a fused kernel of `fused` with its plan, or nothing when
+// it can. Fusion makes only kernels the emitter writes; a kernel read back from a hand-edited
+// listing may be one fusion never makes, and the listing reader reports this at its line.
+std::optional<std::string> kernel_emission_problem(const Trace& fused, const Op& kernel);
 
 // The C++ type a value is stored as in device memory (tg::PackedBits for a bit-packed mask).
 std::string storage_type(const Value& v);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "emit_cuda.h"
 #include "kernel_plan.h"
 #include "overrides.h"
 #include "thunder_gen/diagnostics.h"
@@ -674,16 +675,22 @@ class ListingReader {
   }
 
   // Each kernel's plan: the one its "# plan:" line asks for (kernel_plan.h says which may differ
-  // from the kernel's own), else the one fusion makes. A listing's kernels keep their labels.
+  // from the kernel's own), else the one fusion makes. A listing's kernels keep their labels. A
+  // kernel fusion would never make (two reductions over different dims, say) is refused at its
+  // line with what the planner or the emitter could not do.
   void plan_kernels_read() {
     for (Op& op : t_.ops) {
       if (op.info != &op_info(OpKind::fused_kernel)) continue;
-      const std::string plan_line = std::to_string(line_of(op) + 1);
+      const std::string kernel_line = std::to_string(line_of(op)), plan_line = std::to_string(line_of(op) + 1);
+      auto not_made = [&](const std::string& why) { return "kernel " + op.label + " is not one fusion makes (" + why + ")"; };
       try {
         op.plan = std::make_shared<const KernelPlan>(op.plan_text.empty() ? plan_kernel(t_, op) : plan_from_listing(op.plan_text, t_, op, plan_line));
       } catch (const UserError& e) {
         throw UserError(file_, e.where, e.what());
+      } catch (const InternalError& e) {
+        throw UserError(file_, kernel_line, not_made(e.what()));
       }
+      if (const auto problem = kernel_emission_problem(t_, op)) throw UserError(file_, kernel_line, not_made(*problem));
     }
   }
 };
