@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # generated_cmake.sh THUNDER_GEN THUNDER_GEN_CHECK WORK: the CMakeLists.txt in an output folder
-# builds in all three modes: emu (then runs and checks against LibTorch), nvcc for sm_90, and
-# nvrtc with the kernels compiled ahead to a cubin. Building needs no GPU. Then another project
-# add_subdirectory()s the folder, links thunder_gen::layer_norm from C and runs the forward.
+# builds in all three modes: nvcc for sm_90, nvrtc with the kernels compiled ahead to a cubin, and
+# emu, as another project add_subdirectory()s the folder (the library and its harness, which runs
+# and is checked against LibTorch) and links thunder_gen::layer_norm from C to run the forward.
+# Building needs no GPU.
 set -euo pipefail
 gen=$1 check=$2 work=$3
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +11,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 trace=$root/examples/layer_norm.json
 rm -rf "$work" && mkdir -p "$work"
 "$gen" "$trace" -o "$work/out"
-for mode in emu nvcc nvrtc; do
+for mode in nvcc nvrtc; do
   echo "== TG_MODE=$mode"
   cmake -S "$work/out" -B "$work/build-$mode" -DTG_MODE=$mode -DTG_CUBIN_AHEAD=ON -DCMAKE_BUILD_TYPE=Release >"$work/$mode.log" 2>&1 ||
     { cat "$work/$mode.log"; exit 1; }
@@ -18,11 +19,8 @@ for mode in emu nvcc nvrtc; do
   [ -x "$work/build-$mode/harness" ] || { echo "no harness built in $mode mode"; exit 1; }
 done
 [ -s "$work/out/kernels.cu.cubin" ] || { echo "TG_CUBIN_AHEAD made no kernels.cu.cubin"; exit 1; }
-mkdir -p "$work/results"
-"$work/build-emu/harness" --outputs "$work/results" --quiet
-"$check" "$trace" "$work/results"
 
-echo "== add_subdirectory() from another project, linked from C"
+echo "== TG_MODE=emu: add_subdirectory() from another project, linked from C"
 mkdir -p "$work/user"
 cat >"$work/user/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.24)
@@ -63,4 +61,8 @@ int main(void) {
 EOF
 cmake -S "$work/user" -B "$work/user/build" -DTG_MODE=emu -DCMAKE_BUILD_TYPE=Release >"$work/user.log" 2>&1 || { cat "$work/user.log"; exit 1; }
 cmake --build "$work/user/build" >>"$work/user.log" 2>&1 || { cat "$work/user.log"; exit 1; }
+[ -x "$work/user/build/generated/harness" ] || { echo "no harness built in emu mode"; exit 1; }
+mkdir -p "$work/results"
+"$work/user/build/generated/harness" --outputs "$work/results" --quiet
+"$check" "$trace" "$work/results"
 "$work/user/build/user"
