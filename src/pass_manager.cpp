@@ -115,7 +115,7 @@ void PassManager::finish(Pass pass, size_t in_ops, const JointTrace& out, Clock:
   verify(out.trace, pass);
   log_line(pass, ops_change(in_ops, out.trace.ops.size()), start);
   const JointMarks marks{out.forward_inputs, out.forward_ops};
-  dump(pass_name(pass), print_joint_trace(out.trace, marks));
+  if (!options_.dump_dir.empty()) dump(pass_name(pass), print_joint_trace(out.trace, marks));
   stop_if_asked(pass, [&] { return print_joint_trace(out.trace, marks); });
 }
 
