@@ -208,6 +208,7 @@ class ListingReader {
   Trace t_;
   std::unordered_map<std::string, ValueId> ids_;  // every value read so far, by name
   std::vector<std::string> where_of_line_;        // each op's provenance, by line number
+  std::unordered_map<size_t, std::string> plan_text_of_line_;  // a kernel's "# plan:" text, by the kernel's line
   bool saw_backward_ = false, saw_cotangent_ = false;
   size_t forward_inputs_ = 0, forward_ops_ = 0;
   size_t def_line_ = 0;  // the index of the "def" line
@@ -362,11 +363,11 @@ class ListingReader {
     return ops;
   }
 
-  // "plan: pointwise block=256 lanes=4" under a kernel: kept for fusion's plan (Op::plan_text).
+  // "plan: pointwise block=256 lanes=4" under a kernel: kept, by the kernel's line, for its plan.
   void take_plan(Op* kernel, bool first_in_body, std::string_view plan) {
-    if (!kernel || kernel->info != &op_info(OpKind::fused_kernel) || !first_in_body || !kernel->plan_text.empty())
+    if (!kernel || kernel->info != &op_info(OpKind::fused_kernel) || !first_in_body || plan_text_of_line_.count(line_of(*kernel)))
       fail_at(next_, "a \"# plan:\" line belongs right under a kernel's line, once");
-    kernel->plan_text = std::string(plan);
+    plan_text_of_line_.emplace(line_of(*kernel), std::string(plan));
     ++next_;
   }
 
@@ -684,7 +685,9 @@ class ListingReader {
       const std::string kernel_line = std::to_string(line_of(op)), plan_line = std::to_string(line_of(op) + 1);
       auto not_made = [&](const std::string& why) { return "kernel " + op.label + " is not one fusion makes (" + why + ")"; };
       try {
-        op.plan = std::make_shared<const KernelPlan>(op.plan_text.empty() ? plan_kernel(t_, op) : plan_from_listing(op.plan_text, t_, op, plan_line));
+        const auto asked = plan_text_of_line_.find(line_of(op));
+        op.plan = std::make_shared<const KernelPlan>(asked == plan_text_of_line_.end() ? plan_kernel(t_, op)
+                                                                                     : plan_from_listing(asked->second, t_, op, plan_line));
       } catch (const UserError& e) {
         throw UserError(file_, e.where, e.what());
       } catch (const InternalError& e) {

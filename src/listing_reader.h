@@ -6,7 +6,7 @@
 //
 // Read back: the signature, each value's type and flags (requires_grad, packed, cotangent), every
 // op with its arguments, tags, provenance ("(torch.nn.functional.gelu at /ops/3)"), kernel label,
-// decomposition or kernel body, a kernel's "# plan: " line (kept in Op::plan_text), and a joint
+// decomposition or kernel body, a kernel's "# plan: " line (the plan it asks for), and a joint
 // listing's "# backward" line. Not read back: custom-gradient bodies (refused), inputs' `init`
 // ranges, the overrides' sources (the tags themselves are read) and a device other than cuda:0.
 #pragma once

@@ -108,9 +108,6 @@ struct Op {
   std::string origin;             // prims only: the torch-level symbol they lower or differentiate ("" as read)
   std::string label;              // for kernels: the structural name given by fusion
   std::shared_ptr<const KernelPlan> plan;  // for kernels: how the emitter writes it, from fusion
-  // For kernels read back from a listing (--from-stage): the text after "# plan: " on the line
-  // under the kernel's ("pointwise block=256 lanes=4"), kept for fusion's plan to parse; "" else.
-  std::string plan_text;
 
   const Arg& arg(size_t i) const { return args.at(i); }
 };

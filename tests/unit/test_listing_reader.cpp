@@ -3,6 +3,7 @@
 // (tests/passes/listing_errors.test and the rest).
 #include <catch2/catch.hpp>
 
+#include "kernel_plan.h"
 #include "listing_reader.h"
 #include "thunder_gen/diagnostics.h"
 
@@ -18,17 +19,18 @@ const std::string kFused =
 
 }  // namespace
 
-TEST_CASE("a kernel's plan line is kept as Op::plan_text, and the ops' provenance as where and origin") {
+TEST_CASE("a kernel's plan line becomes its plan, and the ops' provenance their where and origin") {
   const tg::ListingTrace read = tg::read_listing(kFused, "k.txt", tg::Pass::fuse);
   REQUIRE(read.trace.ops.size() == 1);
   const tg::Op& kernel = read.trace.ops[0];
-  CHECK(kernel.plan_text == "pointwise block=256 lanes=4");
+  REQUIRE(kernel.plan);
+  CHECK(tg::plan_text(*kernel.plan, kernel, read.trace) == "pointwise block=256 lanes=4");
   CHECK(kernel.label == "t_pointwise_y");
   CHECK(kernel.where == "/ops/0");
   REQUIRE(kernel.sub.size() == 1);
   CHECK(kernel.sub[0].origin == "torch.exp");
   CHECK(kernel.sub[0].where == "/ops/0");
-  CHECK(kernel.sub[0].plan_text.empty());
+  CHECK_FALSE(kernel.sub[0].plan);
   CHECK_FALSE(read.joint);
 }
 
