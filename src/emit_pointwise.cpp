@@ -2,6 +2,8 @@
 // operand read contiguously), then one over the elements left; both call the kernel's element
 // function, its element body written once (docs/design-notes.md, "Pointwise kernels in runs").
 #include <algorithm>
+#include <cctype>
+#include <unordered_set>
 
 #include "emit_kernel.h"
 
@@ -13,6 +15,20 @@ std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
   return out;
+}
+
+// The identifiers (and numbers) in `text`, each once: which of many names a body uses, in one
+// pass over it rather than one per name.
+std::unordered_set<std::string> words_in(const std::string& text) {
+  auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::unordered_set<std::string> words;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = at;
+    while (end < text.size() && part(text[end])) ++end;
+    if (end > at) words.emplace(text, at, end - at);
+    at = end + 1;
+  }
+  return words;
 }
 
 }  // namespace
@@ -38,13 +54,14 @@ std::string KernelWriter::element_function(bool in_runs) {
   std::string body = pop();
   in_run_ = false;
   body = dim_declarations(body, loop_dims_, all, "  ") + body;
-  element_takes_i_ = uses_word(body, "i");
+  const std::unordered_set<std::string> used = words_in(body);
+  element_takes_i_ = used.count("i") > 0;
   std::vector<std::string> params;
   if (element_takes_i_) params.push_back("int64_t i");
   for (const RunLoad& r : run_loads_) params.push_back(ctype(t_.value(r.value).dtype) + " " + r.param);
   element_args_.clear();
   for (const Arg& a : k_.args) {
-    if (!uses_word(body, ident(a.value))) continue;
+    if (!used.count(ident(a.value))) continue;
     element_args_.push_back(a.value);
     params.push_back(parameter(a.value, false));
   }
