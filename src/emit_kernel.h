@@ -2,7 +2,8 @@
 // around the kernels and the host entry point). One class, its parts in a file per kernel kind:
 //   emit_values.cpp        the kernel's frame, names and values: every value computed once per
 //                          index (v_<name>), loads and their index code, the ops' code
-//   emit_pointwise.cpp     pointwise kernels: a loop over 16-byte runs, then one over elements
+//   emit_pointwise.cpp     pointwise kernels: a loop over 16-byte runs, then one over elements,
+//                          both calling the kernel's element function
 //   emit_row.cpp           row kernels: one block per row, passes over it, the row held in
 //                          registers or streamed
 //   emit_reductions.cpp    a row kernel's reductions: accumulations, the passes that compute them
@@ -39,6 +40,8 @@ std::string dim_declarations(const std::string& body, const std::vector<IndexExp
 // Sets defs[d] for the loop dims d of `dims`: quotients and remainders of `flat`, their row-major
 // linear index over `domain`.
 void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims);
+// 0, 1, ..., rank - 1: every dim of `domain`.
+std::vector<int64_t> all_dims(const Shape& domain);
 
 class KernelWriter {
  public:
@@ -87,17 +90,22 @@ class KernelWriter {
   bool in_stream_run_ = false;      // writing a streamed pass's per-lane body
   std::vector<ValueId> stream_loads_;  // operands that body reads a run at a time (r_<name>[lane])
   std::vector<ValueId> stream_row_loads_;  // ... of those, the ones shaped like one row (a LayerNorm's weight)
-  bool in_run_ = false;             // writing that loop's per-lane body
+  bool in_run_ = false;             // pointwise: writing the element function for a run loop's lanes
   struct RunLoad {
     ValueId value;
     IndexExpr start;    // the run's first element, in `run`
     std::string array;  // r_<name>, numbered where one operand is read at several starts
+    std::string param;  // the element function's parameter for this lane's element of it (v_<name>)
+    Index index;        // where the element function reads it (what the element loop loads)
   };
-  std::vector<RunLoad> run_loads_;  // operands it loads a run at a time
+  std::vector<RunLoad> run_loads_;  // operands the run loop loads a run at a time
   std::map<ValueId, std::vector<size_t>> run_loads_of_;  // ... those of each operand
   std::set<std::string> run_arrays_;  // ... their arrays' names
   IndexExpr run_var_;                 // ... its variable `run`
   std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
+  std::string element_function_;      // pointwise: the element function, written before the kernel
+  bool element_takes_i_ = false;      // ... whether it takes the element's index i
+  std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
 
   // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
   // column kernel, column-wide) combine; finish() gets that total's expression and declares the
@@ -110,6 +118,7 @@ class KernelWriter {
 
   // ---- the kernel's frame, names and values (emit_values.cpp) -----------------------------------
   std::string description() const;
+  std::string parameter(ValueId v, bool output) const;
   bool has_packed_output() const;
   std::string all_aligned(const std::vector<ValueId>& values) const;
   std::string if_aligned(const std::vector<ValueId>& values) const;
@@ -139,10 +148,14 @@ class KernelWriter {
   std::string compute(const Op& op, ValueId v, const Index& index);
 
   // ---- pointwise kernels (emit_pointwise.cpp) ---------------------------------------------------
-  std::string element_body(const std::string& indent);
+  std::string element_function(bool in_runs);
+  std::string element_call(const std::string& i, const std::function<std::string(const RunLoad&)>& read,
+                           const std::function<std::string(ValueId)>& result) const;
   std::string pointwise_body();
-  std::string run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride);
-  const std::string& run_array(ValueId v, const IndexExpr& start);
+  std::string element_loop_body(const std::string& indent);
+  std::string run_loop(const std::string& thread, const std::string& stride);
+  std::string lane_body(const std::string& indent) const;
+  std::string run_load(ValueId v, const IndexExpr& start, const Index& index);
   std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
 
   // ---- row kernels (emit_row.cpp) ---------------------------------------------------------------

@@ -1,36 +1,110 @@
 // KernelWriter, pointwise kernels: a grid-stride loop over runs of 16 bytes (one vector access per
-// operand read contiguously), then one over the elements left (docs/design-notes.md, "Pointwise
-// kernels in runs").
+// operand read contiguously), then one over the elements left; both call the kernel's element
+// function, its element body written once (docs/design-notes.md, "Pointwise kernels in runs").
 #include <algorithm>
+#include <cctype>
+#include <unordered_set>
 
 #include "emit_kernel.h"
 
 namespace tg::emit {
 
-// One element per iteration: the whole kernel, or what the run loop leaves.
-std::string KernelWriter::element_body(const std::string& indent) {
-  push(indent);
-  for (ValueId v : k_.outs) {
-    std::string var = value_at(v, identity_index(layout_.domain.size()));
-    line("tg::store(" + ident(v) + ", i, " + var + ");");
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// The identifiers (and numbers) in `text`, each once: which of many names a body uses, in one
+// pass over it rather than one per name.
+std::unordered_set<std::string> words_in(const std::string& text) {
+  auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::unordered_set<std::string> words;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = at;
+    while (end < text.size() && part(text[end])) ++end;
+    if (end > at) words.emplace(text, at, end - at);
+    at = end + 1;
   }
-  return pop();
+  return words;
+}
+
+}  // namespace
+
+// Element i's results, written once as a function the run loop's lanes and the element loop both
+// call (one element per thread: the element loop only). What the run loop reads a run at a time
+// comes in as values (its lanes pass r_x[lane], the element loop the element it loads); the
+// function reads everything else through the kernel's own parameters, and hands its results back
+// through references (out_<name>), which the callers store.
+std::string KernelWriter::element_function(bool in_runs) {
+  const std::vector<int64_t> all = all_dims(layout_.domain);
+  in_run_ = in_runs;
+  run_loads_.clear();
+  run_loads_of_.clear();
+  run_arrays_.clear();
+  if (in_runs) {
+    lane_dims_.assign(layout_.domain.size(), IndexExpr());
+    run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(numel(layout_.domain) / lanes_ - 1, 0));
+    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
+  }
+  push("  ");
+  for (ValueId v : k_.outs) line(local(Role::result, v) + " = " + value_at(v, identity_index(layout_.domain.size())) + ";");
+  std::string body = pop();
+  in_run_ = false;
+  body = dim_declarations(body, loop_dims_, all, "  ") + body;
+  const std::unordered_set<std::string> used = words_in(body);
+  element_takes_i_ = used.count("i") > 0;
+  std::vector<std::string> params;
+  if (element_takes_i_) params.push_back("int64_t i");
+  for (const RunLoad& r : run_loads_) params.push_back(ctype(t_.value(r.value).dtype) + " " + r.param);
+  element_args_.clear();
+  for (const Arg& a : k_.args) {
+    if (!used.count(ident(a.value))) continue;
+    element_args_.push_back(a.value);
+    params.push_back(parameter(a.value, false));
+  }
+  for (ValueId v : k_.outs) params.push_back(ctype(t_.value(v).dtype) + "& " + local(Role::result, v));
+  return "__device__ __forceinline__ void " + tg::ident(Role::element_function, k_.label) + "(" + joined(params) + ") {\n" + body + "}\n";
+}
+
+// A call of the element function at element `i` (code), each value parameter `read(r)`, each
+// result into `result(v)`.
+std::string KernelWriter::element_call(const std::string& i, const std::function<std::string(const RunLoad&)>& read,
+                                       const std::function<std::string(ValueId)>& result) const {
+  std::vector<std::string> args;
+  if (element_takes_i_) args.push_back(i);
+  for (const RunLoad& r : run_loads_) args.push_back(read(r));
+  for (ValueId v : element_args_) args.push_back(ident(v));
+  for (ValueId v : k_.outs) args.push_back(result(v));
+  return tg::ident(Role::element_function, k_.label) + "(" + joined(args) + ");";
 }
 
 std::string KernelWriter::pointwise_body() {
-  std::vector<int64_t> all(layout_.domain.size());
-  for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
   const std::string thread = "int64_t(blockIdx.x) * blockDim.x + threadIdx.x", stride = "int64_t(gridDim.x) * blockDim.x";
+  element_function_ = element_function(lanes_ > 1);
   std::string out = "  const int64_t n = " + std::to_string(numel(layout_.domain)) + ";\n";
-  std::string runs = lanes_ > 1 ? run_loop(all, thread, stride) : "";
+  std::string runs = lanes_ > 1 ? run_loop(thread, stride) : "";
   if (runs.empty()) lanes_ = 1;  // one element per thread: the grid is sized for elements
-  std::string element = element_body("    ");
   std::string first = runs.empty() ? thread : "runs * " + std::to_string(lanes_) + " + " + thread;
   out += runs;
   out += "  for (int64_t i = " + first + "; i < n; i += " + stride + ") {\n";
-  out += dim_declarations(element, loop_dims_, all, "    ");
-  out += element + "  }\n";
-  return out;
+  out += element_loop_body("    ");
+  return out + "  }\n";
+}
+
+// The element loop's iteration: element i's value parameters loaded, the call, its results stored.
+std::string KernelWriter::element_loop_body(const std::string& indent) {
+  push(indent);
+  std::vector<std::string> reads;
+  for (const RunLoad& r : run_loads_) reads.push_back("tg::load(" + ident(r.value) + ", " + offset(t_.value(r.value), r.index) + ")");
+  for (ValueId v : k_.outs) line(ctype(t_.value(v).dtype) + " " + local(Role::element, v) + ";");
+  size_t next = 0;
+  line(element_call("i", [&](const RunLoad&) { return reads[next++]; }, [&](ValueId v) { return local(Role::element, v); }));
+  for (ValueId v : k_.outs) line("tg::store(" + ident(v) + ", i, " + local(Role::element, v) + ");");
+  std::string code = pop();
+  return dim_declarations(code, loop_dims_, all_dims(layout_.domain), indent) + code;
 }
 
 // The 16-byte loop: each thread takes a run of lanes_ neighbouring elements, loads each
@@ -38,29 +112,9 @@ std::string KernelWriter::pointwise_body() {
 // one access. Only when all those pointers are 16-byte aligned; "" when nothing would be wide.
 // A packed mask's run is lanes_ bits, which the warp gathers into whole words (no atomics); the
 // loop then covers whole warps' worth of runs only, so every lane of a warp takes part.
-std::string KernelWriter::run_loop(const std::vector<int64_t>& all, const std::string& thread, const std::string& stride) {
-  in_run_ = true;
-  run_loads_.clear();
-  run_loads_of_.clear();
-  run_arrays_.clear();
-  lane_dims_.assign(layout_.domain.size(), IndexExpr());
-  run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(numel(layout_.domain) / lanes_ - 1, 0));
-  define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
-  push("      ");
+std::string KernelWriter::run_loop(const std::string& thread, const std::string& stride) {
   std::vector<ValueId> run_stores, run_bits;
-  for (ValueId v : k_.outs) {
-    const Value& val = t_.value(v);
-    std::string var = value_at(v, identity_index(layout_.domain.size()));
-    if (val.bit_packed) {
-      line(local(Role::run_bits, v) + " |= unsigned(" + var + ") << lane;");
-      run_bits.push_back(v);
-    } else {
-      line(local(Role::run_out, v) + "[lane] = " + var + ";");
-      run_stores.push_back(v);
-    }
-  }
-  std::string lane_body = pop();
-  in_run_ = false;
+  for (ValueId v : k_.outs) (t_.value(v).bit_packed ? run_bits : run_stores).push_back(v);
   if (run_loads_.empty() && run_stores.empty() && run_bits.empty()) return "";
   const std::string L = std::to_string(lanes_);
   std::vector<ValueId> wide;  // (each operand once, in the order of first use)
@@ -85,10 +139,7 @@ std::string KernelWriter::run_loop(const std::vector<int64_t>& all, const std::s
     out += "    tg::load_run(" + ident(r.value) + ", " + r.start.text() + ", " + r.array + ");\n";
   }
   for (ValueId v : run_stores) out += "    " + ctype(t_.value(v).dtype) + " " + local(Role::run_out, v) + "[" + L + "];\n";
-  out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n";
-  const std::string dims = dim_declarations(lane_body, loop_dims_, all, "      ");
-  if (uses_word(dims + lane_body, "i")) out += "      const int64_t i = run * " + L + " + lane;\n";
-  out += dims + lane_body + "    }\n";
+  out += "    TG_UNROLL for (int lane = 0; lane < " + L + "; ++lane) {\n" + lane_body("      ") + "    }\n";
   for (ValueId v : run_stores) out += "    tg::store_run(" + ident(v) + ", run * " + L + ", " + local(Role::run_out, v) + ");\n";
   for (ValueId v : run_bits)
     out += "    tg::store_run_bits<" + L + ">(" + ident(v) + ", run * " + L + ", " + local(Role::run_bits, v) + ");\n";
@@ -96,18 +147,32 @@ std::string KernelWriter::run_loop(const std::vector<int64_t>& all, const std::s
   return out;
 }
 
-// The array holding the run of v that starts at `start`, declared for the run loop.
-const std::string& KernelWriter::run_array(ValueId v, const IndexExpr& start) {
+// A lane of the run loop: its element from the runs' elements, its results into the runs of
+// results (w_<name>[lane]) or a mask's bits (b_<name>).
+std::string KernelWriter::lane_body(const std::string& indent) const {
+  std::string out;
+  for (ValueId v : k_.outs)
+    if (t_.value(v).bit_packed) out += indent + ctype(t_.value(v).dtype) + " " + local(Role::element, v) + ";\n";
+  auto result = [&](ValueId v) { return t_.value(v).bit_packed ? local(Role::element, v) : local(Role::run_out, v) + "[lane]"; };
+  out += indent + element_call("run * " + std::to_string(lanes_) + " + lane", [](const RunLoad& r) { return r.array + "[lane]"; }, result) + "\n";
+  for (ValueId v : k_.outs)
+    if (t_.value(v).bit_packed) out += indent + local(Role::run_bits, v) + " |= unsigned(" + local(Role::element, v) + ") << lane;\n";
+  return out;
+}
+
+// The run of v that starts at `start`, loaded for the run loop (r_<name>, numbered where one
+// operand is read at several starts); its element is a value parameter of the element function.
+std::string KernelWriter::run_load(ValueId v, const IndexExpr& start, const Index& index) {
   std::vector<size_t>& loads = run_loads_of_[v];
   for (size_t i : loads)
-    if (run_loads_[i].start == start) return run_loads_[i].array;
+    if (run_loads_[i].start == start) return run_loads_[i].param;
   const std::string base = local(Role::run_in, v);
   std::string name = base;
   for (int k = 2; run_arrays_.count(name); ++k) name = base + "_" + std::to_string(k);
   run_arrays_.insert(name);
   loads.push_back(run_loads_.size());
-  run_loads_.push_back({v, start, name});
-  return run_loads_.back().array;
+  run_loads_.push_back({v, start, name, fresh_name(v), index});
+  return run_loads_.back().param;
 }
 
 // In a pointwise kernel's run loop: the element of `val` where the run its lanes read at `index`

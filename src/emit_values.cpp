@@ -64,12 +64,6 @@ IndexExpr loop_index(const std::string& name, const Shape& domain, const std::ve
   return IndexExpr::named(name, 0, std::max<int64_t>(count - 1, 0));
 }
 
-std::vector<int64_t> all_dims(const Shape& domain) {
-  std::vector<int64_t> all(domain.size());
-  for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
-  return all;
-}
-
 // What each loop dim d<k> of a kernel is in the kernel's own indices: a quotient and remainder of
 // the flat index i (pointwise), or of `row` (a row kernel's outer dims) and `j` (its reduced dims).
 std::vector<IndexExpr> loop_dim_definitions(const KernelLayout& layout) {
@@ -84,6 +78,12 @@ std::vector<IndexExpr> loop_dim_definitions(const KernelLayout& layout) {
 }
 
 }  // namespace
+
+std::vector<int64_t> all_dims(const Shape& domain) {
+  std::vector<int64_t> all(domain.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
+  return all;
+}
 
 bool uses_word(const std::string& text, const std::string& word) {
   auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
@@ -154,16 +154,15 @@ std::string KernelWriter::write() {
     if (this_call != call) out << comment_line("  " + (call = this_call) + ":");
     out << comment_line("    " + print_op(op, t_));
   }
+  out << element_function_;
   out << "extern \"C\" __global__ void __launch_bounds__(" << block_size() << ") " << k_.label << "(";
   bool first = true;
   for (const Arg& a : k_.args) {
-    const Value& v = t_.value(a.value);
-    out << (first ? "" : ", ") << (v.is_scalar ? ctype(v.dtype) + " " : "const " + storage_type(v) + "* __restrict__ ") << ident(a.value);
+    out << (first ? "" : ", ") << parameter(a.value, false);
     first = false;
   }
   for (ValueId id : k_.outs) {
-    const Value& v = t_.value(id);
-    out << (first ? "" : ", ") << storage_type(v) << "* __restrict__ " << ident(id);
+    out << (first ? "" : ", ") << parameter(id, true);
     first = false;
   }
   out << ") {\n" << body << "}\n";
@@ -175,6 +174,13 @@ std::string KernelWriter::description() const {
   if (!layout_.is_row) return "pointwise over " + shape_text(layout_.domain);
   const std::string kind = column_tile_ > 1 ? "column reduction over " : "row reduction over ";
   return kind + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced);
+}
+
+// The kernel's parameter for v: a scalar by value, a tensor by its pointer (an output's writable).
+std::string KernelWriter::parameter(ValueId v, bool output) const {
+  const Value& val = t_.value(v);
+  if (output) return storage_type(val) + "* __restrict__ " + ident(v);
+  return (val.is_scalar ? ctype(val.dtype) + " " : "const " + storage_type(val) + "* __restrict__ ") + ident(v);
 }
 
 int KernelWriter::block_size() const {
@@ -413,11 +419,11 @@ std::string KernelWriter::value_at(ValueId v, const Index& index) {
       scopes_.back().values.set(v, index, local(Role::run_in, v) + "[lane]");
       return local(Role::run_in, v) + "[lane]";
     }
-    var = fresh_name(v);
     const std::optional<IndexExpr> start = in_run_ ? run_start(val, index) : std::nullopt;
-    if (start) {  // this lane's element of the loaded run
-      line("const " + ctype(val.dtype) + " " + var + " = " + run_array(v, *start) + "[lane];");
+    if (start) {  // this lane's element of the loaded run: a parameter of the element function
+      var = run_load(v, *start, index);
     } else {
+      var = fresh_name(v);
       line("const " + ctype(val.dtype) + " " + var + " = tg::load(" + ident(v) + ", " + offset(val, index) + ");");
     }
   } else {

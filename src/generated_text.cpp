@@ -26,6 +26,8 @@ std::string_view role_prefix(Role role) {
     case Role::shared: return "s_";
     case Role::harness_input: return "in_";
     case Role::storage_view: return "p_";
+    case Role::element_function: return "element_";
+    case Role::result: return "out_";
   }
   throw InternalError("unknown identifier role");
 }

@@ -7,10 +7,11 @@
    of N*S bytes: ld.global(.nc).v4.f32 for four floats, st.global.v4.u16 for four bf16 (and
    the PTX holds at least as many of each size as the source has runs).
    And no operand a pointwise run loop reads a run of at a time is read element by element: the
-   index code of each tg::load in the loop's lane body is evaluated (C integer arithmetic) for a
-   few runs and every lane, and one whose lanes read N neighbouring elements from a multiple of N
-   (a contiguous reshape or slice of the operand, whatever its index code says) must have been a
-   run too, when N*S is 8 or 16 bytes.
+   index code of each tg::load in the loop's lane body, and in the element function the lanes
+   call (with i as they pass it), is evaluated (C integer arithmetic) for a few runs and every
+   lane, and one whose lanes read N neighbouring elements from a multiple of N (a contiguous
+   reshape or slice of the operand, whatever its index code says) must have been a run too, when
+   N*S is 8 or 16 bytes.
 2. No spills: every function ptxas reports has "0 bytes spill stores, 0 bytes spill loads",
    with one named exception: cold paths of accurate math. An IEEE division or reciprocal
    (div.rn / rcp.rn .f32 or .f64, what `a / b` compiles to without fast math) becomes a fast path
@@ -46,6 +47,41 @@ def kernels(source):
                 params[pm.group(2)] = pm.group(1)
         end = source.find('\n}\n', m.end())
         out[m.group(1)] = (params, source[m.end():end])
+    return out
+
+
+def element_functions(source):
+    """{name: (parameter list, body)} of the kernels' element functions, which a pointwise kernel's
+    lanes call."""
+    out = {}
+    for m in re.finditer(r"__device__ __forceinline__ void (\w+)\(([^)]*)\) \{", source):
+        out[m.group(1)] = (m.group(2), source[m.end():source.find("\n}\n", m.end())])
+    return out
+
+
+def first_argument(args):
+    """The first of a call's comma-separated arguments (commas inside parentheses are not separators)."""
+    depth = 0
+    for k, c in enumerate(args):
+        depth += c == "("
+        depth -= c == ")"
+        if c == "," and depth == 0:
+            return args[:k]
+    return args
+
+
+def lane_lines(lines, functions):
+    """The lane body's lines, each call of an element function followed by its body's lines, with
+    its element index first: `const int64_t i = <the index the lane passes>;`."""
+    out = []
+    for line in lines:
+        out.append(line)
+        call = re.match(r"\s*(\w+)\((.*)\);$", line)
+        if call and call.group(1) in functions:
+            params, body = functions[call.group(1)]
+            if params.startswith("int64_t i,"):
+                out.append(f"const int64_t i = {first_argument(call.group(2))};")
+            out += body.split("\n")
     return out
 
 
@@ -131,15 +167,16 @@ def sampled_runs(runs):
     return sorted(set(range(64)) | {runs * k // 64 for k in range(64)} | {runs - 1})
 
 
-def lane_loads(body):
+def lane_loads(body, functions):
     """(operand, lanes, [offsets of lane 0..lanes-1 for each sampled run]) for each tg::load in a
-    pointwise kernel's run loop, whose index code could be evaluated."""
+    pointwise kernel's run loop (or the element function it calls: `functions`), whose index code
+    could be evaluated."""
     n = re.search(r"const int64_t n = (\d+);", body)
     loop = re.search(r"for \(int64_t run = [^;]*; run < runs;.*?TG_UNROLL for \(int lane = 0; lane < (\d+); \+\+lane\) \{\n(.*?)\n    \}\n",
                      body, re.S)
     if not n or not loop:
         return []
-    lanes, lines = int(loop.group(1)), loop.group(2).split("\n")
+    lanes, lines = int(loop.group(1)), lane_lines(loop.group(2).split("\n"), functions)
     runs = int(n.group(1)) // lanes
     samples = sampled_runs(runs)
     steps = []  # (name of an index, or None for a load; (operand, code) of a load; its compiled code)
@@ -192,8 +229,9 @@ def main(cu, ptx_path, log_path):
     failures = 0
     wide = 0
     allowed = 0
+    functions = element_functions(source)
     for name, (params, body) in kernels(source).items():
-        for operand, lanes, offsets in lane_loads(body):
+        for operand, lanes, offsets in lane_loads(body, functions):
             size = SIZES.get(params.get(operand, ""), 0) * lanes
             if size in (8, 16) and contiguous_runs(offsets, lanes):
                 print(f"{cu}: {name}: {operand} is read in runs of {lanes} neighbours element by element, "

@@ -43,10 +43,11 @@ std::string file_text(const tg::FileSet& files, const std::string& name) {
   return "";
 }
 
-// Calls f(name, parameter list, body) for each `extern "C" __global__` kernel of generated code.
+// Calls f(name, parameter list, body) for each `extern "C" __global__` kernel of generated code
+// and each pointwise kernel's element function (`__device__ __forceinline__`).
 template <class F>
 void for_each_kernel(const std::string& cuda, const F& f) {
-  const std::regex kernel(R"(extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\) \{)");
+  const std::regex kernel(R"((?:extern "C" __global__ void __launch_bounds__\(\d+\)|__device__ __forceinline__ void) (\w+)\(([^)]*)\) \{)");
   for (auto k = std::sregex_iterator(cuda.begin(), cuda.end(), kernel); k != std::sregex_iterator(); ++k) {
     const size_t body = size_t(k->position() + k->length());
     f((*k)[1].str(), (*k)[2].str(), cuda.substr(body, cuda.find("\n}\n", body) - body));
@@ -174,6 +175,9 @@ TEST_CASE("every identifier a generated kernel declares is role-prefixed or one 
   CHECK(identifiers_outside_the_scheme("extern \"C\" __global__ void __launch_bounds__(32) k(const float* __restrict__ g_x, float* __restrict__ t_0) {\n"
                                        "  const float my_x = 1.0f;\n  const float v_x = 2.0f;\n}\n") ==
         std::vector<std::string>{"k: parameter t_0", "k: local my_x"});
+  // ... and in an element function, whose parameters are values and references.
+  CHECK(identifiers_outside_the_scheme("__device__ __forceinline__ void f(int64_t i, float my_x, float& out_y) {\n  out_y = my_x;\n}\n") ==
+        std::vector<std::string>{"f: parameter my_x"});
 }
 
 TEST_CASE("no local of a generated kernel hides one of its parameters") {

@@ -18,6 +18,19 @@
 //   t7 = prims.log(t6)  # t7: f32[1024, 1024]  (/ops/7)
 //   t8 = prims.tanh(t7)  # t8: f32[1024, 1024]  (/ops/8)
 //   t9 = prims.mul(t8, 3.0)  # t9: f32[1024, 1024]  (/ops/9)
+__device__ __forceinline__ void element_chain10_pointwise_t9(float v_x, float& out_t9) {
+  const float v_t0 = (v_x * 1.5f);
+  const float v_t1 = (v_t0 + 0.25f);
+  const float v_t2 = tg::sin(v_t1);
+  const float v_t3 = (v_t2 * v_t2);
+  const float v_t4 = (v_t3 - v_x);
+  const float v_t5 = tg::abs(v_t4);
+  const float v_t6 = (v_t5 + 1.0f);
+  const float v_t7 = tg::log(v_t6);
+  const float v_t8 = tg::tanh(v_t7);
+  const float v_t9 = (v_t8 * 3.0f);
+  out_t9 = v_t9;
+}
 extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const float* __restrict__ g_x, float* __restrict__ g_t9) {
   const int64_t n = 1048576;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
@@ -28,33 +41,13 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const flo
     tg::load_run(g_x, run * 4, r_x);
     float w_t9[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const float v_x = r_x[lane];
-      const float v_t0 = (v_x * 1.5f);
-      const float v_t1 = (v_t0 + 0.25f);
-      const float v_t2 = tg::sin(v_t1);
-      const float v_t3 = (v_t2 * v_t2);
-      const float v_t4 = (v_t3 - v_x);
-      const float v_t5 = tg::abs(v_t4);
-      const float v_t6 = (v_t5 + 1.0f);
-      const float v_t7 = tg::log(v_t6);
-      const float v_t8 = tg::tanh(v_t7);
-      const float v_t9 = (v_t8 * 3.0f);
-      w_t9[lane] = v_t9;
+      element_chain10_pointwise_t9(r_x[lane], w_t9[lane]);
     }
     tg::store_run(g_t9, run * 4, w_t9);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v_x = tg::load(g_x, i);
-    const float v_t0 = (v_x * 1.5f);
-    const float v_t1 = (v_t0 + 0.25f);
-    const float v_t2 = tg::sin(v_t1);
-    const float v_t3 = (v_t2 * v_t2);
-    const float v_t4 = (v_t3 - v_x);
-    const float v_t5 = tg::abs(v_t4);
-    const float v_t6 = (v_t5 + 1.0f);
-    const float v_t7 = tg::log(v_t6);
-    const float v_t8 = tg::tanh(v_t7);
-    const float v_t9 = (v_t8 * 3.0f);
+    float v_t9;
+    element_chain10_pointwise_t9(tg::load(g_x, i), v_t9);
     tg::store(g_t9, i, v_t9);
   }
 }
