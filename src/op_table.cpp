@@ -31,6 +31,27 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
+namespace {
+// The position of parameter `name` in the signature; params.size() when it declares none. A
+// short scan over string_views: the longest signature (multi_head_attention_forward) has 28.
+size_t param_index(const OpInfo& info, std::string_view name) {
+  size_t i = 0;
+  while (i < info.params.size() && info.params[i].name != name) ++i;
+  return i;
+}
+}  // namespace
+
+const Arg& Op::arg(std::string_view name) const {
+  TG_CHECK(info, symbol + " has no signature to read its argument \"" + std::string(name) + "\" by");
+  const size_t i = param_index(*info, name);
+  TG_CHECK(i < info->params.size(), std::string(info->id) + " declares no parameter \"" + std::string(name) + "\"");
+  TG_CHECK(i < args.size(), std::string(info->id) + "'s parameter \"" + std::string(name) + "\" is not bound (" +
+                                std::to_string(args.size()) + " arguments)");
+  return args[i];
+}
+
+bool Op::has_arg(std::string_view name) const { return info && param_index(*info, name) < args.size(); }
+
 std::vector<int64_t> Arg::int_list() const {
   std::vector<int64_t> out;
   for (const Arg& a : items) out.push_back(a.integer);
