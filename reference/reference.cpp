@@ -216,7 +216,7 @@ class Interpreter {
       }
     }
     DType common = from_torch(at::native::result_type(state));
-    const bool true_division = op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::none;
+    const bool true_division = op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::none;
     if (!is_float(common) && (op_info(op.info->kind).accepts == DTypes::floats || true_division)) common = DType::f32;
     return common;
   }
@@ -248,13 +248,13 @@ class Interpreter {
     };
     auto in = [&] { return env_.at(op.arg(0).value); };
     auto floating = [&] { return is_float(operand_dt); };
-    if (torch_form && (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg(2).kind != Arg::Kind::none)
-      return {op.info->kind == OpKind::add ? torch::add(a(0), a(1), scalar_of(op.arg(2))) : torch::sub(a(0), a(1), scalar_of(op.arg(2)))};
-    if (torch_form && op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::string)
-      return {torch::div(a(0), a(1), op.arg(2).text)};
+    if (torch_form && (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none)
+      return {op.info->kind == OpKind::add ? torch::add(a(0), a(1), scalar_of(op.arg("alpha"))) : torch::sub(a(0), a(1), scalar_of(op.arg("alpha")))};
+    if (torch_form && op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::string)
+      return {torch::div(a(0), a(1), op.arg("rounding_mode").text)};
     if (op.info->kind == OpKind::div && !floating()) return {torch::div(a(0), a(1), "trunc")};  // as C++ divides integers
     if (torch_form && op.info->kind == OpKind::where)
-      return {torch::where(operand(op.arg(0), torch::kBool).expand(to_vec(out.shape)), a(1), a(2))};
+      return {torch::where(operand(op.arg("pred"), torch::kBool).expand(to_vec(out.shape)), a(1), a(2))};
     switch (op.info->kind) {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) case OpKind::name:
 #include "thunder_gen/unary_float_prims.def"
@@ -285,58 +285,58 @@ class Interpreter {
       case OpKind::le: return {torch::le(a(0), a(1))};
       case OpKind::gt: return {torch::gt(a(0), a(1))};
       case OpKind::ge: return {torch::ge(a(0), a(1))};
-      case OpKind::where: return {torch::where(operand(op.arg(0), torch::kBool), a(1), a(2))};
+      case OpKind::where: return {torch::where(operand(op.arg("pred"), torch::kBool), a(1), a(2))};
       case OpKind::lerp: return {torch::lerp(a(0), a(1), a(2))};
       case OpKind::convert_element_type: {
         // The operand rounded to its own dtype (rounding rule 4, docs/design-notes.md), then to the
         // stored type, then held in the compute type.
-        DType to = op.arg(1).dtype;
-        Tensor x = as_stored(in(), t_.value(op.arg(0).value).dtype);
+        DType to = op.arg("dtype").dtype;
+        Tensor x = as_stored(in(), t_.value(op.arg("a").value).dtype);
         if (to == DType::b8) return {x != 0};
         return {x.to(torch_storage_dtype(to)).to(compute(to))};
       }
       case OpKind::full:
-        return {operand(op.arg(1), ct).expand(to_vec(out.shape)).contiguous()};
+        return {operand(op.arg("fill_value"), ct).expand(to_vec(out.shape)).contiguous()};
       case OpKind::uniform:
         throw InternalError("prims.uniform reached the reference unbound: bind_rng runs first");
       case OpKind::uniform_philox: {
         // The runtime's own generator (templates/tg_runtime.cuh), so the draws are the same.
-        uint64_t seed = uint64_t(operand(op.arg(5), torch::kInt64).item<int64_t>());
-        uint64_t offset = uint64_t(operand(op.arg(6), torch::kInt64).item<int64_t>());
-        double lo = operand(op.arg(1), torch::kDouble).item<double>(), hi = operand(op.arg(2), torch::kDouble).item<double>();
+        uint64_t seed = uint64_t(operand(op.arg("seed"), torch::kInt64).item<int64_t>());
+        uint64_t offset = uint64_t(operand(op.arg("offset"), torch::kInt64).item<int64_t>());
+        double lo = operand(op.arg("minval"), torch::kDouble).item<double>(), hi = operand(op.arg("maxval"), torch::kDouble).item<double>();
         Tensor u = torch::empty({numel(out.shape)}, torch::kFloat);
         float* p = u.data_ptr<float>();
-        for (int64_t i = 0; i < u.numel(); ++i) p[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(7).integer));
+        for (int64_t i = 0; i < u.numel(); ++i) p[i] = philox_uniform(seed, offset, i, uint64_t(op.arg("stream").integer));
         // In the output's compute type, as the kernel's expression computes it.
         return {torch::full({}, lo, torch::kFloat).add(u.mul(float(hi - lo))).to(ct).reshape(to_vec(out.shape))};
       }
       case OpKind::iota: {
-        int64_t n = op.arg(0).integer, start = op.arg(1).integer, step = op.arg(2).integer;
+        int64_t n = op.arg("length").integer, start = op.arg("start").integer, step = op.arg("step").integer;
         return {torch::arange(0, n, torch::kInt64).mul(step).add(start).to(ct)};
       }
       case OpKind::broadcast_in_dim: {
         Tensor x = in();
-        auto bdims = op.arg(2).int_list();
+        auto bdims = op.arg("broadcast_dimensions").int_list();
         std::vector<int64_t> view(out.shape.size(), 1);
         for (size_t i = 0; i < bdims.size(); ++i) view[bdims[i]] = x.size(int64_t(i));
         return {x.reshape(view).expand(to_vec(out.shape))};
       }
       case OpKind::reshape:
       case OpKind::squeeze: return {in().reshape(to_vec(out.shape))};
-      case OpKind::transpose: return {in().permute(op.arg(1).int_list())};
+      case OpKind::transpose: return {in().permute(op.arg("permutation").int_list())};
       case OpKind::slice: {
         Tensor x = in();
-        auto start = op.arg(1).int_list(), end = op.arg(2).int_list();
+        auto start = op.arg("start_indices").int_list(), end = op.arg("end_indices").int_list();
         std::vector<int64_t> strides(start.size(), 1);
-        if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+        if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
         for (size_t d = 0; d < start.size(); ++d) x = x.slice(int64_t(d), start[d], end[d], strides[d]);
         return {x};
       }
       case OpKind::pad: return {pad(op)};
       case OpKind::cat: {
         std::vector<Tensor> pieces;
-        for (const Arg& p : op.arg(0).items) pieces.push_back(env_.at(p.value));
-        return {torch::cat(pieces, op.arg(1).integer)};
+        for (const Arg& p : op.arg("tensors").items) pieces.push_back(env_.at(p.value));
+        return {torch::cat(pieces, op.arg("dim").integer)};
       }
       case OpKind::sum:
       case OpKind::prod:
@@ -345,7 +345,7 @@ class Interpreter {
       case OpKind::var:
       case OpKind::var_mean: {
         auto dims = reduction_dims(t_, op);
-        double correction = op.arg(2).is_value() ? env_.at(op.arg(2).value).item<double>() : op.arg(2).as_double();
+        double correction = op.arg("correction").is_value() ? env_.at(op.arg("correction").value).item<double>() : op.arg("correction").as_double();
         // Spelled out: the meaning is plain and no overload of torch::var_mean is guessed at.
         Tensor x = in();
         int64_t n = 1;
@@ -359,16 +359,16 @@ class Interpreter {
       case OpKind::argmax:
       case OpKind::argmin: {
         c10::optional<int64_t> dim;
-        if (op.arg(1).kind != Arg::Kind::none) dim = op.arg(1).integer;
-        const Tensor x = as_stored(in(), t_.value(op.arg(0).value).dtype);
+        if (op.arg("dim").kind != Arg::Kind::none) dim = op.arg("dim").integer;
+        const Tensor x = as_stored(in(), t_.value(op.arg("a").value).dtype);
         return {op.info->kind == OpKind::argmax ? torch::argmax(x, dim) : torch::argmin(x, dim)};
       }
       case OpKind::matmul: {  // with the epilogue pass's extensions (see op_table.cpp)
-        const bool transpose_a = op.args.size() > 4 && op.arg(4).boolean, transpose_b = op.args.size() > 5 && op.arg(5).boolean;
+        const bool transpose_a = op.has_arg("transpose_a") && op.arg("transpose_a").boolean, transpose_b = op.has_arg("transpose_b") && op.arg("transpose_b").boolean;
         const Tensor left = transpose_a ? a(0).t() : a(0), right = transpose_b ? a(1).t() : a(1);
         Tensor c = torch::matmul(left, right);
-        if (op.args.size() > 2 && op.arg(2).is_value()) c = c + a(2);
-        const std::string epilogue = op.args.size() > 3 ? op.arg(3).text : "none";
+        if (op.has_arg("bias") && op.arg("bias").is_value()) c = c + a(2);
+        const std::string epilogue = op.has_arg("epilogue") ? op.arg("epilogue").text : "none";
         if (epilogue == "gelu_tanh") return {torch::gelu(c, "tanh")};
         if (epilogue == "gelu_tanh_aux") return {torch::gelu(c, "tanh"), c};
         if (epilogue == "bias_grad") return {c, left.sum(-1)};
@@ -376,73 +376,73 @@ class Interpreter {
       }
       // Torch-level ops: LibTorch's own functions, not thunder-gen's lowering, so the lowering is
       // checked too. 16-bit inputs compute in f32 (they are held in f32) and round at the end.
-      case OpKind::t_softmax: return {torch::softmax(in(), op.arg(1).integer)};
-      case OpKind::t_log_softmax: return {torch::log_softmax(in(), op.arg(1).integer)};
+      case OpKind::t_softmax: return {torch::softmax(in(), op.arg("dim").integer)};
+      case OpKind::t_log_softmax: return {torch::log_softmax(in(), op.arg("dim").integer)};
       case OpKind::t_relu: return {torch::relu(in())};
       case OpKind::t_sigmoid: return {torch::sigmoid(in())};
       case OpKind::t_tanh: return {torch::tanh(in())};
       case OpKind::t_silu: return {torch::silu(in())};
-      case OpKind::t_gelu: return {torch::gelu(in(), op.arg(1).text)};
+      case OpKind::t_gelu: return {torch::gelu(in(), op.arg("approximate").text)};
       case OpKind::t_linear:
       case OpKind::t_prim_linear:
-        return {op.arg(2).is_value() ? torch::linear(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value)) : torch::linear(in(), env_.at(op.arg(1).value))};
-      case OpKind::t_matmul: return {torch::matmul(in(), env_.at(op.arg(1).value))};
+        return {op.arg("bias").is_value() ? torch::linear(in(), env_.at(op.arg("w").value), env_.at(op.arg("bias").value)) : torch::linear(in(), env_.at(op.arg("w").value))};
+      case OpKind::t_matmul: return {torch::matmul(in(), env_.at(op.arg("b").value))};
       case OpKind::t_reshape: return {in().reshape(to_vec(out.shape))};
-      case OpKind::t_permute: return {in().permute(op.arg(1).int_list()).contiguous()};
-      case OpKind::t_transpose: return {in().transpose(op.arg(1).integer, op.arg(2).integer).contiguous()};
-      case OpKind::t_unsqueeze: return {in().unsqueeze(op.arg(1).integer)};
+      case OpKind::t_permute: return {in().permute(op.arg("dims").int_list()).contiguous()};
+      case OpKind::t_transpose: return {in().transpose(op.arg("dim0").integer, op.arg("dim1").integer).contiguous()};
+      case OpKind::t_unsqueeze: return {in().unsqueeze(op.arg("dim").integer)};
       case OpKind::shallow_copy:
       case OpKind::stride_order: return {in().clone()};
       case OpKind::t_cross_entropy:
       case OpKind::t_nll_loss: {
-        Tensor target = env_.at(op.arg(1).value).to(torch::kInt64);
+        Tensor target = env_.at(op.arg("target").value).to(torch::kInt64);
         const auto [ignore_index, r] = class_loss_args(op);
         const int64_t reduction = r == "none" ? at::Reduction::None : r == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
         c10::optional<Tensor> weight;
-        if (op.arg(2).is_value()) weight = env_.at(op.arg(2).value);
-        if (op.info->kind == OpKind::t_cross_entropy) return {at::cross_entropy_loss(in(), target, weight, reduction, ignore_index, op.arg(7).as_double())};
+        if (op.arg("weight").is_value()) weight = env_.at(op.arg("weight").value);
+        if (op.info->kind == OpKind::t_cross_entropy) return {at::cross_entropy_loss(in(), target, weight, reduction, ignore_index, op.arg("label_smoothing").as_double())};
         return {at::nll_loss_nd(in(), target, weight, reduction, ignore_index)};
       }
       case OpKind::t_dropout: {  // the mask from the runtime's Philox, as the lowering draws it
-        double p = op.arg(1).as_double();
+        double p = op.arg("p").as_double();
         Tensor x = in();
-        if (!op.arg(2).boolean || p == 0.0) return {x};
-        return {philox_dropout(op, x, p, 4)};
+        if (!op.arg("training").boolean || p == 0.0) return {x};
+        return {philox_dropout(op, x, p)};
       }
       case OpKind::t_cat: {
         std::vector<Tensor> parts;
-        for (const Arg& a : op.arg(0).items) parts.push_back(env_.at(a.value));
-        return {torch::cat(parts, op.arg(1).integer)};
+        for (const Arg& a : op.arg("tensors").items) parts.push_back(env_.at(a.value));
+        return {torch::cat(parts, op.arg("dim").integer)};
       }
       case OpKind::t_split: {
         std::vector<Tensor> parts;
-        if (op.arg(1).kind == Arg::Kind::integer) parts = torch::split(in(), op.arg(1).integer, op.arg(2).integer);
-        else parts = torch::split_with_sizes(in(), op.arg(1).int_list(), op.arg(2).integer);
+        if (op.arg("split_size_or_sections").kind == Arg::Kind::integer) parts = torch::split(in(), op.arg("split_size_or_sections").integer, op.arg("dim").integer);
+        else parts = torch::split_with_sizes(in(), op.arg("split_size_or_sections").int_list(), op.arg("dim").integer);
         for (Tensor& p : parts) p = p.contiguous();
         return parts;
       }
       case OpKind::t_var: {
         Tensor x = in();
         std::vector<int64_t> dims;
-        if (op.arg(1).kind == Arg::Kind::integer) dims = {op.arg(1).integer};
-        else if (op.arg(1).kind == Arg::Kind::list) dims = op.arg(1).int_list();
+        if (op.arg("dim").kind == Arg::Kind::integer) dims = {op.arg("dim").integer};
+        else if (op.arg("dim").kind == Arg::Kind::list) dims = op.arg("dim").int_list();
         else for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
-        int64_t correction = op.arg(4).is_number() ? int64_t(op.arg(4).as_double()) : op.arg(2).is_number() ? int64_t(op.arg(2).as_double() != 0) : 1;
-        return {torch::var(x, at::OptionalIntArrayRef(dims), correction, op.arg(3).boolean)};
+        int64_t correction = op.arg("correction").is_number() ? int64_t(op.arg("correction").as_double()) : op.arg("unbiased").is_number() ? int64_t(op.arg("unbiased").as_double() != 0) : 1;
+        return {torch::var(x, at::OptionalIntArrayRef(dims), correction, op.arg("keepdim").boolean)};
       }
       case OpKind::t_embedding: {
-        const Tensor w = env_.at(op.arg(1).value);
-        const int64_t padding = op.arg(2).kind == Arg::Kind::none ? -1 : op.arg(2).integer < 0 ? op.arg(2).integer + w.size(0) : op.arg(2).integer;
+        const Tensor w = env_.at(op.arg("weight").value);
+        const int64_t padding = op.arg("padding_idx").kind == Arg::Kind::none ? -1 : op.arg("padding_idx").integer < 0 ? op.arg("padding_idx").integer + w.size(0) : op.arg("padding_idx").integer;
         return {torch::embedding(w, in().to(torch::kInt64), padding)};
       }
-      case OpKind::t_addmm: return {torch::addmm(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value), scalar_of(op.arg(3)), scalar_of(op.arg(4)))};
+      case OpKind::t_addmm: return {torch::addmm(in(), env_.at(op.arg("mat1").value), env_.at(op.arg("mat2").value), scalar_of(op.arg("beta")), scalar_of(op.arg("alpha")))};
       case OpKind::t_baddbmm:
-        return {torch::baddbmm(in(), env_.at(op.arg(1).value), env_.at(op.arg(2).value), scalar_of(op.arg(3)), scalar_of(op.arg(4)))};
-      case OpKind::t_bmm: return {torch::bmm(in(), env_.at(op.arg(1).value))};
+        return {torch::baddbmm(in(), env_.at(op.arg("batch1").value), env_.at(op.arg("batch2").value), scalar_of(op.arg("beta")), scalar_of(op.arg("alpha")))};
+      case OpKind::t_bmm: return {torch::bmm(in(), env_.at(op.arg("mat2").value))};
       case OpKind::t_addcmul:
-        return {torch::addcmul(in().to(ct), operand(op.arg(1), ct), operand(op.arg(2), ct), scalar_of(op.arg(3)))};
+        return {torch::addcmul(in().to(ct), operand(op.arg("tensor1"), ct), operand(op.arg("tensor2"), ct), scalar_of(op.arg("value")))};
       case OpKind::t_addcdiv:
-        return {torch::addcdiv(in().to(ct), operand(op.arg(1), ct), operand(op.arg(2), ct), scalar_of(op.arg(3)))};
+        return {torch::addcdiv(in().to(ct), operand(op.arg("tensor1"), ct), operand(op.arg("tensor2"), ct), scalar_of(op.arg("value")))};
       case OpKind::t_max:
       case OpKind::t_min: return extremum(op);
       case OpKind::t_clamp: {  // numbers as 0-dim tensors: the Tensor overload takes either bound alone
@@ -453,86 +453,86 @@ class Interpreter {
         return {torch::clamp(in().to(ct), bound(1), bound(2))};
       }
       case OpKind::t_masked_fill: {
-        const Tensor mask = operand(op.arg(1), torch::kBool);
-        if (op.arg(2).is_value()) return {in().masked_fill(mask, operand(op.arg(2), in().scalar_type()))};
-        return {in().masked_fill(mask, scalar_of(op.arg(2)))};
+        const Tensor mask = operand(op.arg("mask"), torch::kBool);
+        if (op.arg("value").is_value()) return {in().masked_fill(mask, operand(op.arg("value"), in().scalar_type()))};
+        return {in().masked_fill(mask, scalar_of(op.arg("value")))};
       }
       case OpKind::t_tril:
       case OpKind::t_triu: {
         const Tensor x = in();
-        const int64_t d = op.arg(1).integer;
+        const int64_t d = op.arg("diagonal").integer;
         const bool lower = op.info->kind == OpKind::t_tril;
-        if (op.arg(2).kind == Arg::Kind::none) return {lower ? x.tril(d) : x.triu(d)};
+        if (op.arg("fill_value").kind == Arg::Kind::none) return {lower ? x.tril(d) : x.triu(d)};
         Tensor keep = torch::ones({x.size(-2), x.size(-1)}, torch::kBool);
-        return {torch::where(lower ? keep.tril(d) : keep.triu(d), x, operand(op.arg(2), x.scalar_type()))};
+        return {torch::where(lower ? keep.tril(d) : keep.triu(d), x, operand(op.arg("fill_value"), x.scalar_type()))};
       }
-      case OpKind::t_cumsum: return {torch::cumsum(in().to(ct), op.arg(1).integer)};  // dtype= converts first
+      case OpKind::t_cumsum: return {torch::cumsum(in().to(ct), op.arg("dim").integer)};  // dtype= converts first
       case OpKind::t_normalize: {
         const Tensor x = in();
-        const std::vector<int64_t> dims = op.arg(2).kind == Arg::Kind::integer ? std::vector<int64_t>{op.arg(2).integer} : op.arg(2).int_list();
-        return {x / torch::norm(x, 2, dims, true).clamp_min(op.arg(3).as_double()).expand_as(x)};
+        const std::vector<int64_t> dims = op.arg("dim").kind == Arg::Kind::integer ? std::vector<int64_t>{op.arg("dim").integer} : op.arg("dim").int_list();
+        return {x / torch::norm(x, 2, dims, true).clamp_min(op.arg("eps").as_double()).expand_as(x)};
       }
       case OpKind::t_conv1d:
       case OpKind::t_conv2d:
       case OpKind::t_convolution: {  // the rule admits patch convolutions only: stride is the kernel
-        const Tensor w = env_.at(op.arg(1).value);
+        const Tensor w = env_.at(op.arg("weight").value);
         const std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end()), zeros(kernel.size(), 0), ones(kernel.size(), 1);
         c10::optional<Tensor> bias;
-        if (op.arg(2).is_value()) bias = env_.at(op.arg(2).value);
+        if (op.arg("bias").is_value()) bias = env_.at(op.arg("bias").value);
         return {torch::convolution(in(), w, bias, kernel, zeros, ones, false, zeros, 1)};
       }
       case OpKind::t_sdpa: {  // the math form, written with LibTorch ops (1.13 has no fused SDPA)
-        Tensor q = in(), k = env_.at(op.arg(1).value), v = env_.at(op.arg(2).value);
-        if (op.arg(10).boolean && q.dim() >= 3 && k.size(-3) != q.size(-3)) {  // enable_gqa, as PyTorch's math form does it
+        Tensor q = in(), k = env_.at(op.arg("key").value), v = env_.at(op.arg("value").value);
+        if (op.arg("enable_gqa").boolean && q.dim() >= 3 && k.size(-3) != q.size(-3)) {  // enable_gqa, as PyTorch's math form does it
           k = k.repeat_interleave(q.size(-3) / k.size(-3), -3);
           v = v.repeat_interleave(q.size(-3) / v.size(-3), -3);
         }
-        double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(q.size(-1)));
+        double scale = op.arg("scale").is_number() ? op.arg("scale").as_double() : 1.0 / std::sqrt(double(q.size(-1)));
         Tensor s = torch::matmul(q, k.transpose(-2, -1)) * scale;
-        if (op.arg(5).boolean) s = s.masked_fill(torch::ones({q.size(-2), k.size(-2)}, torch::kBool).tril().logical_not(), -INFINITY);
-        if (op.arg(3).is_value()) {
-          Tensor m = env_.at(op.arg(3).value);
+        if (op.arg("is_causal").boolean) s = s.masked_fill(torch::ones({q.size(-2), k.size(-2)}, torch::kBool).tril().logical_not(), -INFINITY);
+        if (op.arg("attn_mask").is_value()) {
+          Tensor m = env_.at(op.arg("attn_mask").value);
           s = m.scalar_type() == torch::kBool ? s.masked_fill(m.logical_not(), -INFINITY) : s + m;
         }
         Tensor p = torch::softmax(s, -1);
-        double dropout_p = op.arg(4).as_double();
-        if (dropout_p > 0.0) p = philox_dropout(op, p, dropout_p, 7);
+        double dropout_p = op.arg("dropout_p").as_double();
+        if (dropout_p > 0.0) p = philox_dropout(op, p, dropout_p);
         return {torch::matmul(p, v)};
       }
       case OpKind::t_mha: return multi_head_attention(op);
       case OpKind::t_layer_norm: {
-        auto ns = op.arg(1).int_list();
+        auto ns = op.arg("normalized_shape").int_list();
         c10::optional<Tensor> w, b;
-        if (op.arg(2).is_value()) w = env_.at(op.arg(2).value);
-        if (op.arg(3).is_value()) b = env_.at(op.arg(3).value);
-        return {torch::layer_norm(in(), ns, w, b, op.arg(4).as_double())};
+        if (op.arg("weight").is_value()) w = env_.at(op.arg("weight").value);
+        if (op.arg("bias").is_value()) b = env_.at(op.arg("bias").value);
+        return {torch::layer_norm(in(), ns, w, b, op.arg("eps").as_double())};
       }
       case OpKind::t_rms_norm: {  // LibTorch 1.13 has no rms_norm: its definition, autograd differentiates it
         Tensor x = in();
         std::vector<int64_t> dims;
-        for (size_t k = 0; k < op.arg(1).items.size(); ++k) dims.push_back(x.dim() - 1 - int64_t(k));
-        DType dt = t_.value(op.arg(0).value).dtype;
-        double eps = op.arg(3).is_number() ? op.arg(3).as_double()
+        for (size_t k = 0; k < op.arg("normalized_shape").items.size(); ++k) dims.push_back(x.dim() - 1 - int64_t(k));
+        DType dt = t_.value(op.arg("a").value).dtype;
+        double eps = op.arg("eps").is_number() ? op.arg("eps").as_double()
                                            : dt == DType::f64 ? 2.220446049250313e-16 : dt == DType::f16 ? 0.0009765625 : dt == DType::bf16 ? 0.0078125 : 1.1920929e-07;
         Tensor y = x * torch::rsqrt(x.square().mean(dims, true) + eps);
-        return {op.arg(2).is_value() ? y * env_.at(op.arg(2).value) : y};
+        return {op.arg("weight").is_value() ? y * env_.at(op.arg("weight").value) : y};
       }
       case OpKind::t_sum:
       case OpKind::t_mean: {
         Tensor x = in();
-        if (op.arg(3).kind == Arg::Kind::dtype) x = x.to(compute(op.arg(3).dtype));
+        if (op.arg("dtype").kind == Arg::Kind::dtype) x = x.to(compute(op.arg("dtype").dtype));
         std::vector<int64_t> dims;
-        if (op.arg(1).kind == Arg::Kind::integer) dims = {op.arg(1).integer};
-        else if (op.arg(1).kind == Arg::Kind::list) dims = op.arg(1).int_list();
+        if (op.arg("dim").kind == Arg::Kind::integer) dims = {op.arg("dim").integer};
+        else if (op.arg("dim").kind == Arg::Kind::list) dims = op.arg("dim").int_list();
         else for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
-        bool keep = op.arg(2).boolean;
+        bool keep = op.arg("keepdim").boolean;
         if (dims.empty()) return {x};
         if (op.info->kind == OpKind::t_mean) return {x.mean(dims, keep)};
         return {x.sum(dims, keep, is_float(out.dtype) ? x.scalar_type() : torch::kInt64)};
       }
       case OpKind::partial_sum: {
         // Part p sums the rows r (the leading, reduced dims flattened) with r % parts == p.
-        const int64_t parts = op.arg(2).integer;
+        const int64_t parts = op.arg("parts").integer;
         int64_t rows = 1;
         for (int64_t d : reduction_dims(t_, op)) rows *= in().size(d);
         const int64_t per_row = rows == 0 ? 0 : in().numel() / rows;
@@ -554,14 +554,13 @@ class Interpreter {
   }
 
   // x with elements dropped with probability p, scaled by 1 / (1 - p): the mask from the runtime's
-  // Philox stream given by the op's seed, offset and stream parameters (at seed_param), as the
-  // lowering draws it.
-  Tensor philox_dropout(const Op& op, const Tensor& x, double p, size_t seed_param) {
-    uint64_t seed = uint64_t(operand(op.arg(seed_param), torch::kInt64).item<int64_t>());
-    uint64_t offset = uint64_t(operand(op.arg(seed_param + 1), torch::kInt64).item<int64_t>());
+  // Philox stream given by the op's seed, offset and stream parameters, as the lowering draws it.
+  Tensor philox_dropout(const Op& op, const Tensor& x, double p) {
+    uint64_t seed = uint64_t(operand(op.arg("seed"), torch::kInt64).item<int64_t>());
+    uint64_t offset = uint64_t(operand(op.arg("offset"), torch::kInt64).item<int64_t>());
     Tensor keep = torch::empty({x.numel()}, torch::kBool);
     bool* k = keep.data_ptr<bool>();
-    for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg(seed_param + 2).integer)) < float(1.0 - p);
+    for (int64_t i = 0; i < x.numel(); ++i) k[i] = philox_uniform(seed, offset, i, uint64_t(op.arg("stream").integer)) < float(1.0 - p);
     return x * keep.reshape(x.sizes()).to(x.scalar_type()) * (1.0 / (1.0 - p));
   }
 
@@ -570,25 +569,26 @@ class Interpreter {
   // takes no 3-D attn_mask, no float key_padding_mask and no is_causal). Attention dropout drops
   // the weights, which need_weights returns dropped, as PyTorch does.
   std::vector<Tensor> multi_head_attention(const Op& op) {
-    auto given = [&](size_t i) -> c10::optional<Tensor> {
-      if (!op.arg(i).is_value()) return c10::nullopt;
-      return env_.at(op.arg(i).value);
+    auto given = [&](std::string_view name) -> c10::optional<Tensor> {
+      if (!op.arg(name).is_value()) return c10::nullopt;
+      return env_.at(op.arg(name).value);
     };
-    const bool batched = t_.value(op.arg(mha_query).value).shape.size() == 3;
-    auto batch = [&](size_t i) { return batched ? *given(i) : given(i)->unsqueeze(1); };
-    const Tensor query = batch(mha_query), key = batch(mha_key), value = batch(mha_value);
-    const int64_t l = query.size(0), n = query.size(1), e = query.size(2), s = key.size(0), heads = op.arg(mha_num_heads).integer;
+    const bool batched = t_.value(op.arg("query").value).shape.size() == 3;
+    auto batch = [&](std::string_view name) { return batched ? *given(name) : given(name)->unsqueeze(1); };
+    const Tensor query = batch("query"), key = batch("key"), value = batch("value");
+    const int64_t l = query.size(0), n = query.size(1), e = query.size(2), s = key.size(0), heads = op.arg("num_heads").integer;
     const int64_t head_dim = e / heads;
     auto as_float = [&](c10::optional<Tensor> m) -> c10::optional<Tensor> {  // _canonical_mask: b8 true is -inf
       if (!m || m->scalar_type() != torch::kBool) return m;
       return torch::zeros(m->sizes(), query.options()).masked_fill(*m, -INFINITY);
     };
     const bool causal = mha_causal_replaces_mask(op);
-    c10::optional<Tensor> mask = causal ? c10::nullopt : as_float(given(mha_attn_mask)), padding = as_float(given(mha_key_padding_mask));
+    c10::optional<Tensor> mask = causal ? c10::nullopt : as_float(given("attn_mask")), padding = as_float(given("key_padding_mask"));
     std::vector<c10::optional<Tensor>> biases(3);
-    if (auto b = given(mha_in_proj_bias)) biases = {b->chunk(3)[0], b->chunk(3)[1], b->chunk(3)[2]};
+    if (auto b = given("in_proj_bias")) biases = {b->chunk(3)[0], b->chunk(3)[1], b->chunk(3)[2]};
+    constexpr std::string_view kWeights[] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
     auto project = [&](size_t which, const Tensor& x) {
-      Tensor w = op.arg(mha_use_separate_proj_weight).boolean ? *given(mha_q_proj_weight + which) : given(mha_in_proj_weight)->chunk(3)[which];
+      Tensor w = op.arg("use_separate_proj_weight").boolean ? *given(kWeights[which]) : given("in_proj_weight")->chunk(3)[which];
       return torch::linear(x, w, biases[which]).reshape({x.size(0), n * heads, head_dim}).transpose(0, 1);
     };
     const Tensor q = project(0, query), k = project(1, key), v = project(2, value);
@@ -601,34 +601,34 @@ class Interpreter {
     Tensor scores = mask ? torch::baddbmm(*mask, q_scaled, k_t) : torch::bmm(q_scaled, k_t);
     if (causal) scores = scores.masked_fill(torch::ones({l, s}, torch::kBool).tril().logical_not(), -INFINITY);
     Tensor weights = torch::softmax(scores, -1);
-    const double dropout_p = op.arg(mha_dropout_p).as_double();
-    if (op.arg(mha_training).boolean && dropout_p > 0.0) weights = philox_dropout(op, weights, dropout_p, philox_seed_param(op));
+    const double dropout_p = op.arg("dropout_p").as_double();
+    if (op.arg("training").boolean && dropout_p > 0.0) weights = philox_dropout(op, weights, dropout_p);
     Tensor y = torch::bmm(weights, v).transpose(0, 1).reshape({l * n, e});
-    y = torch::linear(y, *given(mha_out_proj_weight), given(mha_out_proj_bias)).view({l, n, -1});
+    y = torch::linear(y, *given("out_proj_weight"), given("out_proj_bias")).view({l, n, -1});
     if (!batched) y = y.squeeze(1);
-    if (!op.arg(mha_need_weights).boolean) return {y};
+    if (!op.arg("need_weights").boolean) return {y};
     Tensor w = weights.view({n, heads, l, s});
-    if (op.arg(mha_average_attn_weights).boolean) w = w.mean(1);
+    if (op.arg("average_attn_weights").boolean) w = w.mean(1);
     return {y, batched ? w : w.squeeze(0)};
   }
 
   // torch.max / torch.min in their three forms, on operands rounded as maximum's and amax's are.
   std::vector<Tensor> extremum(const Op& op) {
     const bool is_max = op.info->kind == OpKind::t_max;
-    if (op.arg(1).is_value() || op.arg(3).is_value()) {
+    if (op.arg("dim").is_value() || op.arg("other").is_value()) {
       const DType dt = t_.value(op.outs[0]).dtype;
-      const Tensor a = as_stored(operand(op.arg(0), compute(dt)), dt);
-      const Tensor b = as_stored(operand(op.arg(1).is_value() ? op.arg(1) : op.arg(3), compute(dt)), dt);
+      const Tensor a = as_stored(operand(op.arg("input"), compute(dt)), dt);
+      const Tensor b = as_stored(operand(op.arg("dim").is_value() ? op.arg("dim") : op.arg("other"), compute(dt)), dt);
       return {is_max ? torch::max(a, b) : torch::min(a, b)};
     }
-    const Tensor x = as_stored(env_.at(op.arg(0).value), t_.value(op.arg(0).value).dtype);
-    if (op.arg(1).kind == Arg::Kind::none) return {is_max ? x.max() : x.min()};
-    auto [values, indices] = is_max ? torch::max(x, op.arg(1).integer, op.arg(2).boolean) : torch::min(x, op.arg(1).integer, op.arg(2).boolean);
+    const Tensor x = as_stored(env_.at(op.arg("input").value), t_.value(op.arg("input").value).dtype);
+    if (op.arg("dim").kind == Arg::Kind::none) return {is_max ? x.max() : x.min()};
+    auto [values, indices] = is_max ? torch::max(x, op.arg("dim").integer, op.arg("keepdim").boolean) : torch::min(x, op.arg("dim").integer, op.arg("keepdim").boolean);
     return {values, indices};
   }
 
   Tensor reduce(const Op& op) {
-    Tensor x = env_.at(op.arg(0).value);
+    Tensor x = env_.at(op.arg("a").value);
     auto dims = reduction_dims(t_, op);
     if (dims.empty()) return x;  // LibTorch would reduce everything for an empty dim list
     switch (op.info->kind) {
@@ -638,22 +638,22 @@ class Interpreter {
         return x;
       }
       // (Rounded as maximum's operands are, for the gradient's mask.)
-      case OpKind::amax: return as_stored(x, t_.value(op.arg(0).value).dtype).amax(dims);
-      default: return as_stored(x, t_.value(op.arg(0).value).dtype).amin(dims);
+      case OpKind::amax: return as_stored(x, t_.value(op.arg("a").value).dtype).amax(dims);
+      default: return as_stored(x, t_.value(op.arg("a").value).dtype).amin(dims);
     }
   }
 
   // Pads one dim at a time: positions lo + p * (interior + 1) take input element p.
   Tensor pad(const Op& op) {
-    Tensor x = env_.at(op.arg(0).value);
-    const Arg& config = op.arg(2);
+    Tensor x = env_.at(op.arg("a").value);
+    const Arg& config = op.arg("padding_config");
     for (size_t d = 0; d < config.items.size(); ++d) {
       auto lhi = config.items[d].int_list();
       int64_t len = x.size(int64_t(d)), step = lhi[2] + 1;
       int64_t out_len = lhi[0] + lhi[1] + len + (len > 0 ? (len - 1) * lhi[2] : 0);
       std::vector<int64_t> shape = x.sizes().vec();
       shape[d] = out_len;
-      Tensor padded = operand(op.arg(1), x.scalar_type()).expand(shape).contiguous();
+      Tensor padded = operand(op.arg("padding_value"), x.scalar_type()).expand(shape).contiguous();
       std::vector<int64_t> from, to;
       for (int64_t p = 0; p < len; ++p) {
         int64_t o = lhi[0] + p * step;

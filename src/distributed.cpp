@@ -33,7 +33,7 @@ const Value& communicated_tensor(const Trace& t, const Op& op, size_t i) {
   return a;
 }
 
-int64_t world_size_of(const Op& op, size_t group_arg) { return op.arg(group_arg).integer; }
+int64_t world_size_of(const Op& op) { return op.arg("group").integer; }
 
 // Dim 0 of a gathered tensor: the shard's times the world size, which must not overflow.
 int64_t gathered(int64_t dim0, int64_t ws) {
@@ -63,8 +63,8 @@ std::vector<OutType> all_reduce_rule(const Trace& t, const Op& op) {
 }
 std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
   const Value& a = communicated_tensor(t, op, 0);
-  if (op.arg(1).integer < 0 || op.arg(1).integer >= world_size_of(op, 2))
-    fail(1, "root " + std::to_string(op.arg(1).integer) + " is not a rank of the group (world size " + std::to_string(world_size_of(op, 2)) + ")");
+  if (op.arg("root").integer < 0 || op.arg("root").integer >= world_size_of(op))
+    fail(1, "root " + std::to_string(op.arg("root").integer) + " is not a rank of the group (world size " + std::to_string(world_size_of(op)) + ")");
   return {{a.dtype, a.shape}};
 }
 // all_gather(a, group, do_async, dim): dim 0 times the world size.
@@ -72,7 +72,7 @@ std::vector<OutType> all_gather_rule(const Trace& t, const Op& op) {
   const Value& a = communicated_tensor(t, op, 0);
   check_dim0(op, 3, a);
   Shape out = a.shape;
-  out[0] = gathered(out[0], world_size_of(op, 1));
+  out[0] = gathered(out[0], world_size_of(op));
   return {{a.dtype, out}};
 }
 // reduce_scatter(a, op, group, do_async, dim): dim 0 divided by the world size, which must divide it.
@@ -80,33 +80,33 @@ std::vector<OutType> reduce_scatter_rule(const Trace& t, const Op& op) {
   const Value& a = communicated_tensor(t, op, 0);
   check_reduce_op(op, 1);
   check_dim0(op, 4, a);
-  const int64_t ws = world_size_of(op, 2);
+  const int64_t ws = world_size_of(op);
   if (a.shape[0] % ws) fail(0, "dim 0 of shape " + shape_str(a.shape) + " is not divisible by the world size " + std::to_string(ws));
   Shape out = a.shape;
   out[0] /= ws;
   return {{a.dtype, out}};
 }
 
-bool fully_sharded(const Op& op) { return op.arg(2).text == "FULLY_SHARDED"; }
+bool fully_sharded(const Op& op) { return op.arg("distparallel_type").text == "FULLY_SHARDED"; }
 
 // synchronize(a, group, type): REPLICATED a's type; FULLY_SHARDED (a shard along dim 0) the whole
 // parameter, dim 0 times the world size. (Thunder pads dim 0 to a multiple of the world size when
 // sharding and slices the padding off after the synchronize: that slice is in the trace.)
 std::vector<OutType> synchronize_rule(const Trace& t, const Op& op) {
   const Value& a = communicated_tensor(t, op, 0);
-  const std::string& type = op.arg(2).text;
+  const std::string& type = op.arg("distparallel_type").text;
   if (type != "REPLICATED" && type != "FULLY_SHARDED")
     fail(2, "distparallel_type must be \"REPLICATED\" (ddp) or \"FULLY_SHARDED\" (fsdp), not \"" + type + "\"");
   Shape out = a.shape;
   if (fully_sharded(op)) {
     if (out.empty()) fail(0, "a fully sharded parameter needs at least one dim (it is sharded along dim 0)");
-    out[0] = gathered(out[0], world_size_of(op, 1));
+    out[0] = gathered(out[0], world_size_of(op));
   }
   return {{a.dtype, out}};
 }
 
 std::vector<OutType> wait_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   return {{a.dtype, a.shape}};
 }
 
@@ -125,14 +125,14 @@ int64_t bucket_elements(const Trace& t, const Arg& list, int arg, DType* dtype) 
 // pack(tensors, bucket_key): one flat buffer. pack_for_fsdp(tensors, world_size, mode): the same size.
 std::vector<OutType> pack_rule(const Trace& t, const Op& op) {
   DType dtype = DType::f32;
-  const int64_t n = bucket_elements(t, op.arg(0), 0, &dtype);
+  const int64_t n = bucket_elements(t, op.arg("tensors"), 0, &dtype);
   if (op.info->kind == OpKind::t_pack_for_fsdp) {
-    const std::string& mode = op.arg(2).text;
+    const std::string& mode = op.arg("mode").text;
     if (mode != "gather" && mode != "scatter") fail(2, "mode must be \"gather\" or \"scatter\", not \"" + mode + "\"");
-    if (op.arg(1).integer < 1) fail(1, "world_size must be positive");
+    if (op.arg("world_size").integer < 1) fail(1, "world_size must be positive");
     if (mode == "scatter")
-      for (const Arg& item : op.arg(0).items)
-        if (numel(t.value(item.value).shape) % op.arg(1).integer) fail(0, "every tensor of a scatter bucket must split into world_size chunks");
+      for (const Arg& item : op.arg("tensors").items)
+        if (numel(t.value(item.value).shape) % op.arg("world_size").integer) fail(0, "every tensor of a scatter bucket must split into world_size chunks");
   }
   return {{dtype, {n}}};
 }
@@ -141,16 +141,16 @@ std::vector<OutType> pack_rule(const Trace& t, const Op& op) {
 // unpack_for_fsdp(buffer, tensors, world_size, mode): gather mode, each tensor's dim 0 times the
 // world size (the buffer holds every rank's bucket); scatter mode, divided by it.
 std::vector<OutType> unpack_rule(const Trace& t, const Op& op) {
-  const Value& buffer = t.value(op.arg(0).value);
+  const Value& buffer = t.value(op.arg("buffer").value);
   if (buffer.shape.size() != 1) fail(0, "a bucket is one-dimensional, got shape " + shape_str(buffer.shape));
   DType dtype = buffer.dtype;
-  const int64_t n = bucket_elements(t, op.arg(1), 1, &dtype);
+  const int64_t n = bucket_elements(t, op.arg("tensors"), 1, &dtype);
   if (dtype != buffer.dtype) fail(1, "the tensors must have the bucket's dtype " + std::string(dtype_name(buffer.dtype)));
   int64_t ws = 1;
   bool gather = false;
   if (op.info->kind == OpKind::t_unpack_for_fsdp) {
-    ws = op.arg(2).integer;
-    const std::string& mode = op.arg(3).text;
+    ws = op.arg("world_size").integer;
+    const std::string& mode = op.arg("mode").text;
     if (mode != "gather" && mode != "scatter") fail(3, "mode must be \"gather\" or \"scatter\", not \"" + mode + "\"");
     if (ws < 1) fail(2, "world_size must be positive");
     gather = mode == "gather";
@@ -159,7 +159,7 @@ std::vector<OutType> unpack_rule(const Trace& t, const Op& op) {
   if (buffer.shape[0] != expected || (!gather && n % ws))
     fail(0, "holds " + std::to_string(buffer.shape[0]) + " elements, the tensors need " + std::to_string(expected));
   std::vector<OutType> out;
-  for (const Arg& item : op.arg(1).items) {
+  for (const Arg& item : op.arg("tensors").items) {
     Shape s = t.value(item.value).shape;
     if (ws > 1) {
       if (s.empty() || (!gather && s[0] % ws)) fail(1, "a tensor of shape " + shape_str(s) + " cannot be split along dim 0 by the world size");
@@ -183,22 +183,22 @@ V cat0(G& g, const std::vector<V>& parts) {
   return call(g, "prims.cat", {Arg::of_list(std::move(items)), Arg::of_int(0)});
 }
 // A copy of a with the output's shape (synchronize of a replicated parameter, wait).
-V identity(G& g, const Op& op) { return call(g, "prims.reshape", {val(op.arg(0).value), int_list(g.trace().value(op.outs[0]).shape)}); }
+V identity(G& g, const Op& op) { return call(g, "prims.reshape", {val(op.arg("a").value), int_list(g.trace().value(op.outs[0]).shape)}); }
 
 V lower_synchronize(G& g, const Op& op) {
   if (!fully_sharded(op)) return identity(g, op);
   Arg dim;  // null: dim 0
-  return call(g, kAllGather, {val(op.arg(0).value), op.arg(1), bool_arg(false), dim});
+  return call(g, kAllGather, {val(op.arg("a").value), op.arg("group"), bool_arg(false), dim});
 }
 
 // pack: the tensors flattened, one after another. pack_for_fsdp's scatter mode: rank r's chunk of
 // every tensor, then rank r+1's, so a reduce-scatter hands each rank its shards together.
 V lower_pack(G& g, const Op& op) {
   std::vector<V> tensors;
-  for (const Arg& item : op.arg(0).items) tensors.push_back(flat(g, item.value));
-  const bool scatter = op.info->kind == OpKind::t_pack_for_fsdp && op.arg(2).text == "scatter";
+  for (const Arg& item : op.arg("tensors").items) tensors.push_back(flat(g, item.value));
+  const bool scatter = op.info->kind == OpKind::t_pack_for_fsdp && op.arg("mode").text == "scatter";
   if (!scatter) return cat0(g, tensors);
-  const int64_t ws = op.arg(1).integer;
+  const int64_t ws = op.arg("world_size").integer;
   std::vector<V> parts;
   for (int64_t r = 0; r < ws; ++r)
     for (V t : tensors) {
@@ -212,9 +212,9 @@ V lower_pack(G& g, const Op& op) {
 // gather mode: the buffer is [world_size, bucket]; a tensor's run in every rank's bucket, stacked,
 // is the gathered tensor.
 std::vector<V> lower_unpack(G& g, const Op& op) {
-  const V buffer = op.arg(0).value;
-  const bool gather = op.info->kind == OpKind::t_unpack_for_fsdp && op.arg(3).text == "gather";
-  const int64_t ws = gather ? op.arg(2).integer : 1;
+  const V buffer = op.arg("buffer").value;
+  const bool gather = op.info->kind == OpKind::t_unpack_for_fsdp && op.arg("mode").text == "gather";
+  const int64_t ws = gather ? op.arg("world_size").integer : 1;
   const int64_t per_rank = numel(shape_of(g, buffer)) / ws;
   const V rows = gather ? reshape(g, buffer, {ws, per_rank}) : buffer;
   std::vector<V> out;
@@ -233,12 +233,12 @@ std::vector<V> lower_unpack(G& g, const Op& op) {
 // Thunder's rule (synchronize_backward_rule): the cotangent over the world size, then summed over
 // the ranks: all of it (DDP) or each rank's dim-0 shard (FSDP).
 std::vector<GradContribution> synchronize_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  const int64_t ws = world_size_of(op, 1);
+  const int64_t ws = world_size_of(op);
   const V preaveraged = div(g, val(cot[0]), num(double(ws)));
   Arg none;
-  const V synced = fully_sharded(op) ? call(g, kReduceScatter, {val(preaveraged), string_arg("SUM"), op.arg(1), bool_arg(true), none})
-                                     : call(g, kAllReduce, {val(preaveraged), string_arg("SUM"), op.arg(1), bool_arg(true), bool_arg(false)});
-  return {{op.arg(0).value, synced}};
+  const V synced = fully_sharded(op) ? call(g, kReduceScatter, {val(preaveraged), string_arg("SUM"), op.arg("group"), bool_arg(true), none})
+                                     : call(g, kAllReduce, {val(preaveraged), string_arg("SUM"), op.arg("group"), bool_arg(true), bool_arg(false)});
+  return {{op.arg("a").value, synced}};
 }
 
 // The collectives' own gradients, for traces that differentiate through them (a model's code
@@ -256,13 +256,13 @@ std::vector<GradContribution> collective_gradient(G& g, const Op& op, const std:
   const V c = cot[0];
   switch (op.info->kind) {
     case OpKind::all_reduce:
-      if (op.arg(1).text != "SUM" && op.arg(1).text != "AVG") no_collective_gradient(op, "reduction " + op.arg(1).text);
-      return {{op.arg(0).value, call(g, kAllReduce, {val(c), op.arg(1), op.arg(2), bool_arg(false), bool_arg(false)})}};
+      if (op.arg("op").text != "SUM" && op.arg("op").text != "AVG") no_collective_gradient(op, "reduction " + op.arg("op").text);
+      return {{op.arg("a").value, call(g, kAllReduce, {val(c), op.arg("op"), op.arg("group"), bool_arg(false), bool_arg(false)})}};
     case OpKind::all_gather:
-      return {{op.arg(0).value, call(g, kReduceScatter, {val(c), string_arg("SUM"), op.arg(1), bool_arg(false), none})}};
+      return {{op.arg("a").value, call(g, kReduceScatter, {val(c), string_arg("SUM"), op.arg("group"), bool_arg(false), none})}};
     case OpKind::reduce_scatter:
-      if (op.arg(1).text != "SUM") no_collective_gradient(op, "reduction " + op.arg(1).text);
-      return {{op.arg(0).value, call(g, kAllGather, {val(c), op.arg(2), bool_arg(false), none})}};
+      if (op.arg("op").text != "SUM") no_collective_gradient(op, "reduction " + op.arg("op").text);
+      return {{op.arg("a").value, call(g, kAllGather, {val(c), op.arg("group"), bool_arg(false), none})}};
     default: no_collective_gradient(op, "broadcast");
   }
 }
@@ -322,7 +322,7 @@ GradRule distributed_gradient(OpKind kind) {
 int64_t communication_bytes(const Trace& t, const Op& op) {
   if (op.info && op.info->kind == OpKind::t_synchronize) return fully_sharded(op) ? stored_bytes(t.value(op.outs[0])) : 0;
   if (!op.info || !is_collective(op.info->kind)) return 0;
-  const ValueId v = op.info->kind == OpKind::all_gather ? op.outs[0] : op.arg(0).value;
+  const ValueId v = op.info->kind == OpKind::all_gather ? op.outs[0] : op.arg("a").value;
   return stored_bytes(t.value(v));
 }
 
@@ -347,7 +347,7 @@ std::vector<Bucket> gradient_buckets(const Trace& b, int64_t bucket_bytes) {
     auto it = reducing.find(g);
     if (it == reducing.end() || !seen.insert(g).second) continue;
     const Op& op = b.ops[it->second];
-    Bucket& bucket = open[{b.value(g).dtype, op.arg(1).text}];
+    Bucket& bucket = open[{b.value(g).dtype, op.arg("op").text}];
     bucket.members.push_back(it->second);
     bucket.bytes += stored_bytes(b.value(g));
     if (bucket.bytes >= bucket_bytes) closed.push_back(std::exchange(bucket, Bucket{}));
@@ -362,10 +362,10 @@ std::vector<Op> packed_all_reduce(Trace& b, NameSet& taken, const std::vector<co
   PrimBuilder g(b, taken, "bucket");
   g.differentiating(*members.back());
   std::vector<Arg> flats;
-  for (const Op* op : members) flats.push_back(val(flat(g, op->arg(0).value)));
+  for (const Op* op : members) flats.push_back(val(flat(g, op->arg("a").value)));
   const V packed = call(g, "prims.cat", {Arg::of_list(std::move(flats)), Arg::of_int(0)});
   const Op& first = *members.front();
-  const V reduced = call(g, kAllReduce, {val(packed), first.arg(1), first.arg(2), first.arg(3), first.arg(4)});
+  const V reduced = call(g, kAllReduce, {val(packed), first.arg("op"), first.arg("group"), first.arg("do_async"), first.arg("skip_clone")});
   int64_t offset = 0;
   std::vector<Op> ops;
   for (const Op* op : members) {

@@ -112,9 +112,9 @@ bool is_view(const Op& op) { return op.info->kind == OpKind::reshape; }
 // batch, which then folds into m: one larger GEMM.
 // transpose_a / transpose_b mean a is stored [k, m] (a 2-D a) and b [n, k] (a 2-D b, shared).
 std::string gemm_shape(const Trace& t, const Op& op) {
-  const Shape& a = t.value(op.arg(0).value).shape;
-  const Shape& b = t.value(op.arg(1).value).shape;
-  const bool transpose_a = op.args.size() > 4 && op.arg(4).boolean, transpose_b = op.args.size() > 5 && op.arg(5).boolean;
+  const Shape& a = t.value(op.arg("a").value).shape;
+  const Shape& b = t.value(op.arg("b").value).shape;
+  const bool transpose_a = op.has_arg("transpose_a") && op.arg("transpose_a").boolean, transpose_b = op.has_arg("transpose_b") && op.arg("transpose_b").boolean;
   int64_t m = transpose_a ? a.back() : a[a.size() - 2], k = transpose_a ? a[0] : a.back(), n = transpose_b ? b[0] : b.back();
   int64_t batch = numel(a) / (m * k);
   bool b_batched = b.size() > 2;
@@ -131,10 +131,10 @@ std::string gemm_shape(const Trace& t, const Op& op) {
 // The trailing epilogue arguments of tg::matmul: the bias pointer, the epilogue and its second
 // output (the GELU's input, or the bias gradient), as far as they are not the defaults.
 std::string gemm_epilogue(const Op& op, const std::map<ValueId, std::string>& pointer) {
-  const bool bias = op.args.size() > 2 && op.arg(2).is_value();
-  const std::string epilogue = op.args.size() > 3 ? op.arg(3).text : "none";
+  const bool bias = op.has_arg("bias") && op.arg("bias").is_value();
+  const std::string epilogue = op.has_arg("epilogue") ? op.arg("epilogue").text : "none";
   std::string s;
-  if (bias || epilogue != "none") s += ", " + (bias ? pointer.at(op.arg(2).value) : std::string("nullptr"));
+  if (bias || epilogue != "none") s += ", " + (bias ? pointer.at(op.arg("bias").value) : std::string("nullptr"));
   if (epilogue != "none") s += ", tg::Epilogue::" + epilogue;
   if (op.outs.size() > 1) s += ", " + pointer.at(op.outs[1]);
   return s;
@@ -177,16 +177,16 @@ std::string reduce_op(const std::string& name) {
 
 // A collective's call: tg::all_reduce and its kin (tg_comm.h), NCCL's arguments in NCCL's order.
 std::string collective_call(const Trace& t, const Op& k, const std::map<ValueId, std::string>& pointer) {
-  const Value& in = t.value(k.arg(0).value);
+  const Value& in = t.value(k.arg("a").value);
   const Value& out = t.value(k.outs[0]);
-  const std::string buffers = "comm, " + pointer.at(k.arg(0).value) + ", " + pointer.at(k.outs[0]) + ", ";
+  const std::string buffers = "comm, " + pointer.at(k.arg("a").value) + ", " + pointer.at(k.outs[0]) + ", ";
   const std::string type = comm_type(in.dtype);
   switch (k.info->kind) {
-    case OpKind::all_reduce: return "tg::all_reduce(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + reduce_op(k.arg(1).text) + ", stream)";
+    case OpKind::all_reduce: return "tg::all_reduce(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + reduce_op(k.arg("op").text) + ", stream)";
     case OpKind::all_gather: return "tg::all_gather(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", stream)";
     case OpKind::reduce_scatter:
-      return "tg::reduce_scatter(" + buffers + std::to_string(numel(out.shape)) + ", " + type + ", " + reduce_op(k.arg(1).text) + ", stream)";
-    default: return "tg::broadcast(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + std::to_string(k.arg(1).integer) + ", stream)";
+      return "tg::reduce_scatter(" + buffers + std::to_string(numel(out.shape)) + ", " + type + ", " + reduce_op(k.arg("op").text) + ", stream)";
+    default: return "tg::broadcast(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + std::to_string(k.arg("root").integer) + ", stream)";
   }
 }
 
@@ -223,7 +223,7 @@ EmittedKernel describe_call(const Trace& fused, const Op& k) {
   EmittedKernel info;
   const std::string kind = is_view(k) ? "view" : is_gemm(k) ? "matmul" : std::string(k.symbol.substr(k.symbol.rfind('.') + 1));
   info.name = fused.name + "_" + kind + "_" + fused.value(k.outs[0]).name;
-  if (is_view(k)) info.view_of = fused.value(k.arg(0).value).name;
+  if (is_view(k)) info.view_of = fused.value(k.arg("a").value).name;
   else info.library = is_gemm(k) ? "cuBLASLt" : "NCCL";
   for (ValueId v : k.outs) info.values.push_back(fused.value(v).name);
   for_each_value(k, [&](ValueId v) { info.reads.push_back(fused.value(v).name); });
@@ -293,7 +293,7 @@ void write_temporaries(const Trace& fused, HostValues& values, std::ostream& out
   for (const Op& k : fused.ops)
     for (ValueId v : k.outs)
       if (is_view(k)) {
-        values.pointer[v] = values.pointer.at(k.arg(0).value);
+        values.pointer[v] = values.pointer.at(k.arg("a").value);
       } else if (!values.pointer.count(v)) {
         values.pointer[v] = ident(Role::global, fused.value(v).name);
         values.temporaries.emplace_back(v, result.temporary_bytes);
@@ -321,7 +321,7 @@ void write_step(const Trace& fused, const Op& k, const Launch& launch, const Hos
   }
   if (is_library_call(k)) {
     out << comment_line(print_op(k, fused), "  ");
-    out << "  TG_TRY(tg::matmul(" << pointer.at(k.arg(0).value) << ", " << pointer.at(k.arg(1).value) << ", " << pointer.at(k.outs[0]) << ", "
+    out << "  TG_TRY(tg::matmul(" << pointer.at(k.arg("a").value) << ", " << pointer.at(k.arg("b").value) << ", " << pointer.at(k.outs[0]) << ", "
         << gemm_shape(fused, k) << ", stream, " << gemm_space << gemm_epilogue(k, pointer) << "));\n";
     return;
   }
@@ -356,7 +356,7 @@ void write_overlapped_steps(const Trace& fused, const std::vector<Launch>& launc
   for (size_t i = 0; i < fused.ops.size(); ++i) {
     const Op& k = fused.ops[i];
     if (is_view(k)) {
-      if (auto it = pending.find(k.arg(0).value); it != pending.end()) pending[k.outs[0]] = it->second;
+      if (auto it = pending.find(k.arg("a").value); it != pending.end()) pending[k.outs[0]] = it->second;
       write_step(fused, k, launches[i], values, gemm_space, out);
       continue;
     }

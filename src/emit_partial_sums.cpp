@@ -50,7 +50,7 @@ std::string KernelWriter::start_part_sums() const {
 }
 
 void KernelWriter::add_to_part_sums() {
-  for (const Op* p : part_sums_) line(part_sum_at(p) + " += " + value_at(p->arg(0).value, identity_index(layout_.domain.size())) + ";");
+  for (const Op* p : part_sums_) line(part_sum_at(p) + " += " + value_at(p->arg("a").value, identity_index(layout_.domain.size())) + ";");
 }
 
 std::string KernelWriter::store_part_sums() const {

@@ -38,7 +38,7 @@ std::vector<KernelWriter::Accumulation> KernelWriter::accumulations(const Kernel
 }
 
 KernelWriter::Accumulation KernelWriter::accumulate(const Op& op) {
-  const ValueId input = op.arg(0).value, out = op.outs[0];
+  const ValueId input = op.arg("a").value, out = op.outs[0];
   const DType in_dtype = t_.value(input).dtype;
   const std::string comment = print_op(op, t_, false), ct = ctype(in_dtype);
   const OpKind kind = op.info->kind;
@@ -78,7 +78,7 @@ KernelWriter::Accumulation KernelWriter::online_max_sum(const KernelPlan::Step& 
 // error times n: adding it back makes the mean exact where PyTorch's Welford mean is (a constant
 // row's mean is the constant, so layer_norm gives 0 there, not (x - mean) * rstd of a rounding error).
 KernelWriter::Accumulation KernelWriter::variance_mean(const Op& op) {
-  const ValueId input = op.arg(0).value, out = op.outs[0];
+  const ValueId input = op.arg("a").value, out = op.outs[0];
   const std::string ct = ctype(t_.value(input).dtype), n = ct + "(" + std::to_string(numel(layout_.reduced_shape())) + ")";
   const std::string first_mean = local(Role::mean, out);
   return {print_op(op, t_, false) + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, local(Role::sum, out), row_element(input),
@@ -86,12 +86,12 @@ KernelWriter::Accumulation KernelWriter::variance_mean(const Op& op) {
 }
 
 std::vector<KernelWriter::Accumulation> KernelWriter::variance_spread(const Op& op) {
-  const ValueId input = op.arg(0).value, out = op.outs[0];
+  const ValueId input = op.arg("a").value, out = op.outs[0];
   const ValueId mean_out = op.outs.size() > 1 ? op.outs[1] : kNoValue;
   const std::string comment = print_op(op, t_, false), ct = ctype(t_.value(input).dtype);
   const std::string n = ct + "(" + std::to_string(numel(layout_.reduced_shape())) + ")";
   const std::string first_mean = local(Role::mean, out), deviations = local(Role::deviation, out);
-  const Arg correction = op.arg(2);
+  const Arg correction = op.arg("correction");
   auto element = row_element(input);
   auto deviation = [=] { return "(" + element() + " - " + first_mean + ")"; };
   Accumulation sum_of_deviations{comment + " (pass 2: deviations from the mean)", "tg::Sum<" + ct + ">", ct, deviations, deviation,

@@ -72,7 +72,7 @@ std::string KernelWriter::row_body() {
     for (size_t i = 0; i < outer_outs.size(); ++i) line("  tg::store(" + ident(outer_outs[i]) + ", row, " + vars[i] + ");");
     line("}");
   }
-  for (const Op* p : row_totals_) line(row_total(p) + " += " + value_at(p->arg(0).value, layout_.outer_index()) + ";");
+  for (const Op* p : row_totals_) line(row_total(p) + " += " + value_at(p->arg("a").value, layout_.outer_index()) + ";");
   std::string body = pop();
   if (!row_cached_.empty())
     body = "    // the row, " + std::to_string(cached_) + " elements per thread" + (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") +

@@ -125,7 +125,7 @@ KernelWriter::KernelWriter(const Trace& t, std::vector<std::string>& idents, con
   for (size_t i = 0; i < k_.sub.size(); ++i) {
     for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
-      (t_.value(k_.sub[i].arg(0).value).shape == layout_.domain ? part_sums_ : row_totals_).push_back(&k_.sub[i]);
+      (t_.value(k_.sub[i].arg("a").value).shape == layout_.domain ? part_sums_ : row_totals_).push_back(&k_.sub[i]);
   }
   for (const Arg& a : k_.args) loaded_.insert(a.value);
   lanes_ = plan_.lanes;
@@ -197,7 +197,7 @@ int KernelWriter::items_per_block() const {
 
 int64_t KernelWriter::fixed_grid() const {
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})
-    if (!sums->empty()) return sums->front()->arg(2).integer;
+    if (!sums->empty()) return sums->front()->arg("parts").integer;
   return 0;
 }
 
@@ -472,9 +472,9 @@ std::string KernelWriter::compute(const Op& op, ValueId v, const Index& index) {
   switch (op.info->fusion) {
     case FusionClass::elementwise: {
       if (op.info->kind == OpKind::convert_element_type) {
-        const Value& src = t_.value(op.arg(0).value);
-        std::string x = value_at(op.arg(0).value, index);
-        x = as_stored(x, src.dtype, op.arg(0));  // rounding rule 4 (docs/design-notes.md, "Rounding")
+        const Value& src = t_.value(op.arg("a").value);
+        std::string x = value_at(op.arg("a").value, index);
+        x = as_stored(x, src.dtype, op.arg("a"));  // rounding rule 4 (docs/design-notes.md, "Rounding")
         if (out.dtype == DType::b8) expr = "(" + x + " != 0)";
         else if (out.dtype == DType::f16) expr = "tg::round_to_half(static_cast<float>(" + x + "))";
         else if (out.dtype == DType::bf16) expr = "tg::round_to_bfloat16(static_cast<float>(" + x + "))";
@@ -495,18 +495,18 @@ std::string KernelWriter::compute(const Op& op, ValueId v, const Index& index) {
     }
     case FusionClass::source:
       if (op.info->kind == OpKind::full) {
-        expr = op.arg(1).is_value() ? "static_cast<" + ctype(out.dtype) + ">(" + value_at(op.arg(1).value, index) + ")"
-                                    : literal_code(op.arg(1), out.dtype);
+        expr = op.arg("fill_value").is_value() ? "static_cast<" + ctype(out.dtype) + ">(" + value_at(op.arg("fill_value").value, index) + ")"
+                                    : literal_code(op.arg("fill_value"), out.dtype);
       } else if (op.info->kind == OpKind::uniform_philox) {
         // The element's linear position in the drawn tensor picks its Philox counter.
-        std::string u = "tg::philox_uniform(static_cast<uint64_t>(" + operand(op.arg(5), index, DType::i64) + "), static_cast<uint64_t>(" +
-                        operand(op.arg(6), index, DType::i64) + "), " + offset(out, index) +
-                        (op.arg(7).integer ? ", " + std::to_string(op.arg(7).integer) + "ull" : std::string()) + ")";
-        std::string lo = operand(op.arg(1), index, DType::f32), hi = operand(op.arg(2), index, DType::f32);
+        std::string u = "tg::philox_uniform(static_cast<uint64_t>(" + operand(op.arg("seed"), index, DType::i64) + "), static_cast<uint64_t>(" +
+                        operand(op.arg("offset"), index, DType::i64) + "), " + offset(out, index) +
+                        (op.arg("stream").integer ? ", " + std::to_string(op.arg("stream").integer) + "ull" : std::string()) + ")";
+        std::string lo = operand(op.arg("minval"), index, DType::f32), hi = operand(op.arg("maxval"), index, DType::f32);
         expr = "static_cast<" + ctype(out.dtype) + ">(" + lo + " + (" + hi + " - " + lo + ") * " + u + ")";
       } else {  // iota
-        expr = "static_cast<" + ctype(out.dtype) + ">(" + std::to_string(op.arg(1).integer) + " + " + index.at(0).text() + " * " +
-               std::to_string(op.arg(2).integer) + ")";
+        expr = "static_cast<" + ctype(out.dtype) + ">(" + std::to_string(op.arg("start").integer) + " + " + index.at(0).text() + " * " +
+               std::to_string(op.arg("step").integer) + ")";
       }
       break;
     case FusionClass::shape: {
@@ -514,7 +514,7 @@ std::string KernelWriter::compute(const Op& op, ValueId v, const Index& index) {
       if (op.info->kind == OpKind::pad) {
         std::string inner = value_at(reads[0].value, reads[0].index);
         if (reads[0].guard.empty()) return inner;
-        expr = "(" + reads[0].guard + ") ? " + inner + " : " + operand(op.arg(1), index, out.dtype);
+        expr = "(" + reads[0].guard + ") ? " + inner + " : " + operand(op.arg("padding_value"), index, out.dtype);
       } else if (op.info->kind == OpKind::cat) {
         for (size_t r = 0; r + 1 < reads.size(); ++r) expr += reads[r].guard + " ? " + value_at(reads[r].value, reads[r].index) + " : ";
         expr += value_at(reads.back().value, reads.back().index);

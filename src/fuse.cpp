@@ -42,7 +42,7 @@ bool is_reduction(const Op& op) { return op.info->fusion == FusionClass::reducti
 KernelLayout row_layout(const Trace& t, const Op& reduction) {
   KernelLayout k;
   k.is_row = true;
-  k.domain = t.value(reduction.arg(0).value).shape;
+  k.domain = t.value(reduction.arg("a").value).shape;
   k.reduced = reduction_dims(t, reduction);
   for (int64_t d = 0; d < int64_t(k.domain.size()); ++d)
     if (!std::count(k.reduced.begin(), k.reduced.end(), d)) k.outer.push_back(d);
@@ -85,7 +85,7 @@ class PartSums {
     Op op;
     op.symbol = "thunder_gen.partial_sum";
     op.info = &op_info(OpKind::partial_sum);
-    op.args = {sum.arg(0), sum.arg(1), Arg::of_int(parts)};
+    op.args = {sum.arg("a"), sum.arg("dims"), Arg::of_int(parts)};
     op.where = sum.where;
     op.origin = sum.origin;
     const OutType type = op.info->rule(t_, op).at(0);
@@ -266,7 +266,7 @@ class Fuser {
       return;
     }
     if (is_reduction(op)) {
-      read(op.arg(0).value, identity_index(t_.value(op.arg(0).value).shape.size()));
+      read(op.arg("a").value, identity_index(t_.value(op.arg("a").value).shape.size()));
       for (size_t i = 1; i < op.args.size(); ++i)
         if (op.args[i].is_value()) read(op.args[i].value, Index{});
       return;
@@ -328,7 +328,7 @@ class Fuser {
   // The rows are read once, where a kernel of its own would read them all again (or, for the
   // totals, one block would read every row's value).
   bool place_sum_over_rows(const Op& op, const KernelLayout& layout) {
-    if (op.info->kind != OpKind::sum || !is_float(t_.value(op.arg(0).value).dtype)) return false;
+    if (op.info->kind != OpKind::sum || !is_float(t_.value(op.arg("a").value).dtype)) return false;
     int k = -1;
     if (sums_leading_dims(op, layout)) {  // element by element: the kernel of the same rows
       auto it = last_row_.find(layout.domain);
@@ -378,7 +378,7 @@ class Fuser {
 
   // A float sum over leading dims, keeping others (see place_reduction).
   bool sums_leading_dims(const Op& op, const KernelLayout& layout) const {
-    return op.info->kind == OpKind::sum && is_float(t_.value(op.arg(0).value).dtype) && !layout.outer.empty() && leading(layout.reduced);
+    return op.info->kind == OpKind::sum && is_float(t_.value(op.arg("a").value).dtype) && !layout.outer.empty() && leading(layout.reduced);
   }
 
   // A library call reads its operands from memory, so they are placed first; it runs in order
@@ -406,7 +406,7 @@ class Fuser {
       return;
     }
     const int op = producer_[v];
-    place_in_memory(t_.ops[size_t(op)].arg(0).value);  // a view of a view: that one first
+    place_in_memory(t_.ops[size_t(op)].arg("a").value);  // a view of a view: that one first
     int k = add_kernel(KernelLayout{});
     kernels_[k].standalone_op = op;
     home_[v] = k;
@@ -416,8 +416,8 @@ class Fuser {
   bool is_view(ValueId v) const {
     if (home_[v] != kInline || producer_[v] < 0 || outputs_.count(v)) return false;
     const Op& op = t_.ops[size_t(producer_[v])];
-    if (op.info->kind != OpKind::reshape || !op.arg(0).is_value()) return false;
-    const ValueId base = op.arg(0).value;
+    if (op.info->kind != OpKind::reshape || !op.arg("a").is_value()) return false;
+    const ValueId base = op.arg("a").value;
     const Value &in = t_.value(base), &out = t_.value(v);
     return !in.is_scalar && !in.bit_packed && !out.bit_packed && (home_[base] != kInline || is_view(base));
   }

@@ -38,11 +38,11 @@ class EpilogueFolder {
 
  private:
   bool foldable_matmul(const Op& op) const {
-    if (op.info->kind != OpKind::matmul || op.args.size() < 6 || op.arg(2).is_value() || op.arg(3).text != "none" || op.arg(4).boolean ||
-        op.arg(5).boolean)
+    if (op.info->kind != OpKind::matmul || !op.has_arg("transpose_b") || op.arg("bias").is_value() || op.arg("epilogue").text != "none" || op.arg("transpose_a").boolean ||
+        op.arg("transpose_b").boolean)
       return false;
     const Value& c = t_.value(op.outs[0]);
-    return c.dtype != DType::f64 && t_.value(op.arg(1).value).shape.size() == 2;
+    return c.dtype != DType::f64 && t_.value(op.arg("b").value).shape.size() == 2;
   }
 
   // The one op reading v, when v is read by exactly one op and is not an output.
@@ -64,15 +64,15 @@ class EpilogueFolder {
     const int add = only_reader(c);
     if (add < 0 || t_.ops[size_t(add)].info->kind != OpKind::add) return;
     const Op& sum = t_.ops[size_t(add)];
-    const Arg& other = sum.arg(0).is_value() && sum.arg(0).value == c ? sum.arg(1) : sum.arg(0);
+    const Arg& other = sum.arg("a").is_value() && sum.arg("a").value == c ? sum.arg("b") : sum.arg("a");
     if (!other.is_value() || other.value == c || !def_.count(other.value)) return;
     const int bcast = def_.at(other.value);
     const Op& b = t_.ops[size_t(bcast)];
-    if (b.info->kind != OpKind::broadcast_in_dim || !b.arg(0).is_value()) return;
-    const ValueId bias = b.arg(0).value;
+    if (b.info->kind != OpKind::broadcast_in_dim || !b.arg("a").is_value()) return;
+    const ValueId bias = b.arg("a").value;
     const Value& cv = t_.value(c);
     const int64_t last = int64_t(cv.shape.size()) - 1;
-    if (t_.value(bias).shape != Shape{cv.shape.back()} || t_.value(bias).dtype != cv.dtype || b.arg(2).int_list() != std::vector<int64_t>{last} ||
+    if (t_.value(bias).shape != Shape{cv.shape.back()} || t_.value(bias).dtype != cv.dtype || b.arg("broadcast_dimensions").int_list() != std::vector<int64_t>{last} ||
         t_.value(sum.outs[0]).dtype != cv.dtype || !defined_before(bias, m))
       return;
     matmul.args[2] = Arg::of_value(bias);
@@ -140,12 +140,12 @@ class EpilogueFolder {
       auto def = def_.find(v);
       if (def == def_.end() || removed_[size_t(def->second)]) continue;
       const Op& transpose = t_.ops[size_t(def->second)];
-      if (transpose.info->kind != OpKind::transpose || !transpose.arg(0).is_value() || t_.value(v).shape.size() != 2 ||
-          transpose.arg(1).int_list() != std::vector<int64_t>{1, 0})
+      if (transpose.info->kind != OpKind::transpose || !transpose.arg("a").is_value() || t_.value(v).shape.size() != 2 ||
+          transpose.arg("permutation").int_list() != std::vector<int64_t>{1, 0})
         continue;
       // (A 2-D b is shared by every batch of a, which folds into the GEMM's m, see gemm_shape: b
       // stored [n, k] is one operand whatever a's rank.)
-      matmul.args[operand] = Arg::of_value(transpose.arg(0).value);
+      matmul.args[operand] = Arg::of_value(transpose.arg("a").value);
       matmul.args[4 + operand] = Arg::of_bool(true);
       if (only_reader(v) == m) removed_[size_t(def->second)] = true;
     }
@@ -156,13 +156,13 @@ class EpilogueFolder {
   // while it reads it for the product. The sum's readers must all come after the matmul.
   void fold_bias_grad(int m) {
     Op& matmul = out_.ops[size_t(m)];
-    if (!matmul.arg(4).boolean || matmul.arg(2).is_value() || matmul.arg(3).text != "none") return;
-    const ValueId g = matmul.arg(0).value;
+    if (!matmul.arg("transpose_a").boolean || matmul.arg("bias").is_value() || matmul.arg("epilogue").text != "none") return;
+    const ValueId g = matmul.arg("a").value;
     auto it = readers_.find(g);
     if (it == readers_.end()) return;
     for (int s : it->second) {
       const Op& sum = t_.ops[size_t(s)];
-      if (removed_[size_t(s)] || sum.info->kind != OpKind::sum || sum.arg(1).int_list() != std::vector<int64_t>{0}) continue;
+      if (removed_[size_t(s)] || sum.info->kind != OpKind::sum || sum.arg("dims").int_list() != std::vector<int64_t>{0}) continue;
       const ValueId grad = sum.outs[0];
       if (t_.value(grad).dtype != t_.value(g).dtype) continue;
       bool read_after = true;

@@ -23,11 +23,11 @@ using namespace vocabulary;
 // A bias (the epilogue pass's extension) gets g summed over every dim but the last. The GELU
 // epilogue is only ever written after autograd, so a trace differentiating through it is refused.
 Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  if (op.args.size() > 3 && op.arg(3).text != "none")
-    throw UserError(op.where, "prims.matmul with epilogue=\"" + op.arg(3).text + "\" has no gradient rule; write the activation as its own op");
-  if (op.args.size() > 5 && (op.arg(4).boolean || op.arg(5).boolean))
+  if (op.has_arg("epilogue") && op.arg("epilogue").text != "none")
+    throw UserError(op.where, "prims.matmul with epilogue=\"" + op.arg("epilogue").text + "\" has no gradient rule; write the activation as its own op");
+  if ((op.has_arg("transpose_a") && op.arg("transpose_a").boolean) || (op.has_arg("transpose_b") && op.arg("transpose_b").boolean))
     throw UserError(op.where, "prims.matmul with transpose_a or transpose_b has no gradient rule; write the transpose as its own op");
-  V a = op.arg(0).value, b = op.arg(1).value, c = cot[0];
+  V a = op.arg("a").value, b = op.arg("b").value, c = cot[0];
   Shape as = shape_of(g, a), bs = shape_of(g, b), cs = shape_of(g, c);
   Contributions out = {{a, matmul(g, c, transpose_last_two(g, b))}};
   if (bs.size() == 2 && as.size() > 2) {
@@ -37,10 +37,10 @@ Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   } else {
     out.emplace_back(b, matmul(g, transpose_last_two(g, a), c));
   }
-  if (op.args.size() > 2 && op.arg(2).is_value()) {
+  if (op.has_arg("bias") && op.arg("bias").is_value()) {
     std::vector<int64_t> leading(cs.size() - 1);
     std::iota(leading.begin(), leading.end(), 0);
-    out.emplace_back(op.arg(2).value, sum(g, c, leading));
+    out.emplace_back(op.arg("bias").value, sum(g, c, leading));
   }
   return out;
 }
@@ -51,7 +51,7 @@ Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 using LocalDerivative = std::function<V(G&, const Op&, V a, V out)>;
 GradRule unary_rule(LocalDerivative f) {
   return [f](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-    V a = op.arg(0).value;
+    V a = op.arg("a").value;
     return {{a, mul(g, val(cot[0]), val(f(g, op, a, op.outs[0])))}};
   };
 }
@@ -60,10 +60,10 @@ GradRule unary_rule(LocalDerivative f) {
 using BinaryDerivatives = std::function<std::pair<V, V>(G&, const Arg& a, const Arg& b, V out, V cot)>;
 GradRule binary_rule(BinaryDerivatives f) {
   return [f](G& g, const Op& op, const std::vector<V>& cot) -> Contributions {
-    auto [ga, gb] = f(g, op.arg(0), op.arg(1), op.outs[0], cot[0]);
+    auto [ga, gb] = f(g, op.arg("a"), op.arg("b"), op.outs[0], cot[0]);
     Contributions out;
-    if (is_tensor(g, op.arg(0)) && ga != kNoValue) out.emplace_back(op.arg(0).value, ga);
-    if (is_tensor(g, op.arg(1)) && gb != kNoValue) out.emplace_back(op.arg(1).value, gb);
+    if (is_tensor(g, op.arg("a")) && ga != kNoValue) out.emplace_back(op.arg("a").value, ga);
+    if (is_tensor(g, op.arg("b")) && gb != kNoValue) out.emplace_back(op.arg("b").value, gb);
     return out;
   };
 }
@@ -82,7 +82,7 @@ V abs_derivative(G& g, const Op&, V a, V) { return unary(g, "prims.sign", a); }
 }
 #define TG_NO_GRADIENT_RULE no_gradient_rule(op)
 
-Contributions neg_gradient(G& g, const Op& op, const std::vector<V>& cot) { return {{op.arg(0).value, neg(g, cot[0])}}; }
+Contributions neg_gradient(G& g, const Op& op, const std::vector<V>& cot) { return {{op.arg("a").value, neg(g, cot[0])}}; }
 
 // maximum's and minimum's contribution to `self`: the cotangent c where self wins the comparison
 // `wins` against `other`, half of it at a tie (PyTorch shares ties equally), else 0.
@@ -97,21 +97,21 @@ V extremum_share(G& g, std::string_view wins, const Arg& self, const Arg& other,
 // sends all of it to one branch and zeros to the other.
 Contributions where_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   Contributions out;
-  V pred = op.arg(0).is_value() ? op.arg(0).value : kNoValue;
+  V pred = op.arg("pred").is_value() ? op.arg("pred").value : kNoValue;
   auto pick = [&](const Arg& branch, bool when) {
     if (!is_tensor(g, branch)) return;
-    V c = pred == kNoValue ? ((op.arg(0).boolean == when) ? cot[0] : zeros(g, shape_of(g, cot[0]), value_of(g, cot[0]).dtype))
+    V c = pred == kNoValue ? ((op.arg("pred").boolean == when) ? cot[0] : zeros(g, shape_of(g, cot[0]), value_of(g, cot[0]).dtype))
                            : where(g, pred, when ? val(cot[0]) : num(0.0), when ? num(0.0) : val(cot[0]));
     out.emplace_back(branch.value, c);
   };
-  pick(op.arg(1), true);
-  pick(op.arg(2), false);
+  pick(op.arg("a"), true);
+  pick(op.arg("b"), false);
   return out;
 }
 
 // lerp(s, e, w) = s + w (e - s).
 Contributions lerp_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  const Arg &s = op.arg(0), &e = op.arg(1), &w = op.arg(2);
+  const Arg &s = op.arg("start"), &e = op.arg("end"), &w = op.arg("weight");
   V c = cot[0];
   Contributions out = {{s.value, mul(g, val(c), one_minus(g, w))}, {e.value, mul(g, val(c), w)}};
   if (is_tensor(g, w)) out.emplace_back(w.value, mul(g, val(c), val(sub(g, e, s))));
@@ -120,7 +120,7 @@ Contributions lerp_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 
 // A conversion from an integer or bool carries no gradient.
 Contributions convert_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   if (!is_float(value_of(g, a).dtype)) return {};
   return {{a, convert(g, cot[0], value_of(g, a).dtype)}};
 }
@@ -129,7 +129,7 @@ Contributions convert_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 
 // Reductions to one value over dims: amax/amin share the gradient among the extreme elements.
 Contributions extreme_reduction(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   const Shape& shape = shape_of(g, a);
   auto dims = reduction_dims(g.trace(), op);
   V hit = cmp(g, "prims.eq", val(a), val(unreduce(g, op.outs[0], shape, dims)));
@@ -140,7 +140,7 @@ Contributions extreme_reduction(G& g, const Op& op, const std::vector<V>& cot) {
 
 Contributions variance(G& g, const Op& op, const std::vector<V>& cot) {
   // var = sum((a - mean)^2) / (n - correction): d var / d a = 2 (a - mean) / (n - correction).
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   const Shape& shape = shape_of(g, a);
   auto dims = reduction_dims(g.trace(), op);
   int64_t n = 1;
@@ -150,8 +150,8 @@ Contributions variance(G& g, const Op& op, const std::vector<V>& cot) {
   V total = kNoValue;
   if (cot[0] != kNoValue) {
     // n - correction; a scalar correction needs a tensor to subtract from.
-    Arg denominator = op.arg(2).is_number() ? num(double(n) - op.arg(2).as_double())
-                                            : val(sub(g, val(full(g, shape_of(g, cot[0]), double(n), value_of(g, cot[0]).dtype)), op.arg(2)));
+    Arg denominator = op.arg("correction").is_number() ? num(double(n) - op.arg("correction").as_double())
+                                            : val(sub(g, val(full(g, shape_of(g, cot[0]), double(n), value_of(g, cot[0]).dtype)), op.arg("correction")));
     V scale = div(g, val(mul(g, val(cot[0]), num(2.0))), denominator);
     total = mul(g, val(centered), val(unreduce(g, scale, shape, dims)));
   }
@@ -165,14 +165,14 @@ Contributions variance(G& g, const Op& op, const std::vector<V>& cot) {
 
 // The input positions a slice or pad reads: for output/input lengths and out = lo + p * step.
 Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   const Shape& in = shape_of(g, a);
   const Shape& out = shape_of(g, op.outs[0]);
   std::vector<int64_t> start, end, strides;
   std::vector<Arg> repad;
   bool empty = false;
   for (size_t d = 0; d < in.size(); ++d) {
-    auto lhi = op.arg(2).items[d].int_list();
+    auto lhi = op.arg("padding_config").items[d].int_list();
     int64_t lo = lhi[0], step = lhi[2] + 1, len = in[d];
     // input positions p whose padded position lo + p * step lands inside the output
     int64_t p0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
@@ -193,12 +193,12 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 }
 
 Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   const Shape& in = shape_of(g, a);
   const Shape& out = shape_of(g, op.outs[0]);
-  auto start = op.arg(1).int_list();
+  auto start = op.arg("start_indices").int_list();
   std::vector<int64_t> strides(in.size(), 1);
-  if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+  if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
   std::vector<Arg> config;
   for (size_t d = 0; d < in.size(); ++d) {
     if (out[d] == 0) return {{a, zeros(g, in, value_of(g, a).dtype)}};
@@ -209,10 +209,10 @@ Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 }
 
 Contributions broadcast_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   const Shape& in = shape_of(g, a);
   const Shape& out = shape_of(g, op.outs[0]);
-  auto bdims = op.arg(2).int_list();
+  auto bdims = op.arg("broadcast_dimensions").int_list();
   std::vector<int64_t> summed;
   for (int64_t d = 0; d < int64_t(out.size()); ++d) {
     auto it = std::find(bdims.begin(), bdims.end(), d);
@@ -223,10 +223,10 @@ Contributions broadcast_gradient(G& g, const Op& op, const std::vector<V>& cot) 
 
 Contributions cat_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   const Shape& out = shape_of(g, op.outs[0]);
-  int64_t dim = op.arg(1).integer < 0 ? op.arg(1).integer + int64_t(out.size()) : op.arg(1).integer;
+  int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + int64_t(out.size()) : op.arg("dim").integer;
   Contributions result;
   int64_t offset = 0;
-  for (const Arg& piece : op.arg(0).items) {
+  for (const Arg& piece : op.arg("tensors").items) {
     const Shape& s = shape_of(g, piece.value);
     std::vector<int64_t> start(out.size(), 0), end(out.begin(), out.end());
     start[dim] = offset;
@@ -239,25 +239,25 @@ Contributions cat_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 
 // reshape and squeeze: the cotangent reshaped back.
 Contributions reshape_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  return {{op.arg(0).value, reshape(g, cot[0], shape_of(g, op.arg(0).value))}};
+  return {{op.arg("a").value, reshape(g, cot[0], shape_of(g, op.arg("a").value))}};
 }
 
 // The cotangent transposed by the inverse permutation.
 Contributions transpose_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  auto perm = op.arg(1).int_list();
+  auto perm = op.arg("permutation").int_list();
   std::vector<int64_t> inverse(perm.size());
   for (size_t j = 0; j < perm.size(); ++j) inverse[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = int64_t(j);
-  return {{op.arg(0).value, call(g, "prims.transpose", {val(cot[0]), int_list(inverse)})}};
+  return {{op.arg("a").value, call(g, "prims.transpose", {val(cot[0]), int_list(inverse)})}};
 }
 
 Contributions sum_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   return {{a, unreduce(g, cot[0], shape_of(g, a), reduction_dims(g.trace(), op))}};
 }
 
 Contributions prod_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   // d prod / d a_i = prod / a_i (undefined where a_i is zero; see docs/design-notes.md).
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   auto dims = reduction_dims(g.trace(), op);
   V scaled = mul(g, val(cot[0]), val(op.outs[0]));
   return {{a, div(g, val(unreduce(g, scaled, shape_of(g, a), dims)), val(a))}};

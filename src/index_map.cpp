@@ -184,26 +184,26 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
   const Shape& out_shape = t.value(op.outs[0]).shape;
   switch (op.info->kind) {
     case OpKind::broadcast_in_dim: {
-      const Value& a = t.value(op.arg(0).value);
-      auto bdims = op.arg(2).int_list();
+      const Value& a = t.value(op.arg("a").value);
+      auto bdims = op.arg("broadcast_dimensions").int_list();
       Index in;
       in.reserve(a.shape.size());
       for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(a.shape[i] == 1 ? IndexComp::of_const(0) : out[bdims[i]]);
-      return one_read(op.arg(0).value, std::move(in));
+      return one_read(op.arg("a").value, std::move(in));
     }
     case OpKind::reshape: {
-      const Value& a = t.value(op.arg(0).value);
-      return one_read(op.arg(0).value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape));
+      const Value& a = t.value(op.arg("a").value);
+      return one_read(op.arg("a").value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape));
     }
     case OpKind::transpose: {
-      auto perm = op.arg(1).int_list();
+      auto perm = op.arg("permutation").int_list();
       Index in(perm.size());
       for (size_t j = 0; j < perm.size(); ++j) in[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = out[j];
-      return one_read(op.arg(0).value, std::move(in));
+      return one_read(op.arg("a").value, std::move(in));
     }
     case OpKind::squeeze: {
-      const Value& a = t.value(op.arg(0).value);
-      auto dims = op.arg(1).int_list();
+      const Value& a = t.value(op.arg("a").value);
+      auto dims = op.arg("dims").int_list();
       Index in;
       size_t k = 0;
       for (size_t i = 0; i < a.shape.size(); ++i) {
@@ -211,21 +211,21 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
         for (int64_t d : dims) squeezed |= (d < 0 ? d + int64_t(a.shape.size()) : d) == int64_t(i);
         in.push_back(squeezed ? IndexComp::of_const(0) : out[k++]);
       }
-      return one_read(op.arg(0).value, std::move(in));
+      return one_read(op.arg("a").value, std::move(in));
     }
     case OpKind::slice: {
-      const Value& a = t.value(op.arg(0).value);
-      auto start = op.arg(1).int_list();
+      const Value& a = t.value(op.arg("a").value);
+      auto start = op.arg("start_indices").int_list();
       std::vector<int64_t> strides(a.shape.size(), 1);
-      if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+      if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
       Index in;
       for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], out_shape[i], strides[i], start[i]));
-      return one_read(op.arg(0).value, squash_unit_dims(std::move(in), a.shape));
+      return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
     }
     case OpKind::pad: {
       // out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
-      const Value& a = t.value(op.arg(0).value);
-      const Arg& config = op.arg(2);
+      const Value& a = t.value(op.arg("a").value);
+      const Arg& config = op.arg("padding_config");
       Index in;
       std::string guard;
       for (size_t i = 0; i < a.shape.size(); ++i) {
@@ -239,14 +239,14 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
         std::string pos = step == 1 ? p : "(" + p + ") / " + std::to_string(step);
         in.push_back(IndexComp::of_expr(IndexExpr::named("(" + cond + " ? " + pos + " : 0)", 0, a.shape[i] - 1)));
       }
-      return one_read(op.arg(0).value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
+      return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
     }
     case OpKind::cat: {
       int64_t rank = int64_t(out_shape.size());
-      int64_t dim = op.arg(1).integer < 0 ? op.arg(1).integer + rank : op.arg(1).integer;
+      int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + rank : op.arg("dim").integer;
       std::vector<OperandRead> reads;
       int64_t offset = 0;
-      for (const Arg& piece : op.arg(0).items) {
+      for (const Arg& piece : op.arg("tensors").items) {
         const Value& v = t.value(piece.value);
         int64_t len = v.shape[dim];
         std::string d = out[dim].text();

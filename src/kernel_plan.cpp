@@ -200,19 +200,19 @@ class Planner {
   // cross-entropy): one pass computes both (tg::OnlineSumExp), so the row is read and
   // block-reduced once for them. Joins the amax's pending step; false where the sum is not so.
   bool join_online_max(const Op& sum, std::vector<Pending>& pending) const {
-    const Op* exp = made_by(sum.arg(0), OpKind::exp);
-    const Op* sub = exp ? made_by(exp->arg(0), OpKind::sub) : nullptr;
-    if (!sub || !sub->arg(0).is_value()) return false;
-    const Op* bcast = made_by(sub->arg(1), OpKind::broadcast_in_dim);
-    const Op* amax = bcast ? made_by(bcast->arg(0), OpKind::amax) : nullptr;
-    if (!amax || !amax->arg(0).is_value() || amax->arg(0).value != sub->arg(0).value || !is_float(t_.value(amax->outs[0]).dtype)) return false;
+    const Op* exp = made_by(sum.arg("a"), OpKind::exp);
+    const Op* sub = exp ? made_by(exp->arg("a"), OpKind::sub) : nullptr;
+    if (!sub || !sub->arg("a").is_value()) return false;
+    const Op* bcast = made_by(sub->arg("b"), OpKind::broadcast_in_dim);
+    const Op* amax = bcast ? made_by(bcast->arg("a"), OpKind::amax) : nullptr;
+    if (!amax || !amax->arg("a").is_value() || amax->arg("a").value != sub->arg("a").value || !is_float(t_.value(amax->outs[0]).dtype)) return false;
     auto max_step = std::find_if(pending.begin(), pending.end(), [&](const Pending& p) {
       return p.step.form == KernelPlan::Form::accumulate && p.step.result == amax->outs[0];
     });
     if (max_step == pending.end()) return false;  // (another sum took it)
     max_step->step.form = KernelPlan::Form::online_max_sum;
     max_step->step.joined = sum.outs[0];
-    max_step->step.operand = sub->arg(0).value;
+    max_step->step.operand = sub->arg("a").value;
     return true;
   }
 
@@ -222,28 +222,28 @@ class Planner {
   std::optional<Pending> pick_instead_of_sum(const Op& sum) const {
     if (layout_.reduced.size() != 1) return std::nullopt;
     const int64_t dim = layout_.reduced[0], length = layout_.domain[size_t(dim)];
-    const Op* where = made_by(sum.arg(0), OpKind::where);
-    if (!where || where->arg(2).is_value() || where->arg(2).as_double() != 0 || !is_float(t_.value(sum.outs[0]).dtype)) return std::nullopt;
-    const Op* eq = made_by(where->arg(0), OpKind::eq);
+    const Op* where = made_by(sum.arg("a"), OpKind::where);
+    if (!where || where->arg("b").is_value() || where->arg("b").as_double() != 0 || !is_float(t_.value(sum.outs[0]).dtype)) return std::nullopt;
+    const Op* eq = made_by(where->arg("pred"), OpKind::eq);
     if (!eq) return std::nullopt;
     // One side of eq is iota(length, start=0, step=1) along the reduced dim, the other a per-row
     // value broadcast along it.
     auto is_position = [&](const Arg& a) {
       const Op* b = made_by(a, OpKind::broadcast_in_dim);
-      const Op* iota = b ? made_by(b->arg(0), OpKind::iota) : nullptr;
-      return iota && b->arg(2).int_list() == std::vector<int64_t>{dim} && iota->arg(0).integer == length && !iota->arg(1).is_value() &&
-             iota->arg(1).integer == 0 && !iota->arg(2).is_value() && iota->arg(2).integer == 1;
+      const Op* iota = b ? made_by(b->arg("a"), OpKind::iota) : nullptr;
+      return iota && b->arg("broadcast_dimensions").int_list() == std::vector<int64_t>{dim} && iota->arg("length").integer == length && !iota->arg("start").is_value() &&
+             iota->arg("start").integer == 0 && !iota->arg("step").is_value() && iota->arg("step").integer == 1;
     };
     auto per_row = [&](const Arg& a) -> ValueId {
       const Op* b = made_by(a, OpKind::broadcast_in_dim);
-      if (!b || !b->arg(0).is_value() || b->arg(2).int_list() != layout_.outer) return kNoValue;
-      return t_.value(b->arg(0).value).shape == layout_.outer_shape() ? b->arg(0).value : kNoValue;
+      if (!b || !b->arg("a").is_value() || b->arg("broadcast_dimensions").int_list() != layout_.outer) return kNoValue;
+      return t_.value(b->arg("a").value).shape == layout_.outer_shape() ? b->arg("a").value : kNoValue;
     };
     ValueId target = kNoValue;
-    if (is_position(eq->arg(0))) target = per_row(eq->arg(1));
-    else if (is_position(eq->arg(1))) target = per_row(eq->arg(0));
-    if (target == kNoValue || !is_integer(t_.value(target).dtype) || !where->arg(1).is_value()) return std::nullopt;
-    Pending pick{{KernelPlan::Form::pick, sum.outs[0], kNoValue, where->arg(1).value, target}, reductions_needed(where->arg(1).value)};
+    if (is_position(eq->arg("a"))) target = per_row(eq->arg("b"));
+    else if (is_position(eq->arg("b"))) target = per_row(eq->arg("a"));
+    if (target == kNoValue || !is_integer(t_.value(target).dtype) || !where->arg("a").is_value()) return std::nullopt;
+    Pending pick{{KernelPlan::Form::pick, sum.outs[0], kNoValue, where->arg("a").value, target}, reductions_needed(where->arg("a").value)};
     for (ValueId v : reductions_needed(target)) pick.needs.insert(v);
     return pick;
   }
@@ -253,7 +253,7 @@ class Planner {
     std::vector<Pending> pending;
     for (const Op& op : k_.sub) {
       if (op.info->fusion != FusionClass::reduction) continue;
-      const std::set<ValueId> needs = reductions_needed(op.arg(0).value);
+      const std::set<ValueId> needs = reductions_needed(op.arg("a").value);
       if (op.info->kind == OpKind::sum && !column) {
         if (join_online_max(op, pending)) continue;
         if (std::optional<Pending> pick = pick_instead_of_sum(op)) {
@@ -303,7 +303,7 @@ class Planner {
     std::vector<ValueId> early, late;
     bool part_sums = false;
     for (const Op& op : k_.sub)
-      if (op.info->kind == OpKind::partial_sum && t_.value(op.arg(0).value).shape == layout_.domain) part_sums = true;
+      if (op.info->kind == OpKind::partial_sum && t_.value(op.arg("a").value).shape == layout_.domain) part_sums = true;
     for (ValueId v : k_.outs) {
       const Op* op = producer_.count(v) ? producer_.at(v) : nullptr;
       if (op && op->info->kind == OpKind::partial_sum) continue;  // (written after the rows)

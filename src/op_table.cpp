@@ -31,6 +31,34 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
+namespace {
+// The position of parameter `name` in the signature; params.size() when it declares none. A
+// short scan over string_views: the longest signature (multi_head_attention_forward) has 28.
+size_t param_index(const OpInfo& info, std::string_view name) {
+  size_t i = 0;
+  while (i < info.params.size() && info.params[i].name != name) ++i;
+  return i;
+}
+
+// The position of parameter `name` in op's signature (what a RuleError names); an internal error
+// when the op has no signature or its signature declares no such parameter.
+size_t declared_position(const Op& op, std::string_view name) {
+  TG_CHECK(op.info, op.symbol + " has no signature to read its argument \"" + std::string(name) + "\" by");
+  const size_t i = param_index(*op.info, name);
+  TG_CHECK(i < op.info->params.size(), std::string(op.info->id) + " declares no parameter \"" + std::string(name) + "\"");
+  return i;
+}
+}  // namespace
+
+const Arg& Op::arg(std::string_view name) const {
+  const size_t i = declared_position(*this, name);
+  TG_CHECK(i < args.size(), std::string(info->id) + "'s parameter \"" + std::string(name) + "\" is not bound (" +
+                                std::to_string(args.size()) + " arguments)");
+  return args[i];
+}
+
+bool Op::has_arg(std::string_view name) const { return info && param_index(*info, name) < args.size(); }
+
 std::vector<int64_t> Arg::int_list() const {
   std::vector<int64_t> out;
   for (const Arg& a : items) out.push_back(a.integer);
@@ -132,7 +160,7 @@ std::vector<OutType> where_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> convert_rule(const Trace& t, const Op& op) {
-  return {{op.arg(1).dtype, t.value(op.arg(0).value).shape}};
+  return {{op.arg("dtype").dtype, t.value(op.arg("a").value).shape}};
 }
 
 void check_shape(const std::vector<int64_t>& shape, int arg) {
@@ -145,32 +173,32 @@ void check_shape(const std::vector<int64_t>& shape, int arg) {
 }
 
 std::vector<OutType> full_rule(const Trace&, const Op& op) {
-  Shape shape = op.arg(0).int_list();
+  Shape shape = op.arg("shape").int_list();
   check_shape(shape, 0);
-  return {{op.arg(3).dtype, shape}};
+  return {{op.arg("dtype").dtype, shape}};
 }
 
 std::vector<OutType> uniform_rule(const Trace&, const Op& op) {
-  Shape shape = op.arg(0).int_list();
+  Shape shape = op.arg("shape").int_list();
   check_shape(shape, 0);
-  if (!is_float(op.arg(4).dtype)) fail(4, std::string(op.info->id) + " makes floats, not " + std::string(dtype_name(op.arg(4).dtype)));
-  return {{op.arg(4).dtype, shape}};
+  if (!is_float(op.arg("dtype").dtype)) fail(4, std::string(op.info->id) + " makes floats, not " + std::string(dtype_name(op.arg("dtype").dtype)));
+  return {{op.arg("dtype").dtype, shape}};
 }
 
 std::vector<OutType> iota_rule(const Trace&, const Op& op) {
-  int64_t n = op.arg(0).integer;
+  int64_t n = op.arg("length").integer;
   if (n < 0) fail(0, "length must not be negative");
-  if (op.arg(2).integer == 0) fail(2, "step must not be zero");
-  DType dt = op.arg(4).dtype;
+  if (op.arg("step").integer == 0) fail(2, "step must not be zero");
+  DType dt = op.arg("dtype").dtype;
   if (is_bool(dt)) fail(4, "iota cannot make b8");
   return {{dt, Shape{n}}};
 }
 
 std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  Shape shape = op.arg(1).int_list();
+  const Value& a = t.value(op.arg("a").value);
+  Shape shape = op.arg("shape").int_list();
   check_shape(shape, 1);
-  std::vector<int64_t> bdims = op.arg(2).int_list();
+  std::vector<int64_t> bdims = op.arg("broadcast_dimensions").int_list();
   if (bdims.size() != a.shape.size())
     fail(2, "needs one broadcast dimension per input dimension (" + std::to_string(a.shape.size()) + "), got " + std::to_string(bdims.size()));
   int64_t last = -1;
@@ -186,8 +214,8 @@ std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> reshape_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  Shape shape = op.arg(1).int_list();
+  const Value& a = t.value(op.arg("a").value);
+  Shape shape = op.arg("shape").int_list();
   check_shape(shape, 1);
   if (numel(shape) != numel(a.shape))
     fail(1, "cannot reshape " + shape_str(a.shape) + " (" + std::to_string(numel(a.shape)) + " elements) to " + shape_str(shape));
@@ -195,8 +223,8 @@ std::vector<OutType> reshape_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> transpose_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  std::vector<int64_t> perm = op.arg(1).int_list();
+  const Value& a = t.value(op.arg("a").value);
+  std::vector<int64_t> perm = op.arg("permutation").int_list();
   if (perm.size() != a.shape.size()) fail(1, "permutation has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(a.shape.size()));
   std::vector<bool> seen(perm.size());
   Shape shape;
@@ -210,9 +238,9 @@ std::vector<OutType> transpose_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> squeeze_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   std::set<int64_t> dims;
-  for (int64_t d : op.arg(1).int_list()) {
+  for (int64_t d : op.arg("dims").int_list()) {
     int64_t w = wrap_dim(d, a.shape.size(), 1);
     if (a.shape[w] != 1) fail(1, "cannot squeeze dim " + std::to_string(w) + " of length " + std::to_string(a.shape[w]));
     if (!dims.insert(w).second) fail(1, "dim " + std::to_string(w) + " listed twice");
@@ -224,10 +252,10 @@ std::vector<OutType> squeeze_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  auto start = op.arg(1).int_list(), end = op.arg(2).int_list();
+  const Value& a = t.value(op.arg("a").value);
+  auto start = op.arg("start_indices").int_list(), end = op.arg("end_indices").int_list();
   std::vector<int64_t> strides(a.shape.size(), 1);
-  if (op.arg(3).kind == Arg::Kind::list) strides = op.arg(3).int_list();
+  if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
   if (start.size() != a.shape.size()) fail(1, "needs one start index per dimension");
   if (end.size() != a.shape.size()) fail(2, "needs one end index per dimension");
   if (strides.size() != a.shape.size()) fail(3, "needs one stride per dimension");
@@ -243,8 +271,8 @@ std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  const Arg& config = op.arg(2);
+  const Value& a = t.value(op.arg("a").value);
+  const Arg& config = op.arg("padding_config");
   if (config.items.size() != a.shape.size()) fail(2, "needs one (lo, hi, interior) triple per dimension");
   Shape shape;
   for (size_t i = 0; i < a.shape.size(); ++i) {
@@ -261,11 +289,11 @@ std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
-  const Arg& list = op.arg(0);
+  const Arg& list = op.arg("tensors");
   if (list.items.empty()) fail(0, "needs at least one tensor");
   const Value& first = t.value(list.items[0].value);
   if (first.shape.empty()) fail(0, "cannot concatenate 0-d tensors");
-  int64_t dim = wrap_dim(op.arg(1).integer, first.shape.size(), 1);
+  int64_t dim = wrap_dim(op.arg("dim").integer, first.shape.size(), 1);
   Shape shape = first.shape;
   for (size_t i = 1; i < list.items.size(); ++i) {
     const Value& v = t.value(list.items[i].value);
@@ -281,11 +309,11 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
 // a [..., M, K] @ b [K, N] or [..., K, N] (the same batch dims) -> [..., M, N]. prims.matmul's
 // transpose_a / transpose_b (2-D operands only) say a is [K, M] / b is [N, K] in memory.
 std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
-  Value a = t.value(op.arg(0).value);
-  Value b = t.value(op.arg(1).value);
+  Value a = t.value(op.arg("a").value);
+  Value b = t.value(op.arg("b").value);
   // A transposed operand's shape as the messages below show it: stored, then as read.
   auto shape_str = [&](const Shape& s) {
-    bool read_transposed = (&s == &a.shape && op.args.size() > 4 && op.arg(4).boolean) || (&s == &b.shape && op.args.size() > 5 && op.arg(5).boolean);
+    bool read_transposed = (&s == &a.shape && op.has_arg("transpose_a") && op.arg("transpose_a").boolean) || (&s == &b.shape && op.has_arg("transpose_b") && op.arg("transpose_b").boolean);
     return read_transposed ? tg::shape_str({s[1], s[0]}) + " read transposed as " + tg::shape_str(s) : tg::shape_str(s);
   };
   for (size_t i : {size_t(4), size_t(5)})
@@ -305,20 +333,20 @@ std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
     fail(1, "shape " + shape_str(b.shape) + ": batch dims must be absent or equal to those of " + shape_str(a.shape));
   Shape out = a.shape;
   out[r - 1] = b.shape.back();
-  if (op.args.size() > 2 && op.arg(2).is_value()) {  // prims.matmul's bias: one value per output column
-    const Value& bias = t.value(op.arg(2).value);
+  if (op.has_arg("bias") && op.arg("bias").is_value()) {  // prims.matmul's bias: one value per output column
+    const Value& bias = t.value(op.arg("bias").value);
     if (bias.dtype != a.dtype) fail(2, "has dtype " + std::string(dtype_name(bias.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
     if (bias.shape != Shape{out.back()}) fail(2, "has shape " + shape_str(bias.shape) + ", expected [" + std::to_string(out.back()) + "]");
   }
   // The epilogues with a second output: "gelu_tanh_aux" also writes the GELU's input (the product
   // plus bias, saved for the backward); "bias_grad" also writes a summed over k, [M] (a linear
   // layer's bias gradient, when a is the output gradient read transposed).
-  const std::string epilogue = op.args.size() > 3 ? op.arg(3).text : "none";
+  const std::string epilogue = op.has_arg("epilogue") ? op.arg("epilogue").text : "none";
   if (epilogue == "none" || epilogue == "gelu_tanh") return {{a.dtype, out}};
   if (epilogue == "gelu_tanh_aux") return {{a.dtype, out}, {a.dtype, out}};
   if (epilogue == "bias_grad") {
     if (r != 2) fail(3, "\"bias_grad\" needs a 2-D a, not shape " + shape_str(a.shape));
-    if (op.arg(2).is_value()) fail(2, "is not allowed with the \"bias_grad\" epilogue");
+    if (op.arg("bias").is_value()) fail(2, "is not allowed with the \"bias_grad\" epilogue");
     return {{a.dtype, out}, {a.dtype, {a.shape[0]}}};
   }
   fail(3, "is \"" + epilogue + "\"; the epilogues are \"none\", \"gelu_tanh\", \"gelu_tanh_aux\" and \"bias_grad\"");
@@ -342,16 +370,16 @@ std::vector<OutType> like_input_rule(const Trace& t, const Op& op) {
 std::vector<OutType> softmax_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
   if (a.shape.empty()) fail(0, "needs at least one dim");
-  wrap_dim(op.arg(1).integer, a.shape.size(), 1);
-  if (op.arg(2).kind == Arg::Kind::dtype) {
-    if (!is_float(op.arg(2).dtype)) fail(2, "must be a float dtype");
-    return {{op.arg(2).dtype, a.shape}};
+  wrap_dim(op.arg("dim").integer, a.shape.size(), 1);
+  if (op.arg("dtype").kind == Arg::Kind::dtype) {
+    if (!is_float(op.arg("dtype").dtype)) fail(2, "must be a float dtype");
+    return {{op.arg("dtype").dtype, a.shape}};
   }
   return {{a.dtype, a.shape}};
 }
 
 std::vector<OutType> gelu_rule(const Trace& t, const Op& op) {
-  const std::string& mode = op.arg(1).text;
+  const std::string& mode = op.arg("approximate").text;
   if (mode != "none" && mode != "tanh") fail(1, "approximate must be \"none\" or \"tanh\", not \"" + mode + "\"");
   return like_input_rule(t, op);
 }
@@ -359,13 +387,13 @@ std::vector<OutType> gelu_rule(const Trace& t, const Op& op) {
 // linear(a [..., in], w [out, in], bias [out] or null) -> [..., out].
 std::vector<OutType> linear_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  const Value& w = t.value(op.arg(1).value);
+  const Value& w = t.value(op.arg("w").value);
   if (a.shape.empty()) fail(0, "needs at least one dim");
   if (w.shape.size() != 2) fail(1, "weight must be 2-d [out, in], has shape " + shape_str(w.shape));
   if (w.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(w.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
   if (w.shape[1] != a.shape.back()) fail(1, "weight shape " + shape_str(w.shape) + " does not match input shape " + shape_str(a.shape));
-  if (op.arg(2).is_value()) {
-    const Value& b = t.value(op.arg(2).value);
+  if (op.arg("bias").is_value()) {
+    const Value& b = t.value(op.arg("bias").value);
     if (b.shape != Shape{w.shape[0]} || b.dtype != a.dtype) fail(2, "bias must be " + std::string(dtype_name(a.dtype)) + "[" + std::to_string(w.shape[0]) + "]");
   }
   Shape out = a.shape;
@@ -375,9 +403,9 @@ std::vector<OutType> linear_rule(const Trace& t, const Op& op) {
 
 // shallow_copy(a), stride_order(a, order): the same values (thunder-gen chooses layouts itself).
 std::vector<OutType> same_as_input_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   if (op.info->kind == OpKind::stride_order) {
-    std::vector<int64_t> order = op.arg(1).int_list(), sorted = order;
+    std::vector<int64_t> order = op.arg("order").int_list(), sorted = order;
     std::sort(sorted.begin(), sorted.end());
     for (size_t i = 0; i < sorted.size(); ++i)
       if (sorted.size() != a.shape.size() || sorted[i] != int64_t(i)) fail(1, "must be a permutation of the input's " + std::to_string(a.shape.size()) + " dims");
@@ -387,8 +415,8 @@ std::vector<OutType> same_as_input_rule(const Trace& t, const Op& op) {
 
 // reshape(a, shape) with at most one -1.
 std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  Shape shape = op.arg(1).int_list();
+  const Value& a = t.value(op.arg("a").value);
+  Shape shape = op.arg("shape").int_list();
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -409,8 +437,8 @@ std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> permute_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  std::vector<int64_t> perm = op.arg(1).int_list();
+  const Value& a = t.value(op.arg("a").value);
+  std::vector<int64_t> perm = op.arg("dims").int_list();
   if (perm.size() != a.shape.size()) fail(1, "needs " + std::to_string(a.shape.size()) + " dims");
   std::vector<bool> seen(perm.size());
   Shape out;
@@ -424,39 +452,39 @@ std::vector<OutType> permute_rule(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> torch_transpose_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   Shape out = a.shape;
-  std::swap(out[size_t(wrap_dim(op.arg(1).integer, a.shape.size(), 1))], out[size_t(wrap_dim(op.arg(2).integer, a.shape.size(), 2))]);
+  std::swap(out[size_t(wrap_dim(op.arg("dim0").integer, a.shape.size(), 1))], out[size_t(wrap_dim(op.arg("dim1").integer, a.shape.size(), 2))]);
   return {{a.dtype, out}};
 }
 
 std::vector<OutType> unsqueeze_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   Shape out = a.shape;
-  int64_t d = wrap_dim(op.arg(1).integer, a.shape.size() + 1, 1);
+  int64_t d = wrap_dim(op.arg("dim").integer, a.shape.size() + 1, 1);
   out.insert(out.begin() + d, 1);
   return {{a.dtype, out}};
 }
 
 // sum / mean(a, dim=None, keepdim=False, *, dtype=None).
 std::vector<OutType> torch_reduction_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  std::vector<bool> reduced(a.shape.size(), op.arg(1).kind == Arg::Kind::none);
+  const Value& a = t.value(op.arg("a").value);
+  std::vector<bool> reduced(a.shape.size(), op.arg("dim").kind == Arg::Kind::none);
   auto mark = [&](int64_t d) {
     int64_t w = wrap_dim(d, a.shape.size(), 1);
-    if (reduced[size_t(w)] && op.arg(1).kind != Arg::Kind::none) fail(1, "dim " + std::to_string(d) + " appears twice");
+    if (reduced[size_t(w)] && op.arg("dim").kind != Arg::Kind::none) fail(1, "dim " + std::to_string(d) + " appears twice");
     reduced[size_t(w)] = true;
   };
-  if (op.arg(1).kind == Arg::Kind::integer) mark(op.arg(1).integer);
-  if (op.arg(1).kind == Arg::Kind::list)
-    for (const Arg& d : op.arg(1).items) mark(d.integer);
-  DType dt = op.arg(3).kind == Arg::Kind::dtype ? op.arg(3).dtype : a.dtype;
+  if (op.arg("dim").kind == Arg::Kind::integer) mark(op.arg("dim").integer);
+  if (op.arg("dim").kind == Arg::Kind::list)
+    for (const Arg& d : op.arg("dim").items) mark(d.integer);
+  DType dt = op.arg("dtype").kind == Arg::Kind::dtype ? op.arg("dtype").dtype : a.dtype;
   if (op.info->kind == OpKind::t_mean && !is_float(dt)) fail(0, "mean needs a float dtype, not " + std::string(dtype_name(dt)));
   if (op.info->kind == OpKind::t_sum && !is_float(dt) && dt != DType::i64) dt = DType::i64;  // torch.sum promotes integers
   Shape out;
   for (size_t d = 0; d < a.shape.size(); ++d) {
     if (!reduced[d]) out.push_back(a.shape[d]);
-    else if (op.arg(2).boolean) out.push_back(1);
+    else if (op.arg("keepdim").boolean) out.push_back(1);
   }
   return {{dt, out}};
 }
@@ -466,7 +494,7 @@ std::vector<OutType> torch_reduction_rule(const Trace& t, const Op& op) {
 // weight and bias have that shape.
 std::vector<OutType> norm_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  Shape ns = op.arg(1).int_list();
+  Shape ns = op.arg("normalized_shape").int_list();
   if (ns.empty() || ns.size() > a.shape.size() || !std::equal(ns.begin(), ns.end(), a.shape.end() - ptrdiff_t(ns.size())))
     fail(1, "normalized_shape " + shape_str(ns) + " must be the trailing dims of " + shape_str(a.shape));
   size_t affine = op.info->kind == OpKind::t_layer_norm ? 2 : 1;  // weight (and bias)
@@ -483,20 +511,20 @@ std::vector<OutType> norm_rule(const Trace& t, const Op& op) {
 // nll_loss(a, target, weight=None, ignore_index=None, reduction="mean").
 std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  const Value& target = t.value(op.arg(1).value);
+  const Value& target = t.value(op.arg("target").value);
   if (a.shape.size() != 2) fail(0, "needs [N, C] scores, has shape " + shape_str(a.shape));
   if (target.dtype != DType::i64 && target.dtype != DType::i32) fail(1, "needs class indices (i64 or i32), not " + std::string(dtype_name(target.dtype)));
   if (target.shape != Shape{a.shape[0]}) fail(1, "needs shape [" + std::to_string(a.shape[0]) + "], has " + shape_str(target.shape));
-  if (op.arg(2).is_value()) {
-    const Value& w = t.value(op.arg(2).value);
+  if (op.arg("weight").is_value()) {
+    const Value& w = t.value(op.arg("weight").value);
     if (w.shape != Shape{a.shape[1]} || w.dtype != a.dtype) fail(2, "class weights must be " + std::string(dtype_name(a.dtype)) + "[" + std::to_string(a.shape[1]) + "]");
   }
   const bool ce = op.info->kind == OpKind::t_cross_entropy;
-  if (ce && op.arg(3).kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
-  if (ce && op.arg(5).kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
+  if (ce && op.arg("size_average").kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
+  if (ce && op.arg("reduce").kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
   const std::string reduction = class_loss_args(op).reduction;
   if (reduction != "mean" && reduction != "sum" && reduction != "none") fail(ce ? 6 : 4, "reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"");
-  if (ce && (op.arg(7).as_double() < 0 || op.arg(7).as_double() > 1)) fail(7, "label_smoothing must be in [0, 1]");
+  if (ce && (op.arg("label_smoothing").as_double() < 0 || op.arg("label_smoothing").as_double() > 1)) fail(7, "label_smoothing must be in [0, 1]");
   return {{a.dtype, reduction == "none" ? Shape{a.shape[0]} : Shape{}}};
 }
 
@@ -506,17 +534,17 @@ std::vector<OutType> torch_cat_rule(const Trace& t, const Op& op) { return cat_r
 // split(a, split_size_or_sections, dim=0): pieces of a size (the last may be shorter) or of
 // the listed sizes.
 std::vector<OutType> split_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   if (a.shape.empty()) fail(0, "cannot split a 0-d tensor");
-  int64_t dim = wrap_dim(op.arg(2).integer, a.shape.size(), 2);
+  int64_t dim = wrap_dim(op.arg("dim").integer, a.shape.size(), 2);
   int64_t len = a.shape[size_t(dim)];
   std::vector<int64_t> sizes;
-  if (op.arg(1).kind == Arg::Kind::integer) {
-    int64_t size = op.arg(1).integer;
+  if (op.arg("split_size_or_sections").kind == Arg::Kind::integer) {
+    int64_t size = op.arg("split_size_or_sections").integer;
     if (size <= 0) fail(1, "split size must be positive");
     for (int64_t at = 0; at < len || (len == 0 && sizes.empty()); at += size) sizes.push_back(std::min(size, len - at));
   } else {
-    sizes = op.arg(1).int_list();
+    sizes = op.arg("split_size_or_sections").int_list();
     int64_t total = 0;
     for (int64_t s : sizes) {
       if (s < 0) fail(1, "section sizes must not be negative");
@@ -536,30 +564,30 @@ std::vector<OutType> split_rule(const Trace& t, const Op& op) {
 // var(a, dim=None, unbiased=None, keepdim=False, *, correction=None).
 std::vector<OutType> torch_var_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  if (op.arg(2).kind != Arg::Kind::none && op.arg(4).kind != Arg::Kind::none) fail(4, "give unbiased or correction, not both");
-  std::vector<bool> reduced(a.shape.size(), op.arg(1).kind == Arg::Kind::none);
-  if (op.arg(1).kind == Arg::Kind::integer) reduced[size_t(wrap_dim(op.arg(1).integer, a.shape.size(), 1))] = true;
-  if (op.arg(1).kind == Arg::Kind::list)
-    for (const Arg& d : op.arg(1).items) reduced[size_t(wrap_dim(d.integer, a.shape.size(), 1))] = true;
+  if (op.arg("unbiased").kind != Arg::Kind::none && op.arg("correction").kind != Arg::Kind::none) fail(4, "give unbiased or correction, not both");
+  std::vector<bool> reduced(a.shape.size(), op.arg("dim").kind == Arg::Kind::none);
+  if (op.arg("dim").kind == Arg::Kind::integer) reduced[size_t(wrap_dim(op.arg("dim").integer, a.shape.size(), 1))] = true;
+  if (op.arg("dim").kind == Arg::Kind::list)
+    for (const Arg& d : op.arg("dim").items) reduced[size_t(wrap_dim(d.integer, a.shape.size(), 1))] = true;
   Shape out;
   for (size_t d = 0; d < a.shape.size(); ++d) {
     if (!reduced[d]) out.push_back(a.shape[d]);
-    else if (op.arg(3).boolean) out.push_back(1);
+    else if (op.arg("keepdim").boolean) out.push_back(1);
   }
   return {{a.dtype, out}};
 }
 
 // embedding(a integer ids [...], weight [V, D], padding_idx=None, max_norm=None, ...) -> [..., D].
 std::vector<OutType> embedding_rule(const Trace& t, const Op& op) {
-  const Value& ids = t.value(op.arg(0).value);
-  const Value& w = t.value(op.arg(1).value);
+  const Value& ids = t.value(op.arg("a").value);
+  const Value& w = t.value(op.arg("weight").value);
   if (ids.dtype != DType::i64 && ids.dtype != DType::i32) fail(0, "needs integer ids (i64 or i32), not " + std::string(dtype_name(ids.dtype)));
   if (w.shape.size() != 2 || !is_float(w.dtype)) fail(1, "weight must be a float [num_embeddings, dim] tensor");
-  if (op.arg(2).kind != Arg::Kind::none && op.arg(2).kind != Arg::Kind::integer) fail(2, "padding_idx must be an integer literal or null");
-  if (op.arg(2).kind == Arg::Kind::integer && (op.arg(2).integer < -w.shape[0] || op.arg(2).integer >= w.shape[0]))
-    fail(2, "padding_idx " + std::to_string(op.arg(2).integer) + " is out of range for " + std::to_string(w.shape[0]) + " embeddings");
-  if (op.arg(3).kind != Arg::Kind::none) fail(3, "max_norm is not supported yet");
-  if (op.arg(5).boolean) fail(5, "scale_grad_by_freq is not supported yet");
+  if (op.arg("padding_idx").kind != Arg::Kind::none && op.arg("padding_idx").kind != Arg::Kind::integer) fail(2, "padding_idx must be an integer literal or null");
+  if (op.arg("padding_idx").kind == Arg::Kind::integer && (op.arg("padding_idx").integer < -w.shape[0] || op.arg("padding_idx").integer >= w.shape[0]))
+    fail(2, "padding_idx " + std::to_string(op.arg("padding_idx").integer) + " is out of range for " + std::to_string(w.shape[0]) + " embeddings");
+  if (op.arg("max_norm").kind != Arg::Kind::none) fail(3, "max_norm is not supported yet");
+  if (op.arg("scale_grad_by_freq").boolean) fail(5, "scale_grad_by_freq is not supported yet");
   Shape out = ids.shape;
   out.push_back(w.shape[1]);
   return {{w.dtype, out}};
@@ -569,13 +597,13 @@ std::vector<OutType> embedding_rule(const Trace& t, const Op& op) {
 // dropout_p=0.0, is_causal=False, scale=None) -> [..., L, Ev]; the math form.
 std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
   const Value& q = float_tensor(t, op, 0);
-  const Value& k = t.value(op.arg(1).value);
-  const Value& v = t.value(op.arg(2).value);
+  const Value& k = t.value(op.arg("key").value);
+  const Value& v = t.value(op.arg("value").value);
   size_t r = q.shape.size();
   if (r < 2 || k.shape.size() != r || v.shape.size() != r) fail(0, "q, k and v need the same rank, at least 2");
   if (k.dtype != q.dtype || v.dtype != q.dtype) fail(1, "q, k and v need the same dtype");
   // enable_gqa: k and v may have fewer heads (dim -3), each serving a group of q's.
-  const bool gqa = op.arg(10).boolean && r >= 3 && k.shape[r - 3] != q.shape[r - 3];
+  const bool gqa = op.arg("enable_gqa").boolean && r >= 3 && k.shape[r - 3] != q.shape[r - 3];
   if (gqa && (k.shape[r - 3] == 0 || q.shape[r - 3] % k.shape[r - 3] != 0 || v.shape[r - 3] != k.shape[r - 3]))
     fail(1, "with enable_gqa, k and v need a number of heads (dim -3) dividing q's " + std::to_string(q.shape[r - 3]));
   for (const Value* kv : {&k, &v})
@@ -583,21 +611,21 @@ std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
       if (kv->shape[d] != q.shape[d] && !(gqa && d + 3 == r)) fail(kv == &k ? 1 : 2, "batch dims of q, k and v differ");
   if (k.shape[r - 1] != q.shape[r - 1]) fail(1, "k's last dim must equal q's");
   if (v.shape[r - 2] != k.shape[r - 2]) fail(2, "v's sequence dim must equal k's");
-  if (op.arg(3).is_value()) {
-    const Value& m = t.value(op.arg(3).value);
+  if (op.arg("attn_mask").is_value()) {
+    const Value& m = t.value(op.arg("attn_mask").value);
     Shape want(q.shape.begin(), q.shape.end() - 1);
     want.push_back(k.shape[r - 2]);
     if (m.shape != want || (m.dtype != DType::b8 && m.dtype != q.dtype)) fail(3, "attn_mask must be b8 or " + std::string(dtype_name(q.dtype)) + shape_str(want));
   }
-  if (op.arg(4).is_number() && (op.arg(4).as_double() < 0.0 || op.arg(4).as_double() >= 1.0)) fail(4, "dropout_p must be in [0, 1)");
+  if (op.arg("dropout_p").is_number() && (op.arg("dropout_p").as_double() < 0.0 || op.arg("dropout_p").as_double() >= 1.0)) fail(4, "dropout_p must be in [0, 1)");
   Shape out = q.shape;
   out[r - 1] = v.shape[r - 1];
   return {{q.dtype, out}};
 }
 
 std::vector<OutType> dropout_rule(const Trace& t, const Op& op) {
-  double p = op.arg(1).as_double();
-  if (op.arg(1).is_number() && (p < 0 || p > 1)) fail(1, "p must be in [0, 1]");
+  double p = op.arg("p").as_double();
+  if (op.arg("p").is_number() && (p < 0 || p > 1)) fail(1, "p must be in [0, 1]");
   return like_input_rule(t, op);
 }
 
@@ -627,17 +655,18 @@ DType promoted(const Trace& t, const Op& op, std::initializer_list<size_t> which
   return *result_type(operands);
 }
 
-void need_number_literal(const Op& op, size_t i, const char* what) {
-  if (!op.arg(i).is_number()) fail(int(i), std::string(what) + " must be a number literal (a scalar input is not supported)");
+void need_number_literal(const Op& op, std::string_view name) {
+  if (!op.arg(name).is_number()) fail(declared_position(op, name), std::string(name) + " must be a number literal (a scalar input is not supported)");
 }
 
 // addmm(input, mat1 [n, m], mat2 [m, p], *, beta=1, alpha=1) and baddbmm(input, batch1 [b, n, m],
 // batch2 [b, m, p], *, beta=1, alpha=1): input broadcasts to the product's shape.
 std::vector<OutType> addmm_rule(const Trace& t, const Op& op) {
   const Value& in = float_tensor(t, op, 0);
-  const Value& a = t.value(op.arg(1).value);
-  const Value& b = t.value(op.arg(2).value);
-  const size_t rank = op.info->kind == OpKind::t_addmm ? 2 : 3;
+  const bool addmm = op.info->kind == OpKind::t_addmm;
+  const Value& a = t.value(op.arg(addmm ? "mat1" : "batch1").value);
+  const Value& b = t.value(op.arg(addmm ? "mat2" : "batch2").value);
+  const size_t rank = addmm ? 2 : 3;
   if (a.shape.size() != rank) fail(1, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(a.shape));
   if (b.shape.size() != rank) fail(2, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(b.shape));
   if (a.dtype != in.dtype) fail(1, "has dtype " + std::string(dtype_name(a.dtype)) + ", not " + std::string(dtype_name(in.dtype)));
@@ -649,16 +678,16 @@ std::vector<OutType> addmm_rule(const Trace& t, const Op& op) {
   if (in.shape.size() > rank) fail(0, "shape " + shape_str(in.shape) + " does not broadcast to " + shape_str(out));
   for (size_t k = 0; k < in.shape.size(); ++k)
     if (in.shape[k] != 1 && in.shape[k] != out[rank - in.shape.size() + k]) fail(0, "shape " + shape_str(in.shape) + " does not broadcast to " + shape_str(out));
-  need_number_literal(op, 3, "beta");
-  need_number_literal(op, 4, "alpha");
-  if (op.args.size() > 5 && op.arg(5).kind != Arg::Kind::none) fail(5, "out must be null");  // baddbmm's (Thunder records it)
+  need_number_literal(op, "beta");
+  need_number_literal(op, "alpha");
+  if (op.has_arg("out") && op.arg("out").kind != Arg::Kind::none) fail(5, "out must be null");  // baddbmm's (Thunder records it)
   return {{in.dtype, out}};
 }
 
 // bmm(input [b, n, m], mat2 [b, m, p]) -> [b, n, p].
 std::vector<OutType> bmm_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  const Value& b = t.value(op.arg(1).value);
+  const Value& b = t.value(op.arg("mat2").value);
   if (a.shape.size() != 3) fail(0, "needs 3 dims, has shape " + shape_str(a.shape));
   if (b.shape.size() != 3 || b.shape[0] != a.shape[0] || b.shape[1] != a.shape[2]) fail(1, "shape " + shape_str(b.shape) + " does not multiply with " + shape_str(a.shape));
   if (b.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(b.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
@@ -669,20 +698,20 @@ std::vector<OutType> bmm_rule(const Trace& t, const Op& op) {
 std::vector<OutType> addc_rule(const Trace& t, const Op& op) {
   const DType dt = promoted(t, op, {0, 1, 2});
   if (!is_float(dt)) fail(0, "needs float operands (they promote to " + std::string(dtype_name(dt)) + ")");
-  need_number_literal(op, 3, "value");
+  need_number_literal(op, "value");
   return {{dt, broadcast_shapes(t, op, {0, 1, 2})}};
 }
 
 // max / min(input, dim=None, keepdim=False, *, other=None): with a tensor `dim` (or `other`),
 // elementwise; with no dim, over everything; with an integer dim, (values, indices) along it.
 std::vector<OutType> extremum_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  const bool tensor_dim = op.arg(1).is_value(), has_other = op.arg(3).is_value();
+  const Value& a = t.value(op.arg("input").value);
+  const bool tensor_dim = op.arg("dim").is_value(), has_other = op.arg("other").is_value();
   if (tensor_dim && has_other) fail(3, "give other or a tensor dim, not both");
   if (tensor_dim || has_other) {
-    if (op.arg(2).boolean) fail(2, "keepdim must be false for the elementwise form");
+    if (op.arg("keepdim").boolean) fail(2, "keepdim must be false for the elementwise form");
     const size_t other = tensor_dim ? 1 : 3;
-    Op m = torch_form_call(op.info->kind == OpKind::t_max ? "torch.maximum" : "torch.minimum", {op.arg(0), op.arg(other)}, op.outs);
+    Op m = torch_form_call(op.info->kind == OpKind::t_max ? "torch.maximum" : "torch.minimum", {op.arg("input"), op.arg(other)}, op.outs);
     try {
       return m.info->rule(t, m);
     } catch (const RuleError& e) {
@@ -691,14 +720,14 @@ std::vector<OutType> extremum_rule(const Trace& t, const Op& op) {
   }
   if (is_bool(a.dtype)) fail(0, "does not accept dtype b8");
   if (numel(a.shape) == 0) fail(0, "cannot reduce an empty tensor");
-  if (op.arg(1).kind == Arg::Kind::none) {
-    if (op.arg(2).boolean) fail(2, "keepdim must be false without a dim");
+  if (op.arg("dim").kind == Arg::Kind::none) {
+    if (op.arg("keepdim").boolean) fail(2, "keepdim must be false without a dim");
     return {{a.dtype, {}}};
   }
   if (a.shape.empty()) fail(0, "needs at least one dim to reduce along dim");
-  const int64_t d = wrap_dim(op.arg(1).integer, a.shape.size(), 1);
+  const int64_t d = wrap_dim(op.arg("dim").integer, a.shape.size(), 1);
   Shape out = a.shape;
-  if (op.arg(2).boolean) out[size_t(d)] = 1;
+  if (op.arg("keepdim").boolean) out[size_t(d)] = 1;
   else out.erase(out.begin() + d);
   return {{a.dtype, out}, {DType::i64, out}};
 }
@@ -706,8 +735,8 @@ std::vector<OutType> extremum_rule(const Trace& t, const Op& op) {
 // clamp(input, min=None, max=None): bounds are tensors (broadcast) or numbers, promoted as
 // PyTorch promotes them.
 std::vector<OutType> clamp_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  if (op.arg(1).kind == Arg::Kind::none && op.arg(2).kind == Arg::Kind::none) fail(1, "at least one of min and max must not be null");
+  const Value& a = t.value(op.arg("input").value);
+  if (op.arg("min").kind == Arg::Kind::none && op.arg("max").kind == Arg::Kind::none) fail(1, "at least one of min and max must not be null");
   for (size_t i : {size_t(1), size_t(2)})
     if (op.arg(i).is_value() && t.value(op.arg(i).value).is_scalar) fail(int(i), "a scalar input as a bound is not supported (a number literal or a tensor is)");
   const DType dt = promoted(t, op, {0, 1, 2});
@@ -718,10 +747,10 @@ std::vector<OutType> clamp_rule(const Trace& t, const Op& op) {
 
 // masked_fill(input, mask, value): mask b8, broadcast with input; value a number or a 0-dim tensor.
 std::vector<OutType> masked_fill_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  const Value& mask = t.value(op.arg(1).value);
+  const Value& a = t.value(op.arg("input").value);
+  const Value& mask = t.value(op.arg("mask").value);
   if (mask.dtype != DType::b8) fail(1, "the mask must be b8, not " + std::string(dtype_name(mask.dtype)));
-  const Arg& value = op.arg(2);
+  const Arg& value = op.arg("value");
   if (value.is_value() && t.value(value.value).is_scalar) fail(2, "a scalar input as the value is not supported (a number literal or a 0-dim tensor is)");
   if (value.is_value() && !t.value(value.value).shape.empty()) fail(2, "the value must be a number or a 0-dim tensor, not shape " + shape_str(t.value(value.value).shape));
   if (value.is_value() && is_float(t.value(value.value).dtype) && !is_float(a.dtype)) fail(2, "a float value tensor for an integer input is not supported");
@@ -730,20 +759,20 @@ std::vector<OutType> masked_fill_rule(const Trace& t, const Op& op) {
 
 // tril / triu(input [..., rows, cols], diagonal=0, *, fill_value=None): fill_value is Thunder's.
 std::vector<OutType> triangle_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("input").value);
   if (a.shape.size() < 2) fail(0, "needs at least 2 dims, has shape " + shape_str(a.shape));
-  if (op.arg(2).is_value()) fail(2, "fill_value must be a number literal or null");
-  if (op.arg(2).kind == Arg::Kind::real && !is_float(a.dtype)) fail(2, "a float fill_value for an integer input is not supported");
+  if (op.arg("fill_value").is_value()) fail(2, "fill_value must be a number literal or null");
+  if (op.arg("fill_value").kind == Arg::Kind::real && !is_float(a.dtype)) fail(2, "a float fill_value for an integer input is not supported");
   return {{a.dtype, a.shape}};
 }
 
 // cumsum(input, dim, *, dtype=None): integers and bools sum in i64 unless a dtype is given.
 std::vector<OutType> cumsum_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
-  wrap_dim(op.arg(1).integer, std::max<size_t>(a.shape.size(), 1), 1);
-  if (op.arg(2).kind == Arg::Kind::dtype) {
-    if (is_bool(op.arg(2).dtype)) fail(2, "must not be b8");
-    return {{op.arg(2).dtype, a.shape}};
+  const Value& a = t.value(op.arg("input").value);
+  wrap_dim(op.arg("dim").integer, std::max<size_t>(a.shape.size(), 1), 1);
+  if (op.arg("dtype").kind == Arg::Kind::dtype) {
+    if (is_bool(op.arg("dtype").dtype)) fail(2, "must not be b8");
+    return {{op.arg("dtype").dtype, a.shape}};
   }
   return {{is_float(a.dtype) ? a.dtype : DType::i64, a.shape}};
 }
@@ -751,93 +780,93 @@ std::vector<OutType> cumsum_rule(const Trace& t, const Op& op) {
 // normalize(input, p=2.0, dim=1, eps=1e-12, out=None): input / max(norm over dim, eps).
 std::vector<OutType> normalize_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  need_number_literal(op, 1, "p");
-  if (op.arg(1).as_double() != 2.0) {
+  need_number_literal(op, "p");
+  if (op.arg("p").as_double() != 2.0) {
     char p[32];
-    std::snprintf(p, sizeof p, "%g", op.arg(1).as_double());
+    std::snprintf(p, sizeof p, "%g", op.arg("p").as_double());
     fail(1, std::string("only p=2 is supported, not ") + p);
   }
-  if (op.arg(2).kind == Arg::Kind::none) fail(2, "dim must be an integer or a list of integers");
+  if (op.arg("dim").kind == Arg::Kind::none) fail(2, "dim must be an integer or a list of integers");
   std::vector<bool> seen(a.shape.size());
-  for (const Arg& d : op.arg(2).kind == Arg::Kind::integer ? std::vector<Arg>{op.arg(2)} : op.arg(2).items) {
+  for (const Arg& d : op.arg("dim").kind == Arg::Kind::integer ? std::vector<Arg>{op.arg("dim")} : op.arg("dim").items) {
     int64_t w = wrap_dim(d.integer, a.shape.size(), 2);
     if (seen[size_t(w)]) fail(2, "dim " + std::to_string(d.integer) + " appears twice");
     seen[size_t(w)] = true;
   }
-  need_number_literal(op, 3, "eps");
-  if (op.arg(4).kind != Arg::Kind::none) fail(4, "out must be null");
+  need_number_literal(op, "eps");
+  if (op.arg("out").kind != Arg::Kind::none) fail(4, "out must be null");
   return {{a.dtype, a.shape}};
 }
 
 // ---- multi_head_attention_forward (nn.MultiheadAttention) ----
 
 // A tensor argument of exactly `shape` and `dt`; `required`: null is refused too.
-void need_typed(const Trace& t, const Op& op, size_t i, const Shape& shape, DType dt, const char* what, bool required) {
-  if (op.arg(i).kind == Arg::Kind::none) {
-    if (required) fail(int(i), std::string(what) + " is required here");
+void need_typed(const Trace& t, const Op& op, std::string_view name, const Shape& shape, DType dt, bool required) {
+  if (op.arg(name).kind == Arg::Kind::none) {
+    if (required) fail(declared_position(op, name), std::string(name) + " is required here");
     return;
   }
-  const Value* v = tensor_arg(t, op, i);
+  const Value* v = tensor_arg(t, op, declared_position(op, name));
   if (!v || v->shape != shape || v->dtype != dt)
-    fail(int(i), std::string(what) + " must be " + std::string(dtype_name(dt)) + shape_str(shape));
+    fail(declared_position(op, name), std::string(name) + " must be " + std::string(dtype_name(dt)) + shape_str(shape));
 }
 
-void need_null(const Op& op, size_t i, const std::string& why) {
-  if (op.arg(i).kind != Arg::Kind::none) fail(int(i), why);
+void need_null(const Op& op, std::string_view name, const std::string& why) {
+  if (op.arg(name).kind != Arg::Kind::none) fail(declared_position(op, name), why);
 }
 
 // The in-projection (packed [3E, E], or q/k/v weights with use_separate_proj_weight, where key and
 // value may have their own widths) and the out-projection [E', E].
 void check_mha_projections(const Trace& t, const Op& op, const Value& q, const Value& k, const Value& v) {
   const int64_t e = q.shape.back();
-  if (op.arg(mha_use_separate_proj_weight).boolean) {
-    need_null(op, mha_in_proj_weight, "in_proj_weight must be null with use_separate_proj_weight (PyTorch would ignore it)");
-    need_typed(t, op, mha_q_proj_weight, {e, e}, q.dtype, "q_proj_weight", true);
-    need_typed(t, op, mha_k_proj_weight, {e, k.shape.back()}, q.dtype, "k_proj_weight", true);
-    need_typed(t, op, mha_v_proj_weight, {e, v.shape.back()}, q.dtype, "v_proj_weight", true);
+  if (op.arg("use_separate_proj_weight").boolean) {
+    need_null(op, "in_proj_weight", "in_proj_weight must be null with use_separate_proj_weight (PyTorch would ignore it)");
+    need_typed(t, op, "q_proj_weight", {e, e}, q.dtype, true);
+    need_typed(t, op, "k_proj_weight", {e, k.shape.back()}, q.dtype, true);
+    need_typed(t, op, "v_proj_weight", {e, v.shape.back()}, q.dtype, true);
   } else {
-    if (k.shape.back() != e || v.shape != k.shape) fail(mha_value, "key and value need query's embedding dim and one shape (other widths need use_separate_proj_weight)");
-    need_typed(t, op, mha_in_proj_weight, {3 * e, e}, q.dtype, "in_proj_weight", true);
-    for (size_t i : {mha_q_proj_weight, mha_k_proj_weight, mha_v_proj_weight})
-      need_null(op, i, std::string(op.info->params[i].name) + " must be null without use_separate_proj_weight (PyTorch would ignore it)");
+    if (k.shape.back() != e || v.shape != k.shape) fail(declared_position(op, "value"), "key and value need query's embedding dim and one shape (other widths need use_separate_proj_weight)");
+    need_typed(t, op, "in_proj_weight", {3 * e, e}, q.dtype, true);
+    for (std::string_view name : {"q_proj_weight", "k_proj_weight", "v_proj_weight"})
+      need_null(op, name, std::string(name) + " must be null without use_separate_proj_weight (PyTorch would ignore it)");
   }
-  need_typed(t, op, mha_in_proj_bias, {3 * e}, q.dtype, "in_proj_bias", false);
-  const Value* out = tensor_arg(t, op, mha_out_proj_weight);
+  need_typed(t, op, "in_proj_bias", {3 * e}, q.dtype, false);
+  const Value* out = tensor_arg(t, op, declared_position(op, "out_proj_weight"));
   if (!out || out->shape.size() != 2 || out->shape[1] != e || out->dtype != q.dtype)
-    fail(mha_out_proj_weight, "out_proj_weight must be " + std::string(dtype_name(q.dtype)) + "[E', " + std::to_string(e) + "]");
-  need_typed(t, op, mha_out_proj_bias, {out->shape[0]}, q.dtype, "out_proj_bias", false);
+    fail(declared_position(op, "out_proj_weight"), "out_proj_weight must be " + std::string(dtype_name(q.dtype)) + "[E', " + std::to_string(e) + "]");
+  need_typed(t, op, "out_proj_bias", {out->shape[0]}, q.dtype, false);
 }
 
 // attn_mask [L, S] or [N * heads, L, S], key_padding_mask [N, S] (unbatched: [heads, L, S] and
 // [S]), each b8 (true: not attended) or query's dtype (added); is_causal needs attn_mask.
 void check_mha_masks(const Trace& t, const Op& op, const Value& q, const Value& k) {
   const bool batched = q.shape.size() == 3;
-  const int64_t l = q.shape[0], s = k.shape[0], n = batched ? q.shape[1] : 1, heads = op.arg(mha_num_heads).integer;
-  auto check = [&](size_t i, const char* what, const std::vector<Shape>& shapes) {
-    const Value* m = tensor_arg(t, op, i);
-    if (op.arg(i).kind == Arg::Kind::none) return;
+  const int64_t l = q.shape[0], s = k.shape[0], n = batched ? q.shape[1] : 1, heads = op.arg("num_heads").integer;
+  auto check = [&](std::string_view name, const std::vector<Shape>& shapes) {
+    if (op.arg(name).kind == Arg::Kind::none) return;
+    const Value* m = tensor_arg(t, op, declared_position(op, name));
     std::string allowed;
     for (const Shape& shape : shapes) allowed += (allowed.empty() ? "" : " or ") + shape_str(shape);
     if (!m || std::find(shapes.begin(), shapes.end(), m->shape) == shapes.end() || (m->dtype != DType::b8 && m->dtype != q.dtype))
-      fail(int(i), std::string(what) + " must be b8 or " + std::string(dtype_name(q.dtype)) + ", of shape " + allowed);
+      fail(declared_position(op, name), std::string(name) + " must be b8 or " + std::string(dtype_name(q.dtype)) + ", of shape " + allowed);
   };
-  check(mha_attn_mask, "attn_mask", {{l, s}, {n * heads, l, s}});
-  check(mha_key_padding_mask, "key_padding_mask", {batched ? Shape{n, s} : Shape{s}});
-  if (op.arg(mha_is_causal).boolean && op.arg(mha_attn_mask).kind == Arg::Kind::none)
-    fail(mha_is_causal, "is_causal needs attn_mask (it is a hint that attn_mask is the causal mask; PyTorch raises without one)");
+  check("attn_mask", {{l, s}, {n * heads, l, s}});
+  check("key_padding_mask", {batched ? Shape{n, s} : Shape{s}});
+  if (op.arg("is_causal").boolean && op.arg("attn_mask").kind == Arg::Kind::none)
+    fail(declared_position(op, "is_causal"), "is_causal needs attn_mask (it is a hint that attn_mask is the causal mask; PyTorch raises without one)");
 }
 
 // dropout_p a number in [0, 1); what thunder-gen does not do: bias_k/bias_v, add_zero_attn,
 // static_k/static_v.
 void refuse_unsupported_mha(const Op& op) {
-  need_number_literal(op, mha_dropout_p, "dropout_p");
-  const double p = op.arg(mha_dropout_p).as_double();
-  if (p < 0.0 || p >= 1.0) fail(mha_dropout_p, "dropout_p must be in [0, 1)");
-  need_null(op, mha_bias_k, "bias_k (add_bias_kv) is not supported");
-  need_null(op, mha_bias_v, "bias_v (add_bias_kv) is not supported");
-  if (op.arg(mha_add_zero_attn).boolean) fail(mha_add_zero_attn, "add_zero_attn is not supported");
-  need_null(op, mha_static_k, "static_k is not supported");
-  need_null(op, mha_static_v, "static_v is not supported");
+  need_number_literal(op, "dropout_p");
+  const double p = op.arg("dropout_p").as_double();
+  if (p < 0.0 || p >= 1.0) fail(declared_position(op, "dropout_p"), "dropout_p must be in [0, 1)");
+  need_null(op, "bias_k", "bias_k (add_bias_kv) is not supported");
+  need_null(op, "bias_v", "bias_v (add_bias_kv) is not supported");
+  if (op.arg("add_zero_attn").boolean) fail(declared_position(op, "add_zero_attn"), "add_zero_attn is not supported");
+  need_null(op, "static_k", "static_k is not supported");
+  need_null(op, "static_v", "static_v is not supported");
 }
 
 // multi_head_attention_forward(query [L, N, E] or unbatched [L, E], key [S, N, kdim], value
@@ -845,29 +874,29 @@ void refuse_unsupported_mha(const Op& op) {
 // [N, L, S] averaged over heads or [N, heads, L, S] (unbatched: without N). Without need_weights
 // PyTorch returns None for them, which is no value: the op has one output.
 std::vector<OutType> mha_rule(const Trace& t, const Op& op) {
-  const Value& q = float_tensor(t, op, mha_query);
-  const Value& k = t.value(op.arg(mha_key).value);
-  const Value& v = t.value(op.arg(mha_value).value);
+  const Value& q = float_tensor(t, op, declared_position(op, "query"));
+  const Value& k = t.value(op.arg("key").value);
+  const Value& v = t.value(op.arg("value").value);
   const size_t rank = q.shape.size();
-  if (rank != 2 && rank != 3) fail(mha_query, "query must be [L, N, E] or unbatched [L, E], not " + shape_str(q.shape));
-  for (size_t i : {mha_key, mha_value}) {
-    const Value& kv = t.value(op.arg(i).value);
-    if (kv.shape.size() != rank || kv.dtype != q.dtype) fail(int(i), std::string(op.info->params[i].name) + " needs query's rank and dtype");
-    if (rank == 3 && kv.shape[1] != q.shape[1]) fail(int(i), std::string(op.info->params[i].name) + "'s batch dim differs from query's");
+  if (rank != 2 && rank != 3) fail(declared_position(op, "query"), "query must be [L, N, E] or unbatched [L, E], not " + shape_str(q.shape));
+  for (std::string_view name : {"key", "value"}) {
+    const Value& kv = t.value(op.arg(name).value);
+    if (kv.shape.size() != rank || kv.dtype != q.dtype) fail(declared_position(op, name), std::string(name) + " needs query's rank and dtype");
+    if (rank == 3 && kv.shape[1] != q.shape[1]) fail(declared_position(op, name), std::string(name) + "'s batch dim differs from query's");
   }
-  if (v.shape[0] != k.shape[0]) fail(mha_value, "value's sequence dim differs from key's");
-  const int64_t e = q.shape.back(), heads = op.arg(mha_num_heads).integer;
-  if (op.arg(mha_embed_dim_to_check).integer != e)
-    fail(mha_embed_dim_to_check, "embed_dim_to_check is " + std::to_string(op.arg(mha_embed_dim_to_check).integer) + ", query's embedding dim " + std::to_string(e));
-  if (heads <= 0 || e % heads != 0) fail(mha_num_heads, "num_heads must divide the embedding dim " + std::to_string(e));
+  if (v.shape[0] != k.shape[0]) fail(declared_position(op, "value"), "value's sequence dim differs from key's");
+  const int64_t e = q.shape.back(), heads = op.arg("num_heads").integer;
+  if (op.arg("embed_dim_to_check").integer != e)
+    fail(declared_position(op, "embed_dim_to_check"), "embed_dim_to_check is " + std::to_string(op.arg("embed_dim_to_check").integer) + ", query's embedding dim " + std::to_string(e));
+  if (heads <= 0 || e % heads != 0) fail(declared_position(op, "num_heads"), "num_heads must divide the embedding dim " + std::to_string(e));
   check_mha_projections(t, op, q, k, v);
   check_mha_masks(t, op, q, k);
   refuse_unsupported_mha(op);
   Shape out = q.shape;
-  out.back() = t.value(op.arg(mha_out_proj_weight).value).shape[0];
-  if (!op.arg(mha_need_weights).boolean) return {{q.dtype, out}};
+  out.back() = t.value(op.arg("out_proj_weight").value).shape[0];
+  if (!op.arg("need_weights").boolean) return {{q.dtype, out}};
   Shape weights = {q.shape[0], k.shape[0]};
-  if (!op.arg(mha_average_attn_weights).boolean) weights.insert(weights.begin(), heads);
+  if (!op.arg("average_attn_weights").boolean) weights.insert(weights.begin(), heads);
   if (rank == 3) weights.insert(weights.begin(), q.shape[1]);
   return {{q.dtype, out}, {q.dtype, weights}};
 }
@@ -888,7 +917,7 @@ std::vector<int64_t> per_spatial_dim(const Op& op, size_t i, size_t n, const cha
 std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   const bool prim = op.info->kind == OpKind::t_convolution;
   const Value& in = float_tensor(t, op, 0);
-  const Value& w = t.value(op.arg(1).value);
+  const Value& w = t.value(op.arg("weight").value);
   const size_t rank = prim ? w.shape.size() : (op.info->kind == OpKind::t_conv1d ? 3 : 4), n = rank - 2;
   if (rank < 3) fail(1, "needs at least 3 dims (out channels, in channels, kernel), has shape " + shape_str(w.shape));
   if (in.shape.size() != rank) fail(0, "needs " + std::to_string(rank) + " dims (batch, channels, " + std::to_string(n) + " spatial), has shape " + shape_str(in.shape));
@@ -908,7 +937,7 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
     if (pad != 0) fail(4, "padding " + shape_str(per_spatial_dim(op, 4, n, "padding")) + " is not supported (only 0)");
   for (int64_t d : per_spatial_dim(op, 5, n, "dilation"))
     if (d != 1) fail(5, "dilation " + shape_str(per_spatial_dim(op, 5, n, "dilation")) + " is not supported (only 1)");
-  if (prim && op.arg(6).boolean) fail(6, "a transposed convolution is not supported");
+  if (prim && op.arg("transposed").boolean) fail(6, "a transposed convolution is not supported");
   if (prim)
     for (int64_t p : per_spatial_dim(op, 7, n, "output_padding"))
       if (p != 0) fail(7, "output_padding must be 0");
@@ -929,7 +958,7 @@ Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
 
 ShapeRule reduction_rule(int outputs, bool index_result) {
   return [outputs, index_result](const Trace& t, const Op& op) -> std::vector<OutType> {
-    const Value& a = t.value(op.arg(0).value);
+    const Value& a = t.value(op.arg("a").value);
     std::vector<int64_t> dims = reduction_dims(t, op);
     for (int64_t d : dims)
       if (a.shape[d] == 0 && op.info->kind != OpKind::sum && op.info->kind != OpKind::prod)
@@ -942,9 +971,9 @@ ShapeRule reduction_rule(int outputs, bool index_result) {
 }
 
 std::vector<OutType> partial_sum_rule(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   Shape shape = reduced_shape(a.shape, reduction_dims(t, op));
-  shape.insert(shape.begin(), op.arg(2).integer);
+  shape.insert(shape.begin(), op.arg("parts").integer);
   return {{dtype_bytes(a.dtype) < 4 ? DType::f32 : a.dtype, shape}};
 }
 
@@ -1294,12 +1323,12 @@ bool is_collective(OpKind kind) {
 
 ClassLossArgs class_loss_args(const Op& op) {
   if (op.info->kind == OpKind::t_nll_loss)  // Thunder's ignore_index=None means -1
-    return {op.arg(3).kind == Arg::Kind::none ? -1 : op.arg(3).integer, op.arg(4).text};
-  return {op.arg(4).integer, op.arg(6).text};
+    return {op.arg("ignore_index").kind == Arg::Kind::none ? -1 : op.arg("ignore_index").integer, op.arg("reduction").text};
+  return {op.arg("ignore_index").integer, op.arg("reduction").text};
 }
 
 bool mha_causal_replaces_mask(const Op& op) {
-  return op.arg(mha_is_causal).boolean && op.arg(mha_key_padding_mask).kind == Arg::Kind::none && !op.arg(mha_need_weights).boolean;
+  return op.arg("is_causal").boolean && op.arg("key_padding_mask").kind == Arg::Kind::none && !op.arg("need_weights").boolean;
 }
 
 // Other ids Thunder gives an op of the table, as {the row's id, the other id}.
@@ -1327,17 +1356,17 @@ DType operand_dtype(const Trace& t, const Op& op) {
 }
 
 std::vector<int64_t> reduction_dims(const Trace& t, const Op& op) {
-  const Value& a = t.value(op.arg(0).value);
+  const Value& a = t.value(op.arg("a").value);
   std::vector<int64_t> dims;
   if (op.info->kind == OpKind::argmax || op.info->kind == OpKind::argmin) {
-    if (op.arg(1).kind == Arg::Kind::none) {
+    if (op.arg("dim").kind == Arg::Kind::none) {
       dims.resize(a.shape.size());
       std::iota(dims.begin(), dims.end(), 0);
     } else {
-      dims.push_back(wrap_dim(op.arg(1).integer, a.shape.size(), 1));
+      dims.push_back(wrap_dim(op.arg("dim").integer, a.shape.size(), 1));
     }
   } else {
-    for (int64_t d : op.arg(1).int_list()) {
+    for (int64_t d : op.arg("dims").int_list()) {
       int64_t w = wrap_dim(d, a.shape.size(), 1);
       if (std::count(dims.begin(), dims.end(), w)) fail(1, "dim " + std::to_string(w) + " listed twice");
       dims.push_back(w);

@@ -28,12 +28,12 @@ int64_t recompute_cost(const Trace& t, const Op& op) {
   switch (op.info->fusion) {
     case FusionClass::shape: return 0;
     case FusionClass::source: return op.info->kind == OpKind::uniform_philox ? numel(t.value(op.outs[0]).shape) : 0;
-    case FusionClass::reduction: return numel(t.value(op.arg(0).value).shape);
+    case FusionClass::reduction: return numel(t.value(op.arg("a").value).shape);
     case FusionClass::library:
       // A collective's cost is communication, not arithmetic: gathering again costs the cut nothing
       // (so no gathered parameter is saved unless a policy says so); the others stay pinned.
       if (is_collective(op.info->kind)) return op.info->kind == OpKind::all_gather ? 0 : numel(t.value(op.outs[0]).shape);
-      return numel(t.value(op.outs[0]).shape) * t.value(op.arg(0).value).shape.back();
+      return numel(t.value(op.outs[0]).shape) * t.value(op.arg("a").value).shape.back();
     default: {
       int64_t n = 0;
       for (ValueId v : op.outs) n += numel(t.value(v).shape);

@@ -1,5 +1,6 @@
 #include "rng.h"
 
+#include <algorithm>
 #include <set>
 
 #include "thunder_gen/diagnostics.h"
@@ -13,8 +14,8 @@ namespace {
 bool unbound_draw(const Op& op) {
   if (!op.info) return false;
   if (op.info->kind == OpKind::uniform) return true;
-  if (op.info->kind == OpKind::t_sdpa && op.arg(4).is_number() && op.arg(4).as_double() == 0.0) return false;
-  if (op.info->kind == OpKind::t_mha && !(op.arg(mha_training).boolean && op.arg(mha_dropout_p).as_double() > 0.0)) return false;
+  if (op.info->kind == OpKind::t_sdpa && op.arg("dropout_p").is_number() && op.arg("dropout_p").as_double() == 0.0) return false;
+  if (op.info->kind == OpKind::t_mha && !(op.arg("training").boolean && op.arg("dropout_p").as_double() > 0.0)) return false;
   size_t s = philox_seed_param(op);
   return s && op.info->kind != OpKind::uniform_philox && op.arg(s).kind == Arg::Kind::none;
 }
@@ -48,10 +49,18 @@ void bind(std::vector<Op>& ops, ValueId seed, ValueId offset, int64_t& stream) {
 size_t philox_seed_param(const Op& op) {
   if (!op.info) return 0;
   switch (op.info->kind) {
-    case OpKind::uniform_philox: return 5;
-    case OpKind::t_dropout: return 4;
-    case OpKind::t_sdpa: return 7;
-    case OpKind::t_mha: return mha_is_causal + 1;  // seed, offset, stream: the row's extension after PyTorch's parameters
+    case OpKind::uniform_philox:
+    case OpKind::t_dropout:
+    case OpKind::t_sdpa:
+    case OpKind::t_mha: {
+      // seed, offset, stream, in that order, in each drawing row's signature (the torch-level
+      // rows' extension after PyTorch's parameters)
+      const std::vector<Param>& params = op.info->params;
+      const size_t seed = size_t(std::find_if(params.begin(), params.end(), [](const Param& p) { return p.name == "seed"; }) - params.begin());
+      TG_CHECK(seed + 2 < params.size() && params[seed + 1].name == "offset" && params[seed + 2].name == "stream",
+               std::string(op.info->id) + " does not declare seed, offset and stream");
+      return seed;
+    }
     default: return 0;
   }
 }

@@ -63,7 +63,7 @@ PromotionOperand operand_of(const Trace& t, const Arg& a) {
 
 bool is_tensor(const Trace& t, const Arg& a) { return a.is_value() && !t.value(a.value).is_scalar; }
 
-bool is_true_division(const Op& op) { return op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::none; }
+bool is_true_division(const Op& op) { return op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::none; }
 
 bool bool_result(OpKind k) {
   return k == OpKind::eq || k == OpKind::ne || k == OpKind::lt || k == OpKind::le || k == OpKind::gt || k == OpKind::ge ||
@@ -101,14 +101,14 @@ Shape broadcast_shape(const Trace& t, const Op& op) {
 }
 
 std::vector<OutType> torch_form_rule(const Trace& t, const Op& op) {
-  if (op.info->kind == OpKind::where && !(is_tensor(t, op.arg(0)) && t.value(op.arg(0).value).dtype == DType::b8))
+  if (op.info->kind == OpKind::where && !(is_tensor(t, op.arg("pred")) && t.value(op.arg("pred").value).dtype == DType::b8))
     fail(0, "the condition must be a bool tensor");
   const DType computed = compute_dtype(t, op);
-  const bool has_alpha = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg(2).kind != Arg::Kind::none;
-  if (has_alpha && !is_float(computed) && op.arg(2).kind == Arg::Kind::real) fail(2, "alpha must not be a float for integer operands");
-  if (has_alpha && !is_tensor(t, op.arg(1)) && !op.arg(2).is_number()) fail(2, "alpha must be a number literal when the other operand is a number");
-  if (op.info->kind == OpKind::div && op.arg(2).kind == Arg::Kind::string && op.arg(2).text != "trunc" && op.arg(2).text != "floor")
-    fail(2, "rounding_mode must be \"trunc\", \"floor\" or null, not \"" + op.arg(2).text + "\"");
+  const bool has_alpha = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none;
+  if (has_alpha && !is_float(computed) && op.arg("alpha").kind == Arg::Kind::real) fail(2, "alpha must not be a float for integer operands");
+  if (has_alpha && !is_tensor(t, op.arg("b")) && !op.arg("alpha").is_number()) fail(2, "alpha must be a number literal when the other operand is a number");
+  if (op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::string && op.arg("rounding_mode").text != "trunc" && op.arg("rounding_mode").text != "floor")
+    fail(2, "rounding_mode must be \"trunc\", \"floor\" or null, not \"" + op.arg("rounding_mode").text + "\"");
   return {{bool_result(op.info->kind) ? DType::b8 : computed, broadcast_shape(t, op)}};
 }
 
@@ -197,10 +197,10 @@ std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op) {
   const std::string_view prim_id = op_info(op.info->kind).id;
   std::vector<Arg> args;
   for (size_t i = 0; i < op.info->params.size() && op.info->params[i].kind == ParamKind::tensor_or_number; ++i)
-    args.push_back(op.info->kind == OpKind::where && i == 0 ? prim_operand(g, op.arg(0), DType::b8, shape) : prim_operand(g, op.arg(i), dt, shape));
-  const bool scaled = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg(2).kind != Arg::Kind::none;
-  if (scaled) args[1] = args[1].is_value() ? val(mul(g, args[1], op.arg(2))) : Arg::of_real(args[1].as_double() * op.arg(2).as_double());
-  if (op.info->kind == OpKind::div && op.arg(2).kind != Arg::Kind::none) return {rounded_division(g, args[0], args[1], dt, op.arg(2).text)};
+    args.push_back(op.info->kind == OpKind::where && i == 0 ? prim_operand(g, op.arg("pred"), DType::b8, shape) : prim_operand(g, op.arg(i), dt, shape));
+  const bool scaled = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none;
+  if (scaled) args[1] = args[1].is_value() ? val(mul(g, args[1], op.arg("alpha"))) : Arg::of_real(args[1].as_double() * op.arg("alpha").as_double());
+  if (op.info->kind == OpKind::div && op.arg("rounding_mode").kind != Arg::Kind::none) return {rounded_division(g, args[0], args[1], dt, op.arg("rounding_mode").text)};
   return {call(g, prim_id, std::move(args))};
 }
 

@@ -39,11 +39,11 @@ std::vector<int64_t> dims_of(const Arg& dim, size_t rank) {
 // softmax / log_softmax(a, dim, dtype): with a dtype, PyTorch converts `a` first and computes in
 // that dtype, so an f64 result is computed in f64, not widened from an f32 one.
 V softmax_like(G& g, const Op& op, bool log) {
-  V a = op.arg(0).value;
-  if (op.arg(2).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(2).dtype);
+  V a = op.arg("a").value;
+  if (op.arg("dtype").kind == Arg::Kind::dtype) a = downcast(g, a, op.arg("dtype").dtype);
   a = upcast(g, a);
   Shape shape = shape_of(g, a);
-  int64_t dim = wrapped(op.arg(1).integer, shape.size());
+  int64_t dim = wrapped(op.arg("dim").integer, shape.size());
   V m = unreduce(g, call(g, "prims.amax", {val(a), int_list({dim})}), shape, {dim});
   V shifted = sub(g, val(a), val(m));
   V e = unary(g, "prims.exp", shifted);
@@ -66,7 +66,7 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;   // sqrt(2 / pi)
 constexpr double kInvSqrt2 = 0.7071067811865476;       // 1 / sqrt(2)
 constexpr double kInvSqrt2Pi = 0.3989422804014327;     // 1 / sqrt(2 pi)
 
-bool gelu_tanh(const Op& op) { return op.arg(1).text == "tanh"; }
+bool gelu_tanh(const Op& op) { return op.arg("approximate").text == "tanh"; }
 
 // ---- layer_norm and rms_norm over the trailing normalized_shape dims ----
 
@@ -81,8 +81,8 @@ struct Norm {
 
 Norm norm_of(G& g, const Op& op) {
   Norm m;
-  m.shape = shape_of(g, op.arg(0).value);
-  size_t k = op.arg(1).items.size(), r = m.shape.size();
+  m.shape = shape_of(g, op.arg("a").value);
+  size_t k = op.arg("normalized_shape").items.size(), r = m.shape.size();
   m.n = 1;
   for (size_t d = 0; d < r; ++d) {
     if (d + k >= r) {
@@ -97,7 +97,7 @@ Norm norm_of(G& g, const Op& op) {
   if (eps.is_number()) {
     m.eps = eps.as_double();
   } else {  // rms_norm's default: the machine epsilon of the input dtype
-    DType t = value_of(g, op.arg(0).value).dtype;
+    DType t = value_of(g, op.arg("a").value).dtype;
     m.eps = t == DType::f64 ? 2.220446049250313e-16 : t == DType::f16 ? 0.0009765625 : t == DType::bf16 ? 0.0078125 : 1.1920929e-07;
   }
   return m;
@@ -134,18 +134,18 @@ struct ClassLoss {
 
 ClassLoss class_loss_of(G& g, const Op& op) {
   ClassLoss l;
-  Shape s = shape_of(g, op.arg(0).value);
+  Shape s = shape_of(g, op.arg("a").value);
   l.n = s[0];
   l.c = s[1];
-  V target = op.arg(1).value;
+  V target = op.arg("target").value;
   DType tt = value_of(g, target).dtype;
   V classes = call(g, "prims.iota", {Arg::of_int(l.c), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(tt)});
   l.onehot = cmp(g, "prims.eq", val(broadcast(g, classes, s, {1})), val(broadcast(g, target, s, {0})));
   ClassLossArgs args = class_loss_args(op);
   l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(args.ignore_index));
   l.reduction = args.reduction;
-  l.smoothing = op.info->kind == OpKind::t_cross_entropy ? op.arg(7).as_double() : 0.0;
-  if (op.arg(2).is_value()) l.weight = upcast(g, op.arg(2).value);
+  l.smoothing = op.info->kind == OpKind::t_cross_entropy ? op.arg("label_smoothing").as_double() : 0.0;
+  if (op.arg("weight").is_value()) l.weight = upcast(g, op.arg("weight").value);
   return l;
 }
 
@@ -173,23 +173,23 @@ V reduce_loss(G& g, const ClassLoss& l, V per_row) {
 // ---- lowerings: each appends the prims computing a torch-level op ----------------------------
 
 V lower_relu(G& g, const Op& op) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   return where(g, cmp(g, "prims.gt", val(a), num(0.0)), val(a), num(0.0));
 }
 
 V lower_sigmoid(G& g, const Op& op) {
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   return downcast(g, sigmoid_of(g, a), dt);
 }
 
 V lower_silu(G& g, const Op& op) {
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   return downcast(g, mul(g, val(a), val(sigmoid_of(g, a))), dt);
 }
 
 // 0.5 a (1 + tanh(sqrt(2 / pi) (a + 0.044715 a^3))), or 0.5 a (1 + erf(a / sqrt 2)).
 V lower_gelu(G& g, const Op& op) {
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   V inner;
   if (gelu_tanh(op)) {
     V cube = mul(g, val(mul(g, val(a), val(a))), val(a));
@@ -203,7 +203,7 @@ V lower_gelu(G& g, const Op& op) {
 }
 
 // The optional tensor argument i, or kNoValue.
-V optional_value(const Op& op, size_t i) { return op.arg(i).is_value() ? op.arg(i).value : kNoValue; }
+V optional_value(const Arg& a) { return a.is_value() ? a.value : kNoValue; }
 
 // a @ w^T (+ b over the last dim, unless b is kNoValue).
 V linear(G& g, V a, V w, V b) {
@@ -215,34 +215,34 @@ V linear(G& g, V a, V w, V b) {
   return y;
 }
 
-V lower_linear(G& g, const Op& op) { return linear(g, op.arg(0).value, op.arg(1).value, optional_value(op, 2)); }
+V lower_linear(G& g, const Op& op) { return linear(g, op.arg("a").value, op.arg("w").value, optional_value(op.arg("bias"))); }
 
 // reshape, unsqueeze and the layout-only prims: a reshape to the output's shape.
 V reshape_to_output(G& g, const Op& op) {
-  return call(g, "prims.reshape", {val(op.arg(0).value), int_list(g.trace().value(op.outs[0]).shape)});
+  return call(g, "prims.reshape", {val(op.arg("a").value), int_list(g.trace().value(op.outs[0]).shape)});
 }
 
 V lower_permute(G& g, const Op& op) {
-  std::vector<int64_t> perm = op.arg(1).int_list();
+  std::vector<int64_t> perm = op.arg("dims").int_list();
   for (int64_t& d : perm) d = wrapped(d, perm.size());
-  return call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)});
+  return call(g, "prims.transpose", {val(op.arg("a").value), int_list(perm)});
 }
 
 // transpose(a, d0, d1): the permutation swapping two dims.
 V lower_transpose(G& g, const Op& op) {
-  size_t rank = shape_of(g, op.arg(0).value).size();
+  size_t rank = shape_of(g, op.arg("a").value).size();
   std::vector<int64_t> perm(rank);
   for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
-  std::swap(perm[size_t(wrapped(op.arg(1).integer, rank))], perm[size_t(wrapped(op.arg(2).integer, rank))]);
-  return call(g, "prims.transpose", {val(op.arg(0).value), int_list(perm)});
+  std::swap(perm[size_t(wrapped(op.arg("dim0").integer, rank))], perm[size_t(wrapped(op.arg("dim1").integer, rank))]);
+  return call(g, "prims.transpose", {val(op.arg("a").value), int_list(perm)});
 }
 
 V lower_sum_or_mean(G& g, const Op& op) {
   const DType out_dtype = g.trace().value(op.outs[0]).dtype;
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   Shape shape = shape_of(g, a);
-  std::vector<int64_t> dims = dims_of(op.arg(1), shape.size());
-  if (op.arg(3).kind == Arg::Kind::dtype) a = downcast(g, a, op.arg(3).dtype);
+  std::vector<int64_t> dims = dims_of(op.arg("dim"), shape.size());
+  if (op.arg("dtype").kind == Arg::Kind::dtype) a = downcast(g, a, op.arg("dtype").dtype);
   // Integers and bools are summed in the result's i64 (torch.sum promotes them), not in
   // their own width, where the sum would wrap.
   V acc = is_float(value_of(g, a).dtype) ? upcast(g, a) : downcast(g, a, out_dtype);
@@ -259,7 +259,7 @@ V lower_sum_or_mean(G& g, const Op& op) {
 // cross_entropy (log_softmax of the logits first) and nll_loss (log-probabilities given).
 V lower_class_loss(G& g, const Op& op) {
   ClassLoss l = class_loss_of(g, op);
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   V logp = a;  // nll_loss takes log-probabilities
   if (op.info->kind == OpKind::t_cross_entropy) {
     Shape s = shape_of(g, a);
@@ -279,16 +279,16 @@ V lower_class_loss(G& g, const Op& op) {
 }
 
 V lower_cat(G& g, const Op& op) {
-  std::vector<Arg> items = op.arg(0).items;
+  std::vector<Arg> items = op.arg("tensors").items;
   size_t rank = shape_of(g, items[0].value).size();
-  return call(g, "prims.cat", {Arg::of_list(items), Arg::of_int(wrapped(op.arg(1).integer, rank))});
+  return call(g, "prims.cat", {Arg::of_list(items), Arg::of_int(wrapped(op.arg("dim").integer, rank))});
 }
 
 // split: one slice along the dim per output, each as long as that output.
 std::vector<ValueId> lower_split(G& g, const Op& op) {
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   Shape shape = shape_of(g, a);
-  int64_t dim = wrapped(op.arg(2).integer, shape.size()), at = 0;
+  int64_t dim = wrapped(op.arg("dim").integer, shape.size()), at = 0;
   std::vector<ValueId> pieces;
   for (ValueId out : op.outs) {
     int64_t len = g.trace().value(out).shape[size_t(dim)];
@@ -304,30 +304,30 @@ std::vector<ValueId> lower_split(G& g, const Op& op) {
 // var(a, dim, unbiased, keepdim, *, correction): correction wins over unbiased; default 1.
 V lower_var(G& g, const Op& op) {
   const DType out_dtype = g.trace().value(op.outs[0]).dtype;
-  V a = op.arg(0).value;
+  V a = op.arg("a").value;
   Shape shape = shape_of(g, a);
-  double correction = op.arg(4).is_number() ? op.arg(4).as_double() : op.arg(2).is_number() ? double(op.arg(2).as_double() != 0) : 1.0;
+  double correction = op.arg("correction").is_number() ? op.arg("correction").as_double() : op.arg("unbiased").is_number() ? double(op.arg("unbiased").as_double() != 0) : 1.0;
   V acc = upcast(g, a);
-  V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg(1), shape.size())), num(correction)});
+  V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg("dim"), shape.size())), num(correction)});
   return reshape(g, downcast(g, v, out_dtype), g.trace().value(op.outs[0]).shape);
 }
 
 // b8 [ids, num_embeddings]: row i marks the table row id i reads. `skip_padding`: not the
 // padding_idx row (it gets no gradient).
 V embedding_onehot(G& g, const Op& op, bool skip_padding) {
-  V ids = op.arg(0).value;
-  const int64_t n = numel(shape_of(g, ids)), rows = shape_of(g, op.arg(1).value)[0];
+  V ids = op.arg("a").value;
+  const int64_t n = numel(shape_of(g, ids)), rows = shape_of(g, op.arg("weight").value)[0];
   V classes = call(g, "prims.iota", {Arg::of_int(rows), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
   V onehot = cmp(g, "prims.eq", val(broadcast(g, reshape(g, ids, {n}), {n, rows}, {0})), val(broadcast(g, classes, {n, rows}, {1})));
-  if (!skip_padding || op.arg(2).kind == Arg::Kind::none) return onehot;
-  const int64_t padding = op.arg(2).integer < 0 ? op.arg(2).integer + rows : op.arg(2).integer;
+  if (!skip_padding || op.arg("padding_idx").kind == Arg::Kind::none) return onehot;
+  const int64_t padding = op.arg("padding_idx").integer < 0 ? op.arg("padding_idx").integer + rows : op.arg("padding_idx").integer;
   return call(g, "prims.bitwise_and", {val(onehot), val(broadcast(g, cmp(g, "prims.ne", val(classes), Arg::of_int(padding)), {n, rows}, {1}))});
 }
 
 // One-hot rows times the table: exact (one nonzero term per output); the weight gradient is
 // onehot^T @ g, the scatter-add embedding needs (embedding_gradient).
 V lower_embedding(G& g, const Op& op) {
-  V w = op.arg(1).value;
+  V w = op.arg("weight").value;
   V rows = matmul(g, convert(g, embedding_onehot(g, op, false), value_of(g, w).dtype), w);
   return reshape(g, rows, g.trace().value(op.outs[0]).shape);
 }
@@ -335,9 +335,9 @@ V lower_embedding(G& g, const Op& op) {
 // enable_gqa: k's (v's) heads repeated so each serves its group of consecutive q heads, as
 // repeat_interleave(Hq / Hk, dim=-3) makes them: broadcast over a new group dim, then merged.
 V repeat_heads(G& g, const Op& op, V kv) {
-  const Shape qs = shape_of(g, op.arg(0).value), s = shape_of(g, kv);
+  const Shape qs = shape_of(g, op.arg("query").value), s = shape_of(g, kv);
   const size_t r = s.size();
-  if (!op.arg(10).boolean || r < 3 || s[r - 3] == qs[r - 3]) return kv;
+  if (!op.arg("enable_gqa").boolean || r < 3 || s[r - 3] == qs[r - 3]) return kv;
   Shape spread = s;
   spread.insert(spread.begin() + ptrdiff_t(r - 2), qs[r - 3] / s[r - 3]);
   std::vector<int64_t> dims;
@@ -369,14 +369,14 @@ V attention_softmax(G& g, V s) {
 // scaled_dot_product_attention's logits q @ k^T * scale, causal (row i sees columns j <= i) and
 // masked by attn_mask (a b8 mask keeps, a float mask adds).
 V attention_logits(G& g, const Op& op) {
-  V q = op.arg(0).value, k = repeat_heads(g, op, op.arg(1).value);
+  V q = op.arg("query").value, k = repeat_heads(g, op, op.arg("key").value);
   const Shape qs = shape_of(g, q);
   size_t r = qs.size();
-  double scale = op.arg(6).is_number() ? op.arg(6).as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
+  double scale = op.arg("scale").is_number() ? op.arg("scale").as_double() : 1.0 / std::sqrt(double(qs[r - 1]));
   V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(scale));
-  if (op.arg(5).boolean) s = causal(g, s);
-  if (op.arg(3).is_value()) {
-    V m = op.arg(3).value;
+  if (op.arg("is_causal").boolean) s = causal(g, s);
+  if (op.arg("attn_mask").is_value()) {
+    V m = op.arg("attn_mask").value;
     s = value_of(g, m).dtype == DType::b8 ? where(g, m, val(s), num(-INFINITY)) : add(g, val(s), val(m));
   }
   return s;
@@ -385,10 +385,9 @@ V attention_logits(G& g, const Op& op) {
 // Attention weights p dropped with dropout_p, drawn as dropout draws from the seed, offset and
 // stream src/rng.cpp bound to the op.
 V attention_dropout(G& g, const Op& op, V p, double dropout_p) {
-  const size_t seed = philox_seed_param(op);
-  TG_CHECK(op.arg(seed).kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
-  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, p)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(seed),
-                                         op.arg(seed + 1), op.arg(seed + 2)});
+  TG_CHECK(op.arg("seed").kind != Arg::Kind::none, "attention dropout reached lowering without a bound seed");
+  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, p)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg("seed"),
+                                         op.arg("offset"), op.arg("stream")});
   V keep = convert(g, cmp(g, "prims.lt", val(r), num(1.0 - dropout_p)), value_of(g, p).dtype);
   return mul(g, val(mul(g, val(p), val(keep))), num(1.0 / (1.0 - dropout_p)));
 }
@@ -396,22 +395,22 @@ V attention_dropout(G& g, const Op& op, V p, double dropout_p) {
 // softmax(logits) @ v, the weights dropped with dropout_p.
 V lower_sdpa(G& g, const Op& op) {
   V p = attention_softmax(g, attention_logits(g, op));
-  const double dropout_p = op.arg(4).as_double();
+  const double dropout_p = op.arg("dropout_p").as_double();
   if (dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
-  return matmul(g, p, repeat_heads(g, op, op.arg(2).value));
+  return matmul(g, p, repeat_heads(g, op, op.arg("value").value));
 }
 
 // Thunder's decomposition: keep where a uniform draw is below 1 - p, scale by 1 / (1 - p). The
 // draws come from the seed and offset the RNG pass bound (src/rng.cpp).
 V lower_dropout(G& g, const Op& op) {
-  V a = op.arg(0).value;
-  double p = op.arg(1).as_double();
+  V a = op.arg("a").value;
+  double p = op.arg("p").as_double();
   DType dt = value_of(g, a).dtype;
-  if (!op.arg(2).boolean || p == 0.0) return a;
+  if (!op.arg("training").boolean || p == 0.0) return a;
   if (p == 1.0) return mul(g, val(a), num(0.0));
-  TG_CHECK(op.arg(4).kind != Arg::Kind::none, "dropout reached lowering without a bound seed");
-  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg(4),
-                                         op.arg(5), op.arg(6)});
+  TG_CHECK(op.arg("seed").kind != Arg::Kind::none, "dropout reached lowering without a bound seed");
+  V r = call(g, "prims.uniform_philox", {int_list(shape_of(g, a)), num(0.0), num(1.0), device_of(g), Arg::of_dtype(DType::f32), op.arg("seed"),
+                                         op.arg("offset"), op.arg("stream")});
   V keep = cmp(g, "prims.lt", val(r), num(1.0 - p));
   return mul(g, val(mul(g, val(a), val(convert(g, keep, dt)))), num(1.0 / (1.0 - p)));
 }
@@ -419,10 +418,10 @@ V lower_dropout(G& g, const Op& op) {
 // layer_norm and rms_norm: x-hat, times the weight, plus the bias (layer_norm).
 V lower_norm(G& g, const Op& op) {
   Norm m = norm_of(g, op);
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   V y = normalize(g, m, a).xhat;
-  if (op.arg(2).is_value()) y = mul(g, val(y), val(broadcast(g, upcast(g, op.arg(2).value), m.shape, m.dims)));
-  if (!m.rms && op.arg(3).is_value()) y = add(g, val(y), val(broadcast(g, upcast(g, op.arg(3).value), m.shape, m.dims)));
+  if (op.arg("weight").is_value()) y = mul(g, val(y), val(broadcast(g, upcast(g, op.arg("weight").value), m.shape, m.dims)));
+  if (!m.rms && op.arg("bias").is_value()) y = add(g, val(y), val(broadcast(g, upcast(g, op.arg("bias").value), m.shape, m.dims)));
   return downcast(g, y, dt);
 }
 
@@ -450,11 +449,12 @@ const Value& output_of(G& g, const Op& op, size_t i = 0) { return g.trace().valu
 // addmm / baddbmm: beta * input + alpha * (a @ b). With beta 0 input is not read (PyTorch
 // ignores its NaNs too), so it gets no gradient.
 V lower_addmm(G& g, const Op& op) {
-  V y = matmul(g, op.arg(1).value, op.arg(2).value);
-  const double beta = op.arg(3).as_double(), alpha = op.arg(4).as_double();
+  const bool addmm = op.info->kind == OpKind::t_addmm;
+  V y = matmul(g, op.arg(addmm ? "mat1" : "batch1").value, op.arg(addmm ? "mat2" : "batch2").value);
+  const double beta = op.arg("beta").as_double(), alpha = op.arg("alpha").as_double();
   if (alpha != 1.0) y = mul(g, val(y), num(alpha));
   if (beta == 0.0) return y;
-  V in = broadcast_to(g, op.arg(0).value, shape_of(g, y));
+  V in = broadcast_to(g, op.arg("input").value, shape_of(g, y));
   if (beta != 1.0) in = mul(g, val(in), num(beta));
   return add(g, val(in), val(y));
 }
@@ -467,7 +467,7 @@ V lower_addc(G& g, const Op& op) {
   const Shape shape = out.shape;
   auto operand = [&](size_t i) { return upcast(g, operand_as(g, op.arg(i), dt, shape).value); };
   V t1 = operand(1);
-  if (op.arg(3).as_double() != 1.0) t1 = mul(g, val(t1), num(op.arg(3).as_double()));
+  if (op.arg("value").as_double() != 1.0) t1 = mul(g, val(t1), num(op.arg("value").as_double()));
   V scaled = call(g, op.info->kind == OpKind::t_addcmul ? "prims.mul" : "prims.div", {val(t1), val(operand(2))});
   return downcast(g, add(g, val(operand(0)), val(scaled)), dt);
 }
@@ -478,14 +478,14 @@ V lower_addc(G& g, const Op& op) {
 // ties as amax's is.
 std::vector<ValueId> lower_extremum(G& g, const Op& op) {
   const bool is_max = op.info->kind == OpKind::t_max;
-  if (op.arg(1).is_value() || op.arg(3).is_value()) {
-    const Arg& other = op.arg(1).is_value() ? op.arg(1) : op.arg(3);
-    return lower_torch_elementwise(g, torch_form_call(is_max ? "torch.maximum" : "torch.minimum", {op.arg(0), other}, op.outs));
+  if (op.arg("dim").is_value() || op.arg("other").is_value()) {
+    const Arg& other = op.arg("dim").is_value() ? op.arg("dim") : op.arg("other");
+    return lower_torch_elementwise(g, torch_form_call(is_max ? "torch.maximum" : "torch.minimum", {op.arg("input"), other}, op.outs));
   }
-  V a = op.arg(0).value;
+  V a = op.arg("input").value;
   const Shape shape = shape_of(g, a);
-  if (op.arg(1).kind == Arg::Kind::none) return {call(g, is_max ? "prims.amax" : "prims.amin", {val(a), int_list(dims_of(Arg{}, shape.size()))})};
-  const int64_t d = wrapped(op.arg(1).integer, shape.size());
+  if (op.arg("dim").kind == Arg::Kind::none) return {call(g, is_max ? "prims.amax" : "prims.amin", {val(a), int_list(dims_of(Arg{}, shape.size()))})};
+  const int64_t d = wrapped(op.arg("dim").integer, shape.size());
   V index = call(g, is_max ? "prims.argmax" : "prims.argmin", {val(a), Arg::of_int(d)});
   V positions = call(g, "prims.iota", {Arg::of_int(shape[size_t(d)]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
   V at_index = cmp(g, "prims.eq", val(broadcast(g, positions, shape, {d})), val(unreduce(g, index, shape, {d})));
@@ -501,13 +501,13 @@ V lower_clamp(G& g, const Op& op) {
   const Value& out = output_of(g, op);
   const DType dt = out.dtype;
   const Shape shape = out.shape;
-  V x = operand_as(g, op.arg(0), dt, shape).value;
-  if (op.arg(1).kind != Arg::Kind::none) {
-    Arg lo = operand_as(g, op.arg(1), dt, shape);
+  V x = operand_as(g, op.arg("input"), dt, shape).value;
+  if (op.arg("min").kind != Arg::Kind::none) {
+    Arg lo = operand_as(g, op.arg("min"), dt, shape);
     x = where(g, cmp(g, "prims.lt", val(x), lo), lo, val(x));
   }
-  if (op.arg(2).kind != Arg::Kind::none) {
-    Arg hi = operand_as(g, op.arg(2), dt, shape);
+  if (op.arg("max").kind != Arg::Kind::none) {
+    Arg hi = operand_as(g, op.arg("max"), dt, shape);
     x = where(g, cmp(g, "prims.gt", val(x), hi), hi, val(x));
   }
   return x;
@@ -516,14 +516,14 @@ V lower_clamp(G& g, const Op& op) {
 V lower_masked_fill(G& g, const Op& op) {
   const Value& out = output_of(g, op);
   const Shape shape = out.shape;
-  V a = broadcast_to(g, op.arg(0).value, shape);
-  V mask = broadcast_to(g, op.arg(1).value, shape);
-  return where(g, mask, operand_as(g, op.arg(2), out.dtype, shape), val(a));
+  V a = broadcast_to(g, op.arg("input").value, shape);
+  V mask = broadcast_to(g, op.arg("mask").value, shape);
+  return where(g, mask, operand_as(g, op.arg("value"), out.dtype, shape), val(a));
 }
 
 // tril keeps column - row <= diagonal, triu column - row >= diagonal; the rest is fill_value (0).
 V lower_triangle(G& g, const Op& op) {
-  V a = op.arg(0).value;
+  V a = op.arg("input").value;
   const Shape shape = shape_of(g, a);
   const int64_t r = int64_t(shape.size()), rows = shape[size_t(r - 2)], cols = shape[size_t(r - 1)];
   auto positions = [&](int64_t n, int64_t dim) {
@@ -531,9 +531,9 @@ V lower_triangle(G& g, const Op& op) {
     return broadcast(g, i, {rows, cols}, {dim});
   };
   V offset = sub(g, val(positions(cols, 1)), val(positions(rows, 0)));
-  V keep = cmp(g, op.info->kind == OpKind::t_tril ? "prims.le" : "prims.ge", val(offset), op.arg(1));
+  V keep = cmp(g, op.info->kind == OpKind::t_tril ? "prims.le" : "prims.ge", val(offset), op.arg("diagonal"));
   const DType dt = value_of(g, a).dtype;
-  Arg fill = op.arg(2).kind == Arg::Kind::none ? Arg::of_int(0) : op.arg(2);
+  Arg fill = op.arg("fill_value").kind == Arg::Kind::none ? Arg::of_int(0) : op.arg("fill_value");
   return where(g, broadcast(g, keep, shape, {r - 2, r - 1}), val(a), operand_as(g, fill, dt, shape));
 }
 
@@ -542,10 +542,10 @@ V lower_triangle(G& g, const Op& op) {
 // sum, through the prims' rules). In f32 for 16-bit floats, as PyTorch accumulates.
 V lower_cumsum(G& g, const Op& op) {
   const DType dt = output_of(g, op).dtype;
-  V a = upcast(g, downcast(g, op.arg(0).value, dt));
+  V a = upcast(g, downcast(g, op.arg("input").value, dt));
   const Shape shape = shape_of(g, a);
   if (shape.empty()) return downcast(g, a, dt);
-  const int64_t d = wrapped(op.arg(1).integer, shape.size()), n = shape[size_t(d)];
+  const int64_t d = wrapped(op.arg("dim").integer, shape.size()), n = shape[size_t(d)];
   Shape spread_shape = shape;
   spread_shape.insert(spread_shape.begin() + d + 1, n);
   std::vector<int64_t> dims;
@@ -561,10 +561,10 @@ V lower_cumsum(G& g, const Op& op) {
 // infinite derivative would make the gradient NaN (PyTorch's norm gives 0 there); a norm below
 // eps gets no gradient, as clamp_min's.
 V lower_normalize(G& g, const Op& op) {
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("input").value);
   const Shape shape = shape_of(g, a);
-  const std::vector<int64_t> dims = dims_of(op.arg(2), shape.size());
-  const double eps = op.arg(3).as_double();
+  const std::vector<int64_t> dims = dims_of(op.arg("dim"), shape.size());
+  const double eps = op.arg("eps").as_double();
   V squares = sum(g, mul(g, val(a), val(a)), dims);
   V nonzero = cmp(g, "prims.gt", val(squares), num(0.0));
   V norm = where(g, nonzero, val(unary(g, "prims.sqrt", where(g, nonzero, val(squares), num(1.0)))), num(0.0));
@@ -579,9 +579,9 @@ struct MhaShape {
 };
 
 MhaShape mha_shape_of(G& g, const Op& op) {
-  const Shape q = shape_of(g, op.arg(mha_query).value);
-  const int64_t heads = op.arg(mha_num_heads).integer;
-  return {q[0], shape_of(g, op.arg(mha_key).value)[0], q.size() == 3 ? q[1] : 1, heads, q.back() / heads};
+  const Shape q = shape_of(g, op.arg("query").value);
+  const int64_t heads = op.arg("num_heads").integer;
+  return {q[0], shape_of(g, op.arg("key").value)[0], q.size() == 3 ? q[1] : 1, heads, q.back() / heads};
 }
 
 // Rows [from, from + n) of a weight or a bias (dim 0).
@@ -598,10 +598,11 @@ V rows_of(G& g, V w, int64_t from, int64_t n) {
 // in_proj_bias.
 V mha_in_projection(G& g, const Op& op, const MhaShape& m, size_t which) {
   const int64_t e = m.heads * m.head_dim;
-  V x = op.arg(mha_query + which).value;
-  V w = op.arg(mha_use_separate_proj_weight).boolean ? op.arg(mha_q_proj_weight + which).value
-                                                     : rows_of(g, op.arg(mha_in_proj_weight).value, int64_t(which) * e, e);
-  V b = op.arg(mha_in_proj_bias).is_value() ? rows_of(g, op.arg(mha_in_proj_bias).value, int64_t(which) * e, e) : kNoValue;
+  constexpr std::string_view kInputs[] = {"query", "key", "value"}, kWeights[] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+  V x = op.arg(kInputs[which]).value;
+  V w = op.arg("use_separate_proj_weight").boolean ? op.arg(kWeights[which]).value
+                                                     : rows_of(g, op.arg("in_proj_weight").value, int64_t(which) * e, e);
+  V b = op.arg("in_proj_bias").is_value() ? rows_of(g, op.arg("in_proj_bias").value, int64_t(which) * e, e) : kNoValue;
   V y = linear(g, x, w, b);
   const int64_t len = shape_of(g, x)[0];
   return call(g, "prims.transpose", {val(reshape(g, y, {len, m.n, m.heads, m.head_dim})), int_list({1, 2, 0, 3})});
@@ -615,12 +616,12 @@ V mha_masked(G& g, const Op& op, const MhaShape& m, V s) {
   if (mha_causal_replaces_mask(op)) return causal(g, s);
   const Shape ss = shape_of(g, s);
   auto apply = [&](V mask) { return value_of(g, mask).dtype == DType::b8 ? where(g, mask, num(-INFINITY), val(s)) : add(g, val(s), val(mask)); };
-  if (op.arg(mha_attn_mask).is_value()) {
-    V mask = op.arg(mha_attn_mask).value;
+  if (op.arg("attn_mask").is_value()) {
+    V mask = op.arg("attn_mask").value;
     s = apply(shape_of(g, mask).size() == 2 ? broadcast(g, mask, ss, {2, 3}) : reshape(g, mask, ss));
   }
-  if (op.arg(mha_key_padding_mask).is_value())
-    s = apply(broadcast(g, reshape(g, op.arg(mha_key_padding_mask).value, {m.n, m.s}), ss, {0, 3}));
+  if (op.arg("key_padding_mask").is_value())
+    s = apply(broadcast(g, reshape(g, op.arg("key_padding_mask").value, {m.n, m.s}), ss, {0, 3}));
   return s;
 }
 
@@ -632,15 +633,15 @@ std::vector<ValueId> lower_mha(G& g, const Op& op) {
   V q = mha_in_projection(g, op, m, 0), k = mha_in_projection(g, op, m, 1), v = mha_in_projection(g, op, m, 2);
   V s = mul(g, val(matmul(g, q, transpose_last_two(g, k))), num(1.0 / std::sqrt(double(m.head_dim))));
   V p = attention_softmax(g, mha_masked(g, op, m, s));
-  const double dropout_p = op.arg(mha_dropout_p).as_double();
-  if (op.arg(mha_training).boolean && dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
+  const double dropout_p = op.arg("dropout_p").as_double();
+  if (op.arg("training").boolean && dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
   V heads = call(g, "prims.transpose", {val(matmul(g, p, v)), int_list({2, 0, 1, 3})});  // [L, N, heads, head_dim]
   V merged = reshape(g, heads, {m.l, m.n, m.heads * m.head_dim});
-  V y = linear(g, merged, op.arg(mha_out_proj_weight).value, optional_value(op, mha_out_proj_bias));
+  V y = linear(g, merged, op.arg("out_proj_weight").value, optional_value(op.arg("out_proj_bias")));
   y = reshape(g, y, output_of(g, op, 0).shape);
-  if (!op.arg(mha_need_weights).boolean) return {y};
+  if (!op.arg("need_weights").boolean) return {y};
   V weights = p;
-  if (op.arg(mha_average_attn_weights).boolean)
+  if (op.arg("average_attn_weights").boolean)
     weights = downcast(g, div(g, val(sum(g, upcast(g, p), {1})), num(double(m.heads))), value_of(g, p).dtype);
   return {y, reshape(g, weights, output_of(g, op, 1).shape)};
 }
@@ -651,7 +652,7 @@ std::vector<ValueId> lower_mha(G& g, const Op& op) {
 // weight [F, C*K1*..*Kn] transposed; then + bias, and back to [B, F, O1..On]. Its gradient is
 // the prims' (matmul, transpose, reshape, slice).
 V lower_convolution(G& g, const Op& op) {
-  V x = op.arg(0).value, w = op.arg(1).value;
+  V x = op.arg(0).value, w = op.arg("weight").value;  // x: conv1d/2d's input, prims.convolution's a
   const Shape in = shape_of(g, x), ws = shape_of(g, w), out = output_of(g, op).shape;
   const int64_t n = int64_t(in.size()) - 2;
   Shape whole = in, patches{in[0], in[1]};
@@ -669,7 +670,7 @@ V lower_convolution(G& g, const Op& op) {
   const int64_t patch_size = numel(ws) / ws[0];
   V y = matmul(g, reshape(g, rows, {numel(out) / ws[0], patch_size}),
                call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
-  if (op.arg(2).is_value()) y = add(g, val(y), val(broadcast(g, op.arg(2).value, shape_of(g, y), {1})));
+  if (op.arg("bias").is_value()) y = add(g, val(y), val(broadcast(g, op.arg("bias").value, shape_of(g, y), {1})));
   Shape channels_last{out[0]};
   for (int64_t k = 0; k < n; ++k) channels_last.push_back(out[size_t(k + 2)]);
   channels_last.push_back(ws[0]);
@@ -686,7 +687,7 @@ Contributions softmax_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   auto [y, dt] = up(g, op.outs[0]);
   V c = upcast(g, cot[0]);
   Shape shape = shape_of(g, y);
-  int64_t dim = wrapped(op.arg(1).integer, shape.size());
+  int64_t dim = wrapped(op.arg("dim").integer, shape.size());
   V ga;
   if (op.info->kind == OpKind::t_softmax) {
     V dot = unreduce(g, sum(g, mul(g, val(c), val(y)), {dim}), shape, {dim});
@@ -695,12 +696,12 @@ Contributions softmax_gradient(G& g, const Op& op, const std::vector<V>& cot) {
     V total = unreduce(g, sum(g, c, {dim}), shape, {dim});
     ga = sub(g, val(c), val(mul(g, val(unary(g, "prims.exp", y)), val(total))));
   }
-  return {{op.arg(0).value, downcast(g, ga, value_of(g, op.arg(0).value).dtype)}};
+  return {{op.arg("a").value, downcast(g, ga, value_of(g, op.arg("a").value).dtype)}};
 }
 
 // Reads the output: where(y > 0, g, 0).
 Contributions relu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  return {{op.arg(0).value, where(g, cmp(g, "prims.gt", val(op.outs[0]), num(0.0)), val(cot[0]), num(0.0))}};
+  return {{op.arg("a").value, where(g, cmp(g, "prims.gt", val(op.outs[0]), num(0.0)), val(cot[0]), num(0.0))}};
 }
 
 // Read the output: sigmoid g * y * (1 - y), tanh g * (1 - y^2).
@@ -708,15 +709,15 @@ Contributions sigmoid_or_tanh_gradient(G& g, const Op& op, const std::vector<V>&
   auto [y, dt] = up(g, op.outs[0]);
   V c = upcast(g, cot[0]);
   V local = op.info->kind == OpKind::t_sigmoid ? mul(g, val(y), one_minus(g, val(y))) : sub(g, num(1.0), val(mul(g, val(y), val(y))));
-  return {{op.arg(0).value, downcast(g, mul(g, val(c), val(local)), dt)}};
+  return {{op.arg("a").value, downcast(g, mul(g, val(c), val(local)), dt)}};
 }
 
 // Reads the input: g * s * (1 + a * (1 - s)), s = sigmoid(a).
 Contributions silu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   V s = sigmoid_of(g, a);
   V local = mul(g, val(s), val(add(g, val(mul(g, val(a), one_minus(g, val(s)))), num(1.0))));
-  return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
+  return {{op.arg("a").value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
 }
 
 // y = 0.5 a (1 + tanh(u)), u = k (a + 0.044715 a^3):
@@ -740,19 +741,19 @@ V gelu_erf_derivative(G& g, V a) {
 
 // Reads the input.
 Contributions gelu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   V local = gelu_tanh(op) ? gelu_tanh_derivative(g, a) : gelu_erf_derivative(g, a);
-  return {{op.arg(0).value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
+  return {{op.arg("a").value, downcast(g, mul(g, val(upcast(g, cot[0])), val(local)), dt)}};
 }
 
 // ga = g @ w (no transpose of w); gw = g^T @ a over all rows; gb = sum of g.
 Contributions linear_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V a = op.arg(0).value, w = op.arg(1).value, c = cot[0];
+  V a = op.arg("a").value, w = op.arg("w").value, c = cot[0];
   Shape as = shape_of(g, a), cs = shape_of(g, c);
   int64_t rows = numel(as) / as.back();
   V c2 = reshape(g, c, {rows, cs.back()}), a2 = reshape(g, a, {rows, as.back()});
   Contributions out = {{a, matmul(g, c, w)}, {w, matmul(g, call(g, "prims.transpose", {val(c2), int_list({1, 0})}), a2)}};
-  if (op.arg(2).is_value()) out.emplace_back(op.arg(2).value, sum(g, c2, {0}));
+  if (op.arg("bias").is_value()) out.emplace_back(op.arg("bias").value, sum(g, c2, {0}));
   return out;
 }
 
@@ -762,17 +763,17 @@ Contributions linear_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 //   gw = sum over rows of g * xhat;  gb = sum over rows of g
 Contributions norm_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   Norm m = norm_of(g, op);
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   V c = upcast(g, cot[0]);
   Normalized x = normalize(g, m, a);
-  const Arg& w = op.arg(2);
+  const Arg& w = op.arg("weight");
   V gs = w.is_value() ? mul(g, val(c), val(broadcast(g, upcast(g, w.value), m.shape, m.dims))) : c;
   auto row_mean = [&](V v) { return unreduce(g, div(g, val(sum(g, v, m.dims)), num(m.n)), m.shape, m.dims); };
   V inner = sub(g, val(gs), val(mul(g, val(x.xhat), val(row_mean(mul(g, val(gs), val(x.xhat)))))));
   if (!m.rms) inner = sub(g, val(inner), val(row_mean(gs)));
-  Contributions out = {{op.arg(0).value, downcast(g, mul(g, val(x.rstd), val(inner)), dt)}};
+  Contributions out = {{op.arg("a").value, downcast(g, mul(g, val(x.rstd), val(inner)), dt)}};
   if (w.is_value()) out.emplace_back(w.value, downcast(g, sum(g, mul(g, val(c), val(x.xhat)), m.row_dims), dt));
-  if (!m.rms && op.arg(3).is_value()) out.emplace_back(op.arg(3).value, downcast(g, sum(g, c, m.row_dims), dt));
+  if (!m.rms && op.arg("bias").is_value()) out.emplace_back(op.arg("bias").value, downcast(g, sum(g, c, m.row_dims), dt));
   return out;
 }
 
@@ -800,7 +801,7 @@ V weighted_class_loss_local(G& g, const Op& op, const ClassLoss& l, V a, V targe
 // nll_loss: -onehot * w_row.
 Contributions class_loss_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   ClassLoss l = class_loss_of(g, op);
-  auto [a, dt] = up(g, op.arg(0).value);
+  auto [a, dt] = up(g, op.arg("a").value);
   Shape s = shape_of(g, a);
   V c = upcast(g, cot[0]);
   DType ct = value_of(g, c).dtype;
@@ -821,12 +822,12 @@ Contributions class_loss_gradient(G& g, const Op& op, const std::vector<V>& cot)
   } else {
     ga = neg(g, mul(g, val(target), val(per_row)));
   }
-  return {{op.arg(0).value, downcast(g, ga, dt)}};
+  return {{op.arg("a").value, downcast(g, ga, dt)}};
 }
 
 // Reads the ids: onehot^T @ g, the padding_idx row left out (PyTorch gives it no gradient).
 Contributions embedding_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  V w = op.arg(1).value;
+  V w = op.arg("weight").value;
   const int64_t dim = shape_of(g, w)[1];
   V c = reshape(g, cot[0], {numel(shape_of(g, cot[0])) / dim, dim});
   V onehot = convert(g, embedding_onehot(g, op, true), value_of(g, w).dtype);
@@ -841,12 +842,12 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_log_softmax: return {softmax_like(g, op, true)};
     case OpKind::t_relu: return {lower_relu(g, op)};
     case OpKind::t_sigmoid: return {lower_sigmoid(g, op)};
-    case OpKind::t_tanh: return {unary(g, "prims.tanh", op.arg(0).value)};
+    case OpKind::t_tanh: return {unary(g, "prims.tanh", op.arg("a").value)};
     case OpKind::t_silu: return {lower_silu(g, op)};
     case OpKind::t_gelu: return {lower_gelu(g, op)};
     case OpKind::t_linear:
     case OpKind::t_prim_linear: return {lower_linear(g, op)};
-    case OpKind::t_matmul: return {matmul(g, op.arg(0).value, op.arg(1).value)};
+    case OpKind::t_matmul: return {matmul(g, op.arg("a").value, op.arg("b").value)};
     case OpKind::t_reshape:
     case OpKind::t_unsqueeze:
     case OpKind::shallow_copy:
@@ -865,7 +866,7 @@ std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op) {
     case OpKind::t_dropout: return {lower_dropout(g, op)};
     case OpKind::t_addmm:
     case OpKind::t_baddbmm: return {lower_addmm(g, op)};
-    case OpKind::t_bmm: return {matmul(g, op.arg(0).value, op.arg(1).value)};
+    case OpKind::t_bmm: return {matmul(g, op.arg("input").value, op.arg("mat2").value)};
     case OpKind::t_addcmul:
     case OpKind::t_addcdiv: return {lower_addc(g, op)};
     case OpKind::t_max:

@@ -109,7 +109,15 @@ struct Op {
   std::string label;              // for kernels: the structural name given by fusion
   std::shared_ptr<const KernelPlan> plan;  // for kernels: how the emitter writes it, from fusion
 
+  // Arguments by position: for code that walks them all (operands, values read).
   const Arg& arg(size_t i) const { return args.at(i); }
+  // The argument bound to the parameter `name` of the op's signature (info's params), so a rule
+  // says which argument it means and a reordered signature cannot hand it another. A name the
+  // signature does not declare, or an op without a signature, is an internal error naming both.
+  const Arg& arg(std::string_view name) const;
+  // Whether the signature declares `name` and the op binds it (ops that passes build may bind
+  // fewer than the signature's parameters: prims.matmul without its epilogue extension).
+  bool has_arg(std::string_view name) const;
 };
 
 // Calls f(id) for every value an argument refers to, nested lists included.

@@ -155,13 +155,6 @@ struct ClassLossArgs {
 struct Op;
 ClassLossArgs class_loss_args(const Op& op);
 
-// torch.nn.functional.multi_head_attention_forward's parameters, in PyTorch's order.
-enum MhaParam : size_t {
-  mha_query, mha_key, mha_value, mha_embed_dim_to_check, mha_num_heads, mha_in_proj_weight, mha_in_proj_bias, mha_bias_k,
-  mha_bias_v, mha_add_zero_attn, mha_dropout_p, mha_out_proj_weight, mha_out_proj_bias, mha_training, mha_key_padding_mask,
-  mha_need_weights, mha_attn_mask, mha_use_separate_proj_weight, mha_q_proj_weight, mha_k_proj_weight, mha_v_proj_weight,
-  mha_static_k, mha_static_v, mha_average_attn_weights, mha_is_causal,
-};
 // PyTorch's reading of is_causal there: a hint that attn_mask is the causal mask, which replaces
 // the mask only without key_padding_mask and need_weights (then SDPA's is_causal is used).
 bool mha_causal_replaces_mask(const Op& op);
