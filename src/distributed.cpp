@@ -61,7 +61,7 @@ std::vector<OutType> all_reduce_rule(const Trace& t, const Op& op) {
   check_reduce_op(op, 1);
   return {{a.dtype, a.shape}};
 }
-std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
+std::vector<OutType> collective_broadcast_rule(const Trace& t, const Op& op) {
   const Value& a = communicated_tensor(t, op, 0);
   if (op.arg("root").integer < 0 || op.arg("root").integer >= world_size_of(op))
     fail(1, "root " + std::to_string(op.arg("root").integer) + " is not a rank of the group (world size " + std::to_string(world_size_of(op)) + ")");
@@ -281,7 +281,7 @@ std::vector<OpInfo> distributed_rows() {
              {p("a", K::tensor), p("op", K::string), group, do_async, opt("dim", K::optional_integer)}, reduce_scatter_rule, "", D::numbers,
              "ncclReduceScatter along dim 0 (divisible by the world size)"},
       OpInfo{OpKind::broadcast, "thunder.distributed.prims.broadcast", FusionClass::library,
-             {p("a", K::tensor), p("root", K::integer), group, do_async}, broadcast_rule, "", D::numbers, "ncclBroadcast from rank root"},
+             {p("a", K::tensor), p("root", K::integer), group, do_async}, collective_broadcast_rule, "", D::numbers, "ncclBroadcast from rank root"},
       OpInfo{OpKind::t_synchronize, "thunder.distributed.prims.synchronize", FusionClass::composite,
              {p("a", K::tensor), group, p("distparallel_type", K::string)}, synchronize_rule, "", D::numbers,
              "REPLICATED: a; FULLY_SHARDED: all_gather; gradient: / world size, then all_reduce or reduce_scatter"},

@@ -321,7 +321,7 @@ class Planner {
   }
 };
 
-std::string kind_name(KernelPlan::Kind kind) {
+std::string plan_kind_name(KernelPlan::Kind kind) {
   switch (kind) {
     case KernelPlan::Kind::pointwise: return "pointwise";
     case KernelPlan::Kind::row: return "row";
@@ -386,7 +386,7 @@ Trace plan_kernels(Trace fused) {
 }
 
 std::string plan_text(const KernelPlan& plan, const Op& kernel, const Trace& t) {
-  std::string s = kind_name(plan.kind) + " block=" + std::to_string(plan.block);
+  std::string s = plan_kind_name(plan.kind) + " block=" + std::to_string(plan.block);
   if (plan.kind == KernelPlan::Kind::pointwise) return s + " lanes=" + std::to_string(plan.lanes);
   if (plan.kind == KernelPlan::Kind::row) {
     s += " held=" + std::to_string(plan.held) + " held_run=" + std::to_string(plan.held_run) + " hoisted=" + (plan.hoisted ? "1" : "0") +
@@ -457,8 +457,8 @@ KernelPlan plan_from_listing(const std::string& text, const Trace& t, const Op& 
   const PlanRequest request = parse_plan_line(text, where);
   const bool streamed = std::count(request.numbers.begin(), request.numbers.end(), std::pair<std::string, int64_t>{"held", 0}) > 0;
   KernelPlan plan = plan_kernel(t, kernel, !streamed);
-  if (request.kind != kind_name(plan.kind))
-    throw UserError(where, "plan: the kernel is " + kind_name(plan.kind) + ", not \"" + printable_line(request.kind) + "\"");
+  if (request.kind != plan_kind_name(plan.kind))
+    throw UserError(where, "plan: the kernel is " + plan_kind_name(plan.kind) + ", not \"" + printable_line(request.kind) + "\"");
   const std::map<std::string, int*> fields = plan_fields(plan);
   for (const auto& [key, value] : request.numbers) {
     if (key == "hoisted" && plan.kind == KernelPlan::Kind::row) {
@@ -467,7 +467,7 @@ KernelPlan plan_from_listing(const std::string& text, const Trace& t, const Op& 
       continue;
     }
     auto field = fields.find(key);
-    if (field == fields.end()) throw UserError(where, "plan: a " + kind_name(plan.kind) + " kernel has no \"" + printable_line(key) + "\"");
+    if (field == fields.end()) throw UserError(where, "plan: a " + plan_kind_name(plan.kind) + " kernel has no \"" + printable_line(key) + "\"");
     const bool narrower = value == 1 && (key == "lanes" || key == "stream_run");
     if (value != *field->second && !narrower)
       throw UserError(where, "plan: " + key + "=" + std::to_string(value) + " is not a plan thunder-gen writes for this kernel (it plans " + key + "=" +

@@ -11,6 +11,7 @@
 #include "emit_cuda.h"
 #include "kernel_plan.h"
 #include "overrides.h"
+#include "reader.h"
 #include "thunder_gen/diagnostics.h"
 #include "thunder_gen/op_table.h"
 #include "verify.h"
@@ -19,7 +20,6 @@ namespace tg {
 namespace {
 
 constexpr int kMaxNesting = 64;  // list and decomposition depth: refused past this, never recursed
-constexpr const char* kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
 bool is_symbol_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
 

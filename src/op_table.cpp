@@ -979,7 +979,7 @@ std::vector<OutType> partial_sum_rule(const Trace& t, const Op& op) {
 
 // ---- row builders ---------------------------------------------------------------------------
 
-OpInfo unary(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
+OpInfo unary_row(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
   return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor)}, elementwise_rule(bool_result), code, accepts, ""};
 }
 OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
@@ -987,7 +987,7 @@ OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accep
                 elementwise_rule(bool_result), code, accepts, ""};
 }
 OpInfo declared_unary_float(OpKind k, std::string_view id, std::string_view code, std::string_view torch, double lo, double hi) {
-  OpInfo op = unary(k, id, code, DTypes::floats);
+  OpInfo op = unary_row(k, id, code, DTypes::floats);
   op.torch_function = torch;
   op.domains = {{lo, hi}};
   return op;
@@ -1022,16 +1022,16 @@ std::vector<OpInfo> build_table() {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) declared_unary_float(OpKind::name, "prims." #name, "tg::" #name "({0})", torch, lo, hi),
 #include "thunder_gen/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
-      unary(OpKind::abs, "prims.abs", "tg::abs({0})", D::numbers),
-      wrapping_on_integers(unary(OpKind::neg, "prims.neg", "(-{0})", D::numbers), "tg::wrapping_neg({0})"),
-      discontinuous(unary(OpKind::floor, "prims.floor", "tg::floor({0})", D::numbers)),
-      discontinuous(unary(OpKind::ceil, "prims.ceil", "tg::ceil({0})", D::numbers)),
-      discontinuous(unary(OpKind::round, "prims.round", "tg::round({0})", D::numbers)),
-      discontinuous(unary(OpKind::trunc, "prims.trunc", "tg::trunc({0})", D::numbers)),
-      discontinuous(unary(OpKind::sign, "prims.sign", "tg::sign({0})", D::numbers)),
-      unary(OpKind::signbit, "prims.signbit", "tg::signbit({0})", D::numbers, true),
-      discontinuous(unary(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true)),
-      unary(OpKind::bitwise_not, "prims.bitwise_not", "tg::bitwise_not({0})", D::integers_and_bool),
+      unary_row(OpKind::abs, "prims.abs", "tg::abs({0})", D::numbers),
+      wrapping_on_integers(unary_row(OpKind::neg, "prims.neg", "(-{0})", D::numbers), "tg::wrapping_neg({0})"),
+      discontinuous(unary_row(OpKind::floor, "prims.floor", "tg::floor({0})", D::numbers)),
+      discontinuous(unary_row(OpKind::ceil, "prims.ceil", "tg::ceil({0})", D::numbers)),
+      discontinuous(unary_row(OpKind::round, "prims.round", "tg::round({0})", D::numbers)),
+      discontinuous(unary_row(OpKind::trunc, "prims.trunc", "tg::trunc({0})", D::numbers)),
+      discontinuous(unary_row(OpKind::sign, "prims.sign", "tg::sign({0})", D::numbers)),
+      unary_row(OpKind::signbit, "prims.signbit", "tg::signbit({0})", D::numbers, true),
+      discontinuous(unary_row(OpKind::isfinite, "prims.isfinite", "tg::isfinite({0})", D::numbers_and_bool, true)),
+      unary_row(OpKind::bitwise_not, "prims.bitwise_not", "tg::bitwise_not({0})", D::integers_and_bool),
 
 #define TG_BINARY_FLOAT(name, torch, code, integer_code, accepts, continuity, saves, shared, grad_a, grad_b, a_lo, a_hi, b_lo, b_hi) \
   declared_binary_float(OpKind::name, "prims." #name, code, integer_code, D::accepts, Continuity::continuity, torch, {a_lo, a_hi}, {b_lo, b_hi}),

@@ -32,7 +32,6 @@ using simdjson::dom::element_type;
 
 constexpr int kMaxDepth = 64;  // JSON nesting deeper than any real trace; refused, never recursed
 constexpr int64_t kMaxWorldSize = 1 << 20;  // ranks in a process group: far beyond any job, small enough to multiply shapes by
-constexpr const char* kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
 std::string escape_pointer_token(std::string_view s) {
   std::string out;
@@ -83,7 +82,7 @@ std::string dump(Json j) { return simdjson::minify(j); }
 // is_int64() and is_uint64() ask whether the value fits, not how it is stored.)
 bool is_int64(Json j) { return j.type() == element_type::INT64; }
 bool is_too_large(Json j) { return j.type() == element_type::UINT64; }
-bool is_integer(Json j) { return is_int64(j) || is_too_large(j); }
+bool is_json_integer(Json j) { return is_int64(j) || is_too_large(j); }
 // The element as a T, which the caller has checked it is (the type tests come first, for messages).
 template <class T>
 T as(Json j) {
@@ -279,7 +278,7 @@ class Reader {
     size_t i = 0;
     for (Json dim : shape) {
       auto w = [&] { return Path(shape_at, i).str(); };
-      if (!is_integer(dim)) throw UserError(w(), "a dimension must be an integer, got " + kind_name(dim));
+      if (!is_json_integer(dim)) throw UserError(w(), "a dimension must be an integer, got " + kind_name(dim));
       if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
       int64_t d = int_of(dim);
       if (d < 0) throw UserError(w(), "negative dimension " + std::to_string(d));
@@ -510,7 +509,7 @@ class Reader {
     if (positional.size() > positional_slots && positional_slots > 0 && params[positional_slots - 1].kind == ParamKind::int_list) {
       const size_t first = positional_slots - 1;
       bool all_integers = true;
-      for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && is_integer(positional[i].json);
+      for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && is_json_integer(positional[i].json);
       if (all_integers) {
         std::vector<Arg> items;
         for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, positional[i].where, 2));

@@ -3,10 +3,15 @@
 // JSON syntax errors.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "thunder_gen/ir.h"
 
 namespace tg {
+
+// The symbol of a custom autograd function's call (shared/seeds: its forward and backward bodies
+// are inlined); the listing reader refuses it too.
+inline constexpr std::string_view kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
 // Parses and verifies `text`. Deeply nested input is refused rather than recursed into.
 Trace read_trace(const std::string& text);
