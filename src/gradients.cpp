@@ -265,8 +265,55 @@ Contributions prod_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 
 }  // namespace
 
-// Every kind decides here, once: its rule, a torch-level rule (torch_ops.cpp), or none.
-GradRule gradient_rule(OpKind kind) {
+// Every kind decides here, once, where its gradient rule comes from (the compiler insists on each
+// kind): its own rule below, a torch-level rule (torch_ops.cpp), Thunder's distributed rules
+// (distributed.h), or none.
+RuleSource rule_source(OpKind kind) {
+  switch (kind) {
+#define TG_UNARY_FLOAT(name, ...) case OpKind::name:
+#include "thunder_gen/unary_float_prims.def"
+#undef TG_UNARY_FLOAT
+#define TG_BINARY_FLOAT(name, ...) case OpKind::name:
+#include "thunder_gen/binary_float_prims.def"
+#undef TG_BINARY_FLOAT
+    case OpKind::abs: case OpKind::neg: case OpKind::where: case OpKind::lerp:
+    case OpKind::convert_element_type: case OpKind::broadcast_in_dim: case OpKind::reshape: case OpKind::squeeze:
+    case OpKind::transpose: case OpKind::slice: case OpKind::pad: case OpKind::cat: case OpKind::sum:
+    case OpKind::prod: case OpKind::amax: case OpKind::amin: case OpKind::var: case OpKind::var_mean:
+    case OpKind::matmul:
+      return RuleSource::own;
+    case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
+    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_matmul: case OpKind::t_reshape:
+    case OpKind::t_permute: case OpKind::t_transpose: case OpKind::t_unsqueeze: case OpKind::t_sum: case OpKind::t_mean:
+    case OpKind::t_layer_norm: case OpKind::t_rms_norm: case OpKind::t_cross_entropy: case OpKind::t_nll_loss:
+    case OpKind::t_cat: case OpKind::t_split: case OpKind::t_var: case OpKind::t_embedding: case OpKind::t_sdpa:
+    case OpKind::t_addmm: case OpKind::t_baddbmm: case OpKind::t_bmm: case OpKind::t_addcmul: case OpKind::t_addcdiv:
+    case OpKind::t_max: case OpKind::t_min: case OpKind::t_clamp: case OpKind::t_masked_fill: case OpKind::t_tril:
+    case OpKind::t_triu: case OpKind::t_cumsum: case OpKind::t_normalize: case OpKind::t_mha:
+    case OpKind::t_conv1d: case OpKind::t_conv2d:
+    case OpKind::t_convolution: case OpKind::t_prim_linear:
+    case OpKind::t_dropout: case OpKind::shallow_copy: case OpKind::stride_order:
+      return RuleSource::torch_level;
+    // Distributed prims: synchronize has Thunder's rule, the collectives theirs (src/distributed.h);
+    // wait and the bucket prims are differentiated through their lowering.
+    case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack: case OpKind::t_pack_for_fsdp:
+    case OpKind::t_unpack_for_fsdp: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter: case OpKind::broadcast:
+      return RuleSource::distributed;
+    // No gradient flows: piecewise constant, boolean or integer results, sources.
+    case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:
+    case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not: case OpKind::bitwise_and:
+    case OpKind::bitwise_or: case OpKind::bitwise_xor: case OpKind::bitwise_left_shift: case OpKind::bitwise_right_shift:
+    case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
+    case OpKind::full: case OpKind::iota: case OpKind::uniform: case OpKind::uniform_philox: case OpKind::argmax: case OpKind::argmin: case OpKind::partial_sum: case OpKind::fused_kernel:
+      return RuleSource::none;
+  }
+  throw InternalError("an OpKind outside the enum");
+}
+
+namespace {
+
+// The rules of the kinds whose RuleSource is own.
+GradRule own_rule(OpKind kind) {
   switch (kind) {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) \
   case OpKind::name:                                         \
@@ -303,31 +350,19 @@ GradRule gradient_rule(OpKind kind) {
     case OpKind::var:
     case OpKind::var_mean: return variance;
     case OpKind::matmul: return matmul_gradient;
-    case OpKind::t_softmax: case OpKind::t_log_softmax: case OpKind::t_relu: case OpKind::t_sigmoid: case OpKind::t_tanh:
-    case OpKind::t_silu: case OpKind::t_gelu: case OpKind::t_linear: case OpKind::t_matmul: case OpKind::t_reshape:
-    case OpKind::t_permute: case OpKind::t_transpose: case OpKind::t_unsqueeze: case OpKind::t_sum: case OpKind::t_mean:
-    case OpKind::t_layer_norm: case OpKind::t_rms_norm: case OpKind::t_cross_entropy: case OpKind::t_nll_loss:
-    case OpKind::t_cat: case OpKind::t_split: case OpKind::t_var: case OpKind::t_embedding: case OpKind::t_sdpa:
-    case OpKind::t_addmm: case OpKind::t_baddbmm: case OpKind::t_bmm: case OpKind::t_addcmul: case OpKind::t_addcdiv:
-    case OpKind::t_max: case OpKind::t_min: case OpKind::t_clamp: case OpKind::t_masked_fill: case OpKind::t_tril:
-    case OpKind::t_triu: case OpKind::t_cumsum: case OpKind::t_normalize: case OpKind::t_mha:
-    case OpKind::t_conv1d: case OpKind::t_conv2d:
-    case OpKind::t_convolution: case OpKind::t_prim_linear:
-    case OpKind::t_dropout: case OpKind::shallow_copy: case OpKind::stride_order:
-      return torch_gradient(kind);
-    // Distributed prims: synchronize has Thunder's rule, the collectives theirs (src/distributed.h);
-    // wait and the bucket prims are differentiated through their lowering.
-    case OpKind::t_synchronize: case OpKind::t_wait: case OpKind::t_pack: case OpKind::t_unpack: case OpKind::t_pack_for_fsdp:
-    case OpKind::t_unpack_for_fsdp: case OpKind::all_reduce: case OpKind::all_gather: case OpKind::reduce_scatter: case OpKind::broadcast:
-      return distributed_gradient(kind);
+    default:
+      throw InternalError("no rule of its own for an op whose rule_source says it has one");
+  }
+}
 
-    // No gradient flows: piecewise constant, boolean or integer results, sources.
-    case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:
-    case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not: case OpKind::bitwise_and:
-    case OpKind::bitwise_or: case OpKind::bitwise_xor: case OpKind::bitwise_left_shift: case OpKind::bitwise_right_shift:
-    case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
-    case OpKind::full: case OpKind::iota: case OpKind::uniform: case OpKind::uniform_philox: case OpKind::argmax: case OpKind::argmin: case OpKind::partial_sum: case OpKind::fused_kernel:
-      return nullptr;
+}  // namespace
+
+GradRule gradient_rule(OpKind kind) {
+  switch (rule_source(kind)) {
+    case RuleSource::own: return own_rule(kind);
+    case RuleSource::torch_level: return torch_gradient(kind);
+    case RuleSource::distributed: return distributed_gradient(kind);
+    case RuleSource::none: return nullptr;
   }
   return nullptr;
 }
@@ -337,8 +372,8 @@ GradRule gradient_rule(OpKind kind) {
 namespace tg {
 
 std::string_view gradient_saves(OpKind kind) {
-  if (kind >= OpKind::t_softmax && kind <= OpKind::t_dropout) return torch_gradient_saves(kind);  // torch-level rows
-  if (!gradient_rule(kind)) return "";
+  if (rule_source(kind) == RuleSource::torch_level) return torch_gradient_saves(kind);
+  if (!gradient_rule(kind)) return "";  // (none, or differentiated through its lowering)
   switch (kind) {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) \
   case OpKind::name: return #saves;

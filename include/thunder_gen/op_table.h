@@ -48,7 +48,7 @@ enum class OpKind {
   t_addmm, t_baddbmm, t_bmm, t_addcmul, t_addcdiv, t_max, t_min, t_clamp, t_masked_fill, t_tril, t_triu,
   t_cumsum, t_normalize, t_mha, t_conv1d, t_conv2d, t_convolution,
   t_prim_linear,  // prims.linear: what Thunder's autocast records for F.linear
-  t_dropout,  // (the last torch-level kind: gradient_saves() reads t_softmax..t_dropout as that range)
+  t_dropout,
   // prims that only name a copy or a memory layout: lowered to an identity reshape
   shallow_copy, stride_order,
   // distributed prims lowered to the collectives above and to copies: synchronize (a parameter's
