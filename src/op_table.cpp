@@ -31,14 +31,14 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
-namespace {
-// The position of parameter `name` in the signature; params.size() when it declares none. A
-// short scan over string_views: the longest signature (multi_head_attention_forward) has 28.
+// A short scan over string_views: the longest signature (multi_head_attention_forward) has 28.
 size_t param_index(const OpInfo& info, std::string_view name) {
   size_t i = 0;
   while (i < info.params.size() && info.params[i].name != name) ++i;
   return i;
 }
+
+namespace {
 
 // The position of parameter `name` in op's signature (what a RuleError names); an internal error
 // when the op has no signature or its signature declares no such parameter.

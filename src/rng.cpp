@@ -1,6 +1,5 @@
 #include "rng.h"
 
-#include <algorithm>
 #include <set>
 
 #include "thunder_gen/diagnostics.h"
@@ -56,7 +55,7 @@ size_t philox_seed_param(const Op& op) {
       // seed, offset, stream, in that order, in each drawing row's signature (the torch-level
       // rows' extension after PyTorch's parameters)
       const std::vector<Param>& params = op.info->params;
-      const size_t seed = size_t(std::find_if(params.begin(), params.end(), [](const Param& p) { return p.name == "seed"; }) - params.begin());
+      const size_t seed = param_index(*op.info, "seed");
       TG_CHECK(seed + 2 < params.size() && params[seed + 1].name == "offset" && params[seed + 2].name == "stream",
                std::string(op.info->id) + " does not declare seed, offset and stream");
       return seed;

@@ -198,6 +198,8 @@ struct OpInfo {
 const std::vector<OpInfo>& op_table();
 const OpInfo* find_op(std::string_view id);
 const OpInfo& op_info(OpKind kind);
+// The position of parameter `name` in info's signature; info.params.size() when it declares none.
+size_t param_index(const OpInfo& info, std::string_view name);
 // A collective of thunder.distributed.prims (all_reduce, all_gather, reduce_scatter, broadcast).
 bool is_collective(OpKind kind);
 // A torch-level form of an elementwise prim (`torch.add` of `prims.add`, src/torch_elementwise.h):
