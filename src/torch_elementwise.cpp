@@ -198,7 +198,10 @@ std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op) {
   std::vector<Arg> args;
   for (size_t i = 0; i < op.info->params.size() && op.info->params[i].kind == ParamKind::tensor_or_number; ++i)
     args.push_back(op.info->kind == OpKind::where && i == 0 ? prim_operand(g, op.arg("pred"), DType::b8, shape) : prim_operand(g, op.arg(i), dt, shape));
-  const bool scaled = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none;
+  // alpha=1 (what Thunder records for a plain `a + b`) scales nothing: multiplying by it would
+  // only add an op, and in the backward a kernel of its own for the cotangent times 1.
+  const bool scaled = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none &&
+                      !(op.arg("alpha").is_number() && op.arg("alpha").as_double() == 1.0);
   if (scaled) args[1] = args[1].is_value() ? val(mul(g, args[1], op.arg("alpha"))) : Arg::of_real(args[1].as_double() * op.arg("alpha").as_double());
   if (op.info->kind == OpKind::div && op.arg("rounding_mode").kind != Arg::Kind::none) return {rounded_division(g, args[0], args[1], dt, op.arg("rounding_mode").text)};
   return {call(g, prim_id, std::move(args))};
