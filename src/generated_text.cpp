@@ -115,6 +115,14 @@ std::string comment_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
+    // A run that needs no escape goes in whole (most comments are all run).
+    size_t run = i;
+    while (run < text.size() && printable_ascii(static_cast<unsigned char>(text[run])) && text[run] != '\\' && text[run] != '*') ++run;
+    if (run > i) {
+      out.append(text, i, run - i);
+      i = run - 1;
+      continue;
+    }
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\\') out += "\\x5c";  // (never a backslash last on the line: it would join the next line to the comment)
     else if (c == '*' && i + 1 < text.size() && text[i + 1] == '/') out += "*\\";

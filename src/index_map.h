@@ -41,31 +41,44 @@ Index identity_index(size_t rank);
 template <class T>
 class ReadMap {
  public:
-  const T* find(ValueId v, const Index& index) const {
-    auto it = map_.find(Probe{v, index});
-    return it == map_.end() ? nullptr : &it->second;
+  const T* find(ValueId v, const Index& index) const { return find(Probe{v, index, hash_read(v, index)}); }
+  void set(ValueId v, const Index& index, T value) {
+    const size_t hash = hash_read(v, index);
+    map_.insert_or_assign(Read{v, index, hash}, std::move(value));
   }
-  void set(ValueId v, const Index& index, T value) { map_.insert_or_assign(Read{v, index}, std::move(value)); }
+  // Adds the read with `value` unless it is there; false if it was. (One hash for both.)
+  bool insert(ValueId v, const Index& index, T value) {
+    const Probe probe{v, index, hash_read(v, index)};
+    if (find(probe)) return false;
+    map_.emplace(Read{v, index, probe.hash}, std::move(value));
+    return true;
+  }
 
  private:
   struct Read {
     ValueId value;
     Index index;
+    size_t hash;  // hash_read(value, index), kept so rehashing and inserting compute it once
   };
   struct Probe {  // a read looked up without copying its index
     ValueId value;
     const Index& index;
+    size_t hash;
   };
   struct Hash {
     using is_transparent = void;
-    size_t operator()(const Read& r) const { return hash_read(r.value, r.index); }
-    size_t operator()(const Probe& p) const { return hash_read(p.value, p.index); }
+    template <class Key>
+    size_t operator()(const Key& k) const { return k.hash; }
   };
   struct Equal {
     using is_transparent = void;
     template <class A, class B>
-    bool operator()(const A& a, const B& b) const { return a.value == b.value && a.index == b.index; }
+    bool operator()(const A& a, const B& b) const { return a.hash == b.hash && a.value == b.value && a.index == b.index; }
   };
+  const T* find(const Probe& probe) const {
+    auto it = map_.find(probe);
+    return it == map_.end() ? nullptr : &it->second;
+  }
   static size_t hash_read(ValueId v, const Index& index);
   std::unordered_map<Read, T, Hash, Equal> map_;
 };
@@ -73,11 +86,7 @@ class ReadMap {
 class ReadSet {
  public:
   // Adds the read; false if it was there.
-  bool insert(ValueId v, const Index& index) {
-    if (reads_.find(v, index)) return false;
-    reads_.set(v, index, true);
-    return true;
-  }
+  bool insert(ValueId v, const Index& index) { return reads_.insert(v, index, true); }
 
  private:
   ReadMap<bool> reads_;

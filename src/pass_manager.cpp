@@ -88,6 +88,13 @@ void PassManager::finish_read(const Trace& t) {
   stop_if_asked(Pass::read, [&] { return print_trace(t); });
 }
 
+Trace PassManager::unchanged(Pass pass, Trace t) {
+  log_line(pass, "nothing to do", Clock::now());
+  dump(pass_name(pass), t);
+  stop_if_asked(pass, [&] { return print_trace(t); });
+  return t;
+}
+
 void PassManager::skip(Pass pass, const std::string& listing) {
   stop_if_asked(pass, [&] { return listing; });
 }

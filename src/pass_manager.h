@@ -54,6 +54,9 @@ class PassManager {
 
   // The trace as the reader returned it: listed as pass `read`.
   void finish_read(const Trace& t);
+  // A pass with nothing to do on `t` (no draw to bind): logged, listed and stopped after like one
+  // that ran, and not verified again, since `t` is the verified trace the pass was given.
+  Trace unchanged(Pass pass, Trace t);
   // A pass this trace does not need (autograd with nothing to train): --emit naming it still gets
   // `listing`.
   void skip(Pass pass, const std::string& listing);

@@ -88,7 +88,8 @@ struct Work {
 // (A run resumed after one of these passes starts with its result: see step.)
 Trace front_end(Trace read, const PipelineOptions& o, PassManager& passes, Trace& input) {
   if (!o.resumes_after(Pass::read)) passes.finish_read(read);
-  Trace bound = step(Pass::rng, bind_rng, std::move(read), passes, o);
+  Trace bound = has_unbound_draws(read) || o.resumes_after(Pass::rng) ? step(Pass::rng, bind_rng, std::move(read), passes, o)
+                                                                      : passes.unchanged(Pass::rng, std::move(read));
   input = step(Pass::overrides, [&](Trace t) { return apply_overrides(std::move(t), o.overrides); }, std::move(bound), passes, o);
   const bool training = trains(input);
   Trace decomposed = o.resumes_after(Pass::decompose) ? input : passes.run(Pass::decompose, [&](const Trace& t) { return decompose(t, training); }, input);

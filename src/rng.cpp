@@ -64,6 +64,8 @@ size_t philox_seed_param(const Op& op) {
   }
 }
 
+bool has_unbound_draws(const Trace& trace) { return any_unbound(trace.ops); }
+
 Trace bind_rng(Trace trace) {
   if (!any_unbound(trace.ops)) return trace;
   Trace out = std::move(trace);

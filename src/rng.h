@@ -15,6 +15,9 @@
 namespace tg {
 
 Trace bind_rng(Trace trace);
+// Does the trace draw without a bound seed (what bind_rng binds)? Without such a draw the pass
+// returns the trace as it is.
+bool has_unbound_draws(const Trace& trace);
 
 // Where an op that can draw keeps its Philox seed (the offset and the stream follow), or 0:
 // prims.uniform_philox, torch.nn.functional.dropout, scaled_dot_product_attention,
