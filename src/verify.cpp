@@ -1,6 +1,9 @@
 #include "verify.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,9 +15,46 @@
 namespace tg {
 namespace {
 
+// Which value owns each name in one naming domain: open addressing over value ids in one array,
+// since a node per value (std::unordered_map) was a fifth of the verifier's time, and the
+// verifier runs after every pass.
+class NameOwners {
+ public:
+  explicit NameOwners(const Trace& t) : t_(t) {}
+  void reserve(size_t names) { rehash(std::bit_ceil(2 * names + 2)); }
+  // The value owning `id`'s name: `id` itself, made the owner if the name had none.
+  ValueId claim(ValueId id) {
+    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
+    ValueId& slot = slot_of(t_.value(id).name);
+    if (slot == kNoValue) {
+      slot = id;
+      ++count_;
+    }
+    return slot;
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<ValueId> slots_;  // kNoValue where empty; a power of two long, at most half full
+  size_t count_ = 0;
+
+  ValueId& slot_of(std::string_view name) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = std::hash<std::string_view>()(name) & mask;
+    while (slots_[i] != kNoValue && t_.value(slots_[i]).name != name) i = (i + 1) & mask;
+    return slots_[i];
+  }
+  void rehash(size_t size) {
+    if (size <= slots_.size()) return;
+    std::vector<ValueId> old = std::exchange(slots_, std::vector<ValueId>(size, kNoValue));
+    for (ValueId id : old)
+      if (id != kNoValue) slot_of(t_.value(id).name) = id;
+  }
+};
+
 class Verifier {
  public:
-  explicit Verifier(const Trace& t) : t_(t), defined_(t.values.size(), false) {}
+  explicit Verifier(const Trace& t) : t_(t), defined_(t.values.size(), false), names_(t) {}
 
   void run() {
     names_.reserve(t_.values.size());  // (not for custom bodies: their verifiers are many and small)
@@ -27,15 +67,14 @@ class Verifier {
   const Trace& t_;
   std::vector<bool> defined_;
   std::vector<ValueId> defined_order_;  // every define, so a decomposition's can be undone
-  std::unordered_map<std::string_view, ValueId> names_;  // a name belongs to one value in its naming domain
+  NameOwners names_;  // a name belongs to one value in its naming domain
 
   // `where` gives the place (a function: the text is built only for an error).
   template <class Where>
   void define(ValueId id, const Where& where) {
     if (id < 0 || size_t(id) >= t_.values.size()) throw UserError(where(), "defines a value that does not exist");
     if (defined_[id]) throw UserError(where(), "value \"" + t_.value(id).name + "\" is defined twice");
-    auto [it, fresh] = names_.emplace(t_.value(id).name, id);
-    if (!fresh && it->second != id) throw UserError(where(), "the name \"" + t_.value(id).name + "\" is used by two values");
+    if (names_.claim(id) != id) throw UserError(where(), "the name \"" + t_.value(id).name + "\" is used by two values");
     defined_[id] = true;
     defined_order_.push_back(id);
   }

@@ -12,6 +12,7 @@
 #include "reader.h"
 #include "thunder_gen/diagnostics.h"
 #include "trace_builder.h"
+#include "verify.h"
 
 using test::op;
 using test::tensor;
@@ -108,4 +109,20 @@ TEST_CASE("the pass manager verifies what a pass returns") {
     return t;
   }(tg::remove_dead_ops(with_dead_ops()));
   CHECK_THROWS_AS(passes.run(tg::Pass::fuse, [&](tg::Trace) { return broken_by_pass; }, with_dead_ops()), tg::InternalError);
+}
+
+TEST_CASE("verification refuses two values with one name, however many values the trace has") {
+  // What a pass that names a new value carelessly would make: the reader cannot (a name read twice
+  // is one value, defined twice), so the check is the verifier's alone.
+  tg::Trace t = with_dead_ops();
+  for (int i = 0; i < 100; ++i) {  // (enough values that the verifier's name table grows)
+    tg::Value v = t.value(t.inputs[0]);
+    v.name = "extra" + std::to_string(i);
+    t.inputs.push_back(t.add_value(std::move(v)));
+  }
+  CHECK_NOTHROW(tg::verify(t));
+  t.value(t.ops[1].outs[0]).name = "extra57";  // e = exp(x) now shares a name with an input
+  CHECK_THROWS_WITH(tg::verify(t), Catch::Contains("the name \"extra57\" is used by two values"));
+  t.value(t.ops[1].outs[0]).name = "e";
+  CHECK_NOTHROW(tg::verify(t));
 }
