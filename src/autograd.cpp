@@ -7,7 +7,6 @@
 #include "torch_ops.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 
 #include "thunder_gen/diagnostics.h"
@@ -67,8 +66,6 @@ class ForwardPart {
       }
     }
   }
-  ForwardPart(const ForwardPart&) = delete;  // walk_ points into lowered_
-  ForwardPart& operator=(const ForwardPart&) = delete;
 
   // In forward order; valid once the joint trace's forward part stops growing.
   std::vector<const Op*> differentiable(const Trace& joint) const {
@@ -81,8 +78,8 @@ class ForwardPart {
   const ValueRename& custom_rename(const Op& op) const { return custom_renames_.at(&op); }
 
  private:
-  // A forward op, a lowered prim, or (kInJoint) the joint trace's op at `joint_index`, resolved
-  // later because the joint trace's ops move as it grows.
+  // A forward op, or (kInJoint) the joint trace's op at `joint_index` (a lowered prim among
+  // them), resolved later because the joint trace's ops move as it grows.
   struct Step {
     const Op* op;
     size_t joint_index;
@@ -107,19 +104,14 @@ class ForwardPart {
   // one, else the rules of those prims.
   void add_composite(Trace& joint, NameSet& taken, const Op& op) {
     std::vector<Op> prims = lower_composite(joint, taken, op);
-    joint.ops.insert(joint.ops.end(), prims.begin(), prims.end());
-    if (op.info->grad) {
-      walk_.push_back({&op, 0});
-      return;
-    }
+    if (op.info->grad) walk_.push_back({&op, 0});
     for (Op& prim : prims) {
-      lowered_.push_back(std::move(prim));
-      walk_.push_back({&lowered_.back(), 0});
+      if (!op.info->grad) walk_.push_back({kInJoint, joint.ops.size()});
+      joint.ops.push_back(std::move(prim));
     }
   }
 
   std::vector<Step> walk_;
-  std::deque<Op> lowered_;  // stable addresses
   std::map<const Op*, ValueRename> custom_renames_;
 };
 
