@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "distributed.h"
 #include "gradients.h"
@@ -1350,9 +1351,10 @@ constexpr std::pair<std::string_view, std::string_view> kOtherIds[] = {
     {"torch.nn.functional.layer_norm", "torch.layer_norm"},  // what nn.LayerNorm records
 };
 
+// (Hashed: the reader looks up every op it reads, and the prim builder every prim it makes.)
 const OpInfo* find_op(std::string_view id) {
-  static const std::map<std::string_view, const OpInfo*> index = [] {
-    std::map<std::string_view, const OpInfo*> m;
+  static const std::unordered_map<std::string_view, const OpInfo*> index = [] {
+    std::unordered_map<std::string_view, const OpInfo*> m;
     for (const OpInfo& r : op_table())
       if (!r.made_by_fusion()) m[r.id] = &r;
     for (auto [row, other] : kOtherIds) m[other] = m.at(row);
