@@ -42,6 +42,10 @@ std::string dim_declarations(const std::string& body, const std::vector<IndexExp
 void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims);
 // 0, 1, ..., rank - 1: every dim of `domain`.
 std::vector<int64_t> all_dims(const Shape& domain);
+// `head`, the items separated by ", ", then `tail`: on one line when that fits in 100 columns
+// after `indent`, else one item a line, four columns in from `indent`, so that a diff of the
+// generated code shows an added or renamed parameter as one line. (No indent before `head`.)
+std::string wrapped_list(std::string_view indent, std::string_view head, const std::vector<std::string>& items, std::string_view tail);
 
 class KernelWriter {
  public:
@@ -149,7 +153,7 @@ class KernelWriter {
 
   // ---- pointwise kernels (emit_pointwise.cpp) ---------------------------------------------------
   std::string element_function(bool in_runs);
-  std::string element_call(const std::string& i, const std::function<std::string(const RunLoad&)>& read,
+  std::string element_call(const std::string& indent, const std::string& i, const std::function<std::string(const RunLoad&)>& read,
                            const std::function<std::string(ValueId)>& result) const;
   std::string pointwise_body();
   std::string element_loop_body(const std::string& indent);

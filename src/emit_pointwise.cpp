@@ -11,12 +11,6 @@ namespace tg::emit {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // The identifiers (and numbers) in `text`, each once: which of many names a body uses, in one
 // pass over it rather than one per name.
 std::unordered_set<std::string> words_in(const std::string& text) {
@@ -66,19 +60,20 @@ std::string KernelWriter::element_function(bool in_runs) {
     params.push_back(parameter(a.value, false));
   }
   for (ValueId v : k_.outs) params.push_back(ctype(t_.value(v).dtype) + "& " + local(Role::result, v));
-  return "__device__ __forceinline__ void " + tg::ident(Role::element_function, k_.label) + "(" + joined(params) + ") {\n" + body + "}\n";
+  const std::string head = "__device__ __forceinline__ void " + tg::ident(Role::element_function, k_.label) + "(";
+  return wrapped_list("", head, params, ") {") + "\n" + body + "}\n";
 }
 
 // A call of the element function at element `i` (code), each value parameter `read(r)`, each
-// result into `result(v)`.
-std::string KernelWriter::element_call(const std::string& i, const std::function<std::string(const RunLoad&)>& read,
+// result into `result(v)`, as a statement written after `indent`.
+std::string KernelWriter::element_call(const std::string& indent, const std::string& i, const std::function<std::string(const RunLoad&)>& read,
                                        const std::function<std::string(ValueId)>& result) const {
   std::vector<std::string> args;
   if (element_takes_i_) args.push_back(i);
   for (const RunLoad& r : run_loads_) args.push_back(read(r));
   for (ValueId v : element_args_) args.push_back(ident(v));
   for (ValueId v : k_.outs) args.push_back(result(v));
-  return tg::ident(Role::element_function, k_.label) + "(" + joined(args) + ");";
+  return wrapped_list(indent, tg::ident(Role::element_function, k_.label) + "(", args, ");");
 }
 
 std::string KernelWriter::pointwise_body() {
@@ -101,7 +96,7 @@ std::string KernelWriter::element_loop_body(const std::string& indent) {
   for (const RunLoad& r : run_loads_) reads.push_back("tg::load(" + ident(r.value) + ", " + offset(t_.value(r.value), r.index) + ")");
   for (ValueId v : k_.outs) line(ctype(t_.value(v).dtype) + " " + local(Role::element, v) + ";");
   size_t next = 0;
-  line(element_call("i", [&](const RunLoad&) { return reads[next++]; }, [&](ValueId v) { return local(Role::element, v); }));
+  line(element_call(indent, "i", [&](const RunLoad&) { return reads[next++]; }, [&](ValueId v) { return local(Role::element, v); }));
   for (ValueId v : k_.outs) line("tg::store(" + ident(v) + ", i, " + local(Role::element, v) + ");");
   std::string code = pop();
   return dim_declarations(code, loop_dims_, all_dims(layout_.domain), indent) + code;
@@ -154,7 +149,7 @@ std::string KernelWriter::lane_body(const std::string& indent) const {
   for (ValueId v : k_.outs)
     if (t_.value(v).bit_packed) out += indent + ctype(t_.value(v).dtype) + " " + local(Role::element, v) + ";\n";
   auto result = [&](ValueId v) { return t_.value(v).bit_packed ? local(Role::element, v) : local(Role::run_out, v) + "[lane]"; };
-  out += indent + element_call("run * " + std::to_string(lanes_) + " + lane", [](const RunLoad& r) { return r.array + "[lane]"; }, result) + "\n";
+  out += indent + element_call(indent, "run * " + std::to_string(lanes_) + " + lane", [](const RunLoad& r) { return r.array + "[lane]"; }, result) + "\n";
   for (ValueId v : k_.outs)
     if (t_.value(v).bit_packed) out += indent + local(Role::run_bits, v) + " |= unsigned(" + local(Role::element, v) + ") << lane;\n";
   return out;

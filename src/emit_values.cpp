@@ -85,6 +85,17 @@ std::vector<int64_t> all_dims(const Shape& domain) {
   return all;
 }
 
+std::string wrapped_list(std::string_view indent, std::string_view head, const std::vector<std::string>& items, std::string_view tail) {
+  constexpr size_t kColumns = 100;
+  std::string line(head);
+  for (size_t i = 0; i < items.size(); ++i) line += (i ? ", " : "") + items[i];
+  line += tail;
+  if (indent.size() + line.size() <= kColumns || items.size() < 2) return line;
+  std::string out(head);
+  for (size_t i = 0; i < items.size(); ++i) out += "\n" + std::string(indent) + "    " + items[i] + (i + 1 < items.size() ? "," : "");
+  return out + std::string(tail);
+}
+
 bool uses_word(const std::string& text, const std::string& word) {
   auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
@@ -155,17 +166,11 @@ std::string KernelWriter::write() {
     out << comment_line("    " + print_op(op, t_));
   }
   out << element_function_;
-  out << "extern \"C\" __global__ void __launch_bounds__(" << block_size() << ") " << k_.label << "(";
-  bool first = true;
-  for (const Arg& a : k_.args) {
-    out << (first ? "" : ", ") << parameter(a.value, false);
-    first = false;
-  }
-  for (ValueId id : k_.outs) {
-    out << (first ? "" : ", ") << parameter(id, true);
-    first = false;
-  }
-  out << ") {\n" << body << "}\n";
+  std::vector<std::string> params;
+  for (const Arg& a : k_.args) params.push_back(parameter(a.value, false));
+  for (ValueId id : k_.outs) params.push_back(parameter(id, true));
+  const std::string head = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block_size()) + ") " + k_.label + "(";
+  out << wrapped_list("", head, params, ") {") << "\n" << body << "}\n";
   return out.str();
 }
 

@@ -31,7 +31,9 @@ __device__ __forceinline__ void element_chain10_pointwise_t9(float v_x, float& o
   const float v_t9 = (v_t8 * 3.0f);
   out_t9 = v_t9;
 }
-extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(const float* __restrict__ g_x, float* __restrict__ g_t9) {
+extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t9) {
   const int64_t n = 1048576;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.

@@ -32,7 +32,13 @@
 //     bw21 = prims.mul(cotangent_t13, bw7)  # bw21: f32[2048, 1024]
 //     grad_w__parts = thunder_gen.partial_sum(bw21, [0], 512)  # grad_w__parts: f32[512, 1024]
 //     grad_b__parts = thunder_gen.partial_sum(cotangent_t13, [0], 512)  # grad_b__parts: f32[512, 1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_x(const float* __restrict__ g_x, const float* __restrict__ g_w, const float* __restrict__ g_cotangent_t13, float* __restrict__ g_grad_x, float* __restrict__ g_grad_w__parts, float* __restrict__ g_grad_b__parts) {
+extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_grad_x(
+    const float* __restrict__ g_x,
+    const float* __restrict__ g_w,
+    const float* __restrict__ g_cotangent_t13,
+    float* __restrict__ g_grad_x,
+    float* __restrict__ g_grad_w__parts,
+    float* __restrict__ g_grad_b__parts) {
   const int64_t rows = 2048;
   // this block's sums over its rows, element by element (rows blockIdx.x, + gridDim.x, ...)
   __shared__ float s_grad_w__parts[1024];
@@ -144,7 +150,11 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
 // Implements:
 //   grad_w = prims.sum(grad_w__parts, [0])  # grad_w: f32[1024]
 //   grad_b = prims.sum(grad_b__parts, [0])  # grad_b: f32[1024]
-extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_columnreduce_grad_w(const float* __restrict__ g_grad_w__parts, const float* __restrict__ g_grad_b__parts, float* __restrict__ g_grad_w, float* __restrict__ g_grad_b) {
+extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_columnreduce_grad_w(
+    const float* __restrict__ g_grad_w__parts,
+    const float* __restrict__ g_grad_b__parts,
+    float* __restrict__ g_grad_w,
+    float* __restrict__ g_grad_b) {
   const int64_t rows = 1024;
   for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {
     const int64_t d1 = row;

@@ -20,7 +20,11 @@
 //     t13__9 = prims.mul(t13__7, t13__8)  # t13__9: f32[2048, 1024]
 //     t13__10 = prims.broadcast_in_dim(b, [2048, 1024], [1])  # t13__10: f32[2048, 1024]
 //     t13 = prims.add(t13__9, t13__10)  # t13: f32[2048, 1024]
-extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(const float* __restrict__ g_x, const float* __restrict__ g_w, const float* __restrict__ g_b, float* __restrict__ g_t13) {
+extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(
+    const float* __restrict__ g_x,
+    const float* __restrict__ g_w,
+    const float* __restrict__ g_b,
+    float* __restrict__ g_t13) {
   const int64_t rows = 2048;
   // operands shaped like a row, the same for every row: this thread's elements, read once
   float c_w[4];

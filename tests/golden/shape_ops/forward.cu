@@ -13,7 +13,10 @@
 //   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]  (/ops/2)
 //   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]  (/ops/3)
 //   t4 = prims.mul(t3, 2.0)  # t4: f32[22, 42]  (/ops/4)
-__device__ __forceinline__ void element_shape_ops_pointwise_t4(int64_t i, const float* __restrict__ g_x, float& out_t4) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t4(
+    int64_t i,
+    const float* __restrict__ g_x,
+    float& out_t4) {
   const int64_t d0 = i / 42;
   const int64_t d1 = i % 42;
   const int64_t ix_x_i0 = (d1 * 3 + 1) % 64;
@@ -22,7 +25,9 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t4(int64_t i, const 
   const float v_t4 = (v_x * 2.0f);
   out_t4 = v_t4;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const float* __restrict__ g_x, float* __restrict__ g_t4) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t4) {
   const int64_t n = 924;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
@@ -48,7 +53,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(const f
 //   t2 = prims.reshape(t1, [48, 128])  # t2: f32[48, 128]  (/ops/2)
 //   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]  (/ops/3)
 //   t5 = prims.pad(t3, 0.5, [[-2, 3, 1], [1, 0, 2]])  # t5: f32[44, 125]  (/ops/5)
-__device__ __forceinline__ void element_shape_ops_pointwise_t5(int64_t i, const float* __restrict__ g_x, float& out_t5) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t5(
+    int64_t i,
+    const float* __restrict__ g_x,
+    float& out_t5) {
   const int64_t d0 = i / 125;
   const int64_t d1 = i % 125;
   const int64_t ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
@@ -60,7 +68,9 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t5(int64_t i, const 
   const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
   out_t5 = v_t5;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const float* __restrict__ g_x, float* __restrict__ g_t5) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t5) {
   const int64_t n = 5500;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
@@ -84,7 +94,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(const f
 //   t6 = prims.squeeze(x, [-2])  # t6: f32[64, 96]  (/ops/6)
 //   t7 = prims.pad(t6, -1.0, [[1, -3, 0], [0, 0, 0]])  # t7: f32[62, 96]  (/ops/7)
 //   t8 = prims.exp(t7)  # t8: f32[62, 96]  (/ops/8)
-__device__ __forceinline__ void element_shape_ops_pointwise_t8(int64_t i, const float* __restrict__ g_x, float& out_t8) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t8(
+    int64_t i,
+    const float* __restrict__ g_x,
+    float& out_t8) {
   const int64_t d0 = i / 96;
   const int64_t d1 = i % 96;
   const int64_t ix_t6_i0 = (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0);
@@ -94,7 +107,9 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t8(int64_t i, const 
   const float v_t8 = tg::exp(v_t7);
   out_t8 = v_t8;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const float* __restrict__ g_x, float* __restrict__ g_t8) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t8) {
   const int64_t n = 5952;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
@@ -120,7 +135,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(const f
 //   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]  (/ops/10)
 //   t11 = prims.neg(t9)  # t11: f32[32, 48]  (/ops/11)
 //   t12 = prims.cat([t9, t10, t11], 1)  # t12: f32[32, 144]  (/ops/12)
-__device__ __forceinline__ void element_shape_ops_pointwise_t12(int64_t i, const float* __restrict__ g_x, float& out_t12) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t12(
+    int64_t i,
+    const float* __restrict__ g_x,
+    float& out_t12) {
   const int64_t d0 = i / 144;
   const int64_t d1 = i % 144;
   const int64_t ix_t9_i1 = ((d1 >= 0 && d1 < 48) ? d1 : 0);
@@ -135,7 +153,9 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t12(int64_t i, const
   const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
   out_t12 = v_t12;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const float* __restrict__ g_x, float* __restrict__ g_t12) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t12) {
   const int64_t n = 4608;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
@@ -160,7 +180,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(const 
 //   t9 = prims.slice_prim(t0, [0, 0], [32, 48], None)  # t9: f32[32, 48]  (/ops/9)
 //   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]  (/ops/10)
 //   t13 = prims.cat([t9, t10], 0)  # t13: f32[64, 48]  (/ops/13)
-__device__ __forceinline__ void element_shape_ops_pointwise_t13(int64_t i, const float* __restrict__ g_x, float& out_t13) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t13(
+    int64_t i,
+    const float* __restrict__ g_x,
+    float& out_t13) {
   const int64_t d0 = i / 48;
   const int64_t d1 = i % 48;
   const int64_t ix_t9_i0 = ((d0 >= 0 && d0 < 32) ? d0 : 0);
@@ -171,7 +194,9 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t13(int64_t i, const
   const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
   out_t13 = v_t13;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const float* __restrict__ g_x, float* __restrict__ g_t13) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t13) {
   const int64_t n = 3072;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
@@ -203,7 +228,12 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(const 
 //   t22 = prims.broadcast_in_dim(v, [32, 48], [0, 1])  # t22: f32[32, 48]  (/ops/22)
 //   t23 = prims.convert_element_type(y, dtypes.f32)  # t23: f32[32, 48]  (/ops/23)
 //   t24 = prims.add(t23, t22)  # t24: f32[32, 48]  (/ops/24)
-__device__ __forceinline__ void element_shape_ops_pointwise_t21(int64_t i, int16_t v_y, float v_v, int16_t& out_t21, float& out_t24) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t21(
+    int64_t i,
+    int16_t v_y,
+    float v_v,
+    int16_t& out_t21,
+    float& out_t24) {
   const int64_t d0 = i / 48;
   const int64_t d1 = i % 48;
   const int16_t v_t15 = static_cast<int16_t>(-5 + d1 * 3);
@@ -217,7 +247,11 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t21(int64_t i, int16
   const float v_t24 = (v_t23 + v_v);
   out_t24 = v_t24;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const int16_t* __restrict__ g_y, const float* __restrict__ g_v, int16_t* __restrict__ g_t21, float* __restrict__ g_t24) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
+    const int16_t* __restrict__ g_y,
+    const float* __restrict__ g_v,
+    int16_t* __restrict__ g_t21,
+    float* __restrict__ g_t24) {
   const int64_t n = 1536;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
@@ -230,7 +264,12 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
     int16_t w_t21[4];
     float w_t24[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      element_shape_ops_pointwise_t21(run * 4 + lane, r_y[lane], r_v[lane], w_t21[lane], w_t24[lane]);
+      element_shape_ops_pointwise_t21(
+          run * 4 + lane,
+          r_y[lane],
+          r_v[lane],
+          w_t21[lane],
+          w_t24[lane]);
     }
     tg::store_run(g_t21, run * 4, w_t21);
     tg::store_run(g_t24, run * 4, w_t24);
@@ -252,7 +291,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(const 
 //   t27 = prims.reshape(t26, [16, 32])  # t27: f64[16, 32]  (/ops/27)
 //   t28 = prims.full([16, 32], 0.25, device=devices.Device('cuda:0'), dtype=dtypes.f64)  # t28: f64[16, 32]  (/ops/28)
 //   t29 = prims.mul(t27, t28)  # t29: f64[16, 32]  (/ops/29)
-__device__ __forceinline__ void element_shape_ops_pointwise_t29(int64_t i, const double* __restrict__ g_z, double& out_t29) {
+__device__ __forceinline__ void element_shape_ops_pointwise_t29(
+    int64_t i,
+    const double* __restrict__ g_z,
+    double& out_t29) {
   const int64_t d0 = i / 32;
   const int64_t d1 = i % 32;
   const int64_t ix_z_i0 = d1 % 8;
@@ -261,7 +303,9 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t29(int64_t i, const
   const double v_t29 = (v_z * v_t28);
   out_t29 = v_t29;
 }
-extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(const double* __restrict__ g_z, double* __restrict__ g_t29) {
+extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(
+    const double* __restrict__ g_z,
+    double* __restrict__ g_t29) {
   const int64_t n = 512;
   // Runs of 2 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.

@@ -16,7 +16,9 @@
 //     t4__4 = prims.sum(t4__3, [1])  # t4__4: f32[64]
 //     t4__5 = prims.broadcast_in_dim(t4__4, [64, 1000], [0])  # t4__5: f32[64, 1000]
 //     t4 = prims.div(t4__3, t4__5)  # t4: f32[64, 1000]
-extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(const float* __restrict__ g_x, float* __restrict__ g_t4) {
+extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(
+    const float* __restrict__ g_x,
+    float* __restrict__ g_t4) {
   const int64_t rows = 64;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // t4__0 = prims.amax(x, [1]), and t4__4 = prims.sum(t4__3, [1]) (online: one pass for both)
