@@ -142,11 +142,13 @@ std::string gemm_epilogue(const Op& op, const std::map<ValueId, std::string>& po
 
 // The entry point's parameters as the .cu defines them: as the header declares them (the .cu
 // includes the header, so the compiler holds them to it), then the workspace and the stream.
-std::string definition_params(const EntryPoint& entry) {
-  std::string s;
-  for (const EntryParam& p : entry.params) s += p.c_type + " " + p.name + ", ";
-  if (entry.takes_comm) s += "thunder_gen_comm comm, ";
-  return s + "void* workspace, thunder_gen_stream handle";
+std::vector<std::string> definition_params(const EntryPoint& entry) {
+  std::vector<std::string> params;
+  for (const EntryParam& p : entry.params) params.push_back(p.c_type + " " + p.name);
+  if (entry.takes_comm) params.push_back("thunder_gen_comm comm");
+  params.push_back("void* workspace");
+  params.push_back("thunder_gen_stream handle");
+  return params;
 }
 
 // Bytes each temporary starts at: cuBLASLt and vector accesses want 256-byte alignment at most.
@@ -393,7 +395,7 @@ void write_entry_point(const Trace& fused, const EntryPoint& entry, const std::v
   out << "#endif\n\n";
   out << "// What each argument is: " << entry.header << ". Device pointers; runs asynchronously on the stream; returns a\n"
       << "// tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.\n";
-  out << "extern \"C\" int " << entry.name << "(" << definition_params(entry) << ") {\n";
+  out << emit::wrapped_list("", "extern \"C\" int " + entry.name + "(", definition_params(entry), ") {") << "\n";
   out << "  const tg::Stream stream = tg::stream_of(handle);\n";
   if (entry.takes_comm)
     out << "  TG_TRY(tg::check_comm(comm, " << fused.world_size << "));  // the trace's process group: " << fused.world_size << " ranks\n";

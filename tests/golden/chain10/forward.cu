@@ -66,7 +66,11 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/chain10.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int chain10_forward(const float* x, float* t9, void* workspace, thunder_gen_stream handle) {
+extern "C" int chain10_forward(
+    const float* x,
+    float* t9,
+    void* workspace,
+    thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
   TG_TRY(tg::check_pointer(x, alignof(float), 1048576));
   TG_TRY(tg::check_pointer(t9, alignof(float), 1048576));

@@ -104,7 +104,13 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/layer_norm.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int layer_norm_forward(const float* x, const float* w, const float* b, float* t13, void* workspace, thunder_gen_stream handle) {
+extern "C" int layer_norm_forward(
+    const float* x,
+    const float* w,
+    const float* b,
+    float* t13,
+    void* workspace,
+    thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
   TG_TRY(tg::check_pointer(x, alignof(float), 2097152));
   TG_TRY(tg::check_pointer(w, alignof(float), 1024));

@@ -336,7 +336,21 @@ static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR);
 
 // What each argument is: include/shape_ops.h. Device pointers; runs asynchronously on the stream; returns a
 // tg::Status (0: success). With a workspace of <trace>_workspace_bytes() bytes it allocates nothing.
-extern "C" int shape_ops_forward(const float* x, const int16_t* y, const double* z, const float* v, float* t4, float* t5, float* t8, float* t12, float* t13, int16_t* t21, float* t24, double* t29, void* workspace, thunder_gen_stream handle) {
+extern "C" int shape_ops_forward(
+    const float* x,
+    const int16_t* y,
+    const double* z,
+    const float* v,
+    float* t4,
+    float* t5,
+    float* t8,
+    float* t12,
+    float* t13,
+    int16_t* t21,
+    float* t24,
+    double* t29,
+    void* workspace,
+    thunder_gen_stream handle) {
   const tg::Stream stream = tg::stream_of(handle);
   TG_TRY(tg::check_pointer(x, alignof(float), 6144));
   TG_TRY(tg::check_pointer(y, alignof(int16_t), 1536));
