@@ -100,6 +100,15 @@ TEST_CASE("-v logs one line per pass and --dump-dir lists every pass in pipeline
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("rng binds the draws of a trace that has them, and says it had nothing to do on one without") {
+  std::ostringstream without, with;
+  run_until(example("layer_norm.json"), tg::Pass::rng, "", &without);
+  CHECK(without.str().find("thunder-gen: rng: nothing to do") != std::string::npos);
+  const tg::PipelineResult r = run_until(example("dropout_p09.json"), tg::Pass::rng, "", &with);
+  CHECK(with.str().find("thunder-gen: rng: 1 ops -> 1 ops") != std::string::npos);
+  CHECK(r.stopped_text.find("philox_seed") != std::string::npos);
+}
+
 TEST_CASE("the pass manager verifies what a pass returns") {
   std::ostringstream log;
   tg::PassOptions options;
