@@ -178,15 +178,22 @@ class Interpreter {
         .to(as);
   }
 
-  // Shifts of `bits`-bit integers by a negative amount or by `bits` or more give 0 (-1 shifting a
-  // negative value right), as PyTorch 2 defines them; LibTorch 1.13's CPU kernels leave those to
-  // the machine (x86 masks the amount).
-  static Tensor shift(const Tensor& x, const Tensor& by, int64_t bits, bool left) {
+  // The columns of binary_exact_prims.def's `reference`: how LibTorch computes the prim of
+  // `torch_function` on a and b, `bits`-bit integers for the shifts.
+  static Tensor aten(std::string_view torch_function, const Tensor& a, const Tensor& b, int64_t) { return call_aten(torch_function, {a, b}); }
+  static Tensor shift_left(std::string_view torch_function, const Tensor& a, const Tensor& b, int64_t bits) {
+    return shift(torch_function, a, b, bits, torch::zeros_like(a));
+  }
+  static Tensor shift_right(std::string_view torch_function, const Tensor& a, const Tensor& b, int64_t bits) {
+    return shift(torch_function, a, b, bits, (a < 0).to(a.scalar_type()).neg());
+  }
+  // Shifts of `bits`-bit integers by a negative amount or by `bits` or more give `beyond_fill` (0,
+  // or -1 shifting a negative value right), as PyTorch 2 defines them; LibTorch 1.13's CPU kernels
+  // leave those to the machine (x86 masks the amount).
+  static Tensor shift(std::string_view torch_function, const Tensor& x, const Tensor& by, int64_t bits, const Tensor& beyond_fill) {
     const Tensor beyond = (by < 0) | (by >= bits);
     const Tensor amount = torch::where(beyond, torch::zeros_like(by), by);
-    const Tensor shifted = left ? torch::bitwise_left_shift(x, amount) : torch::bitwise_right_shift(x, amount);
-    const Tensor fill = left ? torch::zeros_like(shifted) : (x < 0).to(shifted.scalar_type()).neg();
-    return torch::where(beyond, fill, shifted);
+    return torch::where(beyond, beyond_fill, call_aten(torch_function, {x, amount}));
   }
 
   // A number argument as LibTorch's promotion sees it (a Python scalar).
@@ -274,17 +281,10 @@ class Interpreter {
       case OpKind::signbit: return {torch::signbit(a(0))};
       case OpKind::isfinite: return {torch::isfinite(a(0))};
       case OpKind::bitwise_not: return {torch::bitwise_not(a(0))};
-      case OpKind::bitwise_and: return {torch::bitwise_and(a(0), a(1))};
-      case OpKind::bitwise_or: return {torch::bitwise_or(a(0), a(1))};
-      case OpKind::bitwise_xor: return {torch::bitwise_xor(a(0), a(1))};
-      case OpKind::bitwise_left_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dt), true)};
-      case OpKind::bitwise_right_shift: return {shift(a(0), a(1), 8 * dtype_bytes(operand_dt), false)};
-      case OpKind::eq: return {torch::eq(a(0), a(1))};
-      case OpKind::ne: return {torch::ne(a(0), a(1))};
-      case OpKind::lt: return {torch::lt(a(0), a(1))};
-      case OpKind::le: return {torch::le(a(0), a(1))};
-      case OpKind::gt: return {torch::gt(a(0), a(1))};
-      case OpKind::ge: return {torch::ge(a(0), a(1))};
+#define TG_BINARY_EXACT(name, torch, code, accepts, result, reference) \
+  case OpKind::name: return {reference(op.info->torch_function, a(0), a(1), 8 * dtype_bytes(operand_dt))};
+#include "thunder_gen/binary_exact_prims.def"
+#undef TG_BINARY_EXACT
       case OpKind::where: return {torch::where(operand(op.arg("pred"), torch::kBool), a(1), a(2))};
       case OpKind::lerp: return {torch::lerp(a(0), a(1), a(2))};
       case OpKind::convert_element_type: {

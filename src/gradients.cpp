@@ -301,9 +301,10 @@ RuleSource rule_source(OpKind kind) {
       return RuleSource::distributed;
     // No gradient flows: piecewise constant, boolean or integer results, sources.
     case OpKind::floor: case OpKind::ceil: case OpKind::round: case OpKind::trunc: case OpKind::sign:
-    case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not: case OpKind::bitwise_and:
-    case OpKind::bitwise_or: case OpKind::bitwise_xor: case OpKind::bitwise_left_shift: case OpKind::bitwise_right_shift:
-    case OpKind::eq: case OpKind::ne: case OpKind::lt: case OpKind::le: case OpKind::gt: case OpKind::ge:
+    case OpKind::signbit: case OpKind::isfinite: case OpKind::bitwise_not:
+#define TG_BINARY_EXACT(name, ...) case OpKind::name:
+#include "thunder_gen/binary_exact_prims.def"
+#undef TG_BINARY_EXACT
     case OpKind::full: case OpKind::iota: case OpKind::uniform: case OpKind::uniform_philox: case OpKind::argmax: case OpKind::argmin: case OpKind::partial_sum: case OpKind::fused_kernel:
       return RuleSource::none;
   }

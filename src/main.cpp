@@ -55,19 +55,20 @@ void out_of_memory(int error, void*) {
 }
 
 // The op table as JSON, for the Python tools (tools/op_declarations.py): each op's id, fusion class,
-// what its gradient saves, and for a declared prim (unary_float_prims.def, binary_float_prims.def)
-// its PyTorch function, the dtypes it accepts, whether it is discontinuous or kinked, and each
-// operand's domain.
+// what its gradient saves, for an elementwise prim or its torch-level form whether its result is
+// bool, and for a declared prim (include/thunder_gen/<family>_prims.def) its family, PyTorch
+// function, the dtypes it accepts, whether it is discontinuous or kinked, and each operand's domain.
 int list_ops_json() {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   for (const tg::OpInfo& op : tg::op_table()) {
     if (op.made_by_fusion()) continue;
     nlohmann::ordered_json row = {{"id", op.id}, {"fusion", tg::fusion_class_name(op.fusion)}, {"grad_saves", op.grad_saves}};
-    if (!op.torch_function.empty()) {
+    if (op.fusion == tg::FusionClass::elementwise || tg::is_torch_form(op)) row["bool_result"] = op.bool_result;
+    if (!op.family.empty()) {
       nlohmann::ordered_json domains = nlohmann::ordered_json::array();
       for (const tg::Domain& d : op.domains) domains.push_back({d.lo, d.hi});
-      row.update({{"torch", op.torch_function}, {"accepts", tg::dtypes_name(op.accepts)}, {"discontinuous", op.discontinuous},
-                  {"kinked", op.kinked}, {"domains", domains}});
+      row.update({{"family", op.family}, {"torch", op.torch_function}, {"accepts", tg::dtypes_name(op.accepts)},
+                  {"discontinuous", op.discontinuous}, {"kinked", op.kinked}, {"domains", domains}});
     }
     ops.push_back(row);
   }

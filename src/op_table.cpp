@@ -995,14 +995,19 @@ std::vector<OutType> partial_sum_rule(const Trace& t, const Op& op) {
 // ---- row builders ---------------------------------------------------------------------------
 
 OpInfo unary_row(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
-  return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor)}, elementwise_rule(bool_result), code, accepts, ""};
+  OpInfo op{k, id, FusionClass::elementwise, {p("a", K::tensor)}, elementwise_rule(bool_result), code, accepts, ""};
+  op.bool_result = bool_result;
+  return op;
 }
 OpInfo binary(OpKind k, std::string_view id, std::string_view code, DTypes accepts, bool bool_result = false) {
-  return OpInfo{k, id, FusionClass::elementwise, {p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
-                elementwise_rule(bool_result), code, accepts, ""};
+  OpInfo op{k, id, FusionClass::elementwise, {p("a", K::tensor_or_number), p("b", K::tensor_or_number)},
+            elementwise_rule(bool_result), code, accepts, ""};
+  op.bool_result = bool_result;
+  return op;
 }
 OpInfo declared_unary_float(OpKind k, std::string_view id, std::string_view code, std::string_view torch, double lo, double hi) {
   OpInfo op = unary_row(k, id, code, DTypes::floats);
+  op.family = "unary_float";
   op.torch_function = torch;
   op.domains = {{lo, hi}};
   return op;
@@ -1015,8 +1020,20 @@ OpInfo declared_binary_float(OpKind k, std::string_view id, std::string_view cod
   op.integer_code = integer_code;
   op.discontinuous = continuity == Continuity::discontinuous;
   op.kinked = continuity == Continuity::kinked;
+  op.family = "binary_float";
   op.torch_function = torch;
   op.domains = {a, b};
+  return op;
+}
+// binary_exact_prims.def's `result` column.
+enum class ExactResult { boolean, operands };
+// An exact prim that reads floats (a comparison) jumps where they do.
+OpInfo declared_binary_exact(OpKind k, std::string_view id, std::string_view code, DTypes accepts, ExactResult result,
+                             std::string_view torch) {
+  OpInfo op = binary(k, id, code, accepts, result == ExactResult::boolean);
+  op.discontinuous = dtypes_accept(accepts, DType::f32);
+  op.family = "binary_exact";
+  op.torch_function = torch;
   return op;
 }
 OpInfo discontinuous(OpInfo op) {
@@ -1052,17 +1069,10 @@ std::vector<OpInfo> build_table() {
   declared_binary_float(OpKind::name, "prims." #name, code, integer_code, D::accepts, Continuity::continuity, torch, {a_lo, a_hi}, {b_lo, b_hi}),
 #include "thunder_gen/binary_float_prims.def"
 #undef TG_BINARY_FLOAT
-      binary(OpKind::bitwise_and, "prims.bitwise_and", "({0} & {1})", D::integers_and_bool),
-      binary(OpKind::bitwise_or, "prims.bitwise_or", "({0} | {1})", D::integers_and_bool),
-      binary(OpKind::bitwise_xor, "prims.bitwise_xor", "({0} ^ {1})", D::integers_and_bool),
-      binary(OpKind::bitwise_left_shift, "prims.bitwise_left_shift", "tg::shift_left({0}, {1})", D::integers),
-      binary(OpKind::bitwise_right_shift, "prims.bitwise_right_shift", "tg::shift_right({0}, {1})", D::integers),
-      discontinuous(binary(OpKind::eq, "prims.eq", "({0} == {1})", D::numbers_and_bool, true)),
-      discontinuous(binary(OpKind::ne, "prims.ne", "({0} != {1})", D::numbers_and_bool, true)),
-      discontinuous(binary(OpKind::lt, "prims.lt", "({0} < {1})", D::numbers_and_bool, true)),
-      discontinuous(binary(OpKind::le, "prims.le", "({0} <= {1})", D::numbers_and_bool, true)),
-      discontinuous(binary(OpKind::gt, "prims.gt", "({0} > {1})", D::numbers_and_bool, true)),
-      discontinuous(binary(OpKind::ge, "prims.ge", "({0} >= {1})", D::numbers_and_bool, true)),
+#define TG_BINARY_EXACT(name, torch, code, accepts, result, reference) \
+  declared_binary_exact(OpKind::name, "prims." #name, code, D::accepts, ExactResult::result, torch),
+#include "thunder_gen/binary_exact_prims.def"
+#undef TG_BINARY_EXACT
 
       OpInfo{OpKind::where, "prims.where", FusionClass::elementwise,
              {p("pred", K::tensor_or_number), p("a", K::tensor_or_number), p("b", K::tensor_or_number)},

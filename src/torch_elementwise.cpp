@@ -65,11 +65,6 @@ bool is_tensor(const Trace& t, const Arg& a) { return a.is_value() && !t.value(a
 
 bool is_true_division(const Op& op) { return op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::none; }
 
-bool bool_result(OpKind k) {
-  return k == OpKind::eq || k == OpKind::ne || k == OpKind::lt || k == OpKind::le || k == OpKind::gt || k == OpKind::ge ||
-         k == OpKind::isfinite || k == OpKind::signbit;
-}
-
 // The dtype the prim computes in: the promoted one, or f32 for true division and float functions
 // of integers and bools (torch.exp of an int tensor is f32).
 DType compute_dtype(const Trace& t, const Op& op) {
@@ -109,7 +104,7 @@ std::vector<OutType> torch_form_rule(const Trace& t, const Op& op) {
   if (has_alpha && !is_tensor(t, op.arg("b")) && !op.arg("alpha").is_number()) fail(2, "alpha must be a number literal when the other operand is a number");
   if (op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::string && op.arg("rounding_mode").text != "trunc" && op.arg("rounding_mode").text != "floor")
     fail(2, "rounding_mode must be \"trunc\", \"floor\" or null, not \"" + op.arg("rounding_mode").text + "\"");
-  return {{bool_result(op.info->kind) ? DType::b8 : computed, broadcast_shape(t, op)}};
+  return {{op.info->bool_result ? DType::b8 : computed, broadcast_shape(t, op)}};
 }
 
 // ---- lowering --------------------------------------------------------------------------------

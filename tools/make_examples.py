@@ -3,8 +3,9 @@
 
 Each example is a hand-written trace in the shape Lightning Thunder gives its traces: prims, and
 torch-level symbols with their decomposition in `sub`. A small builder below infers every output's
-shape and dtype the way src/op_table.cpp does, so the JSON stays consistent when an example
-changes. Plain python3, standard library only:
+shape and dtype the way src/op_table.cpp does (which prims give a bool result it reads from
+`thunder-gen list-ops --json`, tools/op_declarations.py), so the JSON stays consistent when an
+example changes. Plain python3, standard library only:
 
     python3 tools/make_examples.py            # rewrite examples/*.json made by this script
     python3 tools/make_examples.py --check    # exit 1 when a committed file differs from its output
@@ -19,11 +20,14 @@ import os
 import re
 import sys
 
+from op_declarations import bool_result_ops
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
 
 FLOATS = ("f16", "bf16", "f32", "f64")
-BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "signbit", "isfinite"}
+# The prims whose result is b8 (the comparisons, signbit, isfinite), by short name.
+BOOL_RESULT = {op.removeprefix("prims.") for op in bool_result_ops() if op.startswith("prims.")}
 REDUCTIONS = {"sum", "prod", "amax", "amin", "var", "var_mean", "argmax", "argmin"}
 DEVICE = {"device": "cuda:0"}
 

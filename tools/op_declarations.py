@@ -1,9 +1,11 @@
-"""The op table as the Python tools see it: read from `thunder-gen list-ops --json`, so the unary
-and binary float prims declared in include/thunder_gen/unary_float_prims.def and
-binary_float_prims.def need no copy here.
+"""The op table as the Python tools see it: read from `thunder-gen list-ops --json`, so the prims
+declared in include/thunder_gen/unary_float_prims.def, binary_float_prims.def and
+binary_exact_prims.def need no copy here.
 
     unary_float_prims() -> {"exp": UnaryFloat(torch_function=torch.exp, domain=(-20.0, 4.0), ...), ...}
     binary_float_prims() -> {"atan2": BinaryFloat(torch_function=torch.atan2, domains=((-64.0, 64.0), (0.2, 64.0)), ...), ...}
+    binary_exact_prims() -> {"eq": BinaryExact(torch_function=torch.eq, accepts="numbers_and_bool", bool_result=True, ...), ...}
+    bool_result_ops() -> {"prims.eq", "torch.eq", "prims.isfinite", ...}
 
 The thunder-gen binary is $THUNDER_GEN, else build/thunder-gen beside this folder.
 """
@@ -56,6 +58,19 @@ class BinaryFloat:
         return torch_function_named(self.torch_name)
 
 
+@dataclass(frozen=True)
+class BinaryExact:
+    name: str            # prims.<name>
+    torch_name: str      # the PyTorch function that gives its value: torch.eq, torch.bitwise_left_shift
+    accepts: str         # the operand dtypes: numbers_and_bool, integers_and_bool, integers
+    bool_result: bool    # a comparison: the result is b8 (else the operands' dtype)
+    discontinuous: bool  # it reads floats (a comparison): 16-bit operands are read rounded
+
+    @property
+    def torch_function(self) -> Callable:
+        return torch_function_named(self.torch_name)
+
+
 def thunder_gen() -> str:
     return os.environ.get("THUNDER_GEN", str(Path(os.environ.get("TG_BUILD_DIR", ROOT / "build")) / "thunder-gen"))
 
@@ -70,16 +85,16 @@ def op_table() -> list[dict]:
     return json.loads(out)
 
 
-def declared_rows(operands: int) -> list[dict]:
-    """The declared prims' rows (those naming their PyTorch function) with this many operands."""
-    return [row for row in op_table() if "torch" in row and row["id"].startswith("prims.") and len(row["domains"]) == operands]
+def declared_rows(family: str) -> list[dict]:
+    """The prims declared in include/thunder_gen/<family>_prims.def."""
+    return [row for row in op_table() if row.get("family") == family and row["id"].startswith("prims.")]
 
 
 @functools.cache
 def unary_float_prims() -> dict[str, UnaryFloat]:
     return {row["id"].removeprefix("prims."): UnaryFloat(row["id"].removeprefix("prims."), row["torch"], tuple(row["domains"][0]),
                                                          row["grad_saves"] != "none")
-            for row in declared_rows(1)}
+            for row in declared_rows("unary_float")}
 
 
 @functools.cache
@@ -87,4 +102,17 @@ def binary_float_prims() -> dict[str, BinaryFloat]:
     return {row["id"].removeprefix("prims."): BinaryFloat(row["id"].removeprefix("prims."), row["torch"],
                                                           tuple(tuple(d) for d in row["domains"]), row["accepts"],
                                                           row["discontinuous"], row["kinked"])
-            for row in declared_rows(2)}
+            for row in declared_rows("binary_float")}
+
+
+@functools.cache
+def binary_exact_prims() -> dict[str, BinaryExact]:
+    return {row["id"].removeprefix("prims."): BinaryExact(row["id"].removeprefix("prims."), row["torch"], row["accepts"],
+                                                          row["bool_result"], row["discontinuous"])
+            for row in declared_rows("binary_exact")}
+
+
+@functools.cache
+def bool_result_ops() -> frozenset[str]:
+    """The ids of the elementwise prims and torch-level forms whose result is b8."""
+    return frozenset(row["id"] for row in op_table() if row.get("bool_result"))

@@ -53,7 +53,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from op_declarations import binary_float_prims, unary_float_prims
+from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_DIR = ROOT / "tests" / "random"
@@ -197,6 +197,8 @@ def declared_unary_float() -> dict:
 UNARY_FLOAT = declared_unary_float()
 # The binary float prims (include/thunder_gen/binary_float_prims.def): name -> BinaryFloat.
 BINARY_FLOAT = binary_float_prims()
+# The comparisons, bitwise ops and shifts (include/thunder_gen/binary_exact_prims.def): name -> BinaryExact.
+BINARY_EXACT = binary_exact_prims()
 
 
 def sampled_range_2d(f, a: tuple, b: tuple) -> tuple[float, float]:
@@ -1555,6 +1557,15 @@ def binary_float_builder(name: str):
     return b_binary_float
 
 
+# The declared exact prims whose operands need more than a comparison's pair (which may tie) or
+# a bitwise op's two integers: a shift's amount keeps the result in range.
+BINARY_EXACT_BUILDERS = {"bitwise_left_shift": b_shift, "bitwise_right_shift": b_shift}
+
+
+def binary_exact_builder(name: str):
+    return BINARY_EXACT_BUILDERS.get(name) or (b_compare if BINARY_EXACT[name].bool_result else b_bitwise)
+
+
 # ---- the op table as the generator sees it -----------------------------------------------------
 
 UNARY_FLOAT_IDS = [f"prims.{n}" for n in UNARY_FLOAT]
@@ -1570,10 +1581,7 @@ GENERATED = {
     "prims.isfinite": ("numbers_and_bool", b_isfinite),
     "prims.bitwise_not": ("integers_and_bool", b_bitwise_not),
     **{f"prims.{n}": (d.accepts, binary_float_builder(n)) for n, d in BINARY_FLOAT.items()},
-    **{f"prims.bitwise_{n}": ("integers_and_bool", b_bitwise) for n in ("and", "or", "xor")},
-    "prims.bitwise_left_shift": ("integers", b_shift),
-    "prims.bitwise_right_shift": ("integers", b_shift),
-    **{f"prims.{n}": ("numbers_and_bool", b_compare) for n in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"prims.{n}": (d.accepts, binary_exact_builder(n)) for n, d in BINARY_EXACT.items()},
     "prims.where": ("any", b_where),
     "prims.lerp": ("floats", b_lerp),
     "prims.convert_element_type": ("any", b_convert),
@@ -1629,11 +1637,11 @@ EXCLUDED: dict[str, str] = {
     # broadcasting and promotion, checked against eager and LibTorch's promotion by
     # tests/torch_elementwise/; generating them here with mixed operands is still to do.
     **{f"torch.{n}": "the torch-level form of an elementwise prim: tests/torch_elementwise/"
-       for n in ("abs neg floor ceil round trunc sign signbit isfinite bitwise_not bitwise_and bitwise_or bitwise_xor "
-                 "bitwise_left_shift bitwise_right_shift eq ne lt le gt ge where lerp").split()},
+       for n in "abs neg floor ceil round trunc sign signbit isfinite bitwise_not where lerp".split()},
     **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/"
        for d in unary_float_prims().values() if d.torch_name != "torch.tanh"},
-    **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/" for d in BINARY_FLOAT.values()},
+    **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/"
+       for d in [*BINARY_FLOAT.values(), *BINARY_EXACT.values()]},
     # The torch calls of docs/torch-ops.md: each checked on its own in every argument form by
     # tests/reference/grad_cases.h (gradients, op_grads.*), and together end to end by
     # examples/opaque_torch_ops.json; random generation (and eager rounding in

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from op_declarations import binary_float_prims, unary_float_prims
+from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims
 
 # ---- dtypes -----------------------------------------------------------------------------------
 
@@ -358,24 +358,16 @@ _UNARY = {
 }
 _DISCONTINUOUS_UNARY = {"sign": torch.sign, "isfinite": torch.isfinite}
 _ROUNDING = {"floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc}
-_BINARY = {
-    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
-    "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
-    # the binary float prims, declared in include/thunder_gen/binary_float_prims.def
-    **{n: d.torch_function for n, d in binary_float_prims().items() if not d.discontinuous},
-}
-_DISCONTINUOUS_BINARY = {
-    **{n: d.torch_function for n, d in binary_float_prims().items() if d.discontinuous},
-    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
-}
+# the binary float and exact prims, declared in include/thunder_gen/binary_float_prims.def and
+# binary_exact_prims.def: name -> declaration
+_BINARY = {**binary_float_prims(), **binary_exact_prims()}
 
 # Symbol id -> function. The one place that says what each prim computes.
 PRIMS = {
     **{f"prims.{n}": unary(f) for n, f in _UNARY.items()},
     **{f"prims.{n}": discontinuous(unary(f)) for n, f in _DISCONTINUOUS_UNARY.items()},
     **{f"prims.{n}": discontinuous(unary(f, integers_unchanged=True)) for n, f in _ROUNDING.items()},
-    **{f"prims.{n}": binary(f) for n, f in _BINARY.items()},
-    **{f"prims.{n}": discontinuous(binary(f)) for n, f in _DISCONTINUOUS_BINARY.items()},
+    **{f"prims.{n}": discontinuous(binary(d.torch_function)) if d.discontinuous else binary(d.torch_function) for n, d in _BINARY.items()},
     "prims.div": div,
     "prims.where": where,
     "prims.lerp": lerp,

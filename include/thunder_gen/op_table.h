@@ -24,9 +24,10 @@ enum class OpKind {
 #define TG_BINARY_FLOAT(name, ...) name,
 #include "thunder_gen/binary_float_prims.def"
 #undef TG_BINARY_FLOAT
-  // elementwise binary
-  bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift,
-  eq, ne, lt, le, gt, ge,
+  // the binary exact prims: bitwise ops, shifts, comparisons (declared in binary_exact_prims.def)
+#define TG_BINARY_EXACT(name, ...) name,
+#include "thunder_gen/binary_exact_prims.def"
+#undef TG_BINARY_EXACT
   // elementwise ternary
   where, lerp,
   convert_element_type,
@@ -186,8 +187,12 @@ struct OpInfo {
   // Continuous, but its gradient compares the operands (maximum, minimum): the LibTorch reference
   // rounds its 16-bit operands as it does a discontinuous op's (binary_float_prims.def).
   bool kinked = false;
-  // The declared prims (unary_float_prims.def, binary_float_prims.def): the PyTorch function giving
-  // its value, and the domain each operand's test inputs are drawn from. Empty elsewhere.
+  // Elementwise ops whose result is b8 whatever their operands (comparisons, signbit, isfinite).
+  bool bool_result = false;
+  // The declared prims: the list declaring it ("unary_float", "binary_float", "binary_exact": the
+  // include/thunder_gen/<family>_prims.def), the PyTorch function giving its value, and the domain
+  // each operand's test inputs are drawn from (none for the exact prims). Empty elsewhere.
+  std::string_view family = {};
   std::string_view torch_function = {};
   std::vector<Domain> domains = {};
   bool has_lowering() const { return fusion == FusionClass::composite; }

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
-from op_declarations import binary_float_prims, unary_float_prims  # noqa: E402
+from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims  # noqa: E402
 from torch_reference import DTYPES, TOLERANCES, load_npy  # noqa: E402
 
 FLOATS = ("f32", "f64", "bf16", "f16")
@@ -455,18 +455,17 @@ def copy(cx: Call, a, order=None):
 
 _UNARY = "abs neg sign signbit isfinite bitwise_not".split()
 _DECLARED = unary_float_prims()  # include/thunder_gen/unary_float_prims.def
-_DECLARED_BINARY = binary_float_prims()  # include/thunder_gen/binary_float_prims.def
-_BINARY = "bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift eq ne lt le gt ge".split()
+# include/thunder_gen/binary_float_prims.def and binary_exact_prims.def
+_DECLARED_BINARY = {**binary_float_prims(), **binary_exact_prims()}
 
 OPS = {
     **{f"prims.{n}": unary(getattr(torch, n)) for n in _UNARY},
     **{f"prims.{n}": unary(in_opmath(d.torch_function)) for n, d in _DECLARED.items()},
     **{d.torch_name: torch_form(in_opmath(d.torch_function)) for d in _DECLARED.values() if d.torch_name != "torch.tanh"},
     **{f"prims.{n}": unary(getattr(torch, n), integers_unchanged=True) for n in ("floor", "ceil", "round", "trunc")},
-    **{f"prims.{n}": binary(getattr(torch, n)) for n in _BINARY},
     **{f"prims.{n}": binary(d.torch_function) for n, d in _DECLARED_BINARY.items()},
     **{d.torch_name: torch_form(d.torch_function) for d in _DECLARED_BINARY.values()},
-    **{f"torch.{n}": torch_form(getattr(torch, n)) for n in _UNARY + _BINARY + ["floor", "ceil", "round", "trunc", "where", "lerp"]
+    **{f"torch.{n}": torch_form(getattr(torch, n)) for n in _UNARY + ["floor", "ceil", "round", "trunc", "where", "lerp"]
        if n != "tanh"},
     "prims.div": div,
     "prims.where": where,

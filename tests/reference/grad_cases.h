@@ -305,10 +305,11 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
       return Case{x, call(info.id, "[\"x\", [0]]", out("v", "[4]") + "," + out("m", "[4]"), ", \"kwargs\": {\"correction\": 0}"), "\"v\", \"m\""};
     // no gradient flows through these
     case tg::OpKind::floor: case tg::OpKind::ceil: case tg::OpKind::round: case tg::OpKind::trunc: case tg::OpKind::sign:
-    case tg::OpKind::signbit: case tg::OpKind::isfinite: case tg::OpKind::bitwise_not: case tg::OpKind::bitwise_and:
-    case tg::OpKind::bitwise_or: case tg::OpKind::bitwise_xor: case tg::OpKind::bitwise_left_shift:
-    case tg::OpKind::bitwise_right_shift: case tg::OpKind::eq: case tg::OpKind::ne: case tg::OpKind::lt: case tg::OpKind::le:
-    case tg::OpKind::gt: case tg::OpKind::ge: case tg::OpKind::full: case tg::OpKind::iota: case tg::OpKind::uniform: case tg::OpKind::uniform_philox: case tg::OpKind::argmax:
+    case tg::OpKind::signbit: case tg::OpKind::isfinite: case tg::OpKind::bitwise_not:
+#define TG_BINARY_EXACT(name, ...) case tg::OpKind::name:
+#include "thunder_gen/binary_exact_prims.def"
+#undef TG_BINARY_EXACT
+    case tg::OpKind::full: case tg::OpKind::iota: case tg::OpKind::uniform: case tg::OpKind::uniform_philox: case tg::OpKind::argmax:
     case tg::OpKind::argmin: case tg::OpKind::partial_sum: case tg::OpKind::fused_kernel:
       return std::nullopt;
   }
