@@ -328,16 +328,16 @@ void write_step(const Trace& fused, const Op& k, const Launch& launch, const Hos
     return;
   }
   const auto& [kernel, block, items, per_block, grid] = launch;
-  std::string args;
-  for (const Arg& a : k.args) args += ", " + pointer.at(a.value);
-  for (ValueId v : k.outs) args += ", " + pointer.at(v);
   if (items == 0) {
     out << comment_line(k.label + ": nothing to compute (empty)", "  ");
     return;
   }
   if (kernel != k.label) out << comment_line(k.label + ": the same code as " + kernel, "  ");
   const std::string blocks = grid > 0 ? std::to_string(grid) : "tg::grid_for(" + std::to_string(items) + ", " + std::to_string(per_block) + ")";
-  out << "  TG_TRY(TG_LAUNCH(" << kernel << ", " << blocks << ", " << block << ", stream" << args << "));\n";
+  std::vector<std::string> args = {kernel, blocks, std::to_string(block), "stream"};
+  for (const Arg& a : k.args) args.push_back(pointer.at(a.value));
+  for (ValueId v : k.outs) args.push_back(pointer.at(v));
+  out << "  " << emit::wrapped_list("  ", "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
 }
 
 // The steps of an entry point with collectives: each collective runs on a second stream

@@ -210,8 +210,26 @@ extern "C" int layer_norm_backward(
   TG_TRY(memory.status());
   float* g_grad_w__parts = memory.at<float>(0);
   float* g_grad_b__parts = memory.at<float>(2097152);
-  TG_TRY(TG_LAUNCH(layer_norm_backward_rowreduce_grad_x, 512, 256, stream, x, w, cotangent_t13, grad_x, g_grad_w__parts, g_grad_b__parts));
-  TG_TRY(TG_LAUNCH(layer_norm_backward_columnreduce_grad_w, tg::grid_for(1024, 32), 1024, stream, g_grad_w__parts, g_grad_b__parts, grad_w, grad_b));
+  TG_TRY(TG_LAUNCH(
+      layer_norm_backward_rowreduce_grad_x,
+      512,
+      256,
+      stream,
+      x,
+      w,
+      cotangent_t13,
+      grad_x,
+      g_grad_w__parts,
+      g_grad_b__parts));
+  TG_TRY(TG_LAUNCH(
+      layer_norm_backward_columnreduce_grad_w,
+      tg::grid_for(1024, 32),
+      1024,
+      stream,
+      g_grad_w__parts,
+      g_grad_b__parts,
+      grad_w,
+      grad_b));
   return tg::kOk;
 }
 #endif  // __CUDACC_RTC__
