@@ -55,7 +55,8 @@ def element_functions(source):
     lanes call."""
     out = {}
     for m in re.finditer(r"__device__ __forceinline__ void (\w+)\(([^)]*)\) \{", source):
-        out[m.group(1)] = (m.group(2), source[m.end():source.find("\n}\n", m.end())])
+        params = " ".join(m.group(2).split())  # (a list past 100 columns is wrapped one item a line)
+        out[m.group(1)] = (params, source[m.end():source.find("\n}\n", m.end())])
     return out
 
 
@@ -70,11 +71,27 @@ def first_argument(args):
     return args
 
 
+def joined(lines):
+    """The lines with a call wrapped one argument a line (a list past 100 columns) joined back
+    into the one line it would otherwise be."""
+    out, pending = [], ""
+    for line in lines:
+        stripped = line.strip()
+        if not pending and (stripped.startswith("//") or not stripped.endswith(("(", ","))):
+            out.append(line)
+            continue
+        pending += line.rstrip() if not pending else stripped if pending.endswith("(") else " " + stripped
+        if not stripped.endswith(("(", ",")):
+            out.append(pending)
+            pending = ""
+    return out + ([pending] if pending else [])
+
+
 def lane_lines(lines, functions):
     """The lane body's lines, each call of an element function followed by its body's lines, with
     its element index first: `const int64_t i = <the index the lane passes>;`."""
     out = []
-    for line in lines:
+    for line in joined(lines):
         out.append(line)
         call = re.match(r"\s*(\w+)\((.*)\);$", line)
         if call and call.group(1) in functions:
