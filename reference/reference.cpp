@@ -170,11 +170,13 @@ class Interpreter {
     }
   };
 
-  // An operand as a tensor of dtype `as`: values from the environment, numbers as 0-d tensors.
+  // An operand as a tensor of dtype `as`: values from the environment, numbers as 0-d tensors (an
+  // integer through int64, exact where a double would round it: 2^53 + 1).
   Tensor operand(const Arg& a, torch::Dtype as) const {
     if (a.is_value()) return env_.at(a.value).to(as);
-    return torch::scalar_tensor(a.kind == Arg::Kind::integer ? torch::Scalar(a.integer) : a.kind == Arg::Kind::boolean ? torch::Scalar(a.boolean) : torch::Scalar(a.real),
-                                torch::TensorOptions().dtype(torch::kDouble))
+    const bool integer = a.kind == Arg::Kind::integer;
+    return torch::scalar_tensor(integer ? torch::Scalar(a.integer) : a.kind == Arg::Kind::boolean ? torch::Scalar(a.boolean) : torch::Scalar(a.real),
+                                torch::TensorOptions().dtype(integer ? torch::kLong : torch::kDouble))
         .to(as);
   }
 

@@ -95,6 +95,15 @@ Shape broadcast_shape(const Trace& t, const Op& op) {
   return out;
 }
 
+// Whether torch.add's or torch.sub's alpha scales b: given, and not the literal 1 (what Thunder
+// records for a plain a + b: multiplying by it would only add an op, and in the backward a kernel
+// of its own for the cotangent times 1).
+bool scales_b(const Op& op) {
+  if (op.info->kind != OpKind::add && op.info->kind != OpKind::sub) return false;
+  const Arg& alpha = op.arg("alpha");
+  return alpha.kind != Arg::Kind::none && !(alpha.is_number() && alpha.as_double() == 1.0);
+}
+
 std::vector<OutType> torch_form_rule(const Trace& t, const Op& op) {
   if (op.info->kind == OpKind::where && !(is_tensor(t, op.arg("pred")) && t.value(op.arg("pred").value).dtype == DType::b8))
     fail(0, "the condition must be a bool tensor");
@@ -102,6 +111,9 @@ std::vector<OutType> torch_form_rule(const Trace& t, const Op& op) {
   const bool has_alpha = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none;
   if (has_alpha && !is_float(computed) && op.arg("alpha").kind == Arg::Kind::real) fail(2, "alpha must not be a float for integer operands");
   if (has_alpha && !is_tensor(t, op.arg("b")) && !op.arg("alpha").is_number()) fail(2, "alpha must be a number literal when the other operand is a number");
+  if (has_alpha && op.arg("alpha").kind == Arg::Kind::boolean && computed != DType::b8) fail(2, "alpha may be a bool only for bool operands (as in PyTorch)");
+  if (scales_b(op) && op.arg("b").is_value() && !is_tensor(t, op.arg("b")))
+    fail(2, "alpha other than 1 with a scalar input as the other operand is not supported (scale it in the trace)");
   if (op.info->kind == OpKind::div && op.arg("rounding_mode").kind == Arg::Kind::string && op.arg("rounding_mode").text != "trunc" && op.arg("rounding_mode").text != "floor")
     fail(2, "rounding_mode must be \"trunc\", \"floor\" or null, not \"" + op.arg("rounding_mode").text + "\"");
   return {{op.info->bool_result ? DType::b8 : computed, broadcast_shape(t, op)}};
@@ -109,13 +121,24 @@ std::vector<OutType> torch_form_rule(const Trace& t, const Op& op) {
 
 // ---- lowering --------------------------------------------------------------------------------
 
+// An integer number read by an op computing in integer dtype `dt`, converted to it as PyTorch
+// converts a Python int: wrapped into its range (torch.add(i8, 200) adds -56; torch.gt(u8, -1)
+// compares with 255).
+Arg wrapped_to(const Arg& a, DType dt) {
+  if (a.kind != Arg::Kind::integer || !is_integer(dt)) return a;
+  const IntRange range = integer_range(dt);
+  if (range.min <= a.integer && a.integer <= range.max) return a;
+  const uint64_t span = uint64_t(range.max) - uint64_t(range.min) + 1;  // 2^bits, bits < 64
+  return Arg::of_int(int64_t((uint64_t(a.integer) - uint64_t(range.min)) % span + uint64_t(range.min)));
+}
+
 // An operand as the prim reads it: a tensor converted to `dt` and broadcast to `shape`, a number
-// as it is (in `dt`'s category: true is 1 for an integer op).
+// in `dt`'s category (true is 1 for an integer op; an integer wraps into an integer dtype).
 Arg prim_operand(G& g, const Arg& a, DType dt, const Shape& shape) {
   const Trace& t = g.trace();
   if (!is_tensor(t, a)) {
     if (a.kind == Arg::Kind::boolean && !is_bool(dt)) return is_float(dt) ? num(double(a.boolean)) : Arg::of_int(a.boolean);
-    return a;
+    return wrapped_to(a, dt);
   }
   V v = value_of(g, a.value).dtype == dt ? a.value : convert(g, a.value, dt);
   const Shape& s = shape_of(g, v);
@@ -185,6 +208,16 @@ OpInfo torch_form_of(const OpInfo& prim) {
   return row;
 }
 
+// b * alpha: an op for a tensor; for a number, the product as PyTorch forms it, exact in int64
+// (wrapping) when both are integers, then converted to the op's dtype.
+Arg scaled_by_alpha(G& g, const Arg& b, const Arg& alpha, DType dt) {
+  if (b.is_value()) return val(mul(g, b, alpha));
+  const bool integers = b.kind == Arg::Kind::integer && (alpha.kind == Arg::Kind::integer || alpha.kind == Arg::Kind::boolean);
+  if (!integers) return Arg::of_real(b.as_double() * alpha.as_double());
+  const int64_t a = alpha.kind == Arg::Kind::integer ? alpha.integer : int64_t(alpha.boolean);
+  return wrapped_to(Arg::of_int(int64_t(uint64_t(b.integer) * uint64_t(a))), dt);
+}
+
 std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op) {
   const Trace& t = g.trace();
   const DType dt = compute_dtype(t, op);
@@ -193,11 +226,7 @@ std::vector<ValueId> lower_torch_elementwise(GradBuilder& g, const Op& op) {
   std::vector<Arg> args;
   for (size_t i = 0; i < op.info->params.size() && op.info->params[i].kind == ParamKind::tensor_or_number; ++i)
     args.push_back(op.info->kind == OpKind::where && i == 0 ? prim_operand(g, op.arg("pred"), DType::b8, shape) : prim_operand(g, op.arg(i), dt, shape));
-  // alpha=1 (what Thunder records for a plain `a + b`) scales nothing: multiplying by it would
-  // only add an op, and in the backward a kernel of its own for the cotangent times 1.
-  const bool scaled = (op.info->kind == OpKind::add || op.info->kind == OpKind::sub) && op.arg("alpha").kind != Arg::Kind::none &&
-                      !(op.arg("alpha").is_number() && op.arg("alpha").as_double() == 1.0);
-  if (scaled) args[1] = args[1].is_value() ? val(mul(g, args[1], op.arg("alpha"))) : Arg::of_real(args[1].as_double() * op.arg("alpha").as_double());
+  if (scales_b(op)) args[1] = scaled_by_alpha(g, args[1], op.arg("alpha"), dt);
   if (op.info->kind == OpKind::div && op.arg("rounding_mode").kind != Arg::Kind::none) return {rounded_division(g, args[0], args[1], dt, op.arg("rounding_mode").text)};
   return {call(g, prim_id, std::move(args))};
 }
