@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ptx_check import joined  # (tests/: a call the generator wrapped one argument a line, joined back)
+
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "examples" / "distributed" / "cross_entropy_head_fsdp.json"
 GATHERED = {"t70": 96 * 64 * 4, "t71": 64 * 4, "t72": 64 * 4}  # the synchronizes' results: bytes as gathered
@@ -44,26 +46,11 @@ def check(ok, what):
         sys.exit(1)
 
 
-def statements(code):
-    """The lines of generated code, stripped, with a call wrapped one item a line (a list longer
-    than 100 columns) joined back into the one line it would otherwise be."""
-    out, pending = [], ""
-    for line in (raw.strip() for raw in code.splitlines()):
-        if not pending and (line.startswith("//") or not line.endswith(("(", ","))):
-            out.append(line)
-            continue
-        pending += line if not pending or pending.endswith("(") else " " + line
-        if not line.endswith(("(", ",")):
-            out.append(pending)
-            pending = ""
-    return out
-
-
 def check_overlap(cuda):
     """The backward's collectives run on the second stream, each started as soon as its gradient
     is computed (the gradients after it are computed meanwhile) and joined before returning."""
     body = cuda[cuda.index('extern "C" int '):]
-    lines = statements(body)
+    lines = [line.strip() for line in joined(body.splitlines())]  # (a wrapped call as one line)
     calls = [i for i, line in enumerate(lines) if line.startswith(("TG_TRY(tg::reduce_scatter(", "TG_TRY(tg::all_gather(", "TG_TRY(tg::all_reduce("))]
     check(calls and all(lines[i].endswith("overlap.side()));") for i in calls), "every collective runs on the side stream")
     first_scatter = next(i for i in calls if "reduce_scatter" in lines[i])
