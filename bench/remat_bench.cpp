@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd.h"
-#include "decompose.h"
-#include "partition.h"
-#include "reader.h"
-#include "rng.h"
+#include "autograd/autograd.h"
+#include "autograd/partition.h"
+#include "frontend/reader.h"
+#include "lower/decompose.h"
+#include "lower/rng.h"
 
 namespace {
 

@@ -7,7 +7,7 @@ foreach(f ${files})
   string(APPEND body "      {\"${f}\", R\"TGTEMPLATE(${text})TGTEMPLATE\"},\n")
 endforeach()
 file(WRITE ${OUT}.tmp "// Generated from templates/ by cmake/embed_templates.cmake; do not edit.
-#include \"templates.h\"
+#include \"output/templates.h\"
 namespace tg {
 const std::vector<std::pair<std::string_view, std::string_view>>& embedded_templates() {
   static const std::vector<std::pair<std::string_view, std::string_view>> files = {

@@ -11,13 +11,13 @@
 #include <iostream>
 
 #include "compare.h"
-#include "emit_harness.h"
+#include "frontend/reader.h"
+#include "lower/rng.h"
 #include "npy.h"
-#include "printer.h"
-#include "reader.h"
+#include "ops/printer.h"
+#include "output/emit_harness.h"
 #include "reference.h"
-#include "rng.h"
-#include "thunder_gen/diagnostics.h"
+#include "support/diagnostics.h"
 
 namespace {
 

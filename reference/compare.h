@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "thunder_gen/dtype.h"
+#include "ir/dtype.h"
 
 namespace tg {
 

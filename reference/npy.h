@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "thunder_gen/dtype.h"
+#include "ir/dtype.h"
 
 namespace tg {
 

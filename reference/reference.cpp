@@ -9,9 +9,9 @@
 #include <functional>
 #include <map>
 
-#include "thunder_gen/diagnostics.h"
-#include "thunder_gen/op_table.h"
-#include "rng.h"
+#include "lower/rng.h"
+#include "ops/op_table.h"
+#include "support/diagnostics.h"
 
 #define TG_HOST_ONLY
 #include "tg_runtime.cuh"  // the runtime's Philox generator
@@ -209,7 +209,7 @@ class Interpreter {
   }
 
   // The dtype a torch-level elementwise call computes in, by LibTorch's own type promotion over
-  // the declared dtypes (independent of src/torch_elementwise.cpp's), with PyTorch's float rule
+  // the declared dtypes (independent of src/ops/torch_elementwise.cpp's), with PyTorch's float rule
   // for true division and float functions of integers.
   DType torch_form_dtype(const Op& op) const {
     at::native::ResultTypeState state;
@@ -266,11 +266,11 @@ class Interpreter {
       return {torch::where(operand(op.arg("pred"), torch::kBool).expand(to_vec(out.shape)), a(1), a(2))};
     switch (op.info->kind) {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) case OpKind::name:
-#include "thunder_gen/unary_float_prims.def"
+#include "ops/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
         return {call_aten(op.info->torch_function, {a(0)})};
 #define TG_BINARY_FLOAT(name, ...) case OpKind::name:
-#include "thunder_gen/binary_float_prims.def"
+#include "ops/binary_float_prims.def"
 #undef TG_BINARY_FLOAT
         return {call_aten(op.info->torch_function, {a(0), a(1)})};
       case OpKind::abs: return {torch::abs(a(0))};
@@ -285,7 +285,7 @@ class Interpreter {
       case OpKind::bitwise_not: return {torch::bitwise_not(a(0))};
 #define TG_BINARY_EXACT(name, torch, code, accepts, result, reference) \
   case OpKind::name: return {reference(op.info->torch_function, a(0), a(1), 8 * dtype_bytes(operand_dt))};
-#include "thunder_gen/binary_exact_prims.def"
+#include "ops/binary_exact_prims.def"
 #undef TG_BINARY_EXACT
       case OpKind::where: return {torch::where(operand(op.arg("pred"), torch::kBool), a(1), a(2))};
       case OpKind::lerp: return {torch::lerp(a(0), a(1), a(2))};

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "thunder_gen/ir.h"
+#include "ir/trace.h"
 
 namespace tg {
 

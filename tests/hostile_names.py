@@ -11,7 +11,7 @@
   hostile_names.py macros WORK         checks the identifier scheme against every macro visible
                                        to generated code: preprocesses a generated folder in each
                                        build mode with -dM and fails if any macro name starts with
-                                       one of src/generated_text.cpp's role prefixes, or (in a
+                                       one of src/support/generated_text.cpp's role prefixes, or (in a
                                        trace whose inputs are named like all of them) becomes an
                                        entry point's parameter as it is
 
@@ -58,7 +58,7 @@ ROLE_CASE = re.compile(r'case Role::\w+: return "(\w+)";')
 def role_prefixes():
     prefixes = ROLE_CASE.findall((ROOT / "src" / "generated_text.cpp").read_text())
     if len(prefixes) < 10:
-        sys.exit(f"hostile_names: found only {prefixes} as role prefixes in src/generated_text.cpp")
+        sys.exit(f"hostile_names: found only {prefixes} as role prefixes in src/support/generated_text.cpp")
     return prefixes
 
 
@@ -160,7 +160,7 @@ def header_parameters(header):
 def parameters_named_like_macros(tg, out, defined):
     """Generates a trace whose inputs are named like every macro a build mode sees (and its
     output like one more) and returns the macros that became an entry point's parameter as they
-    are (src/generated_text.cpp, usable_as_parameter)."""
+    are (src/support/generated_text.cpp, usable_as_parameter)."""
     names = sorted(n for n in defined if re.fullmatch(r"[A-Za-z_]\w*", n))
     decl = lambda n: {"name": n, "shape": [2], "dtype": "f32"}
     ops, previous = [], names[0]

@@ -3,7 +3,7 @@
 
 Each example is a hand-written trace in the shape Lightning Thunder gives its traces: prims, and
 torch-level symbols with their decomposition in `sub`. A small builder below infers every output's
-shape and dtype the way src/op_table.cpp does (which prims give a bool result it reads from
+shape and dtype the way src/ops/op_table.cpp does (which prims give a bool result it reads from
 `thunder-gen list-ops --json`, tools/op_declarations.py), so the JSON stays consistent when an
 example changes. Plain python3, standard library only:
 
@@ -138,7 +138,7 @@ class Builder:
         self.lists[-1].append(op)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    # ---- shape and dtype rules (mirroring src/op_table.cpp) -----------------------------
+    # ---- shape and dtype rules (mirroring src/ops/op_table.cpp) -----------------------------
     def bind(self, params, args, kwargs):
         vals = dict(zip(params, args))
         for k, v in kwargs.items():

@@ -1,5 +1,5 @@
 """The op table as the Python tools see it: read from `thunder-gen list-ops --json`, so the prims
-declared in include/thunder_gen/unary_float_prims.def, binary_float_prims.def and
+declared in src/ops/unary_float_prims.def, binary_float_prims.def and
 binary_exact_prims.def need no copy here.
 
     unary_float_prims() -> {"exp": UnaryFloat(torch_function=torch.exp, domain=(-20.0, 4.0), ...), ...}
@@ -49,7 +49,7 @@ class BinaryFloat:
     name: str            # prims.<name>
     torch_name: str      # the PyTorch function that gives its value: torch.atan2
     domains: tuple       # ((lo, hi) of a, (lo, hi) of b): where tests draw its operands
-    accepts: str         # the operand dtypes, as src/op_table.cpp names them: floats, numbers, numbers_and_bool
+    accepts: str         # the operand dtypes, as src/ops/op_table.cpp names them: floats, numbers, numbers_and_bool
     discontinuous: bool  # the result jumps (fmod, remainder): 16-bit operands are read rounded
     kinked: bool         # continuous, but the gradient compares the operands (maximum, minimum)
 
@@ -86,7 +86,7 @@ def op_table() -> list[dict]:
 
 
 def declared_rows(family: str) -> list[dict]:
-    """The prims declared in include/thunder_gen/<family>_prims.def."""
+    """The prims declared in src/ops/<family>_prims.def."""
     return [row for row in op_table() if row.get("family") == family and row["id"].startswith("prims.")]
 
 

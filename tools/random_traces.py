@@ -70,7 +70,7 @@ INT_RANGE = {"b8": (0, 1), "u8": (0, 255), "i8": (-128, 127), "i16": (-2 ** 15, 
 # The largest magnitude a value may reach: far from overflow, so gradients (products of a few such
 # values) stay finite too; f16 keeps the most headroom (65504).
 MAGNITUDE_LIMIT = {"f16": 256.0, "bf16": 4096.0, "f32": 4096.0, "f64": 4096.0}
-# The op table's dtype classes (src/op_table.cpp, DTypes).
+# The op table's dtype classes (src/ops/op_table.cpp, DTypes).
 DTYPE_CLASSES = {
     "floats": FLOATS,
     "numbers": FLOATS + INTS,
@@ -185,7 +185,7 @@ def gelu(x: float) -> float:
 
 
 def declared_unary_float() -> dict:
-    """The unary float prims (include/thunder_gen/unary_float_prims.def, through thunder-gen
+    """The unary float prims (src/ops/unary_float_prims.def, through thunder-gen
     list-ops --json): name -> (its function of one number, the operand's domain, differentiable)."""
     import torch
 
@@ -195,9 +195,9 @@ def declared_unary_float() -> dict:
 
 
 UNARY_FLOAT = declared_unary_float()
-# The binary float prims (include/thunder_gen/binary_float_prims.def): name -> BinaryFloat.
+# The binary float prims (src/ops/binary_float_prims.def): name -> BinaryFloat.
 BINARY_FLOAT = binary_float_prims()
-# The comparisons, bitwise ops and shifts (include/thunder_gen/binary_exact_prims.def): name -> BinaryExact.
+# The comparisons, bitwise ops and shifts (src/ops/binary_exact_prims.def): name -> BinaryExact.
 BINARY_EXACT = binary_exact_prims()
 
 
@@ -1570,7 +1570,7 @@ def binary_exact_builder(name: str):
 
 UNARY_FLOAT_IDS = [f"prims.{n}" for n in UNARY_FLOAT]
 
-# op id -> (the dtypes it accepts, as in src/op_table.cpp; its builder)
+# op id -> (the dtypes it accepts, as in src/ops/op_table.cpp; its builder)
 GENERATED = {
     **{op: ("floats", b_unary_float) for op in UNARY_FLOAT_IDS},
     "prims.abs": ("numbers", b_abs_neg),
@@ -1633,7 +1633,7 @@ GENERATED = {
 
 # Ops of `thunder-gen list-ops` the generator does not make, each with the reason.
 EXCLUDED: dict[str, str] = {
-    # torch.<name> for every elementwise prim (src/torch_elementwise.h): the prim after PyTorch's
+    # torch.<name> for every elementwise prim (src/ops/torch_elementwise.h): the prim after PyTorch's
     # broadcasting and promotion, checked against eager and LibTorch's promotion by
     # tests/torch_elementwise/; generating them here with mixed operands is still to do.
     **{f"torch.{n}": "the torch-level form of an elementwise prim: tests/torch_elementwise/"

@@ -26,7 +26,7 @@ The semantics are those of the LibTorch interpreter in reference/reference.cpp:
   - pad takes one (lo, hi, interior) triple per dim, negative lo/hi crop;
   - symbols without a rule here run their `sub` decomposition; autograd_function_apply runs `fwd`.
 Arguments bind to each prim's signature the way Python binds a call (the signature is the Python
-function's own, named as in src/op_table.cpp).
+function's own, named as in src/ops/op_table.cpp).
 
 Needs numpy and torch only.
 """
@@ -145,7 +145,7 @@ def parse_arg(j, where: str):
 # ---- the prims --------------------------------------------------------------------------------
 #
 # Every prim is a Python function whose first parameter is the call context `cx` and whose other
-# parameters are the prim's own, named as in src/op_table.cpp: a trace's args and kwargs bind to
+# parameters are the prim's own, named as in src/ops/op_table.cpp: a trace's args and kwargs bind to
 # them with inspect.Signature.bind. Tensor-valued arguments arrive as tensors in their compute
 # dtype, scalar values (NumberProxy) as 0-d tensors, literals as Python values. A prim returns one
 # tensor or a tuple of them.
@@ -353,12 +353,12 @@ def argmin(cx: Call, a, dim):
 
 _UNARY = {
     "abs": torch.abs, "neg": torch.neg, "signbit": torch.signbit, "bitwise_not": torch.bitwise_not,
-    # the unary float prims, declared in include/thunder_gen/unary_float_prims.def
+    # the unary float prims, declared in src/ops/unary_float_prims.def
     **{n: d.torch_function for n, d in unary_float_prims().items()},
 }
 _DISCONTINUOUS_UNARY = {"sign": torch.sign, "isfinite": torch.isfinite}
 _ROUNDING = {"floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc}
-# the binary float and exact prims, declared in include/thunder_gen/binary_float_prims.def and
+# the binary float and exact prims, declared in src/ops/binary_float_prims.def and
 # binary_exact_prims.def: name -> declaration
 _BINARY = {**binary_float_prims(), **binary_exact_prims()}
 

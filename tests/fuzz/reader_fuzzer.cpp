@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string>
 
-#include "pipeline.h"
-#include "reader.h"
-#include "thunder_gen/diagnostics.h"
+#include "driver/pipeline.h"
+#include "frontend/reader.h"
+#include "support/diagnostics.h"
 
 namespace {
 

@@ -15,7 +15,7 @@ Prims follow Thunder's semantics as reference/reference.cpp reads them (integer 
 truncates, reductions take dim lists and an empty list is the identity, prod over several dims
 one dim at a time); torch-level ops are PyTorch's own functions. Random draws (dropout, uniform,
 attention dropout) replay the generated code's Philox streams (tools/check_against_torch.py's
-philox_uniform), one stream per draw in trace order, as src/rng.cpp binds them.
+philox_uniform), one stream per draw in trace order, as src/lower/rng.cpp binds them.
 
 compare() is reference/compare.cpp's test: |a - e| <= atol + rtol * max(|e|, rms(e)) with the
 same table (tools/torch_reference.py's TOLERANCES); integers and bools must be equal.
@@ -454,8 +454,8 @@ def copy(cx: Call, a, order=None):
 
 
 _UNARY = "abs neg sign signbit isfinite bitwise_not".split()
-_DECLARED = unary_float_prims()  # include/thunder_gen/unary_float_prims.def
-# include/thunder_gen/binary_float_prims.def and binary_exact_prims.def
+_DECLARED = unary_float_prims()  # src/ops/unary_float_prims.def
+# src/ops/binary_float_prims.def and binary_exact_prims.def
 _DECLARED_BINARY = {**binary_float_prims(), **binary_exact_prims()}
 
 OPS = {

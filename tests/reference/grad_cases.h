@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "thunder_gen/op_table.h"
+#include "ops/op_table.h"
 
 namespace test {
 
@@ -58,7 +58,7 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     // A unary float prim: its declared domain, narrowed to [0.2, 0.9] where that lies inside it
     // (else its first 0.8); none for a prim declared without a gradient rule.
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) case tg::OpKind::name:
-#include "thunder_gen/unary_float_prims.def"
+#include "ops/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
       if (refuses_gradient(info)) return std::nullopt;
       return in_domain(Case{x, call(info.id, "[\"x\"]", o), "\"o\""}, info.domains.at(0));
@@ -68,7 +68,7 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     // number second operand (several wraps); the second operand is an input, not a computed value,
     // so f32 and bf16 runs see the same jumps as LibTorch.
 #define TG_BINARY_FLOAT(name, ...) case tg::OpKind::name:
-#include "thunder_gen/binary_float_prims.def"
+#include "ops/binary_float_prims.def"
 #undef TG_BINARY_FLOAT
       if (tg::op_info(info.kind).discontinuous)
         return in_domain(Case{x + "," + y, call(info.id, "[\"x\", 0.15]", o) + "," + call(info.id, "[\"x\", \"y\"]", out("r", "[3, 4]")), "\"o\", \"r\""},
@@ -307,7 +307,7 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     case tg::OpKind::floor: case tg::OpKind::ceil: case tg::OpKind::round: case tg::OpKind::trunc: case tg::OpKind::sign:
     case tg::OpKind::signbit: case tg::OpKind::isfinite: case tg::OpKind::bitwise_not:
 #define TG_BINARY_EXACT(name, ...) case tg::OpKind::name:
-#include "thunder_gen/binary_exact_prims.def"
+#include "ops/binary_exact_prims.def"
 #undef TG_BINARY_EXACT
     case tg::OpKind::full: case tg::OpKind::iota: case tg::OpKind::uniform: case tg::OpKind::uniform_philox: case tg::OpKind::argmax:
     case tg::OpKind::argmin: case tg::OpKind::partial_sum: case tg::OpKind::fused_kernel:

@@ -7,19 +7,19 @@
 #include <torch/types.h>
 #include <torch/csrc/autograd/autograd.h>
 
-#include "autograd.h"
-#include "decompose.h"
-#include "fuse.h"
-#include "partition.h"
+#include "autograd/autograd.h"
+#include "autograd/partition.h"
+#include "lower/decompose.h"
+#include "schedule/fuse.h"
 
 #include <set>
-#include "printer.h"
-#include "reader.h"
-#include "reference.h"
-#include "rng.h"
+#include "frontend/reader.h"
 #include "grad_cases.h"
-#include "thunder_gen/diagnostics.h"
-#include "thunder_gen/op_table.h"
+#include "lower/rng.h"
+#include "ops/op_table.h"
+#include "ops/printer.h"
+#include "reference.h"
+#include "support/diagnostics.h"
 
 using test::Case;
 using test::case_for;
@@ -173,7 +173,7 @@ CATCH_TEST_CASE("a fused trace's partial sums over rows give the sums the trace 
     const std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"parts\", \"inputs\": [" + tensor("x", shape, dtype) + "," +
                              tensor("g", shape, dtype) + "], \"ops\": [" + ops + "], \"outputs\": [\"y\", \"gy\", \"st\"]}";
     tg::Trace plain = tg::decompose(tg::read_trace(json));
-    tg::Trace fused = tg::fuse(plain);
+    tg::Trace fused = tg::fuse(plain).trace;
     int part_sums = 0;  // gy's by element and st's total, both in the row kernel of s
     for (const tg::Op& k : fused.ops)
       for (const tg::Op& op : k.sub) part_sums += op.info->kind == tg::OpKind::partial_sum;

@@ -1,4 +1,4 @@
-// torch-level elementwise calls (src/torch_elementwise.cpp): thunder-gen's type promotion against
+// torch-level elementwise calls (src/ops/torch_elementwise.cpp): thunder-gen's type promotion against
 // LibTorch's own (ResultTypeState), for every pair and every triple of operands: each dtype as a
 // tensor with dims and as a 0-dim tensor, and Python's bool, int and float numbers.
 #define CATCH_CONFIG_PREFIX_ALL
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "ir/dtype.h"
+#include "ops/torch_elementwise.h"
 #include "reference.h"
-#include "thunder_gen/dtype.h"
-#include "torch_elementwise.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "grad_cases.h"
-#include "thunder_gen/op_table.h"
+#include "ops/op_table.h"
 
 using json = nlohmann::ordered_json;
 

@@ -1,11 +1,11 @@
 // The joint autograd pass: structure (numbers are checked against LibTorch in tests/reference).
 #include <catch2/catch.hpp>
 
-#include "autograd.h"
-#include "printer.h"
-#include "reader.h"
+#include "autograd/autograd.h"
+#include "frontend/reader.h"
+#include "ops/printer.h"
+#include "ops/verify.h"
 #include "trace_builder.h"
-#include "verify.h"
 
 using test::op;
 using test::tensor;

@@ -8,13 +8,13 @@
 #include <set>
 #include <sstream>
 
-#include "decompose.h"
-#include "rng.h"
-#include "overrides.h"
-#include "generated_text.h"
-#include "pipeline.h"
-#include "reader.h"
-#include "thunder_gen/op_table.h"
+#include "driver/pipeline.h"
+#include "frontend/overrides.h"
+#include "frontend/reader.h"
+#include "lower/decompose.h"
+#include "lower/rng.h"
+#include "ops/op_table.h"
+#include "support/generated_text.h"
 #include "trace_builder.h"
 
 namespace fs = std::filesystem;
@@ -73,7 +73,7 @@ std::vector<std::string> locals_hiding_parameters(const std::string& cuda) {
 }
 
 // Identifiers a generated kernel declares (parameters and locals) that are neither role-prefixed
-// (src/generated_text.h: a stem and its only underscore, then the trace's name) nor one of the
+// (src/support/generated_text.h: a stem and its only underscore, then the trace's name) nor one of the
 // generator's fixed names, which hold no underscore: such an identifier could meet a trace's name.
 std::vector<std::string> identifiers_outside_the_scheme(const std::string& cuda) {
   std::set<std::string> prefixes;

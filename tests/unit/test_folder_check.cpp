@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "folder_check.h"
+#include "output/folder_check.h"
 
 namespace {
 

@@ -5,14 +5,14 @@
 
 #include <algorithm>
 
-#include "dead_code.h"
-#include "decompose.h"
-#include "emit_cuda.h"
-#include "fuse.h"
-#include "reader.h"
-#include "thunder_gen/op_table.h"
+#include "codegen/emit_cuda.h"
+#include "frontend/reader.h"
+#include "lower/dead_code.h"
+#include "lower/decompose.h"
+#include "ops/op_table.h"
+#include "ops/verify.h"
+#include "schedule/fuse.h"
 #include "trace_builder.h"
-#include "verify.h"
 
 using test::op;
 using test::tensor;
@@ -20,15 +20,15 @@ using test::tensor;
 namespace {
 
 // As the pipeline runs fusion: after decomposition and the dead-code pass.
-tg::Trace fused(const std::string& json) {
-  tg::Trace t = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
-  tg::verify_pass(t, "fuse");
-  return t;
+tg::FusedTrace fused(const std::string& json) {
+  tg::FusedTrace f = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
+  tg::verify_pass(f.trace, "fuse");
+  return f;
 }
 
 // The forward.cu of a fused trace that does not train.
-tg::CudaFile emit_forward(const tg::Trace& t, const std::string& input_file) {
-  return tg::emit_cuda(t, tg::forward_entry(t, nullptr, t.name), "forward.cu", input_file);
+tg::CudaFile emit_forward(const tg::FusedTrace& f, const std::string& input_file) {
+  return tg::emit_cuda(f, tg::forward_entry(f.trace, nullptr, f.trace.name), "forward.cu", input_file);
 }
 
 std::vector<std::string> names(const tg::Trace& t, const std::vector<tg::ValueId>& ids) {
@@ -136,9 +136,10 @@ std::string pick_trace(const std::string& otherwise) {
 }
 
 TEST_CASE("a sum of where(iota == t, x, 0) over a row is x at t: a load, no pass and no block reduction") {
-  tg::Trace t = fused(pick_trace("0.0"));
+  const tg::FusedTrace planned_t = fused(pick_trace("0.0"));
+  const tg::Trace& t = planned_t.trace;
   REQUIRE(t.ops.size() == 1);
-  const std::string cuda = emit_forward(t, "pick.json").text;
+  const std::string cuda = emit_forward(planned_t, "pick.json").text;
   CHECK(cuda.find("a load, no pass") != std::string::npos);
   CHECK(cuda.find("tg::load(g_x, d0 * 32 + at_y)") != std::string::npos);
   CHECK(test::count(cuda, "tg::block_reduce<") == 0);
@@ -160,7 +161,8 @@ TEST_CASE("long chains through row reductions are cut, so no kernel recomputes t
            op("prims.add", "[\"" + prev + "\", \"" + e + "\"]", tensor(y, kRow));
     prev = y;
   }
-  tg::Trace t = fused(test::trace("deep", tensor("x", kRow), ops, "\"" + prev + "\""));
+  const tg::FusedTrace planned_t = fused(test::trace("deep", tensor("x", kRow), ops, "\"" + prev + "\""));
+  const tg::Trace& t = planned_t.trace;
   size_t largest = 0;
   for (const tg::Op& k : t.ops) largest = std::max(largest, k.sub.size());
   CHECK(t.ops.size() > 10);
@@ -174,7 +176,8 @@ TEST_CASE("a value an earlier kernel computes inline, later written for a matmul
                     op("prims.sum", "[\"x\", [1]]", tensor("s", "[8]")) + "," +
                     op("prims.broadcast_in_dim", "[\"s\", [8, 32], [0]]", tensor("sb", kRow)) + "," +
                     op("prims.add", "[\"x\", \"sb\"]", tensor("y2", kRow)) + "," + op("prims.matmul", "[\"a\", \"w\"]", tensor("m", "[8, 8]"));
-  tg::Trace t = fused(test::trace("late", tensor("x", kRow) + "," + tensor("w", "[32, 8]"), ops, "\"y1\", \"y2\", \"m\""));
+  const tg::FusedTrace planned_t = fused(test::trace("late", tensor("x", kRow) + "," + tensor("w", "[32, 8]"), ops, "\"y1\", \"y2\", \"m\""));
+  const tg::Trace& t = planned_t.trace;
   // fused() verifies the result: every value is defined before it is read.
   REQUIRE(t.ops.size() == 3);
   CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
@@ -188,8 +191,9 @@ TEST_CASE("kernels that differ only in their values' names share one function; a
                     op("prims.matmul", "[\"b\", \"w\"]", tensor("n", sq)) + "," +
                     op("prims.exp", "[\"n\"]", tensor("c0", sq)) + "," + op("prims.mul", "[\"c0\", 3.0]", tensor("c", sq)) + "," +
                     op("prims.exp", "[\"z\"]", tensor("d0", "[4, 8]")) + "," + op("prims.mul", "[\"d0\", 2.0]", tensor("d", "[4, 8]"));
-  tg::Trace t = fused(test::trace("dedup", tensor("x", sq) + "," + tensor("w", sq) + "," + tensor("z", "[4, 8]"), ops, "\"c\", \"d\""));
-  tg::CudaFile cuda = emit_forward(t, "dedup.json");
+  const tg::FusedTrace planned_t = fused(test::trace("dedup", tensor("x", sq) + "," + tensor("w", sq) + "," + tensor("z", "[4, 8]"), ops, "\"c\", \"d\""));
+  const tg::Trace& t = planned_t.trace;
+  tg::CudaFile cuda = emit_forward(planned_t, "dedup.json");
   std::vector<std::string> own, shared;
   for (const tg::EmittedKernel& k : cuda.kernels)
     if (k.library.empty()) (k.same_code_as.empty() ? own : shared).push_back(k.name + (k.same_code_as.empty() ? "" : "=" + k.same_code_as));
@@ -207,8 +211,9 @@ TEST_CASE("a reshape of a value in memory, for a matmul, is a view: the emitted 
   std::string ops = op("prims.reshape", "[\"x3\", [8, 8]]", tensor("x2", "[8, 8]")) + "," + op("prims.matmul", "[\"x2\", \"w\"]", tensor("y", "[8, 8]")) +
                     "," + op("prims.exp", "[\"x3\"]", tensor("e3", "[2, 4, 8]")) + "," +
                     op("prims.reshape", "[\"e3\", [8, 8]]", tensor("e2", "[8, 8]")) + "," + op("prims.matmul", "[\"e2\", \"w\"]", tensor("z", "[8, 8]"));
-  tg::Trace t = fused(test::trace("views", tensor("x3", "[2, 4, 8]") + "," + tensor("w", "[8, 8]"), ops, "\"y\", \"z\""));
-  tg::CudaFile cuda = emit_forward(t, "views.json");
+  const tg::FusedTrace planned_t = fused(test::trace("views", tensor("x3", "[2, 4, 8]") + "," + tensor("w", "[8, 8]"), ops, "\"y\", \"z\""));
+  const tg::Trace& t = planned_t.trace;
+  tg::CudaFile cuda = emit_forward(planned_t, "views.json");
   REQUIRE(cuda.kernels.size() == 4);
   CHECK(cuda.kernels[0].view_of == "x3");
   CHECK(cuda.kernels[2].view_of.empty());
@@ -221,7 +226,8 @@ TEST_CASE("an output computed from scalars alone joins the later kernel that use
                        ", \"kwargs\": {\"start\": 0, \"step\": 1, \"device\": {\"device\": \"cuda:0\"}, \"dtype\": {\"dtype\": \"f32\"}}") +
                     "," + op("prims.broadcast_in_dim", "[\"i\", [8, 32], [1]]", tensor("m", kRow)) + "," +
                     op("prims.add", "[\"x\", \"m\"]", tensor("a", kRow)) + "," + op("prims.sum", "[\"a\", [1]]", tensor("y", "[8]"));
-  tg::Trace t = fused(test::trace("masks", tensor("x", kRow), ops, "\"y\", \"m\""));
+  const tg::FusedTrace planned_t = fused(test::trace("masks", tensor("x", kRow), ops, "\"y\", \"m\""));
+  const tg::Trace& t = planned_t.trace;
   REQUIRE(t.ops.size() == 1);
   CHECK(arg_names(t, t.ops[0]) == std::vector<std::string>{"x"});
   std::vector<std::string> outs = names(t, t.ops[0].outs);
@@ -235,7 +241,8 @@ TEST_CASE("a sum over rows that an op reads does not wait for a row kernel, and 
   const std::string shape = "[16, 32]";
   std::string ops = op("prims.sum", "[\"g\", [0]]", tensor("gb", "[32]")) + "," + op("prims.mul", "[\"gb\", 2.0]", tensor("gb2", "[32]")) + "," +
                     op("prims.sum", "[\"x\", [1]]", tensor("s", "[16]"));
-  tg::Trace t = fused(test::trace("early", tensor("x", shape) + "," + tensor("g", shape), ops, "\"gb2\", \"s\""));
+  const tg::FusedTrace planned_t = fused(test::trace("early", tensor("x", shape) + "," + tensor("g", shape), ops, "\"gb2\", \"s\""));
+  const tg::Trace& t = planned_t.trace;
   for (const tg::Op& k : t.ops)
     for (const tg::Op& op : k.sub) CHECK(op.info->kind != tg::OpKind::partial_sum);
   CHECK(names(t, t.ops[0].outs) == std::vector<std::string>{"gb2"});
@@ -258,8 +265,9 @@ TEST_CASE("a waiting sum is not given up for reductions over other rows placed m
   // kernel, so a sum that stopped waiting before r1 could no longer join one at the end.
   ops += "," + op("prims.amax", "[\"y\", [1]]", tensor("r1", "[64]")) + "," + op("prims.sum", "[\"k\", [0]]", tensor("h", "[32]", "i32"));
   outs += ", \"r1\", \"h\"";
-  tg::Trace t = fused(test::trace("late", tensor("x", shape) + "," + tensor("w", "[32, 32]") + "," + tensor("z", "[8, 16]") + "," + tensor("k", shape, "i32"),
+  const tg::FusedTrace planned_t = fused(test::trace("late", tensor("x", shape) + "," + tensor("w", "[32, 32]") + "," + tensor("z", "[8, 16]") + "," + tensor("k", shape, "i32"),
                                   ops, outs));
+  const tg::Trace& t = planned_t.trace;
   size_t parts = 0;
   for (const tg::Op& k : t.ops)
     for (const tg::Op& op : k.sub) parts += op.info->kind == tg::OpKind::partial_sum;

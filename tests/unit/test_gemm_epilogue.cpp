@@ -3,13 +3,13 @@
 
 #include <sstream>
 
-#include "decompose.h"
-#include "gemm_epilogue.h"
-#include "pipeline.h"
-#include "reader.h"
+#include "driver/pipeline.h"
+#include "frontend/reader.h"
+#include "lower/decompose.h"
+#include "ops/op_table.h"
+#include "ops/verify.h"
+#include "schedule/gemm_epilogue.h"
 #include "trace_builder.h"
-#include "thunder_gen/op_table.h"
-#include "verify.h"
 
 using test::op;
 using test::tensor;

@@ -1,14 +1,14 @@
-// src/generated_text.h: identifiers, comments and strings made from trace text; the harness's
+// src/support/generated_text.h: identifiers, comments and strings made from trace text; the harness's
 // file names (harness_files); the NVRTC cache key's hash (templates/tg_sha256.h).
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
 
-#include "emit_harness.h"
-#include "generated_text.h"
-#include "reader.h"
+#include "frontend/reader.h"
+#include "output/emit_harness.h"
+#include "support/diagnostics.h"
+#include "support/generated_text.h"
 #include "tg_sha256.h"
-#include "thunder_gen/diagnostics.h"
 #include "trace_builder.h"
 
 namespace {

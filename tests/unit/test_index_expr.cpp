@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "index_expr.h"
+#include "ir/index_expr.h"
 
 using tg::IndexExpr;
 

@@ -2,15 +2,15 @@
 // the passes over the row), and that the emitter writes what the plan says.
 #include <catch2/catch.hpp>
 
-#include "dead_code.h"
-#include "decompose.h"
-#include "emit_cuda.h"
-#include "fuse.h"
-#include "kernel_plan.h"
-#include "reader.h"
-#include "thunder_gen/diagnostics.h"
+#include "codegen/emit_cuda.h"
+#include "frontend/reader.h"
+#include "lower/dead_code.h"
+#include "lower/decompose.h"
+#include "ops/verify.h"
+#include "schedule/fuse.h"
+#include "schedule/kernel_plan.h"
+#include "support/diagnostics.h"
 #include "trace_builder.h"
-#include "verify.h"
 
 using test::op;
 using test::tensor;
@@ -19,20 +19,20 @@ using Kind = tg::KernelPlan::Kind;
 
 namespace {
 
-tg::Trace fused(const std::string& json) {
-  tg::Trace t = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
-  tg::verify_pass(t, "fuse");
-  return t;
+tg::FusedTrace fused(const std::string& json) {
+  tg::FusedTrace f = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
+  tg::verify_pass(f.trace, "fuse");
+  return f;
 }
 
-const tg::KernelPlan& only_plan(const tg::Trace& t) {
-  REQUIRE(t.ops.size() == 1);
-  REQUIRE(t.ops[0].plan != nullptr);
-  return *t.ops[0].plan;
+// The plan of the trace's one kernel (a copy: the trace may be a temporary).
+tg::KernelPlan only_plan(const tg::FusedTrace& f) {
+  REQUIRE(f.trace.ops.size() == 1);
+  return f.plan(0);
 }
 
-std::string forward_text(const tg::Trace& t) {
-  return tg::emit_cuda(t, tg::forward_entry(t, nullptr, t.name), "forward.cu", "plan.json").text;
+std::string forward_text(const tg::FusedTrace& f) {
+  return tg::emit_cuda(f, tg::forward_entry(f.trace, nullptr, f.trace.name), "forward.cu", "plan.json").text;
 }
 
 std::string pointwise_trace(const std::string& dtype, const std::string& shape) {
@@ -64,14 +64,15 @@ TEST_CASE("a pointwise kernel's runs are 16 bytes of its widest operand") {
   CHECK(only_plan(fused(pointwise_trace("f64", "[64]"))).lanes == 2);
   // Fewer elements than a run: one at a time.
   CHECK(only_plan(fused(pointwise_trace("f32", "[3]"))).lanes == 1);
-  const tg::KernelPlan& plan = only_plan(fused(pointwise_trace("f32", "[64]")));
+  const tg::KernelPlan plan = only_plan(fused(pointwise_trace("f32", "[64]")));
   CHECK(plan.kind == Kind::pointwise);
   CHECK(plan.block == tg::kPointwiseBlock);
 }
 
 TEST_CASE("a row read by one pass only is streamed, not held in registers") {
-  tg::Trace t = fused(row_sum_trace(1024));
-  const tg::KernelPlan& plan = only_plan(t);
+  const tg::FusedTrace planned_t = fused(row_sum_trace(1024));
+  const tg::Trace& t = planned_t.trace;
+  const tg::KernelPlan plan = only_plan(planned_t);
   CHECK(plan.kind == Kind::row);
   CHECK(plan.block == 256);
   CHECK(plan.passes_over_row() == 1);
@@ -86,8 +87,9 @@ TEST_CASE("a row read by one pass only is streamed, not held in registers") {
 }
 
 TEST_CASE("softmax's max and sum are one online step, then a pass writes the row held in registers") {
-  tg::Trace t = fused(test::softmax_trace());
-  const tg::KernelPlan& plan = only_plan(t);
+  const tg::FusedTrace planned_t = fused(test::softmax_trace());
+  const tg::Trace& t = planned_t.trace;
+  const tg::KernelPlan plan = only_plan(planned_t);
   REQUIRE(plan.rounds.size() == 2);
   REQUIRE(plan.rounds[0].steps.size() == 1);
   const tg::KernelPlan::Step& both = plan.rounds[0].steps[0];
@@ -102,8 +104,9 @@ TEST_CASE("softmax's max and sum are one online step, then a pass writes the row
 }
 
 TEST_CASE("var_mean takes two passes, the normalized row a third; the row is held in runs") {
-  tg::Trace t = fused(normalize_trace());
-  const tg::KernelPlan& plan = only_plan(t);
+  const tg::FusedTrace planned_t = fused(normalize_trace());
+  const tg::Trace& t = planned_t.trace;
+  const tg::KernelPlan plan = only_plan(planned_t);
   REQUIRE(plan.rounds.size() == 3);
   CHECK(plan.rounds[0].steps.at(0).form == Form::variance_mean);
   CHECK(plan.rounds[1].steps.at(0).form == Form::variance_spread);
@@ -117,36 +120,39 @@ TEST_CASE("var_mean takes two passes, the normalized row a third; the row is hel
 }
 
 TEST_CASE("a sum over the leading dim is a column kernel, named as one") {
-  tg::Trace t = fused(test::trace("cols", tensor("x", "[8, 64]"), op("prims.sum", "[\"x\", [0]]", tensor("y", "[64]")), "\"y\""));
-  const tg::KernelPlan& plan = only_plan(t);
+  const tg::FusedTrace planned_t = fused(test::trace("cols", tensor("x", "[8, 64]"), op("prims.sum", "[\"x\", [0]]", tensor("y", "[64]")), "\"y\""));
+  const tg::Trace& t = planned_t.trace;
+  const tg::KernelPlan plan = only_plan(planned_t);
   CHECK(plan.kind == Kind::column);
   CHECK(plan.block == tg::kColumnBlock);
   CHECK(t.ops[0].label == "cols_columnreduce_y");
   // Rows that are not a multiple of 32: a row kernel with a strided read.
-  tg::Trace odd = fused(test::trace("cols", tensor("x", "[8, 60]"), op("prims.sum", "[\"x\", [0]]", tensor("y", "[60]")), "\"y\""));
-  CHECK(only_plan(odd).kind == Kind::row);
+  const tg::FusedTrace planned_odd = fused(test::trace("cols", tensor("x", "[8, 60]"), op("prims.sum", "[\"x\", [0]]", tensor("y", "[60]")), "\"y\""));
+  const tg::Trace& odd = planned_odd.trace;
+  CHECK(only_plan(planned_odd).kind == Kind::row);
   CHECK(odd.ops[0].label == "cols_rowreduce_y");
 }
 
 TEST_CASE("the emitter writes the plan it is given") {
-  tg::Trace t = fused(normalize_trace());
-  const std::string held = forward_text(t);
+  const tg::FusedTrace planned_t = fused(normalize_trace());
+  const tg::Trace& t = planned_t.trace;
+  const std::string held = forward_text(planned_t);
   CHECK(held.find("c_x[4]") != std::string::npos);  // the row in registers
   CHECK(held.find("j += blockDim.x") == std::string::npos);
   // The same kernel planned to stream its row: every pass reads it from memory.
-  tg::KernelPlan streamed = *t.ops[0].plan;
-  streamed.held = 0;
-  streamed.held_run = 1;
-  t.ops[0].plan = std::make_shared<const tg::KernelPlan>(streamed);
-  const std::string text = forward_text(t);
+  tg::FusedTrace streamed = planned_t;
+  streamed.plans[0]->held = 0;
+  streamed.plans[0]->held_run = 1;
+  const std::string text = forward_text(streamed);
   CHECK(text.find("c_x[") == std::string::npos);
   CHECK(test::count(text, "for (int64_t j = threadIdx.x; j < 1024; j += blockDim.x) {") == 3);
 }
 
 TEST_CASE("a listing's plan line reads back as the kernel's plan, with only the changes that keep the code correct") {
-  const tg::Trace t = fused(normalize_trace());
+  const tg::FusedTrace planned_t = fused(normalize_trace());
+  const tg::Trace& t = planned_t.trace;
   const tg::Op& kernel = t.ops[0];
-  const std::string planned = tg::plan_text(*kernel.plan, kernel, t);
+  const std::string planned = tg::plan_text(planned_t.plan(0), kernel, t);
   CHECK(tg::plan_text(tg::plan_from_listing(planned, t, kernel, "k.txt"), kernel, t) == planned);
   // Asking for the row to be streamed: held=0 (and what goes with it) without the passes.
   const tg::KernelPlan streamed = tg::plan_from_listing("row held=0", t, kernel, "k.txt");

@@ -1,11 +1,10 @@
-// The listing reader's API (src/listing_reader.h): what it keeps of a listing that the passes after
+// The listing reader's API (src/frontend/listing_reader.h): what it keeps of a listing that the passes after
 // it need. Its diagnostics and the passes it feeds are tested as checked-in files
 // (tests/passes/listing_errors.test and the rest).
 #include <catch2/catch.hpp>
 
-#include "kernel_plan.h"
-#include "listing_reader.h"
-#include "thunder_gen/diagnostics.h"
+#include "frontend/listing_reader.h"
+#include "support/diagnostics.h"
 
 namespace {
 
@@ -19,18 +18,19 @@ const std::string kFused =
 
 }  // namespace
 
-TEST_CASE("a kernel's plan line becomes its plan, and the ops' provenance their where and origin") {
+TEST_CASE("a kernel's plan line is kept with its line, and the ops' provenance becomes their where and origin") {
   const tg::ListingTrace read = tg::read_listing(kFused, "k.txt", tg::Pass::fuse);
   REQUIRE(read.trace.ops.size() == 1);
   const tg::Op& kernel = read.trace.ops[0];
-  REQUIRE(kernel.plan);
-  CHECK(tg::plan_text(*kernel.plan, kernel, read.trace) == "pointwise block=256 lanes=4");
+  REQUIRE(read.kernels.size() == 1);
+  CHECK(read.kernels[0].op_index == 0);
+  CHECK(read.kernels[0].line == 3);
+  CHECK(read.kernels[0].plan_text == "pointwise block=256 lanes=4");
   CHECK(kernel.label == "t_pointwise_y");
   CHECK(kernel.where == "/ops/0");
   REQUIRE(kernel.sub.size() == 1);
   CHECK(kernel.sub[0].origin == "torch.exp");
   CHECK(kernel.sub[0].where == "/ops/0");
-  CHECK_FALSE(kernel.sub[0].plan);
   CHECK_FALSE(read.joint);
 }
 

@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "thunder_gen/diagnostics.h"
-#include "thunder_gen/op_table.h"
+#include "ops/op_table.h"
+#include "support/diagnostics.h"
 
 namespace {
 

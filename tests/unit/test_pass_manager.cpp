@@ -7,12 +7,12 @@
 #include <optional>
 #include <sstream>
 
-#include "dead_code.h"
-#include "pipeline.h"
-#include "reader.h"
-#include "thunder_gen/diagnostics.h"
+#include "driver/pipeline.h"
+#include "frontend/reader.h"
+#include "lower/dead_code.h"
+#include "ops/verify.h"
+#include "support/diagnostics.h"
 #include "trace_builder.h"
-#include "verify.h"
 
 using test::op;
 using test::tensor;

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <set>
 
-#include "printer.h"
-#include "reader.h"
-#include "thunder_gen/diagnostics.h"
-#include "thunder_gen/op_table.h"
+#include "frontend/reader.h"
+#include "ops/op_table.h"
+#include "ops/printer.h"
+#include "support/diagnostics.h"
 #include "trace_builder.h"
 
 using test::op;

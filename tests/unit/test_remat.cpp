@@ -4,15 +4,15 @@
 #include <random>
 #include <sstream>
 
-#include "autograd.h"
-#include "decompose.h"
-#include "overrides.h"
-#include "partition.h"
-#include "reader.h"
-#include "remat.h"
-#include "rng.h"
-#include "thunder_gen/diagnostics.h"
-#include "thunder_gen/op_table.h"
+#include "autograd/autograd.h"
+#include "autograd/partition.h"
+#include "autograd/remat.h"
+#include "frontend/overrides.h"
+#include "frontend/reader.h"
+#include "lower/decompose.h"
+#include "lower/rng.h"
+#include "ops/op_table.h"
+#include "support/diagnostics.h"
 
 namespace {
 

@@ -1,0 +1,59 @@
+// Partition: the joint trace -> a forward trace and a backward trace, with the saved set chosen
+// by rematerialization (src/autograd/remat.h: a global min-cut under per-op policies).
+//
+// The forward trace takes the forward inputs and returns the forward outputs, then every saved
+// value the forward computes and does not already return ("saved" outputs). The backward trace
+// takes the saved values (inputs, outputs and intermediates, in forward order), then one
+// cotangent per forward output; it first recomputes the forward ops the plan recomputes, then
+// runs the backward part of the joint trace, and returns one gradient per input that requires
+// grad, in input order.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "ir/trace.h"
+#include "ops/distributed.h"
+
+namespace tg {
+
+struct SavedValue {
+  ValueId value;        // in both traces (they share the joint trace's value table)
+  enum class Kind { input, output, intermediate } kind;
+  size_t index;         // forward input index, forward output index, or index among saved outputs
+  std::string reason;   // why it is saved rather than recomputed
+};
+
+struct Partition {
+  Trace forward;
+  Trace backward;
+  std::vector<SavedValue> saved;     // the backward's leading inputs, in order
+  std::vector<ValueId> recomputed;   // forward values the backward computes again, in order
+  int64_t plan_cost_bits = 0;        // the plan's cost: saving plus recomputing (src/autograd/remat.h)
+  int64_t activation_bytes = 0;      // the saved intermediates' bytes, as stored
+  // A distributed trace's collectives, forward then backward (an all-gather the backward
+  // recomputes is there again): what a step communicates, beside what it saves.
+  std::vector<CollectiveCall> communication;
+};
+
+struct RematOptions {
+  bool pack_bools = true;  // a saved b8 mask is stored at one bit per element (--no-pack-bool: a byte)
+  // --activation-budget: the most bytes of saved intermediates (trace inputs and outputs are
+  // alive anyway and do not count). Among plans that fit, the one recomputing least.
+  std::optional<int64_t> activation_budget;
+  // For comparison only (bench/remat_bench.cpp): plan as a simpler rule would. save_all_read
+  // saves every forward value the backward reads and recomputes nothing; thunder_weights weighs
+  // every tensor by its element size alone (trace inputs at half), as Thunder's cut does, with
+  // recomputation free except for matmuls, reductions and random draws.
+  enum class Baseline { none, save_all_read, thunder_weights } baseline = Baseline::none;
+  // Distributed traces: the backward all-reduces DDP's gradients in buckets of at least this many
+  // bytes, as Thunder's ddp(bucket_size_in_mb=25) does (src/ops/distributed.h); 0: one per gradient.
+  int64_t bucket_bytes = 25 << 20;
+};
+
+// Throws UserError naming the op paths when the policies leave no finite plan.
+// Consumes the joint trace: its ops move into the two traces.
+Partition partition(JointTrace joint, const RematOptions& options = {});
+
+}  // namespace tg

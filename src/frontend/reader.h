@@ -1,0 +1,20 @@
+// Reader: trace JSON (format v1, shared/trace-format.md) -> verified Trace.
+// Every error is a UserError naming the JSON pointer of the offending element, or line:col for
+// JSON syntax errors.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "ir/trace.h"
+
+namespace tg {
+
+// The symbol of a custom autograd function's call (shared/seeds: its forward and backward bodies
+// are inlined); the listing reader refuses it too.
+inline constexpr std::string_view kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
+
+// Parses and verifies `text`. Deeply nested input is refused rather than recursed into.
+Trace read_trace(const std::string& text);
+Trace read_trace_file(const std::string& path);
+
+}  // namespace tg

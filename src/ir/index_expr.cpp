@@ -1,0 +1,420 @@
+#include "ir/index_expr.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+#include "support/diagnostics.h"
+
+namespace tg {
+
+struct IndexExpr::Atom {
+  enum class Kind { named, quotient, remainder };
+  Kind kind = Kind::named;
+  std::string text;     // named: a variable's name, or code
+  int dim = -1;         // named: the loop dim it is, if it is one
+  IndexExpr operand;    // quotient, remainder: operand / divisor, operand % divisor
+  int64_t divisor = 1;
+  IndexRange range;
+  size_t size = 1;
+  size_t hash = 0;
+};
+
+namespace {
+
+size_t mix(size_t h, size_t x) { return h ^ (x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  TG_CHECK(!__builtin_mul_overflow(a, b, &r), "index arithmetic overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  TG_CHECK(!__builtin_add_overflow(a, b, &r), "index arithmetic overflows int64");
+  return r;
+}
+
+int64_t floor_div(int64_t a, int64_t n) { return a / n - (a % n != 0 && a < 0); }
+
+bool within(const IndexRange& r, int64_t lo, int64_t hi) { return r.known && r.lo >= lo && r.hi <= hi; }
+
+IndexRange remainder_range(const IndexRange& x, int64_t n) {
+  if (x.known && x.lo >= 0) return {0, std::min(x.hi, n - 1), true};
+  return {-(n - 1), n - 1, true};  // (C's remainder takes the dividend's sign)
+}
+
+}  // namespace
+
+// ---- building -------------------------------------------------------------------------------
+
+IndexExpr IndexExpr::named(std::string text, int64_t lo, int64_t hi, int dim) {
+  auto a = std::make_shared<Atom>();
+  a->hash = mix(mix(std::hash<std::string>()(text), size_t(lo)), size_t(hi));
+  a->text = std::move(text);
+  a->dim = dim;
+  a->range = {lo, hi, true};
+  return of_atom(std::move(a));
+}
+
+IndexExpr IndexExpr::dim(int k, int64_t extent) {
+  // (Made once per thread and shared: fusion's walks and the emitters ask for them at every read.)
+  thread_local std::map<std::pair<int, int64_t>, IndexExpr> made;
+  if (made.size() > 10000) made.clear();  // (a bound, for a process generating many traces)
+  auto [it, fresh] = made.try_emplace({k, extent});
+  if (fresh) it->second = named("d" + std::to_string(k), 0, std::max<int64_t>(extent - 1, 0), k);
+  return it->second;
+}
+
+IndexExpr IndexExpr::sum(const std::vector<IndexExpr>& parts) {
+  int64_t constant = 0;
+  Terms terms;
+  for (const IndexExpr& p : parts) {
+    constant = checked_add(constant, p.constant_);
+    terms.insert(terms.end(), p.terms_.begin(), p.terms_.end());
+  }
+  return of_terms(constant, std::move(terms));
+}
+
+IndexExpr IndexExpr::as_variable(std::string name) const {
+  const IndexRange r = range();
+  return r.known ? named(std::move(name), r.lo, r.hi) : named(std::move(name), INT64_MIN, INT64_MAX);
+}
+
+IndexExpr IndexExpr::of_atom(std::shared_ptr<const Atom> atom) {
+  IndexExpr e;
+  e.terms_.push_back({std::move(atom), 1});
+  return e;
+}
+
+// Sorts and merges `terms`, then recombines quotient/remainder pairs.
+IndexExpr IndexExpr::of_terms(int64_t constant, Terms terms) {
+  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) { return compare(*a.atom, *b.atom) < 0; });
+  Terms merged;
+  for (Term& t : terms) {
+    if (!merged.empty() && compare(*merged.back().atom, *t.atom) == 0) merged.back().coef = checked_add(merged.back().coef, t.coef);
+    else merged.push_back(std::move(t));
+    if (merged.back().coef == 0) merged.pop_back();
+  }
+  IndexExpr extra;
+  if (recombine(merged, extra)) return of_terms(constant, std::move(merged)) + extra;
+  IndexExpr e(constant);
+  e.terms_ = std::move(merged);
+  return e;
+}
+
+// Finds c * x % m beside (c*m) * (x / m), or beside (c*m) * ((x / m) % k) for x >= 0, removes the
+// pair from `terms` and sets `extra` to c * x, or c * (x % (m*k)).
+bool IndexExpr::recombine(Terms& terms, IndexExpr& extra) {
+  for (size_t a = 0; a < terms.size(); ++a) {
+    const Atom& rem = *terms[a].atom;
+    int64_t outer;
+    if (rem.kind != Atom::Kind::remainder || __builtin_mul_overflow(terms[a].coef, rem.divisor, &outer)) continue;
+    const IndexExpr& x = rem.operand;
+    for (size_t b = 0; b < terms.size(); ++b) {
+      if (b == a || terms[b].coef != outer) continue;
+      const Atom& other = *terms[b].atom;
+      std::optional<IndexExpr> found;
+      if (other.kind == Atom::Kind::quotient && other.divisor == rem.divisor && other.operand == x) {
+        found = x;
+      } else if (other.kind == Atom::Kind::remainder && within(x.range(), 0, INT64_MAX)) {
+        const Atom* inner = other.operand.single_atom();
+        int64_t span;
+        if (inner && inner->kind == Atom::Kind::quotient && inner->divisor == rem.divisor && inner->operand == x &&
+            !__builtin_mul_overflow(rem.divisor, other.divisor, &span))
+          found = x % span;
+      }
+      if (!found) continue;
+      extra = *found * terms[a].coef;
+      terms.erase(terms.begin() + long(std::max(a, b)));
+      terms.erase(terms.begin() + long(std::min(a, b)));
+      return true;
+    }
+  }
+  return false;
+}
+
+IndexExpr IndexExpr::operator+(const IndexExpr& other) const {
+  if (other.terms_.empty()) {
+    IndexExpr e = *this;
+    e.constant_ = checked_add(constant_, other.constant_);
+    return e;
+  }
+  Terms terms = terms_;
+  terms.insert(terms.end(), other.terms_.begin(), other.terms_.end());
+  return of_terms(checked_add(constant_, other.constant_), std::move(terms));
+}
+
+IndexExpr IndexExpr::operator*(int64_t c) const {
+  if (c == 0) return IndexExpr();
+  IndexExpr e = *this;  // (scaling keeps the order, and what recombined stays recombined)
+  e.constant_ = checked_mul(constant_, c);
+  for (Term& t : e.terms_) t.coef = checked_mul(t.coef, c);
+  return e;
+}
+
+// *this = f * multiple(f) + rest(f): rest holds the terms whose coefficient f does not divide and
+// the constant's remainder in [0, f). (Parts of a sorted, merged, recombined list, scaled alike, are
+// all of that already.)
+IndexExpr IndexExpr::multiple(int64_t f) const {
+  IndexExpr e(floor_div(constant_, f));
+  for (const Term& t : terms_)
+    if (t.coef % f == 0) e.terms_.push_back({t.atom, t.coef / f});
+  return e;
+}
+
+IndexExpr IndexExpr::rest(int64_t f) const {
+  IndexExpr e(constant_ - floor_div(constant_, f) * f);
+  for (const Term& t : terms_)
+    if (t.coef % f != 0) e.terms_.push_back(t);
+  return e;
+}
+
+bool IndexExpr::has_multiple(int64_t f) const {
+  if (floor_div(constant_, f) != 0) return true;
+  for (const Term& t : terms_)
+    if (t.coef % f == 0) return true;
+  return false;
+}
+
+// The factors f of n worth splitting at (n, and its common factors with the coefficients), largest first.
+std::vector<int64_t> IndexExpr::factor_candidates(int64_t n) const {
+  std::vector<int64_t> fs = {n};
+  for (const Term& t : terms_) fs.push_back(std::gcd(n, t.coef < 0 ? -t.coef : t.coef));
+  std::sort(fs.begin(), fs.end(), std::greater<>());
+  fs.erase(std::unique(fs.begin(), fs.end()), fs.end());
+  std::erase_if(fs, [](int64_t f) { return f <= 1; });
+  return fs;
+}
+
+IndexExpr IndexExpr::operator/(int64_t n) const {
+  TG_CHECK(n > 0, "index division by " + std::to_string(n));
+  if (n == 1) return *this;
+  if (auto c = constant()) return IndexExpr(*c / n);
+  const IndexRange r = range();
+  if (r.known && r.lo >= 0) {
+    if (r.hi < n) return IndexExpr(0);
+    int64_t nested;
+    if (const Atom* a = single_atom(); a && a->kind == Atom::Kind::quotient && !__builtin_mul_overflow(a->divisor, n, &nested))
+      return a->operand / nested;
+    const std::vector<int64_t> fs = factor_candidates(n);
+    for (int64_t f : fs)
+      if (within(rest_range(f), 0, f - 1)) return f == n ? multiple(f) : multiple(f) / (n / f);
+    if (has_multiple(n) && within(rest_range(n), 0, INT64_MAX)) return multiple(n) + rest(n) / n;
+    // By a factor first where that simplifies, so x / (f*m) is (x / f) / m as a reshape computes it.
+    for (int64_t f : fs)
+      if (f < n && within(rest_range(f), 0, INT64_MAX)) return (*this / f) / (n / f);
+  }
+  auto a = std::make_shared<Atom>();
+  a->kind = Atom::Kind::quotient;
+  a->operand = *this;
+  a->divisor = n;
+  a->range = r.known ? IndexRange{r.lo / n, r.hi / n, true} : IndexRange{0, 0, false};
+  a->size = 1 + size();
+  a->hash = mix(mix(hash(), size_t(n)), 2);
+  return of_atom(std::move(a));
+}
+
+IndexExpr IndexExpr::operator%(int64_t n) const {
+  TG_CHECK(n > 0, "index remainder by " + std::to_string(n));
+  if (n == 1) return IndexExpr(0);
+  if (auto c = constant()) return IndexExpr(*c % n);
+  const IndexRange r = range();
+  if (r.known && r.lo >= 0) {
+    if (r.hi < n) return *this;
+    if (const Atom* a = single_atom(); a && a->kind == Atom::Kind::remainder && a->divisor % n == 0 && within(a->operand.range(), 0, INT64_MAX))
+      return a->operand % n;
+    const std::vector<int64_t> fs = factor_candidates(n);
+    for (int64_t f : fs)
+      if (within(rest_range(f), 0, f - 1)) return f == n ? rest(f) : (multiple(f) % (n / f)) * f + rest(f);
+    if (has_multiple(n) && within(rest_range(n), 0, INT64_MAX)) return rest(n) % n;
+    for (int64_t f : fs)
+      if (f < n && within(rest_range(f), 0, INT64_MAX)) return ((*this / f) % (n / f)) * f + *this % f;
+  }
+  auto a = std::make_shared<Atom>();
+  a->kind = Atom::Kind::remainder;
+  a->operand = *this;
+  a->divisor = n;
+  a->range = remainder_range(r, n);
+  a->size = 1 + size();
+  a->hash = mix(mix(hash(), size_t(n)), 3);
+  return of_atom(std::move(a));
+}
+
+IndexExpr IndexExpr::with_dims(const std::vector<IndexExpr>& defs) const {
+  std::vector<IndexExpr> parts = {IndexExpr(constant_)};
+  for (const Term& t : terms_) {
+    const Atom& a = *t.atom;
+    IndexExpr replaced;
+    if (a.kind == Atom::Kind::named) replaced = a.dim >= 0 && size_t(a.dim) < defs.size() ? defs[size_t(a.dim)] : of_atom(t.atom);
+    else if (a.kind == Atom::Kind::quotient) replaced = a.operand.with_dims(defs) / a.divisor;
+    else replaced = a.operand.with_dims(defs) % a.divisor;
+    parts.push_back(replaced * t.coef);
+  }
+  return sum(parts);
+}
+
+// ---- questions ------------------------------------------------------------------------------
+
+const IndexExpr::Atom* IndexExpr::single_atom() const {
+  return constant_ == 0 && terms_.size() == 1 && terms_[0].coef == 1 ? terms_[0].atom.get() : nullptr;
+}
+
+std::optional<int64_t> IndexExpr::constant() const {
+  if (terms_.empty()) return constant_;
+  return std::nullopt;
+}
+
+std::optional<int> IndexExpr::as_dim() const {
+  const Atom* a = single_atom();
+  if (a && a->dim >= 0) return a->dim;
+  return std::nullopt;
+}
+
+const std::string* IndexExpr::as_named() const {
+  const Atom* a = single_atom();
+  return a && a->kind == Atom::Kind::named ? &a->text : nullptr;
+}
+
+bool IndexExpr::has_div_or_mod() const {
+  for (const Term& t : terms_)
+    if (t.atom->kind != Atom::Kind::named) return true;
+  return false;
+}
+
+std::vector<int> IndexExpr::dims() const {
+  std::vector<int> out;
+  for (const Term& t : terms_) {
+    if (t.atom->dim >= 0) out.push_back(t.atom->dim);
+    if (t.atom->kind != Atom::Kind::named)
+      for (int d : t.atom->operand.dims()) out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> IndexExpr::names() const {
+  std::vector<std::string> out;
+  for (const Term& t : terms_) {
+    if (t.atom->kind == Atom::Kind::named) out.push_back(t.atom->text);
+    else for (std::string& n : t.atom->operand.names()) out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool IndexExpr::multiple_of(int64_t n) const {
+  if (constant_ % n != 0) return false;
+  for (const Term& t : terms_)
+    if (t.coef % n != 0) return false;
+  return true;
+}
+
+IndexRange IndexExpr::range() const { return partial_range(constant_, 0); }
+
+IndexRange IndexExpr::rest_range(int64_t f) const { return partial_range(constant_ - floor_div(constant_, f) * f, f); }
+
+// The range of `constant` plus the terms whose coefficient f does not divide (all of them for f = 0).
+IndexRange IndexExpr::partial_range(int64_t constant, int64_t f) const {
+  __int128 lo = constant, hi = constant;
+  for (const Term& t : terms_) {
+    if (f != 0 && t.coef % f == 0) continue;
+    const IndexRange& r = t.atom->range;
+    if (!r.known) return {0, 0, false};
+    const __int128 a = __int128(r.lo) * t.coef, b = __int128(r.hi) * t.coef;
+    lo += std::min(a, b);
+    hi += std::max(a, b);
+  }
+  if (lo < INT64_MIN || hi > INT64_MAX) return {0, 0, false};
+  return {int64_t(lo), int64_t(hi), true};
+}
+
+size_t IndexExpr::size() const {
+  size_t n = 0;
+  for (const Term& t : terms_) n += t.atom->size;
+  return n;
+}
+
+size_t IndexExpr::hash() const {
+  size_t h = std::hash<int64_t>()(constant_);
+  for (const Term& t : terms_) h = mix(mix(h, t.atom->hash), std::hash<int64_t>()(t.coef));
+  return h;
+}
+
+bool IndexExpr::operator==(const IndexExpr& other) const { return compare(*this, other) == 0; }
+
+int IndexExpr::compare(const IndexExpr& a, const IndexExpr& b) {
+  if (a.constant_ != b.constant_) return a.constant_ < b.constant_ ? -1 : 1;
+  if (a.terms_.size() != b.terms_.size()) return a.terms_.size() < b.terms_.size() ? -1 : 1;
+  for (size_t i = 0; i < a.terms_.size(); ++i) {
+    if (int c = compare(*a.terms_[i].atom, *b.terms_[i].atom)) return c;
+    if (a.terms_[i].coef != b.terms_[i].coef) return a.terms_[i].coef < b.terms_[i].coef ? -1 : 1;
+  }
+  return 0;
+}
+
+int IndexExpr::compare(const Atom& a, const Atom& b) {
+  if (&a == &b) return 0;
+  if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
+  if (a.kind == Atom::Kind::named) {  // (one name may stand for other code, with another range, elsewhere)
+    if (int c = a.text.compare(b.text)) return c;
+    if (a.range.lo != b.range.lo) return a.range.lo < b.range.lo ? -1 : 1;
+    return a.range.hi == b.range.hi ? 0 : a.range.hi < b.range.hi ? -1 : 1;
+  }
+  if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
+  return compare(a.operand, b.operand);
+}
+
+int64_t IndexExpr::evaluate(const std::function<int64_t(const std::string& name)>& value_of) const {
+  int64_t v = constant_;
+  for (const Term& t : terms_) {
+    const Atom& a = *t.atom;
+    const int64_t x = a.kind == Atom::Kind::named ? value_of(a.text) : a.operand.evaluate(value_of);
+    v += t.coef * (a.kind == Atom::Kind::named ? x : a.kind == Atom::Kind::quotient ? x / a.divisor : x % a.divisor);
+  }
+  return v;
+}
+
+// ---- text -----------------------------------------------------------------------------------
+
+// Terms by decreasing coefficient (a row-major offset: outer dims first), the constant last.
+std::string IndexExpr::text() const {
+  if (terms_.empty()) return std::to_string(constant_);
+  std::vector<const Term*> order;
+  for (const Term& t : terms_) order.push_back(&t);
+  auto magnitude = [](const Term* t) { return t->coef < 0 ? -__int128(t->coef) : __int128(t->coef); };
+  std::sort(order.begin(), order.end(), [&](const Term* a, const Term* b) {
+    return magnitude(a) != magnitude(b) ? magnitude(a) > magnitude(b) : a < b;  // (ties: in canonical order)
+  });
+  std::string s;
+  for (const Term* t : order) {
+    if (s.empty()) s = (t->coef < 0 ? "-" : "") + term_text(*t);
+    else s += (t->coef < 0 ? " - " : " + ") + term_text(*t);
+  }
+  if (constant_ > 0) s += " + " + std::to_string(constant_);
+  if (constant_ < 0) s += " - " + std::to_string(constant_).substr(1);
+  return s;
+}
+
+std::string IndexExpr::term_text(const Term& t) const {
+  const bool unit = t.coef == 1 || t.coef == -1;
+  std::string a = atom_text(*t.atom);
+  if (t.atom->kind != Atom::Kind::named && !unit) a = "(" + a + ")";
+  return unit ? a : a + " * " + std::to_string(t.coef).substr(t.coef < 0 ? 1 : 0);
+}
+
+std::string IndexExpr::atom_text(const Atom& a) {
+  if (a.kind == Atom::Kind::named) return a.text;
+  return operand_text(a.operand) + (a.kind == Atom::Kind::quotient ? " / " : " % ") + std::to_string(a.divisor);
+}
+
+std::string IndexExpr::operand_text(const IndexExpr& e) {
+  if (const std::string* name = e.as_named()) return *name;
+  return "(" + e.text() + ")";
+}
+
+}  // namespace tg

@@ -1,0 +1,199 @@
+// The one IR every stage reads and writes: a Trace is a straight-line program over SSA values.
+// Values are named by integer ids into Trace::values (never pointers), so passes can copy and
+// rewrite traces freely. Ops are bound to their symbol's signature by the reader: Op::args holds
+// one entry per parameter of the op-table row, in signature order, defaults filled in.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace tg {
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+using Shape = std::vector<int64_t>;
+using NameSet = std::unordered_set<std::string>;  // the value names taken in a trace
+int64_t numel(const Shape& shape);
+
+
+struct Value {
+  std::string name;
+  bool is_scalar = false;  // a NumberProxy: no shape, passed by value
+  DType dtype = DType::f32;
+  Shape shape;
+  std::string device;
+  bool requires_grad = false;
+  std::optional<std::pair<double, double>> init_uniform;  // inputs: how a harness draws it (extension)
+  bool bit_packed = false;  // a saved b8 mask stored at one bit per element (tg::PackedBits)
+};
+
+// The bytes a tensor occupies in device memory as stored: whole 32-bit words when bit-packed.
+inline int64_t stored_bytes(const Value& v, bool bit_packed) {
+  if (v.is_scalar) return 0;
+  int64_t n = 1;
+  for (int64_t d : v.shape) n *= d;
+  return bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
+}
+inline int64_t stored_bytes(const Value& v) { return stored_bytes(v, v.bit_packed); }
+
+// An argument: a reference to a value, a literal, or a list of either.
+struct Arg {
+  // opaque: a Python object only a decomposed symbol takes (a slice, Ellipsis, a memory format);
+  // `text` spells it as Python would.
+  // process_group: a distributed prim's group ({"process_group": {"world_size": N}}); `integer`
+  // holds its world size. The rank is never in a trace: it is the communicator's, at run time.
+  enum class Kind { none, value, boolean, integer, real, string, dtype, device, list, opaque, process_group };
+  Kind kind = Kind::none;
+  ValueId value = kNoValue;
+  bool boolean = false;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;  // string, device or opaque literal
+  DType dtype = DType::f32;
+  std::vector<Arg> items;
+
+  static Arg of_value(ValueId v) { Arg a; a.kind = Kind::value; a.value = v; return a; }
+  static Arg of_int(int64_t i) { Arg a; a.kind = Kind::integer; a.integer = i; return a; }
+  static Arg of_real(double d) { Arg a; a.kind = Kind::real; a.real = d; return a; }
+  static Arg of_bool(bool b) { Arg a; a.kind = Kind::boolean; a.boolean = b; return a; }
+  static Arg of_dtype(DType t) { Arg a; a.kind = Kind::dtype; a.dtype = t; return a; }
+  static Arg of_list(std::vector<Arg> items) { Arg a; a.kind = Kind::list; a.items = std::move(items); return a; }
+
+  bool is_value() const { return kind == Kind::value; }
+  bool is_number() const { return kind == Kind::boolean || kind == Kind::integer || kind == Kind::real; }
+  double as_double() const { return kind == Kind::real ? real : kind == Kind::integer ? double(integer) : double(boolean); }
+  // A list of integers (shape, dims, permutation...). Only valid after verification.
+  std::vector<int64_t> int_list() const;
+};
+
+struct Op;
+struct OpInfo;  // src/ops/op_table.h: the row of the op's symbol
+
+// A sub-program with its own inputs, used for the fwd/bwd bodies of custom-gradient ops.
+struct SubTrace {
+  std::vector<ValueId> inputs;
+  std::vector<Op> ops;
+  std::vector<ValueId> outputs;  // kNoValue where a gradient is null
+  std::vector<ValueId> saved;    // fwd only: values handed to bwd after its cotangents
+};
+
+struct CustomGrad {
+  SubTrace fwd;
+  SubTrace bwd;
+};
+
+struct Op {
+  std::string symbol;             // Thunder's symbol id, e.g. "prims.add"
+  const OpInfo* info = nullptr;   // op-table row; null for a torch-level symbol lowered via `sub`
+  std::vector<Arg> args;          // bound to info's parameters; raw positional args when info is null
+  std::vector<std::string> arg_where;  // JSON pointer of a bound argument given by keyword; empty for
+                                       // the rest: "<where>/args/<i>"
+  std::vector<std::pair<std::string, Arg>> kwargs;  // only when info is null (kept for printing)
+  std::vector<ValueId> outs;
+  std::vector<std::string> tags;
+  std::vector<Op> sub;            // decomposition into ops over the same names
+  std::shared_ptr<const CustomGrad> custom;
+  std::string where;              // JSON pointer of the op in the input, for diagnostics
+  std::string origin;             // prims only: the torch-level symbol they lower or differentiate ("" as read)
+  std::string label;              // for kernels: the structural name given by fusion
+
+  // Arguments by position: for code that walks them all (operands, values read).
+  const Arg& arg(size_t i) const { return args.at(i); }
+  // The argument bound to the parameter `name` of the op's signature (info's params), so a rule
+  // says which argument it means and a reordered signature cannot hand it another. A name the
+  // signature does not declare, or an op without a signature, is an internal error naming both.
+  const Arg& arg(std::string_view name) const;
+  // Whether the signature declares `name` and the op binds it (ops that passes build may bind
+  // fewer than the signature's parameters: prims.matmul without its epilogue extension).
+  bool has_arg(std::string_view name) const;
+};
+
+// Calls f(id) for every value an argument refers to, nested lists included.
+template <class F>
+void for_each_value(const Arg& a, F&& f) {
+  if (a.is_value()) f(a.value);
+  for (const Arg& item : a.items) for_each_value(item, f);
+}
+// Calls f(id) for every value an op reads.
+template <class F>
+void for_each_value(const Op& op, F&& f) {
+  for (const Arg& a : op.args) for_each_value(a, f);
+}
+
+// Calls f(op) for every op of `ops` and, depth first, of its `sub` decomposition and its custom
+// fwd/bwd bodies.
+template <class F>
+void for_each_nested_op(const std::vector<Op>& ops, F&& f) {
+  for (const Op& op : ops) {
+    f(op);
+    for_each_nested_op(op.sub, f);
+    if (op.custom) {
+      for_each_nested_op(op.custom->fwd.ops, f);
+      for_each_nested_op(op.custom->bwd.ops, f);
+    }
+  }
+}
+// The same for editing. Custom bodies are shared between copies of a trace, so each is copied
+// before f may change it. With `only_lowered`, the decomposition of an op that has a rule of its
+// own is skipped: it is never lowered (the RNG pass must not number the draws in it).
+template <class F>
+void for_each_nested_op(std::vector<Op>& ops, F&& f, bool only_lowered = false) {
+  for (Op& op : ops) {
+    f(op);
+    if (!only_lowered || !op.info) for_each_nested_op(op.sub, f, only_lowered);
+    if (op.custom) {
+      auto bodies = std::make_shared<CustomGrad>(*op.custom);
+      for_each_nested_op(bodies->fwd.ops, f, only_lowered);
+      for_each_nested_op(bodies->bwd.ops, f, only_lowered);
+      op.custom = std::move(bodies);
+    }
+  }
+}
+
+struct Trace {
+  std::string name;
+  std::string device = "cuda:0";
+  std::string source;
+  std::vector<Value> values;
+  std::vector<ValueId> inputs;
+  std::vector<Op> ops;
+  std::vector<ValueId> outputs;
+  // Op path -> where its rematerialization policy came from ("--tag X=save", "trace tag"...),
+  // for the reasons `explain` and the manifest give. Ops lowered from a call share its path.
+  std::map<std::string, std::string> policy_sources;
+  // The world size of the process group its distributed prims name (one per trace); 0 when it has
+  // none. Its entry points then take a communicator (thunder_gen_comm).
+  int64_t world_size = 0;
+
+  // Everything but the ops: where a pass that builds a new op list starts (copying the ops,
+  // decompositions and all, only to drop them cost a tenth of a 10,000-op run).
+  Trace without_ops() const {
+    Trace t;
+    t.name = name;
+    t.device = device;
+    t.source = source;
+    t.values = values;
+    t.inputs = inputs;
+    t.outputs = outputs;
+    t.policy_sources = policy_sources;
+    t.world_size = world_size;
+    return t;
+  }
+
+  const Value& value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
+  Value& value(ValueId id) { return values.at(static_cast<size_t>(id)); }
+  ValueId add_value(Value v) {
+    values.push_back(std::move(v));
+    return static_cast<ValueId>(values.size() - 1);
+  }
+};
+
+}  // namespace tg

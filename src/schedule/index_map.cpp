@@ -1,0 +1,271 @@
+#include "schedule/index_map.h"
+
+#include "ops/op_table.h"
+#include "support/diagnostics.h"
+#include "support/generated_text.h"
+
+namespace tg {
+
+IndexComp IndexComp::of_expr(IndexExpr e) {
+  if (auto c = e.constant()) return of_const(*c);
+  if (auto d = e.as_dim()) return of_var(*d);
+  IndexComp c;
+  c.kind = Kind::expr;
+  c.expr = std::move(e);
+  return c;
+}
+
+IndexExpr IndexComp::as_expr(int64_t extent) const {
+  switch (kind) {
+    case Kind::var: return IndexExpr::dim(var, extent);
+    case Kind::constant: return IndexExpr(value);
+    case Kind::expr: return expr;
+  }
+  return expr;
+}
+
+std::string IndexComp::text() const {
+  switch (kind) {
+    case Kind::var: return "d" + std::to_string(var);
+    case Kind::constant: return std::to_string(value);
+    case Kind::expr: {
+      const std::string* name = expr.as_named();
+      return name ? *name : "(" + expr.text() + ")";
+    }
+  }
+  return "?";
+}
+
+bool IndexComp::operator==(const IndexComp& o) const {
+  if (kind != o.kind) return false;
+  switch (kind) {
+    case Kind::var: return var == o.var;
+    case Kind::constant: return value == o.value;
+    case Kind::expr: return expr == o.expr;
+  }
+  return false;
+}
+
+Index identity_index(size_t rank) {
+  Index index;
+  for (size_t k = 0; k < rank; ++k) index.push_back(IndexComp::of_var(int(k)));
+  return index;
+}
+
+size_t hash_index(const Index& index) {
+  size_t h = 0;
+  auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (const IndexComp& c : index) {
+    mix(size_t(c.kind));
+    switch (c.kind) {
+      case IndexComp::Kind::var: mix(std::hash<int>()(c.var)); break;
+      case IndexComp::Kind::constant: mix(std::hash<int64_t>()(c.value)); break;
+      case IndexComp::Kind::expr: mix(c.expr.hash()); break;
+    }
+  }
+  return h;
+}
+
+namespace {
+
+// c * mul + add, for a component c in [0, extent).
+IndexComp affine(const IndexComp& c, int64_t extent, int64_t mul, int64_t add) {
+  return IndexComp::of_expr(c.as_expr(extent) * mul + add);
+}
+
+// Dims of length 1 hold index 0, whatever the reader asked for.
+Index squash_unit_dims(Index index, const Shape& shape) {
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] == 1) index[k] = IndexComp::of_const(0);
+  return index;
+}
+
+// Reshape that only inserts or removes length-1 dims keeps the other components as they are.
+bool only_unit_dims_differ(const Shape& a, const Shape& b) {
+  Shape x, y;
+  for (int64_t d : a) if (d != 1) x.push_back(d);
+  for (int64_t d : b) if (d != 1) y.push_back(d);
+  return x == y;
+}
+
+Index reshape_read(const Shape& in_shape, const Shape& out_shape, const Index& out) {
+  Index in;
+  if (in_shape == out_shape) return out;
+  if (only_unit_dims_differ(in_shape, out_shape)) {
+    size_t k = 0;
+    for (int64_t d : in_shape) {
+      if (d == 1) { in.push_back(IndexComp::of_const(0)); continue; }
+      while (out_shape[k] == 1) ++k;
+      in.push_back(out[k++]);
+    }
+    return in;
+  }
+  // General case: through the row-major linear index. (The same reads come back in fusion's walks
+  // and the emitter's: each is simplified once per thread.)
+  struct Key {
+    Shape in, out;
+    Index index;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = hash_index(k.index);
+      for (int64_t d : k.in) h = h * 31 + size_t(d);
+      for (int64_t d : k.out) h = h * 37 + size_t(d);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<Key, Index, KeyHash> done;
+  if (done.size() > 100000) done.clear();  // (a bound, for a process generating many traces)
+  Key key{in_shape, out_shape, out};
+  if (auto it = done.find(key); it != done.end()) return it->second;
+  const IndexExpr linear = linear_index(out, out_shape);
+  int64_t stride = 1;
+  in.resize(in_shape.size());
+  for (size_t i = in_shape.size(); i-- > 0;) {
+    IndexExpr c = linear / stride;
+    if (i > 0) c = c % in_shape[i];
+    in[i] = in_shape[i] == 1 ? IndexComp::of_const(0) : IndexComp::of_expr(std::move(c));
+    stride *= in_shape[i];
+  }
+  done.emplace(std::move(key), in);
+  return in;
+}
+
+}  // namespace
+
+IndexExpr linear_index(const Index& index, const Shape& shape) {
+  std::vector<IndexExpr> terms;
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] != 1) terms.push_back(index[k].as_expr(shape[k]) * stride);
+    stride *= shape[k];
+  }
+  return IndexExpr::sum(terms);
+}
+
+namespace {
+
+
+// Gives the code parts of a read names of their own: "<operand>_i<dim>" and "<operand>_in_<output>".
+// Arithmetic stays an expression, so later reads can simplify it, unless it has grown too large.
+std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<OperandRead> reads, const IndexNamer& namer) {
+  if (!namer) return reads;
+  for (OperandRead& r : reads) {
+    for (size_t k = 0; k < r.index.size(); ++k) {
+      if (r.index[k].kind != IndexComp::Kind::expr) continue;
+      const IndexExpr& e = r.index[k].expr;
+      const std::string* name = e.as_named();
+      if (name ? is_identifier(*name) : e.size() <= kMaxIndexExprSize) continue;
+      r.index[k] = IndexComp::of_expr(e.as_variable(namer(name ? *name : e.text(), "int64_t", t.value(r.value).name + "_i" + std::to_string(k))));
+    }
+    if (!r.guard.empty()) r.guard = namer(r.guard, "bool", t.value(r.value).name + "_in_" + t.value(op.outs[0]).name);
+  }
+  return reads;
+}
+
+std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out);
+
+}  // namespace
+
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, const IndexNamer& namer) {
+  return named(t, op, reads_of(t, op, out), namer);
+}
+
+namespace {
+
+// The single read of most shape ops (an initializer list would copy the index).
+std::vector<OperandRead> one_read(ValueId v, Index index, std::string guard = "") {
+  std::vector<OperandRead> reads;
+  reads.push_back({v, std::move(index), std::move(guard)});
+  return reads;
+}
+
+std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out) {
+  const Shape& out_shape = t.value(op.outs[0]).shape;
+  switch (op.info->kind) {
+    case OpKind::broadcast_in_dim: {
+      const Value& a = t.value(op.arg("a").value);
+      auto bdims = op.arg("broadcast_dimensions").int_list();
+      Index in;
+      in.reserve(a.shape.size());
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(a.shape[i] == 1 ? IndexComp::of_const(0) : out[bdims[i]]);
+      return one_read(op.arg("a").value, std::move(in));
+    }
+    case OpKind::reshape: {
+      const Value& a = t.value(op.arg("a").value);
+      return one_read(op.arg("a").value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape));
+    }
+    case OpKind::transpose: {
+      auto perm = op.arg("permutation").int_list();
+      Index in(perm.size());
+      for (size_t j = 0; j < perm.size(); ++j) in[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = out[j];
+      return one_read(op.arg("a").value, std::move(in));
+    }
+    case OpKind::squeeze: {
+      const Value& a = t.value(op.arg("a").value);
+      auto dims = op.arg("dims").int_list();
+      Index in;
+      size_t k = 0;
+      for (size_t i = 0; i < a.shape.size(); ++i) {
+        bool squeezed = false;
+        for (int64_t d : dims) squeezed |= (d < 0 ? d + int64_t(a.shape.size()) : d) == int64_t(i);
+        in.push_back(squeezed ? IndexComp::of_const(0) : out[k++]);
+      }
+      return one_read(op.arg("a").value, std::move(in));
+    }
+    case OpKind::slice: {
+      const Value& a = t.value(op.arg("a").value);
+      auto start = op.arg("start_indices").int_list();
+      std::vector<int64_t> strides(a.shape.size(), 1);
+      if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
+      Index in;
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], out_shape[i], strides[i], start[i]));
+      return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
+    }
+    case OpKind::pad: {
+      // out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
+      const Value& a = t.value(op.arg("a").value);
+      const Arg& config = op.arg("padding_config");
+      Index in;
+      std::string guard;
+      for (size_t i = 0; i < a.shape.size(); ++i) {
+        auto lhi = config.items[i].int_list();
+        int64_t lo = lhi[0], step = lhi[2] + 1;
+        if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
+        std::string p = affine(out[i], out_shape[i], 1, -lo).text();
+        std::string cond = "(" + p + " >= 0 && " + p + " < " + std::to_string((a.shape[i] - 1) * step + 1) + ")";
+        if (step != 1) cond = "(" + cond + " && " + p + " % " + std::to_string(step) + " == 0)";
+        guard += (guard.empty() ? "" : " && ") + cond;
+        std::string pos = step == 1 ? p : "(" + p + ") / " + std::to_string(step);
+        in.push_back(IndexComp::of_expr(IndexExpr::named("(" + cond + " ? " + pos + " : 0)", 0, a.shape[i] - 1)));
+      }
+      return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
+    }
+    case OpKind::cat: {
+      int64_t rank = int64_t(out_shape.size());
+      int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + rank : op.arg("dim").integer;
+      std::vector<OperandRead> reads;
+      int64_t offset = 0;
+      for (const Arg& piece : op.arg("tensors").items) {
+        const Value& v = t.value(piece.value);
+        int64_t len = v.shape[dim];
+        std::string d = out[dim].text();
+        std::string guard = "(" + d + " >= " + std::to_string(offset) + " && " + d + " < " + std::to_string(offset + len) + ")";
+        // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
+        Index in = out;
+        in[dim] = IndexComp::of_expr(IndexExpr::named("(" + guard + " ? " + affine(out[dim], out_shape[dim], 1, -offset).text() + " : 0)", 0, len - 1));
+        reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
+        offset += len;
+      }
+      reads.back().guard.clear();  // the last piece is what remains: no test needed
+      return reads;
+    }
+    default: break;
+  }
+  throw InternalError("shape_op_reads: not a shape op: " + op.symbol);
+}
+
+}  // namespace
+
+}  // namespace tg

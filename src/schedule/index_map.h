@@ -1,0 +1,125 @@
+// Index maps: which element of an operand a shape op's output element reads. Kernels evaluate a
+// fused expression at a symbolic index (one component per dim of the value); shape ops map it to
+// their operand's index. Components stay structural (a loop variable, a constant) as long as they
+// can, so fusion can tell whether two reads hit the same element, and otherwise are expressions
+// (index_expr.h), simplified as the shape ops build them: a reshape of a reshape reads its
+// operand at the loop dims again, and an offset can be seen to be the kernel's flat index.
+#pragma once
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/index_expr.h"
+#include "ir/trace.h"
+
+namespace tg {
+
+struct IndexComp {
+  enum class Kind { var, constant, expr };
+  Kind kind = Kind::constant;
+  int var = 0;       // Kind::var: the kernel's loop dimension d<var>
+  int64_t value = 0; // Kind::constant
+  IndexExpr expr;    // Kind::expr: anything else
+
+  static IndexComp of_var(int v) { IndexComp c; c.kind = Kind::var; c.var = v; return c; }
+  static IndexComp of_const(int64_t v) { IndexComp c; c.kind = Kind::constant; c.value = v; return c; }
+  // `e` as a component: a loop dim or a constant where it is one.
+  static IndexComp of_expr(IndexExpr e);
+  // The component as an expression; a loop dim it is lies in [0, extent).
+  IndexExpr as_expr(int64_t extent) const;
+  std::string text() const;  // parenthesized unless a name or a number
+  bool operator==(const IndexComp& o) const;
+};
+using Index = std::vector<IndexComp>;
+
+Index identity_index(size_t rank);
+
+// A map from reads (value v at an index) to T, hashed and compared on the index's structure, so
+// no key text is built: the emitter's memo of computed values, and (as ReadSet) fusion's visited
+// sets.
+template <class T>
+class ReadMap {
+ public:
+  const T* find(ValueId v, const Index& index) const { return find(Probe{v, index, hash_read(v, index)}); }
+  void set(ValueId v, const Index& index, T value) {
+    const size_t hash = hash_read(v, index);
+    map_.insert_or_assign(Read{v, index, hash}, std::move(value));
+  }
+  // Adds the read with `value` unless it is there; false if it was. (One hash for both.)
+  bool insert(ValueId v, const Index& index, T value) {
+    const Probe probe{v, index, hash_read(v, index)};
+    if (find(probe)) return false;
+    map_.emplace(Read{v, index, probe.hash}, std::move(value));
+    return true;
+  }
+
+ private:
+  struct Read {
+    ValueId value;
+    Index index;
+    size_t hash;  // hash_read(value, index), kept so rehashing and inserting compute it once
+  };
+  struct Probe {  // a read looked up without copying its index
+    ValueId value;
+    const Index& index;
+    size_t hash;
+  };
+  struct Hash {
+    using is_transparent = void;
+    template <class Key>
+    size_t operator()(const Key& k) const { return k.hash; }
+  };
+  struct Equal {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const { return a.hash == b.hash && a.value == b.value && a.index == b.index; }
+  };
+  const T* find(const Probe& probe) const {
+    auto it = map_.find(probe);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  static size_t hash_read(ValueId v, const Index& index);
+  std::unordered_map<Read, T, Hash, Equal> map_;
+};
+
+class ReadSet {
+ public:
+  // Adds the read; false if it was there.
+  bool insert(ValueId v, const Index& index) { return reads_.insert(v, index, true); }
+
+ private:
+  ReadMap<bool> reads_;
+};
+
+size_t hash_index(const Index& index);  // (equal indexes hash alike)
+
+template <class T>
+size_t ReadMap<T>::hash_read(ValueId v, const Index& index) {
+  const size_t h = hash_index(index);
+  return h ^ (std::hash<ValueId>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
+// One operand read of a shape op. `guard` (code, empty = always) says when the read is the one
+// that counts: pad reads its input only inside the padded region, cat reads one piece.
+struct OperandRead {
+  ValueId value;
+  Index index;
+  std::string guard;
+};
+
+// Names a piece of index code so emitted kernels stay readable and expressions small: given the
+// code, its C++ type ("int64_t" or "bool") and a hint, returns the variable to use instead.
+// shape_op_reads names guards, the pieces of pad and cat, and expressions grown past
+// kMaxIndexExprSize (a chain of reshapes and transposes); analysis passes none and gets the code.
+using IndexNamer = std::function<std::string(const std::string& code, const char* type, const std::string& hint)>;
+
+constexpr size_t kMaxIndexExprSize = 24;
+
+// The reads that element `out` of shape op `op` makes. For every op but cat this is one read.
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, const IndexNamer& namer = nullptr);
+
+// Row-major linear offset of `index` into a tensor of `shape` (0 for scalars), simplified.
+IndexExpr linear_index(const Index& index, const Shape& shape);
+
+}  // namespace tg

@@ -1,0 +1,202 @@
+#include "support/generated_text.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include "support/diagnostics.h"
+
+namespace tg {
+
+std::string_view role_prefix(Role role) {
+  switch (role) {
+    case Role::global: return "g_";
+    case Role::element: return "v_";
+    case Role::index: return "ix_";
+    case Role::accumulator: return "acc_";
+    case Role::sum: return "sum_";
+    case Role::m2: return "m2_";
+    case Role::deviation: return "dev_";
+    case Role::mean: return "mean_";
+    case Role::target: return "at_";
+    case Role::max_and_sum: return "both_";
+    case Role::run_in: return "r_";
+    case Role::run_out: return "w_";
+    case Role::run_bits: return "b_";
+    case Role::cached: return "c_";
+    case Role::shared: return "s_";
+    case Role::harness_input: return "in_";
+    case Role::storage_view: return "p_";
+    case Role::element_function: return "element_";
+    case Role::result: return "out_";
+  }
+  throw InternalError("unknown identifier role");
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string ident(Role role, std::string_view name) {
+  TG_CHECK(is_identifier(name), "an identifier made from \"" + comment_text(name) + "\", which is not one");
+  std::string out(role_prefix(role));
+  out += name;
+  return out;
+}
+
+namespace {
+
+// Lower-case words a parameter must not be: C and C++ keywords (C23's and the alternative tokens
+// among them), the lower-case macros of the C library and of g++ in its GNU modes, and what an
+// entry point's body names unqualified (its locals, the types of its parameters and of the
+// runtime's macros).
+constexpr std::string_view kNotParameters[] = {
+    // keywords
+    "alignas", "alignof", "and", "and_eq", "asm", "atomic_cancel", "atomic_commit", "atomic_noexcept", "auto", "bitand",
+    "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+    "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield",
+    "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern",
+    "false", "final", "float", "for", "friend", "goto", "if", "import", "inline", "int", "long", "module", "mutable",
+    "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "override", "private",
+    "protected", "public", "reflexpr", "register", "reinterpret_cast", "requires", "restrict", "return", "short",
+    "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "synchronized", "template", "this",
+    "thread_local", "throw", "transaction_safe", "transaction_safe_dynamic", "true", "try", "typedef", "typeid",
+    "typename", "typeof", "typeof_unqual", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t",
+    "while", "xor", "xor_eq",
+    // lower-case macros: g++'s GNU modes, the C library's
+    "linux", "unix", "i386", "alloca", "assert", "assert_perror", "errno", "math_errhandling", "offsetof", "stdin",
+    "stdout", "stderr", "va_arg", "va_copy", "va_end", "va_start", "st_atime", "st_ctime", "st_mtime", "sched_priority",
+    "strdupa", "strndupa", "issubnormal", "isascii", "toascii", "timeradd", "timerclear", "timercmp", "timerisset",
+    "timersub", "pthread_cleanup_pop", "pthread_cleanup_pop_restore_np", "pthread_cleanup_push",
+    "pthread_cleanup_push_defer_np", "be16toh", "be32toh", "be64toh", "le16toh", "le32toh", "le64toh", "htobe16", "htobe32",
+    "htobe64", "htole16", "htole32", "htole64", "isalnum_l", "isalpha_l", "isascii_l", "isblank_l", "iscntrl_l",
+    "isdigit_l", "isgraph_l", "islower_l", "isprint_l", "ispunct_l", "isspace_l", "isupper_l", "isxdigit_l", "toascii_l",
+    // what an entry point's body names unqualified
+    "stream", "handle", "comm", "workspace", "memory", "overlap", "std", "dim3", "int8_t", "int16_t", "int32_t", "int64_t",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t"};
+
+constexpr std::string_view kNotParameterStems[] = {"tg_", "thunder_gen", "cuda", "nccl"};
+
+bool lower_snake_case(std::string_view name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z' || name.find("__") != std::string_view::npos) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+void append_hex_escape(std::string& out, unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(c));
+  out += buf;
+}
+
+bool printable_ascii(unsigned char c) { return c >= 0x20 && c < 0x7f; }
+
+}  // namespace
+
+bool usable_as_parameter(std::string_view name) {
+  if (!lower_snake_case(name) || name == "tg") return false;
+  for (std::string_view word : kNotParameters)
+    if (name == word) return false;
+  for (std::string_view stem : kNotParameterStems)
+    if (name.starts_with(stem)) return false;
+  for (Role role : {Role::global, Role::storage_view})  // (the roles an entry point's body names values in)
+    if (name.starts_with(role_prefix(role))) return false;
+  return true;
+}
+
+std::string printable_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (printable_ascii(c)) out += ch;
+    else append_hex_escape(out, c);
+  }
+  return out;
+}
+
+std::string comment_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    // A run that needs no escape goes in whole (most comments are all run).
+    size_t run = i;
+    while (run < text.size() && printable_ascii(static_cast<unsigned char>(text[run])) && text[run] != '\\' && text[run] != '*') ++run;
+    if (run > i) {
+      out.append(text, i, run - i);
+      i = run - 1;
+      continue;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\\') out += "\\x5c";  // (never a backslash last on the line: it would join the next line to the comment)
+    else if (c == '*' && i + 1 < text.size() && text[i + 1] == '/') out += "*\\";
+    else if (printable_ascii(c)) out += char(c);
+    else append_hex_escape(out, c);
+  }
+  return out;
+}
+
+std::string comment_line(std::string_view text, std::string_view indent) {
+  std::string out(indent);
+  out += "// ";
+  out += comment_text(text);
+  out += '\n';
+  return out;
+}
+
+std::string cpp_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (printable_ascii(c) && c != '?') {  // (a ? could start a trigraph in old dialects)
+      out += char(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", unsigned(c));
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+std::string cmake_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c == '$') {
+      out += '\\';
+      out += char(c);
+    } else if (printable_ascii(c)) {
+      out += char(c);
+    } else {
+      throw InternalError("a control or non-ASCII byte in a CMake string");
+    }
+  }
+  return out + "\"";
+}
+
+std::string python_string(std::string_view text) {
+  std::string out = "'";
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '\'': out += "\\'"; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
+        else out += char(c);  // UTF-8 as it is (the reader takes only valid UTF-8)
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace tg
