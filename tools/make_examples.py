@@ -1420,7 +1420,7 @@ def walk(ops):
 
 
 def table_ops():
-    path = os.path.join(ROOT, "src", "op_table.cpp")
+    path = os.path.join(ROOT, "src", "ops", "op_table.cpp")
     with open(path) as f:
         return sorted(set(re.findall(r'"(prims\.[a-z0-9_]+)"', f.read())))
 
