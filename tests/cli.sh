@@ -27,14 +27,14 @@ run "$ex" -o gen --tags "$root/examples"; check tags-is-a-folder rc 1; check tag
 check refused-folders-wrote-nothing [ ! -e gen ]
 run "$ex" --emit decomposed;         check emit-decomposed has out.txt "= prims.amax(x, \[1\])"
 run "$ex" --emit cuda;               check emit-cuda has out.txt "__global__"
-for stage in read rng overrides decompose dead-code autograd partition epilogue fuse emit; do
+for stage in read rng overrides decompose dead-code autograd partition epilogue fuse kernel-ir emit; do
   run "$ex" --emit $stage;           check "emit-$stage" rc 0; check "emit-$stage-printed" [ -s out.txt ]
 done
 run "$ex" --emit dead-code;          check emit-dead-code-listing has out.txt "= prims.amax(x, \[1\])"
 run "$ex" -o gen -v --dump-dir dump; check generate rc 0
 check verbose-lines [ "$(grep -c '^thunder-gen: \(decompose\|fuse\|emit\)' err.txt)" = 3 ]
-check dump-files [ "$(ls dump | tr '\n' ' ')" = "00-read.txt 01-rng.txt 02-overrides.txt 03-decompose.txt 04-dead-code.txt 05-epilogue.txt 06-fuse.txt " ]
-check verbose-every-pass [ "$(grep -c '^thunder-gen: \(rng\|overrides\|decompose\|dead-code\|epilogue\|fuse\|emit\): ' err.txt)" = 7 ]
+check dump-files [ "$(ls dump | tr '\n' ' ')" = "00-read.txt 01-rng.txt 02-overrides.txt 03-decompose.txt 04-dead-code.txt 05-epilogue.txt 06-fuse.txt 07-kernel-ir.txt " ]
+check verbose-every-pass [ "$(grep -c '^thunder-gen: \(rng\|overrides\|decompose\|dead-code\|epilogue\|fuse\|kernel-ir\|emit\): ' err.txt)" = 8 ]
 check output-files [ -f gen/forward.cu ] && [ -f gen/harness.cpp ] && [ -f gen/manifest.json ] && [ -f gen/CMakeLists.txt ] && [ -f gen/tg_runtime.cuh ]
 touch gen/stale.txt
 run "$ex" -o gen;                    check replaced-whole [ ! -e gen/stale.txt ]

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "autograd/explain.h"
+#include "codegen/print_kernel_ir.h"
 #include "ops/printer.h"
 #include "ops/verify.h"
 #include "support/diagnostics.h"
@@ -101,6 +102,12 @@ void PassManager::finish(Pass pass, size_t in_ops, const FusedTrace& out, Clock:
   log_line(pass, ops_change(in_ops, out.trace.ops.size()), start);
   if (!options_.dump_dir.empty()) dump(pass_name(pass), print_fused(out));
   stop_if_asked(pass, [&] { return print_fused(out); });
+}
+
+void PassManager::finish(Pass pass, size_t, const KernelProgram& out, Clock::time_point start) {
+  log_line(pass, std::to_string(out.kernels.size()) + " " + role_ + (role_.empty() ? "" : " ") + "kernels lowered", start);
+  if (!options_.dump_dir.empty()) dump(pass_name(pass), print_kernel_program(out));
+  stop_if_asked(pass, [&] { return print_kernel_program(out); });
 }
 
 // A joint trace's listing marks its cotangents and its backward part, so it reads back as one.

@@ -15,6 +15,7 @@
 #include "autograd/autograd.h"
 #include "autograd/partition.h"
 #include "codegen/emit_cuda.h"
+#include "codegen/kernel_program.h"
 #include "ir/passes.h"
 #include "ir/trace.h"
 #include "schedule/kernel_plan.h"
@@ -72,9 +73,11 @@ class PassManager {
   static size_t ops_of(const Trace& t) { return t.ops.size(); }
   static size_t ops_of(const JointTrace& j) { return j.trace.ops.size(); }
   static size_t ops_of(const FusedTrace& f) { return f.trace.ops.size(); }
+  static size_t ops_of(const KernelProgram& p) { return p.ops.size(); }
 
   void finish(Pass pass, size_t in_ops, const Trace& out, Clock::time_point start);
   void finish(Pass pass, size_t in_ops, const FusedTrace& out, Clock::time_point start);
+  void finish(Pass pass, size_t in_ops, const KernelProgram& out, Clock::time_point start);
   void finish(Pass pass, size_t in_ops, const JointTrace& out, Clock::time_point start);
   void finish(Pass pass, size_t in_ops, const Partition& out, Clock::time_point start);
   void finish(Pass pass, size_t in_ops, const CudaFile& out, Clock::time_point start);

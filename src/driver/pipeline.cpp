@@ -10,6 +10,7 @@
 #include "autograd/partition.h"
 #include "codegen/emit_cuda.h"
 #include "codegen/entry_points.h"
+#include "codegen/kernel_program.h"
 #include "lower/dead_code.h"
 #include "lower/decompose.h"
 #include "lower/rng.h"
@@ -30,6 +31,7 @@ namespace {
 // --emit asks (the fork keeps that listing: its stopped()).
 struct Lowered {
   FusedTrace fused;
+  std::optional<KernelProgram> program;
   std::optional<CudaFile> cuda;
 };
 
@@ -42,11 +44,13 @@ Trace step(Pass pass, F&& f, Trace in, PassManager& passes, const PipelineOption
 Lowered lower(Trace t, PassManager& passes, const EntryPoint& entry, const char* file, const PipelineOptions& o) {
   const char* input_file = o.input_file.c_str();
   Trace folded = step(Pass::epilogue, fold_gemm_epilogues, std::move(t), passes, o);
-  if (passes.stopped()) return {{std::move(folded), {}}, std::nullopt};
+  if (passes.stopped()) return {{std::move(folded), {}}, std::nullopt, std::nullopt};
   Lowered out{o.resumes_after(Pass::fuse) ? FusedTrace{std::move(folded), o.resume->plans} : passes.run(Pass::fuse, fuse, std::move(folded)),
-              std::nullopt};
+              std::nullopt, std::nullopt};
   if (passes.stopped()) return out;
-  out.cuda = passes.run(Pass::emit, [&](const FusedTrace& fused) { return emit_cuda(fused, entry, file, input_file); }, out.fused);
+  out.program = passes.run(Pass::kernel_ir, [&](const FusedTrace& fused) { return lower_kernels(fused, entry); }, out.fused);
+  if (passes.stopped()) return out;
+  out.cuda = passes.run(Pass::emit, [&](const KernelProgram& program) { return emit_cuda(out.fused, program, entry, file, input_file); }, *out.program);
   return out;
 }
 
@@ -163,8 +167,8 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
   // of each trace (values and signature) for the harness and the manifest, which are written
   // while the backward is still lowered.
   std::ostringstream forward_log, backward_log;
-  PassManager forward_passes = passes.fork(forward_log, 2, parts ? "forward" : "");
-  PassManager backward_passes = passes.fork(backward_log, 2, "backward");
+  PassManager forward_passes = passes.fork(forward_log, 3, parts ? "forward" : "");  // epilogue, fuse, kernel-ir
+  PassManager backward_passes = passes.fork(backward_log, 3, "backward");
   const EntryPoint forward_api = forward_entry(*forward, parts, input.name);
   const std::optional<EntryPoint> backward_api = parts ? std::optional(backward_entry(*parts, input.name)) : std::nullopt;
   std::future<Lowered> backward_future;
@@ -193,7 +197,7 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
   }
   if (backward_future.valid()) work->backward = backward_future.get();
   log << forward_log.str() << backward_log.str();
-  for (Pass pass : {Pass::epilogue, Pass::fuse, Pass::emit})
+  for (Pass pass : {Pass::epilogue, Pass::fuse, Pass::kernel_ir, Pass::emit})
     if (passes.stops_after(pass)) return {stopped_listing(pass, forward_passes, parts ? &backward_passes : nullptr), {}};
 
   const auto outputs_start = std::chrono::steady_clock::now();

@@ -1,6 +1,6 @@
 #include "driver/resume.h"
 
-#include "codegen/emit_cuda.h"
+#include "codegen/kernel_program.h"
 #include "frontend/listing_reader.h"
 #include "support/diagnostics.h"
 
@@ -21,7 +21,7 @@ KernelPlan plan_listed(const Trace& t, const ListedKernel& listed, const std::st
   } catch (const InternalError& e) {
     throw UserError(file, kernel_line, not_made(e.what()));
   }
-  if (const auto problem = kernel_emission_problem(t, op, plan)) throw UserError(file, kernel_line, not_made(*problem));
+  if (const auto problem = kernel_lowering_problem(t, op, plan)) throw UserError(file, kernel_line, not_made(*problem));
   return plan;
 }
 

@@ -29,7 +29,7 @@ struct ResumedTrace {
 // Reads the listing at `path`, printed after pass `after`. Each kernel of a fused listing gets the
 // plan its "# plan: " line asks for (kernel_plan.h says which may differ from the kernel's own),
 // else the one fusion makes; a kernel fusion would never make (two reductions over different
-// dims, say) is refused at its line with what the planner or the emitter could not do. Throws
+// dims, say) is refused at its line with what the planner or the kernel lowering could not do. Throws
 // UserError(path, line, message).
 ResumedTrace read_to_resume(const std::string& path, Pass after);
 

@@ -689,6 +689,8 @@ class ListingReader {
 
 ListingTrace read_listing(std::string_view text, const std::string& file, Pass after) {
   if (after == Pass::emit) throw UserError(file, "", "the CUDA source is the last stage: no pass runs after it");
+  if (after == Pass::kernel_ir)
+    throw UserError(file, "", "the kernel IR's listing is for reading and is not read back: resume from the fused listing (--from-stage fuse)");
   return ListingReader(text, file, after).read();
 }
 

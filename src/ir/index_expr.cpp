@@ -9,11 +9,19 @@
 
 namespace tg {
 
+// What a select atom is made of: cond ? then / divisor : 0.
+struct SelectParts {
+  IndexCond cond;
+  IndexExpr then;
+  int64_t divisor = 1;
+};
+
 struct IndexExpr::Atom {
   enum class Kind { named, quotient, remainder };
   Kind kind = Kind::named;
-  std::string text;     // named: a variable's name, or code
+  std::string text;     // named: a variable's name, or a select's code (ordered by it as names are)
   int dim = -1;         // named: the loop dim it is, if it is one
+  std::shared_ptr<const SelectParts> select;  // named: a select's parts, when it is one
   IndexExpr operand;    // quotient, remainder: operand / divisor, operand % divisor
   int64_t divisor = 1;
   IndexRange range;
@@ -66,6 +74,14 @@ IndexExpr IndexExpr::dim(int k, int64_t extent) {
   auto [it, fresh] = made.try_emplace({k, extent});
   if (fresh) it->second = named("d" + std::to_string(k), 0, std::max<int64_t>(extent - 1, 0), k);
   return it->second;
+}
+
+IndexExpr IndexExpr::select(const IndexCond& cond, const IndexExpr& then, int64_t divisor, int64_t lo, int64_t hi) {
+  const std::string value = divisor == 1 ? then.component_text() : "(" + then.component_text() + ") / " + std::to_string(divisor);
+  IndexExpr e = named("(" + cond.text() + " ? " + value + " : 0)", lo, hi, -1);
+  auto atom = std::make_shared<Atom>(*e.terms_[0].atom);
+  atom->select = std::make_shared<const SelectParts>(SelectParts{cond, then, divisor});
+  return of_atom(std::move(atom));
 }
 
 IndexExpr IndexExpr::sum(const std::vector<IndexExpr>& parts) {
@@ -299,8 +315,15 @@ std::vector<int> IndexExpr::dims() const {
 std::vector<std::string> IndexExpr::names() const {
   std::vector<std::string> out;
   for (const Term& t : terms_) {
-    if (t.atom->kind == Atom::Kind::named) out.push_back(t.atom->text);
-    else for (std::string& n : t.atom->operand.names()) out.push_back(std::move(n));
+    const Atom& a = *t.atom;
+    if (a.select) {
+      for (std::string& n : a.select->cond.names()) out.push_back(std::move(n));
+      for (std::string& n : a.select->then.names()) out.push_back(std::move(n));
+    } else if (a.kind == Atom::Kind::named) {
+      out.push_back(a.text);
+    } else {
+      for (std::string& n : a.operand.names()) out.push_back(std::move(n));
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -373,6 +396,11 @@ int64_t IndexExpr::evaluate(const std::function<int64_t(const std::string& name)
   int64_t v = constant_;
   for (const Term& t : terms_) {
     const Atom& a = *t.atom;
+    if (a.select) {
+      const SelectParts& p = *a.select;
+      v += t.coef * (p.cond.holds(value_of) ? p.then.evaluate(value_of) / p.divisor : 0);
+      continue;
+    }
     const int64_t x = a.kind == Atom::Kind::named ? value_of(a.text) : a.operand.evaluate(value_of);
     v += t.coef * (a.kind == Atom::Kind::named ? x : a.kind == Atom::Kind::quotient ? x / a.divisor : x % a.divisor);
   }
@@ -400,6 +428,10 @@ std::string IndexExpr::text() const {
   return s;
 }
 
+std::string IndexExpr::component_text() const {
+  return as_named() || constant() ? text() : "(" + text() + ")";
+}
+
 std::string IndexExpr::term_text(const Term& t) const {
   const bool unit = t.coef == 1 || t.coef == -1;
   std::string a = atom_text(*t.atom);
@@ -415,6 +447,51 @@ std::string IndexExpr::atom_text(const Atom& a) {
 std::string IndexExpr::operand_text(const IndexExpr& e) {
   if (const std::string* name = e.as_named()) return *name;
   return "(" + e.text() + ")";
+}
+
+// ---- conditions -----------------------------------------------------------------------------
+
+IndexCond IndexCond::named(std::string variable) {
+  IndexCond c;
+  c.variable = std::move(variable);
+  return c;
+}
+
+std::string IndexCond::text() const {
+  if (!variable.empty()) return variable;
+  std::string s;
+  for (const Clause& c : clauses) {
+    const std::string x = c.x.component_text();
+    std::string clause = "(" + x + " >= " + std::to_string(c.lo) + " && " + x + " < " + std::to_string(c.hi) + ")";
+    if (c.step != 1) clause = "(" + clause + " && " + x + " % " + std::to_string(c.step) + " == 0)";
+    s += (s.empty() ? "" : " && ") + clause;
+  }
+  return s;
+}
+
+std::vector<std::string> IndexCond::names() const {
+  if (!variable.empty()) return {variable};
+  std::vector<std::string> out;
+  for (const Clause& c : clauses)
+    for (std::string& n : c.x.names()) out.push_back(std::move(n));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool IndexCond::holds(const std::function<int64_t(const std::string& name)>& value_of) const {
+  if (!variable.empty()) return value_of(variable) != 0;
+  for (const Clause& c : clauses) {
+    const int64_t x = c.x.evaluate(value_of);
+    if (x < c.lo || x >= c.hi || x % c.step != 0) return false;
+  }
+  return true;
+}
+
+size_t IndexCond::hash() const {
+  size_t h = std::hash<std::string>()(variable);
+  for (const Clause& c : clauses) h = mix(mix(mix(h, c.x.hash()), size_t(c.lo)), mix(size_t(c.hi), size_t(c.step)));
+  return h;
 }
 
 }  // namespace tg

@@ -31,6 +31,9 @@ struct IndexRange {  // lo <= x <= hi, when known
   bool known = true;
 };
 
+class IndexExpr;
+struct IndexCond;
+
 class IndexExpr {
  public:
   IndexExpr() = default;  // 0
@@ -39,6 +42,9 @@ class IndexExpr {
   static IndexExpr named(std::string text, int64_t lo, int64_t hi) { return named(std::move(text), lo, hi, -1); }
   // The loop dim d<k> of a kernel, 0 <= d<k> < extent.
   static IndexExpr dim(int k, int64_t extent);
+  // `cond ? then / divisor : 0` (the division written as is, C's), in [lo, hi]: where a pad or
+  // cat reads its operand, 0 where it reads none of it. Not looked into by the simplifier.
+  static IndexExpr select(const IndexCond& cond, const IndexExpr& then, int64_t divisor, int64_t lo, int64_t hi);
   // A variable named `name` standing for this expression (with its range).
   IndexExpr as_variable(std::string name) const;
 
@@ -54,13 +60,16 @@ class IndexExpr {
   const std::string* as_named() const;           // when it is exactly one named value: its text
   bool has_div_or_mod() const;
   std::vector<int> dims() const;                 // the loop dims it mentions
-  std::vector<std::string> names() const;        // the named values it mentions, d<k> among them
+  std::vector<std::string> names() const;        // the named values it mentions, d<k> among them (and
+                                                 // those a select's condition and value mention)
   bool multiple_of(int64_t n) const;             // every coefficient and the constant are
   // Each d<k> with k < defs.size() replaced by defs[k] (what the kernel declares it as), simplified.
   IndexExpr with_dims(const std::vector<IndexExpr>& defs) const;
   IndexRange range() const;
   size_t size() const;                           // atoms, counting those inside quotients and remainders
   std::string text() const;                      // as C++ (int64_t arithmetic)
+  // As a term of larger code: a name or a number as it is, anything else in parentheses.
+  std::string component_text() const;
   // Its value, given each named value's (tests check the simplifications with it).
   int64_t evaluate(const std::function<int64_t(const std::string& name)>& value_of) const;
   size_t hash() const;
@@ -92,6 +101,27 @@ class IndexExpr {
   std::string term_text(const Term& t) const;
   static std::string atom_text(const Atom& a);
   static std::string operand_text(const IndexExpr& e);
+};
+
+// A condition on indexes: every clause lo <= x < hi (and x % step == 0 where step > 1) holds; or
+// a bool variable holding such a condition (`variable`). No clause and no variable: always true.
+struct IndexCond {
+  struct Clause {
+    IndexExpr x;
+    int64_t lo = 0, hi = 0;  // lo <= x < hi
+    int64_t step = 1;        // ... and x a multiple of it
+    bool operator==(const Clause& o) const = default;
+  };
+  std::vector<Clause> clauses;
+  std::string variable;
+
+  static IndexCond named(std::string variable);
+  bool always() const { return clauses.empty() && variable.empty(); }
+  std::string text() const;  // "(x >= lo && x < hi) && ...", or the variable (x as component_text writes it)
+  std::vector<std::string> names() const;
+  bool holds(const std::function<int64_t(const std::string& name)>& value_of) const;
+  size_t hash() const;
+  bool operator==(const IndexCond& o) const = default;
 };
 
 }  // namespace tg

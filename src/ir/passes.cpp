@@ -13,6 +13,7 @@ std::string_view pass_name(Pass pass) {
     case Pass::partition: return "partition";
     case Pass::epilogue: return "epilogue";
     case Pass::fuse: return "fuse";
+    case Pass::kernel_ir: return "kernel-ir";
     case Pass::emit: return "emit";
   }
   return "?";
@@ -20,7 +21,7 @@ std::string_view pass_name(Pass pass) {
 
 const std::vector<Pass>& all_passes() {
   static const std::vector<Pass> passes = {Pass::read,     Pass::rng,       Pass::overrides, Pass::decompose, Pass::dead_code,
-                                           Pass::autograd, Pass::partition, Pass::epilogue,  Pass::fuse,      Pass::emit};
+                                           Pass::autograd, Pass::partition, Pass::epilogue,  Pass::fuse,      Pass::kernel_ir, Pass::emit};
   return passes;
 }
 

@@ -7,7 +7,7 @@
 
 namespace tg {
 
-enum class Pass { read, rng, overrides, decompose, dead_code, autograd, partition, epilogue, fuse, emit };
+enum class Pass { read, rng, overrides, decompose, dead_code, autograd, partition, epilogue, fuse, kernel_ir, emit };
 
 std::string_view pass_name(Pass pass);  // "dead-code", ...
 const std::vector<Pass>& all_passes();

@@ -202,14 +202,29 @@ class Fuser {
   std::map<Shape, int> last_row_;        // domain -> most recent row kernel
   std::map<Shape, int> last_row_outer_;  // reduced-value shape -> most recent row kernel
   // The walks compare reads, not print them: an index a shape op computes as code is replaced by a
-  // token standing for it, one per distinct code, so the next shape op builds on the token. (A
-  // chain of reshapes pasted each index into the next twice: code that doubled with every op.)
-  mutable std::unordered_map<std::string, std::string> index_tokens_;
-  const IndexNamer index_token_ = [this](const std::string& code, const char*, const std::string&) {
-    auto [it, fresh] = index_tokens_.try_emplace(code);
-    if (fresh) it->second = "__ix" + std::to_string(index_tokens_.size());
-    return it->second;
+  // token standing for it, one per distinct piece of code, so the next shape op builds on the
+  // token. (A chain of reshapes pasted each index into the next twice: code that doubled with
+  // every op.)
+  class IndexTokens : public IndexNamer {
+   public:
+    std::string name(const IndexExpr& index, const std::string&) override { return token(index_tokens_, index); }
+    std::string name(const IndexCond& guard, const std::string&) override { return token(guard_tokens_, guard); }
+
+   private:
+    struct Hash {
+      template <class T>
+      size_t operator()(const T& x) const { return x.hash(); }
+    };
+    std::unordered_map<IndexExpr, std::string, Hash> index_tokens_;
+    std::unordered_map<IndexCond, std::string, Hash> guard_tokens_;
+    template <class Map, class Key>
+    std::string token(Map& tokens, const Key& key) {
+      auto [it, fresh] = tokens.try_emplace(key);
+      if (fresh) it->second = "__ix" + std::to_string(index_tokens_.size() + guard_tokens_.size());
+      return it->second;
+    }
   };
+  mutable IndexTokens index_token_;
 
   // (The dead-code pass ran before: every op here is needed, so every read counts.)
   void mark_reads() {
@@ -262,7 +277,7 @@ class Fuser {
   template <class F>
   void for_each_operand(const Op& op, const Index& index, F&& read) const {
     if (op.info->fusion == FusionClass::shape) {
-      for (const OperandRead& r : shape_op_reads(t_, op, index, index_token_)) read(r.value, r.index);
+      for (const OperandRead& r : shape_op_reads(t_, op, index, &index_token_)) read(r.value, r.index);
       return;
     }
     if (is_reduction(op)) {

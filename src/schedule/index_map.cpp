@@ -28,10 +28,7 @@ std::string IndexComp::text() const {
   switch (kind) {
     case Kind::var: return "d" + std::to_string(var);
     case Kind::constant: return std::to_string(value);
-    case Kind::expr: {
-      const std::string* name = expr.as_named();
-      return name ? *name : "(" + expr.text() + ")";
-    }
+    case Kind::expr: return expr.component_text();
   }
   return "?";
 }
@@ -149,7 +146,7 @@ namespace {
 
 // Gives the code parts of a read names of their own: "<operand>_i<dim>" and "<operand>_in_<output>".
 // Arithmetic stays an expression, so later reads can simplify it, unless it has grown too large.
-std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<OperandRead> reads, const IndexNamer& namer) {
+std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<OperandRead> reads, IndexNamer* namer) {
   if (!namer) return reads;
   for (OperandRead& r : reads) {
     for (size_t k = 0; k < r.index.size(); ++k) {
@@ -157,9 +154,9 @@ std::vector<OperandRead> named(const Trace& t, const Op& op, std::vector<Operand
       const IndexExpr& e = r.index[k].expr;
       const std::string* name = e.as_named();
       if (name ? is_identifier(*name) : e.size() <= kMaxIndexExprSize) continue;
-      r.index[k] = IndexComp::of_expr(e.as_variable(namer(name ? *name : e.text(), "int64_t", t.value(r.value).name + "_i" + std::to_string(k))));
+      r.index[k] = IndexComp::of_expr(e.as_variable(namer->name(e, t.value(r.value).name + "_i" + std::to_string(k))));
     }
-    if (!r.guard.empty()) r.guard = namer(r.guard, "bool", t.value(r.value).name + "_in_" + t.value(op.outs[0]).name);
+    if (!r.guard.always()) r.guard = IndexCond::named(namer->name(r.guard, t.value(r.value).name + "_in_" + t.value(op.outs[0]).name));
   }
   return reads;
 }
@@ -168,16 +165,57 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
 
 }  // namespace
 
-std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, const IndexNamer& namer) {
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, IndexNamer* namer) {
   return named(t, op, reads_of(t, op, out), namer);
 }
 
 namespace {
 
 // The single read of most shape ops (an initializer list would copy the index).
-std::vector<OperandRead> one_read(ValueId v, Index index, std::string guard = "") {
+std::vector<OperandRead> one_read(ValueId v, Index index, IndexCond guard = {}) {
   std::vector<OperandRead> reads;
   reads.push_back({v, std::move(index), std::move(guard)});
+  return reads;
+}
+
+// A pad's read: out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
+std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& out) {
+  const Shape& out_shape = t.value(op.outs[0]).shape;
+  const Value& a = t.value(op.arg("a").value);
+  const Arg& config = op.arg("padding_config");
+  Index in;
+  IndexCond guard;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    auto lhi = config.items[i].int_list();
+    int64_t lo = lhi[0], step = lhi[2] + 1;
+    if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
+    const IndexExpr p = affine(out[i], out_shape[i], 1, -lo).as_expr(out_shape[i]);
+    const IndexCond inside{{{p, 0, (a.shape[i] - 1) * step + 1, step}}, ""};
+    guard.clauses.push_back(inside.clauses[0]);
+    in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, a.shape[i] - 1)));
+  }
+  return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
+}
+
+// A cat's reads: one per piece, each guarded by the range of the cat's dim it covers.
+std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& out) {
+  const Shape& out_shape = t.value(op.outs[0]).shape;
+  int64_t rank = int64_t(out_shape.size());
+  int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + rank : op.arg("dim").integer;
+  std::vector<OperandRead> reads;
+  int64_t offset = 0;
+  for (const Arg& piece : op.arg("tensors").items) {
+    const Value& v = t.value(piece.value);
+    int64_t len = v.shape[dim];
+    const IndexComp& d = out[dim];
+    const IndexCond guard{{{d.as_expr(out_shape[dim]), offset, offset + len, 1}}, ""};
+    // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
+    Index in = out;
+    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, affine(d, out_shape[dim], 1, -offset).as_expr(out_shape[dim]), 1, 0, len - 1));
+    reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
+    offset += len;
+  }
+  reads.back().guard = {};  // the last piece is what remains: no test needed
   return reads;
 }
 
@@ -223,44 +261,8 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], out_shape[i], strides[i], start[i]));
       return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
     }
-    case OpKind::pad: {
-      // out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
-      const Value& a = t.value(op.arg("a").value);
-      const Arg& config = op.arg("padding_config");
-      Index in;
-      std::string guard;
-      for (size_t i = 0; i < a.shape.size(); ++i) {
-        auto lhi = config.items[i].int_list();
-        int64_t lo = lhi[0], step = lhi[2] + 1;
-        if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
-        std::string p = affine(out[i], out_shape[i], 1, -lo).text();
-        std::string cond = "(" + p + " >= 0 && " + p + " < " + std::to_string((a.shape[i] - 1) * step + 1) + ")";
-        if (step != 1) cond = "(" + cond + " && " + p + " % " + std::to_string(step) + " == 0)";
-        guard += (guard.empty() ? "" : " && ") + cond;
-        std::string pos = step == 1 ? p : "(" + p + ") / " + std::to_string(step);
-        in.push_back(IndexComp::of_expr(IndexExpr::named("(" + cond + " ? " + pos + " : 0)", 0, a.shape[i] - 1)));
-      }
-      return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
-    }
-    case OpKind::cat: {
-      int64_t rank = int64_t(out_shape.size());
-      int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + rank : op.arg("dim").integer;
-      std::vector<OperandRead> reads;
-      int64_t offset = 0;
-      for (const Arg& piece : op.arg("tensors").items) {
-        const Value& v = t.value(piece.value);
-        int64_t len = v.shape[dim];
-        std::string d = out[dim].text();
-        std::string guard = "(" + d + " >= " + std::to_string(offset) + " && " + d + " < " + std::to_string(offset + len) + ")";
-        // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
-        Index in = out;
-        in[dim] = IndexComp::of_expr(IndexExpr::named("(" + guard + " ? " + affine(out[dim], out_shape[dim], 1, -offset).text() + " : 0)", 0, len - 1));
-        reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
-        offset += len;
-      }
-      reads.back().guard.clear();  // the last piece is what remains: no test needed
-      return reads;
-    }
+    case OpKind::pad: return pad_reads(t, op, out);
+    case OpKind::cat: return cat_reads(t, op, out);
     default: break;
   }
   throw InternalError("shape_op_reads: not a shape op: " + op.symbol);

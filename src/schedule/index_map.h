@@ -100,24 +100,29 @@ size_t ReadMap<T>::hash_read(ValueId v, const Index& index) {
   return h ^ (std::hash<ValueId>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
 }
 
-// One operand read of a shape op. `guard` (code, empty = always) says when the read is the one
-// that counts: pad reads its input only inside the padded region, cat reads one piece.
+// One operand read of a shape op. `guard` says when the read is the one that counts (always, when
+// empty): pad reads its input only inside the padded region, cat reads one piece.
 struct OperandRead {
   ValueId value;
   Index index;
-  std::string guard;
+  IndexCond guard;
 };
 
-// Names a piece of index code so emitted kernels stay readable and expressions small: given the
-// code, its C++ type ("int64_t" or "bool") and a hint, returns the variable to use instead.
-// shape_op_reads names guards, the pieces of pad and cat, and expressions grown past
-// kMaxIndexExprSize (a chain of reshapes and transposes); analysis passes none and gets the code.
-using IndexNamer = std::function<std::string(const std::string& code, const char* type, const std::string& hint)>;
+// Names pieces of index code so emitted kernels stay readable and expressions small: a variable
+// standing for an index (int64_t) or a guard (bool), with a hint for its name. shape_op_reads
+// names guards, the pieces of pad and cat, and expressions grown past kMaxIndexExprSize (a chain
+// of reshapes and transposes); fusion's walks name them by tokens; analysis passes none.
+class IndexNamer {
+ public:
+  virtual ~IndexNamer() = default;
+  virtual std::string name(const IndexExpr& index, const std::string& hint) = 0;
+  virtual std::string name(const IndexCond& guard, const std::string& hint) = 0;
+};
 
 constexpr size_t kMaxIndexExprSize = 24;
 
 // The reads that element `out` of shape op `op` makes. For every op but cat this is one read.
-std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, const IndexNamer& namer = nullptr);
+std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, IndexNamer* namer = nullptr);
 
 // Row-major linear offset of `index` into a tensor of `shape` (0 for scalars), simplified.
 IndexExpr linear_index(const Index& index, const Shape& shape);

@@ -81,7 +81,7 @@ class Planner {
 
   // A row kernel whose rows are neighbours in memory (the last dim is an outer dim: LayerNorm's
   // weight gradient sums over dim 0) would read with a stride of the row length if a block took
-  // one row: its block takes 32 neighbouring rows instead (see emit_column.cpp).
+  // one row: its block takes 32 neighbouring rows instead (see lower_reductions.cpp, column kernels).
   bool column_kernel() const {
     if (layout_.outer.empty() || layout_.outer.back() != int64_t(layout_.domain.size()) - 1) return false;
     return numel(layout_.outer_shape()) % 32 == 0;
@@ -465,8 +465,8 @@ PlanRequest parse_plan_line(const std::string& text, const std::string& where) {
 }  // namespace
 
 // A plan as a stage listing gives it: the kernel's own plan, with the changes a listing may ask
-// for because the emitter writes correct code either way (lanes=1, held=0, hoisted=0,
-// stream_run=1); any other difference is an error, so that a listing cannot make the emitter
+// for because the kernel lowering writes correct code either way (lanes=1, held=0, hoisted=0,
+// stream_run=1); any other difference is an error, so that a listing cannot make the lowering
 // write a kernel its plan's checks never saw.
 KernelPlan plan_from_listing(const std::string& text, const Trace& t, const Op& kernel, const std::string& where) {
   const PlanRequest request = parse_plan_line(text, where);

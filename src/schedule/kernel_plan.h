@@ -1,5 +1,5 @@
 // The kernel plan: how one fused kernel is to be written, decided once fusion has built it, so
-// that the emitter decides nothing of its own (docs/design-notes.md, "Kernel plans"). `--emit
+// that the kernel lowering decides nothing of its own (docs/design-notes.md, "Kernel plans"). `--emit
 // fused` prints each kernel's plan under its line.
 //
 // What it holds:

@@ -28,7 +28,8 @@ tg::FusedTrace fused(const std::string& json) {
 
 // The forward.cu of a fused trace that does not train.
 tg::CudaFile emit_forward(const tg::FusedTrace& f, const std::string& input_file) {
-  return tg::emit_cuda(f, tg::forward_entry(f.trace, nullptr, f.trace.name), "forward.cu", input_file);
+  const tg::EntryPoint entry = tg::forward_entry(f.trace, nullptr, f.trace.name);
+  return tg::emit_cuda(f, tg::lower_kernels(f, entry), entry, "forward.cu", input_file);
 }
 
 std::vector<std::string> names(const tg::Trace& t, const std::vector<tg::ValueId>& ids) {

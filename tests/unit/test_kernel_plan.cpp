@@ -32,7 +32,8 @@ tg::KernelPlan only_plan(const tg::FusedTrace& f) {
 }
 
 std::string forward_text(const tg::FusedTrace& f) {
-  return tg::emit_cuda(f, tg::forward_entry(f.trace, nullptr, f.trace.name), "forward.cu", "plan.json").text;
+  const tg::EntryPoint entry = tg::forward_entry(f.trace, nullptr, f.trace.name);
+  return tg::emit_cuda(f, tg::lower_kernels(f, entry), entry, "forward.cu", "plan.json").text;
 }
 
 std::string pointwise_trace(const std::string& dtype, const std::string& shape) {

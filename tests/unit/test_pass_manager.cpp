@@ -91,7 +91,8 @@ TEST_CASE("-v logs one line per pass and --dump-dir lists every pass in pipeline
   std::sort(files.begin(), files.end());
   CHECK(files == std::vector<std::string>{"00-read.txt", "01-rng.txt", "02-overrides.txt", "03-decompose.txt", "04-dead-code.txt", "05-autograd.txt",
                                           "06-partition-forward.txt", "07-partition-backward.txt", "08-forward-epilogue.txt",
-                                          "09-forward-fuse.txt", "10-backward-epilogue.txt", "11-backward-fuse.txt"});
+                                          "09-forward-fuse.txt", "10-forward-kernel-ir.txt", "11-backward-epilogue.txt",
+                                          "12-backward-fuse.txt", "13-backward-kernel-ir.txt"});
   for (tg::Pass pass : tg::all_passes()) {
     if (pass == tg::Pass::read) continue;  // (the CLI logs the reader)
     CAPTURE(tg::pass_name(pass));

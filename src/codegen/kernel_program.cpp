@@ -1,0 +1,168 @@
+#include "codegen/kernel_program.h"
+
+#include <set>
+#include <unordered_map>
+
+#include "codegen/lower_kernel.h"
+#include "ops/op_table.h"
+#include "ops/printer.h"
+#include "support/diagnostics.h"
+
+namespace tg {
+
+bool is_library_call(const Op& op) { return op.info->fusion == FusionClass::library; }
+// A reshape between the kernels of a fused trace reads its input's memory with another shape:
+// no launch, the same pointer (fuse.cpp places one only for a value already in memory).
+bool is_view(const Op& op) { return op.info->kind == OpKind::reshape; }
+
+namespace {
+
+// The manifest's account of a kernel: what it computes, reads and writes.
+EmittedKernel describe(const Trace& t, const Op& kernel) {
+  EmittedKernel info;
+  info.name = kernel.label;
+  for (const Op& op : kernel.sub)
+    for (ValueId v : op.outs) info.values.push_back(t.value(v).name);
+  for (const Arg& a : kernel.args) info.reads.push_back(t.value(a.value).name);
+  for (ValueId v : kernel.outs) info.writes.push_back(t.value(v).name);
+  return info;
+}
+
+// Everything a kernel's code depends on but names: its parameters' types in order, then each op
+// (symbol, literals, which value each operand is, its results' types), values numbered by first
+// appearance. Kernels with equal signatures are the same computation on different buffers, so
+// a file emits the code once and launches it for each (a stack of identical transformer blocks
+// would otherwise repeat every kernel once per block).
+class KernelSignature {
+ public:
+  explicit KernelSignature(const Trace& t) : t_(t), number_(t.values.size(), -1) {}
+
+  std::string of(const Op& kernel) {
+    s_.clear();
+    for (const Arg& a : kernel.args) value(a.value);
+    s_ += '|';
+    for (ValueId v : kernel.outs) value(v);
+    for (const Op& op : kernel.sub) {
+      s_ += '\n';
+      s_ += op.symbol;
+      s_ += '(';
+      for (const Arg& a : op.args) arg(a);
+      s_ += ")->";
+      for (ValueId v : op.outs) value(v);
+    }
+    for (ValueId v : numbered_) number_[size_t(v)] = -1;
+    numbered_.clear();
+    return s_;
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<int> number_;         // by value id: its number in the kernel at hand, -1 if none yet
+  std::vector<ValueId> numbered_;   // the ids numbered so far
+  std::string s_;
+
+  void value(ValueId v) {
+    int& n = number_[size_t(v)];
+    const bool fresh = n < 0;
+    if (fresh) {
+      n = int(numbered_.size());
+      numbered_.push_back(v);
+    }
+    s_ += '%';
+    append_int(s_, n);
+    if (!fresh) return;
+    const Value& val = t_.value(v);
+    s_ += ':';
+    append_type(s_, val);
+    if (val.bit_packed) s_ += " packed";
+  }
+
+  void arg(const Arg& a) {
+    s_ += char('A' + int(a.kind));
+    switch (a.kind) {
+      case Arg::Kind::value: value(a.value); break;
+      case Arg::Kind::boolean: s_ += a.boolean ? '1' : '0'; break;
+      case Arg::Kind::integer: case Arg::Kind::process_group: append_int(s_, a.integer); break;
+      case Arg::Kind::real: s_ += print_number(a.real); break;
+      case Arg::Kind::dtype: s_ += dtype_name(a.dtype); break;
+      case Arg::Kind::string: case Arg::Kind::device: case Arg::Kind::opaque:  // (framed by its length: text can hold any byte)
+        append_int(s_, int64_t(a.text.size()));
+        s_ += ':';
+        s_ += a.text;
+        break;
+      case Arg::Kind::list:
+        for (const Arg& item : a.items) arg(item);
+        s_ += ']';
+        break;
+      case Arg::Kind::none: break;
+    }
+    s_ += ',';
+  }
+};
+
+// The manifest's account of a view or a library call, which has no kernel of its own.
+EmittedKernel describe_call(const Trace& fused, const Op& k) {
+  EmittedKernel info;
+  const bool gemm = k.info->kind == OpKind::matmul;
+  const std::string kind = is_view(k) ? "view" : gemm ? "matmul" : std::string(k.symbol.substr(k.symbol.rfind('.') + 1));
+  info.name = fused.name + "_" + kind + "_" + fused.value(k.outs[0]).name;
+  if (is_view(k)) info.view_of = fused.value(k.arg("a").value).name;
+  else info.library = gemm ? "cuBLASLt" : "NCCL";
+  for (ValueId v : k.outs) info.values.push_back(fused.value(v).name);
+  for_each_value(k, [&](ValueId v) { info.reads.push_back(fused.value(v).name); });
+  info.writes = info.values;
+  return info;
+}
+
+int64_t aligned(int64_t bytes) { return (bytes + kTemporaryAlignment - 1) / kTemporaryAlignment * kTemporaryAlignment; }
+
+WorkspaceLayout lay_out_temporaries(const Trace& fused, const EntryPoint& entry) {
+  std::set<ValueId> in_memory;  // the arguments, then the temporaries
+  for (const EntryParam& p : entry.params) in_memory.insert(p.value);
+  WorkspaceLayout layout;
+  for (const Op& k : fused.ops)
+    for (ValueId v : k.outs)
+      if (!is_view(k) && in_memory.insert(v).second) {
+        layout.temporaries.push_back({v, fused.value(v).name, layout.bytes});
+        layout.bytes += aligned(stored_bytes(fused.value(v)));
+      }
+  return layout;
+}
+
+}  // namespace
+
+KernelProgram lower_kernels(const FusedTrace& planned, const EntryPoint& entry) {
+  const Trace& fused = planned.trace;
+  KernelProgram program;
+  std::vector<std::string> idents(fused.values.size());
+  std::unordered_map<std::string, int> code_of;  // kernel signature -> the kernel that has that code
+  KernelSignature signature(fused);
+  for (size_t i = 0; i < fused.ops.size(); ++i) {
+    const Op& k = fused.ops[i];
+    if (is_view(k) || is_library_call(k)) {
+      program.kernel_of.push_back(-1);
+      program.ops.push_back(describe_call(fused, k));
+      continue;
+    }
+    EmittedKernel info = describe(fused, k);
+    auto [first, fresh] = code_of.try_emplace(signature.of(k), int(program.kernels.size()));
+    if (fresh) program.kernels.push_back(lower_kernel(fused, idents, k, planned.plan(i)));
+    else info.same_code_as = program.kernels[size_t(first->second)].name;
+    program.kernel_of.push_back(first->second);
+    program.ops.push_back(std::move(info));
+  }
+  program.workspace = lay_out_temporaries(fused, entry);
+  return program;
+}
+
+std::optional<std::string> kernel_lowering_problem(const Trace& fused, const Op& kernel, const KernelPlan& plan) {
+  std::vector<std::string> idents(fused.values.size());
+  try {
+    lower_kernel(fused, idents, kernel, plan);
+  } catch (const InternalError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace tg

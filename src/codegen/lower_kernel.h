@@ -1,0 +1,229 @@
+// Kernel lowering: one planned kernel of a fused trace (its plan: src/schedule/kernel_plan.h) as
+// kernel IR (kernel_ir.h). The plan says how the kernel is written; lowering decides the rest
+// (names, where each value is computed, which loads are runs) and the printers decide nothing.
+// One class, its parts in a file per kernel kind:
+//   lower_values.cpp        the kernel's frame, names and values: every value computed once per
+//                           index (v_<name>), loads and their index code, the ops' code
+//   lower_pointwise.cpp     pointwise kernels: a loop over 16-byte runs, then one over elements,
+//                           both calling the kernel's element function
+//   lower_row.cpp           row kernels: one block per row, passes over it, the row held in
+//                           registers or streamed
+//   lower_reductions.cpp    a row kernel's reductions: accumulations, the passes that compute
+//                           them; column kernels (a row kernel whose block takes 32 rows)
+//   lower_partial_sums.cpp  sums over a row kernel's rows, a part per block
+// Only the lower_*.cpp files include it; the rest of the generator calls lower_kernel().
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/kernel_ir.h"
+#include "ir/trace.h"
+#include "ops/op_table.h"
+#include "schedule/fuse.h"
+#include "schedule/index_map.h"
+#include "schedule/kernel_plan.h"
+#include "support/generated_text.h"
+
+namespace tg {
+
+// `kernel`, a thunder_gen.kernel op of `t`, planned by `plan`, as kernel IR. `idents`: the
+// g_<name> identifiers of values by id, filled in as kernels need them ("" until then), so each
+// is made once per trace rather than once per use. Throws InternalError for a kernel the plan
+// cannot be written for (a hand-edited listing's).
+kir::Kernel lower_kernel(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan);
+
+// The C++ type a value is stored as in device memory (tg::PackedBits for a bit-packed mask).
+std::string storage_type(const Value& v);
+
+namespace lower {
+
+constexpr int64_t kMaxPartSumBytes = 32 * 1024;  // a row kernel's partial sums in shared memory
+
+inline std::string ctype(DType t) { return std::string(compute_ctype(t)); }
+// A name in a kernel: a variable, a parameter or a builtin (threadIdx.x).
+inline kir::ExprPtr var(const std::string& name) { return kir::name(name); }
+// name * factor
+inline kir::ExprPtr times(const std::string& name, int64_t factor) { return kir::binary(kir::name(name), "*", kir::integer(factor)); }
+// 0, 1, ..., rank - 1: every dim of `domain`.
+std::vector<int64_t> all_dims(const Shape& domain);
+// Sets defs[d] for the loop dims d of `dims`: quotients and remainders of `flat`, their row-major
+// linear index over `domain`.
+void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims);
+
+class KernelLowering : private IndexNamer {
+ public:
+  KernelLowering(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan);
+  kir::Kernel lower();
+
+ private:
+  using ExprPtr = kir::ExprPtr;
+  using Block = kir::Block;
+
+  const Trace& t_;
+  std::vector<std::string>& idents_;
+  const Op& k_;
+  const KernelPlan& plan_;
+  KernelLayout layout_;
+  std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)
+  std::map<ValueId, const Op*> producer_;
+  std::set<ValueId> loaded_;
+  std::map<ValueId, std::string> reduced_;  // reductions computed so far: their register
+  // A block of statements being built, with what it has computed and declared: a nested loop or
+  // branch gets a scope of its own, and sees its parents'.
+  struct IndexHash {
+    template <class T>
+    size_t operator()(const T& x) const { return x.hash(); }
+  };
+  struct Scope {
+    ReadMap<std::string> values;  // value at index -> the variable holding it
+    std::unordered_map<IndexExpr, std::string, IndexHash> index_names;  // index code -> its variable
+    std::unordered_map<IndexCond, std::string, IndexHash> guard_names;  // guard code -> its variable
+    Block code;
+    std::set<std::string> declared;  // variable names declared in this scope
+  };
+  std::vector<Scope> scopes_;
+  // From the plan:
+  int lanes_ = 1;                   // pointwise: elements per thread in the 16-byte loop
+  int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
+  int cached_ = 0;                  // row kernels: row elements per thread held in registers
+  int row_run_ = 1;                 // ... held in runs of this many neighbours
+  std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
+  std::vector<const Op*> row_totals_;  // ... of a value per row (a row kernel's reduced values)
+  std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
+  bool hoist_ = false;              // ... and operands shaped like one row loaded once, before the rows
+  std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
+  int stream_run_ = 1;              // rows not held: elements a thread streams in a run
+  bool in_stream_run_ = false;      // lowering a streamed pass's per-lane body
+  std::vector<ValueId> stream_loads_;  // operands that body reads a run at a time (r_<name>[lane])
+  std::vector<ValueId> stream_row_loads_;  // ... of those, the ones shaped like one row (a LayerNorm's weight)
+  bool in_run_ = false;             // pointwise: lowering the element function for a run loop's lanes
+  struct RunLoad {
+    ValueId value;
+    IndexExpr start;    // the run's first element, in `run`
+    std::string array;  // r_<name>, numbered where one operand is read at several starts
+    std::string param;  // the element function's parameter for this lane's element of it (v_<name>)
+    Index index;        // where the element function reads it (what the element loop loads)
+  };
+  std::vector<RunLoad> run_loads_;  // operands the run loop loads a run at a time
+  std::map<ValueId, std::vector<size_t>> run_loads_of_;  // ... those of each operand
+  std::set<std::string> run_arrays_;  // ... their arrays' names
+  IndexExpr run_var_;                 // ... its variable `run`
+  std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
+  bool element_takes_i_ = false;      // pointwise: whether the element function takes the index i
+  std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
+
+  // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
+  // column kernel, column-wide) combine; finish() gets that total and declares the results. The
+  // plan's rounds say which share a pass.
+  struct Accumulation {
+    std::string comment, reducer, acc_type, acc_name;
+    std::function<ExprPtr()> element;
+    std::function<void(const ExprPtr& total)> finish;
+  };
+
+  // ---- the kernel's frame, names and values (lower_values.cpp) -----------------------------------
+  std::vector<std::string> header() const;
+  std::string description() const;
+  kir::Param parameter(ValueId v, bool output) const;
+  ExprPtr all_aligned(const std::vector<ValueId>& values) const;
+  static std::string dims_text(const std::vector<int64_t>& dims);
+  const std::string& ident(ValueId v) const;
+  ExprPtr global(ValueId v) const { return kir::name(ident(v)); }
+  std::string local(Role role, ValueId v) const;
+  void add(kir::Stmt s);
+  void comment(const std::string& text);
+  void push();
+  Block pop();
+  Block& code() { return scopes_.back().code; }
+  // Declarations of the loop dims of `dims` that `body` reads (d<k> = loop_dims_[k]).
+  Block dim_declarations(const Block& body, const std::vector<int64_t>& dims) const;
+  template <class Names, class Key>
+  std::string declared_once(Names Scope::*names, const Key& key, const char* type, const std::string& hint, const ExprPtr& value);
+  std::string name(const IndexExpr& index, const std::string& hint) override;
+  std::string name(const IndexCond& guard, const std::string& hint) override;
+  std::string unique_local(const std::string& base);
+  std::string fresh_name(ValueId v);
+  bool is_identity(const Index& index) const;
+  ExprPtr offset(const Value& v, const Index& index);
+  IndexExpr offset_expr(const Value& v, const Index& index);
+  bool loop_dims_divide(const IndexExpr& e) const;
+  const std::string* memoized(ValueId v, const Index& index) const;
+  bool computed_here(ValueId v) const;
+  std::vector<std::pair<ValueId, Index>> operand_reads(const Op& op, const Index& index);
+  void compute_operands_first(ValueId v, const Index& index);
+  std::string value_at(ValueId v, const Index& index);
+  ExprPtr value_expr(ValueId v, const Index& index) { return kir::name(value_at(v, index)); }
+  std::optional<std::string> held_in_registers(ValueId v, const Index& index);
+  std::string loaded(ValueId v, const Index& index);
+  ExprPtr operand(const Arg& a, const Index& index, DType as);
+  ExprPtr as_stored(ExprPtr code, DType as, const Arg& a) const;
+  std::string compute(const Op& op, ValueId v, const Index& index);
+  ExprPtr elementwise(const Op& op, const Index& index);
+  ExprPtr converted(const Op& op, const Index& index);
+  ExprPtr source(const Op& op, const Index& index);
+  std::optional<ExprPtr> shape_value(const Op& op, const Index& index, std::string& var);
+
+  // ---- pointwise kernels (lower_pointwise.cpp) ---------------------------------------------------
+  kir::Function element_function(bool in_runs);
+  kir::Stmt element_call(const ExprPtr& i, const std::function<ExprPtr(const RunLoad&)>& read,
+                         const std::function<ExprPtr(ValueId)>& result) const;
+  Block pointwise_body(std::optional<kir::Function>& element);
+  Block element_loop_body();
+  Block run_loop(const ExprPtr& thread, const ExprPtr& stride);
+  Block lane_body() const;
+  std::string run_load(ValueId v, const IndexExpr& start, const Index& index);
+  std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
+
+  // ---- row kernels (lower_row.cpp) ---------------------------------------------------------------
+  bool reads_row_element(const Value& val, const Index& index) const;
+  ExprPtr offset_of_row_element() const;
+  ExprPtr cached_element() const;
+  Block over_runs(const std::function<Block(const ExprPtr& at)>& statements) const;
+  void reduced_loop(Block body);
+  Block row_body();
+  void store_row_results();
+  Block fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const;
+  void pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body);
+  void store_row_outputs(const std::vector<ValueId>& outs);
+  void declare_row_output_runs(const std::vector<ValueId>& outs);
+  void set_row_output_runs(const std::vector<ValueId>& outs);
+  void store_row_output_runs(const std::vector<ValueId>& outs);
+  void stream_pass(const std::vector<ValueId>& outs, const std::function<void()>& body);
+  kir::Stmt stream_loop() const;
+  Block streamed_runs(bool wide, const std::vector<ValueId>& outs, const Block& lanes) const;
+  ExprPtr stream_run_start(ValueId v) const;
+
+  // ---- a row kernel's reductions; column kernels (lower_reductions.cpp) --------------------------
+  static std::string acc_type(DType t);
+  void declare_reduced(ValueId v, const ExprPtr& expr);
+  std::function<ExprPtr()> row_element(ValueId input);
+  std::vector<Accumulation> accumulations(const KernelPlan::Step& step);
+  Accumulation accumulate(const Op& op);
+  Accumulation online_max_sum(const KernelPlan::Step& step);
+  Accumulation variance_mean(const Op& op);
+  std::vector<Accumulation> variance_spread(const Op& op);
+  void pick(const KernelPlan::Step& step);
+  void combine_across_block(const std::vector<Accumulation>& pass);
+  void reduction_rounds();
+  void reduction_round(const KernelPlan::Round& round);
+  static kir::Stmt column_row_loop(Block body);
+  static ExprPtr column_total(const std::string& reducer, const std::string& acc);
+
+  // ---- partial sums over the rows (lower_partial_sums.cpp) ---------------------------------------
+  bool part_sums_shared() const;
+  ExprPtr part_row_at(const Op* p) const;
+  ExprPtr part_sum_at(const Op* p) const;
+  kir::Stmt over_row_elements(Block statements) const;
+  std::string row_total(const Op* p) const;
+  Block start_part_sums() const;
+  void add_to_part_sums();
+  Block store_part_sums() const;
+};
+
+}  // namespace lower
+}  // namespace tg

@@ -1,0 +1,180 @@
+// Kernel lowering, pointwise kernels: a grid-stride loop over runs of 16 bytes (one vector access
+// per operand read contiguously), then one over the elements left; both call the kernel's element
+// function, its element body written once (docs/design-notes.md, "Pointwise kernels in runs").
+#include <algorithm>
+
+#include "codegen/lower_kernel.h"
+#include "support/diagnostics.h"
+
+namespace tg::lower {
+
+// Element i's results, written once as a function the run loop's lanes and the element loop both
+// call (one element per thread: the element loop only). What the run loop reads a run at a time
+// comes in as values (its lanes pass r_x[lane], the element loop the element it loads); the
+// function reads everything else through the kernel's own parameters, and hands its results back
+// through references (out_<name>), which the callers store.
+kir::Function KernelLowering::element_function(bool in_runs) {
+  const std::vector<int64_t> all = all_dims(layout_.domain);
+  in_run_ = in_runs;
+  run_loads_.clear();
+  run_loads_of_.clear();
+  run_arrays_.clear();
+  if (in_runs) {
+    lane_dims_.assign(layout_.domain.size(), IndexExpr());
+    run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(numel(layout_.domain) / lanes_ - 1, 0));
+    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
+  }
+  push();
+  for (ValueId v : k_.outs) {
+    const std::string var = value_at(v, identity_index(layout_.domain.size()));
+    add(kir::assign(kir::name(local(Role::result, v)), kir::name(var)));
+  }
+  Block body = pop();
+  in_run_ = false;
+  Block function_body = dim_declarations(body, all);
+  function_body.insert(function_body.end(), body.begin(), body.end());
+  const std::set<std::string> used = kir::names_in(function_body);
+  element_takes_i_ = used.count("i") > 0;
+  kir::Function f{tg::ident(Role::element_function, k_.label), {}, std::move(function_body)};
+  if (element_takes_i_) f.params.push_back({"int64_t", "i"});
+  for (const RunLoad& r : run_loads_) f.params.push_back({ctype(t_.value(r.value).dtype), r.param});
+  element_args_.clear();
+  for (const Arg& a : k_.args) {
+    if (!used.count(ident(a.value))) continue;
+    element_args_.push_back(a.value);
+    f.params.push_back(parameter(a.value, false));
+  }
+  for (ValueId v : k_.outs) f.params.push_back({ctype(t_.value(v).dtype) + "&", local(Role::result, v)});
+  return f;
+}
+
+// A call of the element function at element `i`, each value parameter `read(r)`, each result
+// into `result(v)`.
+kir::Stmt KernelLowering::element_call(const ExprPtr& i, const std::function<ExprPtr(const RunLoad&)>& read,
+                                       const std::function<ExprPtr(ValueId)>& result) const {
+  std::vector<ExprPtr> args;
+  if (element_takes_i_) args.push_back(i);
+  for (const RunLoad& r : run_loads_) args.push_back(read(r));
+  for (ValueId v : element_args_) args.push_back(global(v));
+  for (ValueId v : k_.outs) args.push_back(result(v));
+  kir::Stmt call = kir::eval(kir::call(tg::ident(Role::element_function, k_.label), std::move(args)));
+  call.wrap = true;
+  return call;
+}
+
+kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element) {
+  const ExprPtr thread = kir::binary(kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", var("blockDim.x")), "+", var("threadIdx.x"));
+  const ExprPtr stride = kir::binary(kir::call("int64_t", {var("gridDim.x")}), "*", var("blockDim.x"));
+  element = element_function(lanes_ > 1);
+  Block out = {kir::decl("int64_t", "n", kir::integer(numel(layout_.domain)))};
+  ExprPtr first = thread;
+  if (lanes_ > 1) {
+    Block runs = run_loop(thread, stride);
+    out.insert(out.end(), runs.begin(), runs.end());
+    first = kir::binary(kir::binary(var("runs"), "*", kir::integer(lanes_)), "+", thread);
+  }
+  out.push_back(kir::loop("int64_t", "i", first, var("n"), stride, element_loop_body()));
+  return out;
+}
+
+// The element loop's iteration: element i's value parameters loaded, the call, its results stored.
+kir::Block KernelLowering::element_loop_body() {
+  push();
+  std::vector<ExprPtr> reads;
+  for (const RunLoad& r : run_loads_) reads.push_back(kir::load(global(r.value), offset(t_.value(r.value), r.index)));
+  for (ValueId v : k_.outs) add(kir::decl(ctype(t_.value(v).dtype), local(Role::element, v), nullptr, false));
+  size_t next = 0;
+  add(element_call(var("i"), [&](const RunLoad&) { return reads[next++]; }, [&](ValueId v) { return kir::name(local(Role::element, v)); }));
+  for (ValueId v : k_.outs) add(kir::store(global(v), var("i"), kir::name(local(Role::element, v))));
+  Block code = pop();
+  Block out = dim_declarations(code, all_dims(layout_.domain));
+  out.insert(out.end(), code.begin(), code.end());
+  return out;
+}
+
+// The 16-byte loop: each thread takes a run of lanes_ neighbouring elements, loads each
+// contiguous operand's run with one access, computes the lanes, stores each result's run with
+// one access. Only when all those pointers are 16-byte aligned. A packed mask's run is lanes_
+// bits, which the warp gathers into whole words (no atomics); the loop then covers whole warps'
+// worth of runs only, so every lane of a warp takes part.
+kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride) {
+  std::vector<ValueId> run_stores, run_bits;
+  for (ValueId v : k_.outs) (t_.value(v).bit_packed ? run_bits : run_stores).push_back(v);
+  const std::string L = std::to_string(lanes_);
+  const ExprPtr lanes = kir::integer(lanes_), run_start = kir::binary(var("run"), "*", lanes);
+  std::vector<ValueId> wide;  // (each operand once, in the order of first use)
+  for (size_t i = 0; i < run_loads_.size(); ++i)
+    if (run_loads_of_.at(run_loads_[i].value).front() == i) wide.push_back(run_loads_[i].value);
+  wide.insert(wide.end(), run_stores.begin(), run_stores.end());
+  Block out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;"),
+               kir::comment("the loop after this one takes the rest, or everything.")};
+  if (run_bits.empty()) {
+    out.push_back(kir::decl("int64_t", "runs", kir::select(all_aligned(wide), kir::binary(var("n"), "/", lanes), kir::integer(0))));
+  } else {
+    out.push_back(kir::comment("Whole warps of runs only: their lanes gather each mask's bits into words together."));
+    const ExprPtr whole_warps = kir::binary(kir::binary(var("n"), "/", kir::paren(kir::binary(kir::integer(32), "*", lanes))), "*", kir::integer(32));
+    out.push_back(kir::decl("int64_t", "runs", wide.empty() ? whole_warps : kir::select(all_aligned(wide), whole_warps, kir::integer(0))));
+  }
+  Block body;
+  for (ValueId v : run_bits) body.push_back(kir::decl("unsigned", local(Role::run_bits, v), kir::integer(0), false));
+  for (const RunLoad& r : run_loads_) {
+    body.push_back(kir::array(ctype(t_.value(r.value).dtype), r.array, lanes_));
+    body.push_back(kir::load_run(global(r.value), kir::index(r.start), kir::name(r.array), lanes_));
+  }
+  for (ValueId v : run_stores) body.push_back(kir::array(ctype(t_.value(v).dtype), local(Role::run_out, v), lanes_));
+  body.push_back(kir::loop("int", "lane", kir::integer(0), lanes, nullptr, lane_body(), true));
+  for (ValueId v : run_stores) body.push_back(kir::store_run(global(v), run_start, kir::name(local(Role::run_out, v)), lanes_));
+  for (ValueId v : run_bits) body.push_back(kir::store_run_bits(global(v), run_start, kir::name(local(Role::run_bits, v)), lanes_));
+  out.push_back(kir::loop("int64_t", "run", thread, var("runs"), stride, std::move(body)));
+  return out;
+}
+
+// A lane of the run loop: its element from the runs' elements, its results into the runs of
+// results (w_<name>[lane]) or a mask's bits (b_<name>).
+kir::Block KernelLowering::lane_body() const {
+  Block out;
+  for (ValueId v : k_.outs)
+    if (t_.value(v).bit_packed) out.push_back(kir::decl(ctype(t_.value(v).dtype), local(Role::element, v), nullptr, false));
+  auto result = [&](ValueId v) {
+    return t_.value(v).bit_packed ? kir::name(local(Role::element, v)) : kir::subscript(kir::name(local(Role::run_out, v)), var("lane"));
+  };
+  const ExprPtr element = kir::binary(kir::binary(var("run"), "*", kir::integer(lanes_)), "+", var("lane"));
+  out.push_back(element_call(element, [](const RunLoad& r) { return kir::subscript(kir::name(r.array), kir::name("lane")); }, result));
+  for (ValueId v : k_.outs)
+    if (t_.value(v).bit_packed)
+      out.push_back(kir::assign(kir::name(local(Role::run_bits, v)), kir::binary(kir::call("unsigned", {kir::name(local(Role::element, v))}), "<<", var("lane")), "|="));
+  return out;
+}
+
+// The run of v that starts at `start`, loaded for the run loop (r_<name>, numbered where one
+// operand is read at several starts); its element is a value parameter of the element function.
+std::string KernelLowering::run_load(ValueId v, const IndexExpr& start, const Index& index) {
+  std::vector<size_t>& loads = run_loads_of_[v];
+  for (size_t i : loads)
+    if (run_loads_[i].start == start) return run_loads_[i].param;
+  const std::string base = local(Role::run_in, v);
+  std::string array = base;
+  for (int k = 2; run_arrays_.count(array); ++k) array = base + "_" + std::to_string(k);
+  run_arrays_.insert(array);
+  loads.push_back(run_loads_.size());
+  run_loads_.push_back({v, start, array, fresh_name(v), index});
+  return run_loads_.back().param;
+}
+
+// In a pointwise kernel's run loop: the element of `val` where the run its lanes read at `index`
+// starts, in `run`, when lane k reads element start + k and start is a multiple of the run length
+// (so aligned where the pointer is), each element no wider than 16 bytes allow: an operand read at
+// the kernel's own element (i, i + c, a contiguous reshape), or a row of a broadcast whose length
+// is a multiple of the run's.
+std::optional<IndexExpr> KernelLowering::run_start(const Value& val, const Index& index) const {
+  if (val.bit_packed || lanes_ * dtype_bytes(val.dtype) > 16) return std::nullopt;
+  if (val.shape == layout_.domain && is_identity(index)) return run_var_ * lanes_;
+  const IndexExpr lane = IndexExpr::named("lane", 0, lanes_ - 1);
+  const IndexExpr start = linear_index(index, val.shape).with_dims(lane_dims_) + lane * -1;
+  // (Code the lanes compute, a pad's or cat's piece, may differ from lane to lane: only `run` may appear.)
+  for (const std::string& name : start.names())
+    if (name != "run") return std::nullopt;
+  return start.multiple_of(lanes_) ? std::optional<IndexExpr>(start) : std::nullopt;
+}
+
+}  // namespace tg::lower

@@ -1,0 +1,287 @@
+// Kernel lowering, row kernels: one block per row of the reductions' input, a loop over the row
+// per pass; the row held in registers (in runs) or streamed in runs (docs/design-notes.md, "Row
+// kernels").
+#include <algorithm>
+
+#include "codegen/lower_kernel.h"
+#include "support/diagnostics.h"
+
+namespace tg::lower {
+
+namespace {
+
+// A one-line TG_UNROLL loop over the lanes of a run: `lane` from 0 to `width`, its one statement.
+kir::Stmt over_lanes(int width, kir::Stmt statement) {
+  kir::Stmt loop = kir::loop("int", "lane", kir::integer(0), kir::integer(width), nullptr, {std::move(statement)}, true);
+  loop.one_line = true;
+  return loop;
+}
+
+}  // namespace
+
+// Whether `index` reads element j of a value shaped like one row (the reduced dims, in order).
+bool KernelLowering::reads_row_element(const Value& val, const Index& index) const {
+  if (val.shape != layout_.reduced_shape() || index.size() != layout_.reduced.size()) return false;
+  for (size_t i = 0; i < index.size(); ++i)
+    if (index[i].kind != IndexComp::Kind::var || index[i].var != int(layout_.reduced[i])) return false;
+  return true;
+}
+
+// "row * R + j" (or "j"): where a row-shaped operand's element j lies, when rows are contiguous
+// (null when not).
+kir::ExprPtr KernelLowering::offset_of_row_element() const {
+  if (!layout_.rows_contiguous()) return nullptr;
+  return layout_.outer.empty() ? var("j") : kir::binary(times("row", numel(layout_.reduced_shape())), "+", var("j"));
+}
+
+// j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
+kir::ExprPtr KernelLowering::cached_element() const {
+  const int block = plan_.block;
+  if (row_run_ == 1) return kir::binary(var("threadIdx.x"), "+", times("k", block));
+  if (cached_ == row_run_) return kir::binary(times("threadIdx.x", row_run_), "+", var("k"));  // one run
+  const kir::ExprPtr run = kir::binary(kir::paren(kir::binary(var("k"), "/", kir::integer(row_run_))), "*", kir::integer(block * row_run_));
+  return kir::binary(kir::binary(run, "+", times("threadIdx.x", row_run_)), "+", kir::binary(var("k"), "%", kir::integer(row_run_)));
+}
+
+// Statements moving each run of a thread's cached elements: `statements(at)` for one run whose
+// first element is j and whose place in the thread's arrays is `at` past their start (null: the
+// start); in a loop over the runs (`run`), or just once where the thread holds one run.
+kir::Block KernelLowering::over_runs(const std::function<Block(const ExprPtr& at)>& statements) const {
+  if (cached_ == row_run_) {
+    Block code = {kir::decl("int64_t", "j", times("threadIdx.x", row_run_))};
+    for (kir::Stmt& s : statements(nullptr)) code.push_back(std::move(s));
+    return code;
+  }
+  Block body = {kir::decl("int64_t", "j", kir::binary(times("run", int64_t(plan_.block) * row_run_), "+", times("threadIdx.x", row_run_)))};
+  for (kir::Stmt& s : statements(times("run", row_run_))) body.push_back(std::move(s));
+  return {kir::loop("int", "run", kir::integer(0), kir::integer(cached_ / row_run_), nullptr, std::move(body), true)};
+}
+
+// A thread's loop over the reduced elements j of its row, around `body`, in the current scope.
+// With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = cached_element().
+void KernelLowering::reduced_loop(Block body) {
+  const int64_t r = numel(layout_.reduced_shape());
+  const Block dims = dim_declarations(body, layout_.reduced);
+  Block inner;
+  if (cached_ > 0) {
+    Block reads = dims;
+    reads.insert(reads.end(), body.begin(), body.end());
+    if (kir::names_in(reads).count("j")) inner.push_back(kir::decl("int64_t", "j", cached_element()));
+  }
+  inner.insert(inner.end(), dims.begin(), dims.end());
+  inner.insert(inner.end(), body.begin(), body.end());
+  if (cached_ > 0) {
+    add(kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(inner), true));
+  } else if (column_tile_ > 1) {  // a thread's elements of its row: every (blockDim.x / 32)-th, from t / 32
+    add(kir::loop("int64_t", "j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), kir::integer(r),
+                  kir::binary(var("blockDim.x"), "/", kir::integer(32)), std::move(inner)));
+  } else {
+    add(kir::loop("int64_t", "j", var("threadIdx.x"), kir::integer(r), var("blockDim.x"), std::move(inner)));
+  }
+}
+
+kir::Block KernelLowering::row_body() {
+  push();
+  reduction_rounds();
+  store_row_results();
+  Block body;
+  if (!row_cached_.empty()) {
+    TG_CHECK(offset_of_row_element(), "kernel " + k_.label + " holds rows that are not contiguous");
+    body.push_back(kir::comment("the row, " + std::to_string(cached_) + " elements per thread" +
+                                (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") + ", read once"));
+    for (kir::Stmt& s : fill_registers(row_cached_, Role::cached, offset_of_row_element())) body.push_back(std::move(s));
+  }
+  for (kir::Stmt& s : pop()) body.push_back(std::move(s));
+  Block out = {kir::decl("int64_t", "rows", kir::integer(numel(layout_.outer_shape())))};
+  for (kir::Stmt& s : start_part_sums()) out.push_back(std::move(s));
+  if (!row_hoisted_.empty()) {
+    out.push_back(kir::comment("operands shaped like a row, the same for every row: this thread's elements, read once"));
+    for (kir::Stmt& s : fill_registers(row_hoisted_, Role::cached, var("j"))) out.push_back(std::move(s));
+  }
+  // Outer dims come from the row; the reduced ones were declared inside each pass from j.
+  Block loop_body = dim_declarations(body, layout_.outer);
+  loop_body.insert(loop_body.end(), body.begin(), body.end());
+  out.push_back(column_tile_ > 1 ? column_row_loop(std::move(loop_body))
+                                 : kir::loop("int64_t", "row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
+  for (kir::Stmt& s : store_part_sums()) out.push_back(std::move(s));
+  return out;
+}
+
+// After the passes: the outputs with one element per row, stored by one thread of the row, and
+// each row's value added to the block's totals over its rows.
+void KernelLowering::store_row_results() {
+  const std::vector<ValueId>& outer_outs = plan_.row_results;
+  if (!outer_outs.empty()) {
+    std::vector<std::string> vars;
+    for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
+    Block stores;
+    for (size_t i = 0; i < outer_outs.size(); ++i) stores.push_back(kir::store(global(outer_outs[i]), var("row"), kir::name(vars[i])));
+    const kir::ExprPtr storing_thread = column_tile_ > 1 ? kir::binary(var("threadIdx.x"), "<", kir::integer(32))  // one a row
+                                                         : kir::binary(var("threadIdx.x"), "==", kir::integer(0));
+    add(kir::branch(storing_thread, std::move(stores)));
+  }
+  for (const Op* p : row_totals_) add(kir::assign(kir::name(row_total(p)), value_expr(p->arg("a").value, layout_.outer_index()), "+="));
+}
+
+// Declares <role prefix><name>[cached_] for each of `values` and loads this thread's elements j into
+// them from `offset` (an expression in j): in runs where the pointers are 16-byte aligned.
+kir::Block KernelLowering::fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const {
+  Block fill;
+  for (ValueId v : values) fill.push_back(kir::array(ctype(t_.value(v).dtype), local(role, v), cached_));
+  Block by_element = {kir::decl("int64_t", "j", cached_element())};
+  for (ValueId v : values) by_element.push_back(kir::assign(kir::subscript(kir::name(local(role, v)), var("k")), kir::load(global(v), offset)));
+  kir::Stmt element_by_element = kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(by_element), true);
+  if (row_run_ == 1) {
+    fill.push_back(std::move(element_by_element));
+    return fill;
+  }
+  Block runs = over_runs([&](const ExprPtr& at) {
+    Block loads;
+    for (ValueId v : values) {
+      const kir::ExprPtr array = at ? kir::binary(kir::name(local(role, v)), "+", at) : kir::name(local(role, v));
+      loads.push_back(kir::load_run(global(v), offset, array, row_run_, kir::Stmt::RunForm::within));
+    }
+    return loads;
+  });
+  fill.push_back(kir::branch(all_aligned(values), std::move(runs), {std::move(element_by_element)}));
+  return fill;
+}
+
+// A pass over the row: `body` in the loop, and the row outputs `outs` written (in runs where
+// the row is held in runs).
+void KernelLowering::pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body) {
+  if (stream_run_ > 1) {
+    stream_pass(outs, body);
+    return;
+  }
+  if (row_run_ > 1) declare_row_output_runs(outs);
+  push();
+  body();
+  if (row_run_ > 1) set_row_output_runs(outs);
+  else store_row_outputs(outs);
+  reduced_loop(pop());
+  if (row_run_ > 1) store_row_output_runs(outs);
+}
+
+void KernelLowering::store_row_outputs(const std::vector<ValueId>& outs) {
+  const Index full = identity_index(layout_.domain.size());
+  for (ValueId v : outs) {
+    ExprPtr at = offset(t_.value(v), full);
+    ExprPtr value = value_expr(v, full);
+    add(kir::store(global(v), at, value));
+  }
+}
+
+// With the row in registers in runs, a pass writes row outputs in three steps: arrays for the
+// values before the loop, the values into them in it, and after it each run stored with one
+// access where the outputs are 16-byte aligned, element by element where not.
+void KernelLowering::declare_row_output_runs(const std::vector<ValueId>& outs) {
+  for (ValueId v : outs) add(kir::array(ctype(t_.value(v).dtype), local(Role::run_out, v), cached_));
+}
+
+void KernelLowering::set_row_output_runs(const std::vector<ValueId>& outs) {
+  const Index full = identity_index(layout_.domain.size());
+  for (ValueId v : outs) {
+    ExprPtr value = value_expr(v, full);
+    add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("k")), value));
+  }
+}
+
+void KernelLowering::store_row_output_runs(const std::vector<ValueId>& outs) {
+  if (outs.empty()) return;
+  Block runs = over_runs([&](const ExprPtr& at) {
+    Block stores;
+    for (ValueId v : outs) {
+      const kir::ExprPtr array = at ? kir::binary(kir::name(local(Role::run_out, v)), "+", at) : kir::name(local(Role::run_out, v));
+      stores.push_back(kir::store_run(global(v), offset_of_row_element(), array, row_run_, kir::Stmt::RunForm::within));
+    }
+    return stores;
+  });
+  Block by_element = {kir::decl("int64_t", "j", cached_element())};
+  for (ValueId v : outs) by_element.push_back(kir::store(global(v), offset_of_row_element(), kir::subscript(kir::name(local(Role::run_out, v)), var("k"))));
+  add(kir::branch(all_aligned(outs), std::move(runs),
+                  {kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(by_element), true)}));
+}
+
+// Where v's run starts in a streamed pass: element j = run * L of the row (of v itself where v
+// is one row).
+kir::ExprPtr KernelLowering::stream_run_start(ValueId v) const {
+  const bool one_row = layout_.outer.empty() || std::count(stream_row_loads_.begin(), stream_row_loads_.end(), v);
+  const kir::ExprPtr in_row = times("run", stream_run_);
+  return one_row ? in_row : kir::binary(times("row", numel(layout_.reduced_shape())), "+", in_row);
+}
+
+// The loop over a thread's runs of a streamed pass, without its body: as many runs for every
+// thread, and few enough that all of them fit the registers a row held there may take, in a loop
+// the compiler unrolls (each thread has all its loads in flight at once); else a loop over the
+// runs.
+kir::Stmt KernelLowering::stream_loop() const {
+  const int64_t runs = numel(layout_.reduced_shape()) / stream_run_, block = plan_.block;
+  int64_t words = 0;  // 32-bit registers per lane of all the runs loaded
+  for (ValueId v : stream_loads_) words += register_words(t_.value(v).dtype);
+  if (runs % block == 0 && runs / block * stream_run_ * words <= 64 * kMaxRowBlock / block) {
+    const kir::ExprPtr run = kir::binary(var("threadIdx.x"), "+", times("n", block));
+    return kir::loop("int", "n", kir::integer(0), kir::integer(runs / block), nullptr, {kir::decl("int64_t", "run", run)}, true);
+  }
+  return kir::loop("int64_t", "run", var("threadIdx.x"), kir::integer(runs), kir::integer(block), {});
+}
+
+// One way through a streamed pass: each run loaded and stored with one access (`wide`), or
+// element by element into the same arrays; `lanes` computes a lane.
+kir::Block KernelLowering::streamed_runs(bool wide, const std::vector<ValueId>& outs, const Block& lanes) const {
+  const int L = stream_run_;
+  kir::Stmt loop = stream_loop();
+  Block& body = loop.body;
+  for (ValueId v : stream_loads_) {
+    const kir::ExprPtr array = kir::name(local(Role::run_in, v));
+    body.push_back(kir::array(ctype(t_.value(v).dtype), local(Role::run_in, v), L));
+    if (wide) body.push_back(kir::load_run(global(v), stream_run_start(v), array, L, kir::Stmt::RunForm::within));
+    else body.push_back(over_lanes(L, kir::assign(kir::subscript(array, var("lane")), kir::load(global(v), kir::binary(stream_run_start(v), "+", var("lane"))))));
+  }
+  for (ValueId v : outs) body.push_back(kir::array(ctype(t_.value(v).dtype), local(Role::run_out, v), L));
+  body.push_back(kir::loop("int", "lane", kir::integer(0), kir::integer(L), nullptr, lanes, true));
+  for (ValueId v : outs) {
+    const kir::ExprPtr array = kir::name(local(Role::run_out, v));
+    if (wide) body.push_back(kir::store_run(global(v), stream_run_start(v), array, L, kir::Stmt::RunForm::within));
+    else body.push_back(over_lanes(L, kir::store(global(v), kir::binary(stream_run_start(v), "+", var("lane")), kir::subscript(array, var("lane")))));
+  }
+  return {std::move(loop)};
+}
+
+// A pass streaming the row in runs (stream_run_): thread t takes runs t, t + block, ... and
+// computes their lanes. Where every pointer it reads or writes along the row is 16-byte
+// aligned, each operand's run is loaded and each output's stored with one access; where not,
+// element by element into the same arrays, so both ways add the same elements in the same order
+// (the same bits).
+void KernelLowering::stream_pass(const std::vector<ValueId>& outs, const std::function<void()>& body) {
+  in_stream_run_ = true;
+  stream_loads_.clear();
+  stream_row_loads_.clear();
+  push();
+  body();
+  const Index full = identity_index(layout_.domain.size());
+  for (ValueId v : outs) {
+    ExprPtr value = value_expr(v, full);
+    add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("lane")), value));
+  }
+  const Block lane_code = pop();
+  in_stream_run_ = false;
+  Block lanes = dim_declarations(lane_code, layout_.reduced);
+  lanes.insert(lanes.end(), lane_code.begin(), lane_code.end());
+  if (kir::names_in(lanes).count("j")) lanes.insert(lanes.begin(), kir::decl("int64_t", "j", kir::binary(times("run", stream_run_), "+", var("lane"))));
+  std::vector<ValueId> along = stream_loads_;
+  along.insert(along.end(), outs.begin(), outs.end());
+  if (along.empty()) {  // (nothing along the row to read or write)
+    kir::Stmt scope;
+    scope.kind = kir::Stmt::Kind::scope;
+    scope.body = streamed_runs(false, outs, lanes);
+    add(std::move(scope));
+    return;
+  }
+  kir::Stmt both = kir::branch(all_aligned(along), streamed_runs(true, outs, lanes), streamed_runs(false, outs, lanes));
+  both.note = "runs of " + std::to_string(stream_run_) + ", one access each";
+  both.else_note = "element by element, in the same order";
+  add(std::move(both));
+}
+
+}  // namespace tg::lower

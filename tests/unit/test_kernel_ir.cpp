@@ -1,0 +1,59 @@
+// The kernel IR (src/codegen/kernel_ir.h): data that the printers walk. A kernel built here by
+// hand prints as CUDA without any lowering state, and the names a block reads are found in the
+// IR itself (index arithmetic and guards included), not in printed text.
+#include <catch2/catch.hpp>
+
+#include "codegen/kernel_ir.h"
+#include "codegen/print_cuda.h"
+
+namespace kir = tg::kir;
+
+TEST_CASE("a hand-built kernel prints as CUDA: a run load, a one-line lane loop, a store") {
+  kir::Kernel k;
+  k.name = "k_pointwise_y";
+  k.header = {"k_pointwise_y: by hand"};
+  k.params = {{"const float* __restrict__", "g_x"}, {"float* __restrict__", "g_y"}};
+  k.launch.block = 128;
+  kir::Stmt lanes = kir::loop("int", "lane", kir::integer(0), kir::integer(4), nullptr,
+                              {kir::assign(kir::subscript(kir::name("r_x"), kir::name("lane")), kir::real(0.5, tg::DType::f32), "*=")}, true);
+  lanes.one_line = true;
+  const kir::ExprPtr start = kir::binary(kir::name("run"), "*", kir::integer(4));
+  k.body = {kir::array("float", "r_x", 4), kir::load_run(kir::name("g_x"), start, kir::name("r_x"), 4), lanes,
+            kir::store_run(kir::name("g_y"), start, kir::name("r_x"), 4), kir::barrier()};
+  CHECK(kir::print_kernel(k) ==
+        "// k_pointwise_y: by hand\n"
+        "extern \"C\" __global__ void __launch_bounds__(128) k_pointwise_y(\n"  // (past 100 columns: a parameter a line)
+        "    const float* __restrict__ g_x,\n"
+        "    float* __restrict__ g_y) {\n"
+        "  float r_x[4];\n"
+        "  tg::load_run(g_x, run * 4, r_x);\n"
+        "  TG_UNROLL for (int lane = 0; lane < 4; ++lane) r_x[lane] *= 0.5f;\n"
+        "  tg::store_run(g_y, run * 4, r_x);\n"
+        "  __syncthreads();\n"
+        "}\n");
+}
+
+TEST_CASE("number literals print as the compute type holds them") {
+  CHECK(kir::print_expr(*kir::real(1e-5, tg::DType::f32)) == "1e-05f");
+  CHECK(kir::print_expr(*kir::real(0.1, tg::DType::f64)) == "0.1");
+  CHECK(kir::print_expr(*kir::whole(3, tg::DType::i64)) == "static_cast<int64_t>(3ll)");
+  CHECK(kir::print_expr(*kir::whole(2, tg::DType::b8)) == "true");
+  CHECK(kir::print_expr(*kir::real(1e40, tg::DType::f32)) == "TG_INFINITY");
+}
+
+TEST_CASE("the names a block reads come from the IR: loads, index arithmetic, guards, nested blocks") {
+  const tg::IndexExpr d1 = tg::IndexExpr::dim(1, 64);
+  const tg::IndexCond inside{{{d1 + (-2), 0, 30, 1}}, ""};
+  const tg::IndexExpr picked = tg::IndexExpr::select(inside, d1 + (-2), 1, 0, 29);
+  kir::Block body = {kir::comment("d7 in a comment is no read"),
+                     kir::decl("int64_t", "ix_a_i1", kir::index(picked)),
+                     kir::branch(kir::condition(tg::IndexCond::named("ix_a_in_b")),
+                                 {kir::store(kir::name("g_b"), kir::name("i"), kir::load(kir::name("g_a"), kir::name("ix_a_i1")))})};
+  const std::set<std::string> names = kir::names_in(body);
+  CHECK(names.count("d1"));  // inside the select's guard and value
+  CHECK(names.count("ix_a_in_b"));
+  CHECK(names.count("g_a"));
+  CHECK(names.count("i"));
+  CHECK_FALSE(names.count("d7"));
+  CHECK(kir::print_expr(*kir::index(picked)) == "(((d1 - 2) >= 0 && (d1 - 2) < 30) ? (d1 - 2) : 0)");
+}
