@@ -1,6 +1,6 @@
-// thunder-gen harness runtime: the .npy file interface of the contract (shared/trace-format.md),
-// seeded inputs, and timing. Generated harness.cpp files declare their buffers and call the
-// entry points; everything else is here.
+// thunder-gen harness runtime: the .npy file interface of the contract (thunder-gen's
+// docs/trace-format.md), seeded inputs, and timing. Generated harness.cpp files declare their
+// buffers and call the entry points; everything else is here.
 //
 //   harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--workspace]
 //           [--philox-seed N] [--philox-offset N]

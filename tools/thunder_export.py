@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exports a Lightning Thunder trace as a thunder-gen trace (format v1, ../shared/trace-format.md).
+"""Exports a Lightning Thunder trace as a thunder-gen trace (format v1, docs/trace-format.md).
 
     from thunder_export import export
     doc = export(module, x, name="my_block")           # thunder.jit, run once, convert

@@ -1,4 +1,4 @@
-// Rematerialization policies set per op (trace-format.md section 2): by tags in the trace, by an
+// Rematerialization policies set per op (docs/trace-format.md section 2): by tags in the trace, by an
 // overrides file (`--tags overrides.json`) and by `--tag <selector>=<policy>`, later sources
 // winning. A policy travels as a tag on the op, so it survives lowering and gradient rules the
 // way every tag does: the prims a torch-level call lowers to, and those its gradient rule

@@ -1,4 +1,4 @@
-// Reader: trace JSON (format v1, shared/trace-format.md) -> verified Trace.
+// Reader: trace JSON (format v1, docs/trace-format.md) -> verified Trace.
 // Every error is a UserError naming the JSON pointer of the offending element, or line:col for
 // JSON syntax errors.
 #pragma once

@@ -13,7 +13,7 @@
 namespace tg {
 
 // The harness's .npy files, as stems (without ".npy"): <input>, <output>, cotangent_<output> and
-// grad_<input> (shared/trace-format.md), except where two would be one file (an input named
+// grad_<input> (docs/trace-format.md), except where two would be one file (an input named
 // grad_x beside the gradient of x, names differing only in case) or one is too long for a file
 // system: those get a stem that holds a '-' (which no trace name does) and a hash, and
 // manifest.json lists every file. An output that is an input, or an earlier output, shares
