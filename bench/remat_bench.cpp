@@ -1,5 +1,5 @@
 // remat_bench: what rematerialization saves, against simpler rules, and how long planning takes.
-// Not a test: it prints numbers (see README "Benchmarks").
+// Not a test: it prints numbers (see docs/performance.md, "Saved-for-backward bytes").
 //   remat_bench EXAMPLES_DIR            the composite models: saved bytes under thunder-gen's plan,
 //                                       under "save every forward value the backward reads", and
 //                                       under Thunder's weights (element size per tensor)

@@ -25,7 +25,7 @@ TORCH_DTYPES = {
 SCALAR_CTYPES = {"i64": ctypes.c_int64, "f64": ctypes.c_double, "b8": ctypes.c_bool}
 FLOATING = {"f16", "bf16", "f32", "f64"}
 
-# The i64 inputs thunder-gen adds to a trace with random ops (README: philox_seed, philox_offset).
+# The i64 inputs thunder-gen adds to a trace with random ops (docs/trace-format.md: philox_seed, philox_offset).
 RANDOM_STATE_INPUTS = ("philox_seed", "philox_offset")
 
 
@@ -96,7 +96,7 @@ class Manifest:
 
     @property
     def status_string_function(self) -> str:
-        return f"{self.trace}_status_string"  # the header's documented name (README)
+        return f"{self.trace}_status_string"  # the header's documented name (docs/output-folder.md)
 
 
 class _Reader:

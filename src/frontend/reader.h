@@ -9,8 +9,8 @@
 
 namespace tg {
 
-// The symbol of a custom autograd function's call (shared/seeds: its forward and backward bodies
-// are inlined); the listing reader refuses it too.
+// The symbol of a custom autograd function's call (docs/trace-format.md, custom functions: its forward
+// and backward bodies are inlined); the listing reader refuses it too.
 inline constexpr std::string_view kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
 // Parses and verifies `text`. Deeply nested input is refused rather than recursed into.
