@@ -41,18 +41,16 @@ std::vector<std::string> printed(const std::vector<ExprPtr>& operands) {
   return out;
 }
 
-// An op's code template with {k} replaced by operand k.
-std::string filled(std::string_view code, const std::vector<ExprPtr>& operands) {
-  std::string out;
+// An op's code template with {k} replaced by operand k, appended to `out`.
+void fill(std::string_view code, const std::vector<ExprPtr>& operands, std::string& out) {
   for (size_t i = 0; i < code.size(); ++i) {
     if (code[i] == '{' && i + 2 < code.size() && code[i + 2] == '}') {
-      out += print_expr(*operands.at(size_t(code[i + 1] - '0')));
+      append_expr(*operands.at(size_t(code[i + 1] - '0')), out);
       i += 2;
     } else {
       out += code[i];
     }
   }
-  return out;
 }
 
 std::string callee(const Expr& e) {
@@ -78,11 +76,14 @@ std::string inline_stmt(const Stmt& s) {
   return text;
 }
 
-std::string decl_text(const Stmt& s) {
-  std::string text = std::string(s.is_shared ? "__shared__ " : "") + (s.is_const ? "const " : "") + s.type + " " + s.text;
-  if (s.extent > 0) text += "[" + std::to_string(s.extent) + "]";
-  if (s.value) text += " = " + print_expr(*s.value);
-  return text + ";" + note(s.note);
+void append_decl(const Stmt& s, std::string& out) {
+  out += std::string(s.is_shared ? "__shared__ " : "") + (s.is_const ? "const " : "") + s.type + " " + s.text;
+  if (s.extent > 0) out += "[" + std::to_string(s.extent) + "]";
+  if (s.value) {
+    out += " = ";
+    append_expr(*s.value, out);
+  }
+  out += ";" + note(s.note);
 }
 
 std::string run_text(const Stmt& s) {
@@ -130,10 +131,24 @@ void print_branch(const Stmt& s, const std::string& indent, std::string& out) {
 void print_stmt(const Stmt& s, const std::string& indent, std::string& out) {
   switch (s.kind) {
     case Stmt::Kind::comment: out += comment_line(s.text, indent); return;
-    case Stmt::Kind::decl: out += indent + decl_text(s) + "\n"; return;
-    case Stmt::Kind::assign: out += indent + print_expr(*s.target) + " " + s.op + " " + print_expr(*s.value) + ";\n"; return;
+    case Stmt::Kind::decl:
+      out += indent;
+      append_decl(s, out);
+      out += "\n";
+      return;
+    case Stmt::Kind::assign:
+      out += indent;
+      append_expr(*s.target, out);
+      out += " " + s.op + " ";
+      append_expr(*s.value, out);
+      out += ";\n";
+      return;
     case Stmt::Kind::store:
-      out += indent + "tg::store(" + print_expr(*s.pointer) + ", " + print_expr(*s.offset) + ", " + print_expr(*s.value) + ");\n";
+      out += indent + "tg::store(";
+      for (const ExprPtr* e : {&s.pointer, &s.offset, &s.value}) {
+        append_expr(**e, out);
+        out += e == &s.value ? ");\n" : ", ";
+      }
       return;
     case Stmt::Kind::load_run:
     case Stmt::Kind::store_run:
@@ -164,27 +179,57 @@ std::string number_literal(double d, bool is_integer, int64_t integer, DType as)
   return "static_cast<" + std::string(compute_ctype(as)) + ">(" + v + (as == DType::i64 ? "ll" : "") + ")";
 }
 
-std::string print_expr(const Expr& e) {
+void append_expr(const Expr& e, std::string& out) {
+  auto each = [&](const std::vector<ExprPtr>& operands) {
+    for (size_t i = 0; i < operands.size(); ++i) {
+      if (i) out += ", ";
+      append_expr(*operands[i], out);
+    }
+  };
   switch (e.kind) {
-    case Expr::Kind::name: return e.text;
-    case Expr::Kind::integer: return std::to_string(e.integer) + e.text;
-    case Expr::Kind::number: return number_literal(e.number, e.number_is_integer, e.integer, e.dtype);
-    case Expr::Kind::index: return e.component ? e.index.component_text() : e.index.text();
-    case Expr::Kind::condition: return e.condition.text();
-    case Expr::Kind::load: return "tg::load(" + print_expr(*e.operands[0]) + ", " + print_expr(*e.operands[1]) + ")";
-    case Expr::Kind::call: return callee(e) + "(" + joined(printed(e.operands)) + ")";
-    case Expr::Kind::init: return e.text + "{" + joined(printed(e.operands)) + "}";
-    case Expr::Kind::op_code: return filled(e.text, e.operands);
-    case Expr::Kind::binary: return print_expr(*e.operands[0]) + " " + e.text + " " + print_expr(*e.operands[1]);
-    case Expr::Kind::select: return print_expr(*e.operands[0]) + " ? " + print_expr(*e.operands[1]) + " : " + print_expr(*e.operands[2]);
-    case Expr::Kind::paren: return "(" + print_expr(*e.operands[0]) + ")";
-    case Expr::Kind::member: return print_expr(*e.operands[0]) + "." + e.text;
-    case Expr::Kind::subscript: return print_expr(*e.operands[0]) + "[" + print_expr(*e.operands[1]) + "]";
-    case Expr::Kind::aligned: return aligned_text(e);
+    case Expr::Kind::name: out += e.text; return;
+    case Expr::Kind::integer: out += std::to_string(e.integer) + e.text; return;
+    case Expr::Kind::number: out += number_literal(e.number, e.number_is_integer, e.integer, e.dtype); return;
+    case Expr::Kind::index: out += e.component ? e.index.component_text() : e.index.text(); return;
+    case Expr::Kind::condition: out += e.condition.text(); return;
+    case Expr::Kind::load: out += "tg::load("; each(e.operands); out += ")"; return;
+    case Expr::Kind::call: out += callee(e) + "("; each(e.operands); out += ")"; return;
+    case Expr::Kind::init: out += e.text + "{"; each(e.operands); out += "}"; return;
+    case Expr::Kind::op_code: fill(e.text, e.operands, out); return;
+    case Expr::Kind::binary:
+      append_expr(*e.operands[0], out);
+      out += " " + e.text + " ";
+      append_expr(*e.operands[1], out);
+      return;
+    case Expr::Kind::select:
+      append_expr(*e.operands[0], out);
+      out += " ? ";
+      append_expr(*e.operands[1], out);
+      out += " : ";
+      append_expr(*e.operands[2], out);
+      return;
+    case Expr::Kind::paren: out += "("; append_expr(*e.operands[0], out); out += ")"; return;
+    case Expr::Kind::member: append_expr(*e.operands[0], out); out += "." + e.text; return;
+    case Expr::Kind::subscript:
+      append_expr(*e.operands[0], out);
+      out += "[";
+      append_expr(*e.operands[1], out);
+      out += "]";
+      return;
+    case Expr::Kind::aligned: out += aligned_text(e); return;
     case Expr::Kind::reduce:
-      return "tg::" + e.text + "_reduce" + (e.operands.size() == 2 ? "2<" : "<") + joined(e.template_args) + ">(" + joined(printed(e.operands)) + ")";
+      out += "tg::" + e.text + "_reduce" + (e.operands.size() == 2 ? "2<" : "<") + joined(e.template_args) + ">(";
+      each(e.operands);
+      out += ")";
+      return;
   }
   throw InternalError("an expression kind the printer does not know");
+}
+
+std::string print_expr(const Expr& e) {
+  std::string out;
+  append_expr(e, out);
+  return out;
 }
 
 std::string print_block(const Block& block, const std::string& indent) {

@@ -10,6 +10,7 @@
 namespace tg::kir {
 
 std::string print_expr(const Expr& e);
+void append_expr(const Expr& e, std::string& out);  // print_expr, appended to `out`
 // The statements of `block`, each line after `indent`.
 std::string print_block(const Block& block, const std::string& indent);
 // The kernel's code: its comment, its element function, its __global__ function.
