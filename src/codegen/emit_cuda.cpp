@@ -119,47 +119,28 @@ std::string file_banner(const Trace& fused, const EntryPoint& entry, const std::
   return out.str();
 }
 
-// Where the entry point finds each value: its argument (or the argument seen as its storage type),
-// a temporary, or the memory of the value a view reads.
-struct HostValues {
-  std::map<ValueId, std::string> pointer;
-  std::vector<std::pair<std::string, ValueId>> copies;  // outputs that are a copy: (argument, value)
-  std::vector<std::pair<ValueId, int64_t>> temporaries;  // (value, offset)
-};
-
-// The arguments: the kernels take them by value id; an output that is a copy (of an input, or of
-// an output listed before) gets its bytes last. Writes the pointer checks, and views of arguments
-// whose C type is not the kernels' storage type (bf16 and f16 bits, packed masks).
-void write_arguments(const Trace& fused, const EntryPoint& entry, HostValues& values, std::ostream& out) {
-  for (const EntryParam& p : entry.params)
-    if (!values.pointer.try_emplace(p.value, p.name).second) values.copies.emplace_back(p.name, p.value);
+// The argument checks, and the views of arguments whose C type is not the kernels' storage type.
+void write_arguments(const Trace& fused, const EntryPoint& entry, const EntryValues& values, std::ostream& out) {
   for (const EntryParam& p : entry.params) {
     const Value& v = fused.value(p.value);
     if (!v.is_scalar)
       out << "  TG_TRY(tg::check_pointer(" << p.name << ", alignof(" << storage_type(v) << "), " << numel(v.shape) << "));\n";
   }
-  for (const EntryParam& p : entry.params) {
-    const Value& v = fused.value(p.value);
-    if (v.is_scalar || values.pointer.at(p.value) != p.name || c_param_type(v, p.writes) == (p.writes ? "" : "const ") + storage_type(v) + "*") continue;
-    const std::string type = (p.writes ? "" : "const ") + storage_type(v) + "*", view = ident(Role::storage_view, p.name);
-    out << "  " << type << " " << view << " = reinterpret_cast<" << type << ">(" << p.name << ");\n";
-    values.pointer[p.value] = view;
-  }
+  for (const EntryValues::StorageView& view : values.storage_views)
+    out << "  " << view.type << " " << view.name << " = reinterpret_cast<" << view.type << ">(" << view.argument << ");\n";
 }
 
-// The temporaries (the program's workspace layout: in the caller's workspace, or allocated for
-// the call), and the views, whose pointer is the value's they read.
-void write_temporaries(const Trace& fused, const WorkspaceLayout& layout, HostValues& values, std::ostream& out) {
-  for (const Temporary& t : layout.temporaries) values.pointer[t.value] = ident(Role::global, fused.value(t.value).name);
-  for (const Op& k : fused.ops)
-    if (is_view(k)) values.pointer[k.outs[0]] = values.pointer.at(k.arg("a").value);
+// The temporaries, as the workspace layout places them: in the caller's workspace, or allocated
+// for the call.
+void write_temporaries(const Trace& fused, const KernelProgram& program, std::ostream& out) {
+  const WorkspaceLayout& layout = program.workspace;
   if (!layout.temporaries.empty()) {
     out << "  tg::Memory memory(workspace, " << layout.bytes << ", stream);  // the temporaries\n";
     out << "  TG_TRY(memory.status());\n";
   }
   for (const Temporary& t : layout.temporaries) {
     const std::string type = storage_type(fused.value(t.value));
-    out << "  " << type << "* " << values.pointer[t.value] << " = memory.at<" << type << ">(" << t.offset << ");\n";
+    out << "  " << type << "* " << program.values.pointer.at(t.value) << " = memory.at<" << type << ">(" << t.offset << ");\n";
   }
 }
 
@@ -168,7 +149,7 @@ void write_temporaries(const Trace& fused, const WorkspaceLayout& layout, HostVa
 struct StepContext {
   const Trace& fused;
   const KernelProgram& program;
-  const HostValues& values;
+  const EntryValues& values;
   std::string gemm_space;
 };
 
@@ -212,40 +193,21 @@ void write_step(const StepContext& c, size_t op_index, const std::string& stream
   write_launch(c, op_index, stream, out);
 }
 
-// The steps of an entry point with collectives: each collective runs on a second stream
-// (tg::Overlap, tg_comm.h), which waits for the stream's work so far; the stream goes on with the
-// kernels after it and waits for the collective only before the first step that reads its result
-// (or a view of it), and for every collective before returning. Temporaries are never reused
-// within a call, so no later kernel writes what a collective still reads.
-void write_overlapped_steps(const StepContext& c, size_t collectives, std::ostream& out) {
-  out << "  tg::Overlap overlap(stream, " << collectives << ");  // collectives on a second stream\n";
-  std::map<ValueId, int> pending;  // value -> the collective (not yet joined) whose result it is or views
-  std::set<int> joined;
-  auto join = [&](int collective) {
-    if (joined.insert(collective).second) out << "  TG_TRY(overlap.join(" << collective << "));\n";
-  };
-  int next = 0;
-  for (size_t i = 0; i < c.fused.ops.size(); ++i) {
-    const Op& k = c.fused.ops[i];
-    if (is_view(k)) {
-      if (auto it = pending.find(k.arg("a").value); it != pending.end()) pending[k.outs[0]] = it->second;
-      write_step(c, i, "stream", out);
+// The steps of an entry point with collectives (EntryStep says how they overlap).
+void write_overlapped_steps(const StepContext& c, std::ostream& out) {
+  out << "  tg::Overlap overlap(stream, " << c.program.collectives << ");  // collectives on a second stream\n";
+  auto join = [&](int collective) { out << "  TG_TRY(overlap.join(" << collective << "));\n"; };
+  for (const EntryStep& step : c.program.steps) {
+    for (int collective : step.joins) join(collective);
+    if (step.collective < 0) {
+      write_step(c, step.op, "stream", out);
       continue;
     }
-    for_each_value(k, [&](ValueId v) {
-      if (auto it = pending.find(v); it != pending.end()) join(it->second);
-    });
-    if (!is_collective_call(k)) {
-      write_step(c, i, "stream", out);
-      continue;
-    }
-    const int collective = next++;
-    out << "  TG_TRY(overlap.start(" << collective << "));\n";
-    write_step(c, i, "overlap.side()", out);
-    out << "  TG_TRY(overlap.finish(" << collective << "));\n";
-    for (ValueId v : k.outs) pending[v] = collective;
+    out << "  TG_TRY(overlap.start(" << step.collective << "));\n";
+    write_step(c, step.op, "overlap.side()", out);
+    out << "  TG_TRY(overlap.finish(" << step.collective << "));\n";
   }
-  for (int collective = 0; collective < next; ++collective) join(collective);
+  for (int collective : c.program.last_joins) join(collective);
 }
 
 // The entry point's opening: the host runtime's includes, the NVRTC kernel module, the signature.
@@ -269,21 +231,20 @@ void write_entry_head(const Trace& fused, const EntryPoint& entry, std::ostream&
 // temporaries, then runs the ops in order.
 void write_entry_point(const Trace& fused, const KernelProgram& program, const EntryPoint& entry, std::ostream& out) {
   write_entry_head(fused, entry, out);
-  HostValues values;
-  write_arguments(fused, entry, values, out);
-  write_temporaries(fused, program.workspace, values, out);
+  write_arguments(fused, entry, program.values, out);
+  write_temporaries(fused, program, out);
   const std::string gemm_space = program.workspace.temporaries.empty()
                                      ? "tg::Memory::Span{workspace, tg::kGemmWorkspaceBytes}"
                                      : "memory.gemm_space(" + std::to_string(program.workspace.bytes) + ", tg::kGemmWorkspaceBytes)";
-  const StepContext context{fused, program, values, gemm_space};
-  if (const size_t collectives = collectives_in(fused)) {
-    write_overlapped_steps(context, collectives, out);
+  const StepContext context{fused, program, program.values, gemm_space};
+  if (program.collectives > 0) {
+    write_overlapped_steps(context, out);
   } else {
-    for (size_t i = 0; i < fused.ops.size(); ++i) write_step(context, i, "stream", out);
+    for (const EntryStep& step : program.steps) write_step(context, step.op, "stream", out);
   }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
-  for (const auto& [name, v] : values.copies)
-    out << "  TG_TRY(tg::copy_on_device(" << name << ", " << values.pointer.at(v) << ", " << stored_bytes(fused.value(v)) << ", stream));\n";
+  for (const auto& [name, v] : program.values.copies)
+    out << "  TG_TRY(tg::copy_on_device(" << name << ", " << program.values.pointer.at(v) << ", " << stored_bytes(fused.value(v)) << ", stream));\n";
   out << "  return tg::kOk;\n";
   out << "}\n#endif  // __CUDACC_RTC__\n";
 }

@@ -7,6 +7,7 @@
 #include "ops/op_table.h"
 #include "ops/printer.h"
 #include "support/diagnostics.h"
+#include "support/generated_text.h"
 
 namespace tg {
 
@@ -129,6 +130,49 @@ WorkspaceLayout lay_out_temporaries(const Trace& fused, const EntryPoint& entry)
   return layout;
 }
 
+EntryValues place_values(const Trace& fused, const EntryPoint& entry, const WorkspaceLayout& workspace) {
+  EntryValues values;
+  for (const EntryParam& p : entry.params)
+    if (!values.pointer.try_emplace(p.value, p.name).second) values.copies.emplace_back(p.name, p.value);
+  for (const EntryParam& p : entry.params) {
+    const Value& v = fused.value(p.value);
+    const std::string type = (p.writes ? "" : "const ") + storage_type(v) + "*";
+    if (v.is_scalar || values.pointer.at(p.value) != p.name || c_param_type(v, p.writes) == type) continue;
+    values.storage_views.push_back({type, ident(Role::storage_view, p.name), p.name});
+    values.pointer[p.value] = values.storage_views.back().name;
+  }
+  for (const Temporary& t : workspace.temporaries) values.pointer[t.value] = ident(Role::global, t.name);
+  for (const Op& k : fused.ops)
+    if (is_view(k)) values.pointer[k.outs[0]] = values.pointer.at(k.arg("a").value);
+  return values;
+}
+
+// The steps in trace order, each collective on the second stream and joined before the first
+// step that reads what it wrote (or a view of it).
+void schedule_steps(const Trace& fused, KernelProgram& program) {
+  std::map<ValueId, int> pending;  // value -> the collective (not yet joined) whose result it is or views
+  std::set<int> joined;
+  for (size_t i = 0; i < fused.ops.size(); ++i) {
+    const Op& k = fused.ops[i];
+    EntryStep step{i, {}, -1};
+    if (is_view(k)) {
+      if (auto it = pending.find(k.arg("a").value); it != pending.end()) pending[k.outs[0]] = it->second;
+      program.steps.push_back(std::move(step));
+      continue;
+    }
+    for_each_value(k, [&](ValueId v) {
+      if (auto it = pending.find(v); it != pending.end() && joined.insert(it->second).second) step.joins.push_back(it->second);
+    });
+    if (is_collective(k.info->kind)) {
+      step.collective = program.collectives++;
+      for (ValueId v : k.outs) pending[v] = step.collective;
+    }
+    program.steps.push_back(std::move(step));
+  }
+  for (int c = 0; c < program.collectives; ++c)
+    if (!joined.count(c)) program.last_joins.push_back(c);
+}
+
 }  // namespace
 
 KernelProgram lower_kernels(const FusedTrace& planned, const EntryPoint& entry) {
@@ -152,6 +196,8 @@ KernelProgram lower_kernels(const FusedTrace& planned, const EntryPoint& entry) 
     program.ops.push_back(std::move(info));
   }
   program.workspace = lay_out_temporaries(fused, entry);
+  program.values = place_values(fused, entry, program.workspace);
+  schedule_steps(fused, program);
   return program;
 }
 

@@ -3,6 +3,7 @@
 // op launches and how (its launch geometry), and where each temporary lies in the workspace.
 // The emit pass (emit_cuda.h) prints it; `--emit kernel-ir` lists it (print_kernel_ir.h).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,40 @@ struct WorkspaceLayout {
 };
 constexpr int64_t kTemporaryAlignment = 256;  // what cuBLASLt and vector accesses want at most
 
+// Where the entry point finds each value: its argument, the argument seen as its storage type
+// (bf16 and f16 bits, packed masks: `type name = reinterpret_cast<type>(argument)`), a temporary,
+// or the memory of the value a view reads; and the outputs that are a copy of a value (an input
+// returned as it is, an output listed twice), whose bytes it copies last.
+struct EntryValues {
+  struct StorageView {
+    std::string type, name, argument;
+  };
+  std::map<ValueId, std::string> pointer;
+  std::vector<StorageView> storage_views;
+  std::vector<std::pair<std::string, ValueId>> copies;  // (argument, value)
+};
+
+// One step of the entry point: an op of the fused trace. In a distributed trace each collective
+// runs on a second stream (tg::Overlap, tg_comm.h) that first waits for the stream's work so far;
+// the stream goes on with the steps after it and waits for a collective only before the first
+// step that reads its result or a view of it (`joins`), and for every collective before
+// returning. Temporaries are never reused within a call, so no later kernel writes what a
+// collective still reads.
+struct EntryStep {
+  size_t op = 0;
+  std::vector<int> joins;  // the collectives to wait for first
+  int collective = -1;     // >= 0: this step is that collective, on the second stream
+};
+
 struct KernelProgram {
   std::vector<kir::Kernel> kernels;  // each distinct kernel's code, in the order first launched
   std::vector<int> kernel_of;        // by op of the fused trace: the kernel it launches, -1 for none
   std::vector<EmittedKernel> ops;    // by op: what it computes, reads and writes
   WorkspaceLayout workspace;
+  EntryValues values;
+  std::vector<EntryStep> steps;
+  int collectives = 0;
+  std::vector<int> last_joins;  // the collectives no step waited for: waited for before returning
 };
 
 // `entry` is the host function running `fused` (its parameters are no temporaries).

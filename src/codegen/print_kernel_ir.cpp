@@ -96,8 +96,14 @@ std::string print_kernel_program(const KernelProgram& program) {
     std::string what = !op.view_of.empty() ? "view of " + op.view_of
                        : !op.library.empty() ? op.library
                        : program.kernels[size_t(program.kernel_of[i])].name == op.name ? "launch" : "launch " + op.same_code_as;
+    const EntryStep& step = program.steps[i];
+    for (int c : step.joins) out += "  wait for collective " + std::to_string(c) + "\n";
+    if (step.collective >= 0) what += ", collective " + std::to_string(step.collective) + " on the second stream";
     out += "  " + op.name + ": " + what + "\n";
   }
+  for (int c : program.last_joins) out += "  wait for collective " + std::to_string(c) + "\n";
+  for (const EntryValues::StorageView& view : program.values.storage_views)
+    out += "argument " + view.argument + " seen as " + view.type + "\n";
   out += "workspace: " + std::to_string(program.workspace.bytes) + " bytes of temporaries\n";
   for (const Temporary& t : program.workspace.temporaries) out += "  " + t.name + " at " + std::to_string(t.offset) + "\n";
   return out;
