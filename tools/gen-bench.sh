@@ -15,21 +15,21 @@ gen=$build/thunder-gen
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "| blocks | ops | read | decompose | autograd | partition | epilogue | fuse | emit | harness+manifest | whole | peak RSS |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| blocks | ops | read | decompose | autograd | partition | epilogue | fuse | kernel-ir | emit | harness+manifest | whole | peak RSS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in "${blocks[@]}"; do
   python3 "$root/tools/stack_blocks.py" "$root/examples/corpus/llama_block.json" "$n" "$work/stack.json" >/dev/null
   start=$(date +%s.%N)
   "$gen" "$work/stack.json" -o "$work/out" -v 2>"$work/log.txt"
   end=$(date +%s.%N)
   # Each -v line: "thunder-gen: <pass>: ... (<ms> ms[, peak RSS <mb> MB])". Passes that run on
-  # the forward and the backward (epilogue, fuse, emit) print twice: forward first.
+  # the forward and the backward (epilogue, fuse, kernel-ir, emit) print twice: forward first.
   python3 - "$work/log.txt" "$n" "$start" "$end" <<'PY'
 import re, sys
 log, blocks, start, end = open(sys.argv[1]).read().splitlines(), sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 times, ops, rss = {}, "?", "?"
 for line in log:
-    m = re.match(r"thunder-gen: ([a-z ]+): (.*)\(([0-9.]+) ms", line)
+    m = re.match(r"thunder-gen: ([a-z -]+): (.*)\(([0-9.]+) ms", line)
     if not m:
         continue
     name, rest, ms = m.group(1), m.group(2), float(m.group(3))
@@ -42,7 +42,7 @@ for line in log:
 def cell(name):
     return " / ".join(f"{t:.0f}" for t in times.get(name, [])) or "-"
 row = [blocks, f"{int(ops):,}" if ops != "?" else ops] + [cell(p) for p in
-       ["read", "decompose", "autograd", "partition", "epilogue", "fuse", "emit", "harness and manifest"]]
+       ["read", "decompose", "autograd", "partition", "epilogue", "fuse", "kernel-ir", "emit", "harness and manifest"]]
 row += [f"{end - start:.2f} s", f"{rss} MB"]
 print("| " + " | ".join(row) + " |")
 PY
