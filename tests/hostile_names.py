@@ -58,7 +58,7 @@ ROLE_CASE = re.compile(r'case Role::\w+: return "(\w+)";')
 
 
 def role_prefixes():
-    prefixes = ROLE_CASE.findall((ROOT / "src" / "generated_text.cpp").read_text())
+    prefixes = ROLE_CASE.findall((ROOT / "src" / "support" / "generated_text.cpp").read_text())
     if len(prefixes) < 10:
         sys.exit(f"hostile_names: found only {prefixes} as role prefixes in src/support/generated_text.cpp")
     return prefixes
