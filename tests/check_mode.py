@@ -16,7 +16,7 @@
 - Options it cannot honour (--emit, --dump-dir, --force; --diff-lines alone) are refused.
 - Generations from two checkout paths, working directories, homes and user names are
   byte-identical and hold neither path nor user name.
-Tools from the environment: THUNDER_GEN.
+thunder-gen as tools/thunder_gen_binary.py finds it ($THUNDER_GEN first).
 """
 import filecmp
 import os
@@ -28,7 +28,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
-GEN = os.environ["THUNDER_GEN"]
+sys.path.insert(0, str(HERE.parent / "tools"))
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
+GEN = find_thunder_gen()
 failures = []
 
 

@@ -15,7 +15,7 @@
                                        trace whose inputs are named like all of them) becomes an
                                        entry point's parameter as it is
 
-Tools from the environment: THUNDER_GEN, CXX, NVCC.
+Tools: thunder-gen as tools/thunder_gen_binary.py finds it ($THUNDER_GEN first); CXX, NVCC from the environment.
 """
 import json
 import os
@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
 TRACES = 4
 
 CPP_KEYWORDS = """alignas alignof and and_eq asm atomic_cancel atomic_commit atomic_noexcept auto bitand bitor
@@ -101,7 +103,7 @@ def code_identifiers(folder):
 
 
 def hostile_names(work):
-    tg = os.environ["THUNDER_GEN"]
+    tg = find_thunder_gen()
     sample = work / "sample"
     names = set(CPP_KEYWORDS) | set(EXTRAS) | predefined_macros() | runtime_identifiers()
     for example in ("layer_norm", "gpt2_mlp", "cross_entropy", "dropout_p09"):
@@ -177,7 +179,7 @@ def parameters_named_like_macros(tg, out, defined):
 def macros(work):
     """No macro any build mode sees starts with a role prefix, or is an entry point's parameter
     as it is."""
-    tg, cxx, nvcc = os.environ["THUNDER_GEN"], os.environ.get("CXX", "g++"), os.environ.get("NVCC", "nvcc")
+    tg, cxx, nvcc = find_thunder_gen(), os.environ.get("CXX", "g++"), os.environ.get("NVCC", "nvcc")
     out = work / "macros"
     run([tg, str(ROOT / "examples" / "gpt2_mlp.json"), "-o", str(out)])
     modes = {

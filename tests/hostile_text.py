@@ -11,7 +11,8 @@ and a NUL-free mix of control bytes is generated beside the same trace without t
 - the hostile folder's forward.cu and backward.cu compile with nvcc, and their kernels with NVRTC;
 - the places where such text is refused (names, tags, devices, the trace's name, overrides) are
   refused with exit code 1 and a one-line diagnostic with no raw control character.
-Tools from the environment: THUNDER_GEN, NVCC, NVRTC_CHECK, CXX.
+Tools: thunder-gen as tools/thunder_gen_binary.py finds it ($THUNDER_GEN first); NVCC, NVRTC_CHECK,
+CXX from the environment.
 """
 import copy
 import filecmp
@@ -22,6 +23,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tools"))
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
 PAYLOAD = 'x\n#error injected\r\n*/ /* " \' \\ \\\n \u202e \x1b[31m ??/ \t end'
 failures = 0
 
@@ -57,7 +60,7 @@ def hostile_trace():
 
 def generate(trace, path, out, *flags):
     path.write_text(json.dumps(trace), encoding="utf-8")
-    return subprocess.run([os.environ["THUNDER_GEN"], str(path), "-o", str(out), *flags], capture_output=True)
+    return subprocess.run([find_thunder_gen(), str(path), "-o", str(out), *flags], capture_output=True)
 
 
 def only_comments_differ(plain, hostile):

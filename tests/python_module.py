@@ -15,8 +15,8 @@ Dropout draws the generated code's Philox streams; eager replays them
 magnitude, so a parameter whose gradient is 1e-9 in eager and -1e-9 here (both within the table)
 would move by +lr and -lr, and the comparison would test Adam, not the gradients.
 
-Prints one line per check and 'N passed, N failed'; exits 1 on any failure. THUNDER_GEN names
-the generator binary (ctest sets it).
+Prints one line per check and 'N passed, N failed'; exits 1 on any failure. The generator is
+find_thunder_gen()'s: $THUNDER_GEN (ctest sets it), else build/thunder-gen, else PATH's.
 """
 import argparse
 import ctypes
@@ -39,8 +39,9 @@ import thunder_export  # noqa: E402
 import torch_reference  # noqa: E402
 import check_against_torch  # noqa: E402
 from check_against_torch import DropoutReplay  # noqa: E402
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
 
-import thunder_gen  # noqa: E402  (installed in .venv by tools/setup-python.sh)
+import thunder_gen  # noqa: E402  (this checkout's python/: tools/thunder_gen_binary.py puts it first)
 
 SGD_STEPS, SGD_LR, SGD_MOMENTUM = 3, 0.05, 0.9
 
@@ -84,8 +85,7 @@ class Checks:
 
 
 def generate(trace: Path, out: Path) -> Path:
-    thunder_gen_bin = os.environ.get("THUNDER_GEN", str(ROOT / "build" / "thunder-gen"))
-    r = subprocess.run([thunder_gen_bin, str(trace), "-o", str(out)], capture_output=True, text=True)
+    r = subprocess.run([find_thunder_gen(), str(trace), "-o", str(out)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"thunder-gen {trace} exited {r.returncode}: {r.stderr}")
     return out

@@ -52,6 +52,7 @@ import corpus  # noqa: E402
 import thunder_export  # noqa: E402
 import torch_reference  # noqa: E402
 from check_report import compare_line, run_each  # noqa: E402
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
 
 # ---- the runtime's Philox (templates/tg_runtime.cuh: philox_word, philox_uniform) ------------
 M32 = np.uint64(0xFFFFFFFF)
@@ -269,13 +270,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", help="check only these corpus models")
     parser.add_argument("--work", default=str(ROOT / "build" / "check_against_torch"), help="scratch folder")
-    parser.add_argument("--thunder-gen", default=os.environ.get("THUNDER_GEN", str(ROOT / "build" / "thunder-gen")))
+    parser.add_argument("--thunder-gen", help="the generator (default: $THUNDER_GEN, else build/thunder-gen, else PATH's)")
     parser.add_argument("--committed", metavar="DIR", help="also check that each fresh export equals DIR/<model>.json and "
                                                            "DIR/<model>.inputs/ byte for byte (examples/corpus: the suite)")
     parser.add_argument("--harnesses", metavar="DIR", help="run DIR/<model>.emu/out/harness where that folder holds what "
                                                            "thunder-gen generates here (the suite's corpus.<model>.emu), "
                                                            "instead of building one")
     a = parser.parse_args(argv)
+    a.thunder_gen = a.thunder_gen or find_thunder_gen()
     models = {m.name: m for m in corpus.MODELS if not a.only or m.name in a.only}
     if a.only and len(models) != len(a.only):
         parser.error(f"unknown model among {a.only}; the corpus has {[m.name for m in corpus.MODELS]}")

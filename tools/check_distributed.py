@@ -40,6 +40,7 @@ import corpus  # noqa: E402
 import thunder_export  # noqa: E402
 import torch_reference  # noqa: E402
 from check_report import compare_line, run_each  # noqa: E402
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "distributed"
 KINDS = ("ddp", "fsdp")
@@ -298,11 +299,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", help="check only these traces (<model>_<ddp|fsdp>)")
     parser.add_argument("--work", default=str(ROOT / "build" / "check_distributed"), help="scratch folder")
-    parser.add_argument("--thunder-gen", default=os.environ.get("THUNDER_GEN", str(ROOT / "build" / "thunder-gen")))
+    parser.add_argument("--thunder-gen", help="the generator (default: $THUNDER_GEN, else build/thunder-gen, else PATH's)")
     parser.add_argument("--export", action="store_true", help="export the traces and inputs again (Thunder, gloo) first")
     parser.add_argument("--collectives", action="store_true", help="check examples/distributed/collectives.json only")
     parser.add_argument("--up-to-date", action="store_true", help="only check that a fresh export equals the committed files")
     a = parser.parse_args(argv)
+    a.thunder_gen = a.thunder_gen or find_thunder_gen()
     if a.collectives:
         failures = check_collectives(Path(a.work) / "collectives", a.thunder_gen, sys.stdout)
         print(f"collectives: {'every result as NumPy computes it' if failures == 0 else f'{failures} failures'}")

@@ -7,18 +7,20 @@ binary_exact_prims.def need no copy here.
     binary_exact_prims() -> {"eq": BinaryExact(torch_function=torch.eq, accepts="numbers_and_bool", bool_result=True, ...), ...}
     bool_result_ops() -> {"prims.eq", "torch.eq", "prims.isfinite", ...}
 
-The thunder-gen binary is $THUNDER_GEN, else build/thunder-gen beside this folder.
+The thunder-gen binary is find_thunder_gen()'s (tools/thunder_gen_binary.py): $THUNDER_GEN, else
+build/thunder-gen beside this folder, else PATH's.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from thunder_gen_binary import ThunderGenNotFound, find_thunder_gen
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,17 +73,16 @@ class BinaryExact:
         return torch_function_named(self.torch_name)
 
 
-def thunder_gen() -> str:
-    return os.environ.get("THUNDER_GEN", str(Path(os.environ.get("TG_BUILD_DIR", ROOT / "build")) / "thunder-gen"))
-
-
 @functools.cache
 def op_table() -> list[dict]:
     try:
-        out = subprocess.run([thunder_gen(), "list-ops", "--json"], check=True, capture_output=True, text=True).stdout
+        gen = find_thunder_gen()
+    except ThunderGenNotFound as e:
+        raise SystemExit(f"tools/op_declarations.py: cannot read the op table: {e}") from e
+    try:
+        out = subprocess.run([gen, "list-ops", "--json"], check=True, capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
-        raise SystemExit(f"tools/op_declarations.py: cannot read the op table from {thunder_gen()} list-ops --json ({e}): "
-                         "build it (tools/build.sh thunder-gen) or set THUNDER_GEN") from e
+        raise SystemExit(f"tools/op_declarations.py: cannot read the op table from {gen} list-ops --json ({e})") from e
     return json.loads(out)
 
 

@@ -31,7 +31,7 @@ than the value's whole range (a unique maximum or minimum, by a margin far above
 Before thunder-gen runs, the two references are compared with each other on the trace: a
 sub-program where they disagree is ill-conditioned (not thunder-gen's fault) and is dropped, and
 counted. Environment: THUNDER_GEN, THUNDER_GEN_CHECK, CXX, TG_EMU_RUNTIME_CACHE (as ctest sets them;
-defaults from build/).
+thunder-gen is otherwise find_thunder_gen()'s, the others' defaults come from build/).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims
+from thunder_gen_binary import find_thunder_gen
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_DIR = ROOT / "tests" / "random"
@@ -1812,7 +1813,7 @@ class Tools:
         build = Path(os.environ.get("TG_BUILD_DIR", ROOT / "build"))
         env = dict(os.environ)
         env.setdefault("TG_EMU_RUNTIME_CACHE", "/tmp/thunder-gen-emu-runtime")
-        return Tools(os.environ.get("THUNDER_GEN", str(build / "thunder-gen")),
+        return Tools(find_thunder_gen(),
                      os.environ.get("THUNDER_GEN_CHECK", str(build / "reference" / "thunder-gen-check")), env)
 
 

@@ -15,6 +15,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import thunder_export  # noqa: E402
+from thunder_gen_binary import built_thunder_gen  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -137,9 +138,9 @@ class ExporterTest(unittest.TestCase):
                    "torch.tril", "torch.clamp", "torch.addcmul", "torch.addcdiv", "torch.cumsum", "torch.nn.functional.normalize",
                    "torch.nn.functional.embedding", "torch.nn.functional.cross_entropy"):
             self.assertIn(op, ops)
-        exe = os.environ.get("THUNDER_GEN")
+        exe = built_thunder_gen()
         if not exe:
-            self.skipTest("no $THUNDER_GEN to validate with")
+            self.skipTest("no thunder-gen binary to validate with")
         with tempfile.TemporaryDirectory() as work:
             path = os.path.join(work, "opaque_calls.json")
             with open(path, "w") as f:
@@ -157,7 +158,7 @@ class ExporterTest(unittest.TestCase):
         trained = (TrainedAttention(), torch.randn(2, 5, 16, requires_grad=True), torch.randn(7, 2, 16, requires_grad=True))
         frozen = (FrozenAttention(), torch.randn(5, 2, 16), torch.randn(7, 2, 16), torch.randn(7, 2, 6), torch.randn(7, 2, 10),
                   torch.randn(5, 7), torch.randn(2, 7), torch.randn(8, 7, 7), torch.nn.Transformer.generate_square_subsequent_mask(5))
-        exe, check = os.environ.get("THUNDER_GEN"), os.environ.get("THUNDER_GEN_CHECK")
+        exe, check = built_thunder_gen(), os.environ.get("THUNDER_GEN_CHECK")
         for name, (module, *args) in (("mha_trained", trained), ("mha_frozen", frozen)):
             with self.subTest(name), tempfile.TemporaryDirectory() as work:
                 doc, tensors = thunder_export.export_with_inputs(module, *args, name=name)
@@ -166,7 +167,7 @@ class ExporterTest(unittest.TestCase):
                 with open(path, "w") as f:
                     f.write(thunder_export.dumps(doc))
                 if not exe or not check:
-                    self.skipTest("no $THUNDER_GEN and $THUNDER_GEN_CHECK to validate and evaluate with")
+                    self.skipTest("no thunder-gen binary and no $THUNDER_GEN_CHECK to validate and evaluate with")
                 run = subprocess.run([exe, "validate", path], capture_output=True, text=True)
                 self.assertEqual(run.returncode, 0, run.stderr)
                 write_eager_results(doc, tensors, module(*args), work)

@@ -10,8 +10,9 @@
    reach: integer division, rounding only at convert_element_type, empty dims lists, pad, binding
    by keyword, typed literals, decompositions and custom-gradient bodies.
 
-Needs torch and numpy (skipped without them). The example tests need build/thunder-gen (or
-$THUNDER_GEN), g++ and Boost.Context; they are skipped when thunder-gen is not built.
+Needs torch and numpy (skipped without them). The example tests need thunder-gen ($THUNDER_GEN,
+else build/thunder-gen, else PATH's: tools/thunder_gen_binary.py), g++ and Boost.Context; they are
+skipped when there is no thunder-gen.
 """
 
 from __future__ import annotations
@@ -34,14 +35,10 @@ np = pytest.importorskip("numpy")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import torch_reference as ref  # noqa: E402
+from thunder_gen_binary import built_thunder_gen  # noqa: E402
 
 SCRIPT = ROOT / "tools" / "torch_reference.py"
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
-
-
-def thunder_gen() -> Path | None:
-    path = Path(os.environ.get("THUNDER_GEN", ROOT / "build" / "thunder-gen"))
-    return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
 def build_and_run(trace: Path, work: Path) -> Path:
@@ -51,7 +48,7 @@ def build_and_run(trace: Path, work: Path) -> Path:
     res.mkdir(parents=True)
     cxx = os.environ.get("CXX", "g++")
     steps = [
-        [str(thunder_gen()), str(trace), "-o", str(gen)],
+        [built_thunder_gen(), str(trace), "-o", str(gen)],
         [cxx, "-std=c++20", "-O1", "-fno-strict-aliasing", "-I", str(gen), "-xc++", str(gen / "forward.cu"), "-xnone",
          str(gen / "harness.cpp"), "-lboost_context", "-lpthread", "-o", str(gen / "harness")],
         [str(gen / "harness"), "--outputs", str(res), "--quiet"],
@@ -65,8 +62,8 @@ def build_and_run(trace: Path, work: Path) -> Path:
 @pytest.fixture(scope="session")
 def harness_results(tmp_path_factory):
     """Every example built and run once, in parallel: name -> results folder (or the error)."""
-    if thunder_gen() is None:
-        pytest.skip("build/thunder-gen is not built (or set THUNDER_GEN)")
+    if built_thunder_gen() is None:
+        pytest.skip("no thunder-gen binary: build it (tools/build.sh thunder-gen) or set THUNDER_GEN")
     if shutil.which(os.environ.get("CXX", "g++")) is None:
         pytest.skip("no C++ compiler")
     base = tmp_path_factory.mktemp("examples")

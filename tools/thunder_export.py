@@ -25,9 +25,9 @@ autograd function) stops the export with an ExportError naming the symbol and th
 does a symbol thunder-gen can neither run by a rule of its own nor lower through a decomposition
 the trace records (Thunder passes several hundred torch functions to PyTorch whole): the error
 names it and the source line that called it, rather than leaving a trace that fails at
-generation. thunder-gen's rules come from `thunder-gen list-ops` ($THUNDER_GEN, else thunder-gen
-on PATH, else this checkout's build/thunder-gen); with none found the check is skipped, with a
-warning.
+generation. thunder-gen's rules come from `thunder-gen list-ops` (find_thunder_gen(): $THUNDER_GEN,
+else this checkout's build/thunder-gen, else thunder-gen on PATH); with none found the check is
+skipped, with a warning (a $THUNDER_GEN that names no executable file is an error).
 """
 import argparse
 import functools
@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import warnings
+
+from thunder_gen_binary import ThunderGenNotFound, find_thunder_gen
 
 CUSTOM_GRAD_OP = "torch.ops.higher_order.autograd_function_apply"
 # Bound symbols that only plumb values in and out of a trace.
@@ -56,11 +58,12 @@ class ExportError(Exception):
 @functools.lru_cache(maxsize=None)
 def thunder_gen_ops():
     """The op ids thunder-gen has rules for (`thunder-gen list-ops`), or None without a thunder-gen."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get("THUNDER_GEN"), shutil.which("thunder-gen"), os.path.join(here, "..", "build", "thunder-gen")]
-    exe = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
-    if exe is None:
-        warnings.warn("no thunder-gen found ($THUNDER_GEN, PATH, build/): ops are not checked against its rules")
+    try:
+        exe = find_thunder_gen()
+    except ThunderGenNotFound as e:
+        if e.override:
+            raise
+        warnings.warn(f"{e}. Ops are not checked against its rules")
         return None
     listing = subprocess.run([exe, "list-ops"], capture_output=True, text=True, check=True).stdout
     return frozenset(line.split("(", 1)[0] for line in listing.splitlines() if line.startswith(("prims.", "torch.", "thunder.distributed.prims.")))

@@ -10,56 +10,36 @@ load() compiles the folder with torch.utils.cpp_extension (cached; see build.py 
 how the cache is keyed), binds the entry points that manifest.json lists, and returns a
 GeneratedModule. Wrong arguments are refused naming the trace's input and what was expected; an
 entry point's failing status becomes a StatusError carrying <trace>_status_string's words.
+
+find_thunder_gen() (binary.py) is where the thunder-gen binary is, for Python code that runs it.
+Importing the package does not import torch: load, build and the names that need torch are
+imported on their first use, so the tools that only run the generator work without it.
 """
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
 
-import torch
-
-from .build import build as _build
-from .build import default_build_root
+from .binary import ThunderGenNotFound, find_thunder_gen
 from .errors import BuildError, ManifestError, StatusError, ThunderGenError
-from .manifest import Manifest, read_manifest
-from .module import GeneratedModule, Library
 
-__all__ = ["load", "build", "read_manifest", "default_build_root", "GeneratedModule", "Manifest",
-           "ThunderGenError", "ManifestError", "BuildError", "StatusError"]
+__all__ = ["load", "build", "read_manifest", "default_build_root", "GeneratedModule", "Manifest", "find_thunder_gen",
+           "ThunderGenError", "ManifestError", "BuildError", "StatusError", "ThunderGenNotFound"]
 __version__ = "0.1.0"
 
-
-def _device(device) -> torch.device:
-    d = torch.device(device)
-    if d.type not in ("cpu", "cuda"):
-        raise ValueError(f"device {str(d)!r}: expected 'cpu' (host emulation) or 'cuda'")
-    if d.type == "cuda" and d.index is None:
-        d = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
-    return d
+# The names that need torch, by the module defining each.
+_ON_FIRST_USE = {"load": ".loader", "build": ".loader", "read_manifest": ".manifest", "Manifest": ".manifest",
+                 "default_build_root": ".build", "GeneratedModule": ".module", "Library": ".module"}
 
 
-def build(out_dir: str | Path, device="cpu", *, build_root: str | Path | None = None, arch: str | None = None,
-          verbose: bool = False) -> Path:
-    """Compiles the generated folder for `device` ("cpu": the .cu files as C++ under host
-    emulation; "cuda": nvcc) without loading it, and returns the shared library's path. A GPU is
-    not needed to build for "cuda" (arch: "sm_90" and the like; default: the visible GPU's, else
-    sm_90)."""
-    d = _device(device)
-    return _build(read_manifest(out_dir), d.type, build_root=build_root, arch=arch, device=d, verbose=verbose)
+def __getattr__(name: str):
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # All of them at once: importing .loader imports the submodule build.py, which binds the
+    # package's attribute `build` to that module; the function must replace it.
+    for each, module in _ON_FIRST_USE.items():
+        globals()[each] = getattr(importlib.import_module(module, __name__), each)
+    return globals()[name]
 
 
-def load(out_dir: str | Path, device="cpu", *, build_root: str | Path | None = None, arch: str | None = None,
-         verbose: bool = False) -> GeneratedModule:
-    """Builds (or finds built) the generated folder `out_dir` for `device` and returns it as a
-    torch.nn.Module whose forward takes the trace's inputs in order and whose outputs
-    differentiate through the generated backward.
-
-    device: "cpu" runs the host emulation (g++, Boost.Context); "cuda" or "cuda:N" the nvcc build.
-    build_root: the cache folder (default: torch's extensions folder, $TORCH_EXTENSIONS_DIR or
-    ~/.cache/torch_extensions, plus thunder_gen/)."""
-    d = _device(device)
-    if d.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"{out_dir}: device={str(d)!r}, but torch sees no CUDA device (torch.cuda.is_available() "
-                           f"is False); thunder_gen.build(..., device='cuda') compiles without one")
-    m = read_manifest(out_dir)
-    path = _build(m, d.type, build_root=build_root, arch=arch, device=d, verbose=verbose)
-    return GeneratedModule(m, Library(path, m), d)
+def __dir__():
+    return sorted(set(globals()) | set(_ON_FIRST_USE))

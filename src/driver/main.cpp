@@ -1,9 +1,7 @@
-// thunder-gen command line. Exit codes: 0 ok, 1 bad input, 2 usage, 70 internal error.
-#include <CLI/CLI.hpp>
+// thunder-gen's entry point: runs what the command line asks (driver/command_line.h) and turns
+// errors into messages and exit codes: 0 ok, 1 bad input, 2 usage, 70 internal error.
 #include <mimalloc.h>
-#include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdio>
@@ -15,20 +13,21 @@
 #include <unistd.h>
 #include <sstream>
 
+#include "driver/command_line.h"
+#include "driver/list_ops.h"
 #include "driver/pipeline.h"
 #include "driver/resume.h"
+#include "frontend/overrides.h"
 #include "frontend/reader.h"
-#include "ops/op_table.h"
-#include "ops/printer.h"
 #include "output/folder_check.h"
 #include "support/diagnostics.h"
 #include "support/generated_text.h"
 
 namespace {
 
-constexpr int kExitBadInput = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitInternal = 70;
+using tg::kExitBadInput;
+using tg::kExitInternal;
+using tg::Request;
 
 // A diagnostic as one line of plain ASCII: control characters (a trace's newlines, a terminal's
 // escape sequences) and other bytes (a Unicode direction override) written as \xNN.
@@ -54,47 +53,6 @@ void out_of_memory(int error, void*) {
   std::_Exit(kExitBadInput);
 }
 
-// The op table as JSON, for the Python tools (tools/op_declarations.py): each op's id, fusion class,
-// what its gradient saves, for an elementwise prim or its torch-level form whether its result is
-// bool, and for a declared prim (src/ops/<family>_prims.def) its family, PyTorch
-// function, the dtypes it accepts, whether it is discontinuous or kinked, and each operand's domain.
-int list_ops_json() {
-  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
-  for (const tg::OpInfo& op : tg::op_table()) {
-    if (op.made_by_fusion()) continue;
-    nlohmann::ordered_json row = {{"id", op.id}, {"fusion", tg::fusion_class_name(op.fusion)}, {"grad_saves", op.grad_saves}};
-    if (op.fusion == tg::FusionClass::elementwise || tg::is_torch_form(op)) row["bool_result"] = op.bool_result;
-    if (!op.family.empty()) {
-      nlohmann::ordered_json domains = nlohmann::ordered_json::array();
-      for (const tg::Domain& d : op.domains) domains.push_back({d.lo, d.hi});
-      row.update({{"family", op.family}, {"torch", op.torch_function}, {"accepts", tg::dtypes_name(op.accepts)},
-                  {"discontinuous", op.discontinuous}, {"kinked", op.kinked}, {"domains", domains}});
-    }
-    ops.push_back(row);
-  }
-  std::cout << ops.dump(1) << "\n";
-  return 0;
-}
-
-int list_ops() {
-  const auto readable = std::count_if(tg::op_table().begin(), tg::op_table().end(), [](const tg::OpInfo& op) { return !op.made_by_fusion(); });
-  std::cout << "thunder-gen " << THUNDER_GEN_VERSION << ": " << readable << " ops\n";
-  for (const tg::OpInfo& op : tg::op_table()) {
-    if (op.made_by_fusion()) continue;
-    std::string sig;
-    for (const tg::Param& p : op.params) {
-      if (!sig.empty()) sig += ", ";
-      if (p.keyword_only && sig.find('*') == std::string::npos) sig += "*, ";
-      sig += std::string(p.name) + (p.has_default ? "=" + tg::print_literal(p.default_value, tg::Trace{}) : "");
-    }
-    std::cout << op.id << "(" << sig << ")  [" << tg::fusion_class_name(op.fusion) << "]";
-    if (!op.grad_saves.empty()) std::cout << "  grad saves: " << op.grad_saves;
-    if (!op.code.empty()) std::cout << "  " << op.code;
-    std::cout << "\n";
-  }
-  return 0;
-}
-
 int validate(const std::vector<std::string>& files) {
   int status = 0;
   for (const std::string& file : files) {
@@ -115,40 +73,12 @@ int validate(const std::vector<std::string>& files) {
   return status;
 }
 
-struct Request {
-  std::string trace_file, out_dir, emit, dump_dir;
-  std::string from_stage;         // --from-stage PASS: trace_file is that pass's listing
-  bool verbose = false;
-  std::string tags_file;          // --tags overrides.json
-  std::vector<std::string> tags;  // --tag <selector>=<policy>, in order
-  bool no_pack_bool = false;      // --no-pack-bool
-  bool force = false;             // --force: replace an output folder that is not an earlier output
-  int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
-  double bucket_mb = 25;          // --bucket-size-mb: DDP's gradient buckets (0: an all-reduce per gradient)
-  bool check = false;             // --check: compare the output folder with what generation writes
-  size_t diff_lines = 400;        // --diff-lines: --check's diff is cut after this many lines (0: never)
-  bool diff_lines_given = false;
-};
-
 // The overrides file's policies, then the command line's: later ones win.
 std::vector<tg::Override> overrides_of(const Request& r) {
   std::vector<tg::Override> out;
   if (!r.tags_file.empty()) out = tg::read_overrides_file(r.tags_file);
   for (const std::string& flag : r.tags) out.push_back(tg::parse_tag_flag(flag));
   return out;
-}
-
-void add_override_options(CLI::App& app, Request& r) {
-  app.add_option("--tag", r.tags, "rematerialization policy for an op: <symbol id or @value>=<save|recompute|prefer-save|prefer-recompute>; repeatable")
-      ->take_all();
-  app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
-  app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");
-  app.add_option("--activation-budget", r.activation_budget,
-                 "the most bytes of saved intermediates; among plans that fit, the one recomputing least")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--bucket-size-mb", r.bucket_mb,
-                 "distributed traces: all-reduce DDP's gradients in buckets of this many MiB, as Thunder's ddp() does (default 25; 0: one all-reduce per gradient)")
-      ->check(CLI::NonNegativeNumber);
 }
 
 // Refuses an output folder before the run spends time generating.
@@ -170,36 +100,9 @@ int check_folder(const std::string& out_dir, const tg::FileSet& files, size_t di
   return kExitBadInput;
 }
 
-// Options that cannot go together, refused rather than one of them ignored.
-std::string conflicting_options(const Request& r) {
-  if (!r.from_stage.empty() && r.emit.empty()) return "--from-stage runs the passes after a listing's: give --emit, the stage to print";
-  if (!r.check) return r.diff_lines_given ? "--diff-lines goes with --check" : "";
-  if (!r.emit.empty()) return "--check compares an output folder; --emit prints a stage instead";
-  if (!r.dump_dir.empty()) return "--check writes nothing, so --dump-dir cannot go with it";
-  if (r.force) return "--check replaces nothing, so --force cannot go with it";
-  return "";
-}
-
-// --emit's names: every pass by its name, and the stage names of earlier versions.
-const std::map<std::string, tg::Pass>& emit_stages() {
-  static const std::map<std::string, tg::Pass> stages = [] {
-    std::map<std::string, tg::Pass> m = {{"trace", tg::Pass::overrides}, {"decomposed", tg::Pass::decompose}, {"joint", tg::Pass::autograd},
-                                         {"plan", tg::Pass::partition},  {"fused", tg::Pass::fuse},           {"cuda", tg::Pass::emit}};
-    for (tg::Pass pass : tg::all_passes()) m.emplace(std::string(tg::pass_name(pass)), pass);
-    return m;
-  }();
-  return stages;
-}
-
-std::vector<std::string> emit_stage_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, pass] : emit_stages()) names.push_back(name);
-  return names;
-}
-
 // --from-stage's listing, read back, and where the pipeline resumes; its --emit must come after.
 tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options) {
-  const tg::Pass after = emit_stages().at(r.from_stage);
+  const tg::Pass after = tg::emit_stage(r.from_stage);
   if (*options.stop_after <= after)
     throw tg::UserError("thunder-gen", "--emit " + r.emit, "prints a stage before the passes --from-stage " + r.from_stage + " runs");
   tg::ResumedTrace listing = tg::read_to_resume(r.trace_file, after);
@@ -220,7 +123,7 @@ int generate(const Request& r) {
   options.remat.pack_bools = !r.no_pack_bool;
   if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
   options.remat.bucket_bytes = int64_t(r.bucket_mb * 1024 * 1024);
-  if (!emit.empty()) options.stop_after = emit_stages().at(emit);
+  if (!emit.empty()) options.stop_after = tg::emit_stage(emit);
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
@@ -259,6 +162,33 @@ int generate(const Request& r) {
   std::_Exit(0);
 }
 
+// generate(), with its bad input reported against `trace_file` (exit 1).
+int generate_reporting(const Request& r) {
+  try {
+    return generate(r);
+  } catch (const tg::UserError& e) {
+    report(r.trace_file, e);
+    return kExitBadInput;
+  }
+}
+
+int run(const tg::CommandLine& line) {
+  using Command = tg::CommandLine::Command;
+  switch (line.command) {
+    case Command::validate: return validate(line.validate_files);
+    case Command::list_ops: return line.list_json ? tg::list_ops_json() : tg::list_ops();
+    case Command::explain: return generate_reporting(line.request);
+    case Command::generate:
+      try {
+        return generate_reporting(line.request);
+      } catch (const tg::OutputFolderError& e) {
+        std::cerr << "thunder-gen: error: " << one_line(e.what()) << "\n";
+        return kExitBadInput;
+      }
+  }
+  return kExitInternal;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,79 +200,10 @@ int main(int argc, char** argv) {
   // mimalloc (a C library, blind to std::set_new_handler) aborts when `new` finds no memory; it
   // reports the failure first, and this handler makes that an error message and exit code 1.
   mi_register_error(out_of_memory, nullptr);
-  CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
-  app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
-  Request request;
-  std::string& trace_file = request.trace_file;
-  std::vector<std::string> validate_files;
-
-  auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
-  validate_cmd->add_option("traces", validate_files, "trace JSON files")->required();
-  auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
-  bool list_json = false;
-  list_cmd->add_flag("--json", list_json, "as JSON, for tools");
-  Request explain_request;
-  auto* explain_cmd = app.add_subcommand("explain", "print the rematerialization plan: what is saved for the backward and why, what is recomputed");
-  explain_cmd->add_option("trace", explain_request.trace_file, "trace JSON file")->required();
-  add_override_options(*explain_cmd, explain_request);
-  app.add_option("trace", trace_file, "trace JSON file");
-  app.add_option("-o,--output", request.out_dir, "output folder: created, or replaced as a whole when empty or an earlier output");
-  app.add_flag("--force", request.force, "replace the output folder even when it holds something other than an earlier output");
-  app.add_option("--emit", request.emit,
-                 "stop after a pass and print its result: read, rng, overrides (or trace), decompose (or decomposed), dead-code, "
-                 "autograd (or joint), partition (or plan: as explain prints it), epilogue, fuse (or fused), emit (or cuda)")
-      ->check(CLI::IsMember(emit_stage_names()));
-  app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
-  app.add_option("--from-stage", request.from_stage,
-                 "the input is the listing --emit prints after this pass (or --dump-dir writes): run the passes after it (give --emit)")
-      ->check(CLI::IsMember(emit_stage_names()));
-  app.add_flag("-v,--verbose", request.verbose, "one line per pass, with its time");
-  app.add_flag("--check", request.check,
-               "write nothing: exit 0 when the output folder holds exactly what generation writes, else 1 with a unified diff (a/ the folder, b/ generation)");
-  auto* diff_lines = app.add_option("--diff-lines", request.diff_lines, "--check: cut the diff after this many lines (0: never; default 400)");
-  add_override_options(app, request);
-  app.require_subcommand(0, 1);
-
+  tg::CommandLine line;
+  if (std::optional<int> exit_now = tg::parse_command_line(argc, argv, line)) return *exit_now;
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
-  }
-  request.diff_lines_given = diff_lines->count() > 0;
-  try {
-    if (*validate_cmd) return validate(validate_files);
-    if (*list_cmd) return list_json ? list_ops_json() : list_ops();
-    if (*explain_cmd) {
-      explain_request.emit = "plan";
-      try {
-        return generate(explain_request);
-      } catch (const tg::UserError& e) {
-        report(explain_request.trace_file, e);
-        return kExitBadInput;
-      }
-    }
-    if (trace_file.empty()) {
-      std::cerr << "thunder-gen: error: no trace given (usage: thunder-gen trace.json -o out/)\n";
-      return kExitUsage;
-    }
-    if (const std::string conflict = conflicting_options(request); !conflict.empty()) {
-      std::cerr << "thunder-gen: error: " << conflict << "\n";
-      return kExitUsage;
-    }
-    if (request.out_dir.empty() && request.emit.empty()) {
-      std::cerr << "thunder-gen: error: -o OUT is required unless --emit is given\n";
-      return kExitUsage;
-    }
-    try {
-      return generate(request);
-    } catch (const tg::UserError& e) {
-      report(trace_file, e);
-      return kExitBadInput;
-    } catch (const tg::OutputFolderError& e) {
-      std::cerr << "thunder-gen: error: " << one_line(e.what()) << "\n";
-      return kExitBadInput;
-    }
+    return run(line);
   } catch (const tg::InternalError& e) {
     std::cerr << "thunder-gen: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -1,13 +1,13 @@
 #include "frontend/listing_reader.h"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "frontend/listing_arguments.h"
+#include "frontend/listing_cursor.h"
 #include "frontend/overrides.h"
 #include "frontend/reader.h"
 #include "ops/op_table.h"
@@ -18,162 +18,11 @@
 namespace tg {
 namespace {
 
-constexpr int kMaxNesting = 64;  // list and decomposition depth: refused past this, never recursed
+using namespace listing;
 
-bool is_symbol_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
-
-// One line of the listing, read left to right; errors name the file, the line and the column.
-class Cursor {
- public:
-  // `text` is line `line` of the listing from its column `column` + 1 on.
-  Cursor(std::string_view text, const std::string& file, size_t line, size_t column = 0)
-      : s_(text), file_(file), line_(line), column_(column) {}
-
-  [[noreturn]] void fail(const std::string& message) const { fail_at(message, pos_); }
-  [[noreturn]] void fail_at(const std::string& message, size_t pos) const {
-    throw UserError(file_, std::to_string(line_), message + " (column " + std::to_string(column_ + pos + 1) + ")");
-  }
-  size_t pos() const { return pos_; }
-  bool done() const { return pos_ == s_.size(); }
-  bool at(std::string_view word) const { return s_.substr(pos_, word.size()) == word; }
-  bool eat(std::string_view word) {
-    if (!at(word)) return false;
-    pos_ += word.size();
-    return true;
-  }
-  void expect(std::string_view word) {
-    if (!eat(word)) fail("expected \"" + std::string(word) + "\"");
-  }
-  std::string_view rest() const { return s_.substr(pos_); }
-  void skip_to_end() { pos_ = s_.size(); }
-
-  // Identifiers joined by dots when `dotted` (a symbol id).
-  std::string identifier(const char* what, bool dotted = false) {
-    const size_t start = pos_;
-    while (pos_ < s_.size() && (dotted ? is_symbol_char(s_[pos_]) : is_symbol_char(s_[pos_]) && s_[pos_] != '.')) ++pos_;
-    const std::string word(s_.substr(start, pos_ - start));
-    if (word.empty() || std::isdigit(static_cast<unsigned char>(word[0])) || word.back() == '.' || word.find("..") != std::string::npos) {
-      pos_ = start;
-      fail(std::string("expected ") + what);
-    }
-    return word;
-  }
-  int64_t integer(const char* what) {
-    int64_t value = 0;
-    auto [end, error] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), value);
-    if (error == std::errc::result_out_of_range) fail(std::string(what) + " overflows 64 bits");
-    if (error != std::errc()) fail(std::string("expected ") + what);
-    pos_ = size_t(end - s_.data());
-    return value;
-  }
-  // A number as print_literal writes one: an integer, or a float (with ".", "e", inf or nan).
-  Arg number() {
-    if (eat("float('nan')")) return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
-    if (eat("float('inf')")) return Arg::of_real(std::numeric_limits<double>::infinity());
-    if (eat("-float('inf')")) return Arg::of_real(-std::numeric_limits<double>::infinity());
-    size_t end = pos_;
-    while (end < s_.size() && std::string_view("+-0123456789.eE").find(s_[end]) != std::string_view::npos) ++end;
-    const std::string_view token = s_.substr(pos_, end - pos_);
-    if (token.find_first_of(".eE") == std::string_view::npos) return Arg::of_int(integer("an integer"));
-    double value = 0;
-    auto [stop, error] = std::from_chars(token.data(), token.data() + token.size(), value);
-    if (error != std::errc() || stop != token.data() + token.size()) fail("malformed number \"" + std::string(token) + "\"");
-    pos_ = end;
-    return Arg::of_real(value);
-  }
-  // A Python string literal as python_string writes one: '...' with \' \\ \n \r \t \xNN.
-  std::string quoted() {
-    expect("'");
-    std::string out;
-    while (!eat("'")) {
-      if (done()) fail("unterminated string");
-      char c = s_[pos_++];
-      if (c == '\\') out += escaped();
-      else out += c;
-    }
-    return out;
-  }
-
- private:
-  char escaped() {
-    if (done()) fail("unterminated string");
-    const char c = s_[pos_++];
-    switch (c) {
-      case '\'': case '\\': return c;
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 't': return '\t';
-      case 'x': {
-        unsigned value = 0;
-        auto [end, error] = std::from_chars(s_.data() + pos_, s_.data() + std::min(s_.size(), pos_ + 2), value, 16);
-        if (error != std::errc() || end != s_.data() + pos_ + 2) fail("expected two hex digits after \\x");
-        pos_ += 2;
-        return char(value);
-      }
-      default: fail(std::string("unknown escape \\") + c);
-    }
-  }
-
-  std::string_view s_;
-  const std::string& file_;
-  size_t line_;
-  size_t column_;
-  size_t pos_ = 0;
-};
-
-// What an argument of `kind` must be, when `a` is not one (the JSON reader's rules); "" when it is.
-std::string mismatch(const Arg& a, ParamKind kind, const Trace& t) {
-  using K = Arg::Kind;
-  auto tensor = [&](const Arg& x) { return x.is_value() && !t.value(x.value).is_scalar; };
-  auto scalar = [&](const Arg& x) { return x.is_value() && t.value(x.value).is_scalar; };
-  auto integer = [](const Arg& x) { return x.kind == K::integer; };
-  auto all = [&](auto&& ok) {
-    for (const Arg& x : a.items)
-      if (!ok(x)) return false;
-    return a.kind == K::list;
-  };
-  auto device = [&] { return (a.kind == K::device || a.kind == K::string) && (a.text == "cuda" || a.text == "cuda:0"); };
-  auto need = [](bool ok, const char* what) { return ok ? std::string() : std::string(what); };
-  switch (kind) {
-    case ParamKind::tensor: return need(tensor(a), "a tensor");
-    case ParamKind::tensor_or_number: return need(a.is_value() || a.is_number(), "a tensor or a number");
-    case ParamKind::number: return need(a.is_number() || scalar(a), "a number");
-    case ParamKind::integer: return need(integer(a), "an integer");
-    case ParamKind::optional_integer: return need(integer(a) || a.kind == K::none, "an integer or None");
-    case ParamKind::int_list: return need(all(integer), "a list of integers");
-    case ParamKind::optional_int_list: return need(a.kind == K::none || all(integer), "a list of integers or None");
-    case ParamKind::dtype: return need(a.kind == K::dtype, "a dtype such as dtypes.f32");
-    case ParamKind::device: return need(device(), "the device devices.Device('cuda:0')");
-    case ParamKind::tensor_list: return need(all(tensor) && !a.items.empty(), "a non-empty list of tensors");
-    case ParamKind::optional_tensor: return need(tensor(a) || a.kind == K::none, "a tensor or None");
-    case ParamKind::optional_dtype: return need(a.kind == K::dtype || a.kind == K::none, "a dtype or None");
-    case ParamKind::dims: return need(integer(a) || a.kind == K::none || all(integer), "an integer, a list of integers or None");
-    case ParamKind::boolean: return need(a.kind == K::boolean, "True or False");
-    case ParamKind::string: return need(a.kind == K::string, "a string");
-    case ParamKind::optional_string: return need(a.kind == K::string || a.kind == K::none, "a string or None");
-    case ParamKind::optional_number: return need(a.is_number() || scalar(a) || a.kind == K::none, "a number or None");
-    case ParamKind::int_or_int_list: return need(integer(a) || (all(integer) && !a.items.empty()), "an integer or a list of integers");
-    case ParamKind::dim_or_tensor: return need(integer(a) || tensor(a) || a.kind == K::none, "an integer, a tensor or None");
-    case ParamKind::optional_tensor_or_number: return need(a.is_value() || a.is_number() || a.kind == K::none, "a tensor, a number or None");
-    case ParamKind::process_group: return need(a.kind == K::process_group, "a process group");
-    case ParamKind::padding_config: {
-      bool ok = a.kind == K::list;
-      for (const Arg& x : a.items) {
-        ok = ok && x.kind == K::list && x.items.size() == 3;
-        for (const Arg& v : x.items) ok = ok && integer(v);
-      }
-      return need(ok, "a list of [lo, hi, interior] integer triples");
-    }
-  }
-  return "";
-}
-
-// An argument as written: by keyword (`keyword` its name) or by position.
-struct Written {
-  std::string keyword;
-  Arg arg;
-};
-
+// The listing's lines read in order into a Trace: the signature and the inputs' types, the ops
+// with their decompositions or kernel bodies (what each pass's listing may hold, checked), the
+// return; then the verifier, its messages at the lines of the ops.
 class ListingReader {
  public:
   ListingReader(std::string_view text, const std::string& file, Pass after) : file_(file), after_(after) {
@@ -205,7 +54,7 @@ class ListingReader {
   std::vector<std::string_view> lines_;
   size_t next_ = 0;  // the index of the next line to read (its number is next_ + 1)
   Trace t_;
-  std::unordered_map<std::string, ValueId> ids_;  // every value read so far, by name
+  ValueIds ids_;  // every value read so far, by name
   std::vector<std::string> where_of_line_;        // each op's provenance, by line number
   std::unordered_map<size_t, std::string> plan_text_of_line_;  // a kernel's "# plan:" text, by the kernel's line
   std::vector<ListedKernel> kernels_;
@@ -215,6 +64,7 @@ class ListingReader {
   // A joint listing's cotangent inputs, until the backward part starts, with their lines: autograd
   // makes them after every forward value, and fusion orders a kernel's arguments by value.
   std::vector<std::pair<Value, size_t>> cotangents_;
+  Call call_{t_, ids_};  // reads each op's arguments
 
   // The line number an op read here was on (its `where` until verify_read).
   static size_t line_of(const Op& op) { return std::stoul(op.where.substr(1)); }
@@ -320,13 +170,6 @@ class ListingReader {
     return it->second;
   }
 
-  // The value a name just read (ending at the cursor) refers to.
-  ValueId find_value(Cursor& c, const std::string& name) {
-    auto it = ids_.find(name);
-    if (it == ids_.end()) c.fail_at("undefined value \"" + name + "\"", c.pos() - name.size());
-    return it->second;
-  }
-
   // The depth of a line under the ops ("  " then a "  # " per level) and its text after that.
   static std::pair<int, std::string_view> nesting(std::string_view text) {
     if (text.substr(0, 2) != "  ") return {-1, text};
@@ -394,7 +237,7 @@ class ListingReader {
               : op.symbol == "thunder_gen.partial_sum" ? &op_info(OpKind::partial_sum)
                                                          : find_op(op.symbol);
     check_allowed(c, op, depth);
-    bind(c, op, read_call(c));
+    call_.read(c, op);
     c.expect("  # ");
     read_out_types(c, op, outs);
     read_tags_and_provenance(c, op);
@@ -459,143 +302,6 @@ class ListingReader {
     }
   }
 
-  // "(a, [1, 2], dtype=dtypes.f32)": positional then keyword arguments.
-  std::vector<Written> read_call(Cursor& c) {
-    c.expect("(");
-    std::vector<Written> args;
-    while (!c.eat(")")) {
-      if (!args.empty()) c.expect(", ");
-      Written w;
-      const std::string_view rest = c.rest();
-      const size_t name_end = rest.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-      if (name_end != std::string_view::npos && name_end > 0 && rest[name_end] == '=') {
-        w.keyword = c.identifier("a keyword");
-        c.expect("=");
-      } else if (!args.empty() && !args.back().keyword.empty()) {
-        c.fail("a positional argument after a keyword argument");
-      }
-      w.arg = literal(c, 0);
-      args.push_back(std::move(w));
-    }
-    return args;
-  }
-
-  Arg literal(Cursor& c, int depth) {
-    if (depth > kMaxNesting) c.fail("arguments nest deeper than " + std::to_string(kMaxNesting) + " levels");
-    if (c.eat("[")) {
-      std::vector<Arg> items;
-      while (!c.eat("]")) {
-        if (!items.empty()) c.expect(", ");
-        items.push_back(literal(c, depth + 1));
-      }
-      return Arg::of_list(std::move(items));
-    }
-    if (c.at("'")) {
-      Arg a;
-      a.kind = Arg::Kind::string;
-      a.text = c.quoted();
-      return a;
-    }
-    if (c.at("-") || c.at("float(") || (!c.done() && std::isdigit(static_cast<unsigned char>(c.rest()[0])))) return c.number();
-    if (c.eat("...")) return opaque("...");
-    return named_literal(c);
-  }
-
-  static Arg opaque(std::string text) {
-    Arg a;
-    a.kind = Arg::Kind::opaque;
-    a.text = std::move(text);
-    return a;
-  }
-
-  // A literal spelled with a name (None, True, dtypes.f32, slice(...), ...) or a value's name.
-  Arg named_literal(Cursor& c) {
-    if (c.eat("devices.Device(")) {
-      Arg a;
-      a.kind = Arg::Kind::device;
-      a.text = c.quoted();
-      c.expect(")");
-      return a;
-    }
-    if (c.eat("ProcessGroup(world_size=")) return process_group(c);
-    if (c.eat("slice(")) return slice(c);
-    const std::string word = c.identifier("an argument", true);
-    if (word == "None") return Arg();
-    if (word == "True" || word == "False") return Arg::of_bool(word == "True");
-    if (word.rfind("dtypes.", 0) == 0) {
-      const std::optional<DType> dtype = parse_dtype(word.substr(7));
-      if (!dtype) c.fail("unknown dtype \"" + word + "\"");
-      return Arg::of_dtype(*dtype);
-    }
-    if (word.rfind("torch.", 0) == 0 && is_identifier(word.substr(6))) return opaque(word);  // a memory format
-    if (!is_identifier(word)) c.fail("\"" + word + "\" is neither a value nor a literal");
-    return Arg::of_value(find_value(c, word));
-  }
-
-  Arg process_group(Cursor& c) {
-    const int64_t size = c.integer("a world size");
-    c.expect(")");
-    if (size < 1 || size > (1 << 20)) c.fail("world_size must be from 1 to 1048576");
-    if (t_.world_size != 0 && t_.world_size != size) c.fail("a second process group: a trace runs on one");
-    t_.world_size = size;
-    Arg a;
-    a.kind = Arg::Kind::process_group;
-    a.integer = size;
-    return a;
-  }
-
-  // slice(start, stop, step), each an integer or None, kept as its text (an opaque literal).
-  static Arg slice(Cursor& c) {
-    std::string text = "slice(";
-    for (int i = 0; i < 3; ++i) {
-      if (i) c.expect(", ");
-      text += i ? ", " : "";
-      text += c.eat("None") ? std::string("None") : std::to_string(c.integer("an integer or None"));
-    }
-    c.expect(")");
-    return opaque(text + ")");
-  }
-
-  // Arguments bound to the op's signature as Python binds them, defaults filled in; a kernel's
-  // are the values it reads; a symbol with no row keeps them as written.
-  void bind(Cursor& c, Op& op, std::vector<Written> args) const {
-    if (!op.info) {  // a torch-level call with no row, lowered by its decomposition
-      for (Written& w : args)
-        if (w.keyword.empty()) op.args.push_back(std::move(w.arg));
-        else op.kwargs.emplace_back(w.keyword, std::move(w.arg));
-      return;
-    }
-    if (op.info->fusion == FusionClass::kernel) {
-      for (Written& w : args) {
-        if (!w.keyword.empty() || !w.arg.is_value()) c.fail("a kernel's arguments are the values it reads");
-        op.args.push_back(std::move(w.arg));
-      }
-      return;
-    }
-    const std::vector<Param>& params = op.info->params;
-    std::vector<std::optional<Arg>> bound(params.size());
-    size_t positional = 0;
-    for (Written& w : args) {
-      size_t i = positional;
-      if (w.keyword.empty()) {
-        if (i >= params.size() || params[i].keyword_only) c.fail(op.symbol + " takes " + std::to_string(i) + " positional arguments");
-        ++positional;
-      } else {
-        i = 0;
-        while (i < params.size() && params[i].name != w.keyword) ++i;
-        if (i == params.size()) c.fail(op.symbol + " has no parameter \"" + w.keyword + "\"");
-        if (bound[i]) c.fail("argument \"" + w.keyword + "\" is given twice");
-      }
-      bound[i] = std::move(w.arg);
-    }
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (!bound[i] && !params[i].has_default) c.fail(op.symbol + " is missing its argument \"" + std::string(params[i].name) + "\"");
-      op.args.push_back(bound[i] ? std::move(*bound[i]) : params[i].default_value);
-      const std::string expected = mismatch(op.args.back(), params[i].kind, t_);
-      if (!expected.empty()) c.fail("argument \"" + std::string(params[i].name) + "\" of " + op.symbol + " must be " + expected);
-    }
-  }
-
   // "t2: f32[8], t3: b8[8] packed": one type per output, in order.
   void read_out_types(Cursor& c, Op& op, const std::vector<std::string>& outs) {
     for (size_t i = 0; i < outs.size(); ++i) {
@@ -646,7 +352,7 @@ class ListingReader {
     c.expect("  return (");
     while (!c.eat(")")) {
       if (!t_.outputs.empty()) c.expect(", ");
-      t_.outputs.push_back(find_value(c, c.identifier("an output's name")));
+      t_.outputs.push_back(value_named(c, ids_, c.identifier("an output's name")));
       if (t_.outputs.size() == 1 && c.eat(",)")) break;
     }
     if (!c.done()) c.fail("unexpected text after the return");

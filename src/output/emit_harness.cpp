@@ -7,10 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "codegen/emit_cuda.h"
 #include "ir/dtype.h"
 #include "lower/rng.h"
-#include "ops/op_table.h"
 #include "ops/printer.h"
 #include "support/generated_text.h"
 
@@ -104,6 +102,82 @@ std::string call(const EntryPoint& entry, const std::vector<std::string>& vars) 
   return s + "workspace, static_cast<thunder_gen_stream>(stream));";
 }
 
+// Declares the harness's buffers (tg::Buffer& <var> = h.input(...), h.output, h.internal) and
+// collects, for each entry point, the buffers its parameters are, in their order.
+class Buffers {
+ public:
+  Buffers(std::ostream& out, const Trace& t, const HarnessFiles& files) : out_(out), t_(t), files_(files), roles_(philox_roles(t)) {}
+
+  std::vector<std::string> forward_vars, backward_vars;
+
+  // The trace's inputs and outputs: the forward's parameters.
+  void declare_inputs_and_outputs() {
+    for (size_t k = 0; k < t_.inputs.size(); ++k) {
+      const Value& v = t_.value(t_.inputs[k]);
+      input_var_.push_back(ident(Role::harness_input, v.name));
+      declare(input_var_.back(), "input", files_.inputs[k], v, t_.inputs[k]);
+      forward_vars.push_back(input_var_.back());
+    }
+    for (size_t k = 0; k < t_.outputs.size(); ++k) {
+      output_var_.push_back("out" + std::to_string(k));
+      declare(output_var_.back(), "output", files_.outputs[k], t_.value(t_.outputs[k]));
+      forward_vars.push_back(output_var_.back());
+    }
+  }
+
+  // What the forward saves (intermediates are parameters of both), the cotangents and the
+  // gradients: the backward's parameters.
+  void declare_training(const Partition& training) {
+    const Trace& b = training.backward;
+    out_ << "  // Saved for the backward: inputs and outputs are passed again, the rest live in these.\n";
+    for (const SavedValue& s : training.saved) {
+      const Value& v = b.value(s.value);
+      switch (s.kind) {
+        case SavedValue::Kind::input: backward_vars.push_back(input_var_.at(s.index)); break;
+        case SavedValue::Kind::output: backward_vars.push_back(output_var_.at(s.index)); break;
+        case SavedValue::Kind::intermediate: {
+          std::string var = "saved" + std::to_string(s.index);
+          out_ << "  tg::Buffer& " << var << " = h.internal(" << cpp_string(v.name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape)
+               << (v.bit_packed ? ", tg::Harness::Storage::bits" : "") << ");\n";
+          forward_vars.push_back(var);
+          backward_vars.push_back(var);
+          break;
+        }
+      }
+    }
+    for (size_t k = 0; k < t_.outputs.size(); ++k) {
+      std::string var = "cot" + std::to_string(k);
+      declare(var, "input", files_.cotangents[k], t_.value(t_.outputs[k]));
+      backward_vars.push_back(var);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t_.inputs.size(); ++i) {
+      const Value& v = t_.value(t_.inputs[i]);
+      if (!v.requires_grad) continue;
+      std::string var = "grad" + std::to_string(k++);
+      declare(var, "output", files_.gradients[i], v);
+      backward_vars.push_back(var);
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  const Trace& t_;
+  const HarnessFiles& files_;
+  std::map<ValueId, std::string> roles_;
+  std::vector<std::string> input_var_, output_var_;  // by trace input and output position
+
+  void declare(const std::string& var, const char* kind, const std::string& file_name, const Value& v, ValueId id = kNoValue) {
+    // Only trace inputs (id given) have a Philox role or an "init" range.
+    const bool role = id != kNoValue && roles_.count(id), init = id != kNoValue && v.init_uniform;
+    out_ << "  tg::Buffer& " << var << " = h." << kind << "(" << cpp_string(file_name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape);
+    if (v.is_scalar || role || init) out_ << (v.is_scalar ? ", true" : ", false");
+    if (role || init) out_ << ", tg::Harness::Role::" << (role ? roles_[id] : "data");
+    if (init) out_ << ", " << print_number(v.init_uniform->first) << ", " << print_number(v.init_uniform->second);
+    out_ << ");\n";
+  }
+};
+
 }  // namespace
 
 std::string emit_harness(const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward,
@@ -125,364 +199,16 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
     out << "  tg::Harness h(argc, argv, " << cpp_string(t.name) << ");\n";
   }
   const HarnessFiles files = harness_files(t, training != nullptr);
-
-  std::map<ValueId, std::string> roles = philox_roles(t);
-  auto declare = [&](const std::string& var, const char* kind, const std::string& file_name, const Value& v, ValueId id = kNoValue) {
-    // Only trace inputs (id given) have a Philox role or an "init" range.
-    const bool role = id != kNoValue && roles.count(id), init = id != kNoValue && v.init_uniform;
-    out << "  tg::Buffer& " << var << " = h." << kind << "(" << cpp_string(file_name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape);
-    if (v.is_scalar || role || init) out << (v.is_scalar ? ", true" : ", false");
-    if (role || init) out << ", tg::Harness::Role::" << (role ? roles[id] : "data");
-    if (init) out << ", " << print_number(v.init_uniform->first) << ", " << print_number(v.init_uniform->second);
-    out << ");\n";
-  };
-
-  // The buffers each entry point's parameters are, in their order.
-  std::vector<std::string> forward_vars, backward_vars;
-  std::vector<std::string> input_var, output_var;
-  for (size_t k = 0; k < t.inputs.size(); ++k) {
-    const Value& v = t.value(t.inputs[k]);
-    input_var.push_back(ident(Role::harness_input, v.name));
-    declare(input_var.back(), "input", files.inputs[k], v, t.inputs[k]);
-    forward_vars.push_back(input_var.back());
-  }
-  for (size_t k = 0; k < t.outputs.size(); ++k) {
-    output_var.push_back("out" + std::to_string(k));
-    declare(output_var.back(), "output", files.outputs[k], t.value(t.outputs[k]));
-    forward_vars.push_back(output_var.back());
-  }
-  if (training) {
-    const Trace& b = training->backward;
-    out << "  // Saved for the backward: inputs and outputs are passed again, the rest live in these.\n";
-    for (const SavedValue& s : training->saved) {
-      const Value& v = b.value(s.value);
-      switch (s.kind) {
-        case SavedValue::Kind::input: backward_vars.push_back(input_var.at(s.index)); break;
-        case SavedValue::Kind::output: backward_vars.push_back(output_var.at(s.index)); break;
-        case SavedValue::Kind::intermediate: {
-          std::string var = "saved" + std::to_string(s.index);
-          out << "  tg::Buffer& " << var << " = h.internal(" << cpp_string(v.name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape)
-              << (v.bit_packed ? ", tg::Harness::Storage::bits" : "") << ");\n";
-          forward_vars.push_back(var);
-          backward_vars.push_back(var);
-          break;
-        }
-      }
-    }
-    for (size_t k = 0; k < t.outputs.size(); ++k) {
-      std::string var = "cot" + std::to_string(k);
-      declare(var, "input", files.cotangents[k], t.value(t.outputs[k]));
-      backward_vars.push_back(var);
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < t.inputs.size(); ++i) {
-      const Value& v = t.value(t.inputs[i]);
-      if (!v.requires_grad) continue;
-      std::string var = "grad" + std::to_string(k++);
-      declare(var, "output", files.gradients[i], v);
-      backward_vars.push_back(var);
-    }
-  }
+  Buffers buffers(out, t, files);
+  buffers.declare_inputs_and_outputs();
+  if (training) buffers.declare_training(*training);
   out << "  void* workspace = h.workspace(::" << t.name << "_workspace_bytes());  // null unless --workspace\n";
   out << "  return h.run({\n";
-  out << "      {\"forward\", [&](tg::Stream stream) { " << call(forward, forward_vars) << " }},\n";
-  if (backward) out << "      {\"backward\", [&](tg::Stream stream) { " << call(*backward, backward_vars) << " }},\n";
+  out << "      {\"forward\", [&](tg::Stream stream) { " << call(forward, buffers.forward_vars) << " }},\n";
+  if (backward) out << "      {\"backward\", [&](tg::Stream stream) { " << call(*backward, buffers.backward_vars) << " }},\n";
   out << "  }, ::" << t.name << "_status_string);\n}\n";
   if (distributed) out << "\nint main(int argc, char** argv) { return tg::run_ranks(argc, argv, " << cpp_string(t.name) << ", run_rank); }\n";
   return out.str();
-}
-
-std::string emit_nvrtc_program(const Trace& t, const std::vector<std::string>& cu_files) {
-  std::ostringstream out;
-  out << comment_line("kernels.cu: generated by thunder-gen " + std::string(THUNDER_GEN_VERSION) + " for trace \"" + t.name + "\". Every kernel of the trace")
-      << "// in one NVRTC program: the nvrtc-mode harness compiles this file once, through a cache keyed by a\n"
-      << "// hash of its content (tg_nvrtc.h); TG_CUBIN_AHEAD compiles it with nvcc -cubin at build time.\n";
-  for (const std::string& f : cu_files) out << "#include " << cpp_string(f) << "\n";
-  return out.str();
-}
-
-std::string emit_cmake(const Trace& t, const std::vector<std::string>& cu_files) {
-  std::string sources;
-  for (const std::string& f : cu_files) sources += " " + f;
-  const std::string& lib = t.name;  // the library target, named after the trace (an identifier: no CMake quoting needed)
-  std::ostringstream out;
-  out << "# " << comment_text("Generated by thunder-gen " + std::string(THUNDER_GEN_VERSION) + " for trace \"" + t.name + "\".") << "\n"
-      << "# The static library " << lib << " (alias thunder_gen::" << lib << "; its interface is include/" << lib << ".h) and the\n"
-      << "# harness (" << lib << "_harness, built as ./harness), one of three ways:\n"
-      << "#   cmake -B build -DTG_MODE=emu    # g++ only: kernels run on the CPU (host emulation)\n"
-      << "#   cmake -B build -DTG_MODE=nvcc   # nvcc, sm_90 by default (CMAKE_CUDA_ARCHITECTURES)\n"
-      << "#   cmake -B build -DTG_MODE=nvrtc  # g++ host code; kernels compiled by NVRTC at run time\n"
-      << "#                                   # (kernels.cu: one program, cached; -DTG_CUBIN_AHEAD=ON:\n"
-      << "#                                   # compiled to kernels.cu.cubin by nvcc at build time)\n"
-      << "# Another project can add_subdirectory() this folder and link thunder_gen::" << lib << ", or generate the\n"
-      << "# folder at build time with the ThunderGen package's thunder_gen_add_trace(). Each mode's build is\n"
-      << "# in tg_library.cmake, which that package shares.\n"
-      << "cmake_minimum_required(VERSION 3.24)\n"
-      << "project(" << cmake_string(lib + "_generated") << " LANGUAGES CXX)\n"
-      << "set(CMAKE_CXX_STANDARD 20)\n"
-      << "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n"
-      << "set(TG_MODE emu CACHE STRING \"emu, nvcc or nvrtc\")\n"
-      << "option(TG_CUBIN_AHEAD \"nvrtc mode: compile kernels to .cubin with nvcc at build time\" OFF)\n"
-      << "if(NOT TG_MODE MATCHES \"^(emu|nvcc|nvrtc)$\")\n"
-      << "  message(FATAL_ERROR \"TG_MODE must be emu, nvcc or nvrtc, not ${TG_MODE}\")\n"
-      << "endif()\n"
-      << "include(${CMAKE_CURRENT_SOURCE_DIR}/tg_library.cmake)\n"
-      << "if(TG_MODE STREQUAL \"nvcc\")\n"
-      << "  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)\n    set(CMAKE_CUDA_ARCHITECTURES 90)\n  endif()\n"
-      << "  enable_language(CUDA)  # here: a language is enabled at file scope, not in a function\n"
-      << "endif()\n"
-      << "set(TG_KERNEL_SOURCES" << sources << ")\n"
-      << "list(TRANSFORM TG_KERNEL_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)\n"
-      << "thunder_gen_library(" << lib << " MODE ${TG_MODE} DIR ${CMAKE_CURRENT_SOURCE_DIR} SOURCES ${TG_KERNEL_SOURCES}"
-      << (t.world_size > 0 ? " NCCL" : "") << ")\n"
-      << "add_library(thunder_gen::" << lib << " ALIAS " << lib << ")\n"
-      << "if(TG_MODE STREQUAL \"nvrtc\" AND TG_CUBIN_AHEAD)\n"
-      << "  find_program(NVCC nvcc REQUIRED)\n"
-      << "  add_custom_command(OUTPUT ${CMAKE_CURRENT_SOURCE_DIR}/kernels.cu.cubin\n"
-      << "    COMMAND ${NVCC} -cubin -arch=sm_90 -I${CMAKE_CURRENT_SOURCE_DIR} -o ${CMAKE_CURRENT_SOURCE_DIR}/kernels.cu.cubin ${CMAKE_CURRENT_SOURCE_DIR}/kernels.cu\n"
-      << "    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels.cu ${TG_KERNEL_SOURCES})\n"
-      << "  add_custom_target(" << lib << "_cubins ALL DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels.cu.cubin)\n"
-      << "endif()\n\n"
-      << "thunder_gen_harness(" << lib << "_harness LIBRARY " << lib << " SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/harness.cpp)\n"
-      << "set_target_properties(" << lib << "_harness PROPERTIES OUTPUT_NAME harness)\n";
-  return out.str();
-}
-
-namespace {
-
-// Writes JSON as it goes, laid out as nlohmann's dump(2) lays it out (the manifest's layout since
-// its first version: two-space indents, one member or element per line, "[]" and "{}" when
-// empty). The manifest of a 100,000-op trace is megabytes; building a document first cost more
-// than writing it.
-class JsonWriter {
- public:
-  JsonWriter& open(char bracket) {
-    element();
-    text_ += bracket;
-    empty_.push_back(true);
-    return *this;
-  }
-  JsonWriter& close(char bracket) {
-    const bool empty = empty_.back();
-    empty_.pop_back();
-    if (!empty) {
-      text_ += '\n';
-      text_.append(2 * empty_.size(), ' ');
-    }
-    text_ += bracket;
-    return *this;
-  }
-  // The next member of the open object is `k`.
-  JsonWriter& key(std::string_view k) {
-    element();
-    quoted(k);
-    text_ += ": ";
-    after_key_ = true;
-    return *this;
-  }
-  JsonWriter& value(std::string_view s) {
-    element();
-    quoted(s);
-    return *this;
-  }
-  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
-  JsonWriter& value(int64_t n) {
-    element();
-    text_ += std::to_string(n);
-    return *this;
-  }
-  JsonWriter& value(bool b) {
-    element();
-    text_ += b ? "true" : "false";
-    return *this;
-  }
-  template <class T>
-  JsonWriter& member(std::string_view k, const T& v) {
-    return key(k).value(v);
-  }
-  template <class T>
-  JsonWriter& array(std::string_view k, const std::vector<T>& items) {
-    key(k).open('[');
-    for (const T& item : items) value(item);
-    return close(']');
-  }
-  std::string take() { return std::move(text_); }
-
- private:
-  std::string text_;
-  std::vector<bool> empty_;  // per open container: nothing written in it yet
-  bool after_key_ = false;
-
-  // Where a value or key starts: after its key, or on a line of its own in the open container.
-  void element() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (empty_.empty()) return;
-    text_ += empty_.back() ? "\n" : ",\n";
-    empty_.back() = false;
-    text_.append(2 * empty_.size(), ' ');
-  }
-  void quoted(std::string_view s) {
-    text_ += '"';
-    for (size_t i = 0; i < s.size(); ++i) {
-      // A run that needs no escape goes in whole (names and JSON pointers are all run).
-      size_t run = i;
-      while (run < s.size() && s[run] != '"' && s[run] != '\\' && static_cast<unsigned char>(s[run]) >= 0x20) ++run;
-      if (run > i) {
-        text_.append(s, i, run - i);
-        i = run - 1;
-        continue;
-      }
-      const char c = s[i];
-      switch (c) {
-        case '"': text_ += "\\\""; break;
-        case '\\': text_ += "\\\\"; break;
-        case '\b': text_ += "\\b"; break;
-        case '\f': text_ += "\\f"; break;
-        case '\n': text_ += "\\n"; break;
-        case '\r': text_ += "\\r"; break;
-        case '\t': text_ += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
-            text_ += escaped;
-          } else {
-            text_ += c;
-          }
-      }
-    }
-    text_ += '"';
-  }
-};
-
-}  // namespace
-
-struct ManifestWriter::State {
-  JsonWriter m;
-};
-
-namespace {
-
-// "communication": the world size, the bytes a rank's collectives move per step (forward,
-// backward, both; NCCL's count of each call's size) and each collective.
-void write_communication(JsonWriter& m, const Trace& t, const Partition* training) {
-  const std::vector<CollectiveCall> calls = training ? training->communication : collectives_of(t, "forward");
-  int64_t forward = 0, backward = 0;
-  for (const CollectiveCall& c : calls) (c.pass == "forward" ? forward : backward) += c.bytes;
-  m.key("communication").open('{').member("world_size", t.world_size).member("forward_bytes", forward).member("backward_bytes", backward);
-  m.member("bytes_per_step", forward + backward).key("collectives").open('[');
-  for (const CollectiveCall& c : calls)
-    m.open('{').member("pass", c.pass).member("op", c.op).member("value", c.value).member("bytes", c.bytes).close('}');
-  m.close(']').close('}');
-}
-
-}  // namespace
-
-ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward)
-    : state_(std::make_unique<State>()) {
-  const Trace& values = training ? training->backward : t;  // saved values are joint-trace values
-  JsonWriter& m = state_->m;
-  // A value's declaration, as an object left open for more members.
-  auto decl = [&](ValueId id) {
-    const Value& v = values.value(id);
-    m.open('{').member("name", v.name);
-    if (v.is_scalar) {
-      m.member("scalar", dtype_name(v.dtype));
-    } else {
-      m.array("shape", v.shape).member("dtype", dtype_name(v.dtype));
-    }
-  };
-  m.open('{').member("trace", t.name).member("generator", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
-  // Extensions: each input's and output's harness file, its gradient's and its cotangent's.
-  const HarnessFiles files = harness_files(t, training != nullptr);
-  m.key("inputs").open('[');
-  for (size_t k = 0; k < t.inputs.size(); ++k) {
-    decl(t.inputs[k]);
-    if (!t.value(t.inputs[k]).is_scalar) m.member("requires_grad", t.value(t.inputs[k]).requires_grad);
-    m.member("file", files.inputs[k] + ".npy");
-    if (training && !files.gradients[k].empty()) m.member("grad_file", files.gradients[k] + ".npy");
-    m.close('}');
-  }
-  m.close(']').key("outputs").open('[');
-  for (size_t k = 0; k < t.outputs.size(); ++k) {
-    decl(t.outputs[k]);
-    m.member("file", files.outputs[k] + ".npy");
-    if (training) m.member("cotangent_file", files.cotangents[k] + ".npy");
-    m.close('}');
-  }
-  m.close(']');
-  static const char* kinds[] = {"input", "output", "intermediate"};
-  int64_t saved_bytes = 0;
-  // Tensors, then scalars; each entry: the declaration, kind, and for a tensor what it occupies.
-  for (bool scalars : {false, true}) {
-    m.key(scalars ? "saved_scalars" : "saved_for_backward").open('[');
-    if (training)
-      for (const SavedValue& s : training->saved) {
-        const Value& v = training->backward.value(s.value);
-        if (v.is_scalar != scalars) continue;
-        decl(s.value);
-        m.member("kind", kinds[int(s.kind)]);
-        if (!scalars) {
-          saved_bytes += stored_bytes(v);
-          m.member("bytes", stored_bytes(v)).member("storage", v.bit_packed ? "bitmask" : "dense");
-        }
-        m.member("reason", s.reason).close('}');
-      }
-    m.close(']');
-  }
-  // Extensions: the total of saved_for_backward's bytes; the part of it that is intermediates
-  // (what --activation-budget bounds); and what the backward recomputes instead of reading.
-  m.member("saved_bytes", saved_bytes);
-  // Extension, distributed traces: what one rank's step communicates, beside what it saves.
-  if (t.world_size > 0) write_communication(m, t, training);
-  // Extension: the public header and each entry point's parameters in order, for programs that
-  // call them (the PyTorch module): name, kind (input, output, saved, cotangent, gradient), the
-  // trace input or output it is of, the value, its type and how it is stored.
-  m.member("header", forward.header).member("workspace_bytes_function", t.name + "_workspace_bytes");
-  m.key("entry_points").open('{');
-  for (const EntryPoint* e : {&forward, backward}) {
-    if (!e) continue;
-    const Trace& run = e == &forward ? (training ? training->forward : t) : training->backward;
-    m.key(e == &forward ? "forward" : "backward").open('{').member("name", e->name).key("params").open('[');
-    for (const EntryParam& p : e->params) {
-      const Value& v = run.value(p.value);
-      m.open('{').member("name", p.name).member("kind", p.kind).member("of", p.of).member("value", p.value_name);
-      if (v.is_scalar) m.member("scalar", dtype_name(v.dtype));
-      else m.array("shape", v.shape).member("dtype", dtype_name(v.dtype)).member("storage", v.bit_packed ? "bitmask" : "dense").member("bytes", stored_bytes(v));
-      m.member("writes", p.writes).close('}');
-    }
-    m.close(']');
-    if (e->takes_comm) m.member("takes_comm", true);  // a thunder_gen_comm after the params (distributed traces)
-    m.close('}');
-  }
-  m.close('}');
-  if (training) {
-    m.member("saved_activation_bytes", training->activation_bytes).key("recomputed_in_backward").open('[');
-    for (ValueId v : training->recomputed) m.value(training->backward.value(v).name);
-    m.close(']');
-  }
-  m.key("kernels").open('[');
-}
-
-ManifestWriter::~ManifestWriter() = default;
-
-void ManifestWriter::add_kernels(const std::string& file, const CudaFile& cuda) {
-  JsonWriter& m = state_->m;
-  for (const EmittedKernel& k : cuda.kernels) {
-    m.open('{').member("name", k.name).member("file", file).array("ops", k.values).array("reads", k.reads).array("writes", k.writes);
-    if (!k.library.empty()) m.member("library", k.library);
-    if (!k.same_code_as.empty()) m.member("same_code_as", k.same_code_as);  // extension: the kernel function it launches
-    if (!k.view_of.empty()) m.member("view_of", k.view_of);  // extension: launches nothing, reads that value's memory
-    m.close('}');
-  }
-}
-
-std::string ManifestWriter::finish() {
-  state_->m.close(']').close('}');
-  return state_->m.take() + "\n";
 }
 
 }  // namespace tg

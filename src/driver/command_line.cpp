@@ -1,0 +1,121 @@
+#include "driver/command_line.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+namespace tg {
+namespace {
+
+// --emit's names: every pass by its name, and the stage names of earlier versions.
+const std::map<std::string, Pass>& emit_stages() {
+  static const std::map<std::string, Pass> stages = [] {
+    std::map<std::string, Pass> m = {{"trace", Pass::overrides}, {"decomposed", Pass::decompose}, {"joint", Pass::autograd},
+                                     {"plan", Pass::partition},  {"fused", Pass::fuse},           {"cuda", Pass::emit}};
+    for (Pass pass : all_passes()) m.emplace(std::string(pass_name(pass)), pass);
+    return m;
+  }();
+  return stages;
+}
+
+std::vector<std::string> emit_stage_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, pass] : emit_stages()) names.push_back(name);
+  return names;
+}
+
+void add_override_options(CLI::App& app, Request& r) {
+  app.add_option("--tag", r.tags, "rematerialization policy for an op: <symbol id or @value>=<save|recompute|prefer-save|prefer-recompute>; repeatable")
+      ->take_all();
+  app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
+  app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");
+  app.add_option("--activation-budget", r.activation_budget,
+                 "the most bytes of saved intermediates; among plans that fit, the one recomputing least")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket-size-mb", r.bucket_mb,
+                 "distributed traces: all-reduce DDP's gradients in buckets of this many MiB, as Thunder's ddp() does (default 25; 0: one all-reduce per gradient)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+// The main command's options: a trace in, a folder (or a stage's listing) out. Returns --diff-lines,
+// whose presence matters.
+CLI::Option* add_generate_options(CLI::App& app, Request& request) {
+  app.add_option("trace", request.trace_file, "trace JSON file");
+  app.add_option("-o,--output", request.out_dir, "output folder: created, or replaced as a whole when empty or an earlier output");
+  app.add_flag("--force", request.force, "replace the output folder even when it holds something other than an earlier output");
+  app.add_option("--emit", request.emit,
+                 "stop after a pass and print its result: read, rng, overrides (or trace), decompose (or decomposed), dead-code, "
+                 "autograd (or joint), partition (or plan: as explain prints it), epilogue, fuse (or fused), emit (or cuda)")
+      ->check(CLI::IsMember(emit_stage_names()));
+  app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
+  app.add_option("--from-stage", request.from_stage,
+                 "the input is the listing --emit prints after this pass (or --dump-dir writes): run the passes after it (give --emit)")
+      ->check(CLI::IsMember(emit_stage_names()));
+  app.add_flag("-v,--verbose", request.verbose, "one line per pass, with its time");
+  app.add_flag("--check", request.check,
+               "write nothing: exit 0 when the output folder holds exactly what generation writes, else 1 with a unified diff (a/ the folder, b/ generation)");
+  CLI::Option* diff_lines = app.add_option("--diff-lines", request.diff_lines, "--check: cut the diff after this many lines (0: never; default 400)");
+  add_override_options(app, request);
+  return diff_lines;
+}
+
+// Options that cannot go together, refused rather than one of them ignored.
+std::string conflicting_options(const Request& r) {
+  if (!r.from_stage.empty() && r.emit.empty()) return "--from-stage runs the passes after a listing's: give --emit, the stage to print";
+  if (!r.check) return r.diff_lines_given ? "--diff-lines goes with --check" : "";
+  if (!r.emit.empty()) return "--check compares an output folder; --emit prints a stage instead";
+  if (!r.dump_dir.empty()) return "--check writes nothing, so --dump-dir cannot go with it";
+  if (r.force) return "--check replaces nothing, so --force cannot go with it";
+  return "";
+}
+
+// The main command's usage errors: "" when there is none.
+std::string usage_error(const Request& r) {
+  if (r.trace_file.empty()) return "no trace given (usage: thunder-gen trace.json -o out/)";
+  if (std::string conflict = conflicting_options(r); !conflict.empty()) return conflict;
+  if (r.out_dir.empty() && r.emit.empty()) return "-o OUT is required unless --emit is given";
+  return "";
+}
+
+}  // namespace
+
+Pass emit_stage(const std::string& name) { return emit_stages().at(name); }
+
+std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) {
+  CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
+  app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
+  auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
+  validate_cmd->add_option("traces", line.validate_files, "trace JSON files")->required();
+  auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
+  list_cmd->add_flag("--json", line.list_json, "as JSON, for tools");
+  Request explain;
+  auto* explain_cmd = app.add_subcommand("explain", "print the rematerialization plan: what is saved for the backward and why, what is recomputed");
+  explain_cmd->add_option("trace", explain.trace_file, "trace JSON file")->required();
+  add_override_options(*explain_cmd, explain);
+  CLI::Option* diff_lines = add_generate_options(app, line.request);
+  app.require_subcommand(0, 1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  line.request.diff_lines_given = diff_lines->count() > 0;
+  if (*validate_cmd) {
+    line.command = CommandLine::Command::validate;
+  } else if (*list_cmd) {
+    line.command = CommandLine::Command::list_ops;
+  } else if (*explain_cmd) {
+    line.command = CommandLine::Command::explain;
+    line.request = std::move(explain);
+    line.request.emit = "plan";
+  } else if (const std::string error = usage_error(line.request); !error.empty()) {
+    std::cerr << "thunder-gen: error: " << error << "\n";
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+}  // namespace tg
