@@ -4,8 +4,8 @@
 tests/golden/outputs.sha256 holds one line `<sha256>  <trace>/<file>` per file, sorted, for every
 trace under examples/, examples/corpus/ and examples/distributed/ (<trace> is its path under
 examples/ without .json): each file thunder-gen writes into the output folder, and the listings
-`--emit decomposed`, `--emit fused` and, for a trace that trains, `--emit joint` (as
-decomposed.txt, fused.txt, joint.txt). The runtime templates every folder holds (tg_*.h,
+`--emit decomposed`, `--emit fused`, `--emit kernel-ir` and, for a trace that trains, `--emit
+joint` (as decomposed.txt, fused.txt, kernel-ir.txt, joint.txt). The runtime templates every folder holds (tg_*.h,
 tg_runtime.cuh, tg_library.cmake) are not hashed: they are compared with templates/, of which
 they are verbatim copies. (tests/golden/<name>/ holds four examples' files whole.)
 
@@ -66,7 +66,7 @@ def generate(gen: str, trace: str, out: Path) -> None:
     source = str(EXAMPLES / (trace + ".json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     run([gen, source, "-o", str(out)])
-    listings = ["decomposed", "fused"] + (["joint"] if (out / "backward.cu").exists() else [])
+    listings = ["decomposed", "fused", "kernel-ir"] + (["joint"] if (out / "backward.cu").exists() else [])
     for stage in listings:
         (out / f"{stage}.txt").write_bytes(run([gen, source, "--emit", stage]))
 
