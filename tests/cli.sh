@@ -17,6 +17,7 @@ run;                                 check no-args rc 2
 run "$ex" --no-such-flag;            check unknown-flag rc 2
 run "$ex" --emit nonsense;           check bad-stage rc 2
 run "$ex";                           check missing-output rc 2; check missing-output-text has err.txt "-o OUT is required"
+run --tag torch.exp=save "$ex" -o gen; check tag-took-trace rc 2; check tag-took-trace-text has err.txt "after --tag was read as a tag"
 run list-ops;                        check list-ops rc 0; check list-ops-lists has out.txt "prims.var_mean(a, dims, \*, correction)"
 declared=$(sed -n 's/^thunder-gen [0-9.]*: \([0-9]*\) ops$/\1/p' out.txt)
 check list-ops-count [ "$(grep -c '^\(prims\|torch\|thunder\.distributed\.prims\)\.' out.txt)" = "$declared" ]

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <map>
 
+#include "support/generated_text.h"
+
 namespace tg {
 namespace {
 
@@ -72,7 +74,13 @@ std::string conflicting_options(const Request& r) {
 
 // The main command's usage errors: "" when there is none.
 std::string usage_error(const Request& r) {
-  if (r.trace_file.empty()) return "no trace given (usage: thunder-gen trace.json -o out/)";
+  if (r.trace_file.empty()) {
+    // --tag takes every word after it: a trace written after the tags was taken for one.
+    for (const std::string& tag : r.tags)
+      if (tag.find('=') == std::string::npos)
+        return "no trace given: \"" + printable_line(tag) + "\" after --tag was read as a tag (not <selector>=<policy>); give the trace before --tag";
+    return "no trace given (usage: thunder-gen trace.json -o out/)";
+  }
   if (std::string conflict = conflicting_options(r); !conflict.empty()) return conflict;
   if (r.out_dir.empty() && r.emit.empty()) return "-o OUT is required unless --emit is given";
   return "";
