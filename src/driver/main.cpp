@@ -18,6 +18,7 @@
 #include "driver/pipeline.h"
 #include "driver/resume.h"
 #include "frontend/reader.h"
+#include "ops/op_listing.h"
 #include "ops/op_table.h"
 #include "ops/printer.h"
 #include "output/folder_check.h"
@@ -54,44 +55,14 @@ void out_of_memory(int error, void*) {
   std::_Exit(kExitBadInput);
 }
 
-// The op table as JSON, for the Python tools (tools/op_declarations.py): each op's id, fusion class,
-// what its gradient saves, for an elementwise prim or its torch-level form whether its result is
-// bool, and for a declared prim (src/ops/<family>_prims.def) its family, PyTorch
-// function, the dtypes it accepts, whether it is discontinuous or kinked, and each operand's domain.
+// The op table (src/ops/op_listing.h): readable, or as JSON for the Python tools.
 int list_ops_json() {
-  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
-  for (const tg::OpInfo& op : tg::op_table()) {
-    if (op.made_by_fusion()) continue;
-    nlohmann::ordered_json row = {{"id", op.id}, {"fusion", tg::fusion_class_name(op.fusion)}, {"grad_saves", op.grad_saves}};
-    if (op.fusion == tg::FusionClass::elementwise || tg::is_torch_form(op)) row["bool_result"] = op.bool_result;
-    if (!op.family.empty()) {
-      nlohmann::ordered_json domains = nlohmann::ordered_json::array();
-      for (const tg::Domain& d : op.domains) domains.push_back({d.lo, d.hi});
-      row.update({{"family", op.family}, {"torch", op.torch_function}, {"accepts", tg::dtypes_name(op.accepts)},
-                  {"discontinuous", op.discontinuous}, {"kinked", op.kinked}, {"domains", domains}});
-    }
-    ops.push_back(row);
-  }
-  std::cout << ops.dump(1) << "\n";
+  std::cout << tg::op_table_json();
   return 0;
 }
 
 int list_ops() {
-  const auto readable = std::count_if(tg::op_table().begin(), tg::op_table().end(), [](const tg::OpInfo& op) { return !op.made_by_fusion(); });
-  std::cout << "thunder-gen " << THUNDER_GEN_VERSION << ": " << readable << " ops\n";
-  for (const tg::OpInfo& op : tg::op_table()) {
-    if (op.made_by_fusion()) continue;
-    std::string sig;
-    for (const tg::Param& p : op.params) {
-      if (!sig.empty()) sig += ", ";
-      if (p.keyword_only && sig.find('*') == std::string::npos) sig += "*, ";
-      sig += std::string(p.name) + (p.has_default ? "=" + tg::print_literal(p.default_value, tg::Trace{}) : "");
-    }
-    std::cout << op.id << "(" << sig << ")  [" << tg::fusion_class_name(op.fusion) << "]";
-    if (!op.grad_saves.empty()) std::cout << "  grad saves: " << op.grad_saves;
-    if (!op.code.empty()) std::cout << "  " << op.code;
-    std::cout << "\n";
-  }
+  std::cout << tg::op_table_text();
   return 0;
 }
 
