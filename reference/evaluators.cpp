@@ -347,7 +347,7 @@ constexpr Evaluator kEvaluators[] = {
 #define TG_PRIM(name, id, fusion, accepts, rule, code, gradient, saves, aten, ...) TG_EVALUATOR_##aten(name),
 #define TG_REDUCTION(name, id, accepts, outputs, result, gradient, saves, aten, ...) TG_EVALUATOR_##aten(name),
 #define TG_COMPOSITE(name, id, accepts, rule, lowering, gradient, saves, aten, ...) TG_EVALUATOR_##aten(name),
-#define TG_ACTIVATION(name, id, rule, compute, value, derivative, saves, aten, ...) TG_EVALUATOR_##aten(name),
+#define TG_ACTIVATION(name, id, rule, compute, continuity, value, derivative, saves, aten, ...) TG_EVALUATOR_##aten(name),
 #include "ops/all_ops.def"
 #undef TG_UNARY_FLOAT
 #undef TG_UNARY

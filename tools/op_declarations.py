@@ -88,6 +88,7 @@ class Activation:
     id: str              # its torch id, which is also the PyTorch function: torch.nn.functional.leaky_relu
     domain: tuple        # (lo, hi): where tests draw its operand
     params: tuple        # its parameter names, the tensor first
+    kinked: bool         # continuous, but its derivative jumps (at 0)
 
     @property
     def torch_function(self) -> Callable:
@@ -175,7 +176,7 @@ def binary_exact_prims() -> dict[str, BinaryExact]:
 def activations() -> dict[str, Activation]:
     """The activations declared by expressions (torch_activations.def's TG_ACTIVATION rows: the ones
     with a domain)."""
-    return {row["id"]: Activation(row["id"], tuple(row["domains"][0]), tuple(p["name"] for p in row["params"]))
+    return {row["id"]: Activation(row["id"], tuple(row["domains"][0]), tuple(p["name"] for p in row["params"]), row["kinked"])
             for row in declared_rows("torch_activations") if "domains" in row}
 
 

@@ -210,12 +210,12 @@ def sampled_range_2d(f, a: tuple, b: tuple) -> tuple[float, float]:
 def declared_activations() -> dict:
     """The activations declared by expressions (src/ops/torch_activations.def, through thunder-gen
     list-ops --json): id -> (its function of one number, at its parameters' defaults; the domain its
-    operand is drawn from)."""
+    operand is drawn from; whether it is kinked)."""
     import torch
 
     def of_number(f):
         return lambda x: float(f(torch.tensor(x, dtype=torch.float64)))
-    return {op: (of_number(a.torch_function), a.domain) for op, a in activations().items()}
+    return {op: (of_number(a.torch_function), a.domain, a.kinked) for op, a in activations().items()}
 
 
 ACTIVATIONS = declared_activations()
@@ -1330,8 +1330,13 @@ def b_relu(s: Sub, op: str, dt: str) -> Val:
 
 
 def b_activation(s: Sub, op: str, dt: str) -> Val:
-    f, (lo, hi) = ACTIVATIONS[op]
-    a = s.into(s.value(dt), lo, hi)
+    f, (lo, hi), kinked = ACTIVATIONS[op]
+    if kinked:  # its gradient jumps at zero: an exact operand, or one banded away from zero
+        a = s.sensitive_operand(dt)
+        if not a.exact:
+            a = s.banded(a)
+    else:
+        a = s.into(s.value(dt), lo, hi)
     kwargs = None
     if op == "torch.nn.functional.gelu" and s.rng.random() < 0.6:
         kwargs = {"approximate": str_lit(s.rng.choice(("none", "tanh")))}

@@ -26,8 +26,9 @@ Contributions relu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 
 // ---- what the activation rows are made of -------------------------------------------------------
 
-// torch_activations.def's `compute` column.
+// torch_activations.def's `compute` and `continuity` columns.
 enum class Compute { in_f32, as_is };
+enum class Continuity { smooth, kinked };
 
 // The operand as the activation computes with it, and the dtype its result is rounded to.
 Upcast activation_operand(G& g, const Op& op, Compute compute) {
@@ -99,9 +100,10 @@ V gelu_erf_derivative(G& g, V a) {
 
 V gelu_derivative(G& g, const Op& op, V x) { return gelu_tanh(op) ? gelu_tanh_derivative(g, x) : gelu_erf_derivative(g, x); }
 
-OpInfo activation_row(Declared d, Lowering lowering, Domain domain) {
+OpInfo activation_row(Declared d, Lowering lowering, Continuity continuity, Domain domain) {
   OpInfo info = row(std::move(d));
   info.lowering = lowering;
+  info.kinked = continuity == Continuity::kinked;
   info.domains = {domain};
   return info;
 }
@@ -121,14 +123,14 @@ std::vector<OpInfo> torch_activation_rows() {
   constexpr std::string_view kFamily = "torch_activations";
   return {
 #define TG_COMPOSITE TG_COMPOSITE_ROW
-#define TG_ACTIVATION(name, id, rule, compute, value, derivative, saves, aten, lo, hi, ...)                                 \
+#define TG_ACTIVATION(name, id, rule, compute, continuity, value, derivative, saves, aten, lo, hi, ...)                     \
   activation_row({OpKind::name, id, FusionClass::composite, DTypes::floats, rule, TG_DERIVATIVE_##derivative, saves,          \
                   TG_ATEN_##aten, "", {__VA_ARGS__}, kFamily},                                                                \
                  [](G& g, [[maybe_unused]] const Op& op) -> std::vector<V> {                                                 \
                    const auto [x, dt] = activation_operand(g, op, Compute::compute);                                         \
                    return {downcast(g, value, dt)};                                                                           \
                  },                                                                                                           \
-                 Domain{lo, hi}),
+                 Continuity::continuity, Domain{lo, hi}),
 #include "ops/torch_activations.def"
 #undef TG_COMPOSITE
 #undef TG_ACTIVATION
