@@ -1105,6 +1105,17 @@ def b_transpose(s: Sub, op: str, dt: str) -> Val:
     return s.emit1(op, [a.name, perm], out)
 
 
+def b_flip(s: Sub, op: str, dt: str) -> Val:
+    """Some dims of a value reversed: the same elements (exact), moved. Only dims of up to 16: the
+    lowering writes a slice per position."""
+    a = any_value(s, dt, 1)
+    short = [d for d in range(a.rank) if a.shape[d] <= 16]
+    if not short:
+        raise Budget("no dim short enough to flip")
+    dims = sorted(s.rng.sample(short, s.rng.randint(1, len(short))))
+    return s.emit1(op, [a.name, dims], replace(a, name=""))
+
+
 def b_squeeze(s: Sub, op: str, dt: str) -> Val:
     a = s.value(dt, pred=lambda v: 1 in v.shape)
     if 1 not in a.shape:
@@ -1606,6 +1617,7 @@ GENERATED = {
     "prims.slice_prim": b_slice,
     "prims.pad": b_pad,
     "prims.cat": b_cat,
+    "prims.flip": b_flip,
     "prims.sum": b_sum,
     "prims.prod": b_prod,
     "prims.amax": b_amax,
