@@ -103,6 +103,9 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                   "\"o\", \"r\""};
     case tg::OpKind::t_relu:
       return Case{x, call(info.id, "[\"x\"]", o, ", \"kwargs\": {\"inplace\": false}"), "\"o\"", -1.0, 1.0};
+    case tg::OpKind::t_leaky_relu:  // the default slope, and one by keyword
+      return Case{x, call(info.id, "[\"x\"]", o) + "," + call(info.id, "[\"x\"]", out("r", "[3, 4]"), ", \"kwargs\": {\"negative_slope\": 0.2}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
     case tg::OpKind::t_sigmoid: case tg::OpKind::t_tanh: case tg::OpKind::t_silu:
       return Case{x, call(info.id, "[\"x\"]", o), "\"o\"", -2.0, 2.0};
     case tg::OpKind::t_gelu:
