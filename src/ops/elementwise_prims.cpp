@@ -138,16 +138,16 @@ Contributions convert_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 
 // ---- rows -------------------------------------------------------------------------------------
 
-enum class Result { operands, boolean };
-enum class Continuity { continuous, smooth, kinked, discontinuous };
+enum class ElementwiseResult { operands, boolean };
+enum class ElementwiseContinuity { continuous, smooth, kinked, discontinuous };
 
 // A declared elementwise prim of (a) or (a, b): what its family's row gives.
 struct Elementwise {
   OpKind kind;
   std::string_view id, code, integer_code;
   DTypes accepts;
-  Result result;
-  Continuity continuity;
+  ElementwiseResult result;
+  ElementwiseContinuity continuity;
   GradRule grad;
   std::string_view saves, torch;
   std::vector<Domain> domains;
@@ -155,14 +155,14 @@ struct Elementwise {
 };
 
 OpInfo elementwise_row(Elementwise e, std::vector<Param> params) {
-  const bool bool_result = e.result == Result::boolean;
+  const bool bool_result = e.result == ElementwiseResult::boolean;
   OpInfo info = row({e.kind, e.id, FusionClass::elementwise, e.accepts, elementwise_rule(bool_result), std::move(e.grad), e.saves, "", "",
                      std::move(params), e.family});
   info.code = e.code;
   info.integer_code = e.integer_code;
   info.bool_result = bool_result;
-  info.discontinuous = e.continuity == Continuity::discontinuous;
-  info.kinked = e.continuity == Continuity::kinked;
+  info.discontinuous = e.continuity == ElementwiseContinuity::discontinuous;
+  info.kinked = e.continuity == ElementwiseContinuity::kinked;
   info.torch_function = e.torch;
   info.domains = std::move(e.domains);
   return info;
@@ -176,7 +176,7 @@ OpInfo binary_prim(Elementwise e) {
 std::vector<OpInfo> declared_elementwise_rows() {
   return {
 #define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi)                                                                        \
-  unary_prim({OpKind::name, "prims." #name, "tg::" #name "({0})", "", DTypes::floats, Result::operands, Continuity::smooth,                \
+  unary_prim({OpKind::name, "prims." #name, "tg::" #name "({0})", "", DTypes::floats, ElementwiseResult::operands, ElementwiseContinuity::smooth,                \
          unary_rule([]([[maybe_unused]] G& g, [[maybe_unused]] const Op& op, [[maybe_unused]] V a, [[maybe_unused]] V out) -> V { \
            return derivative;                                                                                                       \
          }),                                                                                                                        \
@@ -184,12 +184,12 @@ std::vector<OpInfo> declared_elementwise_rows() {
 #include "ops/unary_float_prims.def"
 #undef TG_UNARY_FLOAT
 #define TG_UNARY(name, torch, code, integer_code, accepts, result, continuity, gradient, saves, reference)                    \
-  unary_prim({OpKind::name, "prims." #name, code, integer_code, DTypes::accepts, Result::result, Continuity::continuity, gradient, saves, \
+  unary_prim({OpKind::name, "prims." #name, code, integer_code, DTypes::accepts, ElementwiseResult::result, ElementwiseContinuity::continuity, gradient, saves, \
          torch, {}, "unary_prims"}),
 #include "ops/unary_prims.def"
 #undef TG_UNARY
 #define TG_BINARY_FLOAT(name, torch, code, integer_code, accepts, continuity, saves, shared, grad_a, grad_b, a_lo, a_hi, b_lo, b_hi) \
-  binary_prim({OpKind::name, "prims." #name, code, integer_code, DTypes::accepts, Result::operands, Continuity::continuity,              \
+  binary_prim({OpKind::name, "prims." #name, code, integer_code, DTypes::accepts, ElementwiseResult::operands, ElementwiseContinuity::continuity,              \
           binary_rule([]([[maybe_unused]] G& g, [[maybe_unused]] const Arg& a, [[maybe_unused]] const Arg& b,                      \
                          [[maybe_unused]] V out, [[maybe_unused]] V c) {                                                            \
             [[maybe_unused]] const V s = shared;                                                                                    \
@@ -199,8 +199,8 @@ std::vector<OpInfo> declared_elementwise_rows() {
 #include "ops/binary_float_prims.def"
 #undef TG_BINARY_FLOAT
 #define TG_BINARY_EXACT(name, torch, code, accepts, result, reference)                                                        \
-  binary_prim({OpKind::name, "prims." #name, code, "", DTypes::accepts, Result::result,                                           \
-          dtypes_accept(DTypes::accepts, DType::f32) ? Continuity::discontinuous : Continuity::continuous, no_gradient, "", torch, {}, \
+  binary_prim({OpKind::name, "prims." #name, code, "", DTypes::accepts, ElementwiseResult::result,                                           \
+          dtypes_accept(DTypes::accepts, DType::f32) ? ElementwiseContinuity::discontinuous : ElementwiseContinuity::continuous, no_gradient, "", torch, {}, \
           "binary_exact_prims"}),
 #include "ops/binary_exact_prims.def"
 #undef TG_BINARY_EXACT

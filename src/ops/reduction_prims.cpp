@@ -13,10 +13,10 @@ using namespace vocabulary;
 using Contributions = std::vector<GradContribution>;
 
 // reduction_prims.def's `result` column.
-enum class Result { same, index };
+enum class ReductionResult { same, index };
 
 // `outputs` results of the operand's dtype over the dims not reduced, or i64 positions.
-ShapeRule reduction_rule(int outputs, Result result) {
+ShapeRule reduction_rule(int outputs, ReductionResult result) {
   return [outputs, result](const Trace& t, const Op& op) -> std::vector<OutType> {
     const Value& a = t.value(op.arg("a").value);
     std::vector<int64_t> dims = reduction_dims(t, op);
@@ -25,7 +25,7 @@ ShapeRule reduction_rule(int outputs, Result result) {
         fail(1, "cannot reduce over the empty dim " + std::to_string(d));
     if (!dtypes_accept(op.info->accepts, a.dtype)) fail(0, "does not accept dtype " + std::string(dtype_name(a.dtype)));
     Shape shape = reduced_shape(a.shape, dims);
-    std::vector<OutType> out(outputs, OutType{result == Result::index ? DType::i64 : a.dtype, shape});
+    std::vector<OutType> out(outputs, OutType{result == ReductionResult::index ? DType::i64 : a.dtype, shape});
     return out;
   };
 }
@@ -81,10 +81,10 @@ Contributions variance_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   return {{a, total}};
 }
 
-OpInfo reduction_row(Declared d, int outputs, Result result) {
+OpInfo reduction_row(Declared d, int outputs, ReductionResult result) {
   d.rule = reduction_rule(outputs, result);
   OpInfo info = row(std::move(d));
-  info.discontinuous = result == Result::index;  // a position jumps
+  info.discontinuous = result == ReductionResult::index;  // a position jumps
   return info;
 }
 
@@ -96,7 +96,7 @@ std::vector<OpInfo> reduction_prim_rows() {
 #define TG_REDUCTION(name, id, accepts, outputs, result, gradient, saves, aten, ...)                                                \
   reduction_row({OpKind::name, id, FusionClass::reduction, DTypes::accepts, nullptr, gradient, saves, TG_ATEN_##aten, "", {__VA_ARGS__}, \
                  "reduction_prims"},                                                                                                  \
-                outputs, Result::result),
+                outputs, ReductionResult::result),
 #include "ops/reduction_prims.def"
 #undef TG_REDUCTION
   };

@@ -27,13 +27,13 @@ Contributions relu_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 // ---- what the activation rows are made of -------------------------------------------------------
 
 // torch_activations.def's `compute` and `continuity` columns.
-enum class Compute { in_f32, as_is };
-enum class Continuity { smooth, kinked };
+enum class ActivationCompute { in_f32, as_is };
+enum class ActivationContinuity { smooth, kinked };
 
 // The operand as the activation computes with it, and the dtype its result is rounded to.
-Upcast activation_operand(G& g, const Op& op, Compute compute) {
+Upcast activation_operand(G& g, const Op& op, ActivationCompute compute) {
   const V a = op.arg("a").value;
-  return compute == Compute::in_f32 ? up(g, a) : Upcast{a, value_of(g, a).dtype};
+  return compute == ActivationCompute::in_f32 ? up(g, a) : Upcast{a, value_of(g, a).dtype};
 }
 
 // The rule of an activation with a derivative f(x, y): the cotangent times f, in f32 for 16-bit
@@ -100,10 +100,10 @@ V gelu_erf_derivative(G& g, V a) {
 
 V gelu_derivative(G& g, const Op& op, V x) { return gelu_tanh(op) ? gelu_tanh_derivative(g, x) : gelu_erf_derivative(g, x); }
 
-OpInfo activation_row(Declared d, Lowering lowering, Continuity continuity, Domain domain) {
+OpInfo activation_row(Declared d, Lowering lowering, ActivationContinuity continuity, Domain domain) {
   OpInfo info = row(std::move(d));
   info.lowering = lowering;
-  info.kinked = continuity == Continuity::kinked;
+  info.kinked = continuity == ActivationContinuity::kinked;
   info.domains = {domain};
   return info;
 }
@@ -127,10 +127,10 @@ std::vector<OpInfo> torch_activation_rows() {
   activation_row({OpKind::name, id, FusionClass::composite, DTypes::floats, rule, TG_DERIVATIVE_##derivative, saves,          \
                   TG_ATEN_##aten, "", {__VA_ARGS__}, kFamily},                                                                \
                  [](G& g, [[maybe_unused]] const Op& op) -> std::vector<V> {                                                 \
-                   const auto [x, dt] = activation_operand(g, op, Compute::compute);                                         \
+                   const auto [x, dt] = activation_operand(g, op, ActivationCompute::compute);                                         \
                    return {downcast(g, value, dt)};                                                                           \
                  },                                                                                                           \
-                 Continuity::continuity, Domain{lo, hi}),
+                 ActivationContinuity::continuity, Domain{lo, hi}),
 #include "ops/torch_activations.def"
 #undef TG_COMPOSITE
 #undef TG_ACTIVATION
