@@ -48,6 +48,81 @@ bool accurate_as_eager(const torch::Tensor& actual, const torch::Tensor& truth, 
   return ok;
 }
 
+// The check of one harness run: the trace, the files the harness wrote to `dir`, and LibTorch's
+// results on the same inputs (and cotangents).
+class Check {
+ public:
+  Check(tg::Trace trace, std::string dir, bool op_by_op, bool mixed_precision)
+      : trace_(std::move(trace)), dir_(std::move(dir)), op_by_op_(op_by_op), computes_in_16_bits_(mixed_precision && !op_by_op && has_16_bit_values(trace_)) {
+    for (tg::ValueId id : trace_.inputs) trains_ = trains_ || trace_.value(id).requires_grad;
+    files_ = tg::harness_files(trace_, trains_);
+    for (size_t i = 0; i < trace_.inputs.size(); ++i) inputs_.push_back(read(files_.inputs[i], trace_.value(trace_.inputs[i])));
+    if (trains_)
+      for (size_t i = 0; i < trace_.outputs.size(); ++i) cotangents_.push_back(read(files_.cotangents[i], trace_.value(trace_.outputs[i])));
+    // The truth is computed in f64 (Precision::wide): the tolerance then bounds the generated code's
+    // error alone, not the sum of two f32 computations' errors. --op-by-op: PyTorch's eager
+    // semantics instead, every 16-bit result rounded to its dtype (the tolerance table must cover
+    // the difference: docs/design-notes.md, "Rounding").
+    expected_ = libtorch(op_by_op ? tg::Precision::op_by_op : tg::Precision::wide);
+  }
+
+  // One line per output and gradient; true when all match.
+  bool run() {
+    for (size_t i = 0; i < trace_.outputs.size(); ++i) {
+      const tg::Value& v = trace_.value(trace_.outputs[i]);
+      check(v.name, files_.outputs[i], v, expected_.outputs[i], false, i);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < trace_.inputs.size(); ++i) {
+      const tg::Value& v = trace_.value(trace_.inputs[i]);
+      if (!v.requires_grad) continue;
+      check("grad_" + v.name, files_.gradients[i], v, expected_.gradients.at(k), true, k);
+      ++k;
+    }
+    std::printf("%s: %d of %d %s match LibTorch\n", trace_.name.c_str(), checked_ - failures_, checked_, trains_ ? "outputs and gradients" : "outputs");
+    return failures_ == 0;
+  }
+
+ private:
+  tg::Trace trace_;
+  std::string dir_;
+  bool op_by_op_, computes_in_16_bits_, trains_ = false;
+  tg::HarnessFiles files_;  // the files the harness wrote (a name that would collide or is too long has another file)
+  std::vector<torch::Tensor> inputs_, cotangents_;
+  tg::ReferenceGradients expected_;
+  std::optional<tg::ReferenceGradients> rounded_;
+  int failures_ = 0, checked_ = 0;
+
+  // Each file holds exactly its value's dtype and shape (a scalar: shape ()).
+  torch::Tensor read(const std::string& stem, const tg::Value& v) const { return tg::read_npy(dir_ + "/" + stem + ".npy", v.dtype, v.shape); }
+
+  tg::ReferenceGradients libtorch(tg::Precision precision) const {
+    return trains_ ? tg::reference_gradients(trace_, inputs_, cotangents_, precision)
+                   : tg::ReferenceGradients{tg::run_reference(trace_, inputs_, precision), {}};
+  }
+
+  // The op-by-op reference, PyTorch eager's roundings, computed where a result of a trace with
+  // 16-bit values misses the truth (accurate_as_eager).
+  torch::Tensor eager_like(bool gradient, size_t k) {
+    if (!rounded_) rounded_ = libtorch(tg::Precision::op_by_op);
+    return gradient ? rounded_->gradients.at(k) : rounded_->outputs.at(k);
+  }
+
+  void check(const std::string& name, const std::string& stem, const tg::Value& v, const torch::Tensor& want, bool gradient, size_t k) {
+    torch::Tensor actual = read(stem, v);
+    tg::Comparison c = tg::compare(actual, want, v.dtype);
+    tg::Tolerance tol = tg::tolerance_for(v.dtype);
+    std::printf("%s: %s %s: %s (atol %g, rtol %g): %s\n", trace_.name.c_str(), name.c_str(), tg::print_type(v).c_str(), c.summary().c_str(), tol.atol,
+                tol.rtol, c.ok ? "ok" : computes_in_16_bits_ ? "beyond the tolerance" : "MISMATCH");
+    if (!c.ok && c.first_mismatch >= 0)
+      std::printf("  first mismatch at flat index %lld: generated %.9g, LibTorch %.9g\n", (long long)c.first_mismatch,
+                  actual.flatten()[c.first_mismatch].item<double>(), want.flatten()[c.first_mismatch].item<double>());
+    const bool ok = c.ok || (computes_in_16_bits_ && accurate_as_eager(actual, want, eager_like(gradient, k)));
+    failures_ += !ok;
+    ++checked_;
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,64 +139,8 @@ int main(int argc, char** argv) {
   }
   try {
     // The generator's RNG binding, so the Philox seed and offset inputs the harness wrote are read.
-    tg::Trace trace = tg::bind_rng(tg::read_trace_file(argv[1]));
-    const std::string dir = argv[2];
-    std::vector<torch::Tensor> inputs, cotangents;
-    bool trains = false;
-    for (tg::ValueId id : trace.inputs) trains = trains || trace.value(id).requires_grad;
-    // The files the harness wrote (a name that would collide or is too long has another file).
-    const tg::HarnessFiles files = tg::harness_files(trace, trains);
-    // Each file holds exactly its value's dtype and shape (a scalar: shape ()).
-    auto read = [&](const std::string& stem, const tg::Value& v) { return tg::read_npy(dir + "/" + stem + ".npy", v.dtype, v.shape); };
-    for (size_t i = 0; i < trace.inputs.size(); ++i) inputs.push_back(read(files.inputs[i], trace.value(trace.inputs[i])));
-    if (trains)
-      for (size_t i = 0; i < trace.outputs.size(); ++i) cotangents.push_back(read(files.cotangents[i], trace.value(trace.outputs[i])));
-    // The truth is computed in f64 (Precision::wide): the tolerance then bounds the generated code's
-    // error alone, not the sum of two f32 computations' errors. --op-by-op: PyTorch's eager
-    // semantics instead, every 16-bit result rounded to its dtype (the tolerance table must cover
-    // the difference: docs/design-notes.md, "Rounding").
-    const tg::Precision wide = op_by_op ? tg::Precision::op_by_op : tg::Precision::wide;
-    tg::ReferenceGradients expected =
-        trains ? tg::reference_gradients(trace, inputs, cotangents, wide) : tg::ReferenceGradients{tg::run_reference(trace, inputs, wide), {}};
-
-    // The op-by-op reference, PyTorch eager's roundings, computed where a result of a trace with
-    // 16-bit values misses the truth (accurate_as_eager).
-    std::optional<tg::ReferenceGradients> rounded;
-    auto eager_like = [&](bool gradient, size_t k) {
-      if (!rounded)
-        rounded = trains ? tg::reference_gradients(trace, inputs, cotangents, tg::Precision::op_by_op)
-                         : tg::ReferenceGradients{tg::run_reference(trace, inputs, tg::Precision::op_by_op), {}};
-      return gradient ? rounded->gradients.at(k) : rounded->outputs.at(k);
-    };
-    const bool computes_in_16_bits = mixed_precision && !op_by_op && has_16_bit_values(trace);
-
-    int failures = 0, checked = 0;
-    auto check = [&](const std::string& name, const std::string& stem, const tg::Value& v, const torch::Tensor& want, bool gradient, size_t k) {
-      torch::Tensor actual = read(stem, v);
-      tg::Comparison c = tg::compare(actual, want, v.dtype);
-      tg::Tolerance tol = tg::tolerance_for(v.dtype);
-      std::printf("%s: %s %s: %s (atol %g, rtol %g): %s\n", trace.name.c_str(), name.c_str(), tg::print_type(v).c_str(), c.summary().c_str(), tol.atol,
-                  tol.rtol, c.ok ? "ok" : computes_in_16_bits ? "beyond the tolerance" : "MISMATCH");
-      if (!c.ok && c.first_mismatch >= 0)
-        std::printf("  first mismatch at flat index %lld: generated %.9g, LibTorch %.9g\n", (long long)c.first_mismatch,
-                    actual.flatten()[c.first_mismatch].item<double>(), want.flatten()[c.first_mismatch].item<double>());
-      const bool ok = c.ok || (computes_in_16_bits && accurate_as_eager(actual, want, eager_like(gradient, k)));
-      failures += !ok;
-      ++checked;
-    };
-    for (size_t i = 0; i < trace.outputs.size(); ++i) {
-      const tg::Value& v = trace.value(trace.outputs[i]);
-      check(v.name, files.outputs[i], v, expected.outputs[i], false, i);
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < trace.inputs.size(); ++i) {
-      const tg::Value& v = trace.value(trace.inputs[i]);
-      if (!v.requires_grad) continue;
-      check("grad_" + v.name, files.gradients[i], v, expected.gradients.at(k), true, k);
-      ++k;
-    }
-    std::printf("%s: %d of %d %s match LibTorch\n", trace.name.c_str(), checked - failures, checked, trains ? "outputs and gradients" : "outputs");
-    return failures ? 1 : 0;
+    Check check(tg::bind_rng(tg::read_trace_file(argv[1])), argv[2], op_by_op, mixed_precision);
+    return check.run() ? 0 : 1;
   } catch (const tg::UserError& e) {
     std::cerr << argv[1] << ": " << e.where << ": error: " << e.what() << "\n";
     return 1;

@@ -3,9 +3,10 @@
 
 Each example is a hand-written trace in the shape Lightning Thunder gives its traces: prims, and
 torch-level symbols with their decomposition in `sub`. A small builder below infers every output's
-shape and dtype the way src/ops/op_table.cpp does (which prims give a bool result it reads from
-`thunder-gen list-ops --json`, tools/op_declarations.py), so the JSON stays consistent when an
-example changes. Plain python3, standard library only:
+shape and dtype as thunder-gen's shape rules do, binding arguments by the prims' declared
+signatures and reading which prims give a bool result and which are reductions from the
+declarations (`thunder-gen list-ops --json`, tools/op_declarations.py), so the JSON stays
+consistent when an example changes. Plain python3, standard library only:
 
     python3 tools/make_examples.py            # rewrite examples/*.json made by this script
     python3 tools/make_examples.py --check    # exit 1 when a committed file differs from its output
@@ -17,10 +18,9 @@ need inside the trace (log(abs(x) + 1), asin(x * 0.5), divisor abs(y) + 1, shift
 import json
 import math
 import os
-import re
 import sys
 
-from op_declarations import bool_result_ops
+from op_declarations import bool_result_ops, family_ids, op_table, params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -28,7 +28,8 @@ EXAMPLES = os.path.join(ROOT, "examples")
 FLOATS = ("f16", "bf16", "f32", "f64")
 # The prims whose result is b8 (the comparisons, signbit, isfinite), by short name.
 BOOL_RESULT = {op.removeprefix("prims.") for op in bool_result_ops() if op.startswith("prims.")}
-REDUCTIONS = {"sum", "prod", "amax", "amin", "var", "var_mean", "argmax", "argmin"}
+# The reductions (src/ops/reduction_prims.def), by short name.
+REDUCTIONS = {op.removeprefix("prims.") for op in family_ids("reduction_prims")}
 DEVICE = {"device": "cuda:0"}
 
 
@@ -138,7 +139,7 @@ class Builder:
         self.lists[-1].append(op)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    # ---- shape and dtype rules (mirroring src/ops/op_table.cpp) -----------------------------
+    # ---- shape and dtype rules (as thunder-gen's, src/ops/<family>.cpp) -------------------------
     def bind(self, params, args, kwargs):
         vals = dict(zip(params, args))
         for k, v in kwargs.items():
@@ -147,8 +148,8 @@ class Builder:
         return vals
 
     def infer(self, s, args, kwargs):
+        v = self.bind(params("prims." + s), args, kwargs)  # by the prim's declared signature
         if s in ("where",):
-            v = self.bind(["pred", "a", "b"], args, kwargs)
             if self.is_tensor(v["pred"]):
                 assert self.dtype(v["pred"]) == "b8"
             ts = [x for x in (v["a"], v["b"]) if self.is_tensor(x)]
@@ -161,60 +162,47 @@ class Builder:
                     assert self.shape(x) == self.shape(like), "where: shapes differ"
             return [(self.shape(like), self.dtype(like))]
         if s == "convert_element_type":
-            v = self.bind(["a", "dtype"], args, kwargs)
             return [(self.shape(v["a"]), v["dtype"]["dtype"])]
         if s == "full":
-            v = self.bind(["shape", "fill_value", "device", "dtype"], args, kwargs)
             return [(v["shape"], v["dtype"]["dtype"])]
         if s == "uniform_philox":
-            v = self.bind(["shape", "minval", "maxval", "device", "dtype", "seed", "offset"], args, kwargs)
             return [(v["shape"], v["dtype"]["dtype"])]
         if s == "uniform":
-            v = self.bind(["shape", "minval", "maxval", "device", "dtype"], args, kwargs)
             return [(v["shape"], v["dtype"]["dtype"])]
         if s == "matmul":
-            v = self.bind(["a", "b"], args, kwargs)
             a, b = self.shape(v["a"]), self.shape(v["b"])
             assert a[-1] == b[-2] and (len(b) == 2 or b[:-2] == a[:-2]), "matmul: shapes %s and %s" % (a, b)
             assert self.dtype(v["a"]) == self.dtype(v["b"])
             return [(a[:-1] + [b[-1]], self.dtype(v["a"]))]
         if s == "iota":
-            v = self.bind(["length", "start", "step", "device", "dtype"], args, kwargs)
             return [([v["length"]], v["dtype"]["dtype"])]
         if s == "broadcast_in_dim":
-            v = self.bind(["a", "shape", "broadcast_dimensions"], args, kwargs)
             a, shape, bd = v["a"], v["shape"], v["broadcast_dimensions"]
             assert len(bd) == len(self.shape(a))
             for i, d in enumerate(bd):
                 assert self.shape(a)[i] in (1, shape[d]), "cannot broadcast"
             return [(shape, self.dtype(a))]
         if s == "reshape":
-            v = self.bind(["a", "shape"], args, kwargs)
             assert math.prod(v["shape"]) == math.prod(self.shape(v["a"]))
             return [(v["shape"], self.dtype(v["a"]))]
         if s == "transpose":
-            v = self.bind(["a", "permutation"], args, kwargs)
             sh = self.shape(v["a"])
             return [([sh[d] for d in v["permutation"]], self.dtype(v["a"]))]
         if s == "squeeze":
-            v = self.bind(["a", "dims"], args, kwargs)
             sh = self.shape(v["a"])
             dims = {d % len(sh) for d in v["dims"]}
             assert all(sh[d] == 1 for d in dims)
             return [([n for i, n in enumerate(sh) if i not in dims], self.dtype(v["a"]))]
         if s == "slice_prim":
-            v = self.bind(["a", "start_indices", "end_indices", "strides"], args, kwargs)
             sh = self.shape(v["a"])
             st = v.get("strides") or [1] * len(sh)
             out = [(e - b + k - 1) // k for b, e, k in zip(v["start_indices"], v["end_indices"], st)]
             return [(out, self.dtype(v["a"]))]
         if s == "pad":
-            v = self.bind(["a", "padding_value", "padding_config"], args, kwargs)
             sh = self.shape(v["a"])
             out = [lo + hi + n + max(n - 1, 0) * it for n, (lo, hi, it) in zip(sh, v["padding_config"])]
             return [(out, self.dtype(v["a"]))]
         if s == "cat":
-            v = self.bind(["tensors", "dim"], args, kwargs)
             ts = v["tensors"]
             sh = list(self.shape(ts[0]))
             d = v["dim"] % len(sh)
@@ -222,9 +210,6 @@ class Builder:
             assert all(self.dtype(t) == self.dtype(ts[0]) for t in ts)
             return [(sh, self.dtype(ts[0]))]
         if s in REDUCTIONS:
-            params = {"var": ["a", "dims", "correction"], "var_mean": ["a", "dims", "correction"],
-                      "argmax": ["a", "dim"], "argmin": ["a", "dim"]}.get(s, ["a", "dims"])
-            v = self.bind(params, args, kwargs)
             sh = self.shape(v["a"])
             if s in ("argmax", "argmin"):
                 dims = list(range(len(sh))) if v["dim"] is None else [v["dim"] % len(sh)]
@@ -682,6 +667,20 @@ def shape_ops():
     z3 = t.op("transpose", z3, [2, 0, 1])                   # [16, 4, 8]
     z2 = t.op("reshape", z3, [16, 32])
     outs.append(t.op("mul", z2, t.op("full", [16, 32], 0.25, kwargs={"device": DEVICE, "dtype": dtype("f64")})))
+    t.outputs = outs
+    return t
+
+
+@example
+def flip():
+    t = Trace("flip", "hand-written: prims.flip (Thunder's torch.flip) of one and of two dims of f32 and i32 values, "
+                      "feeding elementwise ops, and its gradient", device="cuda:0")
+    x = t.input("x", [6, 32, 4], "f32", requires_grad=True)
+    y = t.input("y", [5, 7], "i32")
+    w = t.input("w", [6, 32, 4], "f32", requires_grad=True)
+    outs = [t.op("mul", t.op("flip", x, [0, 2]), w)]
+    outs.append(t.op("add", t.op("flip", y, [1]), 3))
+    outs.append(t.op("exp", t.op("flip", t.op("neg", w), [2])))
     t.outputs = outs
     return t
 
@@ -1420,9 +1419,8 @@ def walk(ops):
 
 
 def table_ops():
-    path = os.path.join(ROOT, "src", "ops", "op_table.cpp")
-    with open(path) as f:
-        return sorted(set(re.findall(r'"(prims\.[a-z0-9_]+)"', f.read())))
+    """The prims thunder-gen declares (their torch forms left out)."""
+    return sorted(row["id"] for row in op_table() if row["id"].startswith("prims.") and "form_of" not in row)
 
 
 def main(argv):

@@ -53,7 +53,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims
+from op_declarations import activations, binary_exact_prims, binary_float_prims, op_row, unary_float_prims
 from thunder_gen_binary import find_thunder_gen
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ INT_RANGE = {"b8": (0, 1), "u8": (0, 255), "i8": (-128, 127), "i16": (-2 ** 15, 
 # The largest magnitude a value may reach: far from overflow, so gradients (products of a few such
 # values) stay finite too; f16 keeps the most headroom (65504).
 MAGNITUDE_LIMIT = {"f16": 256.0, "bf16": 4096.0, "f32": 4096.0, "f64": 4096.0}
-# The op table's dtype classes (src/ops/op_table.cpp, DTypes).
+# The op table's dtype classes (src/ops/op_table.h, DTypes).
 DTYPE_CLASSES = {
     "floats": FLOATS,
     "numbers": FLOATS + INTS,
@@ -181,10 +181,6 @@ def sampled_range(f, lo: float, hi: float) -> tuple[float, float]:
     return min(ys) - 0.02 * span, max(ys) + 0.02 * span
 
 
-def gelu(x: float) -> float:
-    return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
-
-
 def declared_unary_float() -> dict:
     """The unary float prims (src/ops/unary_float_prims.def, through thunder-gen
     list-ops --json): name -> (its function of one number, the operand's domain, differentiable)."""
@@ -212,13 +208,18 @@ def sampled_range_2d(f, a: tuple, b: tuple) -> tuple[float, float]:
     lo, hi = float(zs.min()), float(zs.max())
     span = hi - lo
     return lo - 0.02 * span, hi + 0.02 * span
-# Torch-level activations: the function of one element.
-ACTIVATIONS = {
-    "torch.sigmoid": lambda x: 1 / (1 + math.exp(-x)),
-    "torch.tanh": math.tanh,
-    "torch.nn.functional.silu": lambda x: x / (1 + math.exp(-x)),
-    "torch.nn.functional.gelu": gelu,
-}
+def declared_activations() -> dict:
+    """The activations declared by expressions (src/ops/torch_activations.def, through thunder-gen
+    list-ops --json): id -> (its function of one number, at its parameters' defaults; the domain its
+    operand is drawn from; whether it is kinked)."""
+    import torch
+
+    def of_number(f):
+        return lambda x: float(f(torch.tensor(x, dtype=torch.float64)))
+    return {op: (of_number(a.torch_function), a.domain, a.kinked) for op, a in activations().items()}
+
+
+ACTIVATIONS = declared_activations()
 
 
 # ---- the trace being built ---------------------------------------------------------------------
@@ -1105,6 +1106,17 @@ def b_transpose(s: Sub, op: str, dt: str) -> Val:
     return s.emit1(op, [a.name, perm], out)
 
 
+def b_flip(s: Sub, op: str, dt: str) -> Val:
+    """Some dims of a value reversed: the same elements (exact), moved. Only dims of up to 16: the
+    lowering writes a slice per position."""
+    a = any_value(s, dt, 1)
+    short = [d for d in range(a.rank) if a.shape[d] <= 16]
+    if not short:
+        raise Budget("no dim short enough to flip")
+    dims = sorted(s.rng.sample(short, s.rng.randint(1, len(short))))
+    return s.emit1(op, [a.name, dims], replace(a, name=""))
+
+
 def b_squeeze(s: Sub, op: str, dt: str) -> Val:
     a = s.value(dt, pred=lambda v: 1 in v.shape)
     if 1 not in a.shape:
@@ -1330,8 +1342,13 @@ def b_relu(s: Sub, op: str, dt: str) -> Val:
 
 
 def b_activation(s: Sub, op: str, dt: str) -> Val:
-    a = s.into(s.value(dt), -8.0, 8.0)
-    f = ACTIVATIONS[op]
+    f, (lo, hi), kinked = ACTIVATIONS[op]
+    if kinked:  # its gradient jumps at zero: an exact operand, or one banded away from zero
+        a = s.sensitive_operand(dt)
+        if not a.exact:
+            a = s.banded(a)
+    else:
+        a = s.into(s.value(dt), lo, hi)
     kwargs = None
     if op == "torch.nn.functional.gelu" and s.rng.random() < 0.6:
         kwargs = {"approximate": str_lit(s.rng.choice(("none", "tanh")))}
@@ -1571,65 +1588,70 @@ def binary_exact_builder(name: str):
 
 UNARY_FLOAT_IDS = [f"prims.{n}" for n in UNARY_FLOAT]
 
-# op id -> (the dtypes it accepts, as in src/ops/op_table.cpp; its builder)
+# op id -> its builder, which draws operands the op accepts (the dtypes come from its declaration,
+# `thunder-gen list-ops --json`): the declared elementwise prims and activations are built from
+# their declarations; the others need knowledge of their own (exact integer operands, indices in
+# range, shapes that fit). An op of `list-ops` with no builder and no reason in EXCLUDED fails
+# `random_traces.py coverage`.
 GENERATED = {
-    **{op: ("floats", b_unary_float) for op in UNARY_FLOAT_IDS},
-    "prims.abs": ("numbers", b_abs_neg),
-    "prims.neg": ("numbers", b_abs_neg),
-    **{f"prims.{n}": ("numbers", b_rounding) for n in ("floor", "ceil", "round", "trunc")},
-    "prims.sign": ("numbers", b_sign),
-    "prims.signbit": ("numbers", b_sign),
-    "prims.isfinite": ("numbers_and_bool", b_isfinite),
-    "prims.bitwise_not": ("integers_and_bool", b_bitwise_not),
-    **{f"prims.{n}": (d.accepts, binary_float_builder(n)) for n, d in BINARY_FLOAT.items()},
-    **{f"prims.{n}": (d.accepts, binary_exact_builder(n)) for n, d in BINARY_EXACT.items()},
-    "prims.where": ("any", b_where),
-    "prims.lerp": ("floats", b_lerp),
-    "prims.convert_element_type": ("any", b_convert),
-    "prims.full": ("any", b_full),
-    "prims.iota": ("numbers", b_iota),
-    "prims.uniform": ("floats", b_uniform),
-    "prims.uniform_philox": ("floats", b_uniform),
-    "prims.broadcast_in_dim": ("any", b_broadcast),
-    "prims.reshape": ("any", b_reshape),
-    "prims.transpose": ("any", b_transpose),
-    "prims.squeeze": ("any", b_squeeze),
-    "prims.slice_prim": ("any", b_slice),
-    "prims.pad": ("any", b_pad),
-    "prims.cat": ("any", b_cat),
-    "prims.sum": ("numbers", b_sum),
-    "prims.prod": ("numbers", b_prod),
-    "prims.amax": ("numbers_and_bool", b_amax),
-    "prims.amin": ("numbers_and_bool", b_amax),
-    "prims.var": ("floats", b_var),
-    "prims.var_mean": ("floats", b_var),
-    "prims.argmax": ("numbers", b_argmax),
-    "prims.argmin": ("numbers", b_argmax),
-    "prims.matmul": ("floats", b_matmul),
-    "torch.softmax": ("floats", b_softmax),
-    "torch.log_softmax": ("floats", b_softmax),
-    "torch.relu": ("floats", b_relu),
-    **{op: ("floats", b_activation) for op in ACTIVATIONS},
-    "torch.nn.functional.linear": ("floats", b_linear),
-    "torch.matmul": ("floats", b_matmul),
-    "torch.reshape": ("any", b_reshape),
-    "torch.permute": ("any", b_permute),
-    "torch.transpose": ("any", b_transpose),
-    "torch.unsqueeze": ("any", b_unsqueeze),
-    "torch.sum": ("numbers", b_torch_reduce),
-    "torch.mean": ("floats", b_torch_reduce),
-    "torch.nn.functional.layer_norm": ("floats", b_norm),
-    "torch.nn.functional.rms_norm": ("floats", b_norm),
-    "torch.nn.functional.cross_entropy": ("floats", b_class_loss),
-    "torch.nn.functional.nll_loss": ("floats", b_class_loss),
-    "torch.cat": ("any", b_cat),
-    "torch.split": ("any", b_split),
-    "torch.var": ("floats", b_torch_var),
-    "torch.nn.functional.embedding": ("floats", b_embedding),
-    "torch.nn.functional.scaled_dot_product_attention": ("floats", b_sdpa),
-    "torch.nn.functional.dropout": ("floats", b_dropout),
-    "prims.shallow_copy": ("any", b_copy),
-    "prims.stride_order": ("any", b_copy),
+    **{op: b_unary_float for op in UNARY_FLOAT_IDS},
+    "prims.abs": b_abs_neg,
+    "prims.neg": b_abs_neg,
+    **{f"prims.{n}": b_rounding for n in ("floor", "ceil", "round", "trunc")},
+    "prims.sign": b_sign,
+    "prims.signbit": b_sign,
+    "prims.isfinite": b_isfinite,
+    "prims.bitwise_not": b_bitwise_not,
+    **{f"prims.{n}": binary_float_builder(n) for n, d in BINARY_FLOAT.items()},
+    **{f"prims.{n}": binary_exact_builder(n) for n, d in BINARY_EXACT.items()},
+    "prims.where": b_where,
+    "prims.lerp": b_lerp,
+    "prims.convert_element_type": b_convert,
+    "prims.full": b_full,
+    "prims.iota": b_iota,
+    "prims.uniform": b_uniform,
+    "prims.uniform_philox": b_uniform,
+    "prims.broadcast_in_dim": b_broadcast,
+    "prims.reshape": b_reshape,
+    "prims.transpose": b_transpose,
+    "prims.squeeze": b_squeeze,
+    "prims.slice_prim": b_slice,
+    "prims.pad": b_pad,
+    "prims.cat": b_cat,
+    "prims.flip": b_flip,
+    "prims.sum": b_sum,
+    "prims.prod": b_prod,
+    "prims.amax": b_amax,
+    "prims.amin": b_amax,
+    "prims.var": b_var,
+    "prims.var_mean": b_var,
+    "prims.argmax": b_argmax,
+    "prims.argmin": b_argmax,
+    "prims.matmul": b_matmul,
+    "torch.softmax": b_softmax,
+    "torch.log_softmax": b_softmax,
+    "torch.relu": b_relu,
+    **{op: b_activation for op in ACTIVATIONS},
+    "torch.nn.functional.linear": b_linear,
+    "torch.matmul": b_matmul,
+    "torch.reshape": b_reshape,
+    "torch.permute": b_permute,
+    "torch.transpose": b_transpose,
+    "torch.unsqueeze": b_unsqueeze,
+    "torch.sum": b_torch_reduce,
+    "torch.mean": b_torch_reduce,
+    "torch.nn.functional.layer_norm": b_norm,
+    "torch.nn.functional.rms_norm": b_norm,
+    "torch.nn.functional.cross_entropy": b_class_loss,
+    "torch.nn.functional.nll_loss": b_class_loss,
+    "torch.cat": b_cat,
+    "torch.split": b_split,
+    "torch.var": b_torch_var,
+    "torch.nn.functional.embedding": b_embedding,
+    "torch.nn.functional.scaled_dot_product_attention": b_sdpa,
+    "torch.nn.functional.dropout": b_dropout,
+    "prims.shallow_copy": b_copy,
+    "prims.stride_order": b_copy,
 }
 
 # Ops of `thunder-gen list-ops` the generator does not make, each with the reason.
@@ -1671,7 +1693,8 @@ ROW_OPS = ("torch.softmax", "torch.log_softmax", "torch.nn.functional.layer_norm
 
 
 def op_dtypes(op: str) -> tuple:
-    return DTYPE_CLASSES[GENERATED[op][0]]
+    """The dtypes op is generated with: those its declaration accepts."""
+    return DTYPE_CLASSES[op_row(op)["accepts"]]
 
 
 # ---- generating a trace ------------------------------------------------------------------------
@@ -1697,7 +1720,7 @@ def build_sub_program(tb: TraceBuilder, index: int) -> Sub:
     for _ in range(rng.randint(3, 9)):
         op, dt = choose_op(rng, tb.coverage, s.base_shape[-1:] >= (1024,))
         try:
-            GENERATED[op][1](s, op, dt)
+            GENERATED[op](s, op, dt)
         except Budget:
             pass
     return s
@@ -2349,7 +2372,7 @@ def listed_ops(tools: Tools) -> list[str]:
 
 def probe_trace(op: str, dt: str) -> dict | None:
     """A one-op trace applying an elementwise or reduction prim to dt operands (None for other ops)."""
-    builder = GENERATED[op][1]
+    builder = GENERATED[op]
     x = {"name": "x", "shape": [4, 3], "dtype": dt}
     y = {"name": "y", "shape": [4, 3], "dtype": dt}
     bool_out = op in ("prims.signbit", "prims.isfinite") or builder is b_compare

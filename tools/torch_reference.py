@@ -26,7 +26,7 @@ The semantics are those of the LibTorch interpreter in reference/reference.cpp:
   - pad takes one (lo, hi, interior) triple per dim, negative lo/hi crop;
   - symbols without a rule here run their `sub` decomposition; autograd_function_apply runs `fwd`.
 Arguments bind to each prim's signature the way Python binds a call (the signature is the Python
-function's own, named as in src/ops/op_table.cpp).
+function's own, named as in their declarations, src/ops/<family>.def).
 
 Needs numpy and torch only.
 """
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims
+from op_declarations import aten_call, aten_ops, binary_exact_prims, binary_float_prims, declared_signature, unary_float_prims
 
 # ---- dtypes -----------------------------------------------------------------------------------
 
@@ -145,7 +145,7 @@ def parse_arg(j, where: str):
 # ---- the prims --------------------------------------------------------------------------------
 #
 # Every prim is a Python function whose first parameter is the call context `cx` and whose other
-# parameters are the prim's own, named as in src/ops/op_table.cpp: a trace's args and kwargs bind to
+# parameters are the prim's own, named as in its declaration (src/ops/<family>.def): a trace's args and kwargs bind to
 # them with inspect.Signature.bind. Tensor-valued arguments arrive as tensors in their compute
 # dtype, scalar values (NumberProxy) as 0-d tensors, literals as Python values. A prim returns one
 # tensor or a tuple of them.
@@ -394,6 +394,18 @@ CUSTOM_GRAD = "torch.ops.higher_order.autograd_function_apply"
 
 # Each prim's signature, for binding a trace's args and kwargs.
 _SIGNATURES = {symbol: inspect.signature(fn) for symbol, fn in PRIMS.items()}
+
+
+def _by_declared_aten_call(row: dict):
+    return lambda cx, **bound: aten_call(row, bound)
+
+
+# A prim with no function above whose declaration names the ATen call computing it (an exact op:
+# a shape prim) is that call, bound by its declared signature.
+for _symbol, _row in aten_ops("prims.").items():
+    if _symbol not in PRIMS:
+        PRIMS[_symbol] = _by_declared_aten_call(_row)
+        _SIGNATURES[_symbol] = declared_signature(_row, leading=("cx",))
 
 # ---- the interpreter --------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 // With keep_custom (the training path), custom-gradient ops stay as they are, with their fwd and
 // bwd bodies lowered in place, and so do torch-level ops with rows of their own (composite):
 // autograd needs the op boundary to use the user's backward or the op's own rule. Otherwise
-// composite ops are lowered to prims (src/ops/torch_ops.cpp).
+// composite ops are lowered to prims (their lowerings, src/ops/<family>.cpp).
 #pragma once
 #include <map>
 #include <set>

@@ -7,9 +7,8 @@
 #include <set>
 #include <string>
 
-#include "ops/op_rows.h"
+#include "ops/family.h"
 #include "ops/prim_builder.h"
-#include "ops/prim_vocabulary.h"
 #include "support/diagnostics.h"
 
 namespace tg {
@@ -17,8 +16,6 @@ namespace {
 
 using namespace vocabulary;
 using namespace op_rows;
-using K = ParamKind;
-using D = DTypes;
 
 constexpr std::string_view kAllReduce = "thunder.distributed.prims.all_reduce";
 constexpr std::string_view kAllGather = "thunder.distributed.prims.all_gather";
@@ -184,6 +181,7 @@ V cat0(G& g, const std::vector<V>& parts) {
 }
 // A copy of a with the output's shape (synchronize of a replicated parameter, wait).
 V identity(G& g, const Op& op) { return call(g, "prims.reshape", {val(op.arg("a").value), int_list(g.trace().value(op.outs[0]).shape)}); }
+V lower_wait(G& g, const Op& op) { return identity(g, op); }
 
 V lower_synchronize(G& g, const Op& op) {
   if (!fully_sharded(op)) return identity(g, op);
@@ -269,55 +267,10 @@ std::vector<GradContribution> collective_gradient(G& g, const Op& op, const std:
 
 }  // namespace
 
-std::vector<OpInfo> distributed_rows() {
-  const Param group = p("group", K::process_group), do_async = p("do_async", K::boolean);
-  return {
-      OpInfo{OpKind::all_reduce, kAllReduce, FusionClass::library,
-             {p("a", K::tensor), p("op", K::string), group, do_async, opt("skip_clone", K::boolean, bool_arg(false))}, all_reduce_rule, "",
-             D::numbers, "ncclAllReduce on the GPU; op SUM, AVG, PRODUCT, MIN or MAX"},
-      OpInfo{OpKind::all_gather, kAllGather, FusionClass::library, {p("a", K::tensor), group, do_async, opt("dim", K::optional_integer)},
-             all_gather_rule, "", D::numbers, "ncclAllGather along dim 0"},
-      OpInfo{OpKind::reduce_scatter, kReduceScatter, FusionClass::library,
-             {p("a", K::tensor), p("op", K::string), group, do_async, opt("dim", K::optional_integer)}, reduce_scatter_rule, "", D::numbers,
-             "ncclReduceScatter along dim 0 (divisible by the world size)"},
-      OpInfo{OpKind::broadcast, "thunder.distributed.prims.broadcast", FusionClass::library,
-             {p("a", K::tensor), p("root", K::integer), group, do_async}, collective_broadcast_rule, "", D::numbers, "ncclBroadcast from rank root"},
-      OpInfo{OpKind::t_synchronize, "thunder.distributed.prims.synchronize", FusionClass::composite,
-             {p("a", K::tensor), group, p("distparallel_type", K::string)}, synchronize_rule, "", D::numbers,
-             "REPLICATED: a; FULLY_SHARDED: all_gather; gradient: / world size, then all_reduce or reduce_scatter"},
-      OpInfo{OpKind::t_wait, "thunder.distributed.prims.wait", FusionClass::composite, {p("a", K::tensor)}, wait_rule, "", D::any,
-             "the identity: a collective's result is complete when read"},
-      OpInfo{OpKind::t_pack, "thunder.distributed.prims.pack", FusionClass::composite,
-             {p("tensors", K::tensor_list), p("bucket_key", K::string)}, pack_rule, "", D::any, "a gradient bucket: the tensors flattened, in order"},
-      OpInfo{OpKind::t_unpack, "thunder.distributed.prims.unpack", FusionClass::composite,
-             {p("buffer", K::tensor), p("tensors", K::tensor_list), p("bucket_key", K::string)}, unpack_rule, "", D::any, "pack's inverse"},
-      OpInfo{OpKind::t_pack_for_fsdp, "thunder.distributed.prims.pack_for_fsdp", FusionClass::composite,
-             {p("tensors", K::tensor_list), p("world_size", K::integer), p("mode", K::string)}, pack_rule, "", D::any,
-             "FSDP's bucket; scatter mode groups every tensor's chunk of each rank"},
-      OpInfo{OpKind::t_unpack_for_fsdp, "thunder.distributed.prims.unpack_for_fsdp", FusionClass::composite,
-             {p("buffer", K::tensor), p("tensors", K::tensor_list), p("world_size", K::integer), p("mode", K::string)}, unpack_rule, "", D::any,
-             "pack_for_fsdp's inverse, after the gather or the scatter"},
-  };
-}
-
-std::vector<ValueId> lower_distributed_op(GradBuilder& g, const Op& op) {
-  switch (op.info->kind) {
-    case OpKind::t_synchronize: return {lower_synchronize(g, op)};
-    case OpKind::t_wait: return {identity(g, op)};
-    case OpKind::t_pack:
-    case OpKind::t_pack_for_fsdp: return {lower_pack(g, op)};
-    case OpKind::t_unpack:
-    case OpKind::t_unpack_for_fsdp: return lower_unpack(g, op);
-    default: break;
-  }
-  throw InternalError("no lowering for " + op.symbol);
-}
-
-GradRule distributed_gradient(OpKind kind) {
-  if (kind == OpKind::t_synchronize) return synchronize_gradient;
-  if (is_collective(kind)) return collective_gradient;
-  return {};
-}
+#define TG_FAMILY_ROWS distributed_op_rows
+#define TG_FAMILY "distributed_ops"
+#define TG_FAMILY_FILE "ops/distributed_ops.def"
+#include "ops/family_rows.inc"
 
 int64_t communication_bytes(const Trace& t, const Op& op) {
   if (op.info && op.info->kind == OpKind::t_synchronize) return fully_sharded(op) ? stored_bytes(t.value(op.outs[0])) : 0;

@@ -1,6 +1,6 @@
 // Thunder's distributed prims (thunder/distributed/prims.py), as thunder.distributed.ddp and
-// thunder.distributed.fsdp record them: their op-table rows, how the composite ones lower, the
-// gradient rule of synchronize, and what each collective sends.
+// thunder.distributed.fsdp record them, declared in distributed_ops.def (their rows, rules,
+// gradient rules and lowerings are in distributed.cpp), and what each collective sends.
 //
 // - Collectives (FusionClass::library, like cuBLASLt calls: operands and result in memory):
 //   all_reduce, all_gather (along dim 0), reduce_scatter (dim 0, which the world size divides),
@@ -23,17 +23,6 @@
 #include "ops/op_table.h"
 
 namespace tg {
-
-// The rows of the op table for the distributed prims.
-std::vector<OpInfo> distributed_rows();
-
-// Appends the ops computing a distributed composite op (synchronize, wait, the bucket prims).
-std::vector<ValueId> lower_distributed_op(GradBuilder& g, const Op& op);
-
-// synchronize's gradient rule, and the collectives' (all_reduce SUM / AVG, all_gather,
-// reduce_scatter SUM; the others refuse to be differentiated); null for wait and the bucket
-// prims, which are differentiated through their lowering.
-GradRule distributed_gradient(OpKind kind);
 
 // The bytes one rank's collective moves as NCCL counts a call's size: all_reduce and broadcast
 // the tensor, all_gather its result, reduce_scatter its operand. 0 for anything else.

@@ -1,7 +1,9 @@
-// The op table: every op thunder-gen knows is declared once, in src/ops/op_table.cpp, with its
-// signature, shape/dtype rule, fusion class and code template. The reader binds arguments with it,
-// the verifier checks with it, the printer names with it, fusion groups by it, the emitter
-// generates code from it and the reference interpreter dispatches on its OpKind.
+// The op table: every op thunder-gen knows is declared once, in its family's src/ops/<family>.def
+// (all_ops.def lists them), with its signature, fusion class, shape/dtype rule, code template or
+// lowering, gradient rule and what that rule saves; the rules live beside the declarations, in
+// src/ops/<family>.cpp. The reader binds arguments with the table, the verifier checks with it,
+// the printer names with it, fusion groups by it, the emitter generates code from it, autograd
+// differentiates with it and the reference interpreter evaluates from it.
 #pragma once
 #include <functional>
 #include <span>
@@ -13,52 +15,17 @@
 
 namespace tg {
 
+// Every op kind, generated from the declarations (src/ops/all_ops.def lists the families in order).
 enum class OpKind {
-  // the unary float prims (declared in unary_float_prims.def)
-#define TG_UNARY_FLOAT(name, torch, saves, derivative, lo, hi) name,
-#include "ops/unary_float_prims.def"
-#undef TG_UNARY_FLOAT
-  // elementwise unary
-  abs, neg, floor, ceil, round, trunc, sign, signbit, isfinite, bitwise_not,
-  // the binary float prims (declared in binary_float_prims.def)
-#define TG_BINARY_FLOAT(name, ...) name,
-#include "ops/binary_float_prims.def"
-#undef TG_BINARY_FLOAT
-  // the binary exact prims: bitwise ops, shifts, comparisons (declared in binary_exact_prims.def)
-#define TG_BINARY_EXACT(name, ...) name,
-#include "ops/binary_exact_prims.def"
-#undef TG_BINARY_EXACT
-  // elementwise ternary
-  where, lerp,
-  convert_element_type,
-  // sources
-  full, iota, uniform, uniform_philox,
-  // shape
-  broadcast_in_dim, reshape, transpose, squeeze, slice, pad, cat,
-  // reductions
-  sum, prod, amax, amin, var, var_mean, argmax, argmin,
-  // library calls
-  matmul,
-  // collectives across the ranks of the process group (thunder.distributed.prims; NCCL on the GPU)
-  all_reduce, all_gather, reduce_scatter, broadcast,
-  // torch-level (composite) ops: lowered to prims, some with gradient rules of their own
-  t_softmax, t_log_softmax, t_relu, t_sigmoid, t_tanh, t_silu, t_gelu, t_linear, t_matmul,
-  t_reshape, t_permute, t_transpose, t_unsqueeze, t_sum, t_mean, t_layer_norm, t_rms_norm,
-  t_cross_entropy, t_nll_loss, t_cat, t_split, t_var, t_embedding, t_sdpa,
-  // torch calls Thunder runs whole (or decomposes), which real models make (docs/torch-ops.md)
-  t_addmm, t_baddbmm, t_bmm, t_addcmul, t_addcdiv, t_max, t_min, t_clamp, t_masked_fill, t_tril, t_triu,
-  t_cumsum, t_normalize, t_mha, t_conv1d, t_conv2d, t_convolution,
-  t_prim_linear,  // prims.linear: what Thunder's autocast records for F.linear
-  t_dropout,
-  // prims that only name a copy or a memory layout: lowered to an identity reshape
-  shallow_copy, stride_order,
-  // distributed prims lowered to the collectives above and to copies: synchronize (a parameter's
-  // all-gather or nothing, with Thunder's gradient rule), wait (the identity), gradient buckets
-  t_synchronize, t_wait, t_pack, t_unpack, t_pack_for_fsdp, t_unpack_for_fsdp,
-  // made by the fusion pass only (never read from a trace): a row kernel's partial column sums,
-  // and a fused kernel, whose `sub` holds the ops it computes
-  partial_sum, fused_kernel,
+#define TG_EACH_OP(name, ...) name,
+#include "ops/all_ops.def"
+#undef TG_EACH_OP
 };
+inline constexpr size_t kOpKindCount = 0
+#define TG_EACH_OP(name, ...) +1
+#include "ops/all_ops.def"
+#undef TG_EACH_OP
+    ;
 
 enum class FusionClass {
   elementwise,  // one output element from the same-index elements of its inputs
@@ -72,30 +39,34 @@ enum class FusionClass {
 };
 std::string_view fusion_class_name(FusionClass c);
 
+// The kinds of parameter a signature declares (each with its name in list-ops --json).
+#define TG_PARAM_KINDS(X)                                                                                                        \
+  X(tensor)                    /* a tensor value */                                                                            \
+  X(tensor_or_number)          /* a tensor value or a number literal / scalar value */                                         \
+  X(tensor_list)               /* a list of tensor values */                                                                   \
+  X(number)                    /* a number literal or scalar value */                                                          \
+  X(integer)                   /* an integer literal */                                                                        \
+  X(optional_integer)          /* an integer literal or null */                                                                \
+  X(int_list)                  /* a list of integer literals (shape, dims, permutation) */                                     \
+  X(optional_int_list)         /* a list of integer literals or null */                                                        \
+  X(padding_config)            /* a list of [lo, hi, interior] integer triples */                                              \
+  X(dtype)                     /* a dtype literal */                                                                           \
+  X(device)                    /* a device literal (or string) */                                                              \
+  X(optional_tensor)           /* torch-level signatures: a tensor value or null */                                            \
+  X(optional_dtype)            /* a dtype literal or null */                                                                   \
+  X(dims)                      /* an integer, a list of integers, or null (all dims) */                                        \
+  X(boolean)                   /* true or false */                                                                             \
+  X(string)                    /* a string literal {"str": ...} */                                                             \
+  X(optional_string)           /* a string literal or null */                                                                  \
+  X(optional_number)           /* a number literal, a scalar value or null */                                                  \
+  X(int_or_int_list)           /* an integer or a list of integers */                                                          \
+  X(dim_or_tensor)             /* an integer, a tensor or null (torch.max's dim, which a tensor makes the elementwise form) */ \
+  X(optional_tensor_or_number) /* a tensor, a number or null (torch.clamp's bounds) */                                         \
+  X(process_group)             /* {"process_group": {"world_size": N}} (distributed prims) */
 enum class ParamKind {
-  tensor,            // a tensor value
-  tensor_or_number,  // a tensor value or a number literal / scalar value
-  tensor_list,       // a list of tensor values
-  number,            // a number literal or scalar value
-  integer,           // an integer literal
-  optional_integer,  // an integer literal or null
-  int_list,          // a list of integer literals (shape, dims, permutation)
-  optional_int_list, // a list of integer literals or null
-  padding_config,    // a list of [lo, hi, interior] integer triples
-  dtype,             // a dtype literal
-  device,            // a device literal (or string)
-  // torch-level signatures
-  optional_tensor,   // a tensor value or null
-  optional_dtype,    // a dtype literal or null
-  dims,              // an integer, a list of integers, or null (all dims)
-  boolean,           // true or false
-  string,            // a string literal {"str": ...}
-  optional_string,   // a string literal or null
-  optional_number,   // a number literal, a scalar value or null
-  int_or_int_list,   // an integer or a list of integers
-  dim_or_tensor,     // an integer, a tensor or null (torch.max's dim, which a tensor makes the elementwise form)
-  optional_tensor_or_number,  // a tensor, a number or null (torch.clamp's bounds)
-  process_group,     // {"process_group": {"world_size": N}} (distributed prims)
+#define TG_PARAM_KIND(name) name,
+  TG_PARAM_KINDS(TG_PARAM_KIND)
+#undef TG_PARAM_KIND
 };
 
 struct Param {
@@ -145,20 +116,8 @@ using GradContribution = std::pair<ValueId, ValueId>;
 // A gradient rule: given the op and the cotangent of each output (kNoValue where the output gets
 // none), the contributions to its inputs' cotangents. Ops without a rule are not differentiable.
 using GradRule = std::function<std::vector<GradContribution>(GradBuilder&, const Op&, const std::vector<ValueId>& cotangents)>;
-
-// Thunder's class losses keep ignore_index and reduction at different positions:
-// cross_entropy(a, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
-// and nll_loss(a, target, weight, ignore_index, reduction).
-struct ClassLossArgs {
-  int64_t ignore_index;
-  std::string reduction;
-};
-struct Op;
-ClassLossArgs class_loss_args(const Op& op);
-
-// PyTorch's reading of is_causal there: a hint that attn_mask is the causal mask, which replaces
-// the mask only without key_padding_mask and need_weights (then SDPA's is_causal is used).
-bool mha_causal_replaces_mask(const Op& op);
+// How a composite (torch-level) op is computed: appends the prims computing `op`, returns its outputs.
+using Lowering = std::vector<ValueId> (*)(GradBuilder&, const Op&);
 
 struct OpInfo {
   OpKind kind;
@@ -170,7 +129,10 @@ struct OpInfo {
   std::string_view code;
   DTypes accepts = DTypes::any;
   std::string_view summary;
-  GradRule grad = {};  // empty: no gradient flows through (comparisons, rounding, integer ops)
+  Lowering lowering = nullptr;  // composite ops: how it is computed in prims
+  // Its own gradient rule; empty: none flows through it (comparisons, rounding, integer ops), or,
+  // for a composite op, its lowering's prims are differentiated.
+  GradRule grad = {};
   // What the gradient rule reads of the forward, so what a backward must keep: "inputs",
   // "output" (exp, tanh, sqrt... read their result, not their operand), "inputs, output", or
   // "nothing". Checked against the rules themselves by tests/reference/test_gradients.cpp.
@@ -189,12 +151,16 @@ struct OpInfo {
   bool kinked = false;
   // Elementwise ops whose result is b8 whatever their operands (comparisons, signbit, isfinite).
   bool bool_result = false;
-  // The declared prims: the list declaring it ("unary_float", "binary_float", "binary_exact": the
-  // src/ops/<family>_prims.def), the PyTorch function giving its value, and the domain
-  // each operand's test inputs are drawn from (none for the exact prims). Empty elsewhere.
+  // The family declaring it (its file, src/ops/<family>.def: "unary_float_prims", "shape_prims",
+  // "torch_activations", ...); the PyTorch function giving its value (elementwise prims); the domain
+  // each operand's test inputs are drawn from (declared float prims and activations).
   std::string_view family = {};
   std::string_view torch_function = {};
   std::vector<Domain> domains = {};
+  // How LibTorch's reference (reference/reference.cpp) computes it when ATen has it: the ATen op,
+  // its overload and the parameters passed to it in order ("softmax.int(a, dim)"); empty where the
+  // reference computes it by hand.
+  std::string_view aten = {};
   bool has_lowering() const { return fusion == FusionClass::composite; }
   // Made by the fusion pass, never read from a trace or written by autograd.
   bool made_by_fusion() const { return fusion == FusionClass::partial || fusion == FusionClass::kernel; }
@@ -203,6 +169,8 @@ struct OpInfo {
 const std::vector<OpInfo>& op_table();
 const OpInfo* find_op(std::string_view id);
 const OpInfo& op_info(OpKind kind);
+// The kind's name in the declarations ("exp", "t_softmax").
+std::string_view op_kind_name(OpKind kind);
 // The position of parameter `name` in info's signature; info.params.size() when it declares none.
 size_t param_index(const OpInfo& info, std::string_view name);
 // A collective of thunder.distributed.prims (all_reduce, all_gather, reduce_scatter, broadcast).

@@ -1,10 +1,7 @@
 #include "ops/prim_builder.h"
 
-#include "ops/torch_elementwise.h"
-
 #include <map>
 
-#include "ops/torch_ops.h"
 #include "support/diagnostics.h"
 
 namespace tg {
@@ -66,7 +63,7 @@ std::string PrimBuilder::fresh_named(const std::string& name) {
 std::vector<Op> lower_composite(Trace& t, NameSet& taken, const Op& op) {
   PrimBuilder b(t, taken, t.value(op.outs[0]).name + "__");
   b.differentiating(op);
-  std::vector<ValueId> results = is_torch_form(*op.info) ? lower_torch_elementwise(b, op) : lower_torch_op(b, op);
+  std::vector<ValueId> results = op.info->lowering(b, op);
   std::vector<Op> ops = b.take_ops();
   // Bind each result to the op's own output: the op that made it now defines the output (later
   // reads follow); a result the lowering did not make (an input returned as is) is copied.

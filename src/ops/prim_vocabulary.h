@@ -1,6 +1,6 @@
-// A small vocabulary for writing prims programs through a GradBuilder: gradient rules
-// (gradients.cpp) and torch-level lowerings (torch_ops.cpp) are written in it. A number operand
-// is an Arg literal.
+// A small vocabulary for writing prims programs through a GradBuilder: gradient rules and
+// lowerings (src/ops/<family>.cpp, and the expressions of the declarations) are written in it. A
+// number operand is an Arg literal.
 #pragma once
 #include <algorithm>
 #include <functional>

@@ -201,6 +201,7 @@ OpInfo torch_form_of(const OpInfo& prim) {
   row.summary = "PyTorch's broadcasting and type promotion, lowered to the prim";
   row.grad = {};  // lowered before autograd: the prims' rules
   row.grad_saves = {};
+  row.lowering = lower_torch_elementwise;
   for (Param& p : row.params)
     if (p.kind == ParamKind::tensor) p.kind = ParamKind::tensor_or_number;
   if (prim.kind == OpKind::add || prim.kind == OpKind::sub) row.params.push_back(Param{"alpha", ParamKind::optional_number, true, true, Arg{}});

@@ -1,7 +1,7 @@
 // Torch-level elementwise calls (torch.add, torch.exp, torch.eq, torch.where, ...) that a trace
 // carries without a decomposition: hand-written traces, and tools that record the call only.
 // Every elementwise prim `prims.<name>` has the torch-level form `torch.<name>` (op_table.cpp makes
-// the rows from the prims' own), which takes tensors, 0-dim tensors and numbers, broadcasts them
+// its row from the prim's own), which takes tensors, 0-dim tensors and numbers, broadcasts them
 // and promotes their dtypes as PyTorch does, and is lowered here to conversions, broadcasts and
 // the prim. Gradients are the prims'.
 #pragma once

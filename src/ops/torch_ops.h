@@ -1,21 +1,25 @@
-// Torch-level ops with rows of their own in the op table (FusionClass::composite): how each is
-// lowered to prims, and, where it saves less or fuses better than differentiating that lowering,
-// its own gradient rule (softmax and tanh read their output; linear reads w without transposing
-// it). Composite ops survive decompose on the training path so autograd can apply these rules;
-// autograd then lowers their forward. Ops without a rule here are differentiated through their
-// lowering (shape ops, sums and matmul: the prims' rules are already what one would write).
+// Facts about torch-level calls that code outside their family reads (the LibTorch reference, other
+// families' lowerings): how Thunder's class losses place their arguments, and when
+// multi_head_attention_forward's is_causal replaces its mask. The calls themselves are declared in
+// src/ops/torch_*.def, attention_ops.def, matmul_ops.def and convolution_ops.def.
 #pragma once
-#include <string_view>
-#include <vector>
+#include <string>
 
 #include "ops/op_table.h"
 
 namespace tg {
 
-// Appends the prims computing `op` (a composite row) and returns its outputs.
-std::vector<ValueId> lower_torch_op(GradBuilder& g, const Op& op);
+// Thunder's class losses keep ignore_index and reduction at different positions:
+// cross_entropy(a, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+// and nll_loss(a, target, weight, ignore_index, reduction).
+struct ClassLossArgs {
+  int64_t ignore_index;
+  std::string reduction;
+};
+ClassLossArgs class_loss_args(const Op& op);
 
-GradRule torch_gradient(OpKind kind);
-std::string_view torch_gradient_saves(OpKind kind);
+// PyTorch's reading of is_causal there: a hint that attn_mask is the causal mask, which replaces
+// the mask only without key_padding_mask and need_weights (then SDPA's is_causal is used).
+bool mha_causal_replaces_mask(const Op& op);
 
 }  // namespace tg

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
-from op_declarations import binary_exact_prims, binary_float_prims, unary_float_prims  # noqa: E402
+from op_declarations import aten_call, binary_exact_prims, binary_float_prims, declared_signature, op_table, torch_function_named, unary_float_prims  # noqa: E402
 from torch_reference import DTYPES, TOLERANCES, load_npy  # noqa: E402
 
 FLOATS = ("f32", "f64", "bf16", "f16")
@@ -78,9 +78,10 @@ class Interpreter:
         return [self.unperturbed.get(n, self.env[n]) for n in self.trace["outputs"]]
 
     def one(self, op: dict) -> None:
-        fn = OPS.get(op["op"])
+        fn = OPS.get(op["op"]) or declared_op(op["op"])
         if fn is None:
-            raise NotImplementedError(f"{op['op']}: no rule in tests/random/eager_reference.py")
+            raise NotImplementedError(f"{op['op']}: no rule in tests/random/eager_reference.py, and its declaration names no "
+                                      "PyTorch function or ATen call to compute it by")
         args = [self.resolve(a) for a in op.get("args", [])]
         kwargs = {k: self.resolve(v) for k, v in op.get("kwargs", {}).items()}
         results = fn(Call(self, op), *args, **kwargs)
@@ -519,6 +520,27 @@ OPS = {
     "prims.shallow_copy": copy,
     "prims.stride_order": copy,
 }
+
+
+def declared_op(op_id: str):
+    """An op with no entry in OPS, computed from its declaration (thunder-gen list-ops --json): a
+    torch-level call by the PyTorch function its id names (PyTorch's own binding, defaults and
+    eager roundings), a prim by the ATen call it declares."""
+    row = next((r for r in op_table() if r["id"] == op_id), None)
+    if row is None or "form_of" in row:
+        return None
+    if op_id.startswith("torch."):
+        f = torch_function_named(op_id)
+        return lambda cx, *args, **kwargs: f(*args, **kwargs)
+    if "aten" not in row:
+        return None
+    signature = declared_signature(row)
+
+    def call(cx, *args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return aten_call(row, bound.arguments)
+    return call
 
 
 # ---- forward and backward ----------------------------------------------------------------------

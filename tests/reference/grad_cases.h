@@ -92,6 +92,9 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
       return Case{x, call(info.id, "[\"x\", 0.5, [[-1, 2, 1], [1, -2, 0]]]", out("o", "[6, 3]")), "\"o\""};
     case tg::OpKind::cat:
       return Case{x + "," + f64("y", "[3, 2]"), call(info.id, "[[\"x\", \"y\", \"x\"], 1]", out("o", "[3, 10]")), "\"o\""};
+    case tg::OpKind::flip:  // every dim (one of length 1), and one by a negative index
+      return Case{f64("x", "[3, 1, 4]"), call(info.id, "[\"x\", [0, 1, 2]]", out("o", "[3, 1, 4]")) + "," + call(info.id, "[\"x\", [-1]]", out("r", "[3, 1, 4]")),
+                  "\"o\", \"r\""};
     case tg::OpKind::sum: case tg::OpKind::prod: case tg::OpKind::amax: case tg::OpKind::amin:
       return Case{f64("x", "[3, 4, 5]"), call(info.id, "[\"x\", [0, 2]]", out("o", "[4]")), "\"o\""};
     // Torch-level ops, bound positionally and by keyword as exporters write them.
@@ -100,6 +103,9 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                   "\"o\", \"r\""};
     case tg::OpKind::t_relu:
       return Case{x, call(info.id, "[\"x\"]", o, ", \"kwargs\": {\"inplace\": false}"), "\"o\"", -1.0, 1.0};
+    case tg::OpKind::t_leaky_relu:  // the default slope, and one by keyword
+      return Case{x, call(info.id, "[\"x\"]", o) + "," + call(info.id, "[\"x\"]", out("r", "[3, 4]"), ", \"kwargs\": {\"negative_slope\": 0.2}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
     case tg::OpKind::t_sigmoid: case tg::OpKind::t_tanh: case tg::OpKind::t_silu:
       return Case{x, call(info.id, "[\"x\"]", o), "\"o\"", -2.0, 2.0};
     case tg::OpKind::t_gelu:

@@ -78,9 +78,9 @@ TEST_CASE("every argument name the sources read is declared by an op") {
   const std::regex named_read(R"re(\b(?:arg|has_arg)\("([^"]*)"\)|\b(?:declared_position|need_null|need_number_literal|need_typed)\((?:t, )?op, "([^"]*)")re");
   size_t reads = 0;
   for (const char* dir : {"src", "reference"}) {
-    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(TG_SOURCE_DIR) / dir)) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(TG_SOURCE_DIR) / dir)) {
       const std::string ext = entry.path().extension().string();
-      if (ext != ".cpp" && ext != ".h") continue;
+      if (ext != ".cpp" && ext != ".h" && ext != ".def") continue;  // (.def: the declarations' expressions)
       std::ifstream in(entry.path());
       std::ostringstream text;
       text << in.rdbuf();

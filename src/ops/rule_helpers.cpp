@@ -1,0 +1,101 @@
+#include "ops/rule_helpers.h"
+
+#include <algorithm>
+
+#include "ops/op_rows.h"
+#include "ops/torch_elementwise.h"
+#include "support/diagnostics.h"
+
+namespace tg::op_rows {
+
+const Value* tensor_arg(const Trace& t, const Op& op, size_t i) {
+  const Arg& a = op.arg(i);
+  if (!a.is_value() || t.value(a.value).is_scalar) return nullptr;
+  return &t.value(a.value);
+}
+
+const Value& float_tensor(const Trace& t, const Op& op, size_t i) {
+  const Value& a = t.value(op.arg(i).value);
+  if (!is_float(a.dtype)) fail(int(i), "needs a float tensor, not " + std::string(dtype_name(a.dtype)));
+  return a;
+}
+
+int64_t wrap_dim(int64_t d, size_t rank, int arg) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (d < -r || d >= r) fail(arg, "dim " + std::to_string(d) + " is out of range for rank " + std::to_string(r));
+  return d < 0 ? d + r : d;
+}
+
+void check_shape(const std::vector<int64_t>& shape, int arg) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail(arg, "negative dimension " + std::to_string(d));
+    if (d > 0 && n > (int64_t(1) << 48) / d) fail(arg, "shape " + shape_str(shape) + " has too many elements");
+    n *= d;
+  }
+}
+
+size_t declared_position(const Op& op, std::string_view name) {
+  TG_CHECK(op.info, op.symbol + " has no signature to read its argument \"" + std::string(name) + "\" by");
+  const size_t i = param_index(*op.info, name);
+  TG_CHECK(i < op.info->params.size(), std::string(op.info->id) + " declares no parameter \"" + std::string(name) + "\"");
+  return i;
+}
+
+void need_number_literal(const Op& op, std::string_view name) {
+  if (!op.arg(name).is_number()) fail(declared_position(op, name), std::string(name) + " must be a number literal (a scalar input is not supported)");
+}
+
+Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_t> which) {
+  Shape out;
+  for (size_t i : which) {
+    const Value* v = tensor_arg(t, op, i);
+    if (!v) continue;
+    if (v->shape.size() > out.size()) out.insert(out.begin(), v->shape.size() - out.size(), 1);
+    for (size_t k = 0; k < v->shape.size(); ++k) {
+      int64_t& o = out[out.size() - v->shape.size() + k];
+      if (v->shape[k] != o && v->shape[k] != 1 && o != 1) fail(int(i), "shape " + shape_str(v->shape) + " does not broadcast with " + shape_str(out));
+      if (o == 1) o = v->shape[k];
+    }
+  }
+  return out;
+}
+
+DType promoted(const Trace& t, const Op& op, std::initializer_list<size_t> which) {
+  std::vector<PromotionOperand> operands;
+  for (size_t i : which)
+    if (op.arg(i).kind != Arg::Kind::none) operands.push_back(promotion_operand(t, op.arg(i)));
+  return *result_type(operands);
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims) {
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!std::count(dims.begin(), dims.end(), int64_t(i))) out.push_back(in[i]);
+  return out;
+}
+
+std::vector<OutType> like_input_rule(const Trace& t, const Op& op) {
+  const Value& a = float_tensor(t, op, 0);
+  return {{a.dtype, a.shape}};
+}
+
+std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
+  const Arg& list = op.arg("tensors");
+  if (list.items.empty()) fail(0, "needs at least one tensor");
+  const Value& first = t.value(list.items[0].value);
+  if (first.shape.empty()) fail(0, "cannot concatenate 0-d tensors");
+  int64_t dim = wrap_dim(op.arg("dim").integer, first.shape.size(), 1);
+  Shape shape = first.shape;
+  for (size_t i = 1; i < list.items.size(); ++i) {
+    const Value& v = t.value(list.items[i].value);
+    if (v.dtype != first.dtype) fail(0, "tensor " + std::to_string(i) + " has dtype " + std::string(dtype_name(v.dtype)) + ", not " + std::string(dtype_name(first.dtype)));
+    if (v.shape.size() != first.shape.size()) fail(0, "tensor " + std::to_string(i) + " has rank " + std::to_string(v.shape.size()));
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (int64_t(d) != dim && v.shape[d] != first.shape[d]) fail(0, "tensor " + std::to_string(i) + " has shape " + shape_str(v.shape) + ", incompatible with " + shape_str(first.shape));
+    shape[dim] += v.shape[dim];
+  }
+  return {{first.dtype, shape}};
+}
+
+}  // namespace tg::op_rows

@@ -1,0 +1,245 @@
+// The shape prims' op-table rows, built from shape_prims.def, with their shape rules and gradient
+// rules (each moves the cotangent back to where its elements came from).
+#include <algorithm>
+#include <set>
+
+#include "ops/family.h"
+
+namespace tg {
+namespace {
+
+using namespace op_rows;
+using namespace vocabulary;
+using Contributions = std::vector<GradContribution>;
+
+// ---- shape rules ------------------------------------------------------------------------------
+
+std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  Shape shape = op.arg("shape").int_list();
+  check_shape(shape, 1);
+  std::vector<int64_t> bdims = op.arg("broadcast_dimensions").int_list();
+  if (bdims.size() != a.shape.size())
+    fail(2, "needs one broadcast dimension per input dimension (" + std::to_string(a.shape.size()) + "), got " + std::to_string(bdims.size()));
+  int64_t last = -1;
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    int64_t d = bdims[i];
+    if (d < 0 || d >= int64_t(shape.size())) fail(2, "broadcast dimension " + std::to_string(d) + " is out of range for rank " + std::to_string(shape.size()));
+    if (d <= last) fail(2, "broadcast dimensions must be strictly increasing");
+    last = d;
+    if (a.shape[i] != 1 && a.shape[i] != shape[d])
+      fail(1, "input dimension " + std::to_string(i) + " of length " + std::to_string(a.shape[i]) + " cannot broadcast to length " + std::to_string(shape[d]));
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> reshape_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  Shape shape = op.arg("shape").int_list();
+  check_shape(shape, 1);
+  if (numel(shape) != numel(a.shape))
+    fail(1, "cannot reshape " + shape_str(a.shape) + " (" + std::to_string(numel(a.shape)) + " elements) to " + shape_str(shape));
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> transpose_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  std::vector<int64_t> perm = op.arg("permutation").int_list();
+  if (perm.size() != a.shape.size()) fail(1, "permutation has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(a.shape.size()));
+  std::vector<bool> seen(perm.size());
+  Shape shape;
+  for (int64_t d : perm) {
+    int64_t w = wrap_dim(d, perm.size(), 1);
+    if (seen[w]) fail(1, "permutation repeats dim " + std::to_string(w));
+    seen[w] = true;
+    shape.push_back(a.shape[w]);
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> squeeze_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  std::set<int64_t> dims;
+  for (int64_t d : op.arg("dims").int_list()) {
+    int64_t w = wrap_dim(d, a.shape.size(), 1);
+    if (a.shape[w] != 1) fail(1, "cannot squeeze dim " + std::to_string(w) + " of length " + std::to_string(a.shape[w]));
+    if (!dims.insert(w).second) fail(1, "dim " + std::to_string(w) + " listed twice");
+  }
+  Shape shape;
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    if (!dims.count(int64_t(i))) shape.push_back(a.shape[i]);
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  auto start = op.arg("start_indices").int_list(), end = op.arg("end_indices").int_list();
+  std::vector<int64_t> strides(a.shape.size(), 1);
+  if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
+  if (start.size() != a.shape.size()) fail(1, "needs one start index per dimension");
+  if (end.size() != a.shape.size()) fail(2, "needs one end index per dimension");
+  if (strides.size() != a.shape.size()) fail(3, "needs one stride per dimension");
+  Shape shape;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    if (start[i] < 0 || start[i] > a.shape[i]) fail(1, "start index " + std::to_string(start[i]) + " is out of range for dim " + std::to_string(i) + " of length " + std::to_string(a.shape[i]));
+    if (end[i] < start[i] || end[i] > a.shape[i]) fail(2, "end index " + std::to_string(end[i]) + " is out of range for dim " + std::to_string(i));
+    if (strides[i] < 1) fail(3, "strides must be positive");
+    int64_t len = end[i] - start[i];
+    shape.push_back(len == 0 ? 0 : 1 + (len - 1) / strides[i]);  // no overflow for huge strides
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  const Arg& config = op.arg("padding_config");
+  if (config.items.size() != a.shape.size()) fail(2, "needs one (lo, hi, interior) triple per dimension");
+  Shape shape;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    auto triple = config.items[i].int_list();
+    if (triple[2] < 0) fail(2, "interior padding must not be negative");
+    int64_t len = a.shape[i], out = 0, interior = 0;
+    if (__builtin_mul_overflow(len > 0 ? len - 1 : 0, triple[2], &interior) || __builtin_add_overflow(triple[0], triple[1], &out) ||
+        __builtin_add_overflow(out, len, &out) || __builtin_add_overflow(out, interior, &out))
+      fail(2, "padding of dimension " + std::to_string(i) + " overflows 64 bits");
+    if (out < 0) fail(2, "dimension " + std::to_string(i) + " would have negative length " + std::to_string(out));
+    shape.push_back(out);
+  }
+  return {{a.dtype, shape}};
+}
+
+std::vector<OutType> flip_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  std::vector<bool> flipped(a.shape.size());
+  for (int64_t d : op.arg("dims").int_list()) {
+    const int64_t w = wrap_dim(d, a.shape.size(), 1);
+    if (flipped[size_t(w)]) fail(1, "dim " + std::to_string(w) + " listed twice");
+    flipped[size_t(w)] = true;
+  }
+  return {{a.dtype, a.shape}};
+}
+
+// ---- flip: one slice per position along each flipped dim, the last first, and a cat -------------
+
+V flipped(G& g, V a, const std::vector<int64_t>& dims) {
+  for (int64_t d : dims) {
+    const Shape shape = shape_of(g, a);
+    const size_t dim = size_t(d < 0 ? d + int64_t(shape.size()) : d);
+    if (shape[dim] < 2) continue;
+    std::vector<Arg> pieces;
+    for (int64_t i = shape[dim] - 1; i >= 0; --i) {
+      std::vector<int64_t> start(shape.size(), 0), end = shape;
+      start[dim] = i;
+      end[dim] = i + 1;
+      pieces.push_back(val(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}})));
+    }
+    a = call(g, "prims.cat", {Arg::of_list(std::move(pieces)), Arg::of_int(int64_t(dim))});
+  }
+  return a;
+}
+
+V lower_flip(G& g, const Op& op) { return flipped(g, op.arg("a").value, op.arg("dims").int_list()); }
+
+// ---- gradient rules ---------------------------------------------------------------------------
+
+// The cotangent flipped back.
+Contributions flip_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  return {{op.arg("a").value, flipped(g, cot[0], op.arg("dims").int_list())}};
+}
+
+
+// The input positions a slice or pad reads: for output/input lengths and out = lo + p * step.
+Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg("a").value;
+  const Shape& in = shape_of(g, a);
+  const Shape& out = shape_of(g, op.outs[0]);
+  std::vector<int64_t> start, end, strides;
+  std::vector<Arg> repad;
+  bool empty = false;
+  for (size_t d = 0; d < in.size(); ++d) {
+    auto lhi = op.arg("padding_config").items[d].int_list();
+    int64_t lo = lhi[0], step = lhi[2] + 1, len = in[d];
+    // input positions p whose padded position lo + p * step lands inside the output
+    int64_t p0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
+    int64_t p1 = len;
+    while (p1 > p0 && lo + (p1 - 1) * step >= out[d]) --p1;
+    if (p1 <= p0) { empty = true; break; }
+    start.push_back(lo + p0 * step);
+    end.push_back(lo + (p1 - 1) * step + 1);
+    strides.push_back(step);
+    repad.push_back(int_list({p0, len - p1, 0}));
+  }
+  if (empty) return {{a, zeros(g, in, value_of(g, a).dtype)}};
+  V taken = call(g, "prims.slice_prim", {val(cot[0]), int_list(start), int_list(end), int_list(strides)});
+  bool cropped = false;
+  for (const Arg& r : repad) cropped = cropped || r.items[0].integer != 0 || r.items[1].integer != 0;
+  if (!cropped) return {{a, taken}};
+  return {{a, call(g, "prims.pad", {val(taken), num(0.0), Arg::of_list(repad)})}};
+}
+
+Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg("a").value;
+  const Shape& in = shape_of(g, a);
+  const Shape& out = shape_of(g, op.outs[0]);
+  auto start = op.arg("start_indices").int_list();
+  std::vector<int64_t> strides(in.size(), 1);
+  if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
+  std::vector<Arg> config;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (out[d] == 0) return {{a, zeros(g, in, value_of(g, a).dtype)}};
+    int64_t last = start[d] + (out[d] - 1) * strides[d];
+    config.push_back(int_list({start[d], in[d] - last - 1, strides[d] - 1}));
+  }
+  return {{a, call(g, "prims.pad", {val(cot[0]), num(0.0), Arg::of_list(config)})}};
+}
+
+Contributions broadcast_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  V a = op.arg("a").value;
+  const Shape& in = shape_of(g, a);
+  const Shape& out = shape_of(g, op.outs[0]);
+  auto bdims = op.arg("broadcast_dimensions").int_list();
+  std::vector<int64_t> summed;
+  for (int64_t d = 0; d < int64_t(out.size()); ++d) {
+    auto it = std::find(bdims.begin(), bdims.end(), d);
+    if (it == bdims.end() || (in[it - bdims.begin()] == 1 && out[d] != 1)) summed.push_back(d);
+  }
+  return {{a, reshape(g, sum(g, cot[0], summed), in)}};
+}
+
+Contributions cat_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  const Shape& out = shape_of(g, op.outs[0]);
+  int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + int64_t(out.size()) : op.arg("dim").integer;
+  Contributions result;
+  int64_t offset = 0;
+  for (const Arg& piece : op.arg("tensors").items) {
+    const Shape& s = shape_of(g, piece.value);
+    std::vector<int64_t> start(out.size(), 0), end(out.begin(), out.end());
+    start[dim] = offset;
+    end[dim] = offset + s[dim];
+    result.emplace_back(piece.value, call(g, "prims.slice_prim", {val(cot[0]), int_list(start), int_list(end), Arg{}}));
+    offset += s[dim];
+  }
+  return result;
+}
+
+// reshape and squeeze: the cotangent reshaped back.
+Contributions reshape_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  return {{op.arg("a").value, reshape(g, cot[0], shape_of(g, op.arg("a").value))}};
+}
+
+// The cotangent transposed by the inverse permutation.
+Contributions transpose_gradient(G& g, const Op& op, const std::vector<V>& cot) {
+  auto perm = op.arg("permutation").int_list();
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t j = 0; j < perm.size(); ++j) inverse[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = int64_t(j);
+  return {{op.arg("a").value, call(g, "prims.transpose", {val(cot[0]), int_list(inverse)})}};
+}
+
+}  // namespace
+
+#define TG_FAMILY_ROWS shape_prim_rows
+#define TG_FAMILY "shape_prims"
+#define TG_FAMILY_FILE "ops/shape_prims.def"
+#include "ops/family_rows.inc"
+
+}  // namespace tg
