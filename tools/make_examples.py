@@ -673,12 +673,12 @@ def shape_ops():
 
 @example
 def flip():
-    t = Trace("flip", "hand-written: prims.flip (Thunder's torch.flip) of one and of two dims of f32 and i32 values, "
-                      "feeding elementwise ops, and its gradient", device="cuda:0")
+    t = Trace("flip", "hand-written: prims.flip (Thunder's torch.flip) of one and of two dims (one of 32, one given as "
+                      "a negative index) of f32 and i32 values, feeding elementwise ops, and its gradient", device="cuda:0")
     x = t.input("x", [6, 32, 4], "f32", requires_grad=True)
     y = t.input("y", [5, 7], "i32")
     w = t.input("w", [6, 32, 4], "f32", requires_grad=True)
-    outs = [t.op("mul", t.op("flip", x, [0, 2]), w)]
+    outs = [t.op("mul", t.op("flip", x, [0, -2]), w)]
     outs.append(t.op("add", t.op("flip", y, [1]), 3))
     outs.append(t.op("exp", t.op("flip", t.op("neg", w), [2])))
     t.outputs = outs

@@ -1107,13 +1107,10 @@ def b_transpose(s: Sub, op: str, dt: str) -> Val:
 
 
 def b_flip(s: Sub, op: str, dt: str) -> Val:
-    """Some dims of a value reversed: the same elements (exact), moved. Only dims of up to 16: the
-    lowering writes a slice per position."""
+    """Some dims of a value reversed (negative ones too): the same elements (exact), moved."""
     a = any_value(s, dt, 1)
-    short = [d for d in range(a.rank) if a.shape[d] <= 16]
-    if not short:
-        raise Budget("no dim short enough to flip")
-    dims = sorted(s.rng.sample(short, s.rng.randint(1, len(short))))
+    dims = sorted(s.rng.sample(range(a.rank), s.rng.randint(1, a.rank)))
+    dims = [d - a.rank if s.rng.random() < 0.3 else d for d in dims]
     return s.emit1(op, [a.name, dims], replace(a, name=""))
 
 

@@ -119,32 +119,11 @@ std::vector<OutType> flip_rule(const Trace& t, const Op& op) {
   return {{a.dtype, a.shape}};
 }
 
-// ---- flip: one slice per position along each flipped dim, the last first, and a cat -------------
-
-V flipped(G& g, V a, const std::vector<int64_t>& dims) {
-  for (int64_t d : dims) {
-    const Shape shape = shape_of(g, a);
-    const size_t dim = size_t(d < 0 ? d + int64_t(shape.size()) : d);
-    if (shape[dim] < 2) continue;
-    std::vector<Arg> pieces;
-    for (int64_t i = shape[dim] - 1; i >= 0; --i) {
-      std::vector<int64_t> start(shape.size(), 0), end = shape;
-      start[dim] = i;
-      end[dim] = i + 1;
-      pieces.push_back(val(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}})));
-    }
-    a = call(g, "prims.cat", {Arg::of_list(std::move(pieces)), Arg::of_int(int64_t(dim))});
-  }
-  return a;
-}
-
-V lower_flip(G& g, const Op& op) { return flipped(g, op.arg("a").value, op.arg("dims").int_list()); }
-
 // ---- gradient rules ---------------------------------------------------------------------------
 
 // The cotangent flipped back.
 Contributions flip_gradient(G& g, const Op& op, const std::vector<V>& cot) {
-  return {{op.arg("a").value, flipped(g, cot[0], op.arg("dims").int_list())}};
+  return {{op.arg("a").value, call(g, "prims.flip", {val(cot[0]), op.arg("dims")})}};
 }
 
 

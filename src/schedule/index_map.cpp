@@ -240,6 +240,14 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       for (size_t j = 0; j < perm.size(); ++j) in[perm[j] < 0 ? perm[j] + int64_t(perm.size()) : perm[j]] = out[j];
       return one_read(op.arg("a").value, std::move(in));
     }
+    case OpKind::flip: {  // element n - 1 - k along each flipped dim of length n
+      Index in = out;
+      for (int64_t d : op.arg("dims").int_list()) {
+        const size_t dim = size_t(d < 0 ? d + int64_t(out.size()) : d);
+        in[dim] = affine(out[dim], out_shape[dim], -1, out_shape[dim] - 1);
+      }
+      return one_read(op.arg("a").value, squash_unit_dims(std::move(in), out_shape));
+    }
     case OpKind::squeeze: {
       const Value& a = t.value(op.arg("a").value);
       auto dims = op.arg("dims").int_list();
