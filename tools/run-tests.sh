@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/setup-python.sh
-tools/build.sh
+UNITY_BUILD=${UNITY_BUILD:-ON} tools/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "${JOBS:-$(nproc)}"
