@@ -5,6 +5,9 @@
 #          (thunder-gen-check)
 #   nvcc   generate and compile forward.cu (and backward.cu) with nvcc for sm_90; check in the PTX
 #          and the ptxas report that runs became 16-byte accesses and nothing spills (ptx_check.py)
+#   nvcc-device  the same checks on the device code alone (nvcc -cubin): the host code's nvcc
+#          compile is about 60% of nvcc's time, and the corpus, hostile-name and generated-CMake
+#          tests compile it
 #   nvrtc  generate and compile their kernels with NVRTC for sm_90
 # Tools come from the environment: THUNDER_GEN, THUNDER_GEN_CHECK, NVRTC_CHECK, CXX, NVCC.
 # TG_INPUTS, when set, is a folder of input .npy files for the harness (else it draws them).
@@ -30,12 +33,14 @@ case "$mode" in
     ./harness --outputs ../results --repeat 1 ${TG_INPUTS:+--inputs "$TG_INPUTS"}
     "${THUNDER_GEN_CHECK:?}" "$trace" ../results ${TG_CHECK_FLAGS:-} | tee ../check.log
     ;;
-  nvcc)
+  nvcc | nvcc-device)
     # -keep leaves the PTX and -Xptxas -v reports registers and spills: ptx_check.py reads both.
     for cu in "${sources[@]}"; do
       base=${cu%.cu}
+      output=(-c -o "$base.o")
+      [[ "$mode" = nvcc-device ]] && output=(-cubin -o "$base.cubin")
       mkdir -p "keep.$base"
-      "$NVCC" -arch=sm_90 -std=c++17 -c "$cu" -I. -o "$base.o" -Xptxas -v -keep -keep-dir "keep.$base" 2>"$base.ptxas.log" ||
+      "$NVCC" -arch=sm_90 -std=c++17 "${output[@]}" "$cu" -I. -Xptxas -v -keep -keep-dir "keep.$base" 2>"$base.ptxas.log" ||
         { cat "$base.ptxas.log"; exit 1; }
       echo "nvcc -arch=sm_90: compiled $cu"
       [[ "${TG_PTX_CHECK:-1}" = 0 ]] || python3 "$here/ptx_check.py" "$cu" "keep.$base/$base.ptx" "$base.ptxas.log"

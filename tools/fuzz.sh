@@ -30,7 +30,7 @@ build() {
   # A unity build (sources compiled in batches, so the headers' inline code is parsed, instrumented
   # and optimized once per batch, not once per file; reports still name the source's file and
   # line) takes about 40% less CPU time here.
-  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++-16}" -DCMAKE_UNITY_BUILD=ON \
+  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++-16}" -DTHUNDER_GEN_UNITY_BUILD=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
     -DTHUNDER_GEN_TESTS=OFF -DTHUNDER_GEN_FUZZ=ON >/dev/null
   local targets=()

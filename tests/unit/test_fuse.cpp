@@ -6,25 +6,16 @@
 #include <algorithm>
 
 #include "codegen/emit_cuda.h"
-#include "frontend/reader.h"
-#include "lower/dead_code.h"
-#include "lower/decompose.h"
 #include "ops/op_table.h"
 #include "ops/verify.h"
-#include "schedule/fuse.h"
+#include "fused_trace.h"
 #include "trace_builder.h"
 
+using test::fused;
 using test::op;
 using test::tensor;
 
 namespace {
-
-// As the pipeline runs fusion: after decomposition and the dead-code pass.
-tg::FusedTrace fused(const std::string& json) {
-  tg::FusedTrace f = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
-  tg::verify_pass(f.trace, "fuse");
-  return f;
-}
 
 // The forward.cu of a fused trace that does not train.
 tg::CudaFile emit_forward(const tg::FusedTrace& f, const std::string& input_file) {

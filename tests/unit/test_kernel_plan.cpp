@@ -3,27 +3,19 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/emit_cuda.h"
-#include "frontend/reader.h"
-#include "lower/dead_code.h"
-#include "lower/decompose.h"
 #include "ops/verify.h"
-#include "schedule/fuse.h"
 #include "schedule/kernel_plan.h"
 #include "support/diagnostics.h"
+#include "fused_trace.h"
 #include "trace_builder.h"
 
+using test::fused;
 using test::op;
 using test::tensor;
 using Form = tg::KernelPlan::Form;
 using Kind = tg::KernelPlan::Kind;
 
 namespace {
-
-tg::FusedTrace fused(const std::string& json) {
-  tg::FusedTrace f = tg::fuse(tg::remove_dead_ops(tg::decompose(tg::read_trace(json))));
-  tg::verify_pass(f.trace, "fuse");
-  return f;
-}
 
 // The plan of the trace's one kernel (a copy: the trace may be a temporary).
 tg::KernelPlan only_plan(const tg::FusedTrace& f) {
