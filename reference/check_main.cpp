@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "compare.h"
+#include "frontend/input_file.h"
 #include "frontend/reader.h"
 #include "lower/rng.h"
 #include "npy.h"
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
   }
   try {
     // The generator's RNG binding, so the Philox seed and offset inputs the harness wrote are read.
-    Check check(tg::bind_rng(tg::read_trace_file(argv[1])), argv[2], op_by_op, mixed_precision);
+    Check check(tg::bind_rng(tg::read_input_file(argv[1])), argv[2], op_by_op, mixed_precision);
     return check.run() ? 0 : 1;
   } catch (const tg::UserError& e) {
     std::cerr << argv[1] << ": " << e.where << ": error: " << e.what() << "\n";

@@ -17,6 +17,7 @@
 #include "driver/list_ops.h"
 #include "driver/pipeline.h"
 #include "driver/resume.h"
+#include "frontend/input_file.h"
 #include "frontend/overrides.h"
 #include "frontend/reader.h"
 #include "output/folder_check.h"
@@ -57,7 +58,7 @@ int validate(const std::vector<std::string>& files) {
   int status = 0;
   for (const std::string& file : files) {
     try {
-      tg::Trace t = tg::read_trace_file(file);
+      tg::Trace t = tg::read_input_file(file);
       // Decomposition and autograd refuse some traces the reader accepts (an op with no gradient
       // on a requires-grad path); validate reports what generation would.
       tg::PipelineOptions through_autograd;
@@ -134,7 +135,7 @@ int generate(const Request& r) {
   if (!r.dump_dir.empty() && !out_dir.empty() && tg::path_within(r.dump_dir, out_dir))
     throw tg::UserError("thunder-gen", "--dump-dir " + r.dump_dir, "is inside the output folder " + out_dir + ", which is replaced as a whole");
   auto start = std::chrono::steady_clock::now();
-  tg::Trace trace = r.from_stage.empty() ? tg::read_trace_file(file) : read_listing_to_resume(r, options);
+  tg::Trace trace = r.from_stage.empty() ? tg::read_input_file(file) : read_listing_to_resume(r, options);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
   tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);

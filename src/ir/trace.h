@@ -158,6 +158,12 @@ void for_each_nested_op(std::vector<Op>& ops, F&& f, bool only_lowered = false) 
   }
 }
 
+// Where an input of a PT2 archive's program came from: its role ("parameter", "buffer",
+// "constant", "user_input") and fully qualified name ("layers.0.attn.q_proj.weight").
+struct InputOrigin {
+  std::string role, fqn;
+};
+
 struct Trace {
   std::string name;
   std::string device = "cuda:0";
@@ -172,6 +178,8 @@ struct Trace {
   // The world size of the process group its distributed prims name (one per trace); 0 when it has
   // none. Its entry points then take a communicator (thunder_gen_comm).
   int64_t world_size = 0;
+  // Per input, when the trace was read from a PT2 archive; empty for a JSON trace.
+  std::vector<InputOrigin> input_origins;
 
   // Everything but the ops: where a pass that builds a new op list starts (copying the ops,
   // decompositions and all, only to drop them cost a tenth of a 10,000-op run).
@@ -185,6 +193,7 @@ struct Trace {
     t.outputs = outputs;
     t.policy_sources = policy_sources;
     t.world_size = world_size;
+    t.input_origins = input_origins;
     return t;
   }
 

@@ -1,0 +1,244 @@
+#include "frontend/pt2_lowerings.h"
+
+#include <algorithm>
+
+#include "support/diagnostics.h"
+
+namespace tg {
+namespace {
+
+using Doc = nlohmann::json;
+
+// Builds a node's trace ops: temporaries are named after its first output ("<out>__1", ...).
+class Builder {
+ public:
+  explicit Builder(Pt2Lowering& node) : node_(node) {}
+
+  // One op; its output is `out` (a node output) or a new temporary of `shape` and `dtype`.
+  std::string op(const std::string& symbol, Doc kwargs, const Shape& shape, DType dtype, std::string out = "") {
+    if (out.empty()) out = node_.outs.at(0) + "__" + std::to_string(++temporaries_);
+    ops_.push_back({{"op", symbol}, {"kwargs", std::move(kwargs)}, {"out", Doc::array({declaration(out, shape, dtype)})}});
+    return out;
+  }
+  // The op computing output `i` as the node declares it.
+  std::string output(size_t i, const std::string& symbol, Doc kwargs) {
+    const Value& v = node_.meta(node_.outs.at(i));
+    return op(symbol, std::move(kwargs), v.shape, v.dtype, node_.outs.at(i));
+  }
+  std::vector<Doc> take() { return std::move(ops_); }
+
+  const Value& input(const char* param) const { return node_.meta(node_.args.at(param).get<std::string>()); }
+  int64_t integer(const char* param) const { return node_.args.at(param).get<int64_t>(); }
+  int64_t dim(const char* param) const {
+    const int64_t rank = int64_t(input("self").shape.size()), d = integer(param);
+    if (d < -std::max<int64_t>(rank, 1) || d >= std::max<int64_t>(rank, 1))
+      throw UserError(node_.where, "dim " + std::to_string(d) + " is out of range for a rank-" + std::to_string(rank) + " tensor");
+    return d < 0 ? d + rank : d;
+  }
+  [[noreturn]] void refuse(const std::string& message) const { throw UserError(node_.where, message); }
+
+ private:
+  Pt2Lowering& node_;
+  std::vector<Doc> ops_;
+  int temporaries_ = 0;
+
+  static Doc declaration(const std::string& name, const Shape& shape, DType dtype) {
+    return {{"name", name}, {"shape", shape}, {"dtype", std::string(dtype_name(dtype))}};
+  }
+};
+
+Doc dtype_literal(DType t) { return {{"dtype", std::string(dtype_name(t))}}; }
+
+// A bool operand of a logical op: the input itself, or input != 0.
+std::string as_bool(Builder& b, const std::string& name, const Value& v) {
+  if (v.dtype == DType::b8) return name;
+  return b.op("torch.ne", {{"a", name}, {"b", 0}}, v.shape, DType::b8);
+}
+
+std::vector<Doc> logical(Pt2Lowering& node, const char* bitwise) {
+  Builder b(node);
+  const std::string self = as_bool(b, node.args.at("self").get<std::string>(), b.input("self"));
+  if (node.args.contains("other")) {
+    const std::string other = as_bool(b, node.args.at("other").get<std::string>(), b.input("other"));
+    b.output(0, bitwise, {{"a", self}, {"b", other}});
+  } else {
+    b.output(0, bitwise, {{"a", self}});
+  }
+  return b.take();
+}
+
+std::vector<Doc> logical_not(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& v = b.input("self");
+  if (v.dtype == DType::b8) b.output(0, "torch.bitwise_not", {{"a", node.args.at("self")}});
+  else b.output(0, "torch.eq", {{"a", node.args.at("self")}, {"b", 0}});
+  return b.take();
+}
+
+std::vector<Doc> chunk(Pt2Lowering& node) {
+  Builder b(node);
+  const int64_t chunks = b.integer("chunks"), d = b.dim("dim");
+  if (chunks <= 0) b.refuse("chunk into " + std::to_string(chunks) + " pieces");
+  const int64_t n = b.input("self").shape.at(size_t(d)), size = std::max<int64_t>((n + chunks - 1) / chunks, 1);
+  Doc outs = Doc::array();
+  for (const std::string& out : node.outs) {
+    const Value& v = node.meta(out);
+    outs.push_back({{"name", out}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}});
+  }
+  return {Doc{{"op", "torch.split"}, {"kwargs", {{"a", node.args.at("self")}, {"split_size_or_sections", size}, {"dim", d}}}, {"out", outs}}};
+}
+
+// A slice [start, end) with a step along one dim, as slice_prim over every dim.
+std::string slice_along(Builder& b, const Doc& self, const Value& in, int64_t d, int64_t start, int64_t end, int64_t step, const std::string& out) {
+  Shape starts(in.shape.size(), 0), ends = in.shape, steps(in.shape.size(), 1);
+  starts[size_t(d)] = start, ends[size_t(d)] = end, steps[size_t(d)] = step;
+  Shape shape = in.shape;
+  shape[size_t(d)] = end <= start ? 0 : (end - start + step - 1) / step;
+  return b.op("prims.slice_prim", {{"a", self}, {"start_indices", starts}, {"end_indices", ends}, {"strides", steps}}, shape, in.dtype, out);
+}
+
+// A Python slice bound: None is the end it stands for, negatives count from the end, and both
+// are clamped to [0, n].
+int64_t slice_bound(const Doc& bound, int64_t otherwise, int64_t n) {
+  if (bound.is_null()) return otherwise;
+  int64_t i = bound.get<int64_t>();
+  if (i < 0) i += n;
+  return std::clamp<int64_t>(i, 0, n);
+}
+
+std::vector<Doc> slice(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  if (in.shape.empty()) b.refuse("slice of a rank-0 tensor");
+  const int64_t d = b.dim("dim"), n = in.shape.at(size_t(d)), step = b.integer("step");
+  if (step <= 0) b.refuse("slice step " + std::to_string(step) + " (must be positive)");
+  const int64_t start = slice_bound(node.args.at("start"), 0, n), end = std::max(start, slice_bound(node.args.at("end"), n, n));
+  if (start == 0 && end == n && step == 1) {
+    node.aliases[node.outs.at(0)] = node.args.at("self").get<std::string>();
+    return {};
+  }
+  slice_along(b, node.args.at("self"), in, d, start, end, step, node.outs.at(0));
+  return b.take();
+}
+
+std::vector<Doc> select(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  const int64_t d = b.dim("dim"), n = in.shape.at(size_t(d));
+  int64_t index = b.integer("index");
+  if (index < -n || index >= n) b.refuse("index " + std::to_string(index) + " is out of range for a dim of " + std::to_string(n));
+  if (index < 0) index += n;
+  const std::string row = slice_along(b, node.args.at("self"), in, d, index, index + 1, 1, "");
+  b.output(0, "torch.reshape", {{"a", row}, {"shape", node.meta(node.outs.at(0)).shape}});
+  return b.take();
+}
+
+std::vector<Doc> arange(Pt2Lowering& node) {
+  Builder b(node);
+  auto whole = [&](const char* param, int64_t otherwise) {
+    if (!node.args.contains(param)) return otherwise;
+    const Doc& v = node.args.at(param);
+    if (!v.is_number() || v.get<double>() != double(v.get<int64_t>()))
+      b.refuse(std::string("arange with a non-integer ") + param + " (" + v.dump() + ") is not supported");
+    return v.get<int64_t>();
+  };
+  const int64_t start = whole("start", 0), end = whole("end", 0), step = whole("step", 1);
+  if (step == 0) b.refuse("arange with step 0");
+  const int64_t length = std::max<int64_t>(0, (end - start + step - (step > 0 ? 1 : -1)) / step);
+  const Value& out = node.meta(node.outs.at(0));
+  b.output(0, "prims.iota", {{"length", length}, {"start", start}, {"step", step}, {"device", {{"device", "cuda:0"}}}, {"dtype", dtype_literal(out.dtype)}});
+  return b.take();
+}
+
+// The dims a reduction's `dim` names, normalized; [] or None: all of them.
+std::vector<int64_t> reduced_dims(Builder& b, const Doc& dims, size_t rank) {
+  std::vector<int64_t> out;
+  if (dims.is_array())
+    for (const Doc& d : dims) {
+      const int64_t i = d.get<int64_t>(), r = int64_t(std::max<size_t>(rank, 1));
+      if (i < -r || i >= r) b.refuse("dim " + std::to_string(i) + " is out of range for a rank-" + std::to_string(rank) + " tensor");
+      out.push_back(i < 0 ? i + r : i);
+    }
+  else if (dims.is_number())
+    out.push_back(dims.get<int64_t>() < 0 ? dims.get<int64_t>() + int64_t(rank) : dims.get<int64_t>());
+  if (out.empty())
+    for (size_t i = 0; i < rank; ++i) out.push_back(int64_t(i));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// prims.<reduce> over the dims, then the node's output shape (keepdim) by a reshape.
+std::vector<Doc> reduce(Pt2Lowering& node, const char* prim, const std::string& input, const Value& in, const Doc& dims_arg, Builder& b) {
+  const std::vector<int64_t> dims = reduced_dims(b, dims_arg, in.shape.size());
+  Shape kept;
+  for (size_t i = 0; i < in.shape.size(); ++i)
+    if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) kept.push_back(in.shape[i]);
+  const Value& out = node.meta(node.outs.at(0));
+  if (kept == out.shape && in.dtype == out.dtype) {
+    b.output(0, prim, {{"a", input}, {"dims", dims}});
+  } else {
+    const std::string reduced = b.op(prim, {{"a", input}, {"dims", dims}}, kept, in.dtype);
+    b.output(0, "torch.reshape", {{"a", reduced}, {"shape", out.shape}});
+  }
+  return b.take();
+}
+
+std::vector<Doc> amax(Pt2Lowering& node) {
+  Builder b(node);
+  return reduce(node, "prims.amax", node.args.at("self").get<std::string>(), b.input("self"), node.args.at("dim"), b);
+}
+std::vector<Doc> amin(Pt2Lowering& node) {
+  Builder b(node);
+  return reduce(node, "prims.amin", node.args.at("self").get<std::string>(), b.input("self"), node.args.at("dim"), b);
+}
+
+// any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape.
+std::vector<Doc> any_dim(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  const std::string truth = as_bool(b, node.args.at("self").get<std::string>(), in);
+  const std::string counted = b.op("prims.convert_element_type", {{"a", truth}, {"dtype", dtype_literal(DType::i32)}}, in.shape, DType::i32);
+  const std::vector<int64_t> dims = reduced_dims(b, node.args.at("dim"), in.shape.size());
+  Shape kept;
+  for (size_t i = 0; i < in.shape.size(); ++i)
+    if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) kept.push_back(in.shape[i]);
+  const std::string largest = b.op("prims.amax", {{"a", counted}, {"dims", dims}}, kept, DType::i32);
+  const Value& out = node.meta(node.outs.at(0));
+  if (kept == out.shape) {
+    b.output(0, "torch.ne", {{"a", largest}, {"b", 0}});
+  } else {
+    const std::string any = b.op("torch.ne", {{"a", largest}, {"b", 0}}, kept, DType::b8);
+    b.output(0, "torch.reshape", {{"a", any}, {"shape", out.shape}});
+  }
+  return b.take();
+}
+
+using LoweringFn = std::vector<Doc> (*)(Pt2Lowering&);
+const std::map<std::string, LoweringFn>& lowerings() {
+  static const std::map<std::string, LoweringFn> table = {
+      {"logical_and", [](Pt2Lowering& n) { return logical(n, "torch.bitwise_and"); }},
+      {"logical_or", [](Pt2Lowering& n) { return logical(n, "torch.bitwise_or"); }},
+      {"logical_not", logical_not},
+      {"chunk", chunk},
+      {"slice", slice},
+      {"select", select},
+      {"arange", arange},
+      {"amax", amax},
+      {"amin", amin},
+      {"any_dim", any_dim},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<Doc> lower_aten(const std::string& lowering, Pt2Lowering& node) {
+  auto it = lowerings().find(lowering);
+  TG_CHECK(it != lowerings().end(), "aten_ops.def names an unknown lowering " + lowering);
+  return it->second(node);
+}
+
+bool has_aten_lowering(const std::string& lowering) { return lowerings().count(lowering) > 0; }
+
+}  // namespace tg

@@ -1,0 +1,431 @@
+#include "frontend/pt2_program.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <simdjson.h>
+
+#include "frontend/aten_table.h"
+#include "frontend/json_document.h"
+#include "frontend/pt2_archive.h"
+#include "frontend/pt2_lowerings.h"
+#include "frontend/pt2_schema.h"
+#include "frontend/reader.h"
+#include "support/diagnostics.h"
+#include "support/generated_text.h"
+
+namespace tg {
+namespace {
+
+using namespace json;
+using Doc = nlohmann::json;
+
+constexpr int64_t kSchemaMajor = 8;
+constexpr int64_t kOldestMinor = 14;  // torch 2.9, the first whose weights are raw bytes
+
+// The module a node came from: the last path of its nn_module_stack ("key,path,type;...").
+std::string module_path(Object node) {
+  auto metadata = find(node, "metadata");
+  if (!metadata || !metadata->is_object()) return "";
+  auto stack = find(object_of(*metadata), "nn_module_stack");
+  if (!stack || !stack->is_string()) return "";
+  std::string_view text = string_of(*stack);
+  text = text.substr(text.rfind(';') == std::string_view::npos ? 0 : text.rfind(';') + 1);
+  const size_t first = text.find(','), second = text.find(',', first + 1);
+  if (first == std::string_view::npos || second == std::string_view::npos) return "";
+  return printable_line(text.substr(first + 1, second - first - 1));
+}
+
+// Every tensor name an argument (as trace JSON) reads.
+void for_each_name(const Doc& arg, const std::function<void(const std::string&)>& f) {
+  if (arg.is_string()) f(arg.get<std::string>());
+  if (arg.is_array())
+    for (const Doc& item : arg) for_each_name(item, f);
+}
+
+class Translator {
+ public:
+  Translator(Json root, std::string trace_name) : root_(root), trace_name_(std::move(trace_name)) {}
+
+  Pt2Translation run() {
+    const Path at(root_pointer_);
+    const Object root = object_at(root_, at);
+    check_version(root, at);
+    const Path module_at(at, "graph_module");
+    const Object module = object_at(require(root, at, "graph_module"), module_at);
+    const Path graph_at(module_at, "graph");
+    const Object graph = object_at(require(module, module_at, "graph"), graph_at);
+    read_tensor_values(graph, graph_at);
+    count_uses(graph, graph_at);
+    Pt2Translation out;
+    out.trace = {{"format", "thunder-gen-trace"}, {"version", 1}, {"name", trace_name_}, {"source", source_}};
+    const Path signature_at(module_at, "signature");
+    const Object signature = object_at(require(module, module_at, "signature"), signature_at);
+    out.trace["inputs"] = read_inputs(graph, graph_at, signature, signature_at, out.inputs);
+    read_nodes(graph, graph_at);
+    out.trace["ops"] = std::move(ops_);
+    out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at);
+    out.op_origins = std::move(origins_);
+    return out;
+  }
+
+ private:
+  const std::string root_pointer_;
+  Json root_;
+  std::string trace_name_, source_;
+  std::map<std::string, Value, std::less<>> metas_;
+  std::map<std::string, std::string, std::less<>> alias_;
+  std::map<std::string, int, std::less<>> uses_;
+  Doc ops_ = Doc::array();
+  std::vector<Pt2Origin> origins_;
+
+  void check_version(Object root, const Path& at) {
+    const Path version_at(at, "schema_version");
+    const Object version = object_at(require(root, at, "schema_version"), version_at);
+    const Json major = require(version, version_at, "major"), minor = require(version, version_at, "minor");
+    if (!is_int64(major) || !is_int64(minor)) throw UserError(version_at.str(), "expected integers major and minor");
+    std::string torch = "an unknown torch";
+    if (auto v = find(root, "torch_version"); v && v->is_string()) torch = "torch " + printable_line(string_of(*v));
+    const std::string saved = "schema " + std::to_string(int_of(major)) + "." + std::to_string(int_of(minor)) + ", " + torch;
+    if (int_of(major) != kSchemaMajor)
+      throw UserError(version_at.str(), "saved with " + saved + "; this reader takes schema major version 8 (torch 2.9 to 2.15)");
+    if (int_of(minor) < kOldestMinor)
+      throw UserError(version_at.str(), "saved with " + saved + " (weights pickled); re-save it with torch.export.save from torch >= 2.9");
+    std::string dialect;
+    if (auto verifiers = find(root, "verifiers"); verifiers && verifiers->is_array())
+      for (Json v : array_of(*verifiers))
+        if (v.is_string()) dialect += (dialect.empty() ? "" : ",") + printable_line(string_of(v));
+    source_ = "torch.export (" + saved + (dialect.empty() ? "" : ", " + dialect + " dialect") + ")";
+  }
+
+  void read_tensor_values(Object graph, const Path& graph_at) {
+    const Path values_at(graph_at, "tensor_values");
+    for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
+      Value v = pt2::tensor_meta(meta, Path(values_at, name));
+      v.name = std::string(name);
+      metas_.emplace(std::string(name), std::move(v));
+    }
+  }
+
+  void count_uses(Object graph, const Path& graph_at) {
+    auto count = [&](Json arg, const Path& where) { for_each_name(pt2::argument(arg, where), [&](const std::string& n) { ++uses_[n]; }); };
+    const Path nodes_at(graph_at, "nodes");
+    size_t i = 0;
+    for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) {
+      const Path node_at(nodes_at, i++);
+      const Path inputs_at(node_at, "inputs");
+      size_t j = 0;
+      for (Json input : list_at(require(object_at(node, node_at), node_at, "inputs"), inputs_at)) {
+        const Path input_at(inputs_at, j++);
+        count(require(object_at(input, input_at), input_at, "arg"), Path(input_at, "arg"));
+      }
+    }
+    const Path outputs_at(graph_at, "outputs");
+    i = 0;
+    for (Json output : list_at(require(graph, graph_at, "outputs"), outputs_at)) count(output, Path(outputs_at, i++));
+  }
+
+  const Value& meta(const std::string& name, const Path& where) const {
+    auto it = metas_.find(name);
+    if (it == metas_.end()) throw UserError(where.str(), "no tensor_values entry for \"" + printable_line(name) + "\"");
+    return it->second;
+  }
+
+  Doc declaration(const std::string& name, const Path& where, bool requires_grad) const {
+    const Value& v = meta(name, where);
+    Doc decl = {{"name", name}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}};
+    if (requires_grad && v.requires_grad && is_float(v.dtype)) decl["requires_grad"] = true;
+    return decl;
+  }
+
+  std::string resolve(const std::string& name) const {
+    auto it = alias_.find(name);
+    return it == alias_.end() ? name : it->second;
+  }
+  Doc resolve(Doc arg) const {
+    if (arg.is_string()) return resolve(arg.get<std::string>());
+    if (arg.is_array())
+      for (Doc& item : arg) item = resolve(std::move(item));
+    return arg;
+  }
+
+  Doc read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const;
+  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at) const;
+  void read_nodes(Object graph, const Path& graph_at);
+  void translate_node(Json node_json, const Path& at);
+  Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
+  void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
+  void emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
+  Doc special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const;
+};
+
+// Input specs: which placeholder is a parameter, a buffer, a constant or the user's input.
+Pt2Input input_spec(Json spec_json, const Path& at) {
+  auto [kind, spec] = pt2::member_of(spec_json, at, "InputSpec");
+  const Path spec_at(at, kind);
+  const Object o = object_at(spec, spec_at);
+  auto arg_name = [&] { return string_at(require(object_at(require(o, spec_at, "arg"), Path(spec_at, "arg")), Path(spec_at, "arg"), "name"),
+                                         Path(Path(spec_at, "arg"), "name")); };
+  if (kind == "parameter") return {arg_name(), "parameter", string_at(require(o, spec_at, "parameter_name"), Path(spec_at, "parameter_name"))};
+  if (kind == "buffer") return {arg_name(), "buffer", string_at(require(o, spec_at, "buffer_name"), Path(spec_at, "buffer_name"))};
+  if (kind == "tensor_constant")
+    return {arg_name(), "constant", string_at(require(o, spec_at, "tensor_constant_name"), Path(spec_at, "tensor_constant_name"))};
+  if (kind == "user_input") {
+    const Path arg_at(spec_at, "arg");
+    const Doc arg = pt2::argument(require(o, spec_at, "arg"), arg_at);
+    if (!arg.is_string()) throw UserError(arg_at.str(), "a user input that is not a tensor (" + arg.dump() + "): export with tensor inputs only");
+    return {arg.get<std::string>(), "user_input", arg.get<std::string>()};
+  }
+  if (kind == "custom_obj" || kind == "token" || kind == "constant_input")
+    throw UserError(spec_at.str(), "an input of kind " + std::string(kind) + " is not supported");
+  throw UserError(at.str(), "unknown InputSpec member \"" + std::string(kind) + "\"");
+}
+
+Doc Translator::read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const {
+  const Path specs_at(signature_at, "input_specs");
+  size_t i = 0;
+  for (Json spec : list_at(require(signature, signature_at, "input_specs"), specs_at)) inputs.push_back(input_spec(spec, Path(specs_at, i++)));
+  const Path graph_inputs_at(graph_at, "inputs");
+  const Array graph_inputs = list_at(require(graph, graph_at, "inputs"), graph_inputs_at);
+  if (graph_inputs.size() != inputs.size())
+    throw UserError(specs_at.str(), std::to_string(inputs.size()) + " input specs for " + std::to_string(graph_inputs.size()) + " graph inputs");
+  Doc decls = Doc::array();
+  i = 0;
+  for (Json input : graph_inputs) {
+    const Path at(graph_inputs_at, i);
+    const Doc name = pt2::argument(input, at);
+    if (!name.is_string() || name.get<std::string>() != inputs[i].name)
+      throw UserError(at.str(), "graph input " + name.dump() + " is not the placeholder its spec names (\"" + inputs[i].name + "\")");
+    decls.push_back(declaration(inputs[i].name, at, inputs[i].role == "parameter" || inputs[i].role == "user_input"));
+    ++i;
+  }
+  return decls;
+}
+
+Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at) const {
+  const Path specs_at(signature_at, "output_specs");
+  const Path outputs_at(graph_at, "outputs");
+  const Array outputs = list_at(require(graph, graph_at, "outputs"), outputs_at);
+  const Array specs = list_at(require(signature, signature_at, "output_specs"), specs_at);
+  if (outputs.size() != specs.size())
+    throw UserError(specs_at.str(), std::to_string(specs.size()) + " output specs for " + std::to_string(outputs.size()) + " graph outputs");
+  Doc names = Doc::array();
+  size_t i = 0;
+  for (Json spec : specs) {
+    const Path at(specs_at, i);
+    auto [kind, body] = pt2::member_of(spec, at, "OutputSpec");
+    if (kind == "buffer_mutation" || kind == "parameter_mutation" || kind == "user_input_mutation") {
+      std::string what;
+      for (const char* key : {"buffer_name", "parameter_name", "user_input_name"})
+        if (body.is_object())
+          if (auto n = find(object_of(body), key); n && n->is_string()) what = printable_line(string_of(*n));
+      throw UserError(Path(at, kind).str(), "the program mutates " + what + " (" + std::string(kind) +
+                                                "): in-place updates of inputs (BatchNorm running statistics) are not supported yet");
+    }
+    if (kind != "user_output") throw UserError(Path(at, kind).str(), "an output of kind " + std::string(kind) + " is not supported");
+    const Doc name = pt2::argument(outputs.at(i), Path(outputs_at, i));
+    if (!name.is_string()) throw UserError(Path(outputs_at, i).str(), "an output that is not a tensor (" + name.dump() + ")");
+    names.push_back(resolve(name.get<std::string>()));
+    ++i;
+  }
+  return names;
+}
+
+void Translator::read_nodes(Object graph, const Path& graph_at) {
+  const Path nodes_at(graph_at, "nodes");
+  size_t i = 0;
+  for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) translate_node(node, Path(nodes_at, i++));
+}
+
+// "torch.ops.aten.add.Tensor" as "aten.add.Tensor"; other targets refused, saying what they are.
+std::string aten_target(const std::string& target, const Path& at, const std::string& source) {
+  const std::string prefix = "torch.ops.aten.";
+  if (target.rfind(prefix, 0) == 0) return "aten." + target.substr(prefix.size());
+  std::string what = "an op outside ATen";
+  if (target.rfind("torch.ops.higher_order.", 0) == 0) what = "a higher-order op (control flow, autocast or a wrapped region)";
+  else if (!target.empty() && target[0] == '#') what = "a registered extension op";
+  else if (target.rfind("_operator.", 0) == 0 || target.rfind("torch.sym_", 0) == 0) what = "symbolic-size arithmetic (a dynamic-shape export)";
+  const bool training = source.find("TRAINING") != std::string::npos;
+  throw UserError(at.str() + "/target", "\"" + printable_line(target) + "\" is " + what + ", which thunder-gen does not translate" +
+                                            (training ? "; ep.run_decompositions() before saving may lower it to ATen ops" : ""));
+}
+
+void Translator::translate_node(Json node_json, const Path& at) {
+  const Object node = object_at(node_json, at);
+  const std::string target = string_at(require(node, at, "target"), Path(at, "target"));
+  const std::string aten = aten_target(target, at, source_);
+  const std::vector<const AtenRow*> rows = aten_rows_for(aten);
+  if (rows.empty())
+    throw UserError(at.str() + "/target", aten + " has no translation (thunder-gen list-ops --aten lists the ATen ops it maps)" +
+                                              (source_.find("TRAINING") != std::string::npos ? "; ep.run_decompositions() may lower it to ops it maps" : ""));
+  const Doc bound = bind_inputs(node, at, *rows.front());
+  const AtenRow* row = nullptr;
+  for (const AtenRow* candidate : rows)
+    if (!row && candidate->applies(bound)) row = candidate;
+  if (!row) {
+    std::string options;
+    for (const AtenRow* candidate : rows) options += (options.empty() ? "" : "; ") + candidate->conditions();
+    throw UserError(at.str(), aten + " is translated only when " + options);
+  }
+  check_defaults(*row, bound, at);
+  std::vector<std::string> outs;
+  const Path outputs_at(at, "outputs");
+  size_t i = 0;
+  for (Json output : list_at(require(node, at, "outputs"), outputs_at))
+    for (std::string& name : pt2::output_names(output, Path(outputs_at, i++))) outs.push_back(std::move(name));
+  const size_t computed = row->outputs < 0 ? outs.size() : std::min(outs.size(), size_t(row->outputs));
+  for (size_t k = computed; k < outs.size(); ++k)
+    if (uses_.count(outs[k]) && uses_.at(outs[k]) > 0)
+      throw UserError(outputs_at.str(), aten + "'s output " + std::to_string(k) + " (" + outs[k] + ") is read, and thunder-gen computes only its first " +
+                                            std::to_string(computed));
+  outs.resize(computed);
+  const size_t ops_before = ops_.size();
+  emit(*row, bound, outs, at);
+  std::string name = outs.empty() ? target : outs.front();
+  const std::string module = module_path(node);
+  for (size_t k = ops_before; k < ops_.size(); ++k)
+    origins_.push_back({at.str(), "node " + name + " (" + aten + ")" + (module.empty() ? "" : " in module " + module)});
+}
+
+Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) const {
+  Doc bound = Doc::object();
+  const Path inputs_at(at, "inputs");
+  size_t i = 0;
+  for (Json input_json : list_at(require(node, at, "inputs"), inputs_at)) {
+    const Path input_at(inputs_at, i++);
+    const Object input = object_at(input_json, input_at);
+    const std::string name = string_at(require(input, input_at, "name"), Path(input_at, "name"));
+    if (!schema.param(name))
+      throw UserError(Path(input_at, "name").str(), schema.target + " has no parameter \"" + printable_line(name) + "\" in torch 2.9's schema");
+    if (bound.contains(name)) throw UserError(Path(input_at, "name").str(), "argument \"" + name + "\" given twice");
+    bound[name] = resolve(pt2::argument(require(input, input_at, "arg"), Path(input_at, "arg")));
+  }
+  for (const AtenParam& p : schema.params) {
+    if (bound.contains(p.name)) continue;
+    if (!p.default_value) throw UserError(inputs_at.str(), schema.target + " needs argument \"" + p.name + "\", which the node does not give");
+    bound[p.name] = *p.default_value;
+  }
+  return bound;
+}
+
+// An argument the row neither binds, tests nor ignores must be at its default: the translation
+// would otherwise drop what it says.
+void Translator::check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const {
+  for (const AtenParam& p : row.params) {
+    bool named = row.symbol.empty() && row.lowering.empty();  // a check: computes nothing
+    if (row.symbol == "=" && p.name == "self") named = true;
+    for (const AtenBinding& b : row.binding) named = named || b.param == p.name;
+    if (named || !row.lowering.empty()) continue;
+    if (!p.default_value || !same_literal(bound.at(p.name), *p.default_value))
+      throw UserError(at.str(), row.target + " with " + p.name + "=" + bound.at(p.name).dump() + " is not supported (thunder-gen translates it with " +
+                                    p.name + "=" + (p.default_value ? p.default_value->dump() : "?") + ")");
+  }
+}
+
+Doc Translator::special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const {
+  if (special == "$device") return Doc{{"device", "cuda:0"}};
+  if (outs.empty()) throw UserError(at.str(), "the node has no output to take " + special + " from");
+  const Value& out = meta(outs.front(), at);
+  if (special == "$shape") return out.shape;
+  if (special == "$dtype") return Doc{{"dtype", std::string(dtype_name(out.dtype))}};
+  if (special == "$expand_dims") {
+    const size_t in_rank = meta(bound.at("self").get<std::string>(), at).shape.size();
+    Doc dims = Doc::array();
+    for (size_t i = 0; i < in_rank; ++i) dims.push_back(out.shape.size() - in_rank + i);
+    return dims;
+  }
+  TG_CHECK(false, "aten_ops.def: unknown " + special);
+}
+
+void Translator::emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at) {
+  if (!row.lowering.empty()) {
+    Pt2Lowering lowering{bound, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
+    for (Doc& op : lower_aten(row.lowering, lowering)) ops_.push_back(std::move(op));
+    for (auto& [name, value] : lowering.aliases) alias_[name] = resolve(value);
+    return;
+  }
+  if (row.symbol == "=") {
+    if (!outs.empty()) alias_[outs.front()] = bound.at("self").get<std::string>();
+    return;
+  }
+  if (row.symbol.empty()) return;
+  Doc kwargs = Doc::object();
+  for (const AtenBinding& b : row.binding) {
+    if (b.kind != AtenBinding::Kind::assign) continue;
+    kwargs[b.ours] = !b.special.empty() ? special_value(b.special, bound, outs, at) : !b.param.empty() ? bound.at(b.param) : b.literal;
+  }
+  Doc decls = Doc::array();
+  for (const std::string& out : outs) decls.push_back(declaration(out, at, false));
+  ops_.push_back({{"op", row.symbol}, {"kwargs", std::move(kwargs)}, {"out", std::move(decls)}});
+}
+
+std::string trace_name_of(const std::string& path) {
+  std::string stem = std::filesystem::path(path).stem().string();
+  std::string name;
+  for (char c : stem) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) name = "model_" + name;
+  return name;
+}
+
+}  // namespace
+
+Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name) {
+  const Pt2Archive archive(archive_path);
+  const std::string entry = "models/model.json";
+  if (!archive.has(entry)) throw UserError(archive_path, "", "no " + archive.root() + entry + " (the archive holds no model named \"model\")");
+  const std::string text = archive.read(entry, kMaxPt2JsonBytes);
+  try {
+    simdjson::dom::parser parser;
+    const simdjson::padded_string padded(text);
+    const Json doc = parse_document(parser, padded);
+    check_duplicate_keys(doc);
+    Pt2Translation translation = Translator(doc, trace_name).run();
+    translation.entry = archive.root() + entry;
+    return translation;
+  } catch (UserError& e) {
+    if (e.file.empty()) e.file = archive_path + ":" + archive.root() + entry;
+    throw;
+  }
+}
+
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// A reader error about the translated trace, told about the archive: its node, input or output.
+UserError about_archive(const UserError& e, const Pt2Translation& t, const std::string& path) {
+  const std::string file = path + ":" + t.entry;
+  auto index_after = [&](const std::string& prefix) -> std::optional<size_t> {
+    if (e.where.rfind(prefix, 0) != 0) return std::nullopt;
+    return std::strtoull(e.where.c_str() + prefix.size(), nullptr, 10);
+  };
+  if (auto op = index_after("/ops/"); op && *op < t.op_origins.size()) {
+    const Pt2Origin& origin = t.op_origins[*op];
+    const std::string symbol = t.trace["ops"][*op]["op"].get<std::string>();
+    return UserError(file, origin.pointer, std::string(e.what()) + " [" + origin.description + ", as " + symbol + "]");
+  }
+  if (auto input = index_after("/inputs/")) return UserError(file, "/graph_module/graph/inputs/" + std::to_string(*input), e.what());
+  if (auto output = index_after("/outputs/")) return UserError(file, "/graph_module/graph/outputs/" + std::to_string(*output), e.what());
+  return UserError(file, e.where, std::string(e.what()) + " [in the trace the archive became]");
+}
+
+}  // namespace
+
+Trace read_pt2_file(const std::string& path) {
+  const Pt2Translation translation = translate_pt2(path, trace_name_of(path));
+  Trace trace;
+  try {
+    trace = read_trace(translation.trace.dump());
+  } catch (const UserError& e) {
+    throw about_archive(e, translation, path);
+  }
+  for (size_t i = 0; i < trace.ops.size() && i < translation.op_origins.size(); ++i) trace.ops[i].where = translation.op_origins[i].pointer;
+  for (const Pt2Input& input : translation.inputs) trace.input_origins.push_back({input.role, input.fqn});
+  return trace;
+}
+
+}  // namespace tg

@@ -1,0 +1,40 @@
+// The PT2 front end: a PT2 archive's ExportedProgram (docs/pt2.md) translated into a trace (format
+// v1, docs/trace-format.md) that the JSON reader then reads and verifies like any other. The graph's
+// placeholders become the trace's inputs (parameters and buffers by their FQN), its nodes trace ops
+// through the ATen declarations (aten_ops.def), its user outputs the trace's outputs.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tg {
+
+// Where a trace op or input came from in the archive, for diagnostics and the manifest.
+struct Pt2Origin {
+  std::string pointer;      // "/graph_module/graph/nodes/12"
+  std::string description;  // "node linear_3 (aten.linear.default) in module layers.0.attn.q_proj"
+};
+
+struct Pt2Input {
+  std::string name;  // the placeholder: the trace input's name
+  std::string role;  // "user_input", "parameter", "buffer", "constant"
+  std::string fqn;   // "layers.0.attn.q_proj.weight"; a user input's own name
+};
+
+struct Pt2Translation {
+  nlohmann::json trace;              // the trace document
+  std::vector<Pt2Origin> op_origins;  // per op of trace["ops"]
+  std::vector<Pt2Input> inputs;       // per input of trace["inputs"]
+  std::string entry;                  // the archive entry read ("model/models/model.json")
+};
+
+// Translates the archive's model `name` (torch.export.save writes "model").
+Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name);
+
+// The archive read into a verified Trace (frontend/input_file.h); errors name the archive, its
+// entry and the node.
+Trace read_pt2_file(const std::string& path);
+
+}  // namespace tg
