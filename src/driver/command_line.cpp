@@ -43,7 +43,7 @@ void add_override_options(CLI::App& app, Request& r) {
 // The main command's options: a trace in, a folder (or a stage's listing) out. Returns --diff-lines,
 // whose presence matters.
 CLI::Option* add_generate_options(CLI::App& app, Request& request) {
-  app.add_option("trace", request.trace_file, "trace JSON file");
+  app.add_option("trace", request.trace_file, "trace JSON file or PT2 archive (torch.export.save)");
   app.add_option("-o,--output", request.out_dir, "output folder: created, or replaced as a whole when empty or an earlier output");
   app.add_flag("--force", request.force, "replace the output folder even when it holds something other than an earlier output");
   app.add_option("--emit", request.emit,
@@ -94,12 +94,13 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
   CLI::App app{"thunder-gen: captured PyTorch/Thunder trace (JSON) -> CUDA forward.cu, harness and manifest"};
   app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
   auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
-  validate_cmd->add_option("traces", line.validate_files, "trace JSON files")->required();
+  validate_cmd->add_option("traces", line.validate_files, "trace JSON files or PT2 archives")->required();
   auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
   list_cmd->add_flag("--json", line.list_json, "as JSON, for tools");
+  list_cmd->add_flag("--aten", line.list_aten, "the ATen ops PT2 archives may use that thunder-gen translates, against Core ATen");
   Request explain;
   auto* explain_cmd = app.add_subcommand("explain", "print the rematerialization plan: what is saved for the backward and why, what is recomputed");
-  explain_cmd->add_option("trace", explain.trace_file, "trace JSON file")->required();
+  explain_cmd->add_option("trace", explain.trace_file, "trace JSON file or PT2 archive (torch.export.save)")->required();
   add_override_options(*explain_cmd, explain);
   CLI::Option* diff_lines = add_generate_options(app, line.request);
   app.require_subcommand(0, 1);

@@ -37,6 +37,7 @@ struct CommandLine {
   Request request;                          // generate's, or explain's (whose emit is "plan")
   std::vector<std::string> validate_files;  // validate's traces
   bool list_json = false;                   // list-ops --json
+  bool list_aten = false;                   // list-ops --aten
 };
 
 // Reads argv into `line`. Returns the exit code when the run ends here: after --help or

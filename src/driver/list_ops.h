@@ -6,5 +6,7 @@ namespace tg {
 
 int list_ops();
 int list_ops_json();
+// --aten: the ATen ops a PT2 archive may use that thunder-gen translates, against Core ATen.
+int list_aten_ops(bool as_json);
 
 }  // namespace tg

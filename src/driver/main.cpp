@@ -177,7 +177,9 @@ int run(const tg::CommandLine& line) {
   using Command = tg::CommandLine::Command;
   switch (line.command) {
     case Command::validate: return validate(line.validate_files);
-    case Command::list_ops: return line.list_json ? tg::list_ops_json() : tg::list_ops();
+    case Command::list_ops:
+      if (line.list_aten) return tg::list_aten_ops(line.list_json);
+      return line.list_json ? tg::list_ops_json() : tg::list_ops();
     case Command::explain: return generate_reporting(line.request);
     case Command::generate:
       try {

@@ -1,5 +1,6 @@
 #include "frontend/aten_table.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -181,6 +182,31 @@ std::vector<const AtenRow*> aten_rows_for(std::string_view target) {
   std::vector<const AtenRow*> rows;
   for (auto [it, end] = by_target.equal_range(target); it != end; ++it) rows.push_back(it->second);
   return rows;
+}
+
+}  // namespace tg
+
+namespace tg {
+
+AtenCoverage aten_coverage() {
+  AtenCoverage c;
+#define TG_CORE_ATEN_VERSION(version) c.torch_version = version;
+#define TG_CORE_ATEN(target) c.core.push_back(target);
+#include "frontend/core_aten_ops.def"
+#undef TG_CORE_ATEN
+#undef TG_CORE_ATEN_VERSION
+  for (const std::string& target : c.core) c.core_translated.push_back(!aten_rows_for(target).empty());
+  for (const AtenRow& row : aten_rows())
+    if (!std::binary_search(c.core.begin(), c.core.end(), row.target) && (c.beyond.empty() || c.beyond.back() != row.target))
+      c.beyond.push_back(row.target);
+  return c;
+}
+
+std::string aten_translation(const AtenRow& row) {
+  if (!row.lowering.empty()) return "(code: " + row.lowering + ")";
+  if (row.symbol == "=") return "(its input's value)";
+  if (row.symbol.empty()) return "(a check: nothing computed)";
+  return row.symbol;
 }
 
 }  // namespace tg

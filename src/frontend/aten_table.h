@@ -32,7 +32,7 @@ struct AtenBinding {
 struct AtenRow {
   std::string target;  // "aten.linear.default"
   std::vector<AtenParam> params;
-  std::string symbol;    // a trace op; "=" the value of `self`; "" nothing
+  std::string symbol;    // a trace op; "=" the value of its first argument; "" nothing
   std::string lowering;  // TG_ATEN_BY rows: the translation's name (pt2_lowerings.cpp)
   std::vector<AtenBinding> binding;
   int outputs = -1;  // how many of the node's outputs are computed; -1 all
@@ -48,5 +48,20 @@ const std::vector<AtenRow>& aten_rows();
 std::vector<const AtenRow*> aten_rows_for(std::string_view target);
 // Whether two trace-format arguments are the same literal (1 and 1.0 are).
 bool same_literal(const nlohmann::json& a, const nlohmann::json& b);
+
+}  // namespace tg
+
+namespace tg {
+
+// The Core ATen opset snapshot (core_aten_ops.def) against what aten_ops.def translates.
+struct AtenCoverage {
+  std::string torch_version;           // the torch the snapshot was taken from
+  std::vector<std::string> core;       // every Core ATen overload, sorted
+  std::vector<bool> core_translated;   // per core overload
+  std::vector<std::string> beyond;     // translated targets outside Core ATen (the training IR's)
+};
+AtenCoverage aten_coverage();
+// "torch.nn.functional.linear", or "(code: slice)" for a TG_ATEN_BY row, "(its input)" for "=".
+std::string aten_translation(const AtenRow& row);
 
 }  // namespace tg

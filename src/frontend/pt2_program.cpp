@@ -316,7 +316,7 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
 void Translator::check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const {
   for (const AtenParam& p : row.params) {
     bool named = row.symbol.empty() && row.lowering.empty();  // a check: computes nothing
-    if (row.symbol == "=" && p.name == "self") named = true;
+    if (row.symbol == "=" && &p == &row.params.front()) named = true;
     for (const AtenBinding& b : row.binding) named = named || b.param == p.name;
     if (named || !row.lowering.empty()) continue;
     if (!p.default_value || !same_literal(bound.at(p.name), *p.default_value))
@@ -348,7 +348,7 @@ void Translator::emit(const AtenRow& row, const Doc& bound, const std::vector<st
     return;
   }
   if (row.symbol == "=") {
-    if (!outs.empty()) alias_[outs.front()] = bound.at("self").get<std::string>();
+    if (!outs.empty()) alias_[outs.front()] = bound.at(row.params.front().name).get<std::string>();
     return;
   }
   if (row.symbol.empty()) return;
@@ -372,17 +372,21 @@ std::string trace_name_of(const std::string& path) {
 
 }  // namespace
 
+Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name) {
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(model_json);
+  const Json doc = parse_document(parser, padded);
+  check_duplicate_keys(doc);
+  return Translator(doc, trace_name).run();
+}
+
 Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name) {
   const Pt2Archive archive(archive_path);
   const std::string entry = "models/model.json";
   if (!archive.has(entry)) throw UserError(archive_path, "", "no " + archive.root() + entry + " (the archive holds no model named \"model\")");
   const std::string text = archive.read(entry, kMaxPt2JsonBytes);
   try {
-    simdjson::dom::parser parser;
-    const simdjson::padded_string padded(text);
-    const Json doc = parse_document(parser, padded);
-    check_duplicate_keys(doc);
-    Pt2Translation translation = Translator(doc, trace_name).run();
+    Pt2Translation translation = translate_program(text, trace_name);
     translation.entry = archive.root() + entry;
     return translation;
   } catch (UserError& e) {

@@ -30,8 +30,10 @@ struct Pt2Translation {
   std::string entry;                  // the archive entry read ("model/models/model.json")
 };
 
-// Translates the archive's model `name` (torch.export.save writes "model").
+// Translates the archive's model (torch.export.save names it "model").
 Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name);
+// Translates a serialized ExportedProgram (the text of models/model.json).
+Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name);
 
 // The archive read into a verified Trace (frontend/input_file.h); errors name the archive, its
 // entry and the node.

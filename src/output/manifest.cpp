@@ -32,6 +32,7 @@ void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* tr
   for (size_t k = 0; k < t.inputs.size(); ++k) {
     open_declaration(m, values.value(t.inputs[k]));
     if (!t.value(t.inputs[k]).is_scalar) m.member("requires_grad", t.value(t.inputs[k]).requires_grad);
+    if (k < t.input_origins.size()) m.member("role", t.input_origins[k].role).member("fqn", t.input_origins[k].fqn);
     m.member("file", files.inputs[k] + ".npy");
     if (training && !files.gradients[k].empty()) m.member("grad_file", files.gradients[k] + ".npy");
     m.close('}');
