@@ -11,8 +11,11 @@ how the cache is keyed), binds the entry points that manifest.json lists, and re
 GeneratedModule. Wrong arguments are refused naming the trace's input and what was expected; an
 entry point's failing status becomes a StatusError carrying <trace>_status_string's words.
 
+export(module, args, path="model.pt2") (pt2.py) captures a module with torch.export into a
+PT2 archive for `thunder-gen model.pt2 -o out/`, its example inputs as .npy files beside it.
+
 find_thunder_gen() (binary.py) is where the thunder-gen binary is, for Python code that runs it.
-Importing the package does not import torch: load, build and the names that need torch are
+Importing the package does not import torch: load, build, export and the names that need torch are
 imported on their first use, so the tools that only run the generator work without it.
 """
 from __future__ import annotations
@@ -20,14 +23,14 @@ from __future__ import annotations
 import importlib
 
 from .binary import ThunderGenNotFound, find_thunder_gen
-from .errors import BuildError, ManifestError, StatusError, ThunderGenError
+from .errors import BuildError, ExportError, ManifestError, StatusError, ThunderGenError
 
-__all__ = ["load", "build", "read_manifest", "default_build_root", "GeneratedModule", "Manifest", "find_thunder_gen",
-           "ThunderGenError", "ManifestError", "BuildError", "StatusError", "ThunderGenNotFound"]
+__all__ = ["load", "build", "export", "read_manifest", "default_build_root", "GeneratedModule", "Manifest", "find_thunder_gen",
+           "ThunderGenError", "ManifestError", "BuildError", "ExportError", "StatusError", "ThunderGenNotFound"]
 __version__ = "0.1.0"
 
 # The names that need torch, by the module defining each.
-_ON_FIRST_USE = {"load": ".loader", "build": ".loader", "read_manifest": ".manifest", "Manifest": ".manifest",
+_ON_FIRST_USE = {"load": ".loader", "build": ".loader", "export": ".pt2", "read_manifest": ".manifest", "Manifest": ".manifest",
                  "default_build_root": ".build", "GeneratedModule": ".module", "Library": ".module"}
 
 

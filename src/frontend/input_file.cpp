@@ -1,5 +1,6 @@
 #include "frontend/input_file.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "frontend/pt2_program.h"
@@ -14,6 +15,10 @@ bool is_zip_file(const std::string& path) {
   return in.read(magic, 4) && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
 }
 
-Trace read_input_file(const std::string& path) { return is_zip_file(path) ? read_pt2_file(path) : read_trace_file(path); }
+// A .pt2 file is read as an archive whatever it holds, so that a broken one is reported as such.
+Trace read_input_file(const std::string& path) {
+  const bool archive = is_zip_file(path) || std::filesystem::path(path).extension() == ".pt2";
+  return archive ? read_pt2_file(path) : read_trace_file(path);
+}
 
 }  // namespace tg

@@ -62,6 +62,7 @@ Pt2Archive::Pt2Archive(const std::string& path) : path_(path), zip_(std::make_un
   if (!zip_->handle) {
     if (code == ZIP_ER_NOZIP) refuse(path, "", "not a zip archive (torch.export.save writes a PT2 archive, a zip)");
     if (code == ZIP_ER_OPEN || code == ZIP_ER_READ) refuse(path, "", "cannot open file");
+    if (code == ZIP_ER_EXISTS) refuse(path, "", "the archive names an entry twice");
     refuse(path, "", "not a readable zip archive: " + zip_message(code));
   }
   check_entries();

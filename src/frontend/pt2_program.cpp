@@ -46,6 +46,8 @@ void for_each_name(const Doc& arg, const std::function<void(const std::string&)>
     for (const Doc& item : arg) for_each_name(item, f);
 }
 
+std::string aten_target(const std::string& target, const Path& at, const std::string& source);
+
 class Translator {
  public:
   Translator(Json root, std::string trace_name) : root_(root), trace_name_(std::move(trace_name)) {}
@@ -116,6 +118,9 @@ class Translator {
     size_t i = 0;
     for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) {
       const Path node_at(nodes_at, i++);
+      // What the node is comes first: a higher-order op's subgraph argument would be refused by
+      // itself, with a reason less useful than the op's.
+      aten_target(string_at(require(object_at(node, node_at), node_at, "target"), Path(node_at, "target")), node_at, source_);
       const Path inputs_at(node_at, "inputs");
       size_t j = 0;
       for (Json input : list_at(require(object_at(node, node_at), node_at, "inputs"), inputs_at)) {
@@ -380,8 +385,36 @@ Pt2Translation translate_program(const std::string& model_json, const std::strin
   return Translator(doc, trace_name).run();
 }
 
+// The weights' and constants' payload descriptions: a payload stored as a pickle (a tensor
+// subclass, a TorchBind or opaque object) holds what a raw tensor cannot say, so it is refused.
+void check_payloads(const Pt2Archive& archive) {
+  for (const std::string entry : {"data/weights/model_weights_config.json", "data/constants/model_constants_config.json"}) {
+    if (!archive.has(entry)) continue;
+    const std::string text = archive.read(entry, kMaxPt2JsonBytes);
+    try {
+      simdjson::dom::parser parser;
+      const simdjson::padded_string padded(text);
+      const std::string document;  // the root's pointer: ""
+      const Path at(document);
+      const Object root = object_at(parse_document(parser, padded), at);
+      const Path config_at(at, "config");
+      for (auto [fqn, payload] : object_at(require(root, at, "config"), config_at)) {
+        const Path payload_at(config_at, fqn);
+        auto pickled = find(object_at(payload, payload_at), "use_pickle");
+        if (pickled && pickled->is_bool() && as<bool>(*pickled))
+          throw UserError(Path(payload_at, "use_pickle").str(), "\"" + printable_line(fqn) + "\" is stored as a pickle (a tensor subclass or a Python "
+                                                                "object): thunder-gen reads plain tensors only");
+      }
+    } catch (UserError& e) {
+      if (e.file.empty()) e.file = archive.path() + ":" + archive.root() + entry;
+      throw;
+    }
+  }
+}
+
 Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name) {
   const Pt2Archive archive(archive_path);
+  check_payloads(archive);
   const std::string entry = "models/model.json";
   if (!archive.has(entry)) throw UserError(archive_path, "", "no " + archive.root() + entry + " (the archive holds no model named \"model\")");
   const std::string text = archive.read(entry, kMaxPt2JsonBytes);

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Writes the small torch.export archives the C++ PT2 reader's tests read, for one torch version.
+
+    .venv/bin/python tests/pt2/make_fixtures.py --out tests/pt2/torch-2.9
+    /tmp/newtorch/bin/python tests/pt2/make_fixtures.py --out tests/pt2/torch-2.15   # another torch
+
+Whatever python runs it, its torch writes the archives (the folder's name should say which).
+Each module below, in train mode with seeded weights and inputs, goes through
+thunder_gen.export (python/thunder_gen/pt2.py, the only part of the repository imported) as
+`<name>.pt2`, the default training IR, and for mlp and attention also as `<name>_core.pt2`,
+after run_decompositions(); each with its `<name>.inputs/` folder. `written-by.json` records the
+torch version, the command, and each archive's schema_version, verifiers and size. Dims are at
+most 16, so each archive is a few KB.
+"""
+import argparse
+import json
+import sys
+import warnings
+import zipfile
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+from thunder_gen.pt2 import export  # noqa: E402
+
+
+class Mlp(nn.Module):
+    """LayerNorm, Linear, GELU, Linear, Dropout(0.1), and the residual."""
+
+    def __init__(self, dim=8, hidden=16):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return x + self.drop(self.fc2(F.gelu(self.fc1(self.norm(x)))))
+
+
+class Attention(nn.Module):
+    """Causal grouped-query attention: 4 query heads on 2 key/value heads through
+    F.scaled_dot_product_attention(enable_gqa=True); views and transposes, no explicit softmax."""
+
+    def __init__(self, dim=16, heads=4, kv_heads=2):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q = nn.Linear(dim, dim, bias=False)
+        self.kv = nn.Linear(dim, 2 * kv_heads * self.head_dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q = self.q(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).view(b, t, 2 * self.kv_heads, self.head_dim).transpose(1, 2).split(self.kv_heads, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.out(y.transpose(1, 2).reshape(b, t, c))
+
+
+class Embedding(nn.Module):
+    """nn.Embedding, a Linear, and the sum of the result."""
+
+    def __init__(self, vocab=16, dim=8, out=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.proj = nn.Linear(dim, out)
+
+    def forward(self, ids):
+        return self.proj(self.embed(ids)).sum()
+
+
+def floats(g, *shape):
+    return torch.randn(*shape, generator=g).requires_grad_(True)
+
+
+# name -> (module class, example inputs from a seeded generator, also run_decompositions()?)
+CASES = {
+    "mlp": (Mlp, lambda g: (floats(g, 2, 4, 8),), True),
+    "attention": (Attention, lambda g: (floats(g, 1, 4, 16),), True),
+    "embedding": (Embedding, lambda g: (torch.randint(0, 16, (2, 4), generator=g),), False),
+}
+
+
+def archive_facts(path):
+    with zipfile.ZipFile(path) as z:
+        doc = json.loads(z.read(next(n for n in z.namelist() if n.endswith("/models/model.json"))))
+    return {"schema_version": doc["schema_version"], "verifiers": doc["verifiers"],
+            "torch_version": doc.get("torch_version"), "bytes": path.stat().st_size}
+
+
+def write_case(name, out):
+    """Writes <name>.pt2 (and <name>_core.pt2); returns their archive_facts by file name."""
+    build, inputs, with_core = CASES[name]
+    facts = {}
+    for suffix, decompose in (("", False), ("_core", True)):
+        if decompose and not with_core:
+            continue
+        torch.manual_seed(0)
+        module = build().train()
+        path = export(module, inputs(torch.Generator().manual_seed(1)), path=out / f"{name}{suffix}.pt2", decompose=decompose)
+        facts[path.name] = archive_facts(path)
+    return facts
+
+
+def main(argv=None):
+    default = ROOT / "tests" / "pt2" / ("torch-" + ".".join(torch.__version__.split("+")[0].split(".")[:2]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(default), help=f"the version folder (default {default.relative_to(ROOT)})")
+    a = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    archives = {}
+    for name in CASES:
+        archives.update(write_case(name, out))
+    record = {"torch": torch.__version__, "python": sys.version.split()[0],
+              "command": f"python tests/pt2/make_fixtures.py --out {a.out}", "archives": archives}
+    (out / "written-by.json").write_text(json.dumps(record, indent=1) + "\n")
+    for file, f in archives.items():
+        v = f["schema_version"]
+        print(f"{out / file}: schema {v['major']}.{v['minor']}, {','.join(f['verifiers'])}, {f['bytes']} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# pt2_hostile.sh THUNDER_GEN WORKDIR: the broken and hostile archives of tests/pt2/make_hostile.py,
+# written into WORKDIR, each refused by thunder-gen with exit 1, its reason in the message, and no
+# output folder; the control archive (the real one, rewritten) generates.
+set -euo pipefail
+thunder_gen=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+python3 "$here/pt2/make_hostile.py" --out "$work/archives" >/dev/null
+failures=0
+expect() {  # expect ARCHIVE TEXT: refused, TEXT in the one-line message, nothing written
+  local archive=$1 text=$2 out="$work/out-$1" status=0 message
+  message=$(timeout 60 "$thunder_gen" "$work/archives/$archive.pt2" -o "$out" 2>&1) || status=$?
+  if [[ $status -ne 1 || "$message" != *"$text"* || -e "$out" || $(wc -l <<<"$message") -ne 1 ]]; then
+    echo "FAIL $archive (exit $status$([[ -e "$out" ]] && echo ', wrote a folder')): $message"
+    echo "     expected exit 1 and: $text"
+    failures=$((failures + 1))
+  else
+    echo "ok   $archive: $message"
+  fi
+}
+expect not_a_zip "not a zip archive"
+expect truncated "not a zip archive"
+expect zip_bomb "models/model.json: error: a compressed entry"
+expect compressed_model_json "a compressed entry"
+expect path_traversal "../../evil: error: an entry name that is not a plain relative path"
+expect absolute_path "/etc/evil: error: an entry name that is not a plain relative path"
+expect huge_declared_size "weight_0: error: declares 1099511627776 bytes, more than the archive holds"
+expect duplicate_entry "names an entry twice"
+expect crc_mismatch_model_json "models/model.json: error: cannot be read: CRC error"
+expect missing_archive_format "not a PT2 archive: no mlp/archive_format entry"
+expect archive_version_1 "archive version \"1\""
+expect big_endian "\"big\"-endian"
+expect schema_major_9 "schema major version 8"
+expect unknown_argument_kind "/graph_module/graph/nodes/0/inputs/0/arg: error: unknown Argument member \"as_mystery\""
+expect unknown_dtype "/graph_module/graph/tensor_values/x/dtype: error: ScalarType 99"
+expect pickled_weights "/config/norm.weight/use_pickle: error: \"norm.weight\" is stored as a pickle"
+expect legacy_2_7_layout "a pre-2.8 archive"
+expect buffer_mutation "the program mutates fc1.bias (buffer_mutation)"
+expect higher_order_op "\"torch.ops.higher_order.cond\" is a higher-order op"
+expect extension_op "\"#mylib:myop\" is a registered extension op"
+expect deep_nesting "JSON nests deeper than 64 levels"
+# A corrupted weight is never read (code generation needs only the graph): it generates.
+for archive in control crc_mismatch; do
+  if "$thunder_gen" "$work/archives/$archive.pt2" -o "$work/out-$archive" >"$work/$archive.log" 2>&1; then
+    echo "ok   $archive: generated"
+  else
+    echo "FAIL $archive: $(cat "$work/$archive.log")"
+    failures=$((failures + 1))
+  fi
+done
+echo "$failures failures"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""The torch.export front end end to end against PyTorch eager: export a corpus module with
+torch.export (the default training IR, or Core ATen after run_decompositions() with --core), save
+the PT2 archive, generate it with thunder-gen, run the generated forward and backward under host
+emulation, and compare every output and every gradient (parameters by FQN, user inputs) with the
+same module run by PyTorch eager on the same inputs.
+
+    python3 tools/check_pt2.py                          # every model of tools/corpus.py, both forms
+    python3 tools/check_pt2.py --only llama_block --form core --work /tmp/pt2check
+
+Inputs are the module's own parameters and the model's example inputs, written as .npy files named
+by the archive's placeholders (the generated manifest names each one's role and FQN); cotangents
+are drawn here. Dropout draws from the generated code's Philox streams, which eager replays as
+tools/check_against_torch.py does. Tolerances and the bf16-autocast accuracy rule are that tool's.
+Prints one line per compared tensor and a summary line per model; exits 1 on any mismatch.
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import thunder_gen
+
+TOOLS = Path(__file__).resolve().parent
+ROOT = TOOLS.parent
+sys.path.insert(0, str(TOOLS))
+import corpus  # noqa: E402
+import torch_reference  # noqa: E402
+from check_against_torch import ACCURACY_MARGIN, DropoutReplay, accuracy_line, f64_reference, run  # noqa: E402,F401
+from check_report import compare_line, run_each  # noqa: E402
+from thunder_export import dtype_name  # noqa: E402
+from thunder_gen_binary import find_thunder_gen  # noqa: E402
+
+FORMS = ("training", "core")
+
+
+def export(model, form, path):
+    """Saves the model's torch.export program (after run_decompositions() for "core") with
+    thunder_gen.export, which refuses custom autograd.Functions (torch.export drops their backward)."""
+    module, args = model.fn(), model.inputs()
+    thunder_gen.export(module, args, path=path, decompose=form == "core")
+    return module, args
+
+
+def write_inputs(manifest, module, args, folder):
+    """The harness's inputs by placeholder: parameters and buffers from the module by FQN, user
+    inputs in order. Returns {placeholder: tensor} (the very tensors eager runs on)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    user = iter(args)
+    tensors = {}
+    for decl in manifest["inputs"]:
+        role = decl.get("role")
+        if role is None:  # the generator's own inputs (Philox seed and offset): the harness draws them
+            continue
+        if role == "user_input":
+            t = next(user)
+        elif role == "parameter":
+            t = module.get_parameter(decl["fqn"])
+        else:
+            t = module.get_buffer(decl["fqn"])
+        tensors[decl["name"]] = t
+        torch_reference.save_npy(folder / f"{decl['name']}.npy", t.detach(), decl["dtype"])
+    return tensors
+
+
+def check_model(model, form, work, binary, out):
+    work.mkdir(parents=True, exist_ok=True)
+    archive = work / f"{model.name}.pt2"
+    start = time.time()
+    module, args = export(model, form, archive)
+    log = open(work / "log.txt", "w")
+    folder = work / "out"
+    run([binary, archive, "-o", folder, "--force"], log)
+    run([ROOT / "tests" / "build_emu_harness.sh", folder, "fast"], log)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    inputs = work / "inputs"
+    tensors = write_inputs(manifest, module, args, inputs)
+    g = torch.Generator().manual_seed(2)
+    cotangents = []
+    for decl in manifest["outputs"]:
+        c = torch.randn(decl["shape"], generator=g).to(torch_reference.storage_dtype(decl["dtype"]))
+        torch_reference.save_npy(inputs / f"cotangent_{decl['name']}.npy", c, decl["dtype"])
+        cotangents.append(c)
+    results = work / "results"
+    results.mkdir(exist_ok=True)
+    run([folder / "harness", "--inputs", inputs, "--outputs", results, "--repeat", "1", "--quiet"], log)
+    out.write(f"{model.name} ({form}): export and generate and build {time.time() - start:.1f} s\n")
+
+    leaves = {name: t for name, t in tensors.items() if next(d for d in manifest["inputs"] if d["name"] == name)["requires_grad"]}
+    for t in leaves.values():
+        t.requires_grad_(True)
+        t.grad = None
+    seed = int(np.load(results / "philox_seed.npy")) if (results / "philox_seed.npy").exists() else 0
+    offset = int(np.load(results / "philox_offset.npy")) if (results / "philox_offset.npy").exists() else 0
+    replay = DropoutReplay(seed, offset)
+    with replay.active():
+        outputs = module(*args)
+    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    torch.autograd.backward(outputs, cotangents)
+
+    failures = 0
+    for note, ok in replay.notes:
+        out.write(f"{model.name}: {note}: {'ok' if ok else 'NOT WITHIN 5 SD OF 1 - p'}\n")
+        failures += not ok
+    names = [d["name"] for d in manifest["outputs"]]
+    expected = dict(zip(names, outputs))
+    expected.update({f"grad_{n}": t.grad for n, t in leaves.items()})
+    exact = f64_reference(module, args, leaves, cotangents, names) if model.autocast else {}
+    for key, want in expected.items():
+        path = results / f"{key}.npy"
+        if want is None or not path.exists():
+            out.write(f"{model.name}: {key}: {'no eager gradient' if want is None else 'not written by the harness'}: MISSING\n")
+            failures += 1
+            continue
+        dt = dtype_name(want.dtype)
+        got = torch_reference.load_npy(path, dt)
+        if key in exact and not torch_reference.compare(got, want.detach(), "bf16").ok:
+            failures += accuracy_line(out, f"{model.name}: {key}", got, want, exact[key])
+            continue
+        failures += compare_line(out, f"{model.name}: {key}", got, want, dt, "bf16" if model.autocast else None)
+    return failures
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="a model of tools/corpus.py (repeatable)")
+    parser.add_argument("--form", choices=FORMS, action="append", help="training (the default export) or core (run_decompositions())")
+    parser.add_argument("--refused", action="append", default=[], metavar="MODEL:FORM=TEXT",
+                        help="a case that must fail with TEXT in its error (a known refusal; repeatable)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/thunder-gen-check-pt2"))
+    args = parser.parse_args(argv)
+    models = [m for m in corpus.MODELS if not args.only or m.name in args.only]
+    binary = find_thunder_gen()
+    refused = dict(r.split("=", 1) for r in args.refused)
+    by_name = {f"{m.name} ({f})": (m, f) for m in models for f in (args.form or FORMS)}
+
+    def check(name):
+        model, form = by_name[name]
+        work = args.work / f"{model.name}_{form}"
+        expected = refused.get(f"{model.name}:{form}")
+        if expected is None:
+            return check_model(model, form, work, binary, sys.stdout)
+        try:
+            check_model(model, form, work, binary, sys.stdout)
+        except Exception as e:  # noqa: BLE001 (the refusal's own message is the check)
+            ok = expected in str(e)
+            print(f"{name}: refused{'' if ok else ', but not with ' + repr(expected)}: {str(e).strip().splitlines()[-1][:300]}")
+            return 0 if ok else 1
+        print(f"{name}: expected a refusal containing {expected!r}, but it ran")
+        return 1
+
+    return 1 if run_each(list(by_name), check) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
