@@ -12,39 +12,40 @@
 #include "ops/op_table.h"
 #include "support/diagnostics.h"
 
-namespace {
+// (A named namespace: unit_tests compiles in batches, where another file's helpers share the unit.)
+namespace pt2_programs {
 
 using nlohmann::json;
 
-json tensor_meta(std::vector<int64_t> sizes, int dtype = 7, bool requires_grad = false) {
+json meta_of(std::vector<int64_t> sizes, int dtype = 7, bool requires_grad = false) {
   json s = json::array();
   for (int64_t n : sizes) s.push_back({{"as_int", n}});
   return {{"dtype", dtype}, {"sizes", s}, {"requires_grad", requires_grad}, {"device", {{"type", "cpu"}, {"index", nullptr}}},
           {"strides", json::array()}, {"storage_offset", {{"as_int", 0}}}, {"layout", 7}};
 }
 
-json tensor(const std::string& name) { return {{"as_tensor", {{"name", name}}}}; }
-json input(const std::string& name, json arg) { return {{"name", name}, {"arg", std::move(arg)}, {"kind", 1}}; }
+json tensor_arg(const std::string& name) { return {{"as_tensor", {{"name", name}}}}; }
+json named_input(const std::string& name, json arg) { return {{"name", name}, {"arg", std::move(arg)}, {"kind", 1}}; }
 
 // A program with user input x (f32 [2, 6]) and the given nodes, tensor values and outputs.
-std::string program(json nodes, json values, std::vector<std::string> outputs) {
-  values["x"] = tensor_meta({2, 6}, 7, true);
+std::string program_with(json nodes, json values, std::vector<std::string> outputs) {
+  values["x"] = meta_of({2, 6}, 7, true);
   json graph_outputs = json::array(), output_specs = json::array();
   for (const std::string& out : outputs) {
-    graph_outputs.push_back(tensor(out));
-    output_specs.push_back({{"user_output", {{"arg", tensor(out)}}}});
+    graph_outputs.push_back(tensor_arg(out));
+    output_specs.push_back({{"user_output", {{"arg", tensor_arg(out)}}}});
   }
-  json graph = {{"inputs", {tensor("x")}}, {"outputs", graph_outputs}, {"nodes", nodes}, {"tensor_values", values},
+  json graph = {{"inputs", {tensor_arg("x")}}, {"outputs", graph_outputs}, {"nodes", nodes}, {"tensor_values", values},
                 {"sym_int_values", json::object()}, {"sym_bool_values", json::object()}, {"sym_float_values", json::object()},
                 {"custom_obj_values", json::object()}, {"is_single_tensor_return", false}};
-  json signature = {{"input_specs", {{{"user_input", {{"arg", tensor("x")}}}}}}, {"output_specs", output_specs}};
+  json signature = {{"input_specs", {{{"user_input", {{"arg", tensor_arg("x")}}}}}}, {"output_specs", output_specs}};
   json root = {{"graph_module", {{"graph", graph}, {"signature", signature}, {"module_call_graph", json::array()}, {"metadata", json::object()}}},
                {"opset_version", {{"aten", 10}}}, {"range_constraints", json::object()}, {"schema_version", {{"major", 8}, {"minor", 14}}},
                {"verifiers", {"ATEN"}}, {"torch_version", "2.9.0"}};
   return root.dump();
 }
 
-json node(const std::string& target, json inputs, json outputs) {
+json node_of(const std::string& target, json inputs, json outputs) {
   return {{"target", "torch.ops." + target}, {"inputs", std::move(inputs)}, {"outputs", std::move(outputs)}, {"metadata", json::object()}};
 }
 
@@ -57,7 +58,9 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
-}  // namespace
+}  // namespace pt2_programs
+
+using namespace pt2_programs;
 
 TEST_CASE("every ATen declaration binds parameters its op has, and every required one") {
   for (const tg::AtenRow& row : tg::aten_rows()) {
@@ -99,12 +102,12 @@ TEST_CASE("Core ATen coverage counts the snapshot's overloads that have rows") {
 }
 
 TEST_CASE("a layer_norm node becomes the torch-level op with the archive's arguments") {
-  json ln = node("aten.native_layer_norm.default",
-                 {input("input", tensor("x")), input("normalized_shape", {{"as_ints", {6}}}), input("weight", {{"as_none", true}}),
-                  input("bias", {{"as_none", true}}), input("eps", {{"as_float", 0.001}})},
-                 {tensor("y"), tensor("mean"), tensor("rstd")});
+  json ln = node_of("aten.native_layer_norm.default",
+                 {named_input("input", tensor_arg("x")), named_input("normalized_shape", {{"as_ints", {6}}}), named_input("weight", {{"as_none", true}}),
+                  named_input("bias", {{"as_none", true}}), named_input("eps", {{"as_float", 0.001}})},
+                 {tensor_arg("y"), tensor_arg("mean"), tensor_arg("rstd")});
   const tg::Pt2Translation t = tg::translate_program(
-      program({ln}, {{"y", tensor_meta({2, 6})}, {"mean", tensor_meta({2, 1})}, {"rstd", tensor_meta({2, 1})}}, {"y"}), "t");
+      program_with({ln}, {{"y", meta_of({2, 6})}, {"mean", meta_of({2, 1})}, {"rstd", meta_of({2, 1})}}, {"y"}), "t");
   REQUIRE(t.trace["ops"].size() == 1);
   CHECK(t.trace["ops"][0]["op"] == "torch.nn.functional.layer_norm");
   CHECK(t.trace["ops"][0]["kwargs"]["eps"] == 0.001);
@@ -115,42 +118,42 @@ TEST_CASE("a layer_norm node becomes the torch-level op with the archive's argum
 }
 
 TEST_CASE("an output thunder-gen does not compute is refused when something reads it") {
-  json ln = node("aten.native_layer_norm.default",
-                 {input("input", tensor("x")), input("normalized_shape", {{"as_ints", {6}}}), input("weight", {{"as_none", true}}),
-                  input("bias", {{"as_none", true}}), input("eps", {{"as_float", 1e-5}})},
-                 {tensor("y"), tensor("mean"), tensor("rstd")});
-  const std::string text = program({ln}, {{"y", tensor_meta({2, 6})}, {"mean", tensor_meta({2, 1})}, {"rstd", tensor_meta({2, 1})}}, {"y", "mean"});
+  json ln = node_of("aten.native_layer_norm.default",
+                 {named_input("input", tensor_arg("x")), named_input("normalized_shape", {{"as_ints", {6}}}), named_input("weight", {{"as_none", true}}),
+                  named_input("bias", {{"as_none", true}}), named_input("eps", {{"as_float", 1e-5}})},
+                 {tensor_arg("y"), tensor_arg("mean"), tensor_arg("rstd")});
+  const std::string text = program_with({ln}, {{"y", meta_of({2, 6})}, {"mean", meta_of({2, 1})}, {"rstd", meta_of({2, 1})}}, {"y", "mean"});
   CHECK_THAT(error_of(text), Catch::Contains("output 1 (mean) is read") && Catch::Contains("/graph_module/graph/nodes/0/outputs"));
 }
 
 TEST_CASE("an argument away from its default that the declaration does not bind is refused") {
-  json softmax = node("aten._softmax.default", {input("self", tensor("x")), input("dim", {{"as_int", 1}}), input("half_to_float", {{"as_bool", true}})},
-                      {tensor("y")});
-  CHECK_THAT(error_of(program({softmax}, {{"y", tensor_meta({2, 6})}}, {"y"})), Catch::Contains("only when half_to_float==false"));
-  json gelu = node("aten.gelu.default", {input("self", tensor("x")), input("approximate", {{"as_string", "tanh"}})}, {tensor("y")});
-  CHECK(error_of(program({gelu}, {{"y", tensor_meta({2, 6})}}, {"y"})).empty());
-  json embedding = node("aten.embedding.default", {input("weight", tensor("x")), input("indices", tensor("x")), input("padding_idx", {{"as_int", 3}})},
-                        {tensor("y")});
-  CHECK_THAT(error_of(program({embedding}, {{"y", tensor_meta({2, 6})}}, {"y"})), Catch::Contains("padding_idx==-1"));
+  json softmax = node_of("aten._softmax.default", {named_input("self", tensor_arg("x")), named_input("dim", {{"as_int", 1}}), named_input("half_to_float", {{"as_bool", true}})},
+                      {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({softmax}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("only when half_to_float==false"));
+  json gelu = node_of("aten.gelu.default", {named_input("self", tensor_arg("x")), named_input("approximate", {{"as_string", "tanh"}})}, {tensor_arg("y")});
+  CHECK(error_of(program_with({gelu}, {{"y", meta_of({2, 6})}}, {"y"})).empty());
+  json embedding = node_of("aten.embedding.default", {named_input("weight", tensor_arg("x")), named_input("indices", tensor_arg("x")), named_input("padding_idx", {{"as_int", 3}})},
+                        {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({embedding}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("padding_idx==-1"));
 }
 
 TEST_CASE("unknown union members, dtypes and targets are refused at their place") {
-  json mystery = node("aten.neg.default", {input("self", {{"as_mystery", 1}})}, {tensor("y")});
-  CHECK_THAT(error_of(program({mystery}, {{"y", tensor_meta({2, 6})}}, {"y"})),
+  json mystery = node_of("aten.neg.default", {named_input("self", {{"as_mystery", 1}})}, {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({mystery}, {{"y", meta_of({2, 6})}}, {"y"})),
              Catch::Contains("/graph_module/graph/nodes/0/inputs/0/arg") && Catch::Contains("unknown Argument member \"as_mystery\""));
-  json neg = node("aten.neg.default", {input("self", tensor("x"))}, {tensor("y")});
-  CHECK_THAT(error_of(program({neg}, {{"y", tensor_meta({2, 6}, 29)}}, {"y"})), Catch::Contains("ScalarType 29"));
-  json cond = node("higher_order.cond", json::array(), json::array());
-  CHECK_THAT(error_of(program({cond}, json::object(), {"x"})), Catch::Contains("a higher-order op"));
-  json unmapped = node("aten.nonzero.default", {input("self", tensor("x"))}, {tensor("y")});
-  CHECK_THAT(error_of(program({unmapped}, {{"y", tensor_meta({2, 6})}}, {"y"})), Catch::Contains("aten.nonzero.default has no translation"));
+  json neg = node_of("aten.neg.default", {named_input("self", tensor_arg("x"))}, {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({neg}, {{"y", meta_of({2, 6}, 29)}}, {"y"})), Catch::Contains("ScalarType 29"));
+  json cond = node_of("higher_order.cond", json::array(), json::array());
+  CHECK_THAT(error_of(program_with({cond}, json::object(), {"x"})), Catch::Contains("a higher-order op"));
+  json unmapped = node_of("aten.nonzero.default", {named_input("self", tensor_arg("x"))}, {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({unmapped}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("aten.nonzero.default has no translation"));
 }
 
 TEST_CASE("slices take Python's bounds: None, negative, past the end") {
-  json slice = node("aten.slice.Tensor", {input("self", tensor("x")), input("dim", {{"as_int", 1}}), input("start", {{"as_int", -4}}),
-                                          input("end", {{"as_int", 9223372036854775807}})},
-                    {tensor("y")});
-  const tg::Pt2Translation t = tg::translate_program(program({slice}, {{"y", tensor_meta({2, 4})}}, {"y"}), "t");
+  json slice = node_of("aten.slice.Tensor", {named_input("self", tensor_arg("x")), named_input("dim", {{"as_int", 1}}), named_input("start", {{"as_int", -4}}),
+                                          named_input("end", {{"as_int", 9223372036854775807}})},
+                    {tensor_arg("y")});
+  const tg::Pt2Translation t = tg::translate_program(program_with({slice}, {{"y", meta_of({2, 4})}}, {"y"}), "t");
   REQUIRE(t.trace["ops"].size() == 1);
   CHECK(t.trace["ops"][0]["op"] == "prims.slice_prim");
   CHECK(t.trace["ops"][0]["kwargs"]["start_indices"] == json({0, 2}));
@@ -159,15 +162,15 @@ TEST_CASE("slices take Python's bounds: None, negative, past the end") {
 }
 
 TEST_CASE("a copy or layout change is its input's value: no op, later readers read the input") {
-  json clone = node("aten.clone.default", {input("self", tensor("x")), input("memory_format", {{"as_memory_format", 1}})}, {tensor("c")});
-  json neg = node("aten.neg.default", {input("self", tensor("c"))}, {tensor("y")});
-  const tg::Pt2Translation t = tg::translate_program(program({clone, neg}, {{"c", tensor_meta({2, 6})}, {"y", tensor_meta({2, 6})}}, {"y"}), "t");
+  json clone = node_of("aten.clone.default", {named_input("self", tensor_arg("x")), named_input("memory_format", {{"as_memory_format", 1}})}, {tensor_arg("c")});
+  json neg = node_of("aten.neg.default", {named_input("self", tensor_arg("c"))}, {tensor_arg("y")});
+  const tg::Pt2Translation t = tg::translate_program(program_with({clone, neg}, {{"c", meta_of({2, 6})}, {"y", meta_of({2, 6})}}, {"y"}), "t");
   REQUIRE(t.trace["ops"].size() == 1);
   CHECK(t.trace["ops"][0]["kwargs"]["a"] == "x");
 }
 
 TEST_CASE("schema versions outside major 8, minor 14 and later, are refused with the way out") {
-  std::string text = program(json::array(), json::object(), {"x"});
+  std::string text = program_with(json::array(), json::object(), {"x"});
   json doc = json::parse(text);
   doc["schema_version"] = {{"major", 8}, {"minor", 8}};
   CHECK_THAT(error_of(doc.dump()), Catch::Contains("re-save it with torch.export.save from torch >= 2.9"));
