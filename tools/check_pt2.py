@@ -5,7 +5,8 @@ the PT2 archive, generate it with thunder-gen, run the generated forward and bac
 emulation, and compare every output and every gradient (parameters by FQN, user inputs) with the
 same module run by PyTorch eager on the same inputs.
 
-    python3 tools/check_pt2.py                          # every model of tools/corpus.py, both forms
+    python3 tools/check_pt2.py                          # every model of tools/corpus.py (MODELS and
+                                                        # EXPORT_ONLY, which Thunder cannot capture), both forms
     python3 tools/check_pt2.py --only llama_block --form core --work /tmp/pt2check
 
 Inputs are the module's own parameters and the model's example inputs, written as .npy files named
@@ -133,7 +134,7 @@ def main(argv=None):
                         help="a case that must fail with TEXT in its error (a known refusal; repeatable)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/thunder-gen-check-pt2"))
     args = parser.parse_args(argv)
-    models = [m for m in corpus.MODELS if not args.only or m.name in args.only]
+    models = [m for m in corpus.MODELS + corpus.EXPORT_ONLY if not args.only or m.name in args.only]
     binary = find_thunder_gen()
     refused = dict(r.split("=", 1) for r in args.refused)
     by_name = {f"{m.name} ({f})": (m, f) for m in models for f in (args.form or FORMS)}

@@ -291,6 +291,46 @@ class Qwen2Layer(nn.Module):
         return first(self.layer(x, position_embeddings=position_embeddings, attention_mask=None))
 
 
+# ---- Modules Thunder 0.2.6 cannot capture, which torch.export can (tools/check_pt2.py) ----------
+class Qwen2SdpaLayer(Qwen2Layer):
+    """Qwen2's decoder layer with transformers' sdpa attention: grouped-query attention reaches
+    F.scaled_dot_product_attention with enable_gqa=True, which Thunder's sdpa refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer.self_attn.config._attn_implementation = "sdpa"
+
+
+class TorchEncoderLayer(nn.Module):
+    """torch.nn.TransformerEncoderLayer (multi-head attention, ReLU MLP, dropout off), batch-first
+    or not, post- or pre-norm: Thunder cannot register multi_head_attention_forward's call."""
+
+    def __init__(self, batch_first, norm_first):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(EMBED, HEADS, dim_feedforward=2 * EMBED, dropout=0.0, batch_first=batch_first,
+                                                norm_first=norm_first)
+        self.batch_first = batch_first
+
+    def forward(self, x):
+        return self.layer(x if self.batch_first else x.transpose(0, 1))
+
+
+class T5Layer(nn.Module):
+    """transformers' T5Block (encoder, relative position bias, dropout off): Thunder runs
+    `relative_buckets += ...` as an in-place prims.copy_."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        from transformers.models.t5.modeling_t5 import T5Block
+        c = transformers.T5Config(d_model=EMBED, d_kv=EMBED // HEADS, num_heads=HEADS, d_ff=2 * EMBED, dropout_rate=0.0,
+                                  is_decoder=False)
+        self.block = T5Block(c, has_relative_attention_bias=True)
+
+    def forward(self, x):
+        return first(self.block(x))
+
+
 def images(g):
     return (torch.randn(BATCH, 3, 16, 16, generator=g).requires_grad_(True),)
 
@@ -353,3 +393,11 @@ DISTRIBUTED = [
 
 def distributed_model(name):
     return next(m for m in DISTRIBUTED if m.name == name)
+
+# torch.export only (tools/check_pt2.py): Thunder fails on these before thunder-gen sees them.
+EXPORT_ONLY = [
+    Model("qwen2_sdpa_layer", Qwen2SdpaLayer, lambda g: (tokens(g),)),
+    Model("torch_encoder_layer", lambda: TorchEncoderLayer(batch_first=True, norm_first=False), lambda g: (tokens(g),)),
+    Model("torch_encoder_layer_seq_first_prenorm", lambda: TorchEncoderLayer(batch_first=False, norm_first=True), lambda g: (tokens(g),)),
+    Model("t5_block", T5Layer, lambda g: (tokens(g),)),
+]

@@ -20,7 +20,7 @@
 namespace tg {
 namespace {
 
-using namespace json;
+using namespace ::tg::json;
 using Doc = nlohmann::json;
 
 constexpr int64_t kSchemaMajor = 8;

@@ -8,7 +8,7 @@
 namespace tg::pt2 {
 namespace {
 
-using namespace tg::json;
+using namespace ::tg::json;
 using nlohmann::json;
 
 // Argument members torch 2.9 to 2.15 write (schema 8.14 to 8.20), known but not expressible in a

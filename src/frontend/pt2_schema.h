@@ -13,8 +13,8 @@
 
 namespace tg::pt2 {
 
-using json::Json;
-using json::Path;
+using ::tg::json::Json;
+using ::tg::json::Path;
 
 // A union's one member: its name and its value. `kind` names the union in messages ("Argument").
 std::pair<std::string_view, Json> member_of(Json j, const Path& where, std::string_view kind);
