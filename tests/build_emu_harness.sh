@@ -27,8 +27,12 @@ if [[ -z "${TG_EMU_RUNTIME_CACHE:-}" ]]; then
 fi
 key=$({ "$cxx" --version; echo "${flags[*]}"; cat tg_*.h tg_runtime.cuh; } | sha256sum | cut -c1-16)
 runtime=$TG_EMU_RUNTIME_CACHE/runtime-$key.o
+mkdir -p "$TG_EMU_RUNTIME_CACHE"
+# One build of a key's runtime and headers at a time: the suite starts several harness builds at
+# once, which would each compile them (10 s of CPU) before the first finished.
+exec {lock}>"$TG_EMU_RUNTIME_CACHE/lock-$key"
+flock "$lock"
 if [[ ! -f "$runtime" ]]; then
-  mkdir -p "$TG_EMU_RUNTIME_CACHE"
   printf '#include "tg_runtime.cuh"\n#include "tg_host.h"\n#include "tg_harness.h"\n' >runtime.cpp
   partial=$(mktemp "$runtime.XXXXXX")
   "$cxx" "${flags[@]}" -DTG_RUNTIME_LIBRARY -I. -c runtime.cpp -o "$partial"
@@ -45,5 +49,6 @@ if [[ ! -f "$prelude/tg_emu_prelude.h.gch" ]]; then
   "$cxx" "${flags[@]}" -DTG_RUNTIME_PREBUILT -I. -x c++-header "$partial/tg_emu_prelude.h" -o "$partial/tg_emu_prelude.h.gch"
   mv -T "$partial" "$prelude" 2>/dev/null || rm -rf "$partial"  # a folder's rename: if another build won, its copy serves
 fi
+flock -u "$lock"
 { echo '#include "tg_emu_prelude.h"'; cat unity.cpp; } >unity_prelude.cpp
 "$cxx" "${flags[@]}" -DTG_RUNTIME_PREBUILT -I"$prelude" -I. unity_prelude.cpp "$runtime" "${libs[@]}" -o harness

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <simdjson.h>
 
 #include "frontend/aten_table.h"
@@ -48,6 +49,26 @@ void for_each_name(const Doc& arg, const std::function<void(const std::string&)>
 
 std::string aten_target(const std::string& target, const Path& at, const std::string& source);
 
+// ATen's view ops (their schemas' results alias `self`, "Tensor(a)"): an in-place op on a value one
+// of them reads or makes would change the other too, which a trace (values, no aliases) cannot say.
+bool is_view(std::string_view target) {
+  static const std::set<std::string, std::less<>> kViews = {
+      "view", "_unsafe_view", "reshape", "flatten", "unflatten", "expand", "expand_as", "view_as", "slice", "select", "narrow",
+      "split", "split_with_sizes", "chunk", "unbind", "transpose", "t", "permute", "movedim", "unsqueeze", "squeeze", "alias",
+      "detach", "contiguous", "to", "as_strided", "diagonal", "unfold", "_reshape_alias"};
+  const std::string prefix = "torch.ops.aten.";
+  if (target.rfind(prefix, 0) != 0) return false;
+  std::string_view name = target.substr(prefix.size());
+  return kViews.count(name.substr(0, name.find('.'))) > 0;
+}
+
+// The functional op of an in-place one ("aten.add_.Tensor" -> "aten.add.Tensor"), or "".
+std::string functional_of(const std::string& aten) {
+  const size_t dot = aten.find('.', 5);
+  if (dot == std::string::npos || dot < 2 || aten[dot - 1] != '_' || aten[dot - 2] == '_') return "";
+  return aten.substr(0, dot - 1) + aten.substr(dot);
+}
+
 class Translator {
  public:
   Translator(Json root, std::string trace_name) : root_(root), trace_name_(std::move(trace_name)) {}
@@ -81,6 +102,7 @@ class Translator {
   std::map<std::string, Value, std::less<>> metas_;
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;
+  std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
   Doc ops_ = Doc::array();
   std::vector<Pt2Origin> origins_;
 
@@ -121,16 +143,30 @@ class Translator {
       // What the node is comes first: a higher-order op's subgraph argument would be refused by
       // itself, with a reason less useful than the op's.
       aten_target(string_at(require(object_at(node, node_at), node_at, "target"), Path(node_at, "target")), node_at, source_);
+      const bool view = is_view(string_of(require(object_at(node, node_at), node_at, "target")));
       const Path inputs_at(node_at, "inputs");
       size_t j = 0;
       for (Json input : list_at(require(object_at(node, node_at), node_at, "inputs"), inputs_at)) {
         const Path input_at(inputs_at, j++);
-        count(require(object_at(input, input_at), input_at, "arg"), Path(input_at, "arg"));
+        const Doc arg = pt2::argument(require(object_at(input, input_at), input_at, "arg"), Path(input_at, "arg"));
+        for_each_name(arg, [&](const std::string& n) {
+          ++uses_[n];
+          if (view) viewed_.insert(n);
+        });
       }
+      const Path outputs_at(node_at, "outputs");
+      j = 0;
+      if (view)
+        for (Json output : list_at(require(object_at(node, node_at), node_at, "outputs"), outputs_at))
+          for (std::string& name : pt2::output_names(output, Path(outputs_at, j++))) viewed_.insert(std::move(name));
     }
     const Path outputs_at(graph_at, "outputs");
     i = 0;
     for (Json output : list_at(require(graph, graph_at, "outputs"), outputs_at)) count(output, Path(outputs_at, i++));
+    const Path inputs_at(graph_at, "inputs");
+    i = 0;
+    for (Json input : list_at(require(graph, graph_at, "inputs"), inputs_at))
+      for_each_name(pt2::argument(input, Path(inputs_at, i++)), [&](const std::string& n) { placeholders_.insert(n); });
   }
 
   const Value& meta(const std::string& name, const Path& where) const {
@@ -162,6 +198,7 @@ class Translator {
   void read_nodes(Object graph, const Path& graph_at);
   void translate_node(Json node_json, const Path& at);
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
+  std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
   void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
   void emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
   Doc special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const;
@@ -262,7 +299,9 @@ void Translator::translate_node(Json node_json, const Path& at) {
   const Object node = object_at(node_json, at);
   const std::string target = string_at(require(node, at, "target"), Path(at, "target"));
   const std::string aten = aten_target(target, at, source_);
-  const std::vector<const AtenRow*> rows = aten_rows_for(aten);
+  std::vector<const AtenRow*> rows = aten_rows_for(aten);
+  const std::string mutated = rows.empty() ? mutated_value(node, at, aten) : "";
+  if (!mutated.empty()) rows = aten_rows_for(functional_of(aten));
   if (rows.empty())
     throw UserError(at.str() + "/target", aten + " has no translation (thunder-gen list-ops --aten lists the ATen ops it maps)" +
                                               (source_.find("TRAINING") != std::string::npos ? "; ep.run_decompositions() may lower it to ops it maps" : ""));
@@ -289,10 +328,32 @@ void Translator::translate_node(Json node_json, const Path& at) {
   outs.resize(computed);
   const size_t ops_before = ops_.size();
   emit(*row, bound, outs, at);
+  // After an in-place op, its `self` is the op's result for every later reader.
+  if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
   std::string name = outs.empty() ? target : outs.front();
   const std::string module = module_path(node);
   for (size_t k = ops_before; k < ops_.size(); ++k)
     origins_.push_back({at.str(), "node " + name + " (" + aten + ")" + (module.empty() ? "" : " in module " + module)});
+}
+
+// The value an in-place op ("aten.add_.Tensor") writes, when its functional form has a declaration
+// and the write changes nothing else: not a graph input, not a value a view shares. "" when the
+// op is not in-place or its functional form is undeclared (the caller refuses it as undeclared).
+std::string Translator::mutated_value(Object node, const Path& at, const std::string& aten) const {
+  const std::string functional = functional_of(aten);
+  if (functional.empty() || aten_rows_for(functional).empty()) return "";
+  const Path inputs_at(at, "inputs");
+  const Array inputs = list_at(require(node, at, "inputs"), inputs_at);
+  if (inputs.size() == 0) return "";
+  const Path first_at(Path(inputs_at, size_t(0)), "arg");
+  const Doc self = pt2::argument(require(object_at(inputs.at(0), Path(inputs_at, size_t(0))), Path(inputs_at, size_t(0)), "arg"), first_at);
+  if (!self.is_string()) return "";
+  const std::string name = self.get<std::string>();
+  if (placeholders_.count(name))
+    throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs is not supported");
+  if (viewed_.count(name))
+    throw UserError(at.str(), aten + " writes \"" + name + "\" in place, which a view shares: run_decompositions() makes the program functional");
+  return name;
 }
 
 Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) const {

@@ -177,3 +177,21 @@ TEST_CASE("schema versions outside major 8, minor 14 and later, are refused with
   doc["schema_version"] = {{"major", 9}, {"minor", 1}};
   CHECK_THAT(error_of(doc.dump()), Catch::Contains("schema major version 8"));
 }
+
+TEST_CASE("an in-place op is its functional form, and later readers of its target read the result") {
+  json neg = node_of("aten.neg.default", {named_input("self", tensor_arg("x"))}, {tensor_arg("n")});
+  json add = node_of("aten.add_.Tensor", {named_input("self", tensor_arg("n")), named_input("other", tensor_arg("x"))}, {tensor_arg("a")});
+  json mul = node_of("aten.mul.Tensor", {named_input("self", tensor_arg("n")), named_input("other", tensor_arg("x"))}, {tensor_arg("y")});
+  json values = {{"n", meta_of({2, 6})}, {"a", meta_of({2, 6})}, {"y", meta_of({2, 6})}};
+  const tg::Pt2Translation t = tg::translate_program(program_with({neg, add, mul}, values, {"y"}), "t");
+  REQUIRE(t.trace["ops"].size() == 3);
+  CHECK(t.trace["ops"][1]["op"] == "torch.add");
+  CHECK(t.trace["ops"][2]["kwargs"]["a"] == "a");  // n after the add_: its result
+  CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
+
+  json add_to_input = node_of("aten.add_.Tensor", {named_input("self", tensor_arg("x")), named_input("other", tensor_arg("x"))}, {tensor_arg("a")});
+  CHECK_THAT(error_of(program_with({add_to_input}, {{"a", meta_of({2, 6})}}, {"a"})), Catch::Contains("writes the program's input \"x\" in place"));
+  json view = node_of("aten.view.default", {named_input("self", tensor_arg("n")), named_input("size", {{"as_ints", {12}}})}, {tensor_arg("v")});
+  json values_with_view = {{"n", meta_of({2, 6})}, {"v", meta_of({12})}, {"a", meta_of({2, 6})}};
+  CHECK_THAT(error_of(program_with({neg, view, add}, values_with_view, {"a", "v"})), Catch::Contains("which a view shares"));
+}
