@@ -3,7 +3,8 @@
 torch.export (the default training IR, or Core ATen after run_decompositions() with --core), save
 the PT2 archive, generate it with thunder-gen, run the generated forward and backward under host
 emulation, and compare every output and every gradient (parameters by FQN, user inputs) with the
-same module run by PyTorch eager on the same inputs.
+same module run by PyTorch eager on the same inputs. For a model the Thunder path also takes, the
+default export's plan must save no more bytes and launch no more kernels than the Thunder trace's.
 
     python3 tools/check_pt2.py                          # every model of tools/corpus.py (MODELS and
                                                         # EXPORT_ONLY, which Thunder cannot capture), both forms
@@ -68,6 +69,25 @@ def write_inputs(manifest, module, args, folder):
     return tensors
 
 
+def against_thunder_path(model, form, manifest, binary, work, log, out):
+    """The plan of the model's Thunder trace (examples/corpus/<model>.json, when it has one) against
+    the archive's: the default export must save no more bytes and launch no more kernels (returns
+    1 if it does); Core ATen's numbers are printed (its decomposed attention and linears launch
+    more kernels today: docs/pt2.md)."""
+    trace = ROOT / "examples" / "corpus" / f"{model.name}.json"
+    if not trace.exists():
+        return 0
+    folder = work / "thunder"
+    run([binary, trace, "-o", folder, "--force"], log)
+    thunder = json.loads((folder / "manifest.json").read_text())
+    ours = (manifest["saved_bytes"], len(manifest["kernels"]))
+    theirs = (thunder["saved_bytes"], len(thunder["kernels"]))
+    worse = ours[0] > theirs[0] or ours[1] > theirs[1]
+    verdict = "ok" if not worse else ("MORE THAN THE THUNDER PATH" if form == "training" else "more (not yet held to it)")
+    out.write(f"{model.name} ({form}): saves {ours[0]} bytes in {ours[1]} kernels; the Thunder trace {theirs[0]} in {theirs[1]}: {verdict}\n")
+    return 1 if worse and form == "training" else 0
+
+
 def check_model(model, form, work, binary, out):
     work.mkdir(parents=True, exist_ok=True)
     archive = work / f"{model.name}.pt2"
@@ -78,6 +98,7 @@ def check_model(model, form, work, binary, out):
     run([binary, archive, "-o", folder, "--force"], log)
     run([ROOT / "tests" / "build_emu_harness.sh", folder, "unoptimized"], log)
     manifest = json.loads((folder / "manifest.json").read_text())
+    failures = against_thunder_path(model, form, manifest, binary, work, log, out)
     inputs = work / "inputs"
     tensors = write_inputs(manifest, module, args, inputs)
     g = torch.Generator().manual_seed(2)
@@ -103,7 +124,6 @@ def check_model(model, form, work, binary, out):
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     torch.autograd.backward(outputs, cotangents)
 
-    failures = 0
     for note, ok in replay.notes:
         out.write(f"{model.name}: {note}: {'ok' if ok else 'NOT WITHIN 5 SD OF 1 - p'}\n")
         failures += not ok
