@@ -48,7 +48,7 @@ sys.path.insert(0, str(TOOLS))
 import corpus  # noqa: E402
 import thunder_export  # noqa: E402
 import torch_reference  # noqa: E402
-from check_report import compare_line, run_each  # noqa: E402
+from check_report import compare_results, run_each  # noqa: E402
 from thunder_gen_binary import find_thunder_gen  # noqa: E402
 from thunder_gen import eager_check  # noqa: E402  (this checkout's python/, which thunder_gen_binary puts first)
 from thunder_gen.eager_check import ACCURACY_MARGIN, DropoutReplay, accuracy_line, philox_uniform  # noqa: E402,F401
@@ -142,19 +142,7 @@ def check_model(model, work, thunder_gen, out, committed=None, prebuilt=None):
     expected = dict(zip(doc["outputs"], outputs))
     expected.update({f"grad_{n}": t.grad for n, t in leaves.items()})
     exact = f64_reference(module, args, leaves, [cotangents[n] for n in doc["outputs"]], doc["outputs"]) if model.autocast else {}
-    for key, want in expected.items():
-        dt = "f32" if want is None else thunder_export.dtype_name(want.dtype)
-        path = results / f"{key}.npy"
-        if want is None or not path.exists():
-            out.write(f"{model.name}: {key}: {'no eager gradient' if want is None else 'not written by the harness'}: MISSING\n")
-            failures += 1
-            continue
-        got = torch_reference.load_npy(path, dt)
-        if key in exact and not torch_reference.compare(got, want.detach(), "bf16").ok:
-            failures += accuracy_line(out, f"{model.name}: {key}", got, want, exact[key])
-            continue
-        # Under bf16 autocast an f32 gradient comes through bf16 GEMMs, so bf16's tolerance holds.
-        failures += compare_line(out, f"{model.name}: {key}", got, want, dt, "bf16" if model.autocast else None)
+    failures += compare_results(out, model, expected, results, exact, thunder_export.dtype_name)
     return failures
 
 

@@ -32,8 +32,8 @@ ROOT = TOOLS.parent
 sys.path.insert(0, str(TOOLS))
 import corpus  # noqa: E402
 import torch_reference  # noqa: E402
-from check_against_torch import ACCURACY_MARGIN, DropoutReplay, accuracy_line, f64_reference, run  # noqa: E402,F401
-from check_report import compare_line, run_each  # noqa: E402
+from check_against_torch import DropoutReplay, f64_reference, run  # noqa: E402
+from check_report import compare_results, run_each  # noqa: E402
 from thunder_export import dtype_name  # noqa: E402
 from thunder_gen_binary import find_thunder_gen  # noqa: E402
 
@@ -131,18 +131,7 @@ def check_model(model, form, work, binary, out):
     expected = dict(zip(names, outputs))
     expected.update({f"grad_{n}": t.grad for n, t in leaves.items()})
     exact = f64_reference(module, args, leaves, cotangents, names) if model.autocast else {}
-    for key, want in expected.items():
-        path = results / f"{key}.npy"
-        if want is None or not path.exists():
-            out.write(f"{model.name}: {key}: {'no eager gradient' if want is None else 'not written by the harness'}: MISSING\n")
-            failures += 1
-            continue
-        dt = dtype_name(want.dtype)
-        got = torch_reference.load_npy(path, dt)
-        if key in exact and not torch_reference.compare(got, want.detach(), "bf16").ok:
-            failures += accuracy_line(out, f"{model.name}: {key}", got, want, exact[key])
-            continue
-        failures += compare_line(out, f"{model.name}: {key}", got, want, dt, "bf16" if model.autocast else None)
+    failures += compare_results(out, model, expected, results, exact, dtype_name)
     return failures
 
 

@@ -1,5 +1,6 @@
-"""What tools/check_against_torch.py and tools/check_distributed.py share: one line per compared
-tensor, and a run over models (or traces) in which one's failure does not hide the others'."""
+"""What tools/check_against_torch.py, tools/check_pt2.py and tools/check_distributed.py share: one
+line per compared tensor, a model's results against eager's, and a run over models (or traces)
+in which one's failure does not hide the others'."""
 import time
 
 import torch_reference
@@ -11,6 +12,28 @@ def compare_line(out, label, got, want, dt, tolerance_dt=None) -> int:
     c = torch_reference.compare(got, want.detach(), tolerance_dt or dt)
     out.write(f"{label} {dt}{list(want.shape)}: {c.summary()}: {'ok' if c.ok else 'MISMATCH'}\n")
     return 0 if c.ok else 1
+
+
+def compare_results(out, model, expected, results, exact, dtype_name) -> int:
+    """Each of `expected` ({file stem: eager tensor or None}) against the harness's results/<stem>.npy:
+    missing ones fail; under bf16 autocast (model.autocast) a tensor beyond bf16's tolerance passes
+    when it is as accurate as eager's against `exact` (f64) results. Returns the failure count."""
+    from thunder_gen.eager_check import accuracy_line
+    failures = 0
+    for key, want in expected.items():
+        path = results / f"{key}.npy"
+        if want is None or not path.exists():
+            out.write(f"{model.name}: {key}: {'no eager gradient' if want is None else 'not written by the harness'}: MISSING\n")
+            failures += 1
+            continue
+        dt = dtype_name(want.dtype)
+        got = torch_reference.load_npy(path, dt)
+        if key in exact and not torch_reference.compare(got, want.detach(), "bf16").ok:
+            failures += accuracy_line(out, f"{model.name}: {key}", got, want, exact[key])
+            continue
+        # Under bf16 autocast an f32 gradient comes through bf16 GEMMs, so bf16's tolerance holds.
+        failures += compare_line(out, f"{model.name}: {key}", got, want, dt, "bf16" if model.autocast else None)
+    return failures
 
 
 def run_each(names, check) -> int:
