@@ -74,6 +74,11 @@ json bool_argument(Json j, const Path& where) {
   return as<bool>(j);
 }
 
+// A Layout enum value: only Strided (7) is a tensor thunder-gen generates code for.
+void check_strided(Json j, const Path& where) {
+  if (integer_at(j, where) != 7) throw UserError(where.str(), "a sparse or mkldnn layout: thunder-gen generates code for strided tensors");
+}
+
 json device_argument(Json j, const Path& where) {
   const Object o = object_at(j, where);
   const std::string type = string_at(require(o, where, "type"), Path(where, "type"));
@@ -132,7 +137,7 @@ json argument(Json j, const Path& where) {
   if (member == "as_device") return device_argument(value, at);
   if (member == "as_memory_format") return json{{"memory_format", integer_at(value, at)}};
   if (member == "as_layout") {
-    if (integer_at(value, at) != 7) throw UserError(at.str(), "a sparse or mkldnn layout: thunder-gen generates code for strided tensors");
+    check_strided(value, at);
     return json{{"layout", "strided"}};
   }
   for (const Unsupported& u : kUnsupportedArguments)
@@ -167,8 +172,7 @@ Value tensor_meta(Json j, const Path& where) {
     v.shape.push_back(n);
   }
   if (auto rg = find(o, "requires_grad")) v.requires_grad = bool_argument(*rg, Path(where, "requires_grad")).get<bool>();
-  if (auto layout = find(o, "layout"); layout && integer_at(*layout, Path(where, "layout")) != 7)
-    throw UserError(Path(where, "layout").str(), "a sparse or mkldnn layout: thunder-gen generates code for strided tensors");
+  if (auto layout = find(o, "layout")) check_strided(*layout, Path(where, "layout"));
   if (auto device = find(o, "device")) device_argument(*device, Path(where, "device"));
   return v;
 }

@@ -143,6 +143,10 @@ TEST_CASE("unknown union members, dtypes and targets are refused at their place"
              Catch::Contains("/graph_module/graph/nodes/0/inputs/0/arg") && Catch::Contains("unknown Argument member \"as_mystery\""));
   json neg = node_of("aten.neg.default", {named_input("self", tensor_arg("x"))}, {tensor_arg("y")});
   CHECK_THAT(error_of(program_with({neg}, {{"y", meta_of({2, 6}, 29)}}, {"y"})), Catch::Contains("ScalarType 29"));
+  json sparse = meta_of({2, 6});
+  sparse["layout"] = 1;
+  CHECK_THAT(error_of(program_with({neg}, {{"y", sparse}}, {"y"})),
+             Catch::Contains("/graph_module/graph/tensor_values/y/layout") && Catch::Contains("sparse or mkldnn layout"));
   json cond = node_of("higher_order.cond", json::array(), json::array());
   CHECK_THAT(error_of(program_with({cond}, json::object(), {"x"})), Catch::Contains("a higher-order op"));
   json unmapped = node_of("aten.nonzero.default", {named_input("self", tensor_arg("x"))}, {tensor_arg("y")});
