@@ -183,6 +183,11 @@ std::vector<Tensor> t_embedding(Interpreter& in, const Op& op) {
   return {torch::embedding(w, in0(in, op).to(torch::kInt64), padding)};
 }
 
+// ATen's gather takes i64 positions only.
+std::vector<Tensor> t_gather(Interpreter& in, const Op& op) {
+  return {torch::gather(in0(in, op), op.arg("dim").integer, in.value(op.arg("index")).to(torch::kInt64))};
+}
+
 // LibTorch 1.13 has no rms_norm: its definition, autograd differentiates it.
 std::vector<Tensor> t_rms_norm(Interpreter& in, const Op& op) {
   const Tensor& x = in0(in, op);

@@ -1308,7 +1308,7 @@ def opaque_torch_ops():
                                   "knows without a decomposition (docs/torch-ops.md), bound positionally and by keyword, in "
                                   "a small trained graph: addmm (GPT-2's Conv1D), bmm, baddbmm, masked_fill, triu, tril, "
                                   "addcmul, addcdiv, clamp with tensor and number bounds, max and min in their three forms, "
-                                  "cumsum (f32, and i64 with dtype=), normalize, embedding with padding_idx, cross_entropy "
+                                  "cumsum (f32, and i64 with dtype=), normalize, embedding with padding_idx, gather, cross_entropy "
                                   "and nll_loss with class weights, conv2d and conv1d as patch embeddings (kernel == stride), "
                                   "prims.linear on bf16 operands as Thunder's autocast records F.linear, "
                                   "multi_head_attention_forward with b8 and float masks")
@@ -1351,6 +1351,8 @@ def opaque_torch_ops():
     target = t.op("remainder", t.input("target", [32], "i64"), 48)
     ce = t.torch("torch.nn.functional.cross_entropy", [running, target, classes], {"label_smoothing": 0.1}, [], f)
     logp = t.torch("torch.log_softmax", [unit, 1], None, [32, 48], f)
+    picks = t.op("remainder", t.input("picks", [32, 3], "i64"), 48)  # some rows pick one class twice
+    picked = t.torch("torch.gather", [logp, -1, picks], None, [32, 3], f)
     nll = t.torch("torch.nn.functional.nll_loss", [logp, target], {"weight": classes, "reduction": {"str": "none"}}, [32], f)
     # nn.MultiheadAttention's call as Thunder records it (4 heads of 12 over 4 sequences of 8): the
     # packed in-projection, upper's causal pattern as a b8 [8, 8] attn_mask (true: not attended),
@@ -1391,7 +1393,7 @@ def opaque_torch_ops():
     bf16 = [t.op("convert_element_type", v, dtype("bf16")) for v in (h, proj_w, proj_b, h2, gate_w)]
     projected = t.torch("prims.linear", bf16[:3], None, [32, 24], "bf16")
     unbiased = t.torch("prims.linear", [bf16[3], bf16[4], None], None, [32, 24], "bf16")
-    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, prod, clamped, patches, strided, cubes, projected,
+    t.outputs = [masked, low, vmax, imax, vmin, top, counts, emb, ce, nll, picked, prod, clamped, patches, strided, cubes, projected,
                  unbiased, attn, attn_w]
     return t
 

@@ -116,6 +116,23 @@ std::vector<OutType> triangle_rule(const Trace& t, const Op& op) {
   return {{a.dtype, a.shape}};
 }
 
+// gather(a, dim, index): index has a's rank, integer elements and at most a's size in every dim
+// but `dim`; the result has index's shape.
+std::vector<OutType> gather_rule(const Trace& t, const Op& op) {
+  const Value& a = t.value(op.arg("a").value);
+  const Value& index = t.value(op.arg("index").value);
+  const int64_t rank = int64_t(std::max<size_t>(a.shape.size(), 1));
+  const int64_t dim = op.arg("dim").integer;
+  if (dim < -rank || dim >= rank) fail(1, "dim " + std::to_string(dim) + " is out of range for shape " + shape_str(a.shape));
+  if (index.dtype != DType::i64 && index.dtype != DType::i32) fail(2, "needs integer indices (i64 or i32), not " + std::string(dtype_name(index.dtype)));
+  if (index.shape.size() != a.shape.size()) fail(2, "needs the input's rank " + std::to_string(a.shape.size()) + ", has shape " + shape_str(index.shape));
+  const size_t d = size_t(wrapped(dim, a.shape.size()));
+  for (size_t k = 0; k < a.shape.size(); ++k)
+    if (k != d && index.shape[k] > a.shape[k])
+      fail(2, "shape " + shape_str(index.shape) + " is larger than the input's " + shape_str(a.shape) + " in dim " + std::to_string(k));
+  return {{a.dtype, index.shape}};
+}
+
 // ---- lowerings --------------------------------------------------------------------------------
 
 // reshape, unsqueeze and the layout-only prims: a reshape to the output's shape.
@@ -175,6 +192,35 @@ V lower_triangle(G& g, const Op& op) {
   const DType dt = value_of(g, a).dtype;
   Arg fill = op.arg("fill_value").kind == Arg::Kind::none ? Arg::of_int(0) : op.arg("fill_value");
   return where(g, broadcast(g, keep, shape, {r - 2, r - 1}), val(a), operand_as(g, fill, dt, shape));
+}
+
+// gather: a (sliced to index's extent in the other dims, `dim` moved last) broadcast over index's
+// shape plus a last axis of a's size at dim; the element whose position equals the index kept, the
+// last axis summed away.
+V lower_gather(G& g, const Op& op) {
+  V a = op.arg("a").value, index = op.arg("index").value;
+  const Shape in = shape_of(g, a), out = shape_of(g, index);
+  if (in.empty()) return a;  // a 0-d input: index is 0-d and must be 0
+  const size_t rank = in.size(), d = size_t(wrapped(op.arg("dim").integer, rank));
+  const int64_t k = in[d];
+  Shape extent = out;
+  extent[d] = k;
+  if (extent != in) a = call(g, "prims.slice_prim", {val(a), int_list(std::vector<int64_t>(rank, 0)), int_list(extent)});
+  std::vector<int64_t> dim_last, kept;
+  for (size_t i = 0; i < rank; ++i)
+    if (i != d) dim_last.push_back(int64_t(i));
+  kept = dim_last;
+  dim_last.push_back(int64_t(d));
+  kept.push_back(int64_t(rank));
+  Shape wide = out;
+  wide.push_back(k);
+  V source = broadcast(g, call(g, "prims.transpose", {val(a), int_list(dim_last)}), wide, kept);
+  std::vector<int64_t> leading(rank);
+  for (size_t i = 0; i < rank; ++i) leading[i] = int64_t(i);
+  V positions = call(g, "prims.iota", {Arg::of_int(k), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, index).dtype)});
+  V chosen = cmp(g, "prims.eq", val(broadcast(g, index, wide, leading)), val(broadcast(g, positions, wide, {int64_t(rank)})));
+  const DType dt = value_of(g, a).dtype;
+  return sum(g, where(g, chosen, val(source), operand_as(g, Arg::of_int(0), dt, wide)), {int64_t(rank)});
 }
 
 }  // namespace

@@ -183,6 +183,16 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                       call(info.id, "[\"i\", \"w\"]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"padding_idx\": 2}") + "," +
                       call(info.id, "[\"i\", \"w\", -1]", out("q", "[2, 3, 5]")),
                   "\"o\", \"r\", \"q\""};
+    case tg::OpKind::t_gather:  // positions floor(4.9 k) in [0, 4] of a non-differentiable input: along
+      // the last dim (some picked twice, some never), along dim 0 with fewer columns (a slice)
+      return Case{f64("x", "[3, 5]") + "," + f64("k", "[3, 4]", false),
+                  call("prims.mul", "[\"k\", 4.9]", out("k1", "[3, 4]")) + "," + call("prims.floor", "[\"k1\"]", out("k2", "[3, 4]")) + "," +
+                      call("prims.convert_element_type", "[\"k2\", {\"dtype\": \"i64\"}]", out("i", "[3, 4]", "i64")) + "," +
+                      call("prims.mul", "[\"k\", 2.9]", out("k3", "[3, 4]")) + "," + call("prims.floor", "[\"k3\"]", out("k4", "[3, 4]")) + "," +
+                      call("prims.convert_element_type", "[\"k4\", {\"dtype\": \"i32\"}]", out("j", "[3, 4]", "i32")) + "," +
+                      call(info.id, "[\"x\", -1, \"i\"]", out("o", "[3, 4]")) + "," +
+                      call(info.id, "[\"x\", 0, \"j\"]", out("r", "[3, 4]")),
+                  "\"o\", \"r\""};
     // Opaque torch calls (docs/torch-ops.md): the broadcast forms, keyword and positional.
     case tg::OpKind::t_addmm:  // a bias row broadcast with beta and alpha; a full input; beta 0 (input unread)
       return Case{f64("b", "[4]") + "," + f64("c", "[3, 4]") + "," + f64("m", "[3, 5]") + "," + f64("n", "[5, 4]"),

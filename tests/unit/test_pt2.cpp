@@ -199,3 +199,16 @@ TEST_CASE("an in-place op is its functional form, and later readers of its targe
   json values_with_view = {{"n", meta_of({2, 6})}, {"v", meta_of({12})}, {"a", meta_of({2, 6})}};
   CHECK_THAT(error_of(program_with({neg, view, add}, values_with_view, {"a", "v"})), Catch::Contains("which a view shares"));
 }
+
+TEST_CASE("an empty dim list reduces every dim, as ATen's sum, mean and var do") {
+  for (const char* target : {"aten.sum.dim_IntList", "aten.mean.dim"}) {
+    json reduce = node_of(target, {named_input("self", tensor_arg("x")), named_input("dim", {{"as_ints", json::array()}})}, {tensor_arg("y")});
+    const tg::Pt2Translation t = tg::translate_program(program_with({reduce}, {{"y", meta_of({})}}, {"y"}), "t");
+    REQUIRE(t.trace["ops"].size() == 1);
+    CHECK(t.trace["ops"][0]["kwargs"]["dim"].is_null());
+    CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
+  }
+  json rows = node_of("aten.sum.dim_IntList", {named_input("self", tensor_arg("x")), named_input("dim", {{"as_ints", {1}}})}, {tensor_arg("y")});
+  const tg::Pt2Translation t = tg::translate_program(program_with({rows}, {{"y", meta_of({2})}}, {"y"}), "t");
+  CHECK(t.trace["ops"][0]["kwargs"]["dim"] == json({1}));
+}
