@@ -1,3 +1,6 @@
+// The PT2 front end's program level: the schema version, the graph's placeholders as the trace's
+// inputs (roles and FQNs from the signature), its user outputs, the payload checks, and the
+// archive read into a verified Trace. The nodes are pt2_nodes.cpp's.
 #include "frontend/pt2_program.h"
 
 #include <cctype>
@@ -12,33 +15,21 @@
 #include "frontend/aten_table.h"
 #include "frontend/json_document.h"
 #include "frontend/pt2_archive.h"
-#include "frontend/pt2_lowerings.h"
 #include "frontend/pt2_schema.h"
+#include "frontend/pt2_translator.h"
 #include "frontend/reader.h"
 #include "support/diagnostics.h"
 #include "support/generated_text.h"
 
-namespace tg {
+namespace tg::pt2 {
 namespace {
-
-using namespace ::tg::json;
-using Doc = nlohmann::json;
 
 constexpr int64_t kSchemaMajor = 8;
 constexpr int64_t kOldestMinor = 14;  // torch 2.9, the first whose weights are raw bytes
 
-// The module a node came from: the last path of its nn_module_stack ("key,path,type;...").
-std::string module_path(Object node) {
-  auto metadata = find(node, "metadata");
-  if (!metadata || !metadata->is_object()) return "";
-  auto stack = find(object_of(*metadata), "nn_module_stack");
-  if (!stack || !stack->is_string()) return "";
-  std::string_view text = string_of(*stack);
-  text = text.substr(text.rfind(';') == std::string_view::npos ? 0 : text.rfind(';') + 1);
-  const size_t first = text.find(','), second = text.find(',', first + 1);
-  if (first == std::string_view::npos || second == std::string_view::npos) return "";
-  return printable_line(text.substr(first + 1, second - first - 1));
-}
+}  // namespace
+
+using namespace ::tg::json;
 
 // Every tensor name an argument (as trace JSON) reads.
 void for_each_name(const Doc& arg, const std::function<void(const std::string&)>& f) {
@@ -47,7 +38,18 @@ void for_each_name(const Doc& arg, const std::function<void(const std::string&)>
     for (const Doc& item : arg) for_each_name(item, f);
 }
 
-std::string aten_target(const std::string& target, const Path& at, const std::string& source);
+// "torch.ops.aten.add.Tensor" as "aten.add.Tensor"; other targets refused, saying what they are.
+std::string aten_target(const std::string& target, const Path& at, const std::string& source) {
+  const std::string prefix = "torch.ops.aten.";
+  if (target.rfind(prefix, 0) == 0) return "aten." + target.substr(prefix.size());
+  std::string what = "an op outside ATen";
+  if (target.rfind("torch.ops.higher_order.", 0) == 0) what = "a higher-order op (control flow, autocast or a wrapped region)";
+  else if (!target.empty() && target[0] == '#') what = "a registered extension op";
+  else if (target.rfind("_operator.", 0) == 0 || target.rfind("torch.sym_", 0) == 0) what = "symbolic-size arithmetic (a dynamic-shape export)";
+  const bool training = source.find("TRAINING") != std::string::npos;
+  throw UserError(at.str() + "/target", "\"" + printable_line(target) + "\" is " + what + ", which thunder-gen does not translate" +
+                                            (training ? "; ep.run_decompositions() before saving may lower it to ATen ops" : ""));
+}
 
 // ATen's view ops (their schemas' results alias `self`, "Tensor(a)"): an in-place op on a value one
 // of them reads or makes would change the other too, which a trace (values, no aliases) cannot say.
@@ -62,147 +64,131 @@ bool is_view(std::string_view target) {
   return kViews.count(name.substr(0, name.find('.'))) > 0;
 }
 
-// The functional op of an in-place one ("aten.add_.Tensor" -> "aten.add.Tensor"), or "".
-std::string functional_of(const std::string& aten) {
-  const size_t dot = aten.find('.', 5);
-  if (dot == std::string::npos || dot < 2 || aten[dot - 1] != '_' || aten[dot - 2] == '_') return "";
-  return aten.substr(0, dot - 1) + aten.substr(dot);
+Pt2Translation Translator::run() {
+  const Path at(root_pointer_);
+  const Object root = object_at(root_, at);
+  check_version(root, at);
+  const Path module_at(at, "graph_module");
+  const Object module = object_at(require(root, at, "graph_module"), module_at);
+  const Path graph_at(module_at, "graph");
+  const Object graph = object_at(require(module, module_at, "graph"), graph_at);
+  read_tensor_values(graph, graph_at);
+  count_uses(graph, graph_at);
+  Pt2Translation out;
+  out.trace = {{"format", "thunder-gen-trace"}, {"version", 1}, {"name", trace_name_}, {"source", source_}};
+  const Path signature_at(module_at, "signature");
+  const Object signature = object_at(require(module, module_at, "signature"), signature_at);
+  out.trace["inputs"] = read_inputs(graph, graph_at, signature, signature_at, out.inputs);
+  read_nodes(graph, graph_at);
+  out.trace["ops"] = std::move(ops_);
+  out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at);
+  out.op_origins = std::move(origins_);
+  return out;
 }
 
-class Translator {
- public:
-  Translator(Json root, std::string trace_name) : root_(root), trace_name_(std::move(trace_name)) {}
 
-  Pt2Translation run() {
-    const Path at(root_pointer_);
-    const Object root = object_at(root_, at);
-    check_version(root, at);
-    const Path module_at(at, "graph_module");
-    const Object module = object_at(require(root, at, "graph_module"), module_at);
-    const Path graph_at(module_at, "graph");
-    const Object graph = object_at(require(module, module_at, "graph"), graph_at);
-    read_tensor_values(graph, graph_at);
-    count_uses(graph, graph_at);
-    Pt2Translation out;
-    out.trace = {{"format", "thunder-gen-trace"}, {"version", 1}, {"name", trace_name_}, {"source", source_}};
-    const Path signature_at(module_at, "signature");
-    const Object signature = object_at(require(module, module_at, "signature"), signature_at);
-    out.trace["inputs"] = read_inputs(graph, graph_at, signature, signature_at, out.inputs);
-    read_nodes(graph, graph_at);
-    out.trace["ops"] = std::move(ops_);
-    out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at);
-    out.op_origins = std::move(origins_);
-    return out;
+void Translator::check_version(Object root, const Path& at) {
+  const Path version_at(at, "schema_version");
+  const Object version = object_at(require(root, at, "schema_version"), version_at);
+  const Json major = require(version, version_at, "major"), minor = require(version, version_at, "minor");
+  if (!is_int64(major) || !is_int64(minor)) throw UserError(version_at.str(), "expected integers major and minor");
+  std::string torch = "an unknown torch";
+  if (auto v = find(root, "torch_version"); v && v->is_string()) torch = "torch " + printable_line(string_of(*v));
+  const std::string saved = "schema " + std::to_string(int_of(major)) + "." + std::to_string(int_of(minor)) + ", " + torch;
+  if (int_of(major) != kSchemaMajor)
+    throw UserError(version_at.str(), "saved with " + saved + "; this reader takes schema major version 8 (torch 2.9 to 2.15)");
+  if (int_of(minor) < kOldestMinor)
+    throw UserError(version_at.str(), "saved with " + saved + " (weights pickled); re-save it with torch.export.save from torch >= 2.9");
+  std::string dialect;
+  if (auto verifiers = find(root, "verifiers"); verifiers && verifiers->is_array())
+    for (Json v : array_of(*verifiers))
+      if (v.is_string()) dialect += (dialect.empty() ? "" : ",") + printable_line(string_of(v));
+  source_ = "torch.export (" + saved + (dialect.empty() ? "" : ", " + dialect + " dialect") + ")";
+}
+
+void Translator::read_tensor_values(Object graph, const Path& graph_at) {
+  const Path values_at(graph_at, "tensor_values");
+  for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
+    Value v = pt2::tensor_meta(meta, Path(values_at, name));
+    v.name = scope_ + std::string(name);
+    metas_.emplace(v.name, v);
   }
+}
 
- private:
-  const std::string root_pointer_;
-  Json root_;
-  std::string trace_name_, source_;
-  std::map<std::string, Value, std::less<>> metas_;
-  std::map<std::string, std::string, std::less<>> alias_;
-  std::map<std::string, int, std::less<>> uses_;
-  std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
-  Doc ops_ = Doc::array();
-  std::vector<Pt2Origin> origins_;
-
-  void check_version(Object root, const Path& at) {
-    const Path version_at(at, "schema_version");
-    const Object version = object_at(require(root, at, "schema_version"), version_at);
-    const Json major = require(version, version_at, "major"), minor = require(version, version_at, "minor");
-    if (!is_int64(major) || !is_int64(minor)) throw UserError(version_at.str(), "expected integers major and minor");
-    std::string torch = "an unknown torch";
-    if (auto v = find(root, "torch_version"); v && v->is_string()) torch = "torch " + printable_line(string_of(*v));
-    const std::string saved = "schema " + std::to_string(int_of(major)) + "." + std::to_string(int_of(minor)) + ", " + torch;
-    if (int_of(major) != kSchemaMajor)
-      throw UserError(version_at.str(), "saved with " + saved + "; this reader takes schema major version 8 (torch 2.9 to 2.15)");
-    if (int_of(minor) < kOldestMinor)
-      throw UserError(version_at.str(), "saved with " + saved + " (weights pickled); re-save it with torch.export.save from torch >= 2.9");
-    std::string dialect;
-    if (auto verifiers = find(root, "verifiers"); verifiers && verifiers->is_array())
-      for (Json v : array_of(*verifiers))
-        if (v.is_string()) dialect += (dialect.empty() ? "" : ",") + printable_line(string_of(v));
-    source_ = "torch.export (" + saved + (dialect.empty() ? "" : ", " + dialect + " dialect") + ")";
-  }
-
-  void read_tensor_values(Object graph, const Path& graph_at) {
-    const Path values_at(graph_at, "tensor_values");
-    for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
-      Value v = pt2::tensor_meta(meta, Path(values_at, name));
-      v.name = std::string(name);
-      metas_.emplace(std::string(name), std::move(v));
+void Translator::count_uses(Object graph, const Path& graph_at) {
+  auto count = [&](Json arg, const Path& where) { for_each_name(scoped(pt2::argument(arg, where)), [&](const std::string& n) { ++uses_[n]; }); };
+  const Path nodes_at(graph_at, "nodes");
+  size_t i = 0;
+  for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) {
+    const Path node_at(nodes_at, i++);
+    // What the node is comes first: a higher-order op's subgraph argument would be refused by
+    // itself, with a reason less useful than the op's.
+    const std::string target = string_at(require(object_at(node, node_at), node_at, "target"), Path(node_at, "target"));
+    const bool region = is_autocast_region(target);
+    if (!region) aten_target(target, node_at, source_);
+    const bool view = is_view(target);
+    const Path inputs_at(node_at, "inputs");
+    size_t j = 0;
+    for (Json input : list_at(require(object_at(node, node_at), node_at, "inputs"), inputs_at)) {
+      const Path input_at(inputs_at, j++);
+      const Json arg_json = require(object_at(input, input_at), input_at, "arg");
+      if (region && member_of(arg_json, Path(input_at, "arg"), "Argument").first == "as_graph") continue;  // the body: read when inlined
+      const Doc arg = scoped(pt2::argument(arg_json, Path(input_at, "arg")));
+      for_each_name(arg, [&](const std::string& n) {
+        ++uses_[n];
+        if (view) viewed_.insert(n);
+      });
     }
+    const Path outputs_at(node_at, "outputs");
+    j = 0;
+    if (view)
+      for (Json output : list_at(require(object_at(node, node_at), node_at, "outputs"), outputs_at))
+        for (const std::string& name : pt2::output_names(output, Path(outputs_at, j++))) viewed_.insert(scope_ + name);
   }
+  const Path outputs_at(graph_at, "outputs");
+  i = 0;
+  for (Json output : list_at(require(graph, graph_at, "outputs"), outputs_at)) count(output, Path(outputs_at, i++));
+  const Path inputs_at(graph_at, "inputs");
+  i = 0;
+  for (Json input : list_at(require(graph, graph_at, "inputs"), inputs_at))
+    for_each_name(scoped(pt2::argument(input, Path(inputs_at, i++))), [&](const std::string& n) { placeholders_.insert(n); });
+}
 
-  void count_uses(Object graph, const Path& graph_at) {
-    auto count = [&](Json arg, const Path& where) { for_each_name(pt2::argument(arg, where), [&](const std::string& n) { ++uses_[n]; }); };
-    const Path nodes_at(graph_at, "nodes");
-    size_t i = 0;
-    for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) {
-      const Path node_at(nodes_at, i++);
-      // What the node is comes first: a higher-order op's subgraph argument would be refused by
-      // itself, with a reason less useful than the op's.
-      aten_target(string_at(require(object_at(node, node_at), node_at, "target"), Path(node_at, "target")), node_at, source_);
-      const bool view = is_view(string_of(require(object_at(node, node_at), node_at, "target")));
-      const Path inputs_at(node_at, "inputs");
-      size_t j = 0;
-      for (Json input : list_at(require(object_at(node, node_at), node_at, "inputs"), inputs_at)) {
-        const Path input_at(inputs_at, j++);
-        const Doc arg = pt2::argument(require(object_at(input, input_at), input_at, "arg"), Path(input_at, "arg"));
-        for_each_name(arg, [&](const std::string& n) {
-          ++uses_[n];
-          if (view) viewed_.insert(n);
-        });
-      }
-      const Path outputs_at(node_at, "outputs");
-      j = 0;
-      if (view)
-        for (Json output : list_at(require(object_at(node, node_at), node_at, "outputs"), outputs_at))
-          for (std::string& name : pt2::output_names(output, Path(outputs_at, j++))) viewed_.insert(std::move(name));
-    }
-    const Path outputs_at(graph_at, "outputs");
-    i = 0;
-    for (Json output : list_at(require(graph, graph_at, "outputs"), outputs_at)) count(output, Path(outputs_at, i++));
-    const Path inputs_at(graph_at, "inputs");
-    i = 0;
-    for (Json input : list_at(require(graph, graph_at, "inputs"), inputs_at))
-      for_each_name(pt2::argument(input, Path(inputs_at, i++)), [&](const std::string& n) { placeholders_.insert(n); });
-  }
+const Value& Translator::meta(const std::string& name, const Path& where) const {
+  auto it = metas_.find(name);
+  if (it == metas_.end()) throw UserError(where.str(), "no tensor_values entry for \"" + printable_line(name) + "\"");
+  return it->second;
+}
 
-  const Value& meta(const std::string& name, const Path& where) const {
-    auto it = metas_.find(name);
-    if (it == metas_.end()) throw UserError(where.str(), "no tensor_values entry for \"" + printable_line(name) + "\"");
-    return it->second;
-  }
+Doc Translator::declaration(const std::string& name, const Path& where, bool requires_grad) const {
+  const Value& v = meta(name, where);
+  Doc decl = {{"name", name}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}};
+  if (requires_grad && v.requires_grad && is_float(v.dtype)) decl["requires_grad"] = true;
+  return decl;
+}
 
-  Doc declaration(const std::string& name, const Path& where, bool requires_grad) const {
-    const Value& v = meta(name, where);
-    Doc decl = {{"name", name}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}};
-    if (requires_grad && v.requires_grad && is_float(v.dtype)) decl["requires_grad"] = true;
-    return decl;
-  }
+std::string Translator::resolve(const std::string& name) const {
+  auto it = alias_.find(name);
+  return it == alias_.end() ? name : it->second;
+}
+// The names an argument of the graph being read reads, in the translation's namespace.
+Doc Translator::scoped(Doc arg) const {
+  if (scope_.empty()) return arg;
+  if (arg.is_string()) return scope_ + arg.get<std::string>();
+  if (arg.is_array())
+    for (Doc& item : arg) item = scoped(std::move(item));
+  return arg;
+}
 
-  std::string resolve(const std::string& name) const {
-    auto it = alias_.find(name);
-    return it == alias_.end() ? name : it->second;
-  }
-  Doc resolve(Doc arg) const {
-    if (arg.is_string()) return resolve(arg.get<std::string>());
-    if (arg.is_array())
-      for (Doc& item : arg) item = resolve(std::move(item));
-    return arg;
-  }
+Doc Translator::resolve(Doc arg) const {
+  if (arg.is_string()) return resolve(arg.get<std::string>());
+  if (arg.is_array())
+    for (Doc& item : arg) item = resolve(std::move(item));
+  return arg;
+}
 
-  Doc read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const;
-  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at) const;
-  void read_nodes(Object graph, const Path& graph_at);
-  void translate_node(Json node_json, const Path& at);
-  Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
-  std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
-  void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
-  void emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
-  Doc special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const;
-};
+
+namespace {
 
 // Input specs: which placeholder is a parameter, a buffer, a constant or the user's input.
 Pt2Input input_spec(Json spec_json, const Path& at) {
@@ -225,6 +211,8 @@ Pt2Input input_spec(Json spec_json, const Path& at) {
     throw UserError(spec_at.str(), "an input of kind " + std::string(kind) + " is not supported");
   throw UserError(at.str(), "unknown InputSpec member \"" + std::string(kind) + "\"");
 }
+
+}  // namespace
 
 Doc Translator::read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const {
   const Path specs_at(signature_at, "input_specs");
@@ -276,157 +264,12 @@ Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signatur
   return names;
 }
 
-void Translator::read_nodes(Object graph, const Path& graph_at) {
-  const Path nodes_at(graph_at, "nodes");
-  size_t i = 0;
-  for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) translate_node(node, Path(nodes_at, i++));
-}
+}  // namespace tg::pt2
 
-// "torch.ops.aten.add.Tensor" as "aten.add.Tensor"; other targets refused, saying what they are.
-std::string aten_target(const std::string& target, const Path& at, const std::string& source) {
-  const std::string prefix = "torch.ops.aten.";
-  if (target.rfind(prefix, 0) == 0) return "aten." + target.substr(prefix.size());
-  std::string what = "an op outside ATen";
-  if (target.rfind("torch.ops.higher_order.", 0) == 0) what = "a higher-order op (control flow, autocast or a wrapped region)";
-  else if (!target.empty() && target[0] == '#') what = "a registered extension op";
-  else if (target.rfind("_operator.", 0) == 0 || target.rfind("torch.sym_", 0) == 0) what = "symbolic-size arithmetic (a dynamic-shape export)";
-  const bool training = source.find("TRAINING") != std::string::npos;
-  throw UserError(at.str() + "/target", "\"" + printable_line(target) + "\" is " + what + ", which thunder-gen does not translate" +
-                                            (training ? "; ep.run_decompositions() before saving may lower it to ATen ops" : ""));
-}
+namespace tg {
+namespace {
 
-void Translator::translate_node(Json node_json, const Path& at) {
-  const Object node = object_at(node_json, at);
-  const std::string target = string_at(require(node, at, "target"), Path(at, "target"));
-  const std::string aten = aten_target(target, at, source_);
-  std::vector<const AtenRow*> rows = aten_rows_for(aten);
-  const std::string mutated = rows.empty() ? mutated_value(node, at, aten) : "";
-  if (!mutated.empty()) rows = aten_rows_for(functional_of(aten));
-  if (rows.empty())
-    throw UserError(at.str() + "/target", aten + " has no translation (thunder-gen list-ops --aten lists the ATen ops it maps)" +
-                                              (source_.find("TRAINING") != std::string::npos ? "; ep.run_decompositions() may lower it to ops it maps" : ""));
-  const Doc bound = bind_inputs(node, at, *rows.front());
-  const AtenRow* row = nullptr;
-  for (const AtenRow* candidate : rows)
-    if (!row && candidate->applies(bound)) row = candidate;
-  if (!row) {
-    std::string options;
-    for (const AtenRow* candidate : rows) options += (options.empty() ? "" : "; ") + candidate->conditions();
-    throw UserError(at.str(), aten + " is translated only when " + options);
-  }
-  check_defaults(*row, bound, at);
-  std::vector<std::string> outs;
-  const Path outputs_at(at, "outputs");
-  size_t i = 0;
-  for (Json output : list_at(require(node, at, "outputs"), outputs_at))
-    for (std::string& name : pt2::output_names(output, Path(outputs_at, i++))) outs.push_back(std::move(name));
-  const size_t computed = row->outputs < 0 ? outs.size() : std::min(outs.size(), size_t(row->outputs));
-  for (size_t k = computed; k < outs.size(); ++k)
-    if (uses_.count(outs[k]) && uses_.at(outs[k]) > 0)
-      throw UserError(outputs_at.str(), aten + "'s output " + std::to_string(k) + " (" + outs[k] + ") is read, and thunder-gen computes only its first " +
-                                            std::to_string(computed));
-  outs.resize(computed);
-  const size_t ops_before = ops_.size();
-  emit(*row, bound, outs, at);
-  // After an in-place op, its `self` is the op's result for every later reader.
-  if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
-  std::string name = outs.empty() ? target : outs.front();
-  const std::string module = module_path(node);
-  for (size_t k = ops_before; k < ops_.size(); ++k)
-    origins_.push_back({at.str(), "node " + name + " (" + aten + ")" + (module.empty() ? "" : " in module " + module)});
-}
-
-// The value an in-place op ("aten.add_.Tensor") writes, when its functional form has a declaration
-// and the write changes nothing else: not a graph input, not a value a view shares. "" when the
-// op is not in-place or its functional form is undeclared (the caller refuses it as undeclared).
-std::string Translator::mutated_value(Object node, const Path& at, const std::string& aten) const {
-  const std::string functional = functional_of(aten);
-  if (functional.empty() || aten_rows_for(functional).empty()) return "";
-  const Path inputs_at(at, "inputs");
-  const Array inputs = list_at(require(node, at, "inputs"), inputs_at);
-  if (inputs.size() == 0) return "";
-  const Path first_at(Path(inputs_at, size_t(0)), "arg");
-  const Doc self = pt2::argument(require(object_at(inputs.at(0), Path(inputs_at, size_t(0))), Path(inputs_at, size_t(0)), "arg"), first_at);
-  if (!self.is_string()) return "";
-  const std::string name = self.get<std::string>();
-  if (placeholders_.count(name))
-    throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs is not supported");
-  if (viewed_.count(name))
-    throw UserError(at.str(), aten + " writes \"" + name + "\" in place, which a view shares: run_decompositions() makes the program functional");
-  return name;
-}
-
-Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) const {
-  Doc bound = Doc::object();
-  const Path inputs_at(at, "inputs");
-  size_t i = 0;
-  for (Json input_json : list_at(require(node, at, "inputs"), inputs_at)) {
-    const Path input_at(inputs_at, i++);
-    const Object input = object_at(input_json, input_at);
-    const std::string name = string_at(require(input, input_at, "name"), Path(input_at, "name"));
-    if (!schema.param(name))
-      throw UserError(Path(input_at, "name").str(), schema.target + " has no parameter \"" + printable_line(name) + "\" in torch 2.9's schema");
-    if (bound.contains(name)) throw UserError(Path(input_at, "name").str(), "argument \"" + name + "\" given twice");
-    bound[name] = resolve(pt2::argument(require(input, input_at, "arg"), Path(input_at, "arg")));
-  }
-  for (const AtenParam& p : schema.params) {
-    if (bound.contains(p.name)) continue;
-    if (!p.default_value) throw UserError(inputs_at.str(), schema.target + " needs argument \"" + p.name + "\", which the node does not give");
-    bound[p.name] = *p.default_value;
-  }
-  return bound;
-}
-
-// An argument the row neither binds, tests nor ignores must be at its default: the translation
-// would otherwise drop what it says.
-void Translator::check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const {
-  for (const AtenParam& p : row.params) {
-    bool named = row.symbol.empty() && row.lowering.empty();  // a check: computes nothing
-    if (row.symbol == "=" && &p == &row.params.front()) named = true;
-    for (const AtenBinding& b : row.binding) named = named || b.param == p.name;
-    if (named || !row.lowering.empty()) continue;
-    if (!p.default_value || !same_literal(bound.at(p.name), *p.default_value))
-      throw UserError(at.str(), row.target + " with " + p.name + "=" + bound.at(p.name).dump() + " is not supported (thunder-gen translates it with " +
-                                    p.name + "=" + (p.default_value ? p.default_value->dump() : "?") + ")");
-  }
-}
-
-Doc Translator::special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const {
-  if (special == "$device") return Doc{{"device", "cuda:0"}};
-  if (outs.empty()) throw UserError(at.str(), "the node has no output to take " + special + " from");
-  const Value& out = meta(outs.front(), at);
-  if (special == "$shape") return out.shape;
-  if (special == "$dtype") return Doc{{"dtype", std::string(dtype_name(out.dtype))}};
-  if (special == "$expand_dims") {
-    const size_t in_rank = meta(bound.at("self").get<std::string>(), at).shape.size();
-    Doc dims = Doc::array();
-    for (size_t i = 0; i < in_rank; ++i) dims.push_back(out.shape.size() - in_rank + i);
-    return dims;
-  }
-  TG_CHECK(false, "aten_ops.def: unknown " + special);
-}
-
-void Translator::emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at) {
-  if (!row.lowering.empty()) {
-    Pt2Lowering lowering{bound, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
-    for (Doc& op : lower_aten(row.lowering, lowering)) ops_.push_back(std::move(op));
-    for (auto& [name, value] : lowering.aliases) alias_[name] = resolve(value);
-    return;
-  }
-  if (row.symbol == "=") {
-    if (!outs.empty()) alias_[outs.front()] = bound.at(row.params.front().name).get<std::string>();
-    return;
-  }
-  if (row.symbol.empty()) return;
-  Doc kwargs = Doc::object();
-  for (const AtenBinding& b : row.binding) {
-    if (b.kind != AtenBinding::Kind::assign) continue;
-    kwargs[b.ours] = !b.special.empty() ? special_value(b.special, bound, outs, at) : !b.param.empty() ? bound.at(b.param) : b.literal;
-  }
-  Doc decls = Doc::array();
-  for (const std::string& out : outs) decls.push_back(declaration(out, at, false));
-  ops_.push_back({{"op", row.symbol}, {"kwargs", std::move(kwargs)}, {"out", std::move(decls)}});
-}
+using namespace ::tg::json;
 
 std::string trace_name_of(const std::string& path) {
   std::string stem = std::filesystem::path(path).stem().string();
@@ -443,7 +286,7 @@ Pt2Translation translate_program(const std::string& model_json, const std::strin
   const simdjson::padded_string padded(model_json);
   const Json doc = parse_document(parser, padded);
   check_duplicate_keys(doc);
-  return Translator(doc, trace_name).run();
+  return pt2::Translator(doc, trace_name).run();
 }
 
 // The weights' and constants' payload descriptions: a payload stored as a pickle (a tensor

@@ -212,3 +212,53 @@ TEST_CASE("an empty dim list reduces every dim, as ATen's sum, mean and var do")
   const tg::Pt2Translation t = tg::translate_program(program_with({rows}, {{"y", meta_of({2})}}, {"y"}), "t");
   CHECK(t.trace["ops"][0]["kwargs"]["dim"] == json({1}));
 }
+
+namespace pt2_programs {
+
+// wrap_with_autocast(device, bf16, enabled, False, body, x) around mm(x, t(x)), whose recorded
+// result is bf16 when enabled (the transpose keeps f32: autocast leaves it alone).
+std::string autocast_program(bool enabled, const char* body_dtype = "bf16") {
+  const int result = std::string(body_dtype) == "bf16" ? 13 : 7;
+  json t = node_of("aten.t.default", {named_input("self", tensor_arg("arg0_1"))}, {tensor_arg("t")});
+  json mm = node_of("aten.mm.default", {named_input("self", tensor_arg("arg0_1")), named_input("mat2", tensor_arg("t"))}, {tensor_arg("mm")});
+  json body = {{"inputs", {tensor_arg("arg0_1")}}, {"outputs", {tensor_arg("mm")}}, {"nodes", {t, mm}},
+               {"tensor_values", {{"arg0_1", meta_of({2, 6})}, {"t", meta_of({6, 2})}, {"mm", meta_of({2, 2}, result)}}},
+               {"sym_int_values", json::object()}, {"sym_bool_values", json::object()}, {"sym_float_values", json::object()},
+               {"custom_obj_values", json::object()}, {"is_single_tensor_return", false}};
+  json region = node_of("higher_order.wrap_with_autocast",
+                        {named_input("", {{"as_string", "cuda"}}), named_input("", {{"as_scalar_type", 13}}), named_input("", {{"as_bool", enabled}}),
+                         named_input("", {{"as_bool", false}}), named_input("", {{"as_graph", {{"name", "submod_1"}, {"graph", body}}}}),
+                         named_input("", tensor_arg("x"))},
+                        {tensor_arg("getitem")});
+  return program_with({region}, {{"getitem", meta_of({2, 2}, result)}}, {"getitem"});
+}
+
+std::vector<std::string> op_names(const json& trace) {
+  std::vector<std::string> names;
+  for (const json& op : trace["ops"]) names.push_back(op["op"].get<std::string>());
+  return names;
+}
+
+}  // namespace pt2_programs
+
+TEST_CASE("an autocast region is inlined, its operands cast to the dtype the archive records") {
+  const tg::Pt2Translation t = tg::translate_program(autocast_program(true), "t");
+  CHECK(op_names(t.trace) == std::vector<std::string>{"torch.transpose", "prims.convert_element_type", "prims.convert_element_type", "torch.matmul"});
+  CHECK(t.trace["ops"][3]["kwargs"]["a"] == "x__autocast_bf16");
+  CHECK(t.trace["ops"][3]["kwargs"]["b"] == "submod_1__t__autocast_bf16");
+  CHECK(t.trace["outputs"] == json({"submod_1__mm"}));
+  CHECK(t.op_origins.at(3).pointer == "/graph_module/graph/nodes/0/inputs/4/arg/as_graph/graph/nodes/1");
+  const tg::Trace trace = tg::read_trace(t.trace.dump());
+  CHECK(trace.value(trace.outputs.at(0)).dtype == tg::DType::bf16);
+}
+
+TEST_CASE("a disabled autocast region is inlined as it is, and a region must be well formed") {
+  const tg::Pt2Translation t = tg::translate_program(autocast_program(false, "f32"), "t");
+  CHECK(op_names(t.trace) == std::vector<std::string>{"torch.transpose", "torch.matmul"});
+  CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
+  // A region whose recorded result the translation does not reach is a reader error, not a cast.
+  json text = json::parse(autocast_program(false, "bf16"));
+  CHECK_THAT(error_of(text.dump()), Catch::Contains("bf16"));
+  text["graph_module"]["graph"]["nodes"][0]["inputs"][4]["arg"] = {{"as_int", 1}};
+  CHECK_THAT(error_of(text.dump()), Catch::Contains("/graph_module/graph/nodes/0/inputs/4/arg") && Catch::Contains("must be a subgraph"));
+}

@@ -1,0 +1,87 @@
+// The PT2 reader's translator (internal to frontend/): a serialized ExportedProgram's graph into
+// trace JSON. pt2_program.cpp reads the program (its version, inputs and outputs); pt2_nodes.cpp
+// its nodes (through the ATen declarations, in-place ops, autocast regions).
+#pragma once
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "frontend/aten_table.h"
+#include "frontend/json_element.h"
+#include "frontend/pt2_program.h"
+#include "frontend/pt2_schema.h"
+
+namespace tg::pt2 {
+
+using Doc = nlohmann::json;
+using ::tg::json::Object;
+
+// The module a node came from: the last path of its nn_module_stack ("key,path,type;...").
+std::string module_path(Object node);
+// Every tensor name an argument (as trace JSON) reads.
+void for_each_name(const Doc& arg, const std::function<void(const std::string&)>& f);
+// "torch.ops.aten.add.Tensor" as "aten.add.Tensor"; other targets refused, saying what they are.
+std::string aten_target(const std::string& target, const Path& at, const std::string& source);
+// wrap_with_autocast, the higher-order op whose body is inlined (pt2_nodes.cpp).
+bool is_autocast_region(std::string_view target);
+// ATen's view ops: their results alias `self`.
+bool is_view(std::string_view target);
+// The functional op of an in-place one ("aten.add_.Tensor" -> "aten.add.Tensor"), or "".
+std::string functional_of(const std::string& aten);
+
+class Translator {
+ public:
+  Translator(Json root, std::string trace_name) : root_(root), trace_name_(std::move(trace_name)) {}
+  Pt2Translation run();
+
+ private:
+  const std::string root_pointer_;
+  Json root_;
+  std::string trace_name_, source_;
+  std::map<std::string, Value, std::less<>> metas_;
+  std::map<std::string, std::string, std::less<>> alias_;
+  std::map<std::string, int, std::less<>> uses_;
+  std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
+  Doc ops_ = Doc::array();
+  std::vector<Pt2Origin> origins_;
+  // Inlining a region's body: its names take this prefix ("submod_1__"), so they cannot meet the
+  // enclosing graph's. "" in the program's own graph.
+  std::string scope_;
+  // Inside an enabled autocast region: its dtype, and the casts made so far (by value and dtype:
+  // autocast converts each operand once per region).
+  std::optional<DType> autocast_;
+  std::map<std::pair<std::string, DType>, std::string> casts_;
+
+  // pt2_program.cpp
+  void check_version(Object root, const Path& at);
+  void read_tensor_values(Object graph, const Path& graph_at);
+  void count_uses(Object graph, const Path& graph_at);
+  const Value& meta(const std::string& name, const Path& where) const;
+  Doc declaration(const std::string& name, const Path& where, bool requires_grad) const;
+  std::string resolve(const std::string& name) const;
+  Doc resolve(Doc arg) const;
+  Doc scoped(Doc arg) const;
+  Doc read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const;
+  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at) const;
+
+  // pt2_nodes.cpp
+  void read_nodes(Object graph, const Path& graph_at);
+  void translate_node(Json node_json, const Path& at);
+  void inline_autocast(Object node, const Path& at);
+  void inline_body(Object body, const Path& body_at, const std::vector<std::string>& args, const std::vector<std::string>& results);
+  Doc autocast_operands(Doc bound, const std::vector<std::string>& outs, const Path& at);
+  Doc cast_floats(Doc arg, DType to, const Path& at);
+  Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
+  std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
+  void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
+  void emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
+  Doc special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const;
+};
+
+}  // namespace tg::pt2
