@@ -28,7 +28,7 @@ std::vector<std::string> emit_stage_names() {
 }
 
 void add_override_options(CLI::App& app, Request& r) {
-  app.add_option("--tag", r.tags, "rematerialization policy for an op: <symbol id or @value>=<save|recompute|prefer-save|prefer-recompute>; repeatable")
+  app.add_option("--tag", r.tags, "rematerialization policy: <selector>=<save|recompute|prefer-save|prefer-recompute>, the selector a symbol id, @value, or for a PT2 archive an aten.* target or a module path glob; repeatable")
       ->take_all();
   app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
   app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");

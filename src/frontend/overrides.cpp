@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fnmatch.h>
 #include <fstream>
 #include <map>
 #include <set>
@@ -51,7 +52,7 @@ std::string folded(std::string_view s) {
 // source, which generated files quote, names the file without its folder: output is the same
 // from any checkout path.
 Override make_override(const std::string& selector, const std::string& policy, const std::string& file, const std::string& where) {
-  if (selector.empty() || selector == "@") throw UserError(file, where, "empty selector: expected a symbol id or @<value>");
+  if (selector.empty() || selector == "@") throw UserError(file, where, "empty selector: expected a symbol id, @<value>, an ATen target or a module path");
   std::optional<Policy> p = parse_policy(policy);
   if (!p) throw UserError(file, where, "unknown policy \"" + policy + "\": expected save, recompute, prefer-save or prefer-recompute");
   const std::string source = file == "thunder-gen" ? where : std::filesystem::path(file).filename().string() + ": " + where;
@@ -67,6 +68,70 @@ std::string pointer_token(const std::string& s) {
 
 bool defines(const Trace& t, const Op& op, std::string_view name) {
   return std::any_of(op.outs.begin(), op.outs.end(), [&](ValueId v) { return t.value(v).name == name; });
+}
+
+// What a selector names, least specific first: within one source a more specific kind wins.
+//   module  a dotted module path of a PT2 archive ("layers.*.attn", `*` and `?` within a segment):
+//           the ops its nodes and its submodules' nodes became
+//   symbol  a symbol id: every call of it
+//   target  an ATen target of a PT2 archive ("aten.native_dropout", with or without overload)
+//   value   @name: the op defining that value (a PT2 node's name is its first output's)
+enum class SelectorKind { module, symbol, target, value };
+
+struct Selector {
+  SelectorKind kind;
+  std::string text;  // without the '@'
+};
+
+bool calls_symbol(const Trace& t, std::string_view symbol) {
+  bool found = false;
+  for_each_nested_op(t.ops, [&](const Op& op) { found = found || op.symbol == symbol; });
+  return found;
+}
+
+Selector selector_of(const Trace& t, const std::string& text) {
+  if (text[0] == '@') return {SelectorKind::value, text.substr(1)};
+  if (text.rfind("aten.", 0) == 0) return {SelectorKind::target, text};
+  if (!t.node_origins.empty() && !calls_symbol(t, text)) return {SelectorKind::module, text};
+  return {SelectorKind::symbol, text};
+}
+
+// A module path inside the one the pattern names: its leading segments match the pattern's.
+bool in_module(std::string_view module, const std::string& pattern) {
+  size_t at = 0;
+  for (size_t start = 0; start <= pattern.size();) {
+    const size_t end = std::min(pattern.find('.', start), pattern.size());
+    if (at > module.size()) return false;
+    const size_t module_end = std::min(module.find('.', at), module.size());
+    const std::string segment(module.substr(at, module_end - at)), glob = pattern.substr(start, end - start);
+    if (module.empty() || fnmatch(glob.c_str(), segment.c_str(), 0) != 0) return false;
+    at = module_end + 1, start = end + 1;
+  }
+  return true;
+}
+
+bool selects(const Trace& t, const Selector& s, const Op& op) {
+  auto origin = t.node_origins.find(op.where);
+  switch (s.kind) {
+    case SelectorKind::value: return defines(t, op, s.text);
+    case SelectorKind::symbol: return op.symbol == s.text;
+    case SelectorKind::target:
+      return origin != t.node_origins.end() && (origin->second.target == s.text || origin->second.target.rfind(s.text + ".", 0) == 0);
+    case SelectorKind::module: return origin != t.node_origins.end() && in_module(origin->second.module, s.text);
+  }
+  return false;
+}
+
+std::string nothing_selected(const Trace& t, const Selector& s) {
+  switch (s.kind) {
+    case SelectorKind::value: return "no op defines a value named \"" + s.text + "\"";
+    case SelectorKind::target:
+      return t.node_origins.empty() ? "ATen targets select the nodes of a PT2 archive, and this trace was not read from one"
+                                    : "no node of the archive calls " + s.text;
+    case SelectorKind::module: return "the trace has no call of " + s.text + ", and no module of the archive matches it";
+    case SelectorKind::symbol: break;
+  }
+  return "the trace has no call of " + s.text;
 }
 
 }  // namespace
@@ -148,35 +213,37 @@ Trace apply_overrides(Trace trace, const std::vector<Override>& overrides) {
     if (std::optional<Policy> p = policy_of(op.tags)) out.policy_sources[op.where] = "trace tag " + std::string(policy_tag(*p));
   });
 
-  // Later sources win (the file, then the command line). Within one source an @value selector
-  // wins over a symbol selecting the same op (every dropout recomputed but this one); two of the
-  // same kind with different policies for one op are an error.
-  std::map<std::string, const Override*> chosen_in_source;  // op.where -> the override of the current source
+  // Later sources win (the file, then the command line). Within one source the more specific
+  // selector wins (SelectorKind: every dropout recomputed but this one); two of the same kind with
+  // different policies for one op are an error.
+  struct Chosen {
+    const Override* override;
+    SelectorKind kind;
+  };
+  std::map<std::string, Chosen> chosen_in_source;  // op.where -> the override of the current source
   const std::string* current_source = nullptr;
   for (const Override& o : overrides) {
     if (!current_source || *current_source != o.file) chosen_in_source.clear(), current_source = &o.file;
-    const bool by_value = o.selector[0] == '@';
-    const std::string name = by_value ? o.selector.substr(1) : o.selector;
+    const Selector selector = selector_of(out, o.selector);
     size_t selected = 0;
     for_each_nested_op(out.ops, [&](Op& op) {
-      if (!(by_value ? defines(out, op, name) : op.symbol == name)) return;
+      if (!selects(out, selector, op)) return;
       ++selected;
-      auto [earlier, first] = chosen_in_source.try_emplace(op.where, &o);
+      auto [earlier, first] = chosen_in_source.try_emplace(op.where, Chosen{&o, selector.kind});
       if (!first) {
-        const bool earlier_by_value = earlier->second->selector[0] == '@';
-        if (earlier_by_value == by_value && earlier->second->policy != o.policy)
+        const Chosen was = earlier->second;
+        if (was.kind == selector.kind && was.override->policy != o.policy)
           throw UserError(o.file, o.where,
-                          "policy " + std::string(policy_name(o.policy)) + " contradicts " + std::string(policy_name(earlier->second->policy)) + " (" +
-                              earlier->second->source + ") for the op at " + op.where);
-        if (earlier_by_value && !by_value) return;  // the @value selector stays
-        earlier->second = &o;
+                          "policy " + std::string(policy_name(o.policy)) + " contradicts " + std::string(policy_name(was.override->policy)) + " (" +
+                              was.override->source + ") for the op at " + op.where);
+        if (was.kind > selector.kind) return;  // the more specific selector stays
+        earlier->second = Chosen{&o, selector.kind};
       }
       op.tags.erase(std::remove_if(op.tags.begin(), op.tags.end(), is_policy_tag), op.tags.end());
       op.tags.insert(op.tags.begin(), std::string(policy_tag(o.policy)));
       out.policy_sources[op.where] = o.source;
     });
-    if (selected == 0)
-      throw UserError(o.file, o.where, by_value ? "no op defines a value named \"" + name + "\"" : "the trace has no call of " + name);
+    if (selected == 0) throw UserError(o.file, o.where, nothing_selected(out, selector));
   }
   return out;
 }

@@ -79,7 +79,7 @@ void Translator::translate_node(Json node_json, const Path& at) {
   std::string name = outs.empty() ? target : outs.front();
   const std::string module = module_path(node);
   for (size_t k = ops_before; k < ops_.size(); ++k)
-    origins_.push_back({at.str(), "node " + name + " (" + aten + ")" + (module.empty() ? "" : " in module " + module)});
+    origins_.push_back({at.str(), "node " + name + " (" + aten + ")" + (module.empty() ? "" : " in module " + module), aten, module});
 }
 
 // The value an in-place op ("aten.add_.Tensor") writes, when its functional form has a declaration

@@ -364,7 +364,11 @@ Trace read_pt2_file(const std::string& path) {
   } catch (const UserError& e) {
     throw about_archive(e, translation, path);
   }
-  for (size_t i = 0; i < trace.ops.size() && i < translation.op_origins.size(); ++i) trace.ops[i].where = translation.op_origins[i].pointer;
+  for (size_t i = 0; i < trace.ops.size() && i < translation.op_origins.size(); ++i) {
+    const Pt2Origin& origin = translation.op_origins[i];
+    trace.ops[i].where = origin.pointer;
+    trace.node_origins[origin.pointer] = {origin.target, origin.module};
+  }
   for (const Pt2Input& input : translation.inputs) trace.input_origins.push_back({input.role, input.fqn});
   return trace;
 }

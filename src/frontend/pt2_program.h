@@ -15,6 +15,8 @@ namespace tg {
 struct Pt2Origin {
   std::string pointer;      // "/graph_module/graph/nodes/12"
   std::string description;  // "node linear_3 (aten.linear.default) in module layers.0.attn.q_proj"
+  std::string target;       // "aten.linear.default"
+  std::string module;       // "layers.0.attn.q_proj"
 };
 
 struct Pt2Input {

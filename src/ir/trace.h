@@ -164,6 +164,13 @@ struct InputOrigin {
   std::string role, fqn;
 };
 
+// The node of a PT2 archive's graph an op was translated from: its ATen target
+// ("aten.native_dropout.default") and the module that called it ("layers.0.attn"; "" for the
+// top-level module). Overrides select ops by them.
+struct NodeOrigin {
+  std::string target, module;
+};
+
 struct Trace {
   std::string name;
   std::string device = "cuda:0";
@@ -180,6 +187,8 @@ struct Trace {
   int64_t world_size = 0;
   // Per input, when the trace was read from a PT2 archive; empty for a JSON trace.
   std::vector<InputOrigin> input_origins;
+  // Op path -> the archive node it came from, when the trace was read from a PT2 archive.
+  std::map<std::string, NodeOrigin> node_origins;
 
   // Everything but the ops: where a pass that builds a new op list starts (copying the ops,
   // decompositions and all, only to drop them cost a tenth of a 10,000-op run).
@@ -194,6 +203,7 @@ struct Trace {
     t.policy_sources = policy_sources;
     t.world_size = world_size;
     t.input_origins = input_origins;
+    t.node_origins = node_origins;
     return t;
   }
 
