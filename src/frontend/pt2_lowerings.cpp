@@ -133,6 +133,21 @@ std::vector<Doc> select(Pt2Lowering& node) {
   return b.take();
 }
 
+// unbind(self, dim): each index of dim as its own tensor, that dim removed.
+std::vector<Doc> unbind(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  if (in.shape.empty()) b.refuse("unbind of a rank-0 tensor");
+  const int64_t d = b.dim("dim");
+  if (int64_t(node.outs.size()) != in.shape.at(size_t(d)))
+    b.refuse("unbind into " + std::to_string(node.outs.size()) + " outputs of a dim of " + std::to_string(in.shape.at(size_t(d))));
+  for (size_t k = 0; k < node.outs.size(); ++k) {
+    const std::string row = slice_along(b, node.args.at("self"), in, d, int64_t(k), int64_t(k) + 1, 1, "");
+    b.output(k, "torch.reshape", {{"a", row}, {"shape", node.meta(node.outs.at(k)).shape}});
+  }
+  return b.take();
+}
+
 std::vector<Doc> arange(Pt2Lowering& node) {
   Builder b(node);
   auto whole = [&](const char* param, int64_t otherwise) {
@@ -223,6 +238,7 @@ const std::map<std::string, LoweringFn>& lowerings() {
       {"chunk", chunk},
       {"slice", slice},
       {"select", select},
+      {"unbind", unbind},
       {"arange", arange},
       {"amax", amax},
       {"amin", amin},

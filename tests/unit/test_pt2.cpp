@@ -262,3 +262,14 @@ TEST_CASE("a disabled autocast region is inlined as it is, and a region must be 
   text["graph_module"]["graph"]["nodes"][0]["inputs"][4]["arg"] = {{"as_int", 1}};
   CHECK_THAT(error_of(text.dump()), Catch::Contains("/graph_module/graph/nodes/0/inputs/4/arg") && Catch::Contains("must be a subgraph"));
 }
+
+TEST_CASE("unbind gives each index of its dim as a tensor without that dim") {
+  json unbind = node_of("aten.unbind.int", {named_input("self", tensor_arg("x"))}, {{{"as_tensors", {{{"name", "a"}}, {{"name", "b"}}}}}});
+  const tg::Pt2Translation t = tg::translate_program(program_with({unbind}, {{"a", meta_of({6})}, {"b", meta_of({6})}}, {"a", "b"}), "t");
+  REQUIRE(t.trace["ops"].size() == 4);
+  CHECK(t.trace["ops"][2]["kwargs"]["start_indices"] == json({1, 0}));
+  CHECK(t.trace["ops"][3]["out"][0]["name"] == "b");
+  CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
+  json three = node_of("aten.unbind.int", {named_input("self", tensor_arg("x")), named_input("dim", {{"as_int", 1}})}, {{{"as_tensors", {{{"name", "a"}}}}}});
+  CHECK_THAT(error_of(program_with({three}, {{"a", meta_of({2})}}, {"a"})), Catch::Contains("unbind into 1 outputs of a dim of 6"));
+}
