@@ -299,13 +299,21 @@ std::vector<Tensor> t_masked_fill(Interpreter& in, const Op& op) {
   return {x.masked_fill(mask, in.scalar_of(op.arg("value")))};
 }
 
-// The rule admits patch convolutions only: stride is the kernel.
+// conv1d/2d take a number or a list for each of stride, padding and dilation; prims.convolution
+// lists, and groups after transposed and output_padding.
 std::vector<Tensor> t_conv1d(Interpreter& in, const Op& op) {
   const Tensor& w = in.value(op.arg("weight"));
-  const std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end()), zeros(kernel.size(), 0), ones(kernel.size(), 1);
+  const size_t n = size_t(w.dim()) - 2;
+  auto spatial = [&](size_t i) {
+    const Arg& a = op.arg(i);
+    std::vector<int64_t> v = a.kind == Arg::Kind::integer ? std::vector<int64_t>{a.integer} : a.int_list();
+    if (v.size() == 1) v.assign(n, v[0]);
+    return v;
+  };
+  const int64_t groups = op.arg(op.info->kind == OpKind::t_convolution ? 8 : 6).integer;
   c10::optional<Tensor> bias;
   if (op.arg("bias").is_value()) bias = in.value(op.arg("bias"));
-  return {torch::convolution(in0(in, op), w, bias, kernel, zeros, ones, false, zeros, 1)};
+  return {torch::convolution(in0(in, op), w, bias, spatial(3), spatial(4), spatial(5), false, std::vector<int64_t>(n, 0), groups)};
 }
 constexpr Evaluator t_conv2d = t_conv1d, t_convolution = t_conv1d;
 

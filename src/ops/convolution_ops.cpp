@@ -1,5 +1,8 @@
-// Patch convolutions' op-table rows, built from convolution_ops.def: the shape rule, which admits
-// only the patch embedding, and the lowering to a matmul.
+// Convolutions' op-table rows, built from convolution_ops.def: the shape rule and the lowering,
+// to one matmul for a patch embedding (kernel == stride) and to padded, strided slices (im2col)
+// and a GEMM per group for any other.
+#include <algorithm>
+
 #include "ops/family.h"
 
 namespace tg {
@@ -10,8 +13,7 @@ using namespace vocabulary;
 
 // conv1d / conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) and
 // prims.convolution(a, weight, bias, stride, padding, dilation, transposed, output_padding,
-// groups): only the patch embedding (kernel == stride, no padding, dilation 1, groups 1), which
-// lowers to a matmul (docs/torch-ops.md); any other argument is refused by name.
+// groups): a convolution as PyTorch computes it, not transposed.
 std::vector<int64_t> per_spatial_dim(const Op& op, size_t i, size_t n, const char* what) {
   const Arg& a = op.arg(i);
   if (a.kind == Arg::Kind::integer) return std::vector<int64_t>(n, a.integer);
@@ -19,6 +21,31 @@ std::vector<int64_t> per_spatial_dim(const Op& op, size_t i, size_t n, const cha
   if (v.size() == 1) v.assign(n, v[0]);
   if (v.size() != n) fail(int(i), std::string(what) + " needs " + std::to_string(n) + " values, has " + shape_str(a.int_list()));
   return v;
+}
+
+// Where an op's arguments sit: conv1d/2d's and prims.convolution's signatures differ after bias.
+struct ConvolutionArgs {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups;
+  Shape kernel;
+};
+
+ConvolutionArgs convolution_args(const Op& op, const Shape& weight) {
+  const bool prim = op.info->kind == OpKind::t_convolution;
+  const size_t n = weight.size() - 2, groups_at = prim ? 8 : 6;
+  ConvolutionArgs c{per_spatial_dim(op, 3, n, "stride"), per_spatial_dim(op, 4, n, "padding"), per_spatial_dim(op, 5, n, "dilation"),
+                    op.arg(groups_at).integer, Shape(weight.begin() + 2, weight.end())};
+  if (c.groups < 1) fail(int(groups_at), "groups must be positive, not " + std::to_string(c.groups));
+  for (size_t k = 0; k < n; ++k) {
+    if (c.stride[k] < 1) fail(3, "stride " + shape_str(c.stride) + " must be positive");
+    if (c.padding[k] < 0) fail(4, "padding " + shape_str(c.padding) + " must not be negative");
+    if (c.dilation[k] < 1) fail(5, "dilation " + shape_str(c.dilation) + " must be positive");
+  }
+  if (prim && op.arg("transposed").boolean) fail(6, "a transposed convolution is not supported");
+  if (prim)
+    for (int64_t p : per_spatial_dim(op, 7, n, "output_padding"))
+      if (p != 0) fail(7, "output_padding must be 0");
+  return c;
 }
 
 std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
@@ -30,40 +57,33 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   if (in.shape.size() != rank) fail(0, "needs " + std::to_string(rank) + " dims (batch, channels, " + std::to_string(n) + " spatial), has shape " + shape_str(in.shape));
   if (w.shape.size() != rank) fail(1, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(w.shape));
   if (w.dtype != in.dtype) fail(1, "has dtype " + std::string(dtype_name(w.dtype)) + ", not " + std::string(dtype_name(in.dtype)));
-  const size_t groups_at = prim ? 8 : 6;
-  if (op.arg(groups_at).integer != 1) fail(int(groups_at), "groups " + std::to_string(op.arg(groups_at).integer) + " is not supported (only groups=1)");
-  if (w.shape[1] != in.shape[1]) fail(1, "shape " + shape_str(w.shape) + " needs " + std::to_string(in.shape[1]) + " input channels (dim 1), as the input has");
+  const ConvolutionArgs c = convolution_args(op, w.shape);
+  const int groups_at = prim ? 8 : 6;
+  if (in.shape[1] % c.groups != 0 || w.shape[0] % c.groups != 0)
+    fail(groups_at, "groups " + std::to_string(c.groups) + " must divide the input's " + std::to_string(in.shape[1]) + " channels and the weight's " +
+                        std::to_string(w.shape[0]) + " filters");
+  if (w.shape[1] * c.groups != in.shape[1])
+    fail(1, "shape " + shape_str(w.shape) + " needs " + std::to_string(in.shape[1] / c.groups) + " input channels (dim 1), as the input has " +
+                (c.groups == 1 ? "" : "per group: " + std::to_string(in.shape[1]) + " in " + std::to_string(c.groups) + " groups"));
   if (const Value* b = tensor_arg(t, op, 2)) {
     if (b->shape != Shape{w.shape[0]}) fail(2, "shape " + shape_str(b->shape) + " is not [" + std::to_string(w.shape[0]) + "], the weight's output channels");
     if (b->dtype != in.dtype) fail(2, "has dtype " + std::string(dtype_name(b->dtype)) + ", not " + std::string(dtype_name(in.dtype)));
   }
-  const Shape kernel(w.shape.begin() + 2, w.shape.end());
-  if (per_spatial_dim(op, 3, n, "stride") != kernel)
-    fail(3, "stride " + shape_str(per_spatial_dim(op, 3, n, "stride")) + " is not supported: it must equal the kernel size " + shape_str(kernel) + " (non-overlapping patches)");
-  for (int64_t pad : per_spatial_dim(op, 4, n, "padding"))
-    if (pad != 0) fail(4, "padding " + shape_str(per_spatial_dim(op, 4, n, "padding")) + " is not supported (only 0)");
-  for (int64_t d : per_spatial_dim(op, 5, n, "dilation"))
-    if (d != 1) fail(5, "dilation " + shape_str(per_spatial_dim(op, 5, n, "dilation")) + " is not supported (only 1)");
-  if (prim && op.arg("transposed").boolean) fail(6, "a transposed convolution is not supported");
-  if (prim)
-    for (int64_t p : per_spatial_dim(op, 7, n, "output_padding"))
-      if (p != 0) fail(7, "output_padding must be 0");
   Shape out{in.shape[0], w.shape[0]};
   for (size_t k = 0; k < n; ++k) {
-    if (kernel[k] < 1 || in.shape[k + 2] < kernel[k]) fail(0, "shape " + shape_str(in.shape) + " is smaller than the kernel " + shape_str(kernel));
-    out.push_back(in.shape[k + 2] / kernel[k]);
+    const int64_t span = c.dilation[k] * (c.kernel[k] - 1) + 1, padded = in.shape[k + 2] + 2 * c.padding[k];
+    if (c.kernel[k] < 1 || padded < span) fail(0, "shape " + shape_str(in.shape) + " (padded) is smaller than the kernel " + shape_str(c.kernel) + " (dilated)");
+    out.push_back((padded - span) / c.stride[k] + 1);
   }
   return {{in.dtype, out}};
 }
 
-// A patch convolution (kernel == stride, no padding; convolution_rule above checks the
-// rest): x [B, C, S1..Sn] is cut to whole patches, reshaped to [B, C, O1, K1, .., On, Kn],
-// permuted to [B, O1..On, C, K1..Kn] and flattened to one row per patch, which multiplies the
-// weight [F, C*K1*..*Kn] transposed; then + bias, and back to [B, F, O1..On]. Its gradient is
-// the prims' (matmul, transpose, reshape, slice).
-V lower_convolution(G& g, const Op& op) {
-  V x = op.arg(0).value, w = op.arg("weight").value;  // x: conv1d/2d's input, prims.convolution's a
-  const Shape in = shape_of(g, x), ws = shape_of(g, w), out = output_of(g, op).shape;
+// A patch convolution (kernel == stride, no padding, dilation 1, one group): x [B, C, S1..Sn] is
+// cut to whole patches, reshaped to [B, C, O1, K1, .., On, Kn], permuted to [B, O1..On, C,
+// K1..Kn] and flattened to one row per patch, which multiplies the weight [F, C*K1*..*Kn]
+// transposed; then + bias, and back to [B, F, O1..On].
+V patch_convolution(G& g, V x, V w, const Shape& out) {
+  const Shape in = shape_of(g, x), ws = shape_of(g, w);
   const int64_t n = int64_t(in.size()) - 2;
   Shape whole = in, patches{in[0], in[1]};
   std::vector<int64_t> perm{0}, start(in.size(), 0);
@@ -78,14 +98,75 @@ V lower_convolution(G& g, const Op& op) {
   if (whole != in) x = call(g, "prims.slice_prim", {val(x), int_list(start), int_list(whole)});
   V rows = call(g, "prims.transpose", {val(reshape(g, x, patches)), int_list(perm)});
   const int64_t patch_size = numel(ws) / ws[0];
-  V y = matmul(g, reshape(g, rows, {numel(out) / ws[0], patch_size}),
-               call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
+  return matmul(g, reshape(g, rows, {numel(out) / ws[0], patch_size}),
+                call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
+}
+
+// The columns of a general convolution (im2col): x padded, then for each kernel offset (row-major,
+// as the weight lays its kernel out) the strided, dilated slice of every output position, stacked
+// to [B, C, K, P] (K kernel offsets, P output positions). K times x's size.
+V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
+  const Shape in = shape_of(g, x);
+  const size_t n = in.size() - 2;
+  if (std::any_of(c.padding.begin(), c.padding.end(), [](int64_t p) { return p > 0; })) {
+    std::vector<Arg> config{int_list({0, 0, 0}), int_list({0, 0, 0})};
+    for (int64_t p : c.padding) config.push_back(int_list({p, p, 0}));
+    x = call(g, "prims.pad", {val(x), num(0.0), Arg::of_list(config)});
+  }
+  const Shape padded = shape_of(g, x);
+  const int64_t positions = numel(out) / (out[0] * out[1]);
+  std::vector<Arg> offsets;
+  std::vector<int64_t> at(n, 0);
+  for (bool more = true; more;) {
+    std::vector<int64_t> start(in.size(), 0), end = padded, step(in.size(), 1);
+    for (size_t k = 0; k < n; ++k) {
+      start[k + 2] = at[k] * c.dilation[k];
+      end[k + 2] = start[k + 2] + c.stride[k] * (out[k + 2] - 1) + 1;
+      step[k + 2] = c.stride[k];
+    }
+    V slice = call(g, "prims.slice_prim", {val(x), int_list(start), int_list(end), int_list(step)});
+    offsets.push_back(val(reshape(g, slice, {in[0], in[1], 1, positions})));
+    more = false;  // the next offset, the last kernel dim fastest
+    for (size_t k = n; k-- > 0 && !more;) {
+      if (++at[k] < c.kernel[k]) more = true;
+      else at[k] = 0;
+    }
+  }
+  return offsets.size() == 1 ? offsets[0].value : call(g, "prims.cat", {Arg::of_list(offsets), Arg::of_int(2)});
+}
+
+// out[b, f, o] = sum over the group's channels c and kernel offsets k of w[f, c, k] * columns[b,
+// c, k, o]: one GEMM per group, the groups as a batch dim of the weight [G, F/G, C/G*K] against the
+// columns [B, G, C/G*K, P].
+V general_convolution(G& g, V x, V w, const ConvolutionArgs& c, const Shape& out) {
+  const Shape in = shape_of(g, x), ws = shape_of(g, w);
+  const int64_t groups = c.groups, positions = numel(out) / (out[0] * out[1]), depth = numel(ws) / ws[0];
+  V columns = reshape(g, convolution_columns(g, x, c, out), {in[0], groups, depth, positions});
+  V weights = broadcast(g, reshape(g, w, {groups, ws[0] / groups, depth}), {in[0], groups, ws[0] / groups, depth}, {1, 2, 3});
+  Shape channels_first{out[0], out[1]};
+  channels_first.insert(channels_first.end(), out.begin() + 2, out.end());
+  return reshape(g, matmul(g, weights, columns), channels_first);
+}
+
+V lower_convolution(G& g, const Op& op) {
+  V x = op.arg(0).value, w = op.arg("weight").value;  // x: conv1d/2d's input, prims.convolution's a
+  const Shape ws = shape_of(g, w), out = output_of(g, op).shape;
+  const ConvolutionArgs c = convolution_args(op, ws);
+  const size_t n = ws.size() - 2;
+  const bool patches = c.groups == 1 && c.stride == std::vector<int64_t>(c.kernel.begin(), c.kernel.end()) &&
+                       c.padding == std::vector<int64_t>(n, 0) && c.dilation == std::vector<int64_t>(n, 1);
+  if (!patches) {
+    V y = general_convolution(g, x, w, c, out);
+    if (!op.arg("bias").is_value()) return y;
+    return add(g, val(y), val(broadcast(g, op.arg("bias").value, out, {1})));
+  }
+  V y = patch_convolution(g, x, w, out);
   if (op.arg("bias").is_value()) y = add(g, val(y), val(broadcast(g, op.arg("bias").value, shape_of(g, y), {1})));
   Shape channels_last{out[0]};
-  for (int64_t k = 0; k < n; ++k) channels_last.push_back(out[size_t(k + 2)]);
+  for (size_t k = 0; k < n; ++k) channels_last.push_back(out[k + 2]);
   channels_last.push_back(ws[0]);
-  std::vector<int64_t> to_channels_first{0, n + 1};
-  for (int64_t k = 0; k < n; ++k) to_channels_first.push_back(k + 1);
+  std::vector<int64_t> to_channels_first{0, int64_t(n) + 1};
+  for (size_t k = 0; k < n; ++k) to_channels_first.push_back(int64_t(k) + 1);
   return call(g, "prims.transpose", {val(reshape(g, y, channels_last)), int_list(to_channels_first)});
 }
 

@@ -252,19 +252,26 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     // does not divide (the rest is not read: no gradient there), stride as an int and as a list.
     case tg::OpKind::t_conv2d:
       return Case{f64("x", "[2, 3, 8, 8]") + "," + f64("w", "[5, 3, 4, 4]") + "," + f64("b", "[5]") + "," + f64("z", "[2, 3, 9, 6]") + "," +
-                      f64("v", "[5, 3, 4, 2]"),
+                      f64("v", "[5, 3, 4, 2]") + "," + f64("d", "[6, 1, 3, 3]"),
                   call(info.id, "[\"x\", \"w\", \"b\", [4, 4], [0, 0], [1, 1], 1]", out("o", "[2, 5, 2, 2]")) + "," +
-                      call(info.id, "[\"z\", \"v\"]", out("r", "[2, 5, 2, 3]"), ", \"kwargs\": {\"stride\": [4, 2]}"),
-                  "\"o\", \"r\"", -1.0, 1.0};
+                      call(info.id, "[\"z\", \"v\"]", out("r", "[2, 5, 2, 3]"), ", \"kwargs\": {\"stride\": [4, 2]}") + "," +
+                      // overlapping, padded, dilated: im2col
+                      call(info.id, "[\"z\", \"v\", \"b\"]", out("q", "[2, 5, 5, 6]"), ", \"kwargs\": {\"stride\": [2, 1], \"padding\": [2, 1], \"dilation\": [1, 2]}") + "," +
+                      // depthwise (a group per channel, two filters each) 3x3, padding 1: ConvNeXt's, smaller
+                      call(info.id, "[\"x\", \"d\", null, 1, 1, 1, 3]", out("p", "[2, 6, 8, 8]")),
+                  "\"o\", \"r\", \"q\", \"p\"", -1.0, 1.0};
     case tg::OpKind::t_conv1d:
       return Case{f64("x", "[2, 3, 8]") + "," + f64("w", "[4, 3, 2]") + "," + f64("b", "[4]") + "," + f64("z", "[2, 3, 7]") + "," + f64("v", "[4, 3, 3]"),
                   call(info.id, "[\"x\", \"w\", \"b\", 2]", out("o", "[2, 4, 4]")) + "," +
-                      call(info.id, "[\"z\", \"v\"]", out("r", "[2, 4, 2]"), ", \"kwargs\": {\"stride\": [3]}"),
-                  "\"o\", \"r\"", -1.0, 1.0};
+                      call(info.id, "[\"z\", \"v\"]", out("r", "[2, 4, 2]"), ", \"kwargs\": {\"stride\": [3]}") + "," +
+                      call(info.id, "[\"z\", \"v\", \"b\", 2, 1]", out("q", "[2, 4, 4]")),  // strided, padded
+                  "\"o\", \"r\", \"q\"", -1.0, 1.0};
     case tg::OpKind::t_convolution:  // three spatial dims, as conv3d decomposes
-      return Case{f64("x", "[2, 2, 4, 2, 6]") + "," + f64("w", "[3, 2, 2, 2, 3]") + "," + f64("b", "[3]"),
-                  call(info.id, "[\"x\", \"w\", \"b\", [2, 2, 3], [0, 0, 0], [1, 1, 1], false, [0, 0, 0], 1]", out("o", "[2, 3, 2, 1, 2]")),
-                  "\"o\"", -1.0, 1.0};
+      return Case{f64("x", "[2, 2, 4, 2, 6]") + "," + f64("w", "[3, 2, 2, 2, 3]") + "," + f64("b", "[3]") + "," + f64("u", "[4, 1, 2, 2, 2]"),
+                  call(info.id, "[\"x\", \"w\", \"b\", [2, 2, 3], [0, 0, 0], [1, 1, 1], false, [0, 0, 0], 1]", out("o", "[2, 3, 2, 1, 2]")) + "," +
+                      // two groups, stride 1, padded in one dim, dilated in another
+                      call(info.id, "[\"x\", \"u\", null, [1, 1, 1], [1, 0, 0], [1, 1, 2], false, [0, 0, 0], 2]", out("r", "[2, 4, 5, 1, 4]")),
+                  "\"o\", \"r\"", -1.0, 1.0};
     case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout; 4 q heads on 2 k/v heads
       return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]") + "," +
                       f64("gq", "[2, 4, 3, 4]") + "," + f64("gk", "[2, 2, 3, 4]") + "," + f64("gv", "[2, 2, 3, 5]"),
