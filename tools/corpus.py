@@ -331,6 +331,79 @@ class T5Layer(nn.Module):
         return first(self.block(x))
 
 
+class DecoderLayer(nn.Module):
+    """torch.nn.TransformerDecoderLayer (batch-first, post-norm, dropout off): self-attention,
+    cross-attention on a memory input, ReLU MLP. Thunder cannot register multi_head_attention_forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(EMBED, HEADS, dim_feedforward=2 * EMBED, dropout=0.0, batch_first=True)
+
+    def forward(self, x, memory):
+        return self.layer(x, memory)
+
+
+class CrossAttention(nn.Module):
+    """torch.nn.MultiheadAttention on keys and values of their own widths (kdim 32, vdim 48)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(EMBED, HEADS, batch_first=True, kdim=32, vdim=48)
+
+    def forward(self, x, keys, values):
+        return self.attn(x, keys, values, need_weights=False)[0]
+
+
+# ---- timm (tools/requirements.txt's version): tiny configs, random init ----------------------------
+class TimmVitBlock(nn.Module):
+    """timm's ViT Block with qk-norm and LayerScale: fused sdpa attention on unbound q, k, v."""
+
+    def __init__(self):
+        super().__init__()
+        from timm.models.vision_transformer import Block
+        self.block = Block(dim=EMBED, num_heads=HEADS, mlp_ratio=2.0, qkv_bias=True, qk_norm=True, init_values=0.1)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class TimmMixerBlock(nn.Module):
+    """timm's MLP-Mixer block: token mixing across the sequence (transposes), channel mixing."""
+
+    def __init__(self):
+        super().__init__()
+        from timm.models.mlp_mixer import MixerBlock
+        self.block = MixerBlock(EMBED, SEQ, mlp_ratio=(0.5, 2.0))
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class TimmSwiGlu(nn.Module):
+    """timm's SwiGLU MLP with its inner LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        from timm.layers import SwiGLU
+        self.mlp = SwiGLU(in_features=EMBED, hidden_features=96, norm_layer=nn.LayerNorm)
+
+    def forward(self, x):
+        return self.mlp(x)
+
+
+class TimmConvNextBlock(nn.Module):
+    """timm's ConvNeXt block: a depthwise 7x7 convolution (padding 3, a group per channel),
+    channels-last LayerNorm, an MLP and LayerScale."""
+
+    def __init__(self):
+        super().__init__()
+        from timm.models.convnext import ConvNeXtBlock
+        self.block = ConvNeXtBlock(16, ls_init_value=0.5)
+
+    def forward(self, x):
+        return self.block(x)
+
+
 def images(g):
     return (torch.randn(BATCH, 3, 16, 16, generator=g).requires_grad_(True),)
 
@@ -394,10 +467,20 @@ DISTRIBUTED = [
 def distributed_model(name):
     return next(m for m in DISTRIBUTED if m.name == name)
 
-# torch.export only (tools/check_pt2.py): Thunder fails on these before thunder-gen sees them.
+# Third-party modules checked through torch.export only (tools/check_pt2.py): Thunder 0.2.6 fails
+# on the transformers and torch.nn ones before thunder-gen sees them; it captures timm's, which are
+# left out of the Thunder corpus for CI time.
 EXPORT_ONLY = [
     Model("qwen2_sdpa_layer", Qwen2SdpaLayer, lambda g: (tokens(g),)),
     Model("torch_encoder_layer", lambda: TorchEncoderLayer(batch_first=True, norm_first=False), lambda g: (tokens(g),)),
     Model("torch_encoder_layer_seq_first_prenorm", lambda: TorchEncoderLayer(batch_first=False, norm_first=True), lambda g: (tokens(g),)),
     Model("t5_block", T5Layer, lambda g: (tokens(g),)),
+    Model("torch_decoder_layer", DecoderLayer, lambda g: (tokens(g), tokens(g))),
+    Model("torch_cross_attention", CrossAttention,
+          lambda g: (tokens(g), torch.randn(BATCH, 8, 32, generator=g).requires_grad_(True),
+                     torch.randn(BATCH, 8, 48, generator=g).requires_grad_(True))),
+    Model("timm_vit_block", TimmVitBlock, lambda g: (tokens(g),)),
+    Model("timm_mixer_block", TimmMixerBlock, lambda g: (tokens(g),)),
+    Model("timm_swiglu", TimmSwiGlu, lambda g: (tokens(g),)),
+    Model("timm_convnext_block", TimmConvNextBlock, lambda g: (torch.randn(BATCH, 16, 8, 8, generator=g).requires_grad_(True),)),
 ]
