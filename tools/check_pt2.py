@@ -72,7 +72,7 @@ def write_inputs(manifest, module, args, folder):
 def against_thunder_path(model, form, manifest, binary, work, log, out):
     """The plan of the model's Thunder trace (examples/corpus/<model>.json, when it has one) against
     the archive's: the default export must save no more bytes and launch no more kernels (returns
-    1 if it does); Core ATen's numbers are printed (its decomposed attention and linears launch
+    1 if it does); Core ATen's numbers are printed (its decomposed attention launches
     more kernels today: docs/pt2.md)."""
     trace = ROOT / "examples" / "corpus" / f"{model.name}.json"
     if not trace.exists():

@@ -73,7 +73,9 @@ void Translator::translate_node(Json node_json, const Path& at) {
                                             std::to_string(computed));
   outs.resize(computed);
   const size_t ops_before = ops_.size();
-  emit(*row, autocast_ ? autocast_operands(bound, outs, at) : bound, outs, at);
+  const Doc operands = autocast_ ? autocast_operands(bound, outs, at) : bound;
+  if (!fold_view(aten, operands, outs) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, outs, at);
+  if (!outs.empty()) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
   if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
   std::string name = outs.empty() ? target : outs.front();

@@ -127,8 +127,14 @@ void Translator::count_uses(Object graph, const Path& graph_at) {
     const bool region = is_autocast_region(target);
     if (!region) aten_target(target, node_at, source_);
     const bool view = is_view(target);
-    const Path inputs_at(node_at, "inputs");
+    const Path outputs_at(node_at, "outputs");
+    std::vector<std::string> outs;
     size_t j = 0;
+    for (Json output : list_at(require(object_at(node, node_at), node_at, "outputs"), outputs_at))
+      for (const std::string& name : pt2::output_names(output, Path(outputs_at, j++))) outs.push_back(scope_ + name);
+    if (view) viewed_.insert(outs.begin(), outs.end());
+    const Path inputs_at(node_at, "inputs");
+    j = 0;
     for (Json input : list_at(require(object_at(node, node_at), node_at, "inputs"), inputs_at)) {
       const Path input_at(inputs_at, j++);
       const Json arg_json = require(object_at(input, input_at), input_at, "arg");
@@ -136,14 +142,10 @@ void Translator::count_uses(Object graph, const Path& graph_at) {
       const Doc arg = scoped(pt2::argument(arg_json, Path(input_at, "arg")));
       for_each_name(arg, [&](const std::string& n) {
         ++uses_[n];
+        consumers_[n].push_back({target, outs.empty() ? "" : outs.front()});
         if (view) viewed_.insert(n);
       });
     }
-    const Path outputs_at(node_at, "outputs");
-    j = 0;
-    if (view)
-      for (Json output : list_at(require(object_at(node, node_at), node_at, "outputs"), outputs_at))
-        for (const std::string& name : pt2::output_names(output, Path(outputs_at, j++))) viewed_.insert(scope_ + name);
   }
   const Path outputs_at(graph_at, "outputs");
   i = 0;

@@ -1,6 +1,7 @@
 // The PT2 reader's translator (internal to frontend/): a serialized ExportedProgram's graph into
 // trace JSON. pt2_program.cpp reads the program (its version, inputs and outputs); pt2_nodes.cpp
-// its nodes (through the ATen declarations, in-place ops, autocast regions).
+// its nodes (through the ATen declarations, in-place ops, autocast regions); pt2_patterns.cpp
+// recognises what Core ATen decomposed (a linear as view, permute, addmm, view).
 #pragma once
 #include <functional>
 #include <map>
@@ -48,6 +49,19 @@ class Translator {
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;
   std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
+  // The nodes reading a value (their target, "torch.ops.aten.view.default", and first output),
+  // and the node making it (its ATen target and bound arguments), for the patterns of
+  // pt2_patterns.cpp; the values a pattern gave another shape than the archive's.
+  struct Consumer {
+    std::string target, out;
+  };
+  struct Producer {
+    std::string aten;
+    Doc bound;
+  };
+  std::map<std::string, std::vector<Consumer>, std::less<>> consumers_;
+  std::map<std::string, Producer, std::less<>> producers_;
+  std::set<std::string, std::less<>> reshaped_;
   Doc ops_ = Doc::array();
   std::vector<Pt2Origin> origins_;
   // Inlining a region's body: its names take this prefix ("submod_1__"), so they cannot meet the
@@ -76,6 +90,10 @@ class Translator {
   void inline_autocast(Object node, const Path& at);
   void inline_body(Object body, const Path& body_at, const std::vector<std::string>& args, const std::vector<std::string>& results);
   Doc autocast_operands(Doc bound, const std::vector<std::string>& outs, const Path& at);
+
+  // pt2_patterns.cpp
+  bool fold_linear(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
+  bool fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs);
   Doc cast_floats(Doc arg, DType to, const Path& at);
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;

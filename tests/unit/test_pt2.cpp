@@ -2,6 +2,7 @@
 // serialized ExportedPrograms (as torch 2.9 writes models/model.json) translated into traces.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -254,7 +255,8 @@ TEST_CASE("an autocast region is inlined, its operands cast to the dtype the arc
 
 TEST_CASE("a disabled autocast region is inlined as it is, and a region must be well formed") {
   const tg::Pt2Translation t = tg::translate_program(autocast_program(false, "f32"), "t");
-  CHECK(op_names(t.trace) == std::vector<std::string>{"torch.transpose", "torch.matmul"});
+  // (mm of a transposed 2-D value is a linear: pt2_patterns.cpp)
+  CHECK(op_names(t.trace) == std::vector<std::string>{"torch.transpose", "torch.nn.functional.linear"});
   CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
   // A region whose recorded result the translation does not reach is a reader error, not a cast.
   json text = json::parse(autocast_program(false, "bf16"));
@@ -272,4 +274,48 @@ TEST_CASE("unbind gives each index of its dim as a tensor without that dim") {
   CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
   json three = node_of("aten.unbind.int", {named_input("self", tensor_arg("x")), named_input("dim", {{"as_int", 1}})}, {{{"as_tensors", {{{"name", "a"}}}}}});
   CHECK_THAT(error_of(program_with({three}, {{"a", meta_of({2})}}, {"a"})), Catch::Contains("unbind into 1 outputs of a dim of 6"));
+}
+
+namespace pt2_programs {
+
+json ints(std::vector<int64_t> v) { return {{"as_ints", v}}; }
+
+// x [2, 6] viewed as x3 [2, 2, 3] and w [4, 3]; Core ATen's linear of them: view to [4, 3], permute
+// w, mm, view back to [2, 2, 4]; `extra` adds a second reader of the mm.
+std::string decomposed_linear(bool extra) {
+  json nodes = {node_of("aten.view.default", {named_input("self", tensor_arg("x")), named_input("size", ints({2, 2, 3}))}, {tensor_arg("x3")}),
+                node_of("aten.view.default", {named_input("self", tensor_arg("x")), named_input("size", ints({4, 3}))}, {tensor_arg("w")}),
+                node_of("aten.permute.default", {named_input("self", tensor_arg("w")), named_input("dims", ints({1, 0}))}, {tensor_arg("t")}),
+                node_of("aten.view.default", {named_input("self", tensor_arg("x3")), named_input("size", ints({4, 3}))}, {tensor_arg("x2")}),
+                node_of("aten.mm.default", {named_input("self", tensor_arg("x2")), named_input("mat2", tensor_arg("t"))}, {tensor_arg("mm")}),
+                node_of("aten.view.default", {named_input("self", tensor_arg("mm")), named_input("size", ints({2, 2, 4}))}, {tensor_arg("y")})};
+  json values = {{"x3", meta_of({2, 2, 3})}, {"w", meta_of({4, 3})}, {"t", meta_of({3, 4})}, {"x2", meta_of({4, 3})},
+                 {"mm", meta_of({4, 4})}, {"y", meta_of({2, 2, 4})}};
+  if (extra) {
+    nodes.push_back(node_of("aten.neg.default", {named_input("self", tensor_arg("mm"))}, {tensor_arg("n")}));
+    values["n"] = meta_of({4, 4});
+  }
+  return program_with(nodes, values, extra ? std::vector<std::string>{"y", "n"} : std::vector<std::string>{"y"});
+}
+
+}  // namespace pt2_programs
+
+TEST_CASE("Core ATen's view, permute, mm, view is a linear again; a 2-D one when the GEMM has other readers") {
+  const tg::Pt2Translation t = tg::translate_program(decomposed_linear(false), "t");
+  const std::vector<std::string> names = op_names(t.trace);
+  REQUIRE(std::count(names.begin(), names.end(), "torch.nn.functional.linear") == 1);
+  const json& linear = t.trace["ops"][size_t(std::find(names.begin(), names.end(), "torch.nn.functional.linear") - names.begin())];
+  CHECK(linear["kwargs"]["a"] == "x3");
+  CHECK(linear["kwargs"]["w"] == "w");
+  CHECK(linear["out"][0]["shape"] == json({2, 2, 4}));
+  CHECK(t.trace["outputs"] == json({"mm"}));
+  CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
+  const tg::Pt2Translation kept = tg::translate_program(decomposed_linear(true), "t");
+  const std::vector<std::string> kept_names = op_names(kept.trace);
+  REQUIRE(std::count(kept_names.begin(), kept_names.end(), "torch.nn.functional.linear") == 1);
+  const json& flat = kept.trace["ops"][size_t(std::find(kept_names.begin(), kept_names.end(), "torch.nn.functional.linear") - kept_names.begin())];
+  CHECK(flat["kwargs"]["a"] == "x2");  // the 2-D linear: the view back stays a reshape
+  CHECK(flat["out"][0]["shape"] == json({4, 4}));
+  CHECK(std::count(kept_names.begin(), kept_names.end(), "torch.reshape") == 4);
+  CHECK_NOTHROW(tg::read_trace(kept.trace.dump()));
 }
