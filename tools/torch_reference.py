@@ -45,6 +45,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+sys.path.append(str(Path(__file__).resolve().parent.parent / "python"))  # the package, when not installed (a GPU machine)
+from thunder_gen.compare import TOLERANCES, Comparison, compare, tolerance  # noqa: E402, F401 (this module's API)
 from op_declarations import aten_call, aten_ops, binary_exact_prims, binary_float_prims, declared_signature, unary_float_prims
 
 # ---- dtypes -----------------------------------------------------------------------------------
@@ -64,10 +66,6 @@ DTYPES = {
 }
 FLOATS = {"f16", "bf16", "f32", "f64"}
 
-# (atol, rtol) by dtype: the table of reference/compare.cpp. Integers and bools must be equal.
-TOLERANCES = {"f64": (1e-12, 1e-10), "f32": (1e-5, 1e-5), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1.6e-2)}
-
-
 def storage_dtype(dt: str) -> torch.dtype:
     return DTYPES[dt][0]
 
@@ -75,10 +73,6 @@ def storage_dtype(dt: str) -> torch.dtype:
 def compute_dtype(dt: str) -> torch.dtype:
     """16-bit floats compute in f32; every other dtype as itself."""
     return torch.float32 if dt in ("f16", "bf16") else storage_dtype(dt)
-
-
-def tolerance(dt: str) -> tuple[float, float]:
-    return TOLERANCES.get(dt, (0.0, 0.0))
 
 
 # Two runs of the same generated code on different machines (the GPU against the host emulation)
@@ -549,55 +543,6 @@ def save_npy(path: Path, t: torch.Tensor, dt: str) -> None:
 
 
 # ---- comparison -------------------------------------------------------------------------------
-
-
-@dataclass
-class Comparison:
-    ok: bool = True
-    max_abs_err: float = 0.0
-    max_rel_err: float = 0.0
-    norm_rel_err: float = 0.0  # ||actual - expected|| / ||expected|| over the finite elements
-    scale: float = 0.0  # max |expected| over them
-    mismatches: int = 0
-    nonfinite_mismatches: int = 0
-    first_mismatch: int = -1  # flat index
-    note: str = ""
-
-    def summary(self) -> str:
-        if self.note:
-            return self.note
-        return (f"max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}, norm rel err {self.norm_rel_err:.3g}, "
-                f"{self.mismatches} mismatching")
-
-
-def compare(actual: torch.Tensor, expected: torch.Tensor, dt: str) -> Comparison:
-    """|actual - expected| <= atol + rtol * |expected| elementwise; NaN matches NaN, an inf an equal
-    inf; integers and bools must be equal. As reference/compare.cpp."""
-    if tuple(actual.shape) != tuple(expected.shape):
-        return Comparison(ok=False, mismatches=-1,
-                          note=f"shape {list(actual.shape)} differs from the expected {list(expected.shape)}")
-    atol, rtol = tolerance(dt)
-    a = actual.to(expected.device).to(torch.float64).flatten()
-    e = expected.to(torch.float64).flatten()
-    both_nan = a.isnan() & e.isnan()
-    same_inf = a.isinf() & e.isinf() & (a == e)
-    diff = (a - e).abs()
-    finite = e.isfinite() & a.isfinite()
-    close = (diff <= atol + rtol * e.abs()) & finite
-    bad = ~(close | both_nan | same_inf)
-    c = Comparison()
-    c.mismatches = int(bad.sum().item())
-    c.nonfinite_mismatches = int((bad & ~finite).sum().item())  # NaN or inf on one side only
-    c.ok = c.mismatches == 0
-    if bool(finite.any()):
-        fd = diff[finite]
-        c.max_abs_err = fd.max().item()
-        c.max_rel_err = (fd / e.abs()[finite].clamp_min(1e-30)).max().item()
-        c.norm_rel_err = (fd.norm() / e[finite].norm().clamp_min(1e-300)).item()
-        c.scale = e[finite].abs().max().item()
-    if not c.ok:
-        c.first_mismatch = int(bad.nonzero()[0, 0].item())
-    return c
 
 
 # A thinned results folder keeps of each large tensor every stride-th element of its flat view and

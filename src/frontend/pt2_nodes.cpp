@@ -74,7 +74,7 @@ void Translator::translate_node(Json node_json, const Path& at) {
   outs.resize(computed);
   const size_t ops_before = ops_.size();
   const Doc operands = autocast_ ? autocast_operands(bound, outs, at) : bound;
-  if (!fold_view(aten, operands, outs) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, outs, at);
+  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, outs, at);
   if (!outs.empty()) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
   if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
@@ -104,6 +104,22 @@ std::string Translator::mutated_value(Object node, const Path& at, const std::st
   return name;
 }
 
+namespace {
+
+// A tensor parameter's argument names a value (a list of them for Tensor[]; null for Tensor?); a
+// Tensor other than `self` may be a number, which the graph passes as a 0-d tensor
+// (aten.add.Tensor(x, 1.0)).
+void check_tensor_argument(const AtenRow& schema, const std::string& name, const Doc& arg, const Path& at) {
+  const std::string& type = schema.param(name)->type;
+  bool ok = true;
+  if (type == "Tensor") ok = arg.is_string() || (name != "self" && (arg.is_number() || arg.is_boolean()));
+  if (type == "Tensor?") ok = arg.is_string() || arg.is_null();
+  if (type == "Tensor[]") ok = arg.is_array() && std::all_of(arg.begin(), arg.end(), [](const Doc& item) { return item.is_string(); });
+  if (!ok) throw UserError(at.str(), schema.target + "'s " + name + " must be " + (type == "Tensor[]" ? "a list of tensors" : "a tensor") + ", not " + arg.dump());
+}
+
+}  // namespace
+
 Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) const {
   Doc bound = Doc::object();
   const Path inputs_at(at, "inputs");
@@ -116,6 +132,7 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
       throw UserError(Path(input_at, "name").str(), schema.target + " has no parameter \"" + printable_line(name) + "\" in torch 2.9's schema");
     if (bound.contains(name)) throw UserError(Path(input_at, "name").str(), "argument \"" + name + "\" given twice");
     bound[name] = resolve(scoped(pt2::argument(require(input, input_at, "arg"), Path(input_at, "arg"))));
+    check_tensor_argument(schema, name, bound[name], Path(input_at, "arg"));
   }
   for (const AtenParam& p : schema.params) {
     if (bound.contains(p.name)) continue;

@@ -57,7 +57,7 @@ bool Translator::fold_linear(const std::string& aten, const Doc& bound, const st
     restored.back() = w[0];
     auto readers = consumers_.find(outs[0]);
     const bool one_reshape_back = readers != consumers_.end() && readers->second.size() == 1 && uses_[outs[0]] == 1 &&
-                                  is_reshape(readers->second[0].target) &&
+                                  is_reshape(readers->second[0].target) && !readers->second[0].out.empty() &&
                                   meta(readers->second[0].out, at).shape == restored;
     if (one_reshape_back && meta(source, at).shape.size() > 2) {
       x = source;
@@ -71,10 +71,10 @@ bool Translator::fold_linear(const std::string& aten, const Doc& bound, const st
 }
 
 // The view restoring a folded linear's leading dims: the linear's result already has them.
-bool Translator::fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs) {
+bool Translator::fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at) {
   if (!is_reshape(aten) || outs.size() != 1 || !bound.at("self").is_string()) return false;
   const std::string linear = bound.at("self").get<std::string>();
-  if (!reshaped_.count(linear) || metas_.at(linear).shape != metas_.at(outs[0]).shape) return false;
+  if (!reshaped_.count(linear) || meta(linear, at).shape != meta(outs[0], at).shape) return false;
   alias_[outs[0]] = linear;
   return true;
 }

@@ -93,7 +93,7 @@ class Translator {
 
   // pt2_patterns.cpp
   bool fold_linear(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
-  bool fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs);
+  bool fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
   Doc cast_floats(Doc arg, DType to, const Path& at);
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;

@@ -6,21 +6,15 @@
 // answer to bad input; an InternalError, any other exception, or a sanitizer report is a finding.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 #include <string>
 
 #include "driver/pipeline.h"
 #include "frontend/reader.h"
 #include "support/diagnostics.h"
+#include "user_errors_only.h"
 
 namespace {
-
-[[noreturn]] void finding(const char* what, const char* message) {
-  std::fprintf(stderr, "reader_fuzzer: %s: %s\n", what, message);
-  std::abort();  // libFuzzer saves the input as a crash
-}
 
 void generate(const std::string& text) {
   std::ostringstream no_log;
@@ -30,12 +24,6 @@ void generate(const std::string& text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  try {
-    generate(std::string(reinterpret_cast<const char*>(data), size));
-  } catch (const tg::UserError& e) {
-    if (*e.what() == '\0') finding("user error without a message at", e.where.c_str());
-  } catch (const tg::InternalError& e) {
-    finding("internal error", e.what());
-  }
+  fuzz::user_errors_only("reader_fuzzer", [&] { generate(std::string(reinterpret_cast<const char*>(data), size)); });
   return 0;
 }

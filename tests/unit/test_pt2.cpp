@@ -319,3 +319,11 @@ TEST_CASE("Core ATen's view, permute, mm, view is a linear again; a 2-D one when
   CHECK(std::count(kept_names.begin(), kept_names.end(), "torch.reshape") == 4);
   CHECK_NOTHROW(tg::read_trace(kept.trace.dump()));
 }
+
+TEST_CASE("the linear pattern refuses a hostile graph in words: a missing value, a number for self") {
+  json text = json::parse(decomposed_linear(false));
+  text["graph_module"]["graph"]["tensor_values"].erase("y");  // (pt2_fuzzer found this one: map::at)
+  CHECK_THAT(error_of(text.dump()), Catch::Contains("no tensor_values entry for \"y\""));
+  json neg = node_of("aten.neg.default", {named_input("self", {{"as_float", 1.5}})}, {tensor_arg("n")});
+  CHECK_THAT(error_of(program_with({neg}, {{"n", meta_of({2, 6})}}, {"n"})), Catch::Contains("aten.neg.default's self must be a tensor, not 1.5"));
+}
