@@ -1484,6 +1484,22 @@ def b_embedding(s: Sub, op: str, dt: str) -> Val:
     return s.emit1(op, [ids.name, weight.name], out)
 
 
+def b_gather(s: Sub, op: str, dt: str) -> Val:
+    """gather(a, dim, index): an index no larger than a in the other dims, as long as it likes in
+    `dim` (positions repeat), its positions in range."""
+    a = any_value(s, dt, 1)
+    dim = s.rng.randrange(a.rank)
+    shape = tuple(s.rng.choice((n, max(1, n // 2), 1)) if i != dim else s.rng.choice((1, 3, a.shape[dim], 2 * a.shape[dim]))
+                  for i, n in enumerate(a.shape))
+    if math.prod(shape) * a.shape[dim] > 1 << 20:
+        raise Budget("gather's one-hot select")
+    index_dt = s.rng.choice(("i64", "i32"))
+    values = [s.rng.randrange(a.shape[dim]) for _ in range(math.prod(shape))]
+    index = s.add(s.tb.add_input(Val("", index_dt, shape, 0, a.shape[dim] - 1), values))
+    out = replace(a, name="", shape=shape, distinct=False)
+    return s.emit1(op, [a.name, dim - a.rank if s.rng.random() < 0.3 else dim, index.name], out)
+
+
 def b_sdpa(s: Sub, op: str, dt: str) -> Val:
     batch = s.rng.choice(((2,), (1, 2), (2, 3), ()))
     L, S = s.rng.choice((1, 4, 8, 16, 33)), s.rng.choice((1, 4, 8, 16, 33))
@@ -1645,6 +1661,7 @@ GENERATED = {
     "torch.split": b_split,
     "torch.var": b_torch_var,
     "torch.nn.functional.embedding": b_embedding,
+    "torch.gather": b_gather,
     "torch.nn.functional.scaled_dot_product_attention": b_sdpa,
     "torch.nn.functional.dropout": b_dropout,
     "prims.shallow_copy": b_copy,
