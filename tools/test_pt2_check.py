@@ -1,7 +1,8 @@
 """Tests of `python -m thunder_gen.check` (python/thunder_gen/check.py): a module with dropout
-matches its archive's generated code; a factory whose module computes something else is found out
-(exit 1); the archive's own program is eager's when no module is given; missing inputs and a
-program with random ops but no module cannot be checked (exit 2, saying why).
+matches its archive's generated code; a factory whose module computes something else, or returns
+fewer outputs, is found out (exit 1); an output without a gradient and an unused parameter are
+handled; the archive's own program is eager's when no module is given; a failing factory, missing
+inputs and a program with random ops but no module cannot be checked (exit 2, in one line).
 
     .venv/bin/python tools/test_pt2_check.py
 """
@@ -43,6 +44,38 @@ def with_relu():
     return Mlp(F.relu)
 
 
+def raises():
+    raise ValueError("no weights here")
+
+
+class Two(Mlp):
+    """Two outputs, one of which no input's gradient flows from (an integer count), and a parameter
+    the forward never reads (its eager gradient is None, the generated one zero)."""
+
+    def __init__(self):
+        super().__init__(p=None)
+        self.unused = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        y = super().forward(x)
+        return y, (y > 0).sum()
+
+
+class FirstHalf(Two):
+    """The same parameters, one output fewer than the archive's two."""
+
+    def forward(self, x):
+        return super().forward(x)[0]
+
+
+def two():
+    return Two()
+
+
+def first_half():
+    return FirstHalf()
+
+
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -61,6 +94,9 @@ class CheckTest(unittest.TestCase):
         thunder_gen.export(Mlp().train(), (x,), path=cls.dropout)
         cls.plain = root / "plain.pt2"
         thunder_gen.export(Mlp(p=None).train(), (x,), path=cls.plain)
+        torch.manual_seed(0)
+        cls.two = root / "two.pt2"
+        thunder_gen.export(Two().train(), (x,), path=cls.two)
 
     @classmethod
     def tearDownClass(cls):
@@ -87,6 +123,19 @@ class CheckTest(unittest.TestCase):
         rc, _, err = run(self.dropout, "--work", Path(self.tmp.name) / "w4")
         self.assertEqual(rc, 2)
         self.assertIn("give the module with --module", err)
+
+    def test_failing_factory_is_one_line(self):
+        rc, out, err = run(self.plain, "--module", f"{__name__}:raises", "--work", Path(self.tmp.name) / "w6")
+        self.assertEqual(rc, 2)
+        self.assertEqual(err.strip(), f"thunder_gen.check: --module {__name__}:raises: ValueError: no weights here")
+
+    def test_outputs_and_gradients_eager_lacks(self):
+        rc, out, _ = run(self.two, "--module", f"{__name__}:first_half", "--work", Path(self.tmp.name) / "w7")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("eager computes none: MISSING", out)
+        rc, out, _ = run(self.two, "--module", f"{__name__}:two", "--work", Path(self.tmp.name) / "w8")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("grad of unused: zero (eager computes none): ok", out)
 
     def test_missing_inputs_folder(self):
         lone = Path(self.tmp.name) / "lone.pt2"

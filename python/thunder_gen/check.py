@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import subprocess
 import sys
@@ -56,7 +57,10 @@ def reference_module(archive: Path, factory: str | None) -> torch.nn.Module:
     module_name, _, attr = factory.partition(":")
     if not attr:
         raise CheckError(f"--module {factory}: expected pkg.mod:factory")
-    made = getattr(importlib.import_module(module_name), attr)()
+    try:
+        made = getattr(importlib.import_module(module_name), attr)()
+    except Exception as e:  # the user's code: its failure is the answer, in one line
+        raise CheckError(f"--module {factory}: {type(e).__name__}: {e}") from None
     if not isinstance(made, torch.nn.Module):
         raise CheckError(f"--module {factory}: returned {type(made).__name__}, not a torch.nn.Module")
     return made
@@ -90,6 +94,14 @@ def generate(archive: Path, folder: Path) -> dict:
     return json.loads((folder / "manifest.json").read_text())
 
 
+def backward(outputs: list, cotangents: list) -> None:
+    """Backward from the outputs that need a gradient (an integer output, or one that depends on no
+    input requiring grad, takes no cotangent)."""
+    pairs = [(o, c.to(o.dtype)) for o, c in zip(outputs, cotangents) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if pairs:
+        torch.autograd.backward([o for o, _ in pairs], [c for _, c in pairs])
+
+
 def run_generated(folder: Path, manifest: dict, values: dict, cotangents: list, seed: int):
     """Outputs and {input name: gradient} of the generated code."""
     from .loader import load
@@ -101,7 +113,7 @@ def run_generated(folder: Path, manifest: dict, values: dict, cotangents: list, 
         args.append(values[decl["name"]].clone().requires_grad_(bool(decl.get("requires_grad"))))
     outputs = block(*args, philox_seed=seed, philox_offset=0) if block.random_state else block(*args)
     outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
-    torch.autograd.backward(outputs, cotangents)
+    backward(outputs, cotangents)
     names = [d["name"] for d in manifest["inputs"] if d.get("role") is not None]
     return outputs, {n: a.grad for n, a in zip(names, args) if a.grad is not None}
 
@@ -116,29 +128,48 @@ def run_eager(module, manifest: dict, values: dict, cotangents: list, seed: int)
             user.append(t)
     for t in params.values():
         t.grad = None
-    with DropoutReplay(seed, 0).active():
-        outputs = module(*user)
-    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-    torch.autograd.backward(outputs, cotangents)
+    try:
+        with DropoutReplay(seed, 0).active():
+            outputs = module(*user)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        backward(outputs, cotangents)
+    except Exception as e:  # the user's module: its failure is the answer, in one line
+        raise CheckError(f"the module failed on the archive's inputs: {type(e).__name__}: {e}") from None
     wanted = {d["name"] for d in manifest["inputs"] if d.get("requires_grad")}
     return outputs, {n: t.grad for n, t in params.items() if n in wanted}
 
 
+def compared(label: str, got, want, tolerance: str | None) -> tuple[str, bool]:
+    """One tensor against eager's: a line and whether it matches. A gradient one side does not
+    compute is a zero gradient there (PyTorch leaves an unused parameter's .grad None)."""
+    if got is None and want is None:
+        return f"{label}: neither computes one: MISSING", False
+    if got is None or want is None:
+        present = want if got is None else got
+        if isinstance(present, torch.Tensor) and label.startswith("grad of ") and not bool(present.any()):
+            return f"{label}: zero ({'the generated code' if got is None else 'eager'} computes none): ok", True
+        return f"{label}: {'the generated code' if got is None else 'eager'} computes none: MISSING", False
+    if not isinstance(want, torch.Tensor):
+        return f"{label}: eager returns {type(want).__name__}, not a tensor: MISMATCH", False
+    dt = next((k for k, v in TORCH_DTYPES.items() if v == want.dtype), str(want.dtype))
+    if got.dtype != want.dtype:
+        return f"{label}: dtype {got.dtype}, eager's {want.dtype}: MISMATCH", False
+    c = compare(got.detach(), want.detach(), tolerance or dt)
+    return f"{label} {dt}{list(want.shape)}: {c.summary()}: {'ok' if c.ok else 'MISMATCH'}", c.ok
+
+
 def report(manifest: dict, got, want, tolerance: str | None, out) -> int:
     """One line per output and gradient; returns how many differ or are missing."""
-    failures = 0
     labels = {d["name"]: d.get("fqn", d["name"]) for d in manifest["inputs"]}
-    pairs = [(d["name"], g, w) for d, g, w in zip(manifest["outputs"], got[0], want[0])]
+    names = [d["name"] for d in manifest["outputs"]]
+    outputs = itertools.zip_longest(names, got[0], want[0])
+    pairs = [(name or f"eager's output {i}", g, w) for i, (name, g, w) in enumerate(outputs)]
     pairs += [(f"grad of {labels[n]}", got[1].get(n), want[1].get(n)) for n in sorted(set(got[1]) | set(want[1]))]
+    failures = 0
     for label, g, w in pairs:
-        if g is None or w is None:
-            out.write(f"{label}: {'the generated code' if g is None else 'eager'} computes none: MISSING\n")
-            failures += 1
-            continue
-        dt = next(k for k, v in TORCH_DTYPES.items() if v == w.dtype)
-        c = compare(g.detach(), w.detach(), tolerance or dt)
-        out.write(f"{label} {dt}{list(w.shape)}: {c.summary()}: {'ok' if c.ok else 'MISMATCH'}\n")
-        failures += not c.ok
+        line, ok = compared(label, g, w, tolerance)
+        out.write(line + "\n")
+        failures += not ok
     return failures
 
 

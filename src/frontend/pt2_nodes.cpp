@@ -322,13 +322,16 @@ Doc Translator::cast_floats(Doc arg, DType to, const Path& at) {
   if (!arg.is_string()) return arg;
   auto it = metas_.find(arg.get<std::string>());
   if (it == metas_.end() || !is_float(it->second.dtype) || it->second.dtype == to) return arg;
-  auto [cast, fresh] = casts_.try_emplace({it->first, to}, it->first + "__autocast_" + std::string(dtype_name(to)));
+  // Named in the region's scope: two regions may each cast the same outer value.
+  const std::string prefix = it->first.rfind(scope_, 0) == 0 ? "" : scope_;
+  auto [cast, fresh] = casts_.try_emplace({it->first, to}, prefix + it->first + "__autocast_" + std::string(dtype_name(to)));
   if (fresh) {
     Value converted = it->second;
     converted.name = cast->second;
     converted.dtype = to;
     converted.requires_grad = false;
-    metas_.insert_or_assign(converted.name, converted);
+    if (!metas_.emplace(converted.name, converted).second)
+      throw UserError(at.str(), "the cast autocast makes, \"" + printable_line(converted.name) + "\", would take the name of a value of the archive");
     ops_.push_back({{"op", "prims.convert_element_type"},
                     {"kwargs", {{"a", it->first}, {"dtype", {{"dtype", std::string(dtype_name(to))}}}}},
                     {"out", {declaration(cast->second, at, false)}}});

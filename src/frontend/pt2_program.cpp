@@ -111,7 +111,10 @@ void Translator::read_tensor_values(Object graph, const Path& graph_at) {
   for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
     Value v = pt2::tensor_meta(meta, Path(values_at, name));
     v.name = scope_ + std::string(name);
-    metas_.emplace(v.name, v);
+    // A region's body names its values in its own scope (<body>__<name>), which an enclosing
+    // graph's name may still spell.
+    if (!metas_.emplace(v.name, v).second)
+      throw UserError(Path(values_at, name).str(), "\"" + printable_line(v.name) + "\" names a value of the enclosing graph too");
   }
 }
 

@@ -57,6 +57,8 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   if (in.shape.size() != rank) fail(0, "needs " + std::to_string(rank) + " dims (batch, channels, " + std::to_string(n) + " spatial), has shape " + shape_str(in.shape));
   if (w.shape.size() != rank) fail(1, "needs " + std::to_string(rank) + " dims, has shape " + shape_str(w.shape));
   if (w.dtype != in.dtype) fail(1, "has dtype " + std::string(dtype_name(w.dtype)) + ", not " + std::string(dtype_name(in.dtype)));
+  if (numel(in.shape) == 0) fail(0, "shape " + shape_str(in.shape) + " is empty: convolutions of empty tensors are not supported");
+  if (numel(w.shape) == 0) fail(1, "shape " + shape_str(w.shape) + " is empty: convolutions of empty tensors are not supported");
   const ConvolutionArgs c = convolution_args(op, w.shape);
   const int groups_at = prim ? 8 : 6;
   if (in.shape[1] % c.groups != 0 || w.shape[0] % c.groups != 0)
@@ -71,7 +73,10 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   }
   Shape out{in.shape[0], w.shape[0]};
   for (size_t k = 0; k < n; ++k) {
-    const int64_t span = c.dilation[k] * (c.kernel[k] - 1) + 1, padded = in.shape[k + 2] + 2 * c.padding[k];
+    int64_t span = 0, padded = 0;
+    if (__builtin_mul_overflow(c.dilation[k], c.kernel[k] - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+        __builtin_mul_overflow(c.padding[k], 2, &padded) || __builtin_add_overflow(padded, in.shape[k + 2], &padded))
+      fail(0, "the padded size or the dilated kernel of spatial dim " + std::to_string(k) + " overflows 64 bits");
     if (c.kernel[k] < 1 || padded < span) fail(0, "shape " + shape_str(in.shape) + " (padded) is smaller than the kernel " + shape_str(c.kernel) + " (dilated)");
     out.push_back((padded - span) / c.stride[k] + 1);
   }

@@ -34,6 +34,9 @@ std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
   if (b.shape.size() < 2) fail(1, "needs at least 2 dims, has shape " + shape_str(b.shape));
   if (b.dtype != a.dtype) fail(1, "has dtype " + std::string(dtype_name(b.dtype)) + ", not " + std::string(dtype_name(a.dtype)));
   if (!is_float(a.dtype)) fail(0, "needs a float dtype, not " + std::string(dtype_name(a.dtype)));
+  // (cuBLASLt takes no empty GEMM, and an empty inner dim would have to write zeros.)
+  if (numel(a.shape) == 0) fail(0, "shape " + shape_str(a.shape) + " is empty: GEMMs of empty operands are not supported");
+  if (numel(b.shape) == 0) fail(1, "shape " + shape_str(b.shape) + " is empty: GEMMs of empty operands are not supported");
   size_t r = a.shape.size();
   if (b.shape[b.shape.size() - 2] != a.shape[r - 1])
     fail(1, "shape " + shape_str(b.shape) + " does not match " + shape_str(a.shape) + " (inner dims differ)");

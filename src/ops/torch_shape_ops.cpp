@@ -127,6 +127,7 @@ std::vector<OutType> gather_rule(const Trace& t, const Op& op) {
   if (index.dtype != DType::i64 && index.dtype != DType::i32) fail(2, "needs integer indices (i64 or i32), not " + std::string(dtype_name(index.dtype)));
   if (index.shape.size() != a.shape.size()) fail(2, "needs the input's rank " + std::to_string(a.shape.size()) + ", has shape " + shape_str(index.shape));
   const size_t d = size_t(wrapped(dim, a.shape.size()));
+  if (numel(a.shape) == 0 || numel(index.shape) == 0) fail(0, "an empty input or index (a dim of size 0) is not supported");
   for (size_t k = 0; k < a.shape.size(); ++k)
     if (k != d && index.shape[k] > a.shape[k])
       fail(2, "shape " + shape_str(index.shape) + " is larger than the input's " + shape_str(a.shape) + " in dim " + std::to_string(k));

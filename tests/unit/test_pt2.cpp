@@ -218,7 +218,14 @@ namespace pt2_programs {
 
 // wrap_with_autocast(device, bf16, enabled, False, body, x) around mm(x, t(x)), whose recorded
 // result is bf16 when enabled (the transpose keeps f32: autocast leaves it alone).
+json autocast_region(bool enabled, const char* body_dtype, const std::string& body_name, const std::string& out);
+
 std::string autocast_program(bool enabled, const char* body_dtype = "bf16") {
+  const int result = std::string(body_dtype) == "bf16" ? 13 : 7;
+  return program_with({autocast_region(enabled, body_dtype, "submod_1", "getitem")}, {{"getitem", meta_of({2, 2}, result)}}, {"getitem"});
+}
+
+json autocast_region(bool enabled, const char* body_dtype, const std::string& body_name, const std::string& out) {
   const int result = std::string(body_dtype) == "bf16" ? 13 : 7;
   json t = node_of("aten.t.default", {named_input("self", tensor_arg("arg0_1"))}, {tensor_arg("t")});
   json mm = node_of("aten.mm.default", {named_input("self", tensor_arg("arg0_1")), named_input("mat2", tensor_arg("t"))}, {tensor_arg("mm")});
@@ -228,10 +235,10 @@ std::string autocast_program(bool enabled, const char* body_dtype = "bf16") {
                {"custom_obj_values", json::object()}, {"is_single_tensor_return", false}};
   json region = node_of("higher_order.wrap_with_autocast",
                         {named_input("", {{"as_string", "cuda"}}), named_input("", {{"as_scalar_type", 13}}), named_input("", {{"as_bool", enabled}}),
-                         named_input("", {{"as_bool", false}}), named_input("", {{"as_graph", {{"name", "submod_1"}, {"graph", body}}}}),
+                         named_input("", {{"as_bool", false}}), named_input("", {{"as_graph", {{"name", body_name}, {"graph", body}}}}),
                          named_input("", tensor_arg("x"))},
-                        {tensor_arg("getitem")});
-  return program_with({region}, {{"getitem", meta_of({2, 2}, result)}}, {"getitem"});
+                        {tensor_arg(out)});
+  return region;
 }
 
 std::vector<std::string> op_names(const json& trace) {
@@ -245,7 +252,7 @@ std::vector<std::string> op_names(const json& trace) {
 TEST_CASE("an autocast region is inlined, its operands cast to the dtype the archive records") {
   const tg::Pt2Translation t = tg::translate_program(autocast_program(true), "t");
   CHECK(op_names(t.trace) == std::vector<std::string>{"torch.transpose", "prims.convert_element_type", "prims.convert_element_type", "torch.matmul"});
-  CHECK(t.trace["ops"][3]["kwargs"]["a"] == "x__autocast_bf16");
+  CHECK(t.trace["ops"][3]["kwargs"]["a"] == "submod_1__x__autocast_bf16");  // in the region's scope
   CHECK(t.trace["ops"][3]["kwargs"]["b"] == "submod_1__t__autocast_bf16");
   CHECK(t.trace["outputs"] == json({"submod_1__mm"}));
   CHECK(t.op_origins.at(3).pointer == "/graph_module/graph/nodes/0/inputs/4/arg/as_graph/graph/nodes/1");
@@ -326,4 +333,18 @@ TEST_CASE("the linear pattern refuses a hostile graph in words: a missing value,
   CHECK_THAT(error_of(text.dump()), Catch::Contains("no tensor_values entry for \"y\""));
   json neg = node_of("aten.neg.default", {named_input("self", {{"as_float", 1.5}})}, {tensor_arg("n")});
   CHECK_THAT(error_of(program_with({neg}, {{"n", meta_of({2, 6})}}, {"n"})), Catch::Contains("aten.neg.default's self must be a tensor, not 1.5"));
+}
+
+TEST_CASE("two autocast regions cast the same value each in its scope; a body name the graph has is refused") {
+  const tg::Pt2Translation t = tg::translate_program(
+      program_with({autocast_region(true, "bf16", "submod_1", "getitem"), autocast_region(true, "bf16", "submod_2", "getitem_1")},
+                   {{"getitem", meta_of({2, 2}, 13)}, {"getitem_1", meta_of({2, 2}, 13)}}, {"getitem", "getitem_1"}),
+      "t");
+  CHECK(t.trace["ops"][3]["kwargs"]["a"] == "submod_1__x__autocast_bf16");
+  CHECK(t.trace["ops"][7]["kwargs"]["a"] == "submod_2__x__autocast_bf16");
+  CHECK_NOTHROW(tg::read_trace(t.trace.dump()));
+  // (found by a hostile review: the enclosing graph's entry was kept, and the body's op computed in its dtype)
+  json clash = json::parse(autocast_program(true));
+  clash["graph_module"]["graph"]["tensor_values"]["submod_1__mm"] = meta_of({2, 2});
+  CHECK_THAT(error_of(clash.dump()), Catch::Contains("\"submod_1__mm\" names a value of the enclosing graph too"));
 }
