@@ -75,7 +75,7 @@ void Translator::translate_node(Json node_json, const Path& at) {
   const size_t ops_before = ops_.size();
   const Doc operands = autocast_ ? autocast_operands(bound, outs, at) : bound;
   if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, outs, at);
-  if (!outs.empty()) producers_[outs.front()] = {aten, operands};
+  if (!outs.empty() && feeds_patterns(aten)) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
   if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
   std::string name = outs.empty() ? target : outs.front();

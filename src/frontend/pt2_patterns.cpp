@@ -10,13 +10,15 @@
 #include "frontend/pt2_translator.h"
 
 namespace tg::pt2 {
-namespace {
-
 // An ATen target ("aten.view.default") or a node's ("torch.ops.aten.view.default") that reshapes.
 bool is_reshape(std::string_view target) {
   if (target.rfind("torch.ops.", 0) == 0) target.remove_prefix(10);
   return target == "aten.view.default" || target == "aten._unsafe_view.default" || target == "aten.reshape.default";
 }
+
+bool feeds_patterns(std::string_view aten) { return is_reshape(aten) || aten == "aten.permute.default" || aten == "aten.t.default"; }
+
+namespace {
 
 bool is_one(const Doc& scalar) { return scalar.is_number() && scalar.get<double>() == 1.0; }
 
@@ -55,9 +57,9 @@ bool Translator::fold_linear(const std::string& aten, const Doc& bound, const st
     const std::string source = flattened->second.bound.at("self").get<std::string>();
     Shape restored = meta(source, at).shape;
     restored.back() = w[0];
-    auto readers = consumers_.find(outs[0]);
+    auto readers = consumers_.find(outs[0]);  // (its reshapes only: with one use, the one reader)
     const bool one_reshape_back = readers != consumers_.end() && readers->second.size() == 1 && uses_[outs[0]] == 1 &&
-                                  is_reshape(readers->second[0].target) && !readers->second[0].out.empty() &&
+                                  !readers->second[0].out.empty() &&
                                   meta(readers->second[0].out, at).shape == restored;
     if (one_reshape_back && meta(source, at).shape.size() > 2) {
       x = source;

@@ -145,7 +145,7 @@ void Translator::count_uses(Object graph, const Path& graph_at) {
       const Doc arg = scoped(pt2::argument(arg_json, Path(input_at, "arg")));
       for_each_name(arg, [&](const std::string& n) {
         ++uses_[n];
-        consumers_[n].push_back({target, outs.empty() ? "" : outs.front()});
+        if (is_reshape(target)) consumers_[n].push_back({target, outs.empty() ? "" : outs.front()});
         if (view) viewed_.insert(n);
       });
     }

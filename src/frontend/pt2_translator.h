@@ -31,6 +31,9 @@ void for_each_name(const Doc& arg, const std::function<void(const std::string&)>
 std::string aten_target(const std::string& target, const Path& at, const std::string& source);
 // wrap_with_autocast, the higher-order op whose body is inlined (pt2_nodes.cpp).
 bool is_autocast_region(std::string_view target);
+// The nodes the patterns of pt2_patterns.cpp look back at (reshapes, transposes), and reshapes.
+bool feeds_patterns(std::string_view aten);
+bool is_reshape(std::string_view target);
 // ATen's view ops: their results alias `self`.
 bool is_view(std::string_view target);
 // The functional op of an in-place one ("aten.add_.Tensor" -> "aten.add.Tensor"), or "".
@@ -49,9 +52,9 @@ class Translator {
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;
   std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
-  // The nodes reading a value (their target, "torch.ops.aten.view.default", and first output),
-  // and the node making it (its ATen target and bound arguments), for the patterns of
-  // pt2_patterns.cpp; the values a pattern gave another shape than the archive's.
+  // The reshapes reading a value (their target, "torch.ops.aten.view.default", and first output),
+  // and the reshape or transpose making it (its ATen target and bound arguments), for the patterns
+  // of pt2_patterns.cpp; the values a pattern gave another shape than the archive's.
   struct Consumer {
     std::string target, out;
   };
