@@ -68,6 +68,26 @@ class FirstHalf(Two):
         return super().forward(x)[0]
 
 
+class Autocast(nn.Module):
+    """Linears under bf16 autocast; the result in f32."""
+
+    def __init__(self, act=F.gelu):
+        super().__init__()
+        self.fc1, self.fc2, self.act = nn.Linear(8, 32), nn.Linear(32, 8), act
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.fc2(self.act(self.fc1(x))).float() + x
+
+
+def autocast():
+    return Autocast()
+
+
+def autocast_relu():
+    return Autocast(F.relu)
+
+
 def two():
     return Two()
 
@@ -94,6 +114,9 @@ class CheckTest(unittest.TestCase):
         thunder_gen.export(Mlp().train(), (x,), path=cls.dropout)
         cls.plain = root / "plain.pt2"
         thunder_gen.export(Mlp(p=None).train(), (x,), path=cls.plain)
+        torch.manual_seed(0)
+        cls.autocast = root / "autocast.pt2"
+        thunder_gen.export(Autocast().train(), (x,), path=cls.autocast)
         torch.manual_seed(0)
         cls.two = root / "two.pt2"
         thunder_gen.export(Two().train(), (x,), path=cls.two)
@@ -136,6 +159,15 @@ class CheckTest(unittest.TestCase):
         rc, out, _ = run(self.two, "--module", f"{__name__}:two", "--work", Path(self.tmp.name) / "w8")
         self.assertEqual(rc, 0, out)
         self.assertIn("grad of unused: zero (eager computes none): ok", out)
+
+    def test_autocast_against_f64(self):
+        rc, out, _ = run(self.autocast, "--module", f"{__name__}:autocast", "--autocast", "--work", Path(self.tmp.name) / "w9")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("grad of fc1.weight", out)
+        # The f64 rule excuses rounding, not a different module.
+        rc, out, _ = run(self.autocast, "--module", f"{__name__}:autocast_relu", "--autocast", "--work", Path(self.tmp.name) / "w10")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("LESS ACCURATE", out)
 
     def test_missing_inputs_folder(self):
         lone = Path(self.tmp.name) / "lone.pt2"
