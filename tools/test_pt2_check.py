@@ -169,6 +169,17 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("LESS ACCURATE", out)
 
+    def test_work_folder_not_ours_is_left_alone(self):
+        work = Path(self.tmp.name) / "w11"
+        (work / "out").mkdir(parents=True)
+        (work / "out" / "notes.txt").write_text("mine")
+        rc, _, err = run(self.plain, "--work", work)
+        self.assertEqual(rc, 2)
+        self.assertIn("--force", err)
+        self.assertEqual((work / "out" / "notes.txt").read_text(), "mine")
+        rc, out, _ = run(self.plain, "--work", Path(self.tmp.name) / "w3")  # an earlier output is replaced
+        self.assertEqual(rc, 0, out)
+
     def test_missing_inputs_folder(self):
         lone = Path(self.tmp.name) / "lone.pt2"
         lone.write_bytes(self.plain.read_bytes())

@@ -90,7 +90,8 @@ def set_state(module: torch.nn.Module, inputs: list, values: dict) -> dict:
 
 
 def generate(archive: Path, folder: Path) -> dict:
-    result = subprocess.run([find_thunder_gen(), str(archive), "-o", str(folder), "--force"], capture_output=True, text=True)
+    # (No --force: a folder that is not an earlier output of thunder-gen's is left alone.)
+    result = subprocess.run([find_thunder_gen(), str(archive), "-o", str(folder)], capture_output=True, text=True)
     if result.returncode != 0:
         raise CheckError(result.stderr.strip() or f"thunder-gen exited {result.returncode}")
     return json.loads((folder / "manifest.json").read_text())
