@@ -47,6 +47,7 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "python"))  # the package, when not installed (a GPU machine)
 from thunder_gen.compare import TOLERANCES, Comparison, compare, tolerance  # noqa: E402, F401 (this module's API)
+from thunder_gen.npy import tensor_of  # noqa: E402
 from op_declarations import aten_call, aten_ops, binary_exact_prims, binary_float_prims, declared_signature, unary_float_prims
 
 # ---- dtypes -----------------------------------------------------------------------------------
@@ -529,10 +530,7 @@ def load_npy(path: Path, dt: str) -> torch.Tensor:
     descr = DTYPES[dt][1]
     if np.dtype(descr) != arr.dtype:
         raise TraceError(f"{path}: expected dtype {descr} ({dt}), found {arr.dtype.str}")
-    arr = arr.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
-    if dt == "bf16":
-        return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(arr)
+    return tensor_of(arr, bf16=dt == "bf16")
 
 
 def save_npy(path: Path, t: torch.Tensor, dt: str) -> None:

@@ -33,6 +33,7 @@ from .binary import find_thunder_gen
 from .compare import compare
 from .eager_check import DropoutReplay, accuracy_line
 from .manifest import TORCH_DTYPES
+from .npy import tensor_of
 from .pt2 import inputs_folder
 
 
@@ -45,9 +46,9 @@ def load_input(path: Path, dtype: str) -> torch.Tensor:
     if not path.exists():
         raise CheckError(f"{path}: missing; thunder_gen.export writes every placeholder's value beside the archive")
     array = np.load(path, allow_pickle=False)
-    if dtype == "bf16":
-        return torch.from_numpy(array.astype("<u2").view(np.int16).copy()).view(torch.bfloat16)
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if dtype == "bf16" and array.dtype != np.dtype("<u2"):
+        raise CheckError(f"{path}: holds {array.dtype.str}, the archive's bf16 input is stored as '<u2' bits")
+    tensor = tensor_of(array, bf16=dtype == "bf16")
     if tensor.dtype != TORCH_DTYPES[dtype]:
         raise CheckError(f"{path}: holds {tensor.dtype}, the archive's input is {dtype}")
     return tensor

@@ -33,3 +33,12 @@ def npy_array(t: torch.Tensor, name: str) -> np.ndarray:
 
 def save_npy(path, t: torch.Tensor, name: str) -> None:
     np.save(path, npy_array(t, name), allow_pickle=False)
+
+
+def tensor_of(array: np.ndarray, bf16: bool = False) -> torch.Tensor:
+    """npy_array's inverse: the tensor a .npy file's array holds (bf16 from its '<u2' bits when
+    `bf16`), a CPU tensor of its own memory."""
+    array = array.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+    if bf16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
