@@ -1,0 +1,597 @@
+#include "ir/size_expr.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tg {
+
+struct SizeExpr::Atom {
+  enum class Kind { symbol, floordiv, max, min };
+  Kind kind = Kind::symbol;
+  std::string name;  // symbol
+  SizeExpr a, b;     // floordiv: a // b; max, min: the operands, in canonical order
+  std::string key;   // the atom's canonical text: atoms are ordered by it
+};
+
+namespace {
+
+constexpr int64_t kUnbounded = int64_t(1) << 62;
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw SizeExprError("size arithmetic overflows int64");
+  return r;
+}
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw SizeExprError("size arithmetic overflows int64");
+  return r;
+}
+
+int64_t python_floor_div(int64_t a, int64_t b) {
+  if (b == 0) throw SizeExprError("division by zero");
+  if (a == INT64_MIN && b == -1) throw SizeExprError("size arithmetic overflows int64");
+  return a / b - (a % b != 0 && ((a < 0) != (b < 0)));
+}
+
+int64_t saturate(__int128 x) { return int64_t(std::clamp<__int128>(x, -kUnbounded, kUnbounded)); }
+
+SizeRange add(SizeRange a, SizeRange b) { return {saturate(__int128(a.lo) + b.lo), saturate(__int128(a.hi) + b.hi)}; }
+
+SizeRange multiply(SizeRange a, SizeRange b) {
+  const __int128 corners[] = {__int128(a.lo) * b.lo, __int128(a.lo) * b.hi, __int128(a.hi) * b.lo, __int128(a.hi) * b.hi};
+  return {saturate(*std::min_element(std::begin(corners), std::end(corners))), saturate(*std::max_element(std::begin(corners), std::end(corners)))};
+}
+
+SizeRange quotient(SizeRange a, SizeRange b) {
+  if (b.lo <= 0) return {-kUnbounded, kUnbounded};
+  // For b > 0, floor(a / b) is monotone in each operand: its extremes are at the corners.
+  const int64_t corners[] = {python_floor_div(a.lo, b.lo), python_floor_div(a.lo, b.hi), python_floor_div(a.hi, b.lo), python_floor_div(a.hi, b.hi)};
+  return {*std::min_element(std::begin(corners), std::end(corners)), *std::max_element(std::begin(corners), std::end(corners))};
+}
+
+uint64_t magnitude(int64_t x) { return x < 0 ? 0 - uint64_t(x) : uint64_t(x); }
+
+}  // namespace
+
+// ---- symbols ----------------------------------------------------------------------------------
+
+void Symbols::declare(SymbolDecl decl) {
+  const std::string& n = decl.name;
+  if (decls_.count(n)) throw SizeExprError("symbol '" + n + "' is declared twice");
+  if (decl.min < 0) throw SizeExprError("symbol '" + n + "': min " + std::to_string(decl.min) + " is negative");
+  if (decl.max > kMaxSymbolSize) throw SizeExprError("symbol '" + n + "': max " + std::to_string(decl.max) + " is over 2^48");
+  if (decl.min > decl.max) throw SizeExprError("symbol '" + n + "': min " + std::to_string(decl.min) + " is over max " + std::to_string(decl.max));
+  if (decl.multiple_of < 1) throw SizeExprError("symbol '" + n + "': multiple_of " + std::to_string(decl.multiple_of) + " is not positive");
+  const int64_t first = (decl.min + decl.multiple_of - 1) / decl.multiple_of * decl.multiple_of;
+  if (first > decl.max) {
+    throw SizeExprError("symbol '" + n + "': no multiple of " + std::to_string(decl.multiple_of) + " lies in [" + std::to_string(decl.min) + ", " +
+                        std::to_string(decl.max) + "]");
+  }
+  decls_.emplace(n, std::move(decl));
+}
+
+const SymbolDecl* Symbols::find(std::string_view name) const {
+  auto it = decls_.find(name);
+  return it == decls_.end() ? nullptr : &it->second;
+}
+
+const SymbolDecl& Symbols::at(std::string_view name) const {
+  if (const SymbolDecl* d = find(name)) return *d;
+  throw SizeExprError("unknown symbol '" + std::string(name) + "'");
+}
+
+// ---- building ---------------------------------------------------------------------------------
+
+SizeExpr SizeExpr::symbol(std::string name) {
+  auto atom = std::make_shared<Atom>();
+  atom->key = name;
+  atom->name = std::move(name);
+  return of_atom(std::move(atom));
+}
+
+SizeExpr SizeExpr::of_atom(AtomPtr atom) {
+  SizeExpr e;
+  e.terms_.push_back({{{std::move(atom), 1}}, 1});
+  return e;
+}
+
+SizeExpr SizeExpr::of_term(const Term& term) {
+  SizeExpr e;
+  e.terms_.push_back(term);
+  return e;
+}
+
+SizeExpr SizeExpr::of_terms(int64_t constant, std::vector<Term> terms) {
+  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) { return compare(a.monomial, b.monomial) < 0; });
+  SizeExpr e(constant);
+  for (Term& t : terms) {
+    if (!e.terms_.empty() && compare(e.terms_.back().monomial, t.monomial) == 0) {
+      e.terms_.back().coef = checked_add(e.terms_.back().coef, t.coef);
+    } else {
+      e.terms_.push_back(std::move(t));
+    }
+    if (e.terms_.back().coef == 0) e.terms_.pop_back();
+  }
+  return e;
+}
+
+// Higher degree first, then by atoms (and a higher power of the same atom first).
+int SizeExpr::compare(const Monomial& a, const Monomial& b) {
+  auto degree = [](const Monomial& m) {
+    int d = 0;
+    for (const Factor& f : m) d += f.power;
+    return d;
+  };
+  if (int da = degree(a), db = degree(b); da != db) return da > db ? -1 : 1;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (int c = a[i].atom->key.compare(b[i].atom->key)) return c < 0 ? -1 : 1;
+    if (a[i].power != b[i].power) return a[i].power > b[i].power ? -1 : 1;
+  }
+  return a.size() == b.size() ? 0 : a.size() < b.size() ? -1 : 1;
+}
+
+int SizeExpr::compare(const SizeExpr& a, const SizeExpr& b) {
+  for (size_t i = 0; i < std::min(a.terms_.size(), b.terms_.size()); ++i) {
+    if (int c = compare(a.terms_[i].monomial, b.terms_[i].monomial)) return c;
+    if (a.terms_[i].coef != b.terms_[i].coef) return a.terms_[i].coef < b.terms_[i].coef ? -1 : 1;
+  }
+  if (a.terms_.size() != b.terms_.size()) return a.terms_.size() < b.terms_.size() ? -1 : 1;
+  return a.constant_ == b.constant_ ? 0 : a.constant_ < b.constant_ ? -1 : 1;
+}
+
+bool SizeExpr::operator==(const SizeExpr& other) const { return compare(*this, other) == 0; }
+
+SizeExpr::Monomial SizeExpr::multiply(const Monomial& a, const Monomial& b) {
+  Monomial out;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const int c = i == a.size() ? 1 : j == b.size() ? -1 : a[i].atom->key.compare(b[j].atom->key);
+    if (c == 0) {
+      if (a[i].power + b[j].power > 64) throw SizeExprError("a size expression raises a symbol past the 64th power");
+      out.push_back({a[i].atom, a[i].power + b[j].power});
+      ++i, ++j;
+    } else {
+      out.push_back(c < 0 ? a[i++] : b[j++]);
+    }
+  }
+  return out;
+}
+
+// a / b when b's factors all divide a's.
+std::optional<SizeExpr::Monomial> SizeExpr::divide(const Monomial& a, const Monomial& b) {
+  Monomial out;
+  size_t j = 0;
+  for (const Factor& f : a) {
+    if (j < b.size() && b[j].atom->key == f.atom->key) {
+      if (b[j].power > f.power) return std::nullopt;
+      if (f.power > b[j].power) out.push_back({f.atom, f.power - b[j].power});
+      ++j;
+    } else {
+      out.push_back(f);
+    }
+  }
+  if (j != b.size()) return std::nullopt;
+  return out;
+}
+
+SizeExpr operator+(const SizeExpr& a, const SizeExpr& b) {
+  std::vector<SizeExpr::Term> terms = a.terms_;
+  terms.insert(terms.end(), b.terms_.begin(), b.terms_.end());
+  return SizeExpr::of_terms(checked_add(a.constant_, b.constant_), std::move(terms));
+}
+
+SizeExpr SizeExpr::operator-() const { return *this * SizeExpr(-1); }
+
+SizeExpr operator-(const SizeExpr& a, const SizeExpr& b) { return a + (-b); }
+
+SizeExpr operator*(const SizeExpr& a, const SizeExpr& b) {
+  std::vector<SizeExpr::Term> terms;
+  for (const SizeExpr::Term& t : a.terms_) {
+    for (const SizeExpr::Term& u : b.terms_) terms.push_back({SizeExpr::multiply(t.monomial, u.monomial), checked_mul(t.coef, u.coef)});
+    if (b.constant_ != 0) terms.push_back({t.monomial, checked_mul(t.coef, b.constant_)});
+  }
+  if (a.constant_ != 0) {
+    for (const SizeExpr::Term& u : b.terms_) terms.push_back({u.monomial, checked_mul(a.constant_, u.coef)});
+  }
+  return SizeExpr::of_terms(checked_mul(a.constant_, b.constant_), std::move(terms));
+}
+
+// ---- division, max, min -----------------------------------------------------------------------
+
+// a / b, when b is one term that divides every term of a (and a has no constant).
+std::optional<SizeExpr> SizeExpr::divide_exactly(const SizeExpr& a, const SizeExpr& b) {
+  if (b.terms_.size() != 1 || b.constant_ != 0 || a.constant_ != 0 || a.terms_.empty()) return std::nullopt;
+  const Term& d = b.terms_[0];
+  std::vector<Term> terms;
+  for (const Term& t : a.terms_) {
+    auto m = divide(t.monomial, d.monomial);
+    if (!m || t.coef % d.coef != 0) return std::nullopt;
+    terms.push_back({std::move(*m), t.coef / d.coef});
+  }
+  return of_terms(0, std::move(terms));
+}
+
+SizeExpr SizeExpr::quotient_by_constant(const SizeExpr& a, int64_t c, const Symbols& symbols) {
+  if (c == 1) return a;
+  // a = c*q + r with r's coefficients not multiples of c and its constant in [0, c): then
+  // a // c == q + r // c.
+  std::vector<Term> whole, rest;
+  for (const Term& t : a.terms_) (t.coef % c == 0 ? whole : rest).push_back(t);
+  for (Term& t : whole) t.coef /= c;
+  const int64_t q_constant = python_floor_div(a.constant_, c);
+  const SizeExpr q = of_terms(q_constant, std::move(whole));
+  SizeExpr r = of_terms(a.constant_ - q_constant * c, std::move(rest));
+  if (r == SizeExpr()) return q;
+  if (const SizeRange rr = range_of(r, symbols); python_floor_div(rr.lo, c) == python_floor_div(rr.hi, c)) return q + python_floor_div(rr.lo, c);
+  // One form for (g*x) // (g*c): x // c.
+  uint64_t g = magnitude(c);
+  for (const Term& t : r.terms_) g = std::gcd(g, magnitude(t.coef));
+  g = std::gcd(g, magnitude(r.constant_));
+  if (g > 1) {
+    for (Term& t : r.terms_) t.coef /= int64_t(g);
+    r.constant_ /= int64_t(g);
+    c /= int64_t(g);
+  }
+  if (r.terms_.size() == 1 && r.constant_ == 0 && r.terms_[0].coef == 1 && r.terms_[0].monomial.size() == 1 && r.terms_[0].monomial[0].power == 1) {
+    const Atom& inner = *r.terms_[0].monomial[0].atom;
+    if (inner.kind == Atom::Kind::floordiv && inner.b.constant()) {  // (x // k) // c == x // (k*c)
+      return q + quotient_by_constant(inner.a, checked_mul(*inner.b.constant(), c), symbols);
+    }
+  }
+  auto atom = std::make_shared<Atom>();
+  atom->kind = Atom::Kind::floordiv;
+  atom->a = std::move(r);
+  atom->b = SizeExpr(c);
+  atom->key = operand_text(atom->a) + "//" + std::to_string(c);
+  return q + of_atom(std::move(atom));
+}
+
+SizeExpr floor_div(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
+  if (!provably_positive(b, symbols)) throw SizeExprError("the divisor " + b.text() + " may be zero or negative");
+  if (auto c = b.constant()) return SizeExpr::quotient_by_constant(a, *c, symbols);
+  if (a == SizeExpr()) return a;
+  if (auto exact = SizeExpr::divide_exactly(a, b)) return *exact;
+  if (provably_ge(a, 0, symbols) && provably_ge(b - 1, a, symbols)) return SizeExpr();
+  auto atom = std::make_shared<SizeExpr::Atom>();
+  atom->kind = SizeExpr::Atom::Kind::floordiv;
+  atom->a = a;
+  atom->b = b;
+  atom->key = SizeExpr::operand_text(a) + "//" + SizeExpr::operand_text(b);
+  return SizeExpr::of_atom(std::move(atom));
+}
+
+SizeExpr SizeExpr::extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
+  if (provably_ge(a, b, symbols)) return is_max ? a : b;
+  if (provably_ge(b, a, symbols)) return is_max ? b : a;
+  auto atom = std::make_shared<Atom>();
+  atom->kind = is_max ? Atom::Kind::max : Atom::Kind::min;
+  const bool in_order = a.is_constant() != b.is_constant() ? b.is_constant() : compare(a, b) <= 0;  // (constants last)
+  atom->a = in_order ? a : b;
+  atom->b = in_order ? b : a;
+  atom->key = std::string(is_max ? "max(" : "min(") + atom->a.text() + ", " + atom->b.text() + ")";
+  return of_atom(std::move(atom));
+}
+
+SizeExpr max(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) { return SizeExpr::extremum(true, a, b, symbols); }
+SizeExpr min(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) { return SizeExpr::extremum(false, a, b, symbols); }
+
+// ---- what is known ----------------------------------------------------------------------------
+
+SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
+  auto atom_range = [&](const SizeExpr::Atom& atom) -> SizeRange {
+    switch (atom.kind) {
+      case SizeExpr::Atom::Kind::symbol: {
+        const SymbolDecl* d = symbols.find(atom.name);
+        if (!d) return {-kUnbounded, kUnbounded};
+        return {(d->min + d->multiple_of - 1) / d->multiple_of * d->multiple_of, d->max / d->multiple_of * d->multiple_of};
+      }
+      case SizeExpr::Atom::Kind::floordiv: return quotient(range_of(atom.a, symbols), range_of(atom.b, symbols));
+      case SizeExpr::Atom::Kind::max: {
+        const SizeRange x = range_of(atom.a, symbols), y = range_of(atom.b, symbols);
+        return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
+      }
+      case SizeExpr::Atom::Kind::min: {
+        const SizeRange x = range_of(atom.a, symbols), y = range_of(atom.b, symbols);
+        return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
+      }
+    }
+    return {-kUnbounded, kUnbounded};
+  };
+  SizeRange total{saturate(e.constant_), saturate(e.constant_)};
+  for (const SizeExpr::Term& t : e.terms_) {
+    SizeRange r{saturate(t.coef), saturate(t.coef)};
+    for (const SizeExpr::Factor& f : t.monomial) {
+      const SizeRange x = atom_range(*f.atom);
+      for (int p = 0; p < f.power; ++p) r = multiply(r, x);
+    }
+    total = add(total, r);
+  }
+  return total;
+}
+
+int64_t known_multiple(const SizeExpr& e, const Symbols& symbols) {
+  uint64_t g = magnitude(e.constant_);
+  for (const SizeExpr::Term& t : e.terms_) {
+    uint64_t m = magnitude(t.coef);
+    for (const SizeExpr::Factor& f : t.monomial) {
+      const SymbolDecl* d = f.atom->kind == SizeExpr::Atom::Kind::symbol ? symbols.find(f.atom->name) : nullptr;
+      for (int p = 0; d && p < f.power; ++p) {
+        if (__builtin_mul_overflow(m, uint64_t(d->multiple_of), &m)) m = magnitude(t.coef);  // (still a divisor of the term)
+      }
+    }
+    g = std::gcd(g, m);
+  }
+  return g > uint64_t(INT64_MAX) ? 1 : int64_t(g);
+}
+
+bool provably_divisible(const SizeExpr& e, int64_t n, const Symbols& symbols) {
+  const int64_t g = known_multiple(e, symbols);
+  return g == 0 || (n != 0 && g % n == 0);
+}
+
+// Interval arithmetic forgets that B*T - B is B*(T - 1): an atom every term shares is factored
+// out first (when it is never negative), and the rest bounded on its own.
+bool SizeExpr::provably_nonnegative(const SizeExpr& e, const Symbols& symbols) {
+  if (range_of(e, symbols).lo >= 0) return true;
+  if (e.constant_ != 0 || e.terms_.empty()) return false;
+  for (const Factor& f : e.terms_[0].monomial) {
+    const SizeExpr factor = of_atom(f.atom);
+    if (range_of(factor, symbols).lo < 0) continue;
+    if (auto rest = divide_exactly(e, factor)) return provably_nonnegative(*rest, symbols);
+  }
+  return false;
+}
+
+bool provably_ge(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
+  try {
+    return SizeExpr::provably_nonnegative(a - b, symbols);
+  } catch (const SizeExprError&) {
+    return false;
+  }
+}
+
+bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return range_of(e, symbols).lo >= 1; }
+
+// ---- reading it -------------------------------------------------------------------------------
+
+std::optional<int64_t> SizeExpr::constant() const {
+  if (!terms_.empty()) return std::nullopt;
+  return constant_;
+}
+
+std::vector<std::string> SizeExpr::symbols() const {
+  std::vector<std::string> out;
+  for (const Term& t : terms_) {
+    for (const Factor& f : t.monomial) {
+      if (f.atom->kind == Atom::Kind::symbol) {
+        out.push_back(f.atom->name);
+        continue;
+      }
+      for (const SizeExpr* operand : {&f.atom->a, &f.atom->b}) {
+        auto inner = operand->symbols();
+        out.insert(out.end(), inner.begin(), inner.end());
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string SizeExpr::operand_text(const SizeExpr& e) {
+  if (auto c = e.constant()) return *c >= 0 ? std::to_string(*c) : "(" + std::to_string(*c) + ")";
+  const bool single_atom = e.constant_ == 0 && e.terms_.size() == 1 && e.terms_[0].coef == 1 && e.terms_[0].monomial.size() == 1 &&
+                           e.terms_[0].monomial[0].power == 1;
+  if (single_atom && e.terms_[0].monomial[0].atom->kind != Atom::Kind::floordiv) return e.text();
+  return "(" + e.text() + ")";
+}
+
+// A floor quotient is written bare only where nothing binds to it first: `a*b//c` reads as
+// (a*b)//c and a leading `-b//c` as (-b)//c.
+std::string SizeExpr::term_text(const Term& t, bool leading) {
+  const bool alone = magnitude(t.coef) == 1 && t.monomial.size() == 1 && t.monomial[0].power == 1 && !(leading && t.coef < 0);
+  std::string out;
+  if (magnitude(t.coef) != 1) out = std::to_string(magnitude(t.coef));
+  for (const Factor& f : t.monomial) {
+    const bool bracket = !alone && f.atom->kind == Atom::Kind::floordiv;
+    for (int p = 0; p < f.power; ++p) out += (out.empty() ? "" : "*") + (bracket ? "(" + f.atom->key + ")" : f.atom->key);
+  }
+  return out;
+}
+
+std::string SizeExpr::text() const {
+  if (terms_.empty()) return std::to_string(constant_);
+  std::string out;
+  for (const Term& t : terms_) {
+    const bool leading = out.empty();
+    out += leading ? (t.coef < 0 ? "-" : "") : (t.coef < 0 ? " - " : " + ");
+    out += term_text(t, leading);
+  }
+  if (constant_ != 0) out += (constant_ < 0 ? " - " : " + ") + std::to_string(magnitude(constant_));
+  return out;
+}
+
+int64_t SizeExpr::evaluate(const std::function<int64_t(const std::string&)>& value_of) const {
+  auto atom_value = [&](const Atom& atom) -> int64_t {
+    switch (atom.kind) {
+      case Atom::Kind::symbol: return value_of(atom.name);
+      case Atom::Kind::floordiv: return python_floor_div(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
+      case Atom::Kind::max: return std::max(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
+      case Atom::Kind::min: return std::min(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
+    }
+    return 0;
+  };
+  int64_t total = constant_;
+  for (const Term& t : terms_) {
+    int64_t v = t.coef;
+    for (const Factor& f : t.monomial) {
+      const int64_t x = atom_value(*f.atom);
+      for (int p = 0; p < f.power; ++p) v = checked_mul(v, x);
+    }
+    total = checked_add(total, v);
+  }
+  return total;
+}
+
+int64_t SizeExpr::evaluate(const std::map<std::string, int64_t, std::less<>>& values) const {
+  return evaluate([&](const std::string& name) {
+    auto it = values.find(name);
+    if (it == values.end()) throw SizeExprError("no value for symbol '" + name + "'");
+    return it->second;
+  });
+}
+
+SizeExpr SizeExpr::substitute(const std::function<std::optional<SizeExpr>(const std::string&)>& replace, const Symbols& symbols) const {
+  auto atom_value = [&](const AtomPtr& atom) -> SizeExpr {
+    switch (atom->kind) {
+      case Atom::Kind::symbol: return replace(atom->name).value_or(of_atom(atom));
+      case Atom::Kind::floordiv: return floor_div(atom->a.substitute(replace, symbols), atom->b.substitute(replace, symbols), symbols);
+      case Atom::Kind::max: return max(atom->a.substitute(replace, symbols), atom->b.substitute(replace, symbols), symbols);
+      case Atom::Kind::min: return min(atom->a.substitute(replace, symbols), atom->b.substitute(replace, symbols), symbols);
+    }
+    return of_atom(atom);
+  };
+  SizeExpr total(constant_);
+  for (const Term& t : terms_) {
+    SizeExpr v(t.coef);
+    for (const Factor& f : t.monomial) {
+      const SizeExpr x = atom_value(f.atom);
+      for (int p = 0; p < f.power; ++p) v = v * x;
+    }
+    total = total + v;
+  }
+  return total;
+}
+
+// ---- parsing ----------------------------------------------------------------------------------
+
+namespace {
+
+class SizeParser {
+ public:
+  SizeParser(std::string_view text, const Symbols& symbols) : text_(text), symbols_(symbols) {}
+
+  SizeExpr parse() {
+    if (text_.size() > kMaxLength) throw SizeExprError("a size expression is longer than " + std::to_string(kMaxLength) + " characters");
+    try {
+      SizeExpr e = sum();
+      skip_space();
+      if (pos_ != text_.size()) fail(std::string("unexpected '") + text_[pos_] + "'");
+      return e;
+    } catch (const SizeExprError& error) {
+      if (error.offset != 0) throw;
+      throw SizeExprError(error.what(), pos_);  // (arithmetic that overflowed: where it got to)
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxLength = 1024;
+  static constexpr int kMaxDepth = 32;
+  std::string_view text_;
+  const Symbols& symbols_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+
+  [[noreturn]] void fail(const std::string& message) const { throw SizeExprError(message, pos_); }
+
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
+  }
+
+  bool take(std::string_view token) {
+    skip_space();
+    if (text_.substr(pos_, token.size()) != token) return false;
+    pos_ += token.size();
+    return true;
+  }
+
+  SizeExpr sum() {
+    SizeExpr e = product();
+    for (;;) {
+      if (take("+")) {
+        e = e + product();
+      } else if (take("-")) {
+        e = e - product();
+      } else {
+        return e;
+      }
+    }
+  }
+
+  SizeExpr product() {
+    SizeExpr e = factor();
+    for (;;) {
+      if (take("//")) {
+        skip_space();
+        const size_t at = pos_;
+        const SizeExpr divisor = factor();
+        try {
+          e = floor_div(e, divisor, symbols_);
+        } catch (const SizeExprError& error) {
+          throw SizeExprError(error.what(), at);
+        }
+      } else if (take("/")) {
+        fail("'/' is true division: sizes divide with '//'");
+      } else if (take("*")) {
+        e = e * factor();
+      } else {
+        return e;
+      }
+    }
+  }
+
+  SizeExpr factor() {
+    if (++depth_ > kMaxDepth) fail("a size expression nests deeper than " + std::to_string(kMaxDepth));
+    SizeExpr e = unnested_factor();
+    --depth_;
+    return e;
+  }
+
+  SizeExpr unnested_factor() {
+    skip_space();
+    if (take("-")) return -factor();
+    if (take("(")) return closed(sum());
+    if (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) return integer();
+    const std::string name = identifier();
+    if (name == "max" || name == "min") {
+      if (!take("(")) fail("'" + name + "' takes two arguments in parentheses");
+      const SizeExpr a = sum();
+      if (!take(",")) fail("'" + name + "' takes two arguments");
+      const SizeExpr b = closed(sum());
+      return name == "max" ? max(a, b, symbols_) : min(a, b, symbols_);
+    }
+    if (!symbols_.find(name)) fail("unknown symbol '" + name + "' (declare it under \"symbols\")");
+    return SizeExpr::symbol(name);
+  }
+
+  SizeExpr closed(SizeExpr e) {
+    if (!take(")")) fail("expected ')'");
+    return e;
+  }
+
+  SizeExpr integer() {
+    int64_t value = 0;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, text_[pos_] - '0', &value)) fail("the integer overflows int64");
+      ++pos_;
+    }
+    return SizeExpr(value);
+  }
+
+  std::string identifier() {
+    auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+    if (pos_ >= text_.size()) fail("the expression ends where a size was expected");
+    if (!is_start(text_[pos_])) fail(std::string("unexpected '") + text_[pos_] + "'");
+    const size_t start = pos_;
+    while (pos_ < text_.size() && (is_start(text_[pos_]) || std::isdigit(static_cast<unsigned char>(text_[pos_])))) ++pos_;
+    return std::string(text_.substr(start, pos_ - start));
+  }
+};
+
+}  // namespace
+
+SizeExpr parse_size_expr(std::string_view text, const Symbols& symbols) { return SizeParser(text, symbols).parse(); }
+
+}  // namespace tg

@@ -1,0 +1,191 @@
+// Size expressions: the canonical form, each simplification, what the declarations prove, the
+// parser's diagnostics, and (random expressions evaluated at random points) that building and
+// simplifying never changes a value and that text() reads back as the same expression.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <map>
+#include <random>
+
+#include "ir/size_expr.h"
+
+using tg::SizeExpr;
+using tg::SizeExprError;
+using tg::Symbols;
+
+namespace {
+
+Symbols batch_and_time() {
+  Symbols s;
+  s.declare({"B", 1, 4096, 1});
+  s.declare({"T", 2, 512, 16});
+  return s;
+}
+
+SizeExpr parse(const std::string& text) { return tg::parse_size_expr(text, batch_and_time()); }
+
+std::string error_of(const std::string& text) {
+  try {
+    tg::parse_size_expr(text, batch_and_time());
+  } catch (const SizeExprError& e) {
+    return std::to_string(e.offset) + ": " + e.what();
+  }
+  return "(parsed)";
+}
+
+}  // namespace
+
+TEST_CASE("size expressions: one canonical form", "[size_expr]") {
+  const SizeExpr B = SizeExpr::symbol("B"), T = SizeExpr::symbol("T");
+  CHECK(B * T == T * B);
+  CHECK((B + 1) * (B - 1) == B * B - 1);
+  CHECK((B + T) - T == B);
+  CHECK(((B + 1) * (B - 1)).text() == "B*B - 1");
+  CHECK((2 * B * T + T + 3).text() == "2*B*T + T + 3");
+  CHECK((SizeExpr(0) - B).text() == "-B");
+  CHECK((B * 0).constant() == 0);
+  CHECK(SizeExpr(7).constant() == 7);
+  CHECK_FALSE(B.constant());
+  CHECK((T * B + B).symbols() == std::vector<std::string>{"B", "T"});
+}
+
+TEST_CASE("size expressions: floor division simplifies with what is known", "[size_expr]") {
+  const Symbols s = batch_and_time();
+  CHECK(parse("(2*T)//2") == parse("T"));
+  CHECK(parse("(2*T + 1)//2") == parse("T"));     // 1 // 2 is 0
+  CHECK(parse("(4*B + 6)//4") == parse("B + 1"));  // (4*B + 4 + 2) // 4
+  CHECK(parse("(B*T)//T") == parse("B"));
+  CHECK(parse("B//2//3") == parse("B//6"));
+  CHECK(parse("(2*B + 2)//4") == parse("(B + 1)//2"));
+  CHECK(parse("B//16").text() == "B//16");
+  CHECK(parse("(B - 1)//4096") == parse("0"));  // 0 <= B - 1 < 4096
+  CHECK(parse("(B + T)//2").text() == "(B + T)//2");
+  CHECK(parse("17//5") == parse("3"));
+  CHECK(parse("(0-7)//2") == parse("-4"));  // floor, as Python's //
+  CHECK_THROWS_AS(tg::floor_div(parse("B"), parse("T - 16"), s), SizeExprError);  // T - 16 may be 0
+}
+
+TEST_CASE("size expressions: max and min decide where the ranges do", "[size_expr]") {
+  CHECK(parse("max(B, 0)") == parse("B"));
+  CHECK(parse("min(B, 4096)") == parse("B"));
+  CHECK(parse("max(B, T + 4096)") == parse("T + 4096"));
+  CHECK(parse("max(B, 2)") == parse("max(2, B)"));
+  CHECK(parse("max(B, 2)").text() == "max(B, 2)");
+  CHECK_FALSE(parse("max(B, 2)") == parse("min(B, 2)"));
+}
+
+TEST_CASE("size expressions: ranges, multiples and proofs", "[size_expr]") {
+  const Symbols s = batch_and_time();
+  const tg::SizeRange r = tg::range_of(parse("B*T - 1"), s);
+  CHECK(r.lo == 15);  // T >= 16: its least multiple of 16
+  CHECK(r.hi == 4096 * 512 - 1);
+  CHECK(tg::known_multiple(parse("2*T"), s) == 32);
+  CHECK(tg::known_multiple(parse("B*T + 8"), s) == 8);
+  CHECK(tg::known_multiple(parse("B + 1"), s) == 1);
+  CHECK(tg::provably_divisible(parse("B*T"), 16, s));
+  CHECK_FALSE(tg::provably_divisible(parse("B*T"), 32, s));
+  CHECK(tg::provably_ge(parse("B*T"), parse("B"), s));
+  CHECK_FALSE(tg::provably_ge(parse("B"), parse("T"), s));
+  CHECK(tg::provably_ge(parse("B*T*T - B*T"), parse("0"), s));  // B*T*(T - 1)
+  CHECK_FALSE(tg::provably_ge(parse("B*T - T*T"), parse("0"), s));
+  CHECK(tg::provably_positive(parse("T//2"), s));
+  CHECK(tg::provably_positive(parse("T//4"), s));         // T >= 2 and a multiple of 16: T >= 16
+  CHECK_FALSE(tg::provably_positive(parse("T//32"), s));
+}
+
+TEST_CASE("size expressions: declarations are checked", "[size_expr]") {
+  Symbols s;
+  s.declare({"B", 1, 8, 1});
+  CHECK_THROWS_WITH(s.declare({"B", 1, 8, 1}), "symbol 'B' is declared twice");
+  CHECK_THROWS_WITH(s.declare({"C", 9, 8, 1}), "symbol 'C': min 9 is over max 8");
+  CHECK_THROWS_WITH(s.declare({"C", -1, 8, 1}), "symbol 'C': min -1 is negative");
+  CHECK_THROWS_WITH(s.declare({"C", 1, 7, 8}), "symbol 'C': no multiple of 8 lies in [1, 7]");
+  CHECK_THROWS_WITH(s.declare({"C", 1, int64_t(1) << 50, 1}), Catch::Contains("is over 2^48"));
+  CHECK_THROWS_WITH(s.at("D"), "unknown symbol 'D'");
+}
+
+TEST_CASE("size expressions: the parser says what is wrong and where", "[size_expr]") {
+  CHECK(error_of("B/2") == "2: '/' is true division: sizes divide with '//'");
+  CHECK(error_of("B + X") == "5: unknown symbol 'X' (declare it under \"symbols\")");
+  CHECK(error_of("B +") == "3: the expression ends where a size was expected");
+  CHECK(error_of("(B") == "2: expected ')'");
+  CHECK(error_of("B B") == "2: unexpected 'B'");
+  CHECK(error_of("max(B)") == "5: 'max' takes two arguments");
+  CHECK(error_of("99999999999999999999") == "18: the integer overflows int64");
+  CHECK(error_of("B // (T - 16)") == "5: the divisor T - 16 may be zero or negative");
+  CHECK(error_of(std::string(40, '(') + "B" + std::string(40, ')')).find("nests deeper than 32") != std::string::npos);
+  CHECK(error_of(std::string(2000, '1')).find("longer than 1024") != std::string::npos);
+  CHECK(error_of("4611686018427387904 * 4").find("overflows int64") != std::string::npos);
+}
+
+namespace {
+
+// A random expression as text, and its value at `at` computed independently of SizeExpr
+// (nullopt where a division by a non-positive divisor makes it invalid).
+struct Sample {
+  std::string text;
+  std::function<int64_t(const std::map<std::string, int64_t>&)> value;
+};
+
+int64_t floor_div_ref(int64_t a, int64_t b) { return a / b - (a % b != 0 && ((a < 0) != (b < 0))); }
+
+Sample random_sample(std::mt19937& rng, int depth) {
+  std::uniform_int_distribution<int> pick(0, depth <= 0 ? 2 : 8);
+  switch (pick(rng)) {
+    case 0: return {"B", [](const auto& at) { return at.at("B"); }};
+    case 1: return {"T", [](const auto& at) { return at.at("T"); }};
+    case 2: {
+      const int64_t c = std::uniform_int_distribution<int64_t>(0, 9)(rng);
+      return {std::to_string(c), [c](const auto&) { return c; }};
+    }
+    default: break;
+  }
+  Sample a = random_sample(rng, depth - 1), b = random_sample(rng, depth - 1);
+  switch (std::uniform_int_distribution<int>(0, 5)(rng)) {
+    case 0: return {"(" + a.text + " + " + b.text + ")", [a, b](const auto& at) { return a.value(at) + b.value(at); }};
+    case 1: return {"(" + a.text + " - " + b.text + ")", [a, b](const auto& at) { return a.value(at) - b.value(at); }};
+    case 2: return {"(" + a.text + " * " + b.text + ")", [a, b](const auto& at) { return a.value(at) * b.value(at); }};
+    case 3: {  // divisors kept positive: T + c, or a constant 1..6
+      const int64_t c = std::uniform_int_distribution<int64_t>(1, 6)(rng);
+      if (c % 2) return {"(" + a.text + " // (T + " + std::to_string(c) + "))", [a, c](const auto& at) { return floor_div_ref(a.value(at), at.at("T") + c); }};
+      return {"(" + a.text + " // " + std::to_string(c) + ")", [a, c](const auto& at) { return floor_div_ref(a.value(at), c); }};
+    }
+    case 4: return {"max(" + a.text + ", " + b.text + ")", [a, b](const auto& at) { return std::max(a.value(at), b.value(at)); }};
+    default: return {"min(" + a.text + ", " + b.text + ")", [a, b](const auto& at) { return std::min(a.value(at), b.value(at)); }};
+  }
+}
+
+}  // namespace
+
+TEST_CASE("size expressions: simplification keeps every value, and text reads back", "[size_expr]") {
+  Symbols s;
+  s.declare({"B", 0, 40, 1});
+  s.declare({"T", 1, 24, 3});
+  std::mt19937 rng(20261204);
+  for (int round = 0; round < 3000; ++round) {
+    const Sample sample = random_sample(rng, 4);
+    INFO(sample.text);
+    const SizeExpr e = tg::parse_size_expr(sample.text, s);
+    INFO(e.text());
+    CHECK(tg::parse_size_expr(e.text(), s) == e);
+    const tg::SizeRange range = tg::range_of(e, s);
+    for (int64_t b : {0, 1, 7, 40}) {
+      for (int64_t t : {3, 12, 24}) {
+        const std::map<std::string, int64_t> at{{"B", b}, {"T", t}};
+        const int64_t expected = sample.value(at);
+        REQUIRE(e.evaluate(std::map<std::string, int64_t, std::less<>>(at.begin(), at.end())) == expected);
+        CHECK(expected >= range.lo);
+        CHECK(expected <= range.hi);
+        if (int64_t m = tg::known_multiple(e, s)) CHECK(expected % m == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("size expressions: substitution re-simplifies", "[size_expr]") {
+  const Symbols s = batch_and_time();
+  const SizeExpr e = parse("max(B, 2) + (B*T)//4");
+  const SizeExpr at = e.substitute([](const std::string& n) -> std::optional<SizeExpr> { return n == "B" ? std::optional<SizeExpr>(8) : std::nullopt; }, s);
+  CHECK(at == parse("8 + 2*T"));
+  CHECK(e.substitute([](const std::string&) -> std::optional<SizeExpr> { return std::nullopt; }, s) == e);
+}
