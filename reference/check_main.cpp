@@ -1,4 +1,4 @@
-// thunder-gen-check TRACE DIR [--op-by-op] [--mixed-precision]: runs TRACE on LibTorch with the inputs a harness
+// thunder-gen-check TRACE DIR [--op-by-op] [--mixed-precision] [--specialize=B=64,...]: runs TRACE on LibTorch with the inputs a harness
 // wrote to DIR and compares every output the harness wrote there, and, when the trace trains, every grad_<input>
 // with LibTorch autograd's gradient for the cotangents the harness wrote. Prints one line per output; exits 0 when all
 // match within the tolerance table, 1 otherwise. --mixed-precision (a model under bf16 autocast): a result beyond
@@ -128,19 +128,30 @@ class Check {
 
 int main(int argc, char** argv) {
   bool op_by_op = false, mixed_precision = false, usage = argc < 3;
+  tg::SymbolValues specialize;
+  const std::string specialize_flag = "--specialize=";
   for (int i = 3; i < argc; ++i) {
     const std::string flag = argv[i];
     op_by_op = op_by_op || flag == "--op-by-op";
     mixed_precision = mixed_precision || flag == "--mixed-precision";
-    usage = usage || (flag != "--op-by-op" && flag != "--mixed-precision");
+    const bool sizes = flag.rfind(specialize_flag, 0) == 0;
+    if (sizes) {
+      try {
+        specialize = tg::parse_symbol_values(flag.substr(specialize_flag.size()));
+      } catch (const tg::SizeExprError& e) {
+        std::cerr << "thunder-gen-check: --specialize: " << e.what() << "\n";
+        return 2;
+      }
+    }
+    usage = usage || (flag != "--op-by-op" && flag != "--mixed-precision" && !sizes);
   }
   if (usage) {
-    std::cerr << "usage: thunder-gen-check trace.json DIR [--op-by-op] [--mixed-precision]\n";
+    std::cerr << "usage: thunder-gen-check trace.json DIR [--op-by-op] [--mixed-precision] [--specialize=B=64,T=128]\n";
     return 2;
   }
   try {
     // The generator's RNG binding, so the Philox seed and offset inputs the harness wrote are read.
-    Check check(tg::bind_rng(tg::read_input_file(argv[1])), argv[2], op_by_op, mixed_precision);
+    Check check(tg::bind_rng(tg::read_input_file(argv[1], specialize)), argv[2], op_by_op, mixed_precision);
     return check.run() ? 0 : 1;
   } catch (const tg::UserError& e) {
     std::cerr << argv[1] << ": " << e.where << ": error: " << e.what() << "\n";

@@ -27,7 +27,10 @@ std::vector<std::string> emit_stage_names() {
   return names;
 }
 
+constexpr const char* kSpecializeHelp = "a symbolic trace's sizes, one per symbol: B=64,T=128 (docs/symbolic-shapes.md)";
+
 void add_override_options(CLI::App& app, Request& r) {
+  app.add_option("--specialize", r.specialize_text, kSpecializeHelp);
   app.add_option("--tag", r.tags, "rematerialization policy: <selector>=<save|recompute|prefer-save|prefer-recompute>, the selector a symbol id, @value, or for a PT2 archive an aten.* target or a module path glob; repeatable")
       ->take_all();
   app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
@@ -95,6 +98,8 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
   app.set_version_flag("--version", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
   auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
   validate_cmd->add_option("traces", line.validate_files, "trace JSON files or PT2 archives")->required();
+  std::string validate_specialize;
+  validate_cmd->add_option("--specialize", validate_specialize, kSpecializeHelp);
   auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
   list_cmd->add_flag("--json", line.list_json, "as JSON, for tools");
   list_cmd->add_flag("--aten", line.list_aten, "the ATen ops PT2 archives may use that thunder-gen translates, against Core ATen");
@@ -112,6 +117,15 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
     return code == 0 ? 0 : kExitUsage;
   }
   line.request.diff_lines_given = diff_lines->count() > 0;
+  for (auto [text, values] : {std::pair{&line.request.specialize_text, &line.request.specialize}, std::pair{&explain.specialize_text, &explain.specialize},
+                              std::pair{&validate_specialize, &line.validate_specialize}}) {
+    try {
+      *values = parse_symbol_values(*text);
+    } catch (const SizeExprError& e) {
+      std::cerr << "thunder-gen: error: --specialize: " << e.what() << "\n";
+      return kExitUsage;
+    }
+  }
   if (*validate_cmd) {
     line.command = CommandLine::Command::validate;
   } else if (*list_cmd) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/passes.h"
+#include "ir/size_expr.h"
 
 namespace tg {
 
@@ -21,6 +22,8 @@ struct Request {
   std::string from_stage;         // --from-stage PASS: trace_file is that pass's listing
   bool verbose = false;
   std::string tags_file;          // --tags overrides.json
+  std::string specialize_text;    // --specialize B=64,T=128
+  SymbolValues specialize;        // ... read
   std::vector<std::string> tags;  // --tag <selector>=<policy>, in order
   bool no_pack_bool = false;      // --no-pack-bool
   bool force = false;             // --force: replace an output folder that is not an earlier output
@@ -36,6 +39,7 @@ struct CommandLine {
   Command command = Command::generate;
   Request request;                          // generate's, or explain's (whose emit is "plan")
   std::vector<std::string> validate_files;  // validate's traces
+  SymbolValues validate_specialize;         // validate --specialize
   bool list_json = false;                   // list-ops --json
   bool list_aten = false;                   // list-ops --aten
 };

@@ -54,11 +54,11 @@ void out_of_memory(int error, void*) {
   std::_Exit(kExitBadInput);
 }
 
-int validate(const std::vector<std::string>& files) {
+int validate(const std::vector<std::string>& files, const tg::SymbolValues& specialize) {
   int status = 0;
   for (const std::string& file : files) {
     try {
-      tg::Trace t = tg::read_input_file(file);
+      tg::Trace t = tg::read_input_file(file, specialize);
       // Decomposition and autograd refuse some traces the reader accepts (an op with no gradient
       // on a requires-grad path); validate reports what generation would.
       tg::PipelineOptions through_autograd;
@@ -135,7 +135,7 @@ int generate(const Request& r) {
   if (!r.dump_dir.empty() && !out_dir.empty() && tg::path_within(r.dump_dir, out_dir))
     throw tg::UserError("thunder-gen", "--dump-dir " + r.dump_dir, "is inside the output folder " + out_dir + ", which is replaced as a whole");
   auto start = std::chrono::steady_clock::now();
-  tg::Trace trace = r.from_stage.empty() ? tg::read_input_file(file) : read_listing_to_resume(r, options);
+  tg::Trace trace = r.from_stage.empty() ? tg::read_input_file(file, r.specialize) : read_listing_to_resume(r, options);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
   tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
@@ -176,7 +176,7 @@ int generate_reporting(const Request& r) {
 int run(const tg::CommandLine& line) {
   using Command = tg::CommandLine::Command;
   switch (line.command) {
-    case Command::validate: return validate(line.validate_files);
+    case Command::validate: return validate(line.validate_files, line.validate_specialize);
     case Command::list_ops:
       if (line.list_aten) return tg::list_aten_ops(line.list_json);
       return line.list_json ? tg::list_ops_json() : tg::list_ops();

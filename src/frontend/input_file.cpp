@@ -16,9 +16,9 @@ bool is_zip_file(const std::string& path) {
 }
 
 // A .pt2 file is read as an archive whatever it holds, so that a broken one is reported as such.
-Trace read_input_file(const std::string& path) {
+Trace read_input_file(const std::string& path, const SymbolValues& specialize) {
   const bool archive = is_zip_file(path) || std::filesystem::path(path).extension() == ".pt2";
-  return archive ? read_pt2_file(path) : read_trace_file(path);
+  return archive ? read_pt2_file(path, specialize) : read_trace_file(path, specialize);
 }
 
 }  // namespace tg

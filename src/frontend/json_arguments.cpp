@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "frontend/json_symbols.h"
 #include "support/diagnostics.h"
 #include "support/generated_text.h"
 
@@ -197,12 +198,17 @@ Arg Arguments::literal_or_ref(Json j, const Path& where, int depth) {
 }
 
 Arg Arguments::typed_literal(Object j, const Path& where) {
-  if (j.size() != 1) throw UserError(where.str(), "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis, memory_format or process_group)");
+  if (j.size() != 1) throw UserError(where.str(), "a typed literal has exactly one key (dtype, device, str, float, slice, ellipsis, memory_format, process_group or size)");
   const simdjson::dom::key_value_pair member = *j.begin();
   const std::string key(member.key);
   const std::string w = where.str() + "/" + escape_pointer_token(key);
   if (key == "slice") return slice_literal(member.value, w);
   if (key == "process_group") return process_group_literal(member.value, w);
+  if (key == "size") {  // an integer written as an expression over the trace's symbols
+    if (!member.value.is_string()) throw UserError(w, "a size literal is a string: {\"size\": \"B*T\"}");
+    const std::string size_where = w;
+    return Arg::of_int(specialized_size(member.value, Path(size_where), t_));
+  }
   std::string text = string_at(member.value, Path(w));
   Arg a;
   if (key == "dtype") {
@@ -236,7 +242,7 @@ Arg Arguments::typed_literal(Object j, const Path& where) {
     if (text == "nan") return Arg::of_real(std::numeric_limits<double>::quiet_NaN());
     throw UserError(w, "a float literal is \"inf\", \"-inf\" or \"nan\", not \"" + text + "\"");
   }
-  throw UserError(where.str(), "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis, memory_format or process_group)");
+  throw UserError(where.str(), "unknown typed literal \"" + key + "\" (expected dtype, device, str, float, slice, ellipsis, memory_format, process_group or size)");
 }
 
 // {"process_group": {"world_size": N}}: a distributed prim's group. Every group of a trace is the

@@ -44,6 +44,7 @@ void Translator::translate_node(Json node_json, const Path& at) {
   const Object node = object_at(node_json, at);
   const std::string target = string_at(require(node, at, "target"), Path(at, "target"));
   if (is_autocast_region(target)) return inline_autocast(node, at);
+  if (is_size_arithmetic(target)) return;
   const std::string aten = aten_target(target, at, source_);
   std::vector<const AtenRow*> rows = aten_rows_for(aten);
   const std::string mutated = rows.empty() ? mutated_value(node, at, aten) : "";
@@ -94,7 +95,7 @@ std::string Translator::mutated_value(Object node, const Path& at, const std::st
   const Array inputs = list_at(require(node, at, "inputs"), inputs_at);
   if (inputs.size() == 0) return "";
   const Path first_at(Path(inputs_at, size_t(0)), "arg");
-  const Doc self = scoped(pt2::argument(require(object_at(inputs.at(0), Path(inputs_at, size_t(0))), Path(inputs_at, size_t(0)), "arg"), first_at));
+  const Doc self = scoped(pt2::argument(require(object_at(inputs.at(0), Path(inputs_at, size_t(0))), Path(inputs_at, size_t(0)), "arg"), first_at, sizes_));
   if (!self.is_string()) return "";
   const std::string name = self.get<std::string>();
   if (placeholders_.count(name))
@@ -131,7 +132,7 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
     if (!schema.param(name))
       throw UserError(Path(input_at, "name").str(), schema.target + " has no parameter \"" + printable_line(name) + "\" in torch 2.9's schema");
     if (bound.contains(name)) throw UserError(Path(input_at, "name").str(), "argument \"" + name + "\" given twice");
-    bound[name] = resolve(scoped(pt2::argument(require(input, input_at, "arg"), Path(input_at, "arg"))));
+    bound[name] = resolve(scoped(pt2::argument(require(input, input_at, "arg"), Path(input_at, "arg"), sizes_)));
     check_tensor_argument(schema, name, bound[name], Path(input_at, "arg"));
   }
   for (const AtenParam& p : schema.params) {
@@ -235,7 +236,7 @@ void Translator::inline_autocast(Object node, const Path& at) {
       if (enabled.get<bool>()) region = dt;
       for (size_t k = 5; k < inputs.size(); ++k) {
         const Path later_at(inputs_at, k), later_arg_at(later_at, "arg");
-        const Doc name = resolve(scoped(pt2::argument(require(object_at(inputs.at(k), later_at), later_at, "arg"), later_arg_at)));
+        const Doc name = resolve(scoped(pt2::argument(require(object_at(inputs.at(k), later_at), later_at, "arg"), later_arg_at, sizes_)));
         if (!name.is_string()) throw UserError(later_arg_at.str(), "wrap_with_autocast's operands must be tensors");
         args.push_back(name.get<std::string>());
       }
@@ -250,7 +251,7 @@ void Translator::inline_autocast(Object node, const Path& at) {
       autocast_ = outer;
       return;
     }
-    settings.push_back(pt2::argument(arg, arg_at));
+    settings.push_back(pt2::argument(arg, arg_at, sizes_));
   }
 }
 
@@ -271,7 +272,7 @@ void Translator::inline_body(Object body, const Path& body_at, const std::vector
   if (inputs.size() != args.size())
     throw UserError(inputs_at.str(), "the body takes " + std::to_string(inputs.size()) + " inputs, and the region passes " + std::to_string(args.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Doc placeholder = scoped(pt2::argument(inputs.at(i), Path(inputs_at, i)));
+    const Doc placeholder = scoped(pt2::argument(inputs.at(i), Path(inputs_at, i), sizes_));
     if (!placeholder.is_string()) throw UserError(Path(inputs_at, i).str(), "a body input that is not a tensor");
     alias_[placeholder.get<std::string>()] = args[i];
   }
@@ -282,7 +283,7 @@ void Translator::inline_body(Object body, const Path& body_at, const std::vector
     throw UserError(outputs_at.str(), "the body returns " + std::to_string(outputs.size()) + " values, and the region node names " + std::to_string(results.size()));
   std::vector<std::string> returned;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const Doc value = resolve(scoped(pt2::argument(outputs.at(i), Path(outputs_at, i))));
+    const Doc value = resolve(scoped(pt2::argument(outputs.at(i), Path(outputs_at, i), sizes_)));
     if (!value.is_string()) throw UserError(Path(outputs_at, i).str(), "a body output that is not a tensor");
     returned.push_back(value.get<std::string>());
   }

@@ -51,6 +51,13 @@ std::string aten_target(const std::string& target, const Path& at, const std::st
                                             (training ? "; ep.run_decompositions() before saving may lower it to ATen ops" : ""));
 }
 
+bool is_size_arithmetic(std::string_view target) {
+  static const std::set<std::string, std::less<>> kSizeOps = {"torch.ops.aten.sym_size.int", "torch.ops.aten.sym_numel.default",
+                                                               "torch.ops.aten.sym_storage_offset.default", "torch.ops.aten.sym_stride.int"};
+  const bool python_int = target.rfind("_operator.", 0) == 0 || target.rfind("torch.sym_", 0) == 0;
+  return python_int || kSizeOps.count(target) > 0;
+}
+
 // ATen's view ops (their schemas' results alias `self`, "Tensor(a)"): an in-place op on a value one
 // of them reads or makes would change the other too, which a trace (values, no aliases) cannot say.
 bool is_view(std::string_view target) {
@@ -72,6 +79,7 @@ Pt2Translation Translator::run() {
   const Object module = object_at(require(root, at, "graph_module"), module_at);
   const Path graph_at(module_at, "graph");
   const Object graph = object_at(require(module, module_at, "graph"), graph_at);
+  sizes_ = SymIntSizes(root, at, graph, graph_at, specialize_);
   read_tensor_values(graph, graph_at);
   count_uses(graph, graph_at);
   Pt2Translation out;
@@ -83,6 +91,7 @@ Pt2Translation Translator::run() {
   out.trace["ops"] = std::move(ops_);
   out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at);
   out.op_origins = std::move(origins_);
+  out.symbols = sizes_.symbols();
   return out;
 }
 
@@ -109,7 +118,7 @@ void Translator::check_version(Object root, const Path& at) {
 void Translator::read_tensor_values(Object graph, const Path& graph_at) {
   const Path values_at(graph_at, "tensor_values");
   for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
-    Value v = pt2::tensor_meta(meta, Path(values_at, name));
+    Value v = pt2::tensor_meta(meta, Path(values_at, name), sizes_);
     v.name = scope_ + std::string(name);
     // A region's body names its values in its own scope (<body>__<name>), which an enclosing
     // graph's name may still spell.
@@ -119,7 +128,7 @@ void Translator::read_tensor_values(Object graph, const Path& graph_at) {
 }
 
 void Translator::count_uses(Object graph, const Path& graph_at) {
-  auto count = [&](Json arg, const Path& where) { for_each_name(scoped(pt2::argument(arg, where)), [&](const std::string& n) { ++uses_[n]; }); };
+  auto count = [&](Json arg, const Path& where) { for_each_name(scoped(pt2::argument(arg, where, sizes_)), [&](const std::string& n) { ++uses_[n]; }); };
   const Path nodes_at(graph_at, "nodes");
   size_t i = 0;
   for (Json node : list_at(require(graph, graph_at, "nodes"), nodes_at)) {
@@ -127,6 +136,7 @@ void Translator::count_uses(Object graph, const Path& graph_at) {
     // What the node is comes first: a higher-order op's subgraph argument would be refused by
     // itself, with a reason less useful than the op's.
     const std::string target = string_at(require(object_at(node, node_at), node_at, "target"), Path(node_at, "target"));
+    if (is_size_arithmetic(target)) continue;
     const bool region = is_autocast_region(target);
     if (!region) aten_target(target, node_at, source_);
     const bool view = is_view(target);
@@ -142,7 +152,7 @@ void Translator::count_uses(Object graph, const Path& graph_at) {
       const Path input_at(inputs_at, j++);
       const Json arg_json = require(object_at(input, input_at), input_at, "arg");
       if (region && member_of(arg_json, Path(input_at, "arg"), "Argument").first == "as_graph") continue;  // the body: read when inlined
-      const Doc arg = scoped(pt2::argument(arg_json, Path(input_at, "arg")));
+      const Doc arg = scoped(pt2::argument(arg_json, Path(input_at, "arg"), sizes_));
       for_each_name(arg, [&](const std::string& n) {
         ++uses_[n];
         if (is_reshape(target)) consumers_[n].push_back({target, outs.empty() ? "" : outs.front()});
@@ -156,7 +166,7 @@ void Translator::count_uses(Object graph, const Path& graph_at) {
   const Path inputs_at(graph_at, "inputs");
   i = 0;
   for (Json input : list_at(require(graph, graph_at, "inputs"), inputs_at))
-    for_each_name(scoped(pt2::argument(input, Path(inputs_at, i++))), [&](const std::string& n) { placeholders_.insert(n); });
+    for_each_name(scoped(pt2::argument(input, Path(inputs_at, i++), sizes_)), [&](const std::string& n) { placeholders_.insert(n); });
 }
 
 const Value& Translator::meta(const std::string& name, const Path& where) const {
@@ -196,7 +206,7 @@ Doc Translator::resolve(Doc arg) const {
 namespace {
 
 // Input specs: which placeholder is a parameter, a buffer, a constant or the user's input.
-Pt2Input input_spec(Json spec_json, const Path& at) {
+Pt2Input input_spec(Json spec_json, const Path& at, const pt2::SymIntSizes& sizes) {
   auto [kind, spec] = pt2::member_of(spec_json, at, "InputSpec");
   const Path spec_at(at, kind);
   const Object o = object_at(spec, spec_at);
@@ -208,7 +218,7 @@ Pt2Input input_spec(Json spec_json, const Path& at) {
     return {arg_name(), "constant", string_at(require(o, spec_at, "tensor_constant_name"), Path(spec_at, "tensor_constant_name"))};
   if (kind == "user_input") {
     const Path arg_at(spec_at, "arg");
-    const Doc arg = pt2::argument(require(o, spec_at, "arg"), arg_at);
+    const Doc arg = pt2::argument(require(o, spec_at, "arg"), arg_at, sizes);
     if (!arg.is_string()) throw UserError(arg_at.str(), "a user input that is not a tensor (" + arg.dump() + "): export with tensor inputs only");
     return {arg.get<std::string>(), "user_input", arg.get<std::string>()};
   }
@@ -222,7 +232,7 @@ Pt2Input input_spec(Json spec_json, const Path& at) {
 Doc Translator::read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const {
   const Path specs_at(signature_at, "input_specs");
   size_t i = 0;
-  for (Json spec : list_at(require(signature, signature_at, "input_specs"), specs_at)) inputs.push_back(input_spec(spec, Path(specs_at, i++)));
+  for (Json spec : list_at(require(signature, signature_at, "input_specs"), specs_at)) inputs.push_back(input_spec(spec, Path(specs_at, i++), sizes_));
   const Path graph_inputs_at(graph_at, "inputs");
   const Array graph_inputs = list_at(require(graph, graph_at, "inputs"), graph_inputs_at);
   if (graph_inputs.size() != inputs.size())
@@ -231,7 +241,7 @@ Doc Translator::read_inputs(Object graph, const Path& graph_at, Object signature
   i = 0;
   for (Json input : graph_inputs) {
     const Path at(graph_inputs_at, i);
-    const Doc name = pt2::argument(input, at);
+    const Doc name = pt2::argument(input, at, sizes_);
     if (!name.is_string() || name.get<std::string>() != inputs[i].name)
       throw UserError(at.str(), "graph input " + name.dump() + " is not the placeholder its spec names (\"" + inputs[i].name + "\")");
     decls.push_back(declaration(inputs[i].name, at, inputs[i].role == "parameter" || inputs[i].role == "user_input"));
@@ -261,7 +271,7 @@ Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signatur
                                                 "): in-place updates of inputs (BatchNorm running statistics) are not supported yet");
     }
     if (kind != "user_output") throw UserError(Path(at, kind).str(), "an output of kind " + std::string(kind) + " is not supported");
-    const Doc name = pt2::argument(outputs.at(i), Path(outputs_at, i));
+    const Doc name = pt2::argument(outputs.at(i), Path(outputs_at, i), sizes_);
     if (!name.is_string()) throw UserError(Path(outputs_at, i).str(), "an output that is not a tensor (" + name.dump() + ")");
     names.push_back(resolve(name.get<std::string>()));
     ++i;
@@ -286,12 +296,12 @@ std::string trace_name_of(const std::string& path) {
 
 }  // namespace
 
-Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name) {
+Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name, const SymbolValues& specialize) {
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(model_json);
   const Json doc = parse_document(parser, padded);
   check_duplicate_keys(doc);
-  return pt2::Translator(doc, trace_name).run();
+  return pt2::Translator(doc, trace_name, specialize).run();
 }
 
 // The weights' and constants' payload descriptions: a payload stored as a pickle (a tensor
@@ -321,14 +331,14 @@ void check_payloads(const Pt2Archive& archive) {
   }
 }
 
-Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name) {
+Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name, const SymbolValues& specialize) {
   const Pt2Archive archive(archive_path);
   check_payloads(archive);
   const std::string entry = "models/model.json";
   if (!archive.has(entry)) throw UserError(archive_path, "", "no " + archive.root() + entry + " (the archive holds no model named \"model\")");
   const std::string text = archive.read(entry, kMaxPt2JsonBytes);
   try {
-    Pt2Translation translation = translate_program(text, trace_name);
+    Pt2Translation translation = translate_program(text, trace_name, specialize);
     translation.entry = archive.root() + entry;
     return translation;
   } catch (UserError& e) {
@@ -361,8 +371,8 @@ UserError about_archive(const UserError& e, const Pt2Translation& t, const std::
 
 }  // namespace
 
-Trace read_pt2_file(const std::string& path) {
-  const Pt2Translation translation = translate_pt2(path, trace_name_of(path));
+Trace read_pt2_file(const std::string& path, const SymbolValues& specialize) {
+  const Pt2Translation translation = translate_pt2(path, trace_name_of(path), specialize);
   Trace trace;
   try {
     trace = read_trace(translation.trace.dump());
@@ -375,6 +385,8 @@ Trace read_pt2_file(const std::string& path) {
     trace.node_origins[origin.pointer] = {origin.target, origin.module};
   }
   for (const Pt2Input& input : translation.inputs) trace.input_origins.push_back({input.role, input.fqn});
+  trace.symbols = translation.symbols;
+  trace.specialized_at = specialize;
   return trace;
 }
 

@@ -30,15 +30,17 @@ struct Pt2Translation {
   std::vector<Pt2Origin> op_origins;  // per op of trace["ops"]
   std::vector<Pt2Input> inputs;       // per input of trace["inputs"]
   std::string entry;                  // the archive entry read ("model/models/model.json")
+  Symbols symbols;                    // a dynamic-shape export's (range_constraints); the trace is at its specialization
 };
 
-// Translates the archive's model (torch.export.save names it "model").
-Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name);
+// Translates the archive's model (torch.export.save names it "model"). A dynamic-shape export is
+// translated at the sizes `specialize` gives each of its symbols (docs/symbolic-shapes.md).
+Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name, const SymbolValues& specialize = {});
 // Translates a serialized ExportedProgram (the text of models/model.json).
-Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name);
+Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name, const SymbolValues& specialize = {});
 
 // The archive read into a verified Trace (frontend/input_file.h); errors name the archive, its
 // entry and the node.
-Trace read_pt2_file(const std::string& path);
+Trace read_pt2_file(const std::string& path, const SymbolValues& specialize = {});
 
 }  // namespace tg

@@ -68,7 +68,6 @@ json optional_tensor(Json j, const Path& where) {
   throw UserError(where.str(), "expected as_tensor or as_none, got " + std::string(member));
 }
 json int_argument(Json j, const Path& where) { return integer_at(j, where); }
-json sym_int_argument(Json j, const Path& where) { return static_int(j, where); }
 json bool_argument(Json j, const Path& where) {
   if (!j.is_bool()) throw UserError(where.str(), "expected true or false, got " + kind_name(j));
   return as<bool>(j);
@@ -96,14 +95,6 @@ std::pair<std::string_view, Json> member_of(Json j, const Path& where, std::stri
   return {member.key, member.value};
 }
 
-int64_t static_int(Json j, const Path& where) {
-  auto [member, value] = member_of(j, where, "SymInt");
-  if (member == "as_int") return integer_at(value, Path(where, member));
-  if (member == "as_expr" || member == "as_name")
-    throw UserError(where.str(), "a symbolic size (an export with dynamic shapes): thunder-gen takes static shapes for now; export without dynamic_shapes");
-  throw UserError(where.str(), "unknown SymInt member \"" + std::string(member) + "\"");
-}
-
 DType scalar_type(Json j, const Path& where) {
   // The schema's ScalarType values (not c10's): 1 u8, 2 i8, 3 i16, 4 i32, 5 i64, 6 f16, 7 f32,
   // 8 f64, 12 bool, 13 bf16; the others (complex, fp8, uint16-64) have no trace dtype.
@@ -116,7 +107,7 @@ DType scalar_type(Json j, const Path& where) {
   throw UserError(where.str(), "ScalarType " + std::to_string(code) + " is not a dtype thunder-gen generates code for (b8, u8, i8-i64, f16, bf16, f32, f64)");
 }
 
-json argument(Json j, const Path& where) {
+json argument(Json j, const Path& where, const SymIntSizes& sizes) {
   auto [member, value] = member_of(j, where, "Argument");
   const Path at(where, member);
   if (member == "as_none") return nullptr;
@@ -126,8 +117,13 @@ json argument(Json j, const Path& where) {
   if (member == "as_optional_tensors") return list_of(value, at, optional_tensor);
   if (member == "as_int") return integer_at(value, at);
   if (member == "as_ints") return list_of(value, at, int_argument);
-  if (member == "as_sym_int") return static_int(value, at);
-  if (member == "as_sym_ints") return list_of(value, at, sym_int_argument);
+  if (member == "as_sym_int") return sizes.size(value, at);
+  if (member == "as_sym_ints") {
+    json list = json::array();
+    size_t i = 0;
+    for (Json element : list_at(value, at)) list.push_back(sizes.size(element, Path(at, i++)));
+    return list;
+  }
   if (member == "as_float") return float_at(value, at);
   if (member == "as_floats") return list_of(value, at, float_at);
   if (member == "as_bool") return bool_argument(value, at);
@@ -159,7 +155,7 @@ std::vector<std::string> output_names(Json j, const Path& where) {
   throw UserError(where.str(), "an output that is not a tensor (" + std::string(member) + ")");
 }
 
-Value tensor_meta(Json j, const Path& where) {
+Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes) {
   const Object o = object_at(j, where);
   Value v;
   v.dtype = scalar_type(require(o, where, "dtype"), Path(where, "dtype"));
@@ -167,7 +163,7 @@ Value tensor_meta(Json j, const Path& where) {
   size_t i = 0;
   for (Json size : list_at(require(o, where, "sizes"), sizes_at)) {
     const Path at(sizes_at, i++);
-    const int64_t n = static_int(size, at);
+    const int64_t n = sizes.size(size, at);
     if (n < 0) throw UserError(at.str(), "negative size " + std::to_string(n));
     v.shape.push_back(n);
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "frontend/json_element.h"
+#include "frontend/pt2_sizes.h"
 #include "ir/trace.h"
 
 namespace tg::pt2 {
@@ -21,17 +22,15 @@ std::pair<std::string_view, Json> member_of(Json j, const Path& where, std::stri
 
 // An Argument as a trace-format argument (aten_table.h): a tensor by its name, numbers, lists,
 // null, {"str"}, {"dtype"}, {"float": "inf"}. Members the traces cannot express (a subgraph, a
-// custom object, a symbolic size) are refused by name.
-nlohmann::json argument(Json j, const Path& where);
+// custom object, a symbolic bool) are refused by name; a SymInt is its size at `sizes`.
+nlohmann::json argument(Json j, const Path& where, const SymIntSizes& sizes);
 // The tensor names an output Argument declares: as_tensor, as_tensors, as_none (none).
 std::vector<std::string> output_names(Json j, const Path& where);
 
-// A TensorMeta as a value declaration: static sizes, a dtype the generator has, strided layout.
-Value tensor_meta(Json j, const Path& where);
+// A TensorMeta as a value declaration: its sizes (at `sizes`), a dtype the generator has, strided
+// layout.
+Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes);
 // The schema's ScalarType numbering onto ours.
 DType scalar_type(Json j, const Path& where);
-
-// A SymInt that must be a plain integer (dynamic sizes are refused here, by name).
-int64_t static_int(Json j, const Path& where);
 
 }  // namespace tg::pt2

@@ -29,6 +29,9 @@ std::string module_path(Object node);
 void for_each_name(const Doc& arg, const std::function<void(const std::string&)>& f);
 // "torch.ops.aten.add.Tensor" as "aten.add.Tensor"; other targets refused, saying what they are.
 std::string aten_target(const std::string& target, const Path& at, const std::string& source);
+// A node computing a SymInt (aten.sym_size.int, _operator.floordiv, torch.sym_max...): its result
+// is in the graph's sym_int_values, which its uses read (SymIntSizes), so it is not translated.
+bool is_size_arithmetic(std::string_view target);
 // wrap_with_autocast, the higher-order op whose body is inlined (pt2_nodes.cpp).
 bool is_autocast_region(std::string_view target);
 // The nodes the patterns of pt2_patterns.cpp look back at (reshapes, transposes), and reshapes.
@@ -41,13 +44,16 @@ std::string functional_of(const std::string& aten);
 
 class Translator {
  public:
-  Translator(Json root, std::string trace_name) : root_(root), trace_name_(std::move(trace_name)) {}
+  Translator(Json root, std::string trace_name, SymbolValues specialize)
+      : root_(root), trace_name_(std::move(trace_name)), specialize_(std::move(specialize)) {}
   Pt2Translation run();
 
  private:
   const std::string root_pointer_;
   Json root_;
   std::string trace_name_, source_;
+  SymbolValues specialize_;
+  SymIntSizes sizes_;  // the program's symbols and SymInts, at specialize_
   std::map<std::string, Value, std::less<>> metas_;
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;

@@ -12,6 +12,7 @@
 #include "frontend/json_document.h"
 #include "frontend/json_element.h"
 #include "frontend/json_names.h"
+#include "frontend/json_symbols.h"
 #include "frontend/overrides.h"
 #include "ops/op_table.h"
 #include "ops/verify.h"
@@ -55,13 +56,13 @@ bool readable(Json ops) {
 // `arguments_`.
 class Reader {
  public:
-  explicit Reader(Trace& trace) : t_(trace), names_(trace), arguments_(trace, names_) {}
+  Reader(Trace& trace, const SymbolValues& specialize) : t_(trace), names_(trace), arguments_(trace, names_), specialize_(specialize) {}
 
   void read(Json doc) {
     const std::string document;  // the root's pointer: ""
     const Path at(document);
     const Object root = object_at(doc, at);
-    static constexpr std::string_view kTraceFields[] = {"format", "version", "name", "device", "inputs", "ops", "outputs", "source"};
+    static constexpr std::string_view kTraceFields[] = {"format", "version", "name", "device", "symbols", "inputs", "ops", "outputs", "source"};
     check_fields(root, at, kTraceFields);
     const Json format = require(root, at, "format");
     if (!format.is_string() || string_of(format) != "thunder-gen-trace")
@@ -78,6 +79,9 @@ class Reader {
       check_device(t_.device, "/device");
     }
     if (auto source = find(root, "source")) t_.source = string_at(*source, Path(at, "source"));
+    if (auto symbols = find(root, "symbols")) t_.symbols = read_symbols(*symbols, Path(at, "symbols"));
+    check_specialization(t_.symbols, specialize_, "/symbols/");
+    t_.specialized_at = specialize_;
 
     names_.open_domain(find(root, "ops"), "/ops");
     size_t i = 0;
@@ -94,6 +98,7 @@ class Reader {
   Trace& t_;
   Names names_;
   Arguments arguments_;
+  const SymbolValues& specialize_;
 
   // A value declaration: a tensor or a scalar.
   ValueId declare(Json decl, const Path& where, bool is_input) {
@@ -141,7 +146,8 @@ class Reader {
     return v;
   }
 
-  static Shape read_shape(Json json, const Path& shape_at) {
+  // Entries are integers, or size expressions over the trace's symbols (at its specialization).
+  Shape read_shape(Json json, const Path& shape_at) const {
     const Array shape = list_at(json, shape_at);
     Shape out;
     int64_t elements = 1;
@@ -149,13 +155,17 @@ class Reader {
     size_t i = 0;
     for (Json dim : shape) {
       auto w = [&] { return Path(shape_at, i).str(); };
-      if (!is_json_integer(dim)) throw UserError(w(), "a dimension must be an integer, got " + kind_name(dim));
-      if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
-      int64_t d = int_of(dim);
+      if (dim.is_string()) {
+        out.push_back(specialized_size(dim, Path(shape_at, i), t_));
+      } else {
+        if (!is_json_integer(dim)) throw UserError(w(), "a dimension is an integer or a size expression, got " + kind_name(dim));
+        if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
+        out.push_back(int_of(dim));
+      }
+      const int64_t d = out.back();
       if (d < 0) throw UserError(w(), "negative dimension " + std::to_string(d));
       if (d > 0 && elements > (int64_t(1) << 48) / d) throw UserError(w(), "the shape has more than 2^48 elements");
       elements *= d;
-      out.push_back(d);
       ++i;
     }
     return out;
@@ -322,7 +332,7 @@ class Reader {
   }
 };
 
-Trace read_padded(const simdjson::padded_string& padded) {
+Trace read_padded(const simdjson::padded_string& padded, const SymbolValues& specialize) {
   simdjson::dom::parser parser;
   const Json doc = parse_document(parser, padded);
   // Duplicate keys are looked for beside the reading (both only read the document); a duplicate
@@ -330,7 +340,7 @@ Trace read_padded(const simdjson::padded_string& padded) {
   std::future<void> duplicates = std::async(std::launch::async, [doc] { check_duplicate_keys(doc); });
   Trace trace;
   try {
-    Reader(trace).read(doc);
+    Reader(trace, specialize).read(doc);
   } catch (...) {
     duplicates.get();
     throw;
@@ -342,9 +352,9 @@ Trace read_padded(const simdjson::padded_string& padded) {
 
 }  // namespace
 
-Trace read_trace(const std::string& text) { return read_padded(simdjson::padded_string(text)); }
+Trace read_trace(const std::string& text, const SymbolValues& specialize) { return read_padded(simdjson::padded_string(text), specialize); }
 
-Trace read_trace_file(const std::string& path) {
+Trace read_trace_file(const std::string& path, const SymbolValues& specialize) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw UserError("", "is a folder, not a trace file");
   std::ifstream in(path, std::ios::binary);
@@ -355,14 +365,14 @@ Trace read_trace_file(const std::string& path) {
     if (!ec) {
       simdjson::padded_string padded{size_t(size)};
       in.read(padded.data(), std::streamsize(size));
-      if (uintmax_t(in.gcount()) == size) return read_padded(padded);
+      if (uintmax_t(in.gcount()) == size) return read_padded(padded, specialize);
     }
     in.clear();
     in.seekg(0);
   }
   std::ostringstream buf;
   buf << in.rdbuf();
-  return read_trace(std::move(buf).str());
+  return read_trace(std::move(buf).str(), specialize);
 }
 
 }  // namespace tg

@@ -13,8 +13,10 @@ namespace tg {
 // and backward bodies are inlined); the listing reader refuses it too.
 inline constexpr std::string_view kCustomGradOp = "torch.ops.higher_order.autograd_function_apply";
 
-// Parses and verifies `text`. Deeply nested input is refused rather than recursed into.
-Trace read_trace(const std::string& text);
-Trace read_trace_file(const std::string& path);
+// Parses and verifies `text`. Deeply nested input is refused rather than recursed into. A trace
+// that declares symbols is read at the sizes `specialize` gives every one of them
+// (docs/symbolic-shapes.md).
+Trace read_trace(const std::string& text, const SymbolValues& specialize = {});
+Trace read_trace_file(const std::string& path, const SymbolValues& specialize = {});
 
 }  // namespace tg

@@ -15,43 +15,43 @@ struct SizeExpr::Atom {
 
 namespace {
 
-constexpr int64_t kUnbounded = int64_t(1) << 62;
+constexpr int64_t kUnboundedSize = int64_t(1) << 62;
 
-int64_t checked_add(int64_t a, int64_t b) {
+int64_t size_add(int64_t a, int64_t b) {
   int64_t r;
   if (__builtin_add_overflow(a, b, &r)) throw SizeExprError("size arithmetic overflows int64");
   return r;
 }
 
-int64_t checked_mul(int64_t a, int64_t b) {
+int64_t size_mul(int64_t a, int64_t b) {
   int64_t r;
   if (__builtin_mul_overflow(a, b, &r)) throw SizeExprError("size arithmetic overflows int64");
   return r;
 }
 
-int64_t python_floor_div(int64_t a, int64_t b) {
+int64_t floor_quotient(int64_t a, int64_t b) {
   if (b == 0) throw SizeExprError("division by zero");
   if (a == INT64_MIN && b == -1) throw SizeExprError("size arithmetic overflows int64");
   return a / b - (a % b != 0 && ((a < 0) != (b < 0)));
 }
 
-int64_t saturate(__int128 x) { return int64_t(std::clamp<__int128>(x, -kUnbounded, kUnbounded)); }
+int64_t saturated_size(__int128 x) { return int64_t(std::clamp<__int128>(x, -kUnboundedSize, kUnboundedSize)); }
 
-SizeRange add(SizeRange a, SizeRange b) { return {saturate(__int128(a.lo) + b.lo), saturate(__int128(a.hi) + b.hi)}; }
+SizeRange range_sum(SizeRange a, SizeRange b) { return {saturated_size(__int128(a.lo) + b.lo), saturated_size(__int128(a.hi) + b.hi)}; }
 
-SizeRange multiply(SizeRange a, SizeRange b) {
+SizeRange range_product(SizeRange a, SizeRange b) {
   const __int128 corners[] = {__int128(a.lo) * b.lo, __int128(a.lo) * b.hi, __int128(a.hi) * b.lo, __int128(a.hi) * b.hi};
-  return {saturate(*std::min_element(std::begin(corners), std::end(corners))), saturate(*std::max_element(std::begin(corners), std::end(corners)))};
+  return {saturated_size(*std::min_element(std::begin(corners), std::end(corners))), saturated_size(*std::max_element(std::begin(corners), std::end(corners)))};
 }
 
-SizeRange quotient(SizeRange a, SizeRange b) {
-  if (b.lo <= 0) return {-kUnbounded, kUnbounded};
+SizeRange range_quotient(SizeRange a, SizeRange b) {
+  if (b.lo <= 0) return {-kUnboundedSize, kUnboundedSize};
   // For b > 0, floor(a / b) is monotone in each operand: its extremes are at the corners.
-  const int64_t corners[] = {python_floor_div(a.lo, b.lo), python_floor_div(a.lo, b.hi), python_floor_div(a.hi, b.lo), python_floor_div(a.hi, b.hi)};
+  const int64_t corners[] = {floor_quotient(a.lo, b.lo), floor_quotient(a.lo, b.hi), floor_quotient(a.hi, b.lo), floor_quotient(a.hi, b.hi)};
   return {*std::min_element(std::begin(corners), std::end(corners)), *std::max_element(std::begin(corners), std::end(corners))};
 }
 
-uint64_t magnitude(int64_t x) { return x < 0 ? 0 - uint64_t(x) : uint64_t(x); }
+uint64_t size_magnitude(int64_t x) { return x < 0 ? 0 - uint64_t(x) : uint64_t(x); }
 
 }  // namespace
 
@@ -108,7 +108,7 @@ SizeExpr SizeExpr::of_terms(int64_t constant, std::vector<Term> terms) {
   SizeExpr e(constant);
   for (Term& t : terms) {
     if (!e.terms_.empty() && compare(e.terms_.back().monomial, t.monomial) == 0) {
-      e.terms_.back().coef = checked_add(e.terms_.back().coef, t.coef);
+      e.terms_.back().coef = size_add(e.terms_.back().coef, t.coef);
     } else {
       e.terms_.push_back(std::move(t));
     }
@@ -179,7 +179,7 @@ std::optional<SizeExpr::Monomial> SizeExpr::divide(const Monomial& a, const Mono
 SizeExpr operator+(const SizeExpr& a, const SizeExpr& b) {
   std::vector<SizeExpr::Term> terms = a.terms_;
   terms.insert(terms.end(), b.terms_.begin(), b.terms_.end());
-  return SizeExpr::of_terms(checked_add(a.constant_, b.constant_), std::move(terms));
+  return SizeExpr::of_terms(size_add(a.constant_, b.constant_), std::move(terms));
 }
 
 SizeExpr SizeExpr::operator-() const { return *this * SizeExpr(-1); }
@@ -189,13 +189,13 @@ SizeExpr operator-(const SizeExpr& a, const SizeExpr& b) { return a + (-b); }
 SizeExpr operator*(const SizeExpr& a, const SizeExpr& b) {
   std::vector<SizeExpr::Term> terms;
   for (const SizeExpr::Term& t : a.terms_) {
-    for (const SizeExpr::Term& u : b.terms_) terms.push_back({SizeExpr::multiply(t.monomial, u.monomial), checked_mul(t.coef, u.coef)});
-    if (b.constant_ != 0) terms.push_back({t.monomial, checked_mul(t.coef, b.constant_)});
+    for (const SizeExpr::Term& u : b.terms_) terms.push_back({SizeExpr::multiply(t.monomial, u.monomial), size_mul(t.coef, u.coef)});
+    if (b.constant_ != 0) terms.push_back({t.monomial, size_mul(t.coef, b.constant_)});
   }
   if (a.constant_ != 0) {
-    for (const SizeExpr::Term& u : b.terms_) terms.push_back({u.monomial, checked_mul(a.constant_, u.coef)});
+    for (const SizeExpr::Term& u : b.terms_) terms.push_back({u.monomial, size_mul(a.constant_, u.coef)});
   }
-  return SizeExpr::of_terms(checked_mul(a.constant_, b.constant_), std::move(terms));
+  return SizeExpr::of_terms(size_mul(a.constant_, b.constant_), std::move(terms));
 }
 
 // ---- division, max, min -----------------------------------------------------------------------
@@ -220,15 +220,15 @@ SizeExpr SizeExpr::quotient_by_constant(const SizeExpr& a, int64_t c, const Symb
   std::vector<Term> whole, rest;
   for (const Term& t : a.terms_) (t.coef % c == 0 ? whole : rest).push_back(t);
   for (Term& t : whole) t.coef /= c;
-  const int64_t q_constant = python_floor_div(a.constant_, c);
+  const int64_t q_constant = floor_quotient(a.constant_, c);
   const SizeExpr q = of_terms(q_constant, std::move(whole));
   SizeExpr r = of_terms(a.constant_ - q_constant * c, std::move(rest));
   if (r == SizeExpr()) return q;
-  if (const SizeRange rr = range_of(r, symbols); python_floor_div(rr.lo, c) == python_floor_div(rr.hi, c)) return q + python_floor_div(rr.lo, c);
+  if (const SizeRange rr = range_of(r, symbols); floor_quotient(rr.lo, c) == floor_quotient(rr.hi, c)) return q + floor_quotient(rr.lo, c);
   // One form for (g*x) // (g*c): x // c.
-  uint64_t g = magnitude(c);
-  for (const Term& t : r.terms_) g = std::gcd(g, magnitude(t.coef));
-  g = std::gcd(g, magnitude(r.constant_));
+  uint64_t g = size_magnitude(c);
+  for (const Term& t : r.terms_) g = std::gcd(g, size_magnitude(t.coef));
+  g = std::gcd(g, size_magnitude(r.constant_));
   if (g > 1) {
     for (Term& t : r.terms_) t.coef /= int64_t(g);
     r.constant_ /= int64_t(g);
@@ -237,7 +237,7 @@ SizeExpr SizeExpr::quotient_by_constant(const SizeExpr& a, int64_t c, const Symb
   if (r.terms_.size() == 1 && r.constant_ == 0 && r.terms_[0].coef == 1 && r.terms_[0].monomial.size() == 1 && r.terms_[0].monomial[0].power == 1) {
     const Atom& inner = *r.terms_[0].monomial[0].atom;
     if (inner.kind == Atom::Kind::floordiv && inner.b.constant()) {  // (x // k) // c == x // (k*c)
-      return q + quotient_by_constant(inner.a, checked_mul(*inner.b.constant(), c), symbols);
+      return q + quotient_by_constant(inner.a, size_mul(*inner.b.constant(), c), symbols);
     }
   }
   auto atom = std::make_shared<Atom>();
@@ -284,10 +284,10 @@ SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
     switch (atom.kind) {
       case SizeExpr::Atom::Kind::symbol: {
         const SymbolDecl* d = symbols.find(atom.name);
-        if (!d) return {-kUnbounded, kUnbounded};
+        if (!d) return {-kUnboundedSize, kUnboundedSize};
         return {(d->min + d->multiple_of - 1) / d->multiple_of * d->multiple_of, d->max / d->multiple_of * d->multiple_of};
       }
-      case SizeExpr::Atom::Kind::floordiv: return quotient(range_of(atom.a, symbols), range_of(atom.b, symbols));
+      case SizeExpr::Atom::Kind::floordiv: return range_quotient(range_of(atom.a, symbols), range_of(atom.b, symbols));
       case SizeExpr::Atom::Kind::max: {
         const SizeRange x = range_of(atom.a, symbols), y = range_of(atom.b, symbols);
         return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
@@ -297,28 +297,28 @@ SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
         return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
       }
     }
-    return {-kUnbounded, kUnbounded};
+    return {-kUnboundedSize, kUnboundedSize};
   };
-  SizeRange total{saturate(e.constant_), saturate(e.constant_)};
+  SizeRange total{saturated_size(e.constant_), saturated_size(e.constant_)};
   for (const SizeExpr::Term& t : e.terms_) {
-    SizeRange r{saturate(t.coef), saturate(t.coef)};
+    SizeRange r{saturated_size(t.coef), saturated_size(t.coef)};
     for (const SizeExpr::Factor& f : t.monomial) {
       const SizeRange x = atom_range(*f.atom);
-      for (int p = 0; p < f.power; ++p) r = multiply(r, x);
+      for (int p = 0; p < f.power; ++p) r = range_product(r, x);
     }
-    total = add(total, r);
+    total = range_sum(total, r);
   }
   return total;
 }
 
 int64_t known_multiple(const SizeExpr& e, const Symbols& symbols) {
-  uint64_t g = magnitude(e.constant_);
+  uint64_t g = size_magnitude(e.constant_);
   for (const SizeExpr::Term& t : e.terms_) {
-    uint64_t m = magnitude(t.coef);
+    uint64_t m = size_magnitude(t.coef);
     for (const SizeExpr::Factor& f : t.monomial) {
       const SymbolDecl* d = f.atom->kind == SizeExpr::Atom::Kind::symbol ? symbols.find(f.atom->name) : nullptr;
       for (int p = 0; d && p < f.power; ++p) {
-        if (__builtin_mul_overflow(m, uint64_t(d->multiple_of), &m)) m = magnitude(t.coef);  // (still a divisor of the term)
+        if (__builtin_mul_overflow(m, uint64_t(d->multiple_of), &m)) m = size_magnitude(t.coef);  // (still a divisor of the term)
       }
     }
     g = std::gcd(g, m);
@@ -391,9 +391,9 @@ std::string SizeExpr::operand_text(const SizeExpr& e) {
 // A floor quotient is written bare only where nothing binds to it first: `a*b//c` reads as
 // (a*b)//c and a leading `-b//c` as (-b)//c.
 std::string SizeExpr::term_text(const Term& t, bool leading) {
-  const bool alone = magnitude(t.coef) == 1 && t.monomial.size() == 1 && t.monomial[0].power == 1 && !(leading && t.coef < 0);
+  const bool alone = size_magnitude(t.coef) == 1 && t.monomial.size() == 1 && t.monomial[0].power == 1 && !(leading && t.coef < 0);
   std::string out;
-  if (magnitude(t.coef) != 1) out = std::to_string(magnitude(t.coef));
+  if (size_magnitude(t.coef) != 1) out = std::to_string(size_magnitude(t.coef));
   for (const Factor& f : t.monomial) {
     const bool bracket = !alone && f.atom->kind == Atom::Kind::floordiv;
     for (int p = 0; p < f.power; ++p) out += (out.empty() ? "" : "*") + (bracket ? "(" + f.atom->key + ")" : f.atom->key);
@@ -409,7 +409,7 @@ std::string SizeExpr::text() const {
     out += leading ? (t.coef < 0 ? "-" : "") : (t.coef < 0 ? " - " : " + ");
     out += term_text(t, leading);
   }
-  if (constant_ != 0) out += (constant_ < 0 ? " - " : " + ") + std::to_string(magnitude(constant_));
+  if (constant_ != 0) out += (constant_ < 0 ? " - " : " + ") + std::to_string(size_magnitude(constant_));
   return out;
 }
 
@@ -417,7 +417,7 @@ int64_t SizeExpr::evaluate(const std::function<int64_t(const std::string&)>& val
   auto atom_value = [&](const Atom& atom) -> int64_t {
     switch (atom.kind) {
       case Atom::Kind::symbol: return value_of(atom.name);
-      case Atom::Kind::floordiv: return python_floor_div(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
+      case Atom::Kind::floordiv: return floor_quotient(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
       case Atom::Kind::max: return std::max(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
       case Atom::Kind::min: return std::min(atom.a.evaluate(value_of), atom.b.evaluate(value_of));
     }
@@ -428,14 +428,14 @@ int64_t SizeExpr::evaluate(const std::function<int64_t(const std::string&)>& val
     int64_t v = t.coef;
     for (const Factor& f : t.monomial) {
       const int64_t x = atom_value(*f.atom);
-      for (int p = 0; p < f.power; ++p) v = checked_mul(v, x);
+      for (int p = 0; p < f.power; ++p) v = size_mul(v, x);
     }
-    total = checked_add(total, v);
+    total = size_add(total, v);
   }
   return total;
 }
 
-int64_t SizeExpr::evaluate(const std::map<std::string, int64_t, std::less<>>& values) const {
+int64_t SizeExpr::evaluate(const SymbolValues& values) const {
   return evaluate([&](const std::string& name) {
     auto it = values.find(name);
     if (it == values.end()) throw SizeExprError("no value for symbol '" + name + "'");
@@ -464,134 +464,5 @@ SizeExpr SizeExpr::substitute(const std::function<std::optional<SizeExpr>(const 
   }
   return total;
 }
-
-// ---- parsing ----------------------------------------------------------------------------------
-
-namespace {
-
-class SizeParser {
- public:
-  SizeParser(std::string_view text, const Symbols& symbols) : text_(text), symbols_(symbols) {}
-
-  SizeExpr parse() {
-    if (text_.size() > kMaxLength) throw SizeExprError("a size expression is longer than " + std::to_string(kMaxLength) + " characters");
-    try {
-      SizeExpr e = sum();
-      skip_space();
-      if (pos_ != text_.size()) fail(std::string("unexpected '") + text_[pos_] + "'");
-      return e;
-    } catch (const SizeExprError& error) {
-      if (error.offset != 0) throw;
-      throw SizeExprError(error.what(), pos_);  // (arithmetic that overflowed: where it got to)
-    }
-  }
-
- private:
-  static constexpr size_t kMaxLength = 1024;
-  static constexpr int kMaxDepth = 32;
-  std::string_view text_;
-  const Symbols& symbols_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-
-  [[noreturn]] void fail(const std::string& message) const { throw SizeExprError(message, pos_); }
-
-  void skip_space() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
-  }
-
-  bool take(std::string_view token) {
-    skip_space();
-    if (text_.substr(pos_, token.size()) != token) return false;
-    pos_ += token.size();
-    return true;
-  }
-
-  SizeExpr sum() {
-    SizeExpr e = product();
-    for (;;) {
-      if (take("+")) {
-        e = e + product();
-      } else if (take("-")) {
-        e = e - product();
-      } else {
-        return e;
-      }
-    }
-  }
-
-  SizeExpr product() {
-    SizeExpr e = factor();
-    for (;;) {
-      if (take("//")) {
-        skip_space();
-        const size_t at = pos_;
-        const SizeExpr divisor = factor();
-        try {
-          e = floor_div(e, divisor, symbols_);
-        } catch (const SizeExprError& error) {
-          throw SizeExprError(error.what(), at);
-        }
-      } else if (take("/")) {
-        fail("'/' is true division: sizes divide with '//'");
-      } else if (take("*")) {
-        e = e * factor();
-      } else {
-        return e;
-      }
-    }
-  }
-
-  SizeExpr factor() {
-    if (++depth_ > kMaxDepth) fail("a size expression nests deeper than " + std::to_string(kMaxDepth));
-    SizeExpr e = unnested_factor();
-    --depth_;
-    return e;
-  }
-
-  SizeExpr unnested_factor() {
-    skip_space();
-    if (take("-")) return -factor();
-    if (take("(")) return closed(sum());
-    if (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) return integer();
-    const std::string name = identifier();
-    if (name == "max" || name == "min") {
-      if (!take("(")) fail("'" + name + "' takes two arguments in parentheses");
-      const SizeExpr a = sum();
-      if (!take(",")) fail("'" + name + "' takes two arguments");
-      const SizeExpr b = closed(sum());
-      return name == "max" ? max(a, b, symbols_) : min(a, b, symbols_);
-    }
-    if (!symbols_.find(name)) fail("unknown symbol '" + name + "' (declare it under \"symbols\")");
-    return SizeExpr::symbol(name);
-  }
-
-  SizeExpr closed(SizeExpr e) {
-    if (!take(")")) fail("expected ')'");
-    return e;
-  }
-
-  SizeExpr integer() {
-    int64_t value = 0;
-    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
-      if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, text_[pos_] - '0', &value)) fail("the integer overflows int64");
-      ++pos_;
-    }
-    return SizeExpr(value);
-  }
-
-  std::string identifier() {
-    auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
-    if (pos_ >= text_.size()) fail("the expression ends where a size was expected");
-    if (!is_start(text_[pos_])) fail(std::string("unexpected '") + text_[pos_] + "'");
-    const size_t start = pos_;
-    while (pos_ < text_.size() && (is_start(text_[pos_]) || std::isdigit(static_cast<unsigned char>(text_[pos_])))) ++pos_;
-    return std::string(text_.substr(start, pos_ - start));
-  }
-};
-
-}  // namespace
-
-SizeExpr parse_size_expr(std::string_view text, const Symbols& symbols) { return SizeParser(text, symbols).parse(); }
 
 }  // namespace tg

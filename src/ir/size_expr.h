@@ -24,6 +24,9 @@
 
 namespace tg {
 
+// A size for each of some symbols, by name.
+using SymbolValues = std::map<std::string, int64_t, std::less<>>;
+
 // A malformed or unprovable size expression; `offset` is where in the parsed text, when parsing.
 struct SizeExprError : std::runtime_error {
   size_t offset = 0;
@@ -81,7 +84,7 @@ class SizeExpr {
   // Its value with each symbol's given (floor division, as Python's //). An unbound symbol or an
   // overflow: SizeExprError.
   int64_t evaluate(const std::function<int64_t(const std::string&)>& value_of) const;
-  int64_t evaluate(const std::map<std::string, int64_t, std::less<>>& values) const;
+  int64_t evaluate(const SymbolValues& values) const;
   // The expression with each symbol replaced as `replace` says (nullopt: kept), re-simplified.
   SizeExpr substitute(const std::function<std::optional<SizeExpr>(const std::string&)>& replace, const Symbols& symbols) const;
 
@@ -137,6 +140,10 @@ int64_t known_multiple(const SizeExpr& e, const Symbols& symbols);
 bool provably_divisible(const SizeExpr& e, int64_t n, const Symbols& symbols);
 bool provably_ge(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols);  // a >= b always
 bool provably_positive(const SizeExpr& e, const Symbols& symbols);
+
+// "B=64,T=128" (a flag's text; "" is none) as the sizes it names: each an identifier and an
+// integer >= 0, each symbol once.
+SymbolValues parse_symbol_values(std::string_view text);
 
 // Parses `B*T`, `T//2 + 1`, `max(B, 2) - 1`: integers, declared symbols, + - * //, parentheses,
 // max(a, b), min(a, b). Whitespace is free. Bounded in length and nesting; an error says where.

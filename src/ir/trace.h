@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/size_expr.h"
 
 namespace tg {
 
@@ -189,6 +190,14 @@ struct Trace {
   std::vector<InputOrigin> input_origins;
   // Op path -> the archive node it came from, when the trace was read from a PT2 archive.
   std::map<std::string, NodeOrigin> node_origins;
+  // The symbols its sizes were declared in (docs/symbolic-shapes.md), and the size each was
+  // given (--specialize), at which every shape of this trace was evaluated; both empty for a
+  // trace of static shapes.
+  Symbols symbols;
+  SymbolValues specialized_at;
+  // "B=64, T=128 (1 <= B <= 4096, 16 <= T <= 512)": the sizes this trace is at, and their
+  // declarations; "" for a trace of static shapes.
+  std::string specialization_text() const;
 
   // Everything but the ops: where a pass that builds a new op list starts (copying the ops,
   // decompositions and all, only to drop them cost a tenth of a 10,000-op run).
@@ -204,6 +213,8 @@ struct Trace {
     t.world_size = world_size;
     t.input_origins = input_origins;
     t.node_origins = node_origins;
+    t.symbols = symbols;
+    t.specialized_at = specialized_at;
     return t;
   }
 

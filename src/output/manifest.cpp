@@ -114,6 +114,12 @@ ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const 
     : state_(std::make_unique<State>()) {
   JsonWriter& m = state_->m;
   m.open('{').member("trace", t.name).member("generator", std::string("thunder-gen ") + THUNDER_GEN_VERSION);
+  // Extension: the size each symbol of a symbolic trace was specialised to (--specialize).
+  if (!t.specialized_at.empty()) {
+    m.key("specialized_at").open('{');
+    for (const auto& [name, size] : t.specialized_at) m.member(name, size);
+    m.close('}');
+  }
   write_inputs_and_outputs(m, t, training);
   write_saved(m, training);
   // Extension, distributed traces: what one rank's step communicates, beside what it saves.

@@ -1,0 +1,85 @@
+#include "frontend/json_symbols.h"
+
+#include "support/generated_text.h"
+
+namespace tg::json {
+namespace {
+
+constexpr size_t kMaxSymbols = 64;
+
+int64_t bound_at(Object decl, const Path& at, std::string_view field, bool required, int64_t fallback) {
+  const std::optional<Json> j = find(decl, field);
+  if (!j) {
+    if (required) throw UserError(at.str(), "a symbol declares \"" + std::string(field) + "\"");
+    return fallback;
+  }
+  if (!is_int64(*j)) throw UserError(Path(at, field).str(), "expected an integer, got " + kind_name(*j));
+  return int_of(*j);
+}
+
+std::string declared_symbol_names(const Symbols& symbols) {
+  std::string out;
+  for (const auto& [name, decl] : symbols.all()) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "none" : out;
+}
+
+std::string declared_range_text(const SymbolDecl& d) {
+  std::string out = std::to_string(d.min) + " <= " + d.name + " <= " + std::to_string(d.max);
+  if (d.multiple_of > 1) out += ", a multiple of " + std::to_string(d.multiple_of);
+  return out;
+}
+
+}  // namespace
+
+Symbols read_symbols(Json json, const Path& at) {
+  const Object object = object_at(json, at);
+  if (object.size() > kMaxSymbols) throw UserError(at.str(), "more than " + std::to_string(kMaxSymbols) + " symbols");
+  Symbols symbols;
+  for (const simdjson::dom::key_value_pair& member : object) {
+    const std::string name(member.key);
+    const Path decl_at(at, member.key);
+    if (!is_identifier(name) || name == "max" || name == "min")
+      throw UserError(decl_at.str(), "a symbol's name is an identifier other than max and min");
+    const Object decl = object_at(member.value, decl_at);
+    static constexpr std::string_view kSymbolFields[] = {"min", "max", "multiple_of"};
+    check_fields(decl, decl_at, kSymbolFields);
+    try {
+      symbols.declare({name, bound_at(decl, decl_at, "min", true, 0), bound_at(decl, decl_at, "max", true, 0), bound_at(decl, decl_at, "multiple_of", false, 1)});
+    } catch (const SizeExprError& error) {
+      throw UserError(decl_at.str(), error.what());
+    }
+  }
+  return symbols;
+}
+
+void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::string& declared_at) {
+  for (const auto& [name, size] : values) {
+    const SymbolDecl* d = symbols.find(name);
+    if (!d) throw UserError("--specialize", "", "the trace declares no symbol '" + name + "' (its symbols: " + declared_symbol_names(symbols) + ")");
+    if (size < d->min || size > d->max || size % d->multiple_of != 0)
+      throw UserError("--specialize", "", name + "=" + std::to_string(size) + " is not a size the trace allows: " + declared_range_text(*d) + " (" + declared_at + escape_pointer_token(name) + ")");
+  }
+  for (const auto& [name, decl] : symbols.all()) {
+    if (!values.count(name)) {
+      throw UserError(declared_at + escape_pointer_token(name), "the trace's sizes depend on " + name + " (" + declared_range_text(decl) +
+                                                                    "); thunder-gen generates a folder for one size of each symbol: name it with --specialize " + name + "=<size>");
+    }
+  }
+}
+
+int64_t specialized_size(Json text, const Path& where, const Trace& t) {
+  SizeExpr size;
+  try {
+    size = parse_size_expr(string_of(text), t.symbols);
+  } catch (const SizeExprError& error) {
+    throw UserError(where.str(), "in the size " + dump(text) + " at offset " + std::to_string(error.offset) + ": " + error.what());
+  }
+  if (!provably_ge(size, 0, t.symbols)) throw UserError(where.str(), "the size " + size.text() + " may be negative for sizes the symbols allow");
+  try {
+    return size.evaluate(t.specialized_at);
+  } catch (const SizeExprError& error) {
+    throw UserError(where.str(), "the size " + size.text() + " at " + t.specialization_text() + ": " + error.what());
+  }
+}
+
+}  // namespace tg::json
