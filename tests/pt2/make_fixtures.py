@@ -8,17 +8,20 @@ Whatever python runs it, its torch writes the archives (the folder's name should
 Each module below, in train mode with seeded weights and inputs, goes through
 thunder_gen.export (python/thunder_gen/pt2.py, the only part of the repository imported) as
 `<name>.pt2`, the default training IR, and for mlp and attention also as `<name>_core.pt2`,
-after run_decompositions(); each with its `<name>.inputs/` folder. `written-by.json` records the
+after run_decompositions(); each with its `<name>.inputs/` folder. dynamic/ holds exports with
+dynamic batch and sequence sizes, each with the sizes its tests generate it at. `written-by.json` records the
 torch version, the command, and each archive's schema_version, verifiers and size. Dims are at
 most 16, so each archive is a few KB.
 """
 import argparse
 import json
+import shutil
 import sys
 import warnings
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -85,6 +88,70 @@ CASES = {
 }
 
 
+# Dynamic-shape exports (dynamic/<name>.pt2): name -> (module class, example inputs, dynamic_shapes).
+# Each gets dynamic/<name>.sizes: the sizes its test generates it at, one line per folder.
+DYNAMIC_CASES = {
+    "mlp_dynamic": (Mlp, lambda g: (floats(g, 3, 6, 8),),
+                    lambda: {"x": {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("seq", min=1, max=32)}}),
+    "attention_dynamic": (Attention, lambda g: (floats(g, 2, 6, 16),),
+                          lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
+}
+
+
+def model_json(path):
+    with zipfile.ZipFile(path) as z:
+        return json.loads(z.read(next(n for n in z.namelist() if n.endswith("/models/model.json"))))
+
+
+def test_sizes(doc):
+    """Four assignments of the archive's symbols, as {symbol: size}: each at its least size, at 3,
+    at 17 (odd, not a multiple of 16), at its largest; clamped into its range_constraints."""
+    ranges = {k: v for k, v in doc["range_constraints"].items() if k.isidentifier()}
+    picks = []
+    for pick in ("min", 3, 17, "max"):
+        sizes = {}
+        for name, r in sorted(ranges.items()):
+            lo, hi = r["min_val"], r["max_val"]
+            sizes[name] = lo if pick == "min" else hi if pick == "max" else min(max(pick, lo), hi)
+        if sizes not in picks:
+            picks.append(sizes)
+    return picks
+
+
+def shape_at(meta, sizes):
+    """A tensor_values entry's shape with its symbols (plain `Symbol('sN', ...)` sizes) at `sizes`."""
+    return [size["as_int"] if "as_int" in size else sizes[size["as_expr"]["expr_str"].split("'")[1]] for size in meta["sizes"]]
+
+
+def write_dynamic_case(name, out):
+    """Writes <name>.pt2, <name>.sizes (a line per test: `s0=3,s1=17`) and, per line, the
+    harness's inputs at those sizes: <name>.<s0_3_s1_17>.inputs/ (user inputs drawn from a seeded
+    generator, the parameters as the archive holds them)."""
+    build, inputs, dynamic_shapes = DYNAMIC_CASES[name]
+    torch.manual_seed(0)
+    path = export(build().train(), inputs(torch.Generator().manual_seed(1)), path=out / f"{name}.pt2", dynamic_shapes=dynamic_shapes())
+    doc = model_json(path)
+    graph, example = doc["graph_module"]["graph"], out / f"{name}.inputs"
+    lines = []
+    for sizes in test_sizes(doc):
+        line = ",".join(f"{k}={v}" for k, v in sizes.items())
+        lines.append(line)
+        folder = out / f"{name}.{line.replace('=', '_').replace(',', '_')}.inputs"
+        folder.mkdir(exist_ok=True)
+        g = torch.Generator().manual_seed(2)
+        for spec in doc["graph_module"]["signature"]["input_specs"]:
+            arg = next(iter(spec.values()))["arg"]
+            placeholder = arg["as_tensor"]["name"] if "as_tensor" in arg else arg["name"]
+            if "user_input" in spec:
+                x = torch.randn(*shape_at(graph["tensor_values"][placeholder], sizes), generator=g)
+                np.save(folder / f"{placeholder}.npy", x.numpy(), allow_pickle=False)
+            else:
+                shutil.copy(example / f"{placeholder}.npy", folder / f"{placeholder}.npy")
+    shutil.rmtree(example)
+    (out / f"{name}.sizes").write_text("\n".join(lines) + "\n")
+    return {f"dynamic/{path.name}": archive_facts(path)}
+
+
 def archive_facts(path):
     with zipfile.ZipFile(path) as z:
         doc = json.loads(z.read(next(n for n in z.namelist() if n.endswith("/models/model.json"))))
@@ -117,6 +184,9 @@ def main(argv=None):
     archives = {}
     for name in CASES:
         archives.update(write_case(name, out))
+    (out / "dynamic").mkdir(exist_ok=True)
+    for name in DYNAMIC_CASES:
+        archives.update(write_dynamic_case(name, out / "dynamic"))
     record = {"torch": torch.__version__, "python": sys.version.split()[0],
               "command": f"python tests/pt2/make_fixtures.py --out {a.out}", "archives": archives}
     (out / "written-by.json").write_text(json.dumps(record, indent=1) + "\n")
