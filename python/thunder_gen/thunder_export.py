@@ -7,6 +7,8 @@
     python -m thunder_gen.thunder_export corpus --out examples/corpus      # rewrite the corpus
     python -m thunder_gen.thunder_export corpus --check examples/corpus    # exit 1 when a file differs
     python -m thunder_gen.thunder_export MODULE:FACTORY -o trace.json      # FACTORY() -> (fn, args[, name])
+    python -m thunder_gen.thunder_export MODULE:FACTORY -o trace.json --dynamic x:0=B,1=T --symbol B=1:64 --symbol T=1:512
+                                            # symbolic sizes (thunder_gen.symbolic_capture)
     python -m thunder_gen.thunder_export MODULE:FACTORY --distributed fsdp --world-size 16 -o trace.json --inputs DIR
                                             # FACTORY(rank) -> (module, args), wrapped with ddp or fsdp
 
@@ -577,6 +579,10 @@ def main(argv=None):
                         help="MODULE:FACTORY with FACTORY(rank) -> (module, args): wrap it with thunder.distributed.ddp or fsdp")
     parser.add_argument("--world-size", type=int, default=2, help="--distributed: ranks (gloo processes on this machine)")
     parser.add_argument("--inputs", help="--distributed: folder for each rank's inputs (rank<r>/<input>.npy)")
+    parser.add_argument("--dynamic", action="append", default=[], metavar="ARG:DIM=SYMBOL,...",
+                        help="MODULE:FACTORY: these dims of this argument are symbolic (x:0=B,1=T); repeatable; needs --symbol for each symbol")
+    parser.add_argument("--symbol", action="append", default=[], metavar="NAME=MIN:MAX[:MULTIPLE_OF]",
+                        help="--dynamic: a symbol's range (B=1:64); repeatable")
     a = parser.parse_args(argv)
     _tools_on_path(required=False)  # MODULE:FACTORY found in tools/, as when this lived there
     if a.distributed:
@@ -620,8 +626,15 @@ def main(argv=None):
     made = getattr(importlib.import_module(module_name), factory_name)()
     fn, args = made[0], made[1]
     name = made[2] if len(made) > 2 else factory_name
+    if a.dynamic or a.symbol:
+        from .symbolic_capture import export_symbolic, parse_dynamic, parse_symbol
+        dynamic = dict(parse_dynamic(d) for d in a.dynamic)
+        symbols = dict(parse_symbol(s) for s in a.symbol)
+        doc = export_symbolic(fn, *args, name=name, dynamic=dynamic, symbols=symbols, device=a.device)
+    else:
+        doc = export(fn, *args, name=name, device=a.device)
     with open(a.out, "w") as f:
-        f.write(dumps(export(fn, *args, name=name, device=a.device)))
+        f.write(dumps(doc))
     return 0
 
 

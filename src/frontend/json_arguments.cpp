@@ -60,13 +60,15 @@ void Arguments::bind(Op& op, const std::vector<Given>& positional, const std::ve
   size_t positional_slots = 0;
   while (positional_slots < params.size() && !params[positional_slots].keyword_only) ++positional_slots;
   std::vector<const Given*> bound(params.size(), nullptr);
-  // Thunder's torch.reshape(a, *shape) and torch.permute(a, *dims): integers past a last
-  // positional list parameter are that list, spelled out (bound where its first integer is).
+  // Thunder's torch.reshape(a, *shape) and torch.permute(a, *dims): integers (or {"size"}
+  // literals) past a last positional list parameter are that list, spelled out (bound where its
+  // first integer is).
   std::optional<Arg> spelled_out;
   if (positional.size() > positional_slots && positional_slots > 0 && params[positional_slots - 1].kind == ParamKind::int_list) {
     const size_t first = positional_slots - 1;
     bool all_integers = true;
-    for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && is_json_integer(positional[i].json);
+    auto is_size = [](Json j) { return j.is_object() && object_of(j).size() == 1 && find(object_of(j), "size"); };
+    for (size_t i = first; i < positional.size(); ++i) all_integers = all_integers && (is_json_integer(positional[i].json) || is_size(positional[i].json));
     if (all_integers) {
       std::vector<Arg> items;
       for (size_t i = first; i < positional.size(); ++i) items.push_back(literal_or_ref(positional[i].json, positional[i].where, 2));
