@@ -67,8 +67,9 @@ class PlanAndFit(unittest.TestCase):
 
     def test_parse_flags(self):
         self.assertEqual(sc.parse_dynamic("x:0=B,1=T"), ("x", {0: "B", 1: "T"}))
+        self.assertEqual(sc.parse_dynamic("0:-1=T"), (0, {-1: "T"}))
         self.assertEqual(sc.parse_symbol("T=8:512:8"), ("T", (8, 512, 8)))
-        for bad in ("x", "x:0", "x:a=B", "1x:0=B"):
+        for bad in ("x", "x:0", "x:a=B", "1x:0=B", "x:0=2B"):
             with self.assertRaises(ExportError):
                 sc.parse_dynamic(bad)
         for bad in ("B", "B=1", "B=1:x", "B=1:2:3:4"):
@@ -154,6 +155,8 @@ class ThunderCapture(unittest.TestCase):
         import torch
         with self.assertRaisesRegex(ExportError, "--dynamic names \\['y'\\]"):
             sc.export_symbolic(self.block, torch.randn(2, 5, 16), name="b", dynamic={"y": {0: "B"}}, symbols={"B": (1, 16)})
+        with self.assertRaisesRegex(ExportError, "--dynamic 0: argument 0 has no dims \\[3\\]"):
+            sc.export_symbolic(self.block, torch.randn(2, 5, 16), name="b", dynamic={0: {3: "B"}}, symbols={"B": (1, 16)})
 
 
 def Block():

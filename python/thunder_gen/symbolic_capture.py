@@ -232,19 +232,25 @@ def resized(example, dims, point, generator):
 
 
 def arguments_at(fn, args, dynamic, point):
-    """`args` with each input `dynamic` names ({parameter name: {dim: symbol}}) resized to `point`."""
+    """`args` with each input `dynamic` names ({parameter name or position: {dim: symbol}})
+    resized to `point`."""
     import inspect
     import torch
     forward = fn.forward if isinstance(fn, torch.nn.Module) else fn
-    params = list(inspect.signature(forward).parameters)
-    unknown = set(dynamic) - set(params[: len(args)])
+    params = [p for p in inspect.signature(forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    position = {p.name: i for i, p in enumerate(params[: len(args)])}
+    position.update({i: i for i in range(len(args))})
+    unknown = [k for k in dynamic if k not in position]
     if unknown:
-        raise ExportError(f"--dynamic names {sorted(unknown)}, which are not among the call's arguments {params[: len(args)]}")
+        raise ExportError(f"--dynamic names {unknown}, which are not among the call's arguments "
+                          f"{[p.name for p in params[: len(args)]] or list(range(len(args)))}")
     g = torch.Generator().manual_seed(0)
     out = list(args)
-    for i, p in enumerate(params[: len(args)]):
-        if p in dynamic:
-            out[i] = resized(args[i], dynamic[p], point, g)
+    for key, dims in dynamic.items():
+        i = position[key]
+        if not isinstance(out[i], torch.Tensor) or any(d >= out[i].dim() or d < -out[i].dim() for d in dims):
+            raise ExportError(f"--dynamic {key}: argument {i} has no dims {sorted(dims)}")
+        out[i] = resized(args[i], {d % args[i].dim(): s for d, s in dims.items()}, point, g)
     return out
 
 
@@ -264,15 +270,15 @@ def export_symbolic(fn, *args, name, dynamic, symbols, device="cuda:0"):
 
 
 def parse_dynamic(text):
-    """`x:0=B,1=T` -> ("x", {0: "B", 1: "T"})."""
+    """`x:0=B,1=T` -> ("x", {0: "B", 1: "T"}); an argument by position: `0:0=B` -> (0, {0: "B"})."""
     arg, _, dims = text.partition(":")
     out = {}
     for item in dims.split(","):
         dim, _, symbol = item.partition("=")
-        if not arg.isidentifier() or not dim.strip().lstrip("-").isdigit() or not symbol.isidentifier():
-            raise ExportError(f"--dynamic {text!r}: expected ARG:DIM=SYMBOL[,DIM=SYMBOL...], such as x:0=B,1=T")
+        if not (arg.isidentifier() or arg.isdigit()) or not dim.strip().lstrip("-").isdigit() or not symbol.isidentifier():
+            raise ExportError(f"--dynamic {text!r}: expected ARG:DIM=SYMBOL[,DIM=SYMBOL...], such as x:0=B,1=T (ARG a name or a position)")
         out[int(dim)] = symbol
-    return arg, out
+    return (int(arg) if arg.isdigit() else arg), out
 
 
 def parse_symbol(text):
