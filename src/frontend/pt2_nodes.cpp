@@ -237,8 +237,10 @@ void Translator::inline_autocast(Object node, const Path& at) {
       for (size_t k = 5; k < inputs.size(); ++k) {
         const Path later_at(inputs_at, k), later_arg_at(later_at, "arg");
         const Doc name = resolve(scoped(pt2::argument(require(object_at(inputs.at(k), later_at), later_at, "arg"), later_arg_at, sizes_)));
-        if (!name.is_string()) throw UserError(later_arg_at.str(), "wrap_with_autocast's operands must be tensors");
-        args.push_back(name.get<std::string>());
+        // A SymInt operand (a size the body computes with, in a dynamic-shape export) is read
+        // from the body's own sym_int_values where the body uses it: "" here.
+        if (!name.is_string() && !name.is_number_integer()) throw UserError(later_arg_at.str(), "wrap_with_autocast's operands must be tensors or sizes");
+        args.push_back(name.is_string() ? name.get<std::string>() : "");
       }
       std::vector<std::string> results;
       const Path outputs_at(at, "outputs");
@@ -265,6 +267,7 @@ void Translator::inline_body(Object body, const Path& body_at, const std::vector
   auto outer_casts = std::move(casts_);
   casts_.clear();
   scope_ += printable_line(name) + "__";
+  sizes_.add_graph(graph, graph_at);
   read_tensor_values(graph, graph_at);
   count_uses(graph, graph_at);
   const Path inputs_at(graph_at, "inputs");
@@ -273,8 +276,9 @@ void Translator::inline_body(Object body, const Path& body_at, const std::vector
     throw UserError(inputs_at.str(), "the body takes " + std::to_string(inputs.size()) + " inputs, and the region passes " + std::to_string(args.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Doc placeholder = scoped(pt2::argument(inputs.at(i), Path(inputs_at, i), sizes_));
-    if (!placeholder.is_string()) throw UserError(Path(inputs_at, i).str(), "a body input that is not a tensor");
-    alias_[placeholder.get<std::string>()] = args[i];
+    if (placeholder.is_string() != !args[i].empty())
+      throw UserError(Path(inputs_at, i).str(), "a body input that is a tensor where the region passes a size, or a size where it passes a tensor");
+    if (placeholder.is_string()) alias_[placeholder.get<std::string>()] = args[i];
   }
   read_nodes(graph, graph_at);
   const Path outputs_at(graph_at, "outputs");

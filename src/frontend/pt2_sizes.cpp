@@ -178,15 +178,23 @@ SizeExpr sympy_size(std::string_view srepr, const Symbols& symbols) { return Sre
 SymIntSizes::SymIntSizes(Object root, const Path& root_at, Object graph, const Path& graph_at, const SymbolValues& at)
     : symbols_(read_range_constraints(root, root_at)), at_(at) {
   ::tg::json::check_specialization(symbols_, at_, "/range_constraints/");
+  add_graph(graph, graph_at);
+}
+
+void SymIntSizes::add_graph(Object graph, const Path& graph_at) {
   const std::optional<Json> values = find(graph, "sym_int_values");
   if (!values) return;
   const Path values_at(graph_at, "sym_int_values");
   for (auto [name, symint] : object_at(*values, values_at)) {
     const Path value_at(values_at, name);
     auto [member, value] = member_of(symint, value_at, "SymInt");
-    if (member == "as_int") named_.emplace(std::string(name), SizeExpr(int_of(value)));
-    else if (member == "as_expr") named_.emplace(std::string(name), expression_of(value, Path(value_at, member), symbols_));
-    else throw UserError(value_at.str(), "unknown SymInt member \"" + printable_line(member) + "\"");
+    SizeExpr size;
+    if (member == "as_int" && is_int64(value)) size = int_of(value);
+    else if (member == "as_expr") size = expression_of(value, Path(value_at, member), symbols_);
+    else throw UserError(value_at.str(), "a SymInt is {\"as_int\": n} or {\"as_expr\": ...}, not \"" + printable_line(member) + "\"");
+    auto [it, fresh] = named_.emplace(std::string(name), size);
+    if (!fresh && !(it->second == size))
+      throw UserError(value_at.str(), "the SymInt \"" + printable_line(name) + "\" is " + size.text() + " here and " + it->second.text() + " in another graph");
   }
 }
 

@@ -28,6 +28,9 @@ class SymIntSizes {
   // size of every symbol (checked against its range: a missing one is an error at its constraint).
   SymIntSizes(Object root, const Path& root_at, Object graph, const Path& graph_at, const SymbolValues& at);
 
+  // Adds a nested graph's named SymInts (a region's body); a name it shares with another graph
+  // must be the same size there.
+  void add_graph(Object graph, const Path& graph_at);
   // A SymInt (`as_int`, `as_expr`, or an Argument's `as_name` of a graph SymInt) at the sizes given.
   int64_t size(Json symint, const Path& where) const;
   // The SymInt a node names (an `as_name`): its size.
