@@ -76,6 +76,19 @@ class Embedding(nn.Module):
         return self.proj(self.embed(ids)).sum()
 
 
+class AutocastAttention(nn.Module):
+    """The attention above under CPU bf16 autocast: a dynamic-shape export passes the region its
+    sizes as SymInt operands."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Attention()
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.inner(x)
+
+
 def floats(g, *shape):
     return torch.randn(*shape, generator=g).requires_grad_(True)
 
@@ -95,6 +108,8 @@ DYNAMIC_CASES = {
                     lambda: {"x": {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("seq", min=1, max=32)}}),
     "attention_dynamic": (Attention, lambda g: (floats(g, 2, 6, 16),),
                           lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
+    "attention_bf16_dynamic": (AutocastAttention, lambda g: (floats(g, 2, 6, 16),),
+                               lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
 }
 
 
