@@ -4,7 +4,7 @@
 # passes, and of the runtime's .npy reader (tests/fuzz/).
 #   tools/fuzz.sh build                      configure and build the fuzz targets (clang) in $FUZZ_BUILD_DIR
 #   tools/fuzz.sh run TARGET [SECONDS] [-- LIBFUZZER_FLAGS...]
-#                                            fuzz TARGET (reader, pt2, npy) for SECONDS (default 60) from a
+#                                            fuzz TARGET (reader, pt2, npy, sizes) for SECONDS (default 60) from a
 #                                            scratch copy of tests/fuzz/corpus/TARGET; fails on a crash,
 #                                            leak, timeout, out-of-memory or sanitizer report, printing
 #                                            the input and the command that reproduces it
@@ -22,7 +22,7 @@ usage() { sed -n '4,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 targets_in_tree() {
   local t
-  for t in reader pt2 npy; do [ -f "tests/fuzz/${t}_fuzzer.cpp" ] && echo "$t"; done
+  for t in reader pt2 npy sizes; do [ -f "tests/fuzz/${t}_fuzzer.cpp" ] && echo "$t"; done
 }
 
 build() {

@@ -15,7 +15,10 @@ struct SizeExpr::Atom {
 
 namespace {
 
-constexpr int64_t kUnboundedSize = int64_t(1) << 62;
+constexpr size_t kMaxTerms = 256;
+
+// Bounds past int64 are cut to its limits: every int64 value within the true bounds is still within.
+constexpr int64_t kUnboundedSize = INT64_MAX;
 
 int64_t size_add(int64_t a, int64_t b) {
   int64_t r;
@@ -35,7 +38,7 @@ int64_t floor_quotient(int64_t a, int64_t b) {
   return a / b - (a % b != 0 && ((a < 0) != (b < 0)));
 }
 
-int64_t saturated_size(__int128 x) { return int64_t(std::clamp<__int128>(x, -kUnboundedSize, kUnboundedSize)); }
+int64_t saturated_size(__int128 x) { return int64_t(std::clamp<__int128>(x, INT64_MIN, INT64_MAX)); }
 
 SizeRange range_sum(SizeRange a, SizeRange b) { return {saturated_size(__int128(a.lo) + b.lo), saturated_size(__int128(a.hi) + b.hi)}; }
 
@@ -45,7 +48,7 @@ SizeRange range_product(SizeRange a, SizeRange b) {
 }
 
 SizeRange range_quotient(SizeRange a, SizeRange b) {
-  if (b.lo <= 0) return {-kUnboundedSize, kUnboundedSize};
+  if (b.lo <= 0) return {INT64_MIN, kUnboundedSize};
   // For b > 0, floor(a / b) is monotone in each operand: its extremes are at the corners.
   const int64_t corners[] = {floor_quotient(a.lo, b.lo), floor_quotient(a.lo, b.hi), floor_quotient(a.hi, b.lo), floor_quotient(a.hi, b.hi)};
   return {*std::min_element(std::begin(corners), std::end(corners)), *std::max_element(std::begin(corners), std::end(corners))};
@@ -107,6 +110,10 @@ SizeExpr SizeExpr::of_terms(int64_t constant, std::vector<Term> terms) {
   std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) { return compare(a.monomial, b.monomial) < 0; });
   SizeExpr e(constant);
   for (Term& t : terms) {
+    if (t.monomial.empty()) {  // (what an exact division leaves of a term: a constant)
+      e.constant_ = size_add(e.constant_, t.coef);
+      continue;
+    }
     if (!e.terms_.empty() && compare(e.terms_.back().monomial, t.monomial) == 0) {
       e.terms_.back().coef = size_add(e.terms_.back().coef, t.coef);
     } else {
@@ -114,6 +121,8 @@ SizeExpr SizeExpr::of_terms(int64_t constant, std::vector<Term> terms) {
     }
     if (e.terms_.back().coef == 0) e.terms_.pop_back();
   }
+  // Sizes are short; a hostile product of sums would not be.
+  if (e.terms_.size() > kMaxTerms) throw SizeExprError("a size expression of more than " + std::to_string(kMaxTerms) + " terms");
   return e;
 }
 
@@ -284,7 +293,7 @@ SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
     switch (atom.kind) {
       case SizeExpr::Atom::Kind::symbol: {
         const SymbolDecl* d = symbols.find(atom.name);
-        if (!d) return {-kUnboundedSize, kUnboundedSize};
+        if (!d) return {INT64_MIN, kUnboundedSize};
         return {(d->min + d->multiple_of - 1) / d->multiple_of * d->multiple_of, d->max / d->multiple_of * d->multiple_of};
       }
       case SizeExpr::Atom::Kind::floordiv: return range_quotient(range_of(atom.a, symbols), range_of(atom.b, symbols));
@@ -297,7 +306,7 @@ SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
         return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
       }
     }
-    return {-kUnboundedSize, kUnboundedSize};
+    return {INT64_MIN, kUnboundedSize};
   };
   SizeRange total{saturated_size(e.constant_), saturated_size(e.constant_)};
   for (const SizeExpr::Term& t : e.terms_) {

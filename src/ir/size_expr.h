@@ -61,7 +61,7 @@ class Symbols {
   std::map<std::string, SymbolDecl, std::less<>> decls_;
 };
 
-struct SizeRange {  // lo <= x <= hi (saturated at +-2^62 where a bound is out of reach)
+struct SizeRange {  // lo <= x <= hi (a bound past int64 cut to its limit)
   int64_t lo = 0, hi = 0;
 };
 

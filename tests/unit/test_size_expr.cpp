@@ -55,6 +55,8 @@ TEST_CASE("size expressions: floor division simplifies with what is known", "[si
   CHECK(parse("(2*T + 1)//2") == parse("T"));     // 1 // 2 is 0
   CHECK(parse("(4*B + 6)//4") == parse("B + 1"));  // (4*B + 4 + 2) // 4
   CHECK(parse("(B*T)//T") == parse("B"));
+  CHECK(parse("(6*T)//T + 1") == parse("7"));  // (a fuzzer's find: the quotient's constant kept as a term)
+  CHECK(parse("(6*T)//T + 1").constant() == 7);
   CHECK(parse("B//2//3") == parse("B//6"));
   CHECK(parse("(2*B + 2)//4") == parse("(B + 1)//2"));
   CHECK(parse("B//16").text() == "B//16");
@@ -116,6 +118,9 @@ TEST_CASE("size expressions: the parser says what is wrong and where", "[size_ex
   CHECK(error_of(std::string(40, '(') + "B" + std::string(40, ')')).find("nests deeper than 32") != std::string::npos);
   CHECK(error_of(std::string(2000, '1')).find("longer than 1024") != std::string::npos);
   CHECK(error_of("4611686018427387904 * 4").find("overflows int64") != std::string::npos);
+  std::string sums = "(B + T + 1)";
+  for (int i = 1; i < 22; ++i) sums += "*(B + T + 1)";  // (B + T + 1)^22: 276 terms
+  CHECK(error_of(sums).find("of more than 256 terms") != std::string::npos);
 }
 
 namespace {
