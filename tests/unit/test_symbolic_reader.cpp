@@ -179,3 +179,52 @@ TEST_CASE("sympy's srepr text reads as a size expression") {
   CHECK_THROWS_AS(tg::pt2::sympy_size("Pow(" + symbol("s1") + ", Integer(-1))", s), tg::SizeExprError);
   CHECK_THROWS_AS(tg::pt2::sympy_size(std::string(5000, 'A'), s), tg::SizeExprError);
 }
+
+#include "frontend/json_document.h"
+
+namespace symbolic_reader {
+
+// SymIntSizes over hand-written JSON: a root with range_constraints, a graph with sym_int_values.
+struct SizesOf {
+  simdjson::dom::parser root_parser, graph_parser;
+  simdjson::padded_string root_text, graph_text;
+  std::string pointer;  // "": the documents' roots
+  tg::json::Object root, graph;
+  SizesOf(const json& root_json, const json& graph_json) : root_text(root_json.dump()), graph_text(graph_json.dump()) {
+    const tg::json::Path at(pointer);
+    root = tg::json::object_at(tg::json::parse_document(root_parser, root_text), at);
+    graph = tg::json::object_at(tg::json::parse_document(graph_parser, graph_text), at);
+  }
+};
+
+std::string sizes_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tg::UserError& e) {
+    return e.where + ": " + e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace symbolic_reader
+
+TEST_CASE("a graph's SymInts are read by name, and a nested graph's must agree with them") {
+  const json root = {{"range_constraints", {{"s0", {{"min_val", 2}, {"max_val", nullptr}}}, {"u0", {{"min_val", 0}, {"max_val", 9}}}}}};
+  const json graph = {{"sym_int_values", {{"a", sym(symbol("s0"), 4)}, {"two", {{"as_int", 2}}}}}};
+  SizesOf docs(root, graph);
+  const std::string path = "/graph";
+  const tg::json::Path at(path);
+  tg::pt2::SymIntSizes sizes(docs.root, at, docs.graph, at, {{"s0", 6}});
+  CHECK(sizes.symbols().at("s0").max == tg::kMaxSymbolSize);  // an unbounded max: the largest size declared
+  CHECK_FALSE(sizes.symbols().find("u0"));                     // unbacked: refused where a size names it
+  CHECK(sizes.named("a", at) == 6);
+  CHECK(sizes.named("two", at) == 2);
+  CHECK(sizes_error([&] { sizes.named("b", at); }) == "/graph: no SymInt named \"b\" in the graph's sym_int_values");
+
+  SizesOf same(root, {{"sym_int_values", {{"a", sym(symbol("s0"), 4)}}}});
+  sizes.add_graph(same.graph, at);  // the same name and size in a region's body
+  SizesOf other(root, {{"sym_int_values", {{"a", sym("Mul(Integer(2), " + symbol("s0") + ")", 8)}}}});
+  CHECK(sizes_error([&] { sizes.add_graph(other.graph, at); }) == "/graph/sym_int_values/a: the SymInt \"a\" is 2*s0 here and s0 in another graph");
+  SizesOf odd(root, {{"sym_int_values", {{"c", {{"as_float", 2.0}}}}}});
+  CHECK(sizes_error([&] { sizes.add_graph(odd.graph, at); }) == "/graph/sym_int_values/c: a SymInt is {\"as_int\": n} or {\"as_expr\": ...}, not \"as_float\"");
+}
