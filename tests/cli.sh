@@ -23,6 +23,20 @@ declared=$(sed -n 's/^thunder-gen [0-9.]*: \([0-9]*\) ops$/\1/p' out.txt)
 check list-ops-count [ "$(grep -c '^\(prims\|torch\|thunder\.distributed\.prims\)\.' out.txt)" = "$declared" ]
 run validate "$ex";                  check validate-ok rc 0
 run validate "$root/tests/bad/unknown_op.json"; check validate-bad rc 1
+# Symbolic sizes (docs/symbolic-shapes.md): refused without --specialize, naming the symbol and the
+# flag; the flag's text and sizes checked; a size recorded where the folder and the plan say it.
+sym=$root/examples/symbolic/symbolic_block.json
+run "$sym" -o gen;                   check symbolic-needs-sizes rc 1; check symbolic-needs-sizes-text has err.txt "/symbols/B: error: the trace's sizes depend on B (1 <= B <= 8); .* --specialize B=<size>"
+check symbolic-refused-wrote-nothing [ ! -e gen ]
+run "$sym" -o gen --specialize B=3,T=x; check specialize-text rc 2; check specialize-text-words has err.txt "expected <symbol>=<size>"
+run "$sym" -o gen --specialize B=3,B=4,T=1; check specialize-twice rc 2; check specialize-twice-words has err.txt "B is given twice"
+run "$sym" -o gen --specialize B=9,T=1; check specialize-range rc 1; check specialize-range-words has err.txt "B=9 is not a size the trace allows: 1 <= B <= 8"
+run validate "$sym" --specialize B=2,T=5; check validate-symbolic rc 0
+run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8, 1 <= T <= 40)"
+run "$sym" -o gen --specialize B=2,T=5; check specialize-ok rc 0
+check specialize-header has gen/include/symbolic_block.h "Specialised at B=2, T=5"
+check specialize-manifest has gen/manifest.json '"specialized_at"'
+rm -rf gen
 run "$root/examples" -o gen;           check trace-is-a-folder rc 1; check trace-is-a-folder-text has err.txt "examples: error: is a folder, not a trace file"
 run "$ex" -o gen --tags "$root/examples"; check tags-is-a-folder rc 1; check tags-is-a-folder-text has err.txt "is a folder, not an overrides file"
 check refused-folders-wrote-nothing [ ! -e gen ]

@@ -12,6 +12,7 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
   const Trace& b = p.backward;
   std::ostringstream out;
   out << input_file << " (trace \"" << p.forward.name << "\"): rematerialization plan\n";
+  if (const std::string at = p.forward.specialization_text(); !at.empty()) out << "at the sizes " << at << "\n";
   int64_t total = 0, intermediate = 0;
   size_t tensors = 0;
   std::string scalars;
