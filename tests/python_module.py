@@ -84,8 +84,8 @@ class Checks:
         return 1 if self.failed else 0
 
 
-def generate(trace: Path, out: Path) -> Path:
-    r = subprocess.run([find_thunder_gen(), str(trace), "-o", str(out)], capture_output=True, text=True)
+def generate(trace: Path, out: Path, *flags: str) -> Path:
+    r = subprocess.run([find_thunder_gen(), str(trace), "-o", str(out), *flags], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"thunder-gen {trace} exited {r.returncode}: {r.stderr}")
     return out
@@ -435,6 +435,17 @@ def check_random_state(checks: Checks, work: Path) -> None:
     checks.raises("refused: a float philox_seed", TypeError, ["'philox_seed'", "int"], lambda: gen(x, philox_seed=1.5))
 
 
+def check_specialized(checks: Checks, work: Path) -> None:
+    """A folder generated from a symbolic trace at one size runs at it, and says so when called at another."""
+    out = generate(ROOT / "examples" / "symbolic" / "symbolic_block.json", work / "symbolic", "--specialize", "B=2,T=3")
+    gen = timed_load(checks, out, work / "extensions")
+    checks.expect(gen.manifest.specialized_at == {"B": 2, "T": 3}, f"the manifest's sizes: {gen.manifest.specialized_at}")
+    params = [torch.randn(64), torch.randn(64), torch.randn(128, 64) * 0.1, torch.randn(128), torch.randn(64, 128) * 0.1, torch.randn(64)]
+    checks.expect(list(gen(torch.randn(2, 3, 64), *params).shape) == [6, 64], "symbolic_block at B=2, T=3: out is [B*T, 64]")
+    checks.raises("refused: symbolic_block called at B=4", ValueError, ["'x'", "[2, 3, 64]", "[4, 3, 64]", "generated for the sizes B=2, T=3",
+                                                                        "--specialize"], lambda: gen(torch.randn(4, 3, 64), *params))
+
+
 def check_bad_folders(checks: Checks, work: Path) -> None:
     empty = work / "not-generated"
     empty.mkdir(parents=True, exist_ok=True)
@@ -476,6 +487,7 @@ def api_main(work: Path) -> int:
     check_statuses(checks, gen)
     check_rebuilds(checks, gen, work)
     check_random_state(checks, work)
+    check_specialized(checks, work)
     check_bad_folders(checks, work)
     return checks.summary()
 

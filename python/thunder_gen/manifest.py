@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -93,6 +93,8 @@ class Manifest:
     forward: EntryPoint
     backward: EntryPoint | None
     workspace_bytes_function: str
+    # A symbolic trace's sizes this folder was generated at ({"B": 8}); empty for static shapes.
+    specialized_at: dict = field(default_factory=dict)
 
     @property
     def status_string_function(self) -> str:
@@ -192,9 +194,18 @@ def read_manifest(folder: str | Path) -> Manifest:
         forward=r.entry_point(r.get(entry_points, "forward", dict, "/entry_points"), "/entry_points/forward"),
         backward=r.entry_point(backward, "/entry_points/backward") if backward is not None else None,
         workspace_bytes_function=r.get(doc, "workspace_bytes_function", str, ""),
+        specialized_at=_sizes(r, doc),
     )
     _check_consistent(m, r)
     return m
+
+
+def _sizes(r: _Reader, doc) -> dict:
+    sizes = r.get(doc, "specialized_at", dict, "", required=False) or {}
+    for name, size in sizes.items():
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            r.fail(f"/specialized_at/{name}", f"expected a size, found {size!r}")
+    return dict(sizes)
 
 
 def _check_consistent(m: Manifest, r: _Reader) -> None:

@@ -217,7 +217,10 @@ class GeneratedModule(torch.nn.Module):
         if arg.dtype != want:
             raise TypeError(f"{where}: expected dtype {want} ({decl.dtype}), got {arg.dtype}")
         if tuple(arg.shape) != decl.shape:
-            raise ValueError(f"{where}: expected shape {list(decl.shape)}, got {list(arg.shape)}")
+            sizes = self.manifest.specialized_at
+            at = (f" (this folder was generated for the sizes {', '.join(f'{k}={v}' for k, v in sizes.items())} of a symbolic trace; "
+                  "generate another with --specialize for other sizes)") if sizes else ""
+            raise ValueError(f"{where}: expected shape {list(decl.shape)}, got {list(arg.shape)}{at}")
         if arg.device != self.device:
             raise ValueError(f"{where}: expected a tensor on {self.device}, got one on {arg.device}")
         if arg.layout != torch.strided:
