@@ -46,11 +46,12 @@ class PlanAndFit(unittest.TestCase):
     def test_plan_avoids_0_1_and_powers_of_two_and_keeps_a_point_back(self):
         points, held_back = sc.plan(SYMBOLS)
         self.assertEqual(len(points), 6)  # base, each symbol at 2 more values, the pair: the 6 terms 1 B T B*B B*T T*T
-        for p in points + [held_back]:
+        for p in points:
             for v in p.values():
                 self.assertGreaterEqual(v, 2)
                 self.assertTrue(v & (v - 1))
         self.assertNotIn(held_back, points)
+        self.assertEqual(held_back, {"B": 16, "T": 64})  # the top of each range
         self.assertEqual(sc.admissible(8, 64, 8, 4), [24, 40, 48, 56])
         with self.assertRaisesRegex(ExportError, "fewer than 4 multiples"):
             sc.plan({"B": (1, 3)})
@@ -78,6 +79,13 @@ class PlanAndFit(unittest.TestCase):
 
 
 class Merge(unittest.TestCase):
+    def test_a_shape_kwarg_is_a_size_literal(self):
+        def with_kwarg(p):
+            d = doc_at(p)
+            d["ops"][0]["kwargs"] = {"shape": [p["B"] * p["T"], 4]}
+            return d
+        self.assertEqual(merged(with_kwarg)["ops"][0]["kwargs"]["shape"], [{"size": "B*T"}, 4])
+
     def test_sizes_become_expressions_and_the_rest_stays(self):
         doc = merged()
         self.assertEqual(doc["symbols"], {"B": {"min": 1, "max": 16}, "T": {"min": 1, "max": 64}})
@@ -95,6 +103,11 @@ class Merge(unittest.TestCase):
         with self.assertRaisesRegex(ExportError, r"^/ops/0/args/2 \(torch.reshape\): no size expression explains this integer \(4 at B=3,T=3"):
             merged(lambda p: {**doc_at(p), "ops": [{**doc_at(p)["ops"][0], "args": ["x", p["B"] * p["T"], p["T"] // 2 + 4 - 1]}]
                               + doc_at(p)["ops"][1:]})
+
+        with self.assertRaisesRegex(ExportError, r"^/ops/0/args/2 \(torch.reshape\): no size expression explains this integer"):
+            merged(lambda p: {**doc_at(p), "ops": [{**doc_at(p)["ops"][0], "args": ["x", p["B"] * p["T"], min(p["T"], 32)]}] + doc_at(p)["ops"][1:]})
+        with self.assertRaisesRegex(ExportError, r"^/ops/1/args/1 \(torch.mul\): the program differs between sizes \(a bool at one size, a int at another\)"):
+            merged(lambda p: {**doc_at(p), "ops": [doc_at(p)["ops"][0], {**doc_at(p)["ops"][1], "args": ["r", True if p["B"] == 3 else 1]}]})
 
         def renamed(p):
             d = copy.deepcopy(doc_at(p))

@@ -9,7 +9,7 @@ document whose sizes are expressions over named symbols (docs/symbolic-shapes.md
 
 Thunder traces at fixed sizes, so the program is traced once per size assignment (`plan()`: each
 symbol at three values, each pair of symbols moved together, and a last point kept back to check
-the result) and the traces are merged (`merge()`): they must be the same program (same ops,
+the result) and the traces are merged (`merge()`; the point kept back has every symbol at its largest size): they must be the same program (same ops,
 names, arguments) up to integers; an integer that is the same in every trace is a constant, one
 that differs is fitted with a polynomial in the symbols of degree two at most (`B`, `B*T`,
 `T*T`, `(B*T)//2`) with rational coefficients, written over one denominator as a floor division,
@@ -44,11 +44,12 @@ def admissible(lo, hi, multiple_of, count):
 def plan(symbols):
     """The size assignments to capture at: (fitting points, the point kept back). `symbols` is
     {name: (min, max)} or {name: (min, max, multiple_of)}."""
-    values = {}
+    values, largest = {}, {}
     for name, declared in symbols.items():
         lo, hi, multiple = (tuple(declared) + (1,))[:3]
+        largest[name] = hi // multiple * multiple
         picked = admissible(lo, hi, multiple, 4)
-        if picked is None:
+        if picked is None or largest[name] in picked[:3]:
             raise ExportError(f"symbol {name}: [{lo}, {hi}] holds fewer than 4 multiples of {multiple} to capture at; widen its range")
         values[name] = picked
     names = sorted(values)
@@ -59,7 +60,9 @@ def plan(symbols):
             points.append({**base, n: v})
     for a, b in itertools.combinations(names, 2):
         points.append({**base, a: values[a][1], b: values[b][1]})
-    held_back = {n: values[n][3] for n in names}
+    # The point kept back is each symbol's largest size: what is fitted at small sizes must also
+    # hold at the top of the range (a clamp such as min(T, 1024) would not).
+    held_back = {n: largest[n] for n in names}
     return points, held_back
 
 
@@ -148,6 +151,10 @@ class Merger:
 
     def merge(self, docs, check, path):
         first = docs[0]
+        if any(type(d) is not type(first) for d in docs + [check]):  # (True == 1 and 2.0 == 2 in Python)
+            raise ExportError(f"{self.where(path)}{self.op_name(self.root, path)}: the program differs between sizes "
+                              f"(a {type(first).__name__} at one size, a {next(type(d).__name__ for d in docs + [check] if type(d) is not type(first))} "
+                              "at another)")
         if isinstance(first, bool) or first is None or isinstance(first, str):
             if any(d != first for d in docs + [check]):
                 raise ExportError(f"{self.where(path)}{self.op_name(self.root, path)}: the program differs between sizes "
@@ -180,8 +187,10 @@ class Merger:
             seen = ", ".join(f"{d} at {format_point(p)}" for d, p in zip(docs, self.points))
             raise ExportError(f"{self.where(path)}{self.op_name(self.root, path)}: no size expression explains this integer ({seen})")
         text = fitted[0]
-        in_shape = len(path) >= 2 and path[-2] == "shape"
-        return text if in_shape else {"size": text}
+        # A value declaration's shape entry (inputs[i].shape[k], out[i].shape[k]) is written bare;
+        # an integer argument, a kwarg named shape among them, as {"size": ...}.
+        declared = len(path) >= 4 and path[-2] == "shape" and path[-4] in ("inputs", "out")
+        return text if declared else {"size": text}
 
 
 def evaluate(fitted, point):

@@ -136,7 +136,8 @@ int64_t constraint_bound(Object constraint, const Path& at, std::string_view fie
   if (!j || j->is_null()) return unbounded;
   if (!is_json_integer(*j)) throw UserError(Path(at, field).str(), "expected an integer or null, got " + kind_name(*j));
   if (is_too_large(*j)) return kMaxSymbolSize;
-  return std::clamp<int64_t>(int_of(*j), 0, kMaxSymbolSize);
+  if (int_of(*j) < 0) throw UserError(Path(at, field).str(), "a size bound below 0: " + std::to_string(int_of(*j)));
+  return std::min(int_of(*j), kMaxSymbolSize);  // (torch writes int_oo's stand-in as a huge max: the largest size declared)
 }
 
 Symbols read_range_constraints(Object root, const Path& root_at) {

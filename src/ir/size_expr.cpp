@@ -13,22 +13,34 @@ struct SizeExpr::Atom {
   std::string key;   // the atom's canonical text: atoms are ordered by it
 };
 
+// Bounds are computed in 128 bits, exactly, up to 2^100; past it a lower bound is "unbounded
+// below" and an upper one "unbounded above" (kUnboundedSize, absorbing), so a bound is never cut to a
+// value the expression can pass. range_of() hands out int64 bounds: every int64 value of the
+// expression lies within them.
+using WideSize = __int128;
+constexpr WideSize kUnboundedSize = WideSize(1) << 100;
+
+struct SizeBounds {
+  WideSize lo, hi;
+  bool finite() const { return lo > -kUnboundedSize && hi < kUnboundedSize; }
+};
+
 namespace {
 
 constexpr size_t kMaxTerms = 256;
+constexpr size_t kMaxAtomText = 1024;
 
-// Bounds past int64 are cut to its limits: every int64 value within the true bounds is still within.
-constexpr int64_t kUnboundedSize = INT64_MAX;
-
+// INT64_MIN counts as an overflow: a size's text spells -2^63 as a negated literal the grammar
+// cannot read back.
 int64_t size_add(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw SizeExprError("size arithmetic overflows int64");
+  if (__builtin_add_overflow(a, b, &r) || r == INT64_MIN) throw SizeExprError("size arithmetic overflows int64");
   return r;
 }
 
 int64_t size_mul(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw SizeExprError("size arithmetic overflows int64");
+  if (__builtin_mul_overflow(a, b, &r) || r == INT64_MIN) throw SizeExprError("size arithmetic overflows int64");
   return r;
 }
 
@@ -38,20 +50,39 @@ int64_t floor_quotient(int64_t a, int64_t b) {
   return a / b - (a % b != 0 && ((a < 0) != (b < 0)));
 }
 
-int64_t saturated_size(__int128 x) { return int64_t(std::clamp<__int128>(x, INT64_MIN, INT64_MAX)); }
+WideSize bounded(WideSize x) { return std::clamp(x, -kUnboundedSize, kUnboundedSize); }
 
-SizeRange range_sum(SizeRange a, SizeRange b) { return {saturated_size(__int128(a.lo) + b.lo), saturated_size(__int128(a.hi) + b.hi)}; }
-
-SizeRange range_product(SizeRange a, SizeRange b) {
-  const __int128 corners[] = {__int128(a.lo) * b.lo, __int128(a.lo) * b.hi, __int128(a.hi) * b.lo, __int128(a.hi) * b.hi};
-  return {saturated_size(*std::min_element(std::begin(corners), std::end(corners))), saturated_size(*std::max_element(std::begin(corners), std::end(corners)))};
+WideSize wide_product(WideSize a, WideSize b) {
+  WideSize r;
+  if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? -kUnboundedSize : kUnboundedSize;
+  return bounded(r);
 }
 
-SizeRange range_quotient(SizeRange a, SizeRange b) {
-  if (b.lo <= 0) return {INT64_MIN, kUnboundedSize};
-  // For b > 0, floor(a / b) is monotone in each operand: its extremes are at the corners.
-  const int64_t corners[] = {floor_quotient(a.lo, b.lo), floor_quotient(a.lo, b.hi), floor_quotient(a.hi, b.lo), floor_quotient(a.hi, b.hi)};
+WideSize wide_floor_quotient(WideSize a, WideSize b) { return a / b - (a % b != 0 && ((a < 0) != (b < 0))); }
+
+SizeBounds bounds_sum(SizeBounds a, SizeBounds b) {
+  return {a.lo <= -kUnboundedSize || b.lo <= -kUnboundedSize ? -kUnboundedSize : bounded(a.lo + b.lo),
+          a.hi >= kUnboundedSize || b.hi >= kUnboundedSize ? kUnboundedSize : bounded(a.hi + b.hi)};
+}
+
+SizeBounds bounds_product(SizeBounds a, SizeBounds b) {
+  const WideSize corners[] = {wide_product(a.lo, b.lo), wide_product(a.lo, b.hi), wide_product(a.hi, b.lo), wide_product(a.hi, b.hi)};
   return {*std::min_element(std::begin(corners), std::end(corners)), *std::max_element(std::begin(corners), std::end(corners))};
+}
+
+SizeBounds bounds_quotient(SizeBounds a, SizeBounds b) {
+  if (b.lo <= 0) return {-kUnboundedSize, kUnboundedSize};
+  // For b > 0, floor(a / b) is monotone in each operand: its extremes are at the corners (an
+  // unbounded dividend stays unbounded).
+  const WideSize corners[] = {wide_floor_quotient(a.lo, b.lo), wide_floor_quotient(a.lo, b.hi), wide_floor_quotient(a.hi, b.lo), wide_floor_quotient(a.hi, b.hi)};
+  return {a.lo <= -kUnboundedSize ? -kUnboundedSize : *std::min_element(std::begin(corners), std::end(corners)),
+          a.hi >= kUnboundedSize ? kUnboundedSize : *std::max_element(std::begin(corners), std::end(corners))};
+}
+
+// A symbol's bounds: its range tightened to the multiples it is declared to be.
+SizeBounds symbol_bounds(const SymbolDecl& d) {
+  const WideSize m = d.multiple_of;
+  return {(WideSize(d.min) + m - 1) / m * m, WideSize(d.max) / m * m};
 }
 
 uint64_t size_magnitude(int64_t x) { return x < 0 ? 0 - uint64_t(x) : uint64_t(x); }
@@ -67,8 +98,7 @@ void Symbols::declare(SymbolDecl decl) {
   if (decl.max > kMaxSymbolSize) throw SizeExprError("symbol '" + n + "': max " + std::to_string(decl.max) + " is over 2^48");
   if (decl.min > decl.max) throw SizeExprError("symbol '" + n + "': min " + std::to_string(decl.min) + " is over max " + std::to_string(decl.max));
   if (decl.multiple_of < 1) throw SizeExprError("symbol '" + n + "': multiple_of " + std::to_string(decl.multiple_of) + " is not positive");
-  const int64_t first = (decl.min + decl.multiple_of - 1) / decl.multiple_of * decl.multiple_of;
-  if (first > decl.max) {
+  if (const SizeBounds b = symbol_bounds(decl); b.lo > b.hi) {
     throw SizeExprError("symbol '" + n + "': no multiple of " + std::to_string(decl.multiple_of) + " lies in [" + std::to_string(decl.min) + ", " +
                         std::to_string(decl.max) + "]");
   }
@@ -98,6 +128,13 @@ SizeExpr SizeExpr::of_atom(AtomPtr atom) {
   SizeExpr e;
   e.terms_.push_back({{{std::move(atom), 1}}, 1});
   return e;
+}
+
+// An atom holds its operands whole, and its key spells them: nesting that copies an operand (a
+// product of sums around a max) would grow both exponentially with the text's length.
+SizeExpr::AtomPtr SizeExpr::checked_atom(std::shared_ptr<Atom> atom) {
+  if (atom->key.size() > kMaxAtomText) throw SizeExprError("a size expression too large (an operand of over " + std::to_string(kMaxAtomText) + " characters)");
+  return atom;
 }
 
 SizeExpr SizeExpr::of_term(const Term& term) {
@@ -216,7 +253,7 @@ std::optional<SizeExpr> SizeExpr::divide_exactly(const SizeExpr& a, const SizeEx
   std::vector<Term> terms;
   for (const Term& t : a.terms_) {
     auto m = divide(t.monomial, d.monomial);
-    if (!m || t.coef % d.coef != 0) return std::nullopt;
+    if (!m || (d.coef == -1 && t.coef == INT64_MIN) || t.coef % d.coef != 0) return std::nullopt;
     terms.push_back({std::move(*m), t.coef / d.coef});
   }
   return of_terms(0, std::move(terms));
@@ -233,7 +270,10 @@ SizeExpr SizeExpr::quotient_by_constant(const SizeExpr& a, int64_t c, const Symb
   const SizeExpr q = of_terms(q_constant, std::move(whole));
   SizeExpr r = of_terms(a.constant_ - q_constant * c, std::move(rest));
   if (r == SizeExpr()) return q;
-  if (const SizeRange rr = range_of(r, symbols); floor_quotient(rr.lo, c) == floor_quotient(rr.hi, c)) return q + floor_quotient(rr.lo, c);
+  if (const SizeBounds rb = bounds_of(r, symbols); rb.finite() && wide_floor_quotient(rb.lo, c) == wide_floor_quotient(rb.hi, c)) {
+    const WideSize k = wide_floor_quotient(rb.lo, c);  // (|k| < 2^100: it may still not be an int64)
+    if (k >= INT64_MIN && k <= INT64_MAX) return q + int64_t(k);
+  }
   // One form for (g*x) // (g*c): x // c.
   uint64_t g = size_magnitude(c);
   for (const Term& t : r.terms_) g = std::gcd(g, size_magnitude(t.coef));
@@ -254,7 +294,7 @@ SizeExpr SizeExpr::quotient_by_constant(const SizeExpr& a, int64_t c, const Symb
   atom->a = std::move(r);
   atom->b = SizeExpr(c);
   atom->key = operand_text(atom->a) + "//" + std::to_string(c);
-  return q + of_atom(std::move(atom));
+  return q + of_atom(checked_atom(std::move(atom)));
 }
 
 SizeExpr floor_div(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
@@ -268,7 +308,7 @@ SizeExpr floor_div(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols)
   atom->a = a;
   atom->b = b;
   atom->key = SizeExpr::operand_text(a) + "//" + SizeExpr::operand_text(b);
-  return SizeExpr::of_atom(std::move(atom));
+  return SizeExpr::of_atom(SizeExpr::checked_atom(std::move(atom)));
 }
 
 SizeExpr SizeExpr::extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
@@ -280,7 +320,7 @@ SizeExpr SizeExpr::extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, c
   atom->a = in_order ? a : b;
   atom->b = in_order ? b : a;
   atom->key = std::string(is_max ? "max(" : "min(") + atom->a.text() + ", " + atom->b.text() + ")";
-  return of_atom(std::move(atom));
+  return of_atom(checked_atom(std::move(atom)));
 }
 
 SizeExpr max(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) { return SizeExpr::extremum(true, a, b, symbols); }
@@ -288,36 +328,40 @@ SizeExpr min(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) { ret
 
 // ---- what is known ----------------------------------------------------------------------------
 
-SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
-  auto atom_range = [&](const SizeExpr::Atom& atom) -> SizeRange {
+SizeBounds SizeExpr::bounds_of(const SizeExpr& e, const Symbols& symbols) {
+  auto atom_bounds = [&](const Atom& atom) -> SizeBounds {
     switch (atom.kind) {
-      case SizeExpr::Atom::Kind::symbol: {
+      case Atom::Kind::symbol: {
         const SymbolDecl* d = symbols.find(atom.name);
-        if (!d) return {INT64_MIN, kUnboundedSize};
-        return {(d->min + d->multiple_of - 1) / d->multiple_of * d->multiple_of, d->max / d->multiple_of * d->multiple_of};
+        return d ? symbol_bounds(*d) : SizeBounds{-kUnboundedSize, kUnboundedSize};
       }
-      case SizeExpr::Atom::Kind::floordiv: return range_quotient(range_of(atom.a, symbols), range_of(atom.b, symbols));
-      case SizeExpr::Atom::Kind::max: {
-        const SizeRange x = range_of(atom.a, symbols), y = range_of(atom.b, symbols);
+      case Atom::Kind::floordiv: return bounds_quotient(bounds_of(atom.a, symbols), bounds_of(atom.b, symbols));
+      case Atom::Kind::max: {
+        const SizeBounds x = bounds_of(atom.a, symbols), y = bounds_of(atom.b, symbols);
         return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
       }
-      case SizeExpr::Atom::Kind::min: {
-        const SizeRange x = range_of(atom.a, symbols), y = range_of(atom.b, symbols);
+      case Atom::Kind::min: {
+        const SizeBounds x = bounds_of(atom.a, symbols), y = bounds_of(atom.b, symbols);
         return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
       }
     }
-    return {INT64_MIN, kUnboundedSize};
+    return {-kUnboundedSize, kUnboundedSize};
   };
-  SizeRange total{saturated_size(e.constant_), saturated_size(e.constant_)};
-  for (const SizeExpr::Term& t : e.terms_) {
-    SizeRange r{saturated_size(t.coef), saturated_size(t.coef)};
-    for (const SizeExpr::Factor& f : t.monomial) {
-      const SizeRange x = atom_range(*f.atom);
-      for (int p = 0; p < f.power; ++p) r = range_product(r, x);
+  SizeBounds total{e.constant_, e.constant_};
+  for (const Term& t : e.terms_) {
+    SizeBounds r{t.coef, t.coef};
+    for (const Factor& f : t.monomial) {
+      const SizeBounds x = atom_bounds(*f.atom);
+      for (int p = 0; p < f.power; ++p) r = bounds_product(r, x);
     }
-    total = range_sum(total, r);
+    total = bounds_sum(total, r);
   }
   return total;
+}
+
+SizeRange range_of(const SizeExpr& e, const Symbols& symbols) {
+  const SizeBounds b = SizeExpr::bounds_of(e, symbols);
+  return {int64_t(std::clamp<WideSize>(b.lo, INT64_MIN, INT64_MAX)), int64_t(std::clamp<WideSize>(b.hi, INT64_MIN, INT64_MAX))};
 }
 
 int64_t known_multiple(const SizeExpr& e, const Symbols& symbols) {
@@ -343,11 +387,11 @@ bool provably_divisible(const SizeExpr& e, int64_t n, const Symbols& symbols) {
 // Interval arithmetic forgets that B*T - B is B*(T - 1): an atom every term shares is factored
 // out first (when it is never negative), and the rest bounded on its own.
 bool SizeExpr::provably_nonnegative(const SizeExpr& e, const Symbols& symbols) {
-  if (range_of(e, symbols).lo >= 0) return true;
+  if (bounds_of(e, symbols).lo >= 0) return true;
   if (e.constant_ != 0 || e.terms_.empty()) return false;
   for (const Factor& f : e.terms_[0].monomial) {
     const SizeExpr factor = of_atom(f.atom);
-    if (range_of(factor, symbols).lo < 0) continue;
+    if (bounds_of(factor, symbols).lo < 0) continue;
     if (auto rest = divide_exactly(e, factor)) return provably_nonnegative(*rest, symbols);
   }
   return false;
@@ -361,7 +405,7 @@ bool provably_ge(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
   }
 }
 
-bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return range_of(e, symbols).lo >= 1; }
+bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return SizeExpr::bounds_of(e, symbols).lo >= 1; }
 
 // ---- reading it -------------------------------------------------------------------------------
 
@@ -432,16 +476,21 @@ int64_t SizeExpr::evaluate(const std::function<int64_t(const std::string&)>& val
     }
     return 0;
   };
-  int64_t total = constant_;
+  // In 128 bits: the canonical order of terms must not decide whether a sum that fits int64
+  // overflows on the way (2^62*P + 2^62*R - 2^62*Q).
+  auto overflow = [] { return SizeExprError("size arithmetic overflows int64"); };
+  WideSize total = constant_;
   for (const Term& t : terms_) {
-    int64_t v = t.coef;
+    WideSize v = t.coef;
     for (const Factor& f : t.monomial) {
       const int64_t x = atom_value(*f.atom);
-      for (int p = 0; p < f.power; ++p) v = size_mul(v, x);
+      for (int p = 0; p < f.power; ++p)
+        if (__builtin_mul_overflow(v, WideSize(x), &v)) throw overflow();
     }
-    total = size_add(total, v);
+    if (__builtin_add_overflow(total, v, &total)) throw overflow();
   }
-  return total;
+  if (total < INT64_MIN || total > INT64_MAX) throw overflow();
+  return int64_t(total);
 }
 
 int64_t SizeExpr::evaluate(const SymbolValues& values) const {

@@ -65,6 +65,8 @@ struct SizeRange {  // lo <= x <= hi (a bound past int64 cut to its limit)
   int64_t lo = 0, hi = 0;
 };
 
+struct SizeBounds;  // size_expr.cpp: exact 128-bit bounds, behind range_of
+
 class SizeExpr {
  public:
   SizeExpr() = default;  // 0
@@ -98,6 +100,7 @@ class SizeExpr {
   friend SizeRange range_of(const SizeExpr&, const Symbols&);
   friend int64_t known_multiple(const SizeExpr&, const Symbols&);
   friend bool provably_ge(const SizeExpr&, const SizeExpr&, const Symbols&);
+  friend bool provably_positive(const SizeExpr&, const Symbols&);
 
   struct Atom;
   using AtomPtr = std::shared_ptr<const Atom>;
@@ -114,6 +117,7 @@ class SizeExpr {
   std::vector<Term> terms_;  // in canonical order, each monomial once, no zero coefficient
 
   static SizeExpr of_atom(AtomPtr atom);
+  static AtomPtr checked_atom(std::shared_ptr<Atom> atom);
   static SizeExpr of_terms(int64_t constant, std::vector<Term> terms);
   static SizeExpr of_term(const Term& term);
   static int compare(const SizeExpr& a, const SizeExpr& b);
@@ -124,6 +128,7 @@ class SizeExpr {
   static SizeExpr quotient_by_constant(const SizeExpr& a, int64_t c, const Symbols& symbols);
   static SizeExpr extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, const Symbols& symbols);
   static bool provably_nonnegative(const SizeExpr& e, const Symbols& symbols);
+  static SizeBounds bounds_of(const SizeExpr& e, const Symbols& symbols);
   static std::string term_text(const Term& t, bool leading);
   static std::string operand_text(const SizeExpr& e);
 };

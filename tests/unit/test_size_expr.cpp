@@ -123,6 +123,27 @@ TEST_CASE("size expressions: the parser says what is wrong and where", "[size_ex
   CHECK(error_of(sums).find("of more than 256 terms") != std::string::npos);
 }
 
+TEST_CASE("size expressions: what review and fuzzing found stays fixed", "[size_expr]") {
+  Symbols s;
+  for (const char* name : {"P", "Q", "R", "S"}) s.declare({name, 1, 2, 1});
+  s.declare({"E", 3, 10, 1});
+  s.declare({"F", 3, 10, 1});
+  auto at = [](int64_t v) { return tg::SymbolValues{{"P", v}, {"Q", v}, {"R", v}, {"S", v}, {"E", 3}, {"F", 3}}; };
+  // Bounds cut at int64's limits once decided a quotient wrongly: exact bounds now.
+  CHECK(tg::parse_size_expr("(4611686018427387904*P - 4611686018427387900*Q + 4611686018427387904*R - S)//7", s).evaluate(at(1)) ==
+        658812288346769701);
+  CHECK(tg::parse_size_expr("(4611686018427387904*E - 4611686018427387904*F)//3 + 1", s).evaluate(at(1)) == 1);
+  // -2^63 as a constant: its text could not be read back (and a division by -1 of it trapped).
+  CHECK_THROWS_WITH(tg::parse_size_expr("-9223372036854775807 - 1", s), Catch::Contains("overflows int64"));
+  CHECK_THROWS_WITH(tg::parse_size_expr("((-9223372036854775807-1)*((1-E)//2)) // (-((1-E)//2))", s), Catch::Contains("overflows int64"));
+  // An operand copied at every level of nesting: refused while short, not exponential.
+  std::string x = "E";
+  for (int i = 0; i < 16; ++i) x = "max(" + x + "*(E+F+P)-Q, F)";
+  CHECK_THROWS_WITH(tg::parse_size_expr(x, s), Catch::Contains("too large"));
+  // A multiple_of near int64's limit: no multiple in range, not an overflow.
+  CHECK_THROWS_WITH(s.declare({"M", 2, 10, INT64_MAX}), "symbol 'M': no multiple of 9223372036854775807 lies in [2, 10]");
+}
+
 namespace {
 
 // A random expression as text, and its value at `at` computed independently of SizeExpr
