@@ -32,7 +32,7 @@ run "$sym" -o gen --specialize B=3,T=x; check specialize-text rc 2; check specia
 run "$sym" -o gen --specialize B=3,B=4,T=1; check specialize-twice rc 2; check specialize-twice-words has err.txt "B is given twice"
 run "$sym" -o gen --specialize B=9,T=1; check specialize-range rc 1; check specialize-range-words has err.txt "B=9 is not a size the trace allows: 1 <= B <= 8"
 run validate "$sym" --specialize B=2,T=5; check validate-symbolic rc 0
-run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8, 1 <= T <= 40)"
+run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8; 1 <= T <= 40)"
 run "$sym" -o gen --specialize B=2,T=5; check specialize-ok rc 0
 check specialize-header has gen/include/symbolic_block.h "Specialised at B=2, T=5"
 check specialize-manifest has gen/manifest.json '"specialized_at"'

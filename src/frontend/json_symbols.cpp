@@ -23,12 +23,6 @@ std::string declared_symbol_names(const Symbols& symbols) {
   return out.empty() ? "none" : out;
 }
 
-std::string declared_range_text(const SymbolDecl& d) {
-  std::string out = std::to_string(d.min) + " <= " + d.name + " <= " + std::to_string(d.max);
-  if (d.multiple_of > 1) out += ", a multiple of " + std::to_string(d.multiple_of);
-  return out;
-}
-
 }  // namespace
 
 Symbols read_symbols(Json json, const Path& at) {
@@ -57,11 +51,11 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
     const SymbolDecl* d = symbols.find(name);
     if (!d) throw UserError("--specialize", "", "the trace declares no symbol '" + name + "' (its symbols: " + declared_symbol_names(symbols) + ")");
     if (size < d->min || size > d->max || size % d->multiple_of != 0)
-      throw UserError("--specialize", "", name + "=" + std::to_string(size) + " is not a size the trace allows: " + declared_range_text(*d) + " (" + declared_at + escape_pointer_token(name) + ")");
+      throw UserError("--specialize", "", name + "=" + std::to_string(size) + " is not a size the trace allows: " + d->range_text() + " (" + declared_at + escape_pointer_token(name) + ")");
   }
   for (const auto& [name, decl] : symbols.all()) {
     if (!values.count(name)) {
-      throw UserError(declared_at + escape_pointer_token(name), "the trace's sizes depend on " + name + " (" + declared_range_text(decl) +
+      throw UserError(declared_at + escape_pointer_token(name), "the trace's sizes depend on " + name + " (" + decl.range_text() +
                                                                     "); thunder-gen generates a folder for one size of each symbol: name it with --specialize " + name + "=<size>");
     }
   }

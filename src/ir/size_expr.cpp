@@ -105,6 +105,11 @@ void Symbols::declare(SymbolDecl decl) {
   decls_.emplace(n, std::move(decl));
 }
 
+std::string SymbolDecl::range_text() const {
+  std::string out = std::to_string(min) + " <= " + name + " <= " + std::to_string(max);
+  return multiple_of > 1 ? out + ", a multiple of " + std::to_string(multiple_of) : out;
+}
+
 const SymbolDecl* Symbols::find(std::string_view name) const {
   auto it = decls_.find(name);
   return it == decls_.end() ? nullptr : &it->second;

@@ -42,6 +42,7 @@ struct SymbolDecl {
   int64_t min = 0;
   int64_t max = kMaxSymbolSize;
   int64_t multiple_of = 1;
+  std::string range_text() const;  // "2 <= T <= 512, a multiple of 16"
   bool operator==(const SymbolDecl&) const = default;
 };
 

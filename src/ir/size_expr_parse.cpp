@@ -6,6 +6,7 @@
 
 #include "ir/size_expr.h"
 #include "ir/size_text.h"
+#include "support/generated_text.h"
 
 namespace tg {
 
@@ -122,9 +123,7 @@ SymbolValues parse_symbol_values(std::string_view text) {
     const std::string_view name = item.substr(0, eq), digits = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
     int64_t size = -1;
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
-    const bool named = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                       std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-    if (!named || digits.empty() || error != std::errc() || end != digits.data() + digits.size() || size < 0)
+    if (!is_identifier(name) || digits.empty() || error != std::errc() || end != digits.data() + digits.size() || size < 0)
       throw SizeExprError("expected <symbol>=<size>[,<symbol>=<size>...], got \"" + std::string(item) + "\"", start);
     if (!values.emplace(std::string(name), size).second) throw SizeExprError(std::string(name) + " is given twice", start);
     start = comma + 1;

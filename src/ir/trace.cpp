@@ -18,9 +18,7 @@ std::string Trace::specialization_text() const {
   std::string sizes, ranges;
   for (const auto& [name, size] : specialized_at) {
     sizes += (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-    const SymbolDecl& d = symbols.at(name);
-    ranges += (ranges.empty() ? "" : ", ") + std::to_string(d.min) + " <= " + name + " <= " + std::to_string(d.max);
-    if (d.multiple_of > 1) ranges += " (a multiple of " + std::to_string(d.multiple_of) + ")";
+    ranges += (ranges.empty() ? "" : "; ") + symbols.at(name).range_text();
   }
   return sizes.empty() ? "" : sizes + " (" + ranges + ")";
 }

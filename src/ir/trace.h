@@ -195,7 +195,7 @@ struct Trace {
   // trace of static shapes.
   Symbols symbols;
   SymbolValues specialized_at;
-  // "B=64, T=128 (1 <= B <= 4096, 16 <= T <= 512)": the sizes this trace is at, and their
+  // "B=64, T=128 (1 <= B <= 4096; 16 <= T <= 512)": the sizes this trace is at, and their
   // declarations; "" for a trace of static shapes.
   std::string specialization_text() const;
 

@@ -47,7 +47,7 @@ TEST_CASE("a symbolic JSON trace is read at the sizes it is specialised to") {
   CHECK(t.value(t.ops[0].outs[0]).shape == tg::Shape{30, 4});
   CHECK(t.ops[0].args[1].int_list() == std::vector<int64_t>{30, 4});
   CHECK(t.value(t.outputs[0]).shape == tg::Shape{30});
-  CHECK(t.specialization_text() == "B=3, T=10 (1 <= B <= 64, 2 <= T <= 512 (a multiple of 2))");
+  CHECK(t.specialization_text() == "B=3, T=10 (1 <= B <= 64; 2 <= T <= 512, a multiple of 2)");
   // ... and where the sizes disagree with the ops, the verifier says so as for any trace.
   json wrong = symbolic_trace();
   wrong["ops"][0]["out"][0]["shape"] = {"B", 4};
@@ -89,7 +89,7 @@ TEST_CASE("symbol declarations and size expressions are checked where they are w
   CHECK(error_of(with("/inputs/0/shape/0", power), at) == "/inputs/0/shape/1: the shape has more than 2^48 elements");
   for (int i = 30; i < 41; ++i) power += "*B";  // 3^41 is over int64
   CHECK(error_of(with("/inputs/0/shape/0", power), at).find("/inputs/0/shape/0: the size B*B*") == 0);
-  CHECK(error_of(with("/inputs/0/shape/0", power), at).find(" at B=3, T=10 (1 <= B <= 64, 2 <= T <= 512 (a multiple of 2)): size arithmetic overflows int64") !=
+  CHECK(error_of(with("/inputs/0/shape/0", power), at).find(" at B=3, T=10 (1 <= B <= 64; 2 <= T <= 512, a multiple of 2): size arithmetic overflows int64") !=
         std::string::npos);
 }
 
