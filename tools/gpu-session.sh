@@ -5,13 +5,15 @@
 #   here:   tools/gpu-session.sh --prepare            # fills .devcarry/ (git-ignored)
 #   there:  tools/gpu-session.sh --run                # with .devcarry carried; results in $OUT
 #
-# --prepare: a stripped thunder-gen, a gpu-bench folder made by `gpu-bench.sh --prepare` (traces
-# and generated code; the inputs are written there, gigabytes that need not travel), and every
-# example's results under host emulation, thinned (.devcarry/expected).
+# --prepare: a stripped thunder-gen with the shared libraries the device lacks, a gpu-bench
+# folder made by `gpu-bench.sh --prepare` (traces and generated code; the inputs are written
+# there, gigabytes that need not travel), and every example's results under host emulation,
+# thinned (.devcarry/expected).
 # --run: gpu-bench.sh --from that folder (the table), then gpu-check.sh --expected over examples/
 # and examples/corpus/ (every output and gradient against the emulation's, NVRTC against nvcc),
-# each under a time limit (BENCH_TIMEOUT, CHECK_TIMEOUT seconds; CHECK_EXAMPLES: other examples). $OUT gets bench.txt, check.txt and logs.tar.gz; the two tables are
-# printed last.
+# each under a time limit (BENCH_TIMEOUT, CHECK_TIMEOUT seconds; CHECK_JOBS in parallel, 14 of
+# the machine's 16 CPUs by default; CHECK_EXAMPLES: other examples).
+# $OUT gets bench.txt, check.txt and logs.tar.gz; the two tables are printed last.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 carry=$ROOT/.devcarry
@@ -21,7 +23,14 @@ case ${1:-} in
     grep -qx '/.devcarry/' "$ROOT/.git/info/exclude" 2>/dev/null || echo /.devcarry/ >>"$ROOT/.git/info/exclude"
     rm -rf "$carry" && mkdir -p "$carry"
     cmake --build "$ROOT/build" --target thunder-gen >/dev/null
-    strip -o "$carry/thunder-gen" "$ROOT/build/thunder-gen"
+    # The device machine lacks some of thunder-gen's Debian libraries (mimalloc, simdjson, libzip):
+    # they travel beside it, and a wrapper points the loader at them for thunder-gen alone.
+    mkdir -p "$carry/lib"
+    strip -o "$carry/lib/thunder-gen" "$ROOT/build/thunder-gen"
+    ldd "$ROOT/build/thunder-gen" | awk '$3 ~ /^\// {print $3}' | grep -v -e '/libc\.so' -e '/libm\.so' -e '/ld-linux' |
+      xargs -I{} cp -L {} "$carry/lib/"
+    printf '#!/bin/sh\nlib=$(dirname "$(readlink -f "$0")")/lib\nLD_LIBRARY_PATH=$lib exec "$lib/thunder-gen" "$@"\n' >"$carry/thunder-gen"
+    chmod +x "$carry/thunder-gen"
     "$ROOT/tools/gpu-bench.sh" --prepare --out "$carry/bench"
     # Every example's results under host emulation (inputs, outputs, gradients): what the GPU must
     # reproduce. ctest checks these against LibTorch (example.*.emu, corpus.*.emu).
@@ -45,8 +54,8 @@ case ${1:-} in
     mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$out/gpu.txt"
     export THUNDER_GEN=$carry/thunder-gen PYTHON=${PYTHON:-python3} PYTHONUNBUFFERED=1
-    timeout "${BENCH_TIMEOUT:-250}" "$ROOT/tools/gpu-bench.sh" --from "$carry/bench" --out /tmp/bench 2>&1 | tee "$out/bench.txt"
-    timeout "${CHECK_TIMEOUT:-150}" "$ROOT/tools/gpu-check.sh" --out /tmp/check --jobs 8 --expected "$carry/expected" \
+    timeout "${BENCH_TIMEOUT:-150}" "$ROOT/tools/gpu-bench.sh" --from "$carry/bench" --out /tmp/bench 2>&1 | tee "$out/bench.txt"
+    timeout "${CHECK_TIMEOUT:-240}" "$ROOT/tools/gpu-check.sh" --out /tmp/check --jobs "${CHECK_JOBS:-14}" --expected "$carry/expected" \
       ${CHECK_EXAMPLES:-"$ROOT"/examples/*.json "$ROOT"/examples/corpus/*.json} >"$out/check-progress.txt" 2>&1
     cp /tmp/check/summary.txt "$out/check.txt" 2>/dev/null
     (cd /tmp && tar czf "$out/logs.tar.gz" --exclude='*.npy' --exclude=harness --exclude='harness_*' bench check 2>/dev/null)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests of torch_reference.py --thin / --expected, the comparison gpu-check.sh makes between a GPU
 run and a host-emulation run: thinned expected values still catch a single wrong element, a NaN,
-a wrong tail element; summation-order noise passes only within the cross-device norm bound."""
+a wrong tail element; summation-order noise passes only within the cross-device norm bound, the
+bound of the narrowest float type the trace computes with."""
 import io
 import json
 import shutil
@@ -78,6 +79,14 @@ class CrossDeviceCheck(unittest.TestCase):
         self.assertIn("within the cross-device bound", self.log.getvalue())  # the elementwise table alone fails it
         self.edit("grad_b", noise(1e-4))
         self.assertEqual(self.failures(), 1)
+
+    def test_a_trace_computing_in_bf16_gets_the_bf16_bound_for_its_f32_results(self):
+        trace = json.loads(TRACE.read_text())
+        self.assertEqual(torch_reference.cross_device_bound("f32", trace), 1e-5)
+        trace["ops"][0].setdefault("sub", []).append({"op": "prims.convert_element_type", "out": [{"name": "narrow", "shape": [], "dtype": "bf16"}]})
+        self.assertEqual(torch_reference.cross_device_bound("f32", trace), 1e-2)
+        self.assertEqual(torch_reference.cross_device_bound("f64", trace), 1e-2)
+        self.assertIsNone(torch_reference.cross_device_bound("i64", trace))
 
 
 if __name__ == "__main__":

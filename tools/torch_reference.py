@@ -82,8 +82,30 @@ def compute_dtype(dt: str) -> torch.dtype:
 # table above allows. For such runs a float tensor also passes when both its error norm and its
 # largest error are small against the tensor as a whole: ||a - e|| / ||e|| and max|a - e| / max|e|
 # under this bound. (On an H200 against the emulation, the f32 outputs that needed it were at
-# 5.5e-7 and 7.1e-7 at most.) Same-machine checks use the elementwise table only.
+# 5.5e-7 and 7.1e-7 at most.) Same-machine checks use the elementwise table only. A trace that
+# computes through a narrower type than an output's gets that type's bound: a different order
+# moves an intermediate to a neighbouring bf16 value, and what follows carries that step (on an
+# H200, llama_block_bf16's f32 attention-weight gradient was 3.8e-4 off in norm).
 CROSS_DEVICE_TOLERANCES = {"f64": 1e-12, "f32": 1e-5, "f16": 1e-3, "bf16": 1e-2}
+
+
+def cross_device_bound(dt: str, trace: dict) -> float | None:
+    """The cross-device bound for an output of dtype `dt`: the largest of its own and those of the
+    float types the trace's values have (inputs, and the outputs of every op and sub-op)."""
+    if dt not in CROSS_DEVICE_TOLERANCES:
+        return None
+    bounds = [CROSS_DEVICE_TOLERANCES[dt]]
+    def visit(decls):
+        for d in decls:
+            if isinstance(d, dict) and d.get("dtype") in CROSS_DEVICE_TOLERANCES:
+                bounds.append(CROSS_DEVICE_TOLERANCES[d["dtype"]])
+    def walk(ops):
+        for op in ops:
+            visit(op.get("out", []))
+            walk(op.get("sub", []))
+    visit(trace["inputs"])
+    walk(trace["ops"])
+    return max(bounds)
 
 
 # ---- trace arguments --------------------------------------------------------------------------
@@ -621,7 +643,7 @@ def check(trace_path: Path, folder: Path, device: str = "cpu", out=sys.stdout, e
                     raise TraceError(f"shape {list(actual.shape)}, expected {sampling[oname]['shape']}")
                 actual = actual.flatten()[torch.from_numpy(thin_indices(actual.numel(), sampling[oname]["stride"]))]
             c = compare(actual, expected[oname], dt)
-            bound = CROSS_DEVICE_TOLERANCES.get(dt)
+            bound = cross_device_bound(dt, trace)
             if (expected_dir is not None and not c.ok and c.mismatches > 0 and c.nonfinite_mismatches == 0 and bound is not None
                     and c.norm_rel_err <= bound and c.max_abs_err <= bound * c.scale):
                 c.ok = True  # elementwise differences of summation order only (see CROSS_DEVICE_TOLERANCES)
