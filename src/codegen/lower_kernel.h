@@ -95,6 +95,8 @@ class KernelLowering : private IndexNamer {
   std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
   std::vector<const Op*> row_totals_;  // ... of a value per row (a row kernel's reduced values)
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
+  std::vector<ValueId> row_drawn_;  // the random draws it holds there (c_<name>[k], drawn_once)
+  bool drawing_ = false;            // ... while lowering those draws
   bool hoist_ = false;              // ... and operands shaped like one row loaded once, before the rows
   std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
   int stream_run_ = 1;              // rows not held: elements a thread streams in a run
@@ -159,6 +161,7 @@ class KernelLowering : private IndexNamer {
   std::string value_at(ValueId v, const Index& index);
   ExprPtr value_expr(ValueId v, const Index& index) { return kir::name(value_at(v, index)); }
   std::optional<std::string> held_in_registers(ValueId v, const Index& index);
+  std::optional<std::string> drawn_once(ValueId v, const Index& index);
   std::string loaded(ValueId v, const Index& index);
   ExprPtr operand(const Arg& a, const Index& index, DType as);
   ExprPtr as_stored(ExprPtr code, DType as, const Arg& a) const;
@@ -186,6 +189,7 @@ class KernelLowering : private IndexNamer {
   Block over_runs(const std::function<Block(const ExprPtr& at)>& statements) const;
   void reduced_loop(Block body);
   Block row_body();
+  Block row_draws();
   void store_row_results();
   Block fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const;
   void pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body);

@@ -84,6 +84,7 @@ kir::Block KernelLowering::row_body() {
   push();
   reduction_rounds();
   store_row_results();
+  const Block rounds = pop();
   Block body;
   if (!row_cached_.empty()) {
     TG_CHECK(offset_of_row_element(), "kernel " + k_.label + " holds rows that are not contiguous");
@@ -91,7 +92,8 @@ kir::Block KernelLowering::row_body() {
                                 (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") + ", read once"));
     for (kir::Stmt& s : fill_registers(row_cached_, Role::cached, offset_of_row_element())) body.push_back(std::move(s));
   }
-  for (kir::Stmt& s : pop()) body.push_back(std::move(s));
+  for (kir::Stmt& s : row_draws()) body.push_back(std::move(s));
+  body.insert(body.end(), rounds.begin(), rounds.end());
   Block out = {kir::decl("int64_t", "rows", kir::integer(numel(layout_.outer_shape())))};
   for (kir::Stmt& s : start_part_sums()) out.push_back(std::move(s));
   if (!row_hoisted_.empty()) {
@@ -105,6 +107,24 @@ kir::Block KernelLowering::row_body() {
                                  : kir::loop("int64_t", "row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
   for (kir::Stmt& s : store_part_sums()) out.push_back(std::move(s));
   return out;
+}
+
+// The random draws the passes use (drawn_once), each drawn once into c_<name>[k].
+kir::Block KernelLowering::row_draws() {
+  if (row_drawn_.empty()) return {};
+  Block draws = {kir::comment("random draws, drawn once for every pass")};
+  for (ValueId v : row_drawn_) draws.push_back(kir::array(ctype(t_.value(v).dtype), local(Role::cached, v), cached_));
+  drawing_ = true;
+  push();
+  push();
+  for (ValueId v : row_drawn_) {
+    const std::string drawn = compute(*producer_.at(v), v, identity_index(layout_.domain.size()));
+    add(kir::assign(kir::subscript(kir::name(local(Role::cached, v)), var("k")), var(drawn)));
+  }
+  reduced_loop(pop());
+  for (kir::Stmt& s : pop()) draws.push_back(std::move(s));
+  drawing_ = false;
+  return draws;
 }
 
 // After the passes: the outputs with one element per row, stored by one thread of the row, and
@@ -163,12 +183,15 @@ void KernelLowering::pass_writing(const std::vector<ValueId>& outs, const std::f
   if (row_run_ > 1) store_row_output_runs(outs);
 }
 
+// A packed mask in a row held element by element: a warp's lanes hold 32 neighbouring elements
+// (the row's length is a multiple of the block), so they write whole words, without atomics.
 void KernelLowering::store_row_outputs(const std::vector<ValueId>& outs) {
   const Index full = identity_index(layout_.domain.size());
   for (ValueId v : outs) {
     ExprPtr at = offset(t_.value(v), full);
     ExprPtr value = value_expr(v, full);
-    add(kir::store(global(v), at, value));
+    if (cached_ > 0 && t_.value(v).bit_packed) add(kir::store_run_bits(global(v), at, kir::call("unsigned", {value}), 1));
+    else add(kir::store(global(v), at, value));
   }
 }
 

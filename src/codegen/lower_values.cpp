@@ -308,6 +308,10 @@ void KernelLowering::compute_operands_first(ValueId v, const Index& index) {
 // The variable holding value v at `index`, lowering the code that computes it if needed.
 std::string KernelLowering::value_at(ValueId v, const Index& index) {
   if (const std::string* var = memoized(v, index)) return *var;
+  if (std::optional<std::string> drawn = drawn_once(v, index)) {
+    scopes_.back().values.set(v, index, *drawn);
+    return *drawn;
+  }
   if (computed_here(v)) compute_operands_first(v, index);
   if (auto r = reduced_.find(v); r != reduced_.end()) {
     TG_CHECK(index == layout_.outer_index(), "a reduction read at another row");
@@ -359,6 +363,16 @@ std::optional<std::string> KernelLowering::held_in_registers(ValueId v, const In
     return local(Role::run_in, v) + "[lane]";
   }
   return std::nullopt;
+}
+
+// A random draw (Philox, ten rounds an element) in a row held in registers is drawn once, before
+// the passes, into c_<name>[k], rather than again in every pass that uses it (see row_draws).
+std::optional<std::string> KernelLowering::drawn_once(ValueId v, const Index& index) {
+  if (cached_ == 0 || drawing_ || t_.value(v).shape != layout_.domain || !is_identity(index)) return std::nullopt;
+  auto p = producer_.find(v);
+  if (p == producer_.end() || p->second->info->kind != OpKind::uniform_philox) return std::nullopt;
+  if (std::find(row_drawn_.begin(), row_drawn_.end(), v) == row_drawn_.end()) row_drawn_.push_back(v);
+  return local(Role::cached, v) + "[k]";
 }
 
 // A loaded operand's element from memory: in a run loop's element function, this lane's element

@@ -251,13 +251,13 @@ class Planner {
   }
 
   // The steps of every reduction, in the kernel's order, before any is scheduled.
-  std::vector<Pending> reduction_steps(bool column) const {
+  std::vector<Pending> reduction_steps(bool column, bool online) const {
     std::vector<Pending> pending;
     for (const Op& op : k_.sub) {
       if (op.info->fusion != FusionClass::reduction) continue;
       const std::set<ValueId> needs = reductions_needed(op.arg("a").value);
       if (op.info->kind == OpKind::sum && !column) {
-        if (join_online_max(op, pending)) continue;
+        if (online && join_online_max(op, pending)) continue;
         if (std::optional<Pending> pick = pick_instead_of_sum(op)) {
           pending.push_back(*pick);
           continue;
@@ -272,7 +272,12 @@ class Planner {
   // Rounds until every reduction is done: each takes every pending step whose inputs are ready;
   // a variance's second pass becomes pending when its first is done.
   void schedule(KernelPlan& p) const {
-    std::vector<Pending> pending = reduction_steps(p.kind == KernelPlan::Kind::column);
+    // A row held in registers takes a softmax's max and sum in two rounds over the registers, no
+    // memory read again; a streamed one in one online round (tg::OnlineSumExp), which reads the
+    // row once for both but chains each element's exp on the last (slower on an H200 where the
+    // row fits: docs/performance.md, tables C and D).
+    const bool online = p.kind == KernelPlan::Kind::row && !(may_hold_row_ && row_cache(p.block) > 0);
+    std::vector<Pending> pending = reduction_steps(p.kind == KernelPlan::Kind::column, online);
     std::set<ValueId> done;
     while (!pending.empty()) {
       std::vector<Pending> ready, later;

@@ -250,6 +250,18 @@ TEST_CASE("a fused chain of 10 elementwise ops is one kernel reading x once and 
   CHECK(count(cu, "TG_LAUNCH(") == 1);
 }
 
+TEST_CASE("dropout, residual and LayerNorm in one held row: one Philox draw per element, the mask a warp-word at a time") {
+  std::ostringstream log;
+  tg::PipelineResult r = tg::run_pipeline(tg::read_trace_file(std::string(TG_EXAMPLES_DIR) + "/dropout_residual_layernorm.json"), {}, log);
+  const std::string cu = file_text(r.files, "forward.cu");
+  REQUIRE(count(cu, "TG_LAUNCH(") == 1);      // the mask, the sum and the LayerNorm: one row kernel
+  REQUIRE(count(cu, "(pass 1: mean)") == 1);  // whose three passes read the row from registers
+  CHECK(count(cu, "tg::philox_uniform(") == 1);  // drawn once, before them, not in each
+  CHECK(count(cu, "c_t4__0[k] = ") == 1);
+  CHECK(count(cu, "tg::store_run_bits<1>(g_t4__1, ") == 1);  // not tg::store's atomic per bit
+  CHECK(count(cu, "tg::store(g_t4__1") == 0);
+}
+
 TEST_CASE("manifest.json stays valid JSON when a reason quotes text with quotes, backslashes and control characters") {
   // An overrides file's name (not its folder) is part of the reason for what it saves; this one
   // needs escaping.

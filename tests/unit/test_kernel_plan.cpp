@@ -79,21 +79,30 @@ TEST_CASE("a row read by one pass only is streamed, not held in registers") {
   CHECK(only_plan(fused(row_sum_trace(1000))).stream_run == 1);
 }
 
-TEST_CASE("softmax's max and sum are one online step, then a pass writes the row held in registers") {
-  const tg::FusedTrace planned_t = fused(test::softmax_trace());
-  const tg::Trace& t = planned_t.trace;
-  const tg::KernelPlan plan = only_plan(planned_t);
-  REQUIRE(plan.rounds.size() == 2);
-  REQUIRE(plan.rounds[0].steps.size() == 1);
-  const tg::KernelPlan::Step& both = plan.rounds[0].steps[0];
+TEST_CASE("softmax's max and sum: two rounds over a row held in registers, one online step over a streamed row") {
+  const tg::FusedTrace held_t = fused(test::softmax_trace());
+  const tg::Trace& t = held_t.trace;
+  const tg::KernelPlan held = only_plan(held_t);
+  REQUIRE(held.rounds.size() == 3);
+  CHECK(held.rounds[0].steps.at(0).form == Form::accumulate);
+  CHECK(t.value(held.rounds[0].steps.at(0).result).name == "m");
+  CHECK(t.value(held.rounds[1].steps.at(0).result).name == "s");
+  CHECK(t.value(held.rounds[2].writes.at(0)).name == "y");
+  CHECK(held.block == 32);
+  CHECK(held.held == 1);  // three passes read the row: each thread holds its element
+
+  // 1000 columns do not split over a block: the row is streamed, and max and sum share a pass.
+  const tg::FusedTrace streamed_t = fused(test::softmax_trace(1000));
+  const tg::KernelPlan streamed = only_plan(streamed_t);
+  REQUIRE(streamed.rounds.size() == 2);
+  REQUIRE(streamed.rounds[0].steps.size() == 1);
+  const tg::KernelPlan::Step& both = streamed.rounds[0].steps[0];
   CHECK(both.form == Form::online_max_sum);
-  CHECK(t.value(both.result).name == "m");
-  CHECK(t.value(both.joined).name == "s");
-  CHECK(plan.rounds[1].steps.empty());
-  CHECK(t.value(plan.rounds[1].writes.at(0)).name == "y");
-  CHECK(plan.passes_over_row() == 2);
-  CHECK(plan.block == 32);
-  CHECK(plan.held == 1);  // two passes read the row: each thread holds its element
+  CHECK(streamed_t.trace.value(both.result).name == "m");
+  CHECK(streamed_t.trace.value(both.joined).name == "s");
+  CHECK(streamed.rounds[1].steps.empty());
+  CHECK(streamed_t.trace.value(streamed.rounds[1].writes.at(0)).name == "y");
+  CHECK(streamed.held == 0);
 }
 
 TEST_CASE("var_mean takes two passes, the normalized row a third; the row is held in runs") {

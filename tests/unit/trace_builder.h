@@ -19,14 +19,14 @@ inline std::string trace(const std::string& name, const std::string& inputs, con
          "], \"outputs\": [" + outputs + "]}";
 }
 
-// softmax over rows of 32 of x [8, 32], as Thunder decomposes it: y = exp(x - max) / sum(exp(x - max)).
-inline std::string softmax_trace() {
-  const std::string row = "[8, 32]";
+// softmax over rows of `columns` of x [8, columns], as Thunder decomposes it: y = exp(x - max) / sum(exp(x - max)).
+inline std::string softmax_trace(int columns = 32) {
+  const std::string row = "[8, " + std::to_string(columns) + "]";
   std::string ops = op("prims.amax", "[\"x\", [1]]", tensor("m", "[8]")) + "," +
-                    op("prims.broadcast_in_dim", "[\"m\", [8, 32], [0]]", tensor("mb", row)) + "," +
+                    op("prims.broadcast_in_dim", "[\"m\", " + row + ", [0]]", tensor("mb", row)) + "," +
                     op("prims.sub", "[\"x\", \"mb\"]", tensor("d", row)) + "," + op("prims.exp", "[\"d\"]", tensor("e", row)) + "," +
                     op("prims.sum", "[\"e\", [1]]", tensor("s", "[8]")) + "," +
-                    op("prims.broadcast_in_dim", "[\"s\", [8, 32], [0]]", tensor("sb", row)) + "," +
+                    op("prims.broadcast_in_dim", "[\"s\", " + row + ", [0]]", tensor("sb", row)) + "," +
                     op("prims.div", "[\"e\", \"sb\"]", tensor("y", row));
   return trace("softmax", tensor("x", row), ops, "\"y\"");
 }
