@@ -36,6 +36,15 @@ run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check expl
 run "$sym" -o gen --specialize B=2,T=5; check specialize-ok rc 0
 check specialize-header has gen/include/symbolic_block.h "Specialised at B=2, T=5"
 check specialize-manifest has gen/manifest.json '"specialized_at"'
+# The listings say which sizes they are for, and keep saying so when read back (--from-stage).
+run "$sym" --specialize B=2,T=5 --emit decomposed; check listing-sizes has out.txt "^  # specialized at T = 5 (1 <= T <= 40)$"
+cp out.txt decomposed.txt
+run "$sym" --specialize B=2,T=5 --emit fused; cp out.txt fused.txt
+run --from-stage decompose decomposed.txt --emit fused; check resume-symbolic rc 0
+check resume-keeps-sizes cmp -s out.txt fused.txt
+sed 's/^  # specialized at T = 5 /  # specialized at T = 41 /' decomposed.txt >bad-size.txt
+run --from-stage decompose bad-size.txt --emit fused; check resume-bad-size rc 1
+check resume-bad-size-words has err.txt "bad-size.txt:[0-9]*:.*T = 41 is outside 1 <= T <= 40"
 rm -rf gen
 run "$root/examples" -o gen;           check trace-is-a-folder rc 1; check trace-is-a-folder-text has err.txt "examples: error: is a folder, not a trace file"
 run "$ex" -o gen --tags "$root/examples"; check tags-is-a-folder rc 1; check tags-is-a-folder-text has err.txt "is a folder, not an overrides file"

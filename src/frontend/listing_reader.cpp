@@ -99,6 +99,32 @@ class ListingReader {
     ++next_;
     for (const std::string& name : names)
       if (std::optional<ValueId> id = read_input(name)) t_.inputs.push_back(*id);
+    while (next_ < lines_.size() && lines_[next_].starts_with("  # specialized at ")) read_specialization();
+  }
+
+  //   # specialized at T = 10 (2 <= T <= 512, a multiple of 2)   (a symbol of a symbolic trace)
+  void read_specialization() {
+    Cursor c = line(next_);
+    c.expect("  # specialized at ");
+    SymbolDecl decl;
+    decl.name = c.identifier("a symbol's name");
+    c.expect(" = ");
+    const int64_t size = c.integer("the symbol's size");
+    c.expect(" (");
+    decl.min = c.integer("its least size");
+    c.expect(" <= " + decl.name + " <= ");
+    decl.max = c.integer("its largest size");
+    if (c.eat(", a multiple of ")) decl.multiple_of = c.integer("what its sizes are multiples of");
+    c.expect(")");
+    if (!c.done()) c.fail("unexpected text after the symbol's range");
+    try {
+      t_.symbols.declare(decl);
+    } catch (const SizeExprError& e) {
+      c.fail(e.what());
+    }
+    if (size < decl.min || size > decl.max || size % decl.multiple_of != 0) c.fail(decl.name + " = " + std::to_string(size) + " is outside " + decl.range_text());
+    t_.specialized_at[decl.name] = size;
+    ++next_;
   }
 
   //   # x: f32[8, 32] requires_grad       (an input's type line; "packed", "cotangent" after)

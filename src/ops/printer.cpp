@@ -165,6 +165,9 @@ std::string print_listing(const Trace& t, const JointMarks* joint, const OpNote&
     out += "  # " + v.name + ": " + print_type(v) + (v.requires_grad ? " requires_grad" : "") + (v.bit_packed ? " packed" : "") +
            (joint && i >= joint->forward_inputs ? " cotangent" : "") + "\n";
   }
+  // A symbolic trace's sizes, so that a listing resumed with --from-stage names them as the trace did.
+  for (const auto& [name, size] : t.specialized_at)
+    if (const SymbolDecl* decl = t.symbols.find(name)) out += "  # specialized at " + name + " = " + std::to_string(size) + " (" + decl->range_text() + ")\n";
   if (!joint) {
     print_ops(t.ops, t, "  ", out, note);
   } else {
