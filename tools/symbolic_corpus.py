@@ -101,7 +101,7 @@ def torch_symbols(path, dynamic):
 
 
 def check_pt2(model, thunder_gen, out_dir):
-    from thunder_gen.pt2 import export as pt2_export
+    from thunder_gen.pt2 import export as pt2_export, recorded_symbol_names
     fn, args = model.fn(), model.inputs()
     dynamic = dynamic_dims(model, args)
     dims = {s: torch.export.Dim(s, min=RANGES[s][0], max=RANGES[s][1]) for d in dynamic.values() for s in d.values()}
@@ -114,8 +114,9 @@ def check_pt2(model, thunder_gen, out_dir):
         os.makedirs(os.path.join(work, "static"))
         archive = pt2_export(fn, args, path=os.path.join(out_dir or work, model.name + ".pt2"), dynamic_shapes=shapes)
         names = torch_symbols(archive, dynamic)
+        given = recorded_symbol_names(archive)  # the names of the Dims (B, T), where export recorded them
         for point in SIZES:
-            at = {names[s]: point[s] for s in names}
+            at = {given.get(names[s], names[s]): point[s] for s in names}
             static = pt2_export(fn, sc.arguments_at(fn, args, dynamic, {s: point[s] for s in names}), path=os.path.join(work, "static", model.name + ".pt2"))
             flags = ("--specialize", sc.format_point(at))
             same = generated_from(thunder_gen, archive, *flags) == generated_from(thunder_gen, static)

@@ -117,6 +117,24 @@ class ExportTest(unittest.TestCase):
         thunder_gen.export(self.module, *small_call(), path=self.dir / "m.pt2")
         self.assertNotIn("stale.npy", {p.name for p in (self.dir / "m.inputs").iterdir()})
 
+    def test_records_the_names_given_to_dim(self):
+        Dim = torch.export.Dim
+        rows, pair = Dim("rows", min=2, max=64), Dim("pair", min=1, max=8)
+        args, kwargs = small_call()
+        path = thunder_gen.export(self.module, args, kwargs, path=self.dir / "named.pt2",
+                                  dynamic_shapes={"x": {0: rows}, "n": None, "bias": None, "mask": {0: rows}})
+        recorded = thunder_gen.pt2.recorded_symbol_names(path)
+        constraints = model_json(path)["range_constraints"]
+        self.assertEqual(list(recorded.values()), ["rows"])  # x and mask share it: one symbol, one name
+        self.assertIn(next(iter(recorded)), constraints)
+        self.assertNotIn("pair", recorded.values())  # a Dim the call does not use names nothing
+        # Names a size cannot have (max, min, not ASCII), Dim.AUTO, and no dynamic_shapes record nothing.
+        for name in ("max", "größe"):
+            unnamed = thunder_gen.export(self.module, args, kwargs, path=self.dir / "unnamed.pt2",
+                                         dynamic_shapes={"x": {0: Dim(name, min=2, max=64)}, "n": None, "bias": None, "mask": {0: Dim.AUTO}})
+            self.assertEqual(thunder_gen.pt2.recorded_symbol_names(unnamed), {}, name)
+        self.assertEqual(thunder_gen.pt2.recorded_symbol_names(thunder_gen.export(self.module, args, kwargs, path=self.dir / "s.pt2")), {})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -26,8 +26,11 @@ leaves an existing archive and inputs folder as they were.
 from __future__ import annotations
 
 import contextlib
+import inspect
+import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +45,8 @@ def export(module, args, kwargs=None, *, path="model.pt2", decompose=False, dyna
     ending in .pt2) and writes the example inputs into `<path without .pt2>.inputs/`.
 
     decompose=True saves `ep.run_decompositions()` (Core ATen) instead of the default training
-    IR; dynamic_shapes goes to torch.export.export unchanged. stack_traces=False drops the
+    IR; dynamic_shapes goes to torch.export.export unchanged, and the names given to its Dims
+    are recorded in the archive (symbol_names) for thunder-gen's --specialize. stack_traces=False drops the
     `stack_trace` of every node's metadata (absolute paths of the source files that made the
     graph): the archive is then the same whichever folder the code lived in. Returns `path` as a Path. Raises
     ValueError for a path not ending in .pt2, ExportError for an input a .npy cannot hold or a
@@ -63,11 +67,13 @@ def export(module, args, kwargs=None, *, path="model.pt2", decompose=False, dyna
     if not stack_traces:
         _drop_stack_traces(ep)
     arrays = placeholder_arrays(ep, tuple(args), kwargs)
+    names = symbol_names(ep, module, tuple(args), kwargs, dynamic_shapes)
+    extra_files = {SYMBOL_NAMES_FILE: json.dumps(names, sort_keys=True)} if names else None
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.stem}.") as scratch:
         # torch.export.save names the archive's root folder after the file, so it gets its final name.
         staged = Path(scratch) / path.name
-        torch.export.save(ep, str(staged))
+        torch.export.save(ep, str(staged), extra_files=extra_files)
         staged_inputs = Path(scratch) / inputs_dir.name
         staged_inputs.mkdir()
         for name, array in arrays.items():
@@ -101,6 +107,63 @@ def _drop_stack_traces(ep) -> None:
     for graph in graphs:
         for node in graph.nodes:
             node.meta.pop("stack_trace", None)
+
+
+# The archive's record of the names given to Dim (torch.export.save's extra files): thunder-gen
+# reads it, so that --specialize, the header and the manifest say `batch`, not torch's `s77`.
+SYMBOL_NAMES_FILE = "thunder_gen_symbols.json"
+
+
+def symbol_names(ep, module, args, kwargs, dynamic_shapes) -> dict:
+    """{torch's symbol ("s77"): the name given to its Dim ("batch")}, for the dims of the call's
+    top-level tensor arguments that `dynamic_shapes` (a dict by parameter name, or a tuple or list
+    in parameter order) gives a named Dim. A symbol that Dims of different names reach, a derived
+    size (2*s77), a Dim.AUTO or Dim.DYNAMIC, and a name that is not an identifier keep torch's
+    name; so does every symbol of nested (pytree) inputs."""
+    if not dynamic_shapes:
+        return {}
+    try:
+        arguments = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return {}
+    if isinstance(dynamic_shapes, dict):
+        specs = {name: dynamic_shapes.get(name) for name in arguments}
+    elif isinstance(dynamic_shapes, (list, tuple)):
+        specs = dict(zip(arguments, dynamic_shapes))
+    else:
+        return {}
+    user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    fake = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+    fake_of = {id(leaf): fake.get(name) for leaf, name in zip(_user_leaves(ep, args, kwargs), user)}
+    names, ambiguous = {}, set()
+    for param, value in arguments.items():
+        spec, shape = specs.get(param), getattr(fake_of.get(id(value)), "shape", None)
+        if not isinstance(value, torch.Tensor) or shape is None:
+            continue
+        dims = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
+        for d, dim in dims:
+            name = getattr(dim, "__name__", None)
+            if not isinstance(d, int) or not isinstance(name, str) or not (name.isascii() and name.isidentifier()) or name in ("max", "min"):
+                continue
+            size = shape[d] if -len(shape) <= d < len(shape) else None
+            expr = getattr(getattr(size, "node", None), "expr", None)
+            if expr is None or not getattr(expr, "is_Symbol", False):
+                continue
+            symbol = str(expr)
+            if names.get(symbol, name) != name:
+                ambiguous.add(symbol)
+            names[symbol] = name
+    for symbol in ambiguous:
+        del names[symbol]
+    taken = {str(s) for s in ep.range_constraints} - set(names)
+    return {s: n for s, n in names.items() if n not in taken and list(names.values()).count(n) == 1}
+
+
+def recorded_symbol_names(path) -> dict:
+    """The {torch's symbol: name} export() recorded in the archive at `path` ({} if none)."""
+    with zipfile.ZipFile(path) as z:
+        entry = next((n for n in z.namelist() if n.endswith("/extra/" + SYMBOL_NAMES_FILE)), None)
+        return json.loads(z.read(entry)) if entry else {}
 
 
 def inputs_folder(path) -> Path:

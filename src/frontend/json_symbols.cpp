@@ -46,16 +46,16 @@ Symbols read_symbols(Json json, const Path& at) {
   return symbols;
 }
 
-void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::string& declared_at) {
+void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::function<std::string(const std::string& name)>& declared_at) {
   for (const auto& [name, size] : values) {
     const SymbolDecl* d = symbols.find(name);
     if (!d) throw UserError("--specialize", "", "the trace declares no symbol '" + name + "' (its symbols: " + declared_symbol_names(symbols) + ")");
     if (size < d->min || size > d->max || size % d->multiple_of != 0)
-      throw UserError("--specialize", "", name + "=" + std::to_string(size) + " is not a size the trace allows: " + d->range_text() + " (" + declared_at + escape_pointer_token(name) + ")");
+      throw UserError("--specialize", "", name + "=" + std::to_string(size) + " is not a size the trace allows: " + d->range_text() + " (" + declared_at(name) + ")");
   }
   for (const auto& [name, decl] : symbols.all()) {
     if (!values.count(name)) {
-      throw UserError(declared_at + escape_pointer_token(name), "the trace's sizes depend on " + name + " (" + decl.range_text() +
+      throw UserError(declared_at(name), "the trace's sizes depend on " + name + " (" + decl.range_text() +
                                                                     "); thunder-gen generates a folder for one size of each symbol: name it with --specialize " + name + "=<size>");
     }
   }

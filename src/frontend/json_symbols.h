@@ -3,6 +3,7 @@
 // literals written as expressions over the symbols. Internal to frontend/ (the JSON reader).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "frontend/json_element.h"
@@ -18,7 +19,7 @@ Symbols read_symbols(Json symbols, const Path& at);
 // no symbol the trace does not declare. A symbol left without a size is an error at its
 // declaration (`<declared_at>B`: "/symbols/B"); a size the declaration refuses is an error of the
 // flag.
-void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::string& declared_at);
+void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::function<std::string(const std::string& name)>& declared_at);
 
 // A size written as an expression over the trace's symbols (a string: "B*T", "T//2 + 1"), at the
 // trace's specialization. The expression must be a size for every value of its symbols, not only

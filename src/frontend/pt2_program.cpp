@@ -79,7 +79,7 @@ Pt2Translation Translator::run() {
   const Object module = object_at(require(root, at, "graph_module"), module_at);
   const Path graph_at(module_at, "graph");
   const Object graph = object_at(require(module, module_at, "graph"), graph_at);
-  sizes_ = SymIntSizes(root, at, graph, graph_at, specialize_);
+  sizes_ = SymIntSizes(root, at, graph, graph_at, specialize_, names_);
   read_tensor_values(graph, graph_at);
   count_uses(graph, graph_at);
   Pt2Translation out;
@@ -297,11 +297,15 @@ std::string trace_name_of(const std::string& path) {
 }  // namespace
 
 Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name, const SymbolValues& specialize) {
+  return translate_program(model_json, trace_name, specialize, pt2::SymbolNames{});
+}
+
+Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name, const SymbolValues& specialize, const pt2::SymbolNames& names) {
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(model_json);
   const Json doc = parse_document(parser, padded);
   check_duplicate_keys(doc);
-  return pt2::Translator(doc, trace_name, specialize).run();
+  return pt2::Translator(doc, trace_name, specialize, names).run();
 }
 
 // The weights' and constants' payload descriptions: a payload stored as a pickle (a tensor
@@ -337,8 +341,12 @@ Pt2Translation translate_pt2(const std::string& archive_path, const std::string&
   const std::string entry = "models/model.json";
   if (!archive.has(entry)) throw UserError(archive_path, "", "no " + archive.root() + entry + " (the archive holds no model named \"model\")");
   const std::string text = archive.read(entry, kMaxPt2JsonBytes);
+  // thunder_gen.export's record of the names given to Dim (torch.export.save's extra files).
+  pt2::SymbolNames names;
+  if (const std::string names_entry = "extra/thunder_gen_symbols.json"; archive.has(names_entry))
+    names = pt2::read_symbol_names(archive.read(names_entry, kMaxPt2JsonBytes), archive_path + ":" + archive.root() + names_entry);
   try {
-    Pt2Translation translation = translate_program(text, trace_name, specialize);
+    Pt2Translation translation = translate_program(text, trace_name, specialize, names);
     translation.entry = archive.root() + entry;
     return translation;
   } catch (UserError& e) {

@@ -10,6 +10,9 @@
 #include "ir/trace.h"
 
 namespace tg {
+namespace pt2 {
+struct SymbolNames;  // frontend/pt2_sizes.h
+}  // namespace pt2
 
 // Where a trace op or input came from in the archive, for diagnostics and the manifest.
 struct Pt2Origin {
@@ -38,6 +41,9 @@ struct Pt2Translation {
 Pt2Translation translate_pt2(const std::string& archive_path, const std::string& trace_name, const SymbolValues& specialize = {});
 // Translates a serialized ExportedProgram (the text of models/model.json).
 Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name, const SymbolValues& specialize = {});
+// ... with the names given torch's symbols (the archive's extra/thunder_gen_symbols.json).
+Pt2Translation translate_program(const std::string& model_json, const std::string& trace_name, const SymbolValues& specialize,
+                                 const pt2::SymbolNames& names);
 
 // The archive read into a verified Trace (frontend/input_file.h); errors name the archive, its
 // entry and the node.

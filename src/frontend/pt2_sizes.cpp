@@ -1,6 +1,7 @@
 #include "frontend/pt2_sizes.h"
 
 #include <cctype>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
@@ -19,7 +20,7 @@ using namespace ::tg::json;
 // and keyword assumptions (`integer=True`), read into a size expression.
 class SreprReader : SizeTextReader {
  public:
-  SreprReader(std::string_view text, const Symbols& symbols) : SizeTextReader(text, symbols, 4096) {}
+  SreprReader(std::string_view text, const Symbols& symbols, const SymbolNames& names) : SizeTextReader(text, symbols, 4096), names_(names) {}
 
   SizeExpr read() {
     SizeExpr e = call();
@@ -122,8 +123,10 @@ class SreprReader : SizeTextReader {
     return e;
   }
 
+  const SymbolNames& names_;
+
   SizeExpr symbol(const std::string& s, size_t at) {
-    if (symbols_.find(s)) return SizeExpr::symbol(s);
+    if (const std::string name = names_.name_of(s); symbols_.find(name)) return SizeExpr::symbol(name);
     pos_ = at;
     if (s.size() > 1 && s[0] == 'u' && std::isdigit(static_cast<unsigned char>(s[1])))
       fail("a data-dependent size (" + printable_line(s) + "): thunder-gen generates code whose sizes follow from its inputs' sizes");
@@ -140,11 +143,15 @@ int64_t constraint_bound(Object constraint, const Path& at, std::string_view fie
   return std::min(int_of(*j), kMaxSymbolSize);  // (torch writes int_oo's stand-in as a huge max: the largest size declared)
 }
 
-Symbols read_range_constraints(Object root, const Path& root_at) {
+// The symbols, named as `names` says; every symbol `names` renames must be one of them.
+Symbols read_range_constraints(Object root, const Path& root_at, const SymbolNames& names) {
   Symbols symbols;
+  std::set<std::string, std::less<>> seen;
   const std::optional<Json> constraints = find(root, "range_constraints");
-  if (!constraints) return symbols;
   const Path at(root_at, "range_constraints");
+  if (!constraints && !names.by_symbol.empty())
+    throw UserError(names.file, "/" + escape_pointer_token(names.by_symbol.begin()->first), "names a symbol, but the program has no range_constraints");
+  if (!constraints) return symbols;
   for (auto [key, value] : object_at(*constraints, at)) {
     // Derived sizes ("2*s47") are bounded by their symbols; unbacked symbols (u0) are refused
     // where a size names them.
@@ -152,21 +159,29 @@ Symbols read_range_constraints(Object root, const Path& root_at) {
     if (!is_identifier(name) || name == "max" || name == "min" || (name[0] == 'u' && name.size() > 1 && std::isdigit(static_cast<unsigned char>(name[1])))) continue;
     const Path constraint_at(at, key);
     const Object constraint = object_at(value, constraint_at);
+    const std::string given = names.name_of(name);
+    if (symbols.find(given)) {  // a name given to one symbol that another has (given or its own)
+      for (const auto& [symbol, other] : names.by_symbol)
+        if (other == given) throw UserError(names.file, "/" + escape_pointer_token(symbol), "the name '" + given + "' is taken by another symbol of the program");
+    }
+    seen.insert(name);
     try {
-      symbols.declare({name, constraint_bound(constraint, constraint_at, "min_val", 0), constraint_bound(constraint, constraint_at, "max_val", kMaxSymbolSize), 1});
+      symbols.declare({given, constraint_bound(constraint, constraint_at, "min_val", 0), constraint_bound(constraint, constraint_at, "max_val", kMaxSymbolSize), 1});
     } catch (const SizeExprError& e) {
       throw UserError(constraint_at.str(), e.what());
     }
   }
+  for (const auto& [symbol, given] : names.by_symbol)
+    if (!seen.count(symbol)) throw UserError(names.file, "/" + escape_pointer_token(symbol), "names a symbol the program's range_constraints do not have");
   return symbols;
 }
 
-SizeExpr expression_of(Json symint_expr, const Path& where, const Symbols& symbols) {
+SizeExpr expression_of(Json symint_expr, const Path& where, const Symbols& symbols, const SymbolNames& names) {
   const Object o = object_at(symint_expr, where);
   const Path text_at(where, "expr_str");
   const std::string text = string_at(require(o, where, "expr_str"), text_at);
   try {
-    return sympy_size(text, symbols);
+    return sympy_size(text, symbols, names);
   } catch (const SizeExprError& e) {
     throw UserError(text_at.str(), "at offset " + std::to_string(e.offset) + " of the size: " + e.what());
   }
@@ -174,11 +189,40 @@ SizeExpr expression_of(Json symint_expr, const Path& where, const Symbols& symbo
 
 }  // namespace
 
-SizeExpr sympy_size(std::string_view srepr, const Symbols& symbols) { return SreprReader(srepr, symbols).read(); }
+std::string SymbolNames::name_of(std::string_view symbol) const {
+  auto it = by_symbol.find(symbol);
+  return it == by_symbol.end() ? std::string(symbol) : it->second;
+}
 
-SymIntSizes::SymIntSizes(Object root, const Path& root_at, Object graph, const Path& graph_at, const SymbolValues& at)
-    : symbols_(read_range_constraints(root, root_at)), at_(at) {
-  ::tg::json::check_specialization(symbols_, at_, "/range_constraints/");
+SymbolNames read_symbol_names(const std::string& text, const std::string& file) {
+  SymbolNames names;
+  names.file = file;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) throw UserError(file, "", "expected a JSON object of torch's symbols and the names given them ({\"s17\": \"batch\"})");
+  std::set<std::string, std::less<>> taken;
+  for (const auto& [symbol, name] : j.items()) {
+    const std::string at = "/" + escape_pointer_token(symbol);
+    if (!name.is_string()) throw UserError(file, at, "expected a name (a string), got " + std::string(name.type_name()));
+    const std::string given = name.get<std::string>();
+    if (!is_identifier(given) || given == "max" || given == "min")
+      throw UserError(file, at, "the name '" + printable_line(given) + "' is not a size symbol's ([A-Za-z_][A-Za-z0-9_]*, not max or min)");
+    if (!taken.insert(given).second) throw UserError(file, at, "the name '" + given + "' is given to two symbols");
+    names.by_symbol[symbol] = given;
+  }
+  return names;
+}
+
+SizeExpr sympy_size(std::string_view srepr, const Symbols& symbols, const SymbolNames& names) { return SreprReader(srepr, symbols, names).read(); }
+
+SymIntSizes::SymIntSizes(Object root, const Path& root_at, Object graph, const Path& graph_at, const SymbolValues& at, const SymbolNames& names)
+    : symbols_(read_range_constraints(root, root_at, names)), names_(names), at_(at) {
+  // A symbol is declared in range_constraints under torch's name, whatever it is called here.
+  std::map<std::string, std::string, std::less<>> symbol_of;
+  for (const auto& [symbol, given] : names_.by_symbol) symbol_of[given] = symbol;
+  ::tg::json::check_specialization(symbols_, at_, [&](const std::string& name) {
+    auto it = symbol_of.find(name);
+    return "/range_constraints/" + escape_pointer_token(it == symbol_of.end() ? name : it->second);
+  });
   add_graph(graph, graph_at);
 }
 
@@ -191,7 +235,7 @@ void SymIntSizes::add_graph(Object graph, const Path& graph_at) {
     auto [member, value] = member_of(symint, value_at, "SymInt");
     SizeExpr size;
     if (member == "as_int" && is_int64(value)) size = int_of(value);
-    else if (member == "as_expr") size = expression_of(value, Path(value_at, member), symbols_);
+    else if (member == "as_expr") size = expression_of(value, Path(value_at, member), symbols_, names_);
     else throw UserError(value_at.str(), "a SymInt is {\"as_int\": n} or {\"as_expr\": ...}, not \"" + printable_line(member) + "\"");
     auto [it, fresh] = named_.emplace(std::string(name), size);
     if (!fresh && !(it->second == size))
@@ -220,7 +264,7 @@ int64_t SymIntSizes::size(Json symint, const Path& where) const {
     if (!is_int64(value)) throw UserError(at.str(), "expected an integer, got " + kind_name(value));
     return int_of(value);
   }
-  if (member == "as_expr") return evaluate(expression_of(value, at, symbols_), at);
+  if (member == "as_expr") return evaluate(expression_of(value, at, symbols_, names_), at);
   if (member == "as_name") return named(string_at(value, at), at);
   throw UserError(where.str(), "unknown SymInt member \"" + printable_line(member) + "\"");
 }

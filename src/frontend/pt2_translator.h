@@ -44,8 +44,8 @@ std::string functional_of(const std::string& aten);
 
 class Translator {
  public:
-  Translator(Json root, std::string trace_name, SymbolValues specialize)
-      : root_(root), trace_name_(std::move(trace_name)), specialize_(std::move(specialize)) {}
+  Translator(Json root, std::string trace_name, SymbolValues specialize, SymbolNames names = {})
+      : root_(root), trace_name_(std::move(trace_name)), specialize_(std::move(specialize)), names_(std::move(names)) {}
   Pt2Translation run();
 
  private:
@@ -53,6 +53,7 @@ class Translator {
   Json root_;
   std::string trace_name_, source_;
   SymbolValues specialize_;
+  SymbolNames names_;  // the names given torch's symbols (thunder_gen.export)
   SymIntSizes sizes_;  // the program's symbols and SymInts, at specialize_
   std::map<std::string, Value, std::less<>> metas_;
   std::map<std::string, std::string, std::less<>> alias_;

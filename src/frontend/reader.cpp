@@ -80,7 +80,7 @@ class Reader {
     }
     if (auto source = find(root, "source")) t_.source = string_at(*source, Path(at, "source"));
     if (auto symbols = find(root, "symbols")) t_.symbols = read_symbols(*symbols, Path(at, "symbols"));
-    check_specialization(t_.symbols, specialize_, "/symbols/");
+    check_specialization(t_.symbols, specialize_, [](const std::string& name) { return "/symbols/" + escape_pointer_token(name); });
     t_.specialized_at = specialize_;
 
     names_.open_domain(find(root, "ops"), "/ops");

@@ -316,16 +316,48 @@ SizeExpr floor_div(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols)
   return SizeExpr::of_atom(SizeExpr::checked_atom(std::move(atom)));
 }
 
+// max and min are associative and commutative: nested ones of the same kind are one list of
+// operands, each once, none that another provably bounds, sorted (constants last) and folded from
+// the left, so max(max(a, b), c) and max(a, max(c, b)) are the same expression.
 SizeExpr SizeExpr::extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
-  if (provably_ge(a, b, symbols)) return is_max ? a : b;
-  if (provably_ge(b, a, symbols)) return is_max ? b : a;
-  auto atom = std::make_shared<Atom>();
-  atom->kind = is_max ? Atom::Kind::max : Atom::Kind::min;
-  const bool in_order = a.is_constant() != b.is_constant() ? b.is_constant() : compare(a, b) <= 0;  // (constants last)
-  atom->a = in_order ? a : b;
-  atom->b = in_order ? b : a;
-  atom->key = std::string(is_max ? "max(" : "min(") + atom->a.text() + ", " + atom->b.text() + ")";
-  return of_atom(checked_atom(std::move(atom)));
+  const Atom::Kind kind = is_max ? Atom::Kind::max : Atom::Kind::min;
+  std::vector<SizeExpr> operands;
+  const std::function<void(const SizeExpr&)> gather = [&](const SizeExpr& e) {
+    const bool nested = e.constant_ == 0 && e.terms_.size() == 1 && e.terms_[0].coef == 1 && e.terms_[0].monomial.size() == 1 &&
+                        e.terms_[0].monomial[0].power == 1 && e.terms_[0].monomial[0].atom->kind == kind;
+    if (!nested) {
+      operands.push_back(e);
+      return;
+    }
+    gather(e.terms_[0].monomial[0].atom->a);
+    gather(e.terms_[0].monomial[0].atom->b);
+  };
+  gather(a);
+  gather(b);
+  auto before = [](const SizeExpr& x, const SizeExpr& y) { return x.is_constant() != y.is_constant() ? y.is_constant() : compare(x, y) < 0; };
+  std::sort(operands.begin(), operands.end(), before);
+  operands.erase(std::unique(operands.begin(), operands.end(), [](const SizeExpr& x, const SizeExpr& y) { return compare(x, y) == 0; }),
+                 operands.end());
+  // x decides y where x >= y (max; x <= y for min) over every size in range; of two that decide
+  // each other (equal there, spelled differently), the one first in order stays.
+  auto decides = [&](const SizeExpr& x, const SizeExpr& y) { return is_max ? provably_ge(x, y, symbols) : provably_ge(y, x, symbols); };
+  std::vector<SizeExpr> kept;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    bool dropped = false;
+    for (size_t j = 0; j < operands.size() && !dropped; ++j)
+      dropped = j != i && decides(operands[j], operands[i]) && (j < i || !decides(operands[i], operands[j]));
+    if (!dropped) kept.push_back(operands[i]);
+  }
+  SizeExpr folded = kept.front();
+  for (size_t i = 1; i < kept.size(); ++i) {
+    auto atom = std::make_shared<Atom>();
+    atom->kind = kind;
+    atom->a = folded;
+    atom->b = kept[i];
+    atom->key = std::string(is_max ? "max(" : "min(") + atom->a.text() + ", " + atom->b.text() + ")";
+    folded = of_atom(checked_atom(std::move(atom)));
+  }
+  return folded;
 }
 
 SizeExpr max(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) { return SizeExpr::extremum(true, a, b, symbols); }

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
-from thunder_gen.pt2 import export  # noqa: E402
+from thunder_gen.pt2 import export, recorded_symbol_names  # noqa: E402
 
 
 class Mlp(nn.Module):
@@ -118,10 +118,11 @@ def model_json(path):
         return json.loads(z.read(next(n for n in z.namelist() if n.endswith("/models/model.json"))))
 
 
-def test_sizes(doc):
-    """Four assignments of the archive's symbols, as {symbol: size}: each at its least size, at 3,
-    at 17 (odd, not a multiple of 16), at its largest; clamped into its range_constraints."""
-    ranges = {k: v for k, v in doc["range_constraints"].items() if k.isidentifier()}
+def test_sizes(doc, names):
+    """Four assignments of the archive's symbols, as {name: size} (the name given to the symbol's
+    Dim): each at its least size, at 3, at 17 (odd, not a multiple of 16), at its largest; clamped
+    into its range_constraints."""
+    ranges = {names.get(k, k): v for k, v in doc["range_constraints"].items() if k.isidentifier()}
     picks = []
     for pick in ("min", 3, 17, "max"):
         sizes = {}
@@ -133,22 +134,25 @@ def test_sizes(doc):
     return picks
 
 
-def shape_at(meta, sizes):
+def shape_at(meta, sizes, names):
     """A tensor_values entry's shape with its symbols (plain `Symbol('sN', ...)` sizes) at `sizes`."""
-    return [size["as_int"] if "as_int" in size else sizes[size["as_expr"]["expr_str"].split("'")[1]] for size in meta["sizes"]]
+    def symbol(size):
+        s = size["as_expr"]["expr_str"].split("'")[1]
+        return sizes[names.get(s, s)]
+    return [size["as_int"] if "as_int" in size else symbol(size) for size in meta["sizes"]]
 
 
 def write_dynamic_case(name, out):
-    """Writes <name>.pt2, <name>.sizes (a line per test: `s0=3,s1=17`) and, per line, the
-    harness's inputs at those sizes: <name>.<s0_3_s1_17>.inputs/ (user inputs drawn from a seeded
+    """Writes <name>.pt2, <name>.sizes (a line per test: `batch=3,seq=17`, the names given to
+    Dim) and, per line, the harness's inputs at those sizes: <name>.<batch_3_seq_17>.inputs/ (user inputs drawn from a seeded
     generator, the parameters as the archive holds them)."""
     build, inputs, dynamic_shapes = DYNAMIC_CASES[name]
     torch.manual_seed(0)
     path = export(build().train(), inputs(torch.Generator().manual_seed(1)), path=out / f"{name}.pt2", dynamic_shapes=dynamic_shapes())
-    doc = model_json(path)
+    doc, names = model_json(path), recorded_symbol_names(path)
     graph, example = doc["graph_module"]["graph"], out / f"{name}.inputs"
     lines = []
-    for sizes in test_sizes(doc):
+    for sizes in test_sizes(doc, names):
         line = ",".join(f"{k}={v}" for k, v in sizes.items())
         lines.append(line)
         folder = out / f"{name}.{line.replace('=', '_').replace(',', '_')}.inputs"
@@ -158,7 +162,7 @@ def write_dynamic_case(name, out):
             arg = next(iter(spec.values()))["arg"]
             placeholder = arg["as_tensor"]["name"] if "as_tensor" in arg else arg["name"]
             if "user_input" in spec:
-                x = torch.randn(*shape_at(graph["tensor_values"][placeholder], sizes), generator=g)
+                x = torch.randn(*shape_at(graph["tensor_values"][placeholder], sizes, names), generator=g)
                 np.save(folder / f"{placeholder}.npy", x.numpy(), allow_pickle=False)
             else:
                 shutil.copy(example / f"{placeholder}.npy", folder / f"{placeholder}.npy")

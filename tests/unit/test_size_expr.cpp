@@ -76,6 +76,17 @@ TEST_CASE("size expressions: max and min decide where the ranges do", "[size_exp
   CHECK_FALSE(parse("max(B, 2)") == parse("min(B, 2)"));
 }
 
+TEST_CASE("size expressions: nested max and min are one list of operands", "[size_expr]") {
+  CHECK(parse("max(max(B, T//16), 7)") == parse("max(7, max(T//16, B))"));
+  CHECK(parse("min(min(B, T//16), 7)") == parse("min(B, min(7, T//16))"));
+  CHECK(parse("max(max(B, T//16), 7)").text() == parse("max(B, max(7, T//16))").text());
+  CHECK(parse("max(B, max(B, T//16))") == parse("max(B, T//16)"));  // each operand once
+  CHECK(parse("max(max(B, 3), B + 1)") == parse("max(B + 1, 3)"));  // B + 1 bounds B: B goes
+  CHECK(parse("min(max(B, 3), 5)") == parse("min(5, max(3, B))"));  // different kinds nest
+  const SizeExpr three = parse("max(max(B, T//16), 7)");
+  CHECK(tg::parse_size_expr(three.text(), batch_and_time()) == three);  // the folded text reads back
+}
+
 TEST_CASE("size expressions: ranges, multiples and proofs", "[size_expr]") {
   const Symbols s = batch_and_time();
   const tg::SizeRange r = tg::range_of(parse("B*T - 1"), s);

@@ -166,6 +166,45 @@ TEST_CASE("a dynamic-shape export needs its sizes, and refuses what it cannot ev
   CHECK(pt2_error_of(unknown_name, {{"s0", 5}, {"s1", 3}}).find("no SymInt named \"floordiv\"") != std::string::npos);
 }
 
+TEST_CASE("the names thunder_gen.export gave torch's symbols are the trace's") {
+  const tg::pt2::SymbolNames names = tg::pt2::read_symbol_names(R"({"s0": "batch", "s1": "half_seq"})", "m.pt2:m/extra/names.json");
+  const tg::Pt2Translation t = tg::translate_program(dynamic_program().dump(), "t", {{"batch", 5}, {"half_seq", 3}}, names);
+  CHECK(t.symbols.all().size() == 2);
+  CHECK(t.symbols.at("half_seq").min == 2);
+  CHECK(t.symbols.find("s1") == nullptr);
+  const tg::Trace trace = tg::read_trace(t.trace.dump());
+  CHECK(trace.value(trace.inputs[0]).shape == tg::Shape{5, 6});  // 2*s1 read as 2*half_seq
+  auto error_with = [&](const tg::pt2::SymbolNames& n, const tg::SymbolValues& at) {
+    try {
+      tg::translate_program(dynamic_program().dump(), "t", at, n);
+    } catch (const tg::UserError& e) {
+      return e.file + ": " + e.where + ": " + e.what();
+    }
+    return std::string("accepted");
+  };
+  // The error for a missing size names the given name, and points at torch's.
+  CHECK(error_with(names, {{"batch", 5}}).find("/range_constraints/s1: the trace's sizes depend on half_seq (2 <= half_seq <= 512)") != std::string::npos);
+  CHECK(error_with(names, {{"batch", 5}, {"s1", 3}}).find("the trace declares no symbol 's1' (its symbols: batch, half_seq)") != std::string::npos);
+  // A name another symbol has, and a symbol the program lacks, are refused at the names file.
+  CHECK(error_with(tg::pt2::read_symbol_names(R"({"s0": "s1"})", "names.json"), {}) ==
+        "names.json: /s0: the name 's1' is taken by another symbol of the program");
+  CHECK(error_with(tg::pt2::read_symbol_names(R"({"s9": "batch"})", "names.json"), {}) ==
+        "names.json: /s9: names a symbol the program's range_constraints do not have");
+  auto names_error = [](const std::string& text) {
+    try {
+      tg::pt2::read_symbol_names(text, "names.json");
+    } catch (const tg::UserError& e) {
+      return e.where + ": " + e.what();
+    }
+    return std::string("accepted");
+  };
+  CHECK(names_error("[1]").find(": expected a JSON object") == 0);
+  CHECK(names_error(R"({"s0": 3})") == "/s0: expected a name (a string), got number");
+  CHECK(names_error(R"({"s0": "two words"})") == "/s0: the name 'two words' is not a size symbol's ([A-Za-z_][A-Za-z0-9_]*, not max or min)");
+  CHECK(names_error(R"({"s0": "max"})").find("is not a size symbol's") != std::string::npos);
+  CHECK(names_error(R"({"s0": "b", "s1": "b"})") == "/s1: the name 'b' is given to two symbols");
+}
+
 TEST_CASE("sympy's srepr text reads as a size expression") {
   tg::Symbols s;
   s.declare({"s0", 1, 100, 1});
