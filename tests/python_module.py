@@ -20,6 +20,7 @@ find_thunder_gen()'s: $THUNDER_GEN (ctest sets it), else build/thunder-gen, else
 """
 import argparse
 import ctypes
+import dataclasses
 import io
 import json
 import os
@@ -442,8 +443,26 @@ def check_specialized(checks: Checks, work: Path) -> None:
     checks.expect(gen.manifest.specialized_at == {"B": 2, "T": 3}, f"the manifest's sizes: {gen.manifest.specialized_at}")
     params = [torch.randn(64), torch.randn(64), torch.randn(128, 64) * 0.1, torch.randn(128), torch.randn(64, 128) * 0.1, torch.randn(64)]
     checks.expect(list(gen(torch.randn(2, 3, 64), *params).shape) == [6, 64], "symbolic_block at B=2, T=3: out is [B*T, 64]")
-    checks.raises("refused: symbolic_block called at B=4", ValueError, ["'x'", "[2, 3, 64]", "[4, 3, 64]", "generated for the sizes B=2, T=3",
-                                                                        "--specialize"], lambda: gen(torch.randn(4, 3, 64), *params))
+    checks.expect(gen.manifest.symbols["T"] == {"min": 1, "max": 40, "multiple_of": 1} and gen.manifest.inputs[0].sizes == ("B", "T", 64),
+                  f"the manifest's symbols and x's sizes: {gen.manifest.symbols}, {gen.manifest.inputs[0].sizes}")
+    checks.raises("refused: symbolic_block called at B=4, a size in range", ValueError,
+                  ["the inputs are at B=4,T=3", "runs at B=2,T=3 only", "--specialize B=4,T=3"], lambda: gen(torch.randn(4, 3, 64), *params))
+    checks.raises("refused: T=41, outside its range", ValueError, ["input 'x' dim 1 is 41", "T must be 1 <= T <= 40"],
+                  lambda: gen(torch.randn(2, 41, 64), *params))
+    checks.raises("refused: x's features not 64", ValueError, ["input 'x' dim 2 is 63, but the trace's size there is 64"],
+                  lambda: gen(torch.randn(2, 3, 63), *params))
+    checks.raises("refused: x of two dims", ValueError, ["input 'x'", "expected 3 dimensions"], lambda: gen(torch.randn(6, 64), *params))
+    bad = dataclasses.replace(gen.manifest, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "T", "B*T")),) + gen.manifest.inputs[1:])
+    checks.expect(thunder_gen.sizes.check_call(bad, {"x": (2, 3, 5)}) == "input 'x' dim 2 is 5, but the trace's size there is B*T = 6 at B=2,T=3",
+                  "an expression's dim compared with its value at the bound symbols")
+    checks.expect([thunder_gen.sizes.evaluate(e, {"B": 7, "T": 10}) for e in ("B*T - B", "(B*T)//4", "T//2 + 1", "max(B, 9)", "min(-B + 3, T)")] ==
+                  [63, 17, 6, 9, -4], "size expressions evaluate as thunder-gen writes them")
+    checks.raises("refused: a call in a size expression", ValueError, ["not a size expression"],
+                  lambda: thunder_gen.sizes.evaluate("__import__('os').getcwd()", {}))
+    shared = dataclasses.replace(bad, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "T", 64)),
+                                              dataclasses.replace(gen.manifest.inputs[0], name="y", sizes=("T", 64))))
+    checks.expect(thunder_gen.sizes.check_call(shared, {"x": (2, 3, 64), "y": (4, 64)}) ==
+                  "input 'y' dim 0 is 4, but T is 3 (input 'x' dim 1): the inputs disagree on T", "two inputs disagreeing on a symbol")
 
 
 def check_bad_folders(checks: Checks, work: Path) -> None:

@@ -37,6 +37,9 @@ class Value:
     shape: tuple[int, ...] | None
     scalar: str | None
     requires_grad: bool
+    # A symbolic trace's input: its sizes as the trace wrote them (an int, or an expression over
+    # the symbols: "B", "B*T"); None for a static one.
+    sizes: tuple | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -95,6 +98,8 @@ class Manifest:
     workspace_bytes_function: str
     # A symbolic trace's sizes this folder was generated at ({"B": 8}); empty for static shapes.
     specialized_at: dict = field(default_factory=dict)
+    # ... and its symbols' declarations ({"B": {"min": 1, "max": 64, "multiple_of": 1}}).
+    symbols: dict = field(default_factory=dict)
 
     @property
     def status_string_function(self) -> str:
@@ -145,8 +150,11 @@ class _Reader:
         name = self.get(obj, "name", str, where)
         scalar = self.scalar(obj, where)
         tensor = scalar is None
+        sizes = self.get(obj, "sizes", list, where, required=False)
+        if sizes is not None and not all(isinstance(s, str) or (isinstance(s, int) and not isinstance(s, bool) and s >= 0) for s in sizes):
+            self.fail(f"{where}/sizes", "expected sizes: integers and expressions over the symbols")
         return Value(name, self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None,
-                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)))
+                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)), tuple(sizes) if sizes is not None else None)
 
     def param(self, obj, where) -> Param:
         scalar = self.scalar(obj, where)
@@ -195,6 +203,7 @@ def read_manifest(folder: str | Path) -> Manifest:
         backward=r.entry_point(backward, "/entry_points/backward") if backward is not None else None,
         workspace_bytes_function=r.get(doc, "workspace_bytes_function", str, ""),
         specialized_at=_sizes(r, doc),
+        symbols=_symbols(r, doc),
     )
     _check_consistent(m, r)
     return m
@@ -206,6 +215,15 @@ def _sizes(r: _Reader, doc) -> dict:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             r.fail(f"/specialized_at/{name}", f"expected a size, found {size!r}")
     return dict(sizes)
+
+
+def _symbols(r: _Reader, doc) -> dict:
+    symbols = r.get(doc, "symbols", dict, "", required=False) or {}
+    for name, decl in symbols.items():
+        fields = ("min", "max", "multiple_of")
+        if not isinstance(decl, dict) or not all(isinstance(decl.get(f), int) and not isinstance(decl.get(f), bool) for f in fields):
+            r.fail(f"/symbols/{name}", "expected {\"min\": n, \"max\": n, \"multiple_of\": n}")
+    return {name: dict(decl) for name, decl in symbols.items()}
 
 
 def _check_consistent(m: Manifest, r: _Reader) -> None:

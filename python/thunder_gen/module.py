@@ -10,6 +10,7 @@ from torch.autograd.function import once_differentiable
 
 from .errors import ManifestError, StatusError
 from .manifest import FLOATING, RANDOM_STATE_INPUTS, SCALAR_CTYPES, TORCH_DTYPES, EntryPoint, Manifest, Param, Value
+from .sizes import check_call
 
 # Workspace offsets are 256-byte aligned from its start (docs/design-notes.md); torch's CPU
 # allocator aligns to 64 only, so the workspace is over-allocated and its start rounded up.
@@ -194,6 +195,11 @@ class GeneratedModule(torch.nn.Module):
         if len(args) != len(self.positional):
             raise TypeError(f"{self.manifest.trace}: expected {len(self.positional)} inputs "
                             f"({', '.join(self.input_names)}), got {len(args)}")
+        if self.manifest.symbols:  # a symbolic trace's folder: the sizes as a whole, said by symbol
+            shapes = {d.name: tuple(a.shape) for d, a in zip(self.positional, args) if d.is_tensor and isinstance(a, torch.Tensor)}
+            problem = check_call(self.manifest, shapes)
+            if problem:
+                raise ValueError(f"{self.manifest.trace}: {problem}")
         values = {}
         for i, (decl, arg) in enumerate(zip(self.positional, args)):
             values[decl.name] = self._check_tensor(decl, arg, i) if decl.is_tensor else self._check_scalar(decl, arg, i)

@@ -61,7 +61,7 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
   }
 }
 
-int64_t specialized_size(Json text, const Path& where, const Trace& t) {
+SizeExpr size_expr_of(Json text, const Path& where, const Trace& t) {
   SizeExpr size;
   try {
     size = parse_size_expr(string_of(text), t.symbols);
@@ -69,6 +69,11 @@ int64_t specialized_size(Json text, const Path& where, const Trace& t) {
     throw UserError(where.str(), "in the size " + dump(text) + " at offset " + std::to_string(error.offset) + ": " + error.what());
   }
   if (!provably_ge(size, 0, t.symbols)) throw UserError(where.str(), "the size " + size.text() + " may be negative for sizes the symbols allow");
+  return size;
+}
+
+int64_t specialized_size(Json text, const Path& where, const Trace& t) {
+  const SizeExpr size = size_expr_of(text, where, t);
   try {
     return size.evaluate(t.specialized_at);
   } catch (const SizeExprError& error) {

@@ -25,5 +25,7 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
 // trace's specialization. The expression must be a size for every value of its symbols, not only
 // at this one: never negative.
 int64_t specialized_size(Json text, const Path& where, const Trace& t);
+// ... the expression itself (checked the same way), not evaluated.
+SizeExpr size_expr_of(Json text, const Path& where, const Trace& t);
 
 }  // namespace tg::json

@@ -92,6 +92,11 @@ Pt2Translation Translator::run() {
   out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at);
   out.op_origins = std::move(origins_);
   out.symbols = sizes_.symbols();
+  if (!out.symbols.empty()) {
+    Doc symbols = Doc::object();
+    for (const auto& [name, d] : out.symbols.all()) symbols[name] = {{"min", d.min}, {"max", d.max}};
+    out.trace["symbols"] = std::move(symbols);
+  }
   return out;
 }
 
@@ -120,6 +125,7 @@ void Translator::read_tensor_values(Object graph, const Path& graph_at) {
   for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
     Value v = pt2::tensor_meta(meta, Path(values_at, name), sizes_);
     v.name = scope_ + std::string(name);
+    if (!sizes_.symbols().empty() && scope_.empty()) size_exprs_[v.name] = pt2::tensor_size_exprs(meta, Path(values_at, name), sizes_);
     // A region's body names its values in its own scope (<body>__<name>), which an enclosing
     // graph's name may still spell.
     if (!metas_.emplace(v.name, v).second)
@@ -178,6 +184,13 @@ const Value& Translator::meta(const std::string& name, const Path& where) const 
 Doc Translator::declaration(const std::string& name, const Path& where, bool requires_grad) const {
   const Value& v = meta(name, where);
   Doc decl = {{"name", name}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}};
+  // A dynamic-shape export's input: its sizes as expressions (the reader evaluates them again).
+  if (auto sizes = size_exprs_.find(name); sizes != size_exprs_.end())
+    if (std::any_of(sizes->second.begin(), sizes->second.end(), [](const SizeExpr& s) { return !s.is_constant(); })) {
+      Doc shape = Doc::array();
+      for (const SizeExpr& s : sizes->second) shape.push_back(s.is_constant() ? Doc(*s.constant()) : Doc(s.text()));
+      decl["shape"] = std::move(shape);
+    }
   if (requires_grad && v.requires_grad && is_float(v.dtype)) decl["requires_grad"] = true;
   return decl;
 }
@@ -383,7 +396,7 @@ Trace read_pt2_file(const std::string& path, const SymbolValues& specialize) {
   const Pt2Translation translation = translate_pt2(path, trace_name_of(path), specialize);
   Trace trace;
   try {
-    trace = read_trace(translation.trace.dump());
+    trace = read_trace(translation.trace.dump(), specialize);
   } catch (const UserError& e) {
     throw about_archive(e, translation, path);
   }
@@ -393,8 +406,6 @@ Trace read_pt2_file(const std::string& path, const SymbolValues& specialize) {
     trace.node_origins[origin.pointer] = {origin.target, origin.module};
   }
   for (const Pt2Input& input : translation.inputs) trace.input_origins.push_back({input.role, input.fqn});
-  trace.symbols = translation.symbols;
-  trace.specialized_at = specialize;
   return trace;
 }
 

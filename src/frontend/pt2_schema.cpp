@@ -155,6 +155,15 @@ std::vector<std::string> output_names(Json j, const Path& where) {
   throw UserError(where.str(), "an output that is not a tensor (" + std::string(member) + ")");
 }
 
+std::vector<SizeExpr> tensor_size_exprs(Json j, const Path& where, const SymIntSizes& sizes) {
+  const Object o = object_at(j, where);
+  const Path sizes_at(where, "sizes");
+  std::vector<SizeExpr> out;
+  size_t i = 0;
+  for (Json size : list_at(require(o, where, "sizes"), sizes_at)) out.push_back(sizes.expression(size, Path(sizes_at, i++)));
+  return out;
+}
+
 Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes) {
   const Object o = object_at(j, where);
   Value v;

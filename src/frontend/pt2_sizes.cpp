@@ -257,6 +257,17 @@ int64_t SymIntSizes::named(std::string_view name, const Path& where) const {
   return evaluate(it->second, where);
 }
 
+SizeExpr SymIntSizes::expression(Json symint, const Path& where) const {
+  auto [member, value] = member_of(symint, where, "SymInt");
+  const Path at(where, member);
+  if (member == "as_expr") return expression_of(value, at, symbols_, names_);
+  if (member == "as_name") {
+    auto it = named_.find(string_at(value, at));
+    if (it != named_.end()) return it->second;
+  }
+  return size(symint, where);
+}
+
 int64_t SymIntSizes::size(Json symint, const Path& where) const {
   auto [member, value] = member_of(symint, where, "SymInt");
   const Path at(where, member);

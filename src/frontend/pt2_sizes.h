@@ -44,6 +44,8 @@ class SymIntSizes {
   void add_graph(Object graph, const Path& graph_at);
   // A SymInt (`as_int`, `as_expr`, or an Argument's `as_name` of a graph SymInt) at the sizes given.
   int64_t size(Json symint, const Path& where) const;
+  // ... as an expression over the symbols, not evaluated.
+  SizeExpr expression(Json symint, const Path& where) const;
   // The SymInt a node names (an `as_name`): its size.
   int64_t named(std::string_view name, const Path& where) const;
   const Symbols& symbols() const { return symbols_; }

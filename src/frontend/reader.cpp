@@ -124,6 +124,7 @@ class Reader {
       return v;
     }
     v.shape = read_shape(require(decl, where, "shape"), Path(where, "shape"));
+    if (is_input) note_input_sizes(v.name, require(decl, where, "shape"), Path(where, "shape"));
     const Path dtype_at(where, "dtype");
     std::string dt = string_at(require(decl, where, "dtype"), dtype_at);
     auto parsed = parse_dtype(dt);
@@ -144,6 +145,19 @@ class Reader {
     }
     if (auto init = find(decl, "init")) v.init_uniform = read_init(*init, Path(where, "init").str(), is_input, v.dtype);
     return v;
+  }
+
+  // An input whose shape names a symbol: its sizes as expressions (read_shape checked them).
+  void note_input_sizes(const std::string& name, Json json, const Path& shape_at) {
+    std::vector<SizeExpr> sizes;
+    bool symbolic = false;
+    size_t i = 0;
+    for (Json dim : list_at(json, shape_at)) {
+      symbolic = symbolic || dim.is_string();
+      sizes.push_back(dim.is_string() ? size_expr_of(dim, Path(shape_at, i), t_) : SizeExpr(int_of(dim)));
+      ++i;
+    }
+    if (symbolic) t_.input_sizes[name] = std::move(sizes);
   }
 
   // Entries are integers, or size expressions over the trace's symbols (at its specialization).

@@ -195,6 +195,9 @@ struct Trace {
   // trace of static shapes.
   Symbols symbols;
   SymbolValues specialized_at;
+  // A symbolic trace's inputs' sizes as expressions, by input name (those with a symbol in a
+  // size): what a caller's shapes are checked against (the manifest's "sizes").
+  std::map<std::string, std::vector<SizeExpr>, std::less<>> input_sizes;
   // "B=64, T=128 (1 <= B <= 4096; 16 <= T <= 512)": the sizes this trace is at, and their
   // declarations; "" for a trace of static shapes.
   std::string specialization_text() const;
@@ -215,6 +218,7 @@ struct Trace {
     t.node_origins = node_origins;
     t.symbols = symbols;
     t.specialized_at = specialized_at;
+    t.input_sizes = input_sizes;
     return t;
   }
 

@@ -33,6 +33,15 @@ void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* tr
     open_declaration(m, values.value(t.inputs[k]));
     if (!t.value(t.inputs[k]).is_scalar) m.member("requires_grad", t.value(t.inputs[k]).requires_grad);
     if (k < t.input_origins.size()) m.member("role", t.input_origins[k].role).member("fqn", t.input_origins[k].fqn);
+    // Extension: a symbolic trace's input, its sizes as expressions (its "shape" is at specialized_at).
+    if (auto sizes = t.input_sizes.find(values.value(t.inputs[k]).name); sizes != t.input_sizes.end()) {
+      m.key("sizes").open('[');
+      for (const SizeExpr& s : sizes->second) {
+        if (const std::optional<int64_t> n = s.constant()) m.value(*n);
+        else m.value(s.text());
+      }
+      m.close(']');
+    }
     m.member("file", files.inputs[k] + ".npy");
     if (training && !files.gradients[k].empty()) m.member("grad_file", files.gradients[k] + ".npy");
     m.close('}');
@@ -118,6 +127,10 @@ ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const 
   if (!t.specialized_at.empty()) {
     m.key("specialized_at").open('{');
     for (const auto& [name, size] : t.specialized_at) m.member(name, size);
+    m.close('}');
+    // ... and (extension) each symbol's declaration, as the trace's "symbols" has it.
+    m.key("symbols").open('{');
+    for (const auto& [name, d] : t.symbols.all()) m.key(name).open('{').member("min", d.min).member("max", d.max).member("multiple_of", d.multiple_of).close('}');
     m.close('}');
   }
   write_inputs_and_outputs(m, t, training);
