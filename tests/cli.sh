@@ -43,6 +43,8 @@ run "$sym" --specialize B=2,T=5 --emit fused; cp out.txt fused.txt
 run --from-stage decompose decomposed.txt --emit fused; check resume-symbolic rc 0
 check resume-keeps-sizes cmp -s out.txt fused.txt
 sed 's/^  # specialized at T = 5 /  # specialized at T = 41 /' decomposed.txt >bad-size.txt
+run --from-stage decompose decomposed.txt --emit fused --specialize B=3,T=5; check resume-specialize rc 2
+check resume-specialize-words has err.txt "a listing (--from-stage) is at the sizes"
 run --from-stage decompose bad-size.txt --emit fused; check resume-bad-size rc 1
 check resume-bad-size-words has err.txt "bad-size.txt:[0-9]*:.*T = 41 is outside 1 <= T <= 40"
 rm -rf gen

@@ -68,6 +68,8 @@ CLI::Option* add_generate_options(CLI::App& app, Request& request) {
 // Options that cannot go together, refused rather than one of them ignored.
 std::string conflicting_options(const Request& r) {
   if (!r.from_stage.empty() && r.emit.empty()) return "--from-stage runs the passes after a listing's: give --emit, the stage to print";
+  if (!r.from_stage.empty() && !r.specialize_text.empty())
+    return "--specialize sizes a symbolic trace; a listing (--from-stage) is at the sizes its '# specialized at' lines say";
   if (!r.check) return r.diff_lines_given ? "--diff-lines goes with --check" : "";
   if (!r.emit.empty()) return "--check compares an output folder; --emit prints a stage instead";
   if (!r.dump_dir.empty()) return "--check writes nothing, so --dump-dir cannot go with it";

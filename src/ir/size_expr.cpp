@@ -317,8 +317,11 @@ SizeExpr floor_div(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols)
 }
 
 // max and min are associative and commutative: nested ones of the same kind are one list of
-// operands, each once, none that another provably bounds, sorted (constants last) and folded from
-// the left, so max(max(a, b), c) and max(a, max(c, b)) are the same expression.
+// operands, each once, none that another provably bounds, sorted (constants last) and folded as a
+// balanced tree (no deeper than any grouping of them, so the text reads back within the parser's
+// depth), so max(max(a, b), c) and max(a, max(c, b)) are the same expression wherever the ranges
+// decide the same operands away (provably_ge is not transitive: one grouping may drop an operand
+// the other keeps; both stay equal in value).
 SizeExpr SizeExpr::extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
   const Atom::Kind kind = is_max ? Atom::Kind::max : Atom::Kind::min;
   std::vector<SizeExpr> operands;
@@ -348,16 +351,17 @@ SizeExpr SizeExpr::extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, c
       dropped = j != i && decides(operands[j], operands[i]) && (j < i || !decides(operands[i], operands[j]));
     if (!dropped) kept.push_back(operands[i]);
   }
-  SizeExpr folded = kept.front();
-  for (size_t i = 1; i < kept.size(); ++i) {
+  const std::function<SizeExpr(size_t, size_t)> fold = [&](size_t from, size_t to) -> SizeExpr {
+    if (to - from == 1) return kept[from];
+    const size_t middle = from + (to - from) / 2;
     auto atom = std::make_shared<Atom>();
     atom->kind = kind;
-    atom->a = folded;
-    atom->b = kept[i];
+    atom->a = fold(from, middle);
+    atom->b = fold(middle, to);
     atom->key = std::string(is_max ? "max(" : "min(") + atom->a.text() + ", " + atom->b.text() + ")";
-    folded = of_atom(checked_atom(std::move(atom)));
-  }
-  return folded;
+    return of_atom(checked_atom(std::move(atom)));
+  };
+  return fold(0, kept.size());
 }
 
 SizeExpr max(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) { return SizeExpr::extremum(true, a, b, symbols); }

@@ -108,7 +108,10 @@ class Planner {
     if (!layout_.rows_contiguous()) return 0;
     const int64_t r = row_length();
     if (r % block != 0 || r / block > kMaxCachedPerThread) return 0;
-    return row_words() * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
+    // A held row's random draws are held beside it (lower_row.cpp, row_draws): four dropouts
+    // of a row held 16 a thread took 176 registers uncounted. (The hoisting rule below leaves
+    // them out: w and b beside one draw took 128 registers hoisted or not, on sm_90.)
+    return (row_words() + draw_words()) * (r / block) <= 64 * kMaxRowBlock / block ? int(r / block) : 0;
   }
 
   // 32-bit registers per held element (2 for an f64 operand) of the operands shaped like the
@@ -116,6 +119,12 @@ class Planner {
   // for every row, which a thread holding its part of the row loads once for all its rows.
   int64_t row_words() const { return operand_words(layout_.domain); }
   int64_t hoisted_words() const { return layout_.outer.empty() ? 0 : operand_words(layout_.reduced_shape()); }
+  int64_t draw_words() const {
+    int64_t words = 0;
+    for (const Op& op : k_.sub)
+      if (op.info->kind == OpKind::uniform_philox && t_.value(op.outs[0]).shape == layout_.domain) words += register_words(t_.value(op.outs[0]).dtype);
+    return words;
+  }
   int64_t operand_words(const Shape& shape) const {
     int64_t words = 0;
     for (const Arg& a : k_.args) {

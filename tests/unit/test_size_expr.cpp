@@ -85,6 +85,21 @@ TEST_CASE("size expressions: nested max and min are one list of operands", "[siz
   CHECK(parse("min(max(B, 3), 5)") == parse("min(5, max(3, B))"));  // different kinds nest
   const SizeExpr three = parse("max(max(B, T//16), 7)");
   CHECK(tg::parse_size_expr(three.text(), batch_and_time()) == three);  // the folded text reads back
+  // 33 operands undecided against each other, grouped as a balanced tree: the canonical text
+  // nests no deeper (folded as a chain it nested 32 levels and did not read back).
+  Symbols s;
+  s.declare({"B", 0, 40, 1});
+  s.declare({"T", 1, 24, 3});
+  std::vector<std::string> level;
+  for (int k = 1; k <= 33; ++k) level.push_back(std::to_string(k) + "*B + " + std::to_string(41 - k) + "*T");
+  while (level.size() > 1) {
+    std::vector<std::string> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back("max(" + level[i] + ", " + level[i + 1] + ")");
+    if (level.size() % 2) next.push_back(level.back());
+    level = next;
+  }
+  const SizeExpr wide = tg::parse_size_expr(level[0], s);
+  CHECK(tg::parse_size_expr(wide.text(), s) == wide);
 }
 
 TEST_CASE("size expressions: ranges, multiples and proofs", "[size_expr]") {
