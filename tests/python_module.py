@@ -459,6 +459,22 @@ def check_specialized(checks: Checks, work: Path) -> None:
                   [63, 17, 6, 9, -4], "size expressions evaluate as thunder-gen writes them")
     checks.raises("refused: a call in a size expression", ValueError, ["not a size expression"],
                   lambda: thunder_gen.sizes.evaluate("__import__('os').getcwd()", {}))
+    checks.raises("refused: a size expression nested 2,000 deep", ValueError, ["not a size expression"],
+                  lambda: thunder_gen.sizes.evaluate("(" * 2000 + "B" + ")" * 2000, {"B": 1}))
+    # A hand-edited manifest: its symbols and sizes are checked when it is read.
+    edited = work / "symbolic-edited"
+    shutil.copytree(out, edited, dirs_exist_ok=True)
+    original = json.loads((out / "manifest.json").read_text())
+    for label, change, words in [
+            ("multiple_of 0", lambda m: m["symbols"]["B"].update(multiple_of=0), ["/symbols/B", "not a symbol's range"]),
+            ("min > max", lambda m: m["symbols"]["T"].update(min=50), ["/symbols/T", "not a symbol's range"]),
+            ("a size per dim", lambda m: m["inputs"][0]["sizes"].pop(), ["/inputs/0/sizes", "one size per dim"]),
+            ("sizes not the shape", lambda m: m["inputs"][0].update(sizes=["B", "B*T", 64]), ["/inputs/0/sizes/1", "'B*T' is 6", "says 3"]),
+            ("a symbol not specialised", lambda m: m["inputs"][0].update(sizes=["B", "Q", 64]), ["/inputs/0/sizes/1", "no size at specialized_at"])]:
+        doc = json.loads(json.dumps(original))
+        change(doc)
+        (edited / "manifest.json").write_text(json.dumps(doc))
+        checks.raises(f"a manifest with {label}", thunder_gen.ManifestError, words, lambda: thunder_gen.manifest.read_manifest(edited))
     shared = dataclasses.replace(bad, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "T", 64)),
                                               dataclasses.replace(gen.manifest.inputs[0], name="y", sizes=("T", 64))))
     checks.expect(thunder_gen.sizes.check_call(shared, {"x": (2, 3, 64), "y": (4, 64)}) ==

@@ -206,6 +206,7 @@ def read_manifest(folder: str | Path) -> Manifest:
         symbols=_symbols(r, doc),
     )
     _check_consistent(m, r)
+    _check_sizes(m, r)
     return m
 
 
@@ -223,7 +224,26 @@ def _symbols(r: _Reader, doc) -> dict:
         fields = ("min", "max", "multiple_of")
         if not isinstance(decl, dict) or not all(isinstance(decl.get(f), int) and not isinstance(decl.get(f), bool) for f in fields):
             r.fail(f"/symbols/{name}", "expected {\"min\": n, \"max\": n, \"multiple_of\": n}")
+        if not (0 <= decl["min"] <= decl["max"] and decl["multiple_of"] >= 1):
+            r.fail(f"/symbols/{name}", f"not a symbol's range: {decl}")
     return {name: dict(decl) for name, decl in symbols.items()}
+
+
+def _check_sizes(m: Manifest, r: _Reader) -> None:
+    """Each symbolic input's sizes: one per dim, and their values at specialized_at its shape."""
+    from .sizes import evaluate  # (sizes.py needs nothing of torch's)
+    for i, v in enumerate(m.inputs):
+        if v.sizes is None:
+            continue
+        if not v.is_tensor or len(v.sizes) != len(v.shape):
+            r.fail(f"/inputs/{i}/sizes", f"expected one size per dim of the shape {list(v.shape or ())}")
+        for d, (size, dim) in enumerate(zip(v.sizes, v.shape)):
+            try:
+                value = size if isinstance(size, int) else evaluate(size, m.specialized_at)
+            except (KeyError, ValueError) as e:
+                r.fail(f"/inputs/{i}/sizes/{d}", f"{size!r} is no size at specialized_at: {e}")
+            if value != dim:
+                r.fail(f"/inputs/{i}/sizes/{d}", f"{size!r} is {value} at specialized_at, but the shape says {dim}")
 
 
 def _check_consistent(m: Manifest, r: _Reader) -> None:

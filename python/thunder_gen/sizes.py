@@ -32,10 +32,12 @@ def evaluate(text: str, values: dict) -> int:
                 and len(node.args) == 2 and not node.keywords):
             return (max if node.func.id == "max" else min)(walk(node.args[0]), walk(node.args[1]))
         raise ValueError(f"not a size expression: {text!r}")
+    if not isinstance(text, str) or len(text) > 4096:
+        raise ValueError(f"not a size expression: {str(text)[:64]!r}")
     try:
         return walk(ast.parse(text, mode="eval"))
-    except SyntaxError:
-        raise ValueError(f"not a size expression: {text!r}") from None
+    except (SyntaxError, RecursionError, MemoryError, ZeroDivisionError):
+        raise ValueError(f"not a size expression: {text[:64]!r}") from None
 
 
 def range_text(name: str, decl: dict) -> str:
