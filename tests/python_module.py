@@ -457,6 +457,15 @@ def check_specialized(checks: Checks, work: Path) -> None:
                   "an expression's dim compared with its value at the bound symbols")
     checks.expect([thunder_gen.sizes.evaluate(e, {"B": 7, "T": 10}) for e in ("B*T - B", "(B*T)//4", "T//2 + 1", "max(B, 9)", "min(-B + 3, T)")] ==
                   [63, 17, 6, 9, -4], "size expressions evaluate as thunder-gen writes them")
+    checks.expect(thunder_gen.sizes.evaluate("class*None + max(True, 2)", {"class": 2, "None": 3, "True": 5}) == 11,
+                  "symbols spelled like Python keywords evaluate (they are names in the trace's grammar)")
+    # T only inside B*T: no dim binds it, so it is taken at the folder's T=3 and said to be.
+    product = dataclasses.replace(gen.manifest, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "B*T")),))
+    checks.expect(thunder_gen.sizes.check_call(product, {"x": (4, 8)}) ==
+                  "input 'x' dim 1 is 8, but the trace's size there is B*T = 12 at B=4,T=3 (T as this folder has it: no input dim is one alone)",
+                  "a symbol no dim gives alone, taken at the folder's size")
+    checks.expect("--specialize B=4,T=3" in (thunder_gen.sizes.check_call(product, {"x": (4, 12)}) or ""),
+                  "sizes in range at the folder's T: the --specialize for them")
     checks.raises("refused: a call in a size expression", ValueError, ["not a size expression"],
                   lambda: thunder_gen.sizes.evaluate("__import__('os').getcwd()", {}))
     checks.raises("refused: a size expression nested 2,000 deep", ValueError, ["not a size expression"],
@@ -470,7 +479,10 @@ def check_specialized(checks: Checks, work: Path) -> None:
             ("min > max", lambda m: m["symbols"]["T"].update(min=50), ["/symbols/T", "not a symbol's range"]),
             ("a size per dim", lambda m: m["inputs"][0]["sizes"].pop(), ["/inputs/0/sizes", "one size per dim"]),
             ("sizes not the shape", lambda m: m["inputs"][0].update(sizes=["B", "B*T", 64]), ["/inputs/0/sizes/1", "'B*T' is 6", "says 3"]),
-            ("a symbol not specialised", lambda m: m["inputs"][0].update(sizes=["B", "Q", 64]), ["/inputs/0/sizes/1", "no size at specialized_at"])]:
+            ("a symbol not specialised", lambda m: m["inputs"][0].update(sizes=["B", "Q", 64]), ["/inputs/0/sizes/1", "no size at specialized_at"]),
+            ("a size out of its range", lambda m: m["specialized_at"].update(T=41), ["/specialized_at/T", "outside the symbol's range"]),
+            ("a symbol without its size", lambda m: m["specialized_at"].pop("T"), ["/specialized_at", "a size for each symbol"]),
+            ("a symbol named max", lambda m: m["symbols"].update(max=m["symbols"].pop("T")), ["/symbols/max", "not a symbol's name"])]:
         doc = json.loads(json.dumps(original))
         change(doc)
         (edited / "manifest.json").write_text(json.dumps(doc))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,6 +227,15 @@ def _symbols(r: _Reader, doc) -> dict:
             r.fail(f"/symbols/{name}", "expected {\"min\": n, \"max\": n, \"multiple_of\": n}")
         if not (0 <= decl["min"] <= decl["max"] and decl["multiple_of"] >= 1):
             r.fail(f"/symbols/{name}", f"not a symbol's range: {decl}")
+        if not (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name) and name not in ("max", "min")):
+            r.fail(f"/symbols/{name}", "not a symbol's name (an identifier of at most 64 characters, not max or min)")
+    at = r.get(doc, "specialized_at", dict, "", required=False) or {}
+    if symbols and set(at) != set(symbols):
+        r.fail("/specialized_at", f"expected a size for each symbol ({', '.join(sorted(symbols))})")
+    for name, size in at.items():
+        decl = symbols.get(name)
+        if decl and not (decl["min"] <= size <= decl["max"] and size % decl["multiple_of"] == 0):
+            r.fail(f"/specialized_at/{name}", f"{size} is outside the symbol's range {decl}")
     return {name: dict(decl) for name, decl in symbols.items()}
 
 

@@ -9,21 +9,38 @@ generated at are told as the --specialize that would generate a folder for them.
 from __future__ import annotations
 
 import ast
+import re
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
               ast.FloorDiv: lambda a, b: a // b}
+
+
+def symbols_in(text: str) -> set:
+    """The symbols a size expression names."""
+    return {name for name in _IDENTIFIER.findall(text) if name not in ("max", "min")}
 
 
 def evaluate(text: str, values: dict) -> int:
     """A size expression as thunder-gen writes one ("B*T", "T//2 + 1", "max(B, 2)") at `values`.
     Raises KeyError for a symbol not in `values`, ValueError for text outside that grammar."""
+    if not isinstance(text, str) or len(text) > 4096:
+        raise ValueError(f"not a size expression: {str(text)[:64]!r}")
+    # Symbols become placeholders first: a symbol may be spelled like a Python keyword (None, class).
+    placeholders = {}
+    def placeholder(match):
+        name = match.group(0)
+        return name if name in ("max", "min") else placeholders.setdefault(name, f"s_{len(placeholders)}")
+    spelled = _IDENTIFIER.sub(placeholder, text)
+    names = {p: name for name, p in placeholders.items()}
+
     def walk(node):
         if isinstance(node, ast.Expression):
             return walk(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             return node.value
         if isinstance(node, ast.Name):
-            return values[node.id]
+            return values[names[node.id]]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -walk(node.operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
@@ -32,10 +49,8 @@ def evaluate(text: str, values: dict) -> int:
                 and len(node.args) == 2 and not node.keywords):
             return (max if node.func.id == "max" else min)(walk(node.args[0]), walk(node.args[1]))
         raise ValueError(f"not a size expression: {text!r}")
-    if not isinstance(text, str) or len(text) > 4096:
-        raise ValueError(f"not a size expression: {str(text)[:64]!r}")
     try:
-        return walk(ast.parse(text, mode="eval"))
+        return walk(ast.parse(spelled, mode="eval"))
     except (SyntaxError, RecursionError, MemoryError, ZeroDivisionError):
         raise ValueError(f"not a size expression: {text[:64]!r}") from None
 
@@ -71,17 +86,23 @@ def check_call(manifest, shapes: dict) -> str | None:
         decl = manifest.symbols.get(name)
         if decl and not (decl["min"] <= value <= decl["max"] and value % decl["multiple_of"] == 0):
             return f"{source[name]} is {value}, but {name} must be {range_text(name, decl)}"
+    # A symbol no input's dim gives alone (only inside B*T, say) is taken at the folder's size.
+    at = {**manifest.specialized_at, **bound}
     for v in symbolic:
         for d, size in enumerate(v.sizes):
             try:
-                want = size if isinstance(size, int) else evaluate(size, bound)
+                want = size if isinstance(size, int) else evaluate(size, at)
             except KeyError:
-                continue  # a symbol no input's dim gives alone
+                continue  # (a symbol the manifest does not size)
             if shapes[v.name][d] != want:
-                expected = f"{want}" if isinstance(size, int) else f"{size} = {want} at {_assignment(bound)}"
-                return f"input {v.name!r} dim {d} is {shapes[v.name][d]}, but the trace's size there is {expected}"
+                if isinstance(size, int):
+                    return f"input {v.name!r} dim {d} is {shapes[v.name][d]}, but the trace's size there is {want}"
+                unbound = sorted(symbols_in(size) - set(bound))
+                assumed = f" ({', '.join(unbound)} as this folder has {'them' if len(unbound) > 1 else 'it'}: no input dim is one alone)" if unbound else ""
+                return (f"input {v.name!r} dim {d} is {shapes[v.name][d]}, but the trace's size there is {size} = {want} "
+                        f"at {_assignment({k: at[k] for k in symbols_in(size)})}{assumed}")
     moved = {k: v for k, v in bound.items() if manifest.specialized_at.get(k) != v}
     if moved:
         return (f"the inputs are at {_assignment(bound)}, and this folder runs at {_assignment(manifest.specialized_at)} "
-                f"only; generate one for these sizes with --specialize {_assignment({**manifest.specialized_at, **bound})}")
+                f"only; generate one for these sizes with --specialize {_assignment(at)}")
     return None

@@ -32,8 +32,7 @@ Symbols read_symbols(Json json, const Path& at) {
   for (const simdjson::dom::key_value_pair& member : object) {
     const std::string name(member.key);
     const Path decl_at(at, member.key);
-    if (!is_identifier(name) || name == "max" || name == "min")
-      throw UserError(decl_at.str(), "a symbol's name is an identifier other than max and min");
+    if (!is_size_symbol_name(name)) throw UserError(decl_at.str(), std::string("a symbol's name is ") + kSizeSymbolNameRule);
     const Object decl = object_at(member.value, decl_at);
     static constexpr std::string_view kSymbolFields[] = {"min", "max", "multiple_of"};
     check_fields(decl, decl_at, kSymbolFields);

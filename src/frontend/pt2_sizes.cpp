@@ -1,10 +1,10 @@
 #include "frontend/pt2_sizes.h"
 
 #include <cctype>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
+#include "frontend/json_document.h"
 #include "frontend/json_symbols.h"
 #include "frontend/pt2_schema.h"
 #include "ir/size_text.h"
@@ -197,17 +197,26 @@ std::string SymbolNames::name_of(std::string_view symbol) const {
 SymbolNames read_symbol_names(const std::string& text, const std::string& file) {
   SymbolNames names;
   names.file = file;
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object()) throw UserError(file, "", "expected a JSON object of torch's symbols and the names given them ({\"s17\": \"batch\"})");
-  std::set<std::string, std::less<>> taken;
-  for (const auto& [symbol, name] : j.items()) {
-    const std::string at = "/" + escape_pointer_token(symbol);
-    if (!name.is_string()) throw UserError(file, at, "expected a name (a string), got " + std::string(name.type_name()));
-    const std::string given = name.get<std::string>();
-    if (!is_identifier(given) || given == "max" || given == "min")
-      throw UserError(file, at, "the name '" + printable_line(given) + "' is not a size symbol's ([A-Za-z_][A-Za-z0-9_]*, not max or min)");
-    if (!taken.insert(given).second) throw UserError(file, at, "the name '" + given + "' is given to two symbols");
-    names.by_symbol[symbol] = given;
+  try {
+    simdjson::dom::parser parser;
+    const simdjson::padded_string padded(text);
+    const Json doc = parse_document(parser, padded);
+    check_duplicate_keys(doc);
+    if (!doc.is_object()) throw UserError("", "expected a JSON object of torch's symbols and the names given them ({\"s17\": \"batch\"})");
+    std::set<std::string, std::less<>> taken;
+    const std::string document;  // the root's pointer: ""
+    for (auto [key, name] : object_at(doc, Path(document))) {
+      const std::string symbol(key), at = "/" + escape_pointer_token(symbol);
+      if (!name.is_string()) throw UserError(at, "expected a name (a string), got " + kind_name(name));
+      const std::string given(string_of(name));
+      if (!is_size_symbol_name(given))
+        throw UserError(at, "the name '" + printable_line(given.substr(0, 64)) + "' is not a size symbol's (" + kSizeSymbolNameRule + ")");
+      if (!taken.insert(given).second) throw UserError(at, "the name '" + given + "' is given to two symbols");
+      names.by_symbol[symbol] = given;
+    }
+  } catch (UserError& e) {
+    if (e.file.empty()) e.file = file;
+    throw;
   }
   return names;
 }

@@ -105,6 +105,12 @@ void Symbols::declare(SymbolDecl decl) {
   decls_.emplace(n, std::move(decl));
 }
 
+bool is_size_symbol_name(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (name.empty() || name.size() > 64 || !letter(name[0]) || name == "max" || name == "min") return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
 std::string SymbolDecl::range_text() const {
   std::string out = std::to_string(min) + " <= " + name + " <= " + std::to_string(max);
   return multiple_of > 1 ? out + ", a multiple of " + std::to_string(multiple_of) : out;

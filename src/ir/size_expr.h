@@ -33,6 +33,11 @@ struct SizeExprError : std::runtime_error {
   explicit SizeExprError(const std::string& message, size_t offset_ = 0) : std::runtime_error(message), offset(offset_) {}
 };
 
+// A symbol's name: an identifier of at most 64 characters other than max and min (the grammar's
+// functions); kSizeSymbolNameRule says so in errors.
+bool is_size_symbol_name(std::string_view name);
+inline constexpr const char* kSizeSymbolNameRule = "an identifier of at most 64 characters, not max or min";
+
 // The largest size a symbol may be declared to reach: ranges stay far from int64 overflow.
 inline constexpr int64_t kMaxSymbolSize = int64_t(1) << 48;
 
