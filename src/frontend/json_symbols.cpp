@@ -49,7 +49,7 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
   for (const auto& [name, size] : values) {
     const SymbolDecl* d = symbols.find(name);
     if (!d) throw UserError("--specialize", "", "the trace declares no symbol '" + name + "' (its symbols: " + declared_symbol_names(symbols) + ")");
-    if (size < d->min || size > d->max || size % d->multiple_of != 0)
+    if (!d->allows(size))
       throw UserError("--specialize", "", name + "=" + std::to_string(size) + " is not a size the trace allows: " + d->range_text() + " (" + declared_at(name) + ")");
   }
   for (const auto& [name, decl] : symbols.all()) {
@@ -71,8 +71,9 @@ SizeExpr size_expr_of(Json text, const Path& where, const Trace& t) {
   return size;
 }
 
-int64_t specialized_size(Json text, const Path& where, const Trace& t) {
-  const SizeExpr size = size_expr_of(text, where, t);
+int64_t specialized_size(Json text, const Path& where, const Trace& t) { return size_at_specialization(size_expr_of(text, where, t), where, t); }
+
+int64_t size_at_specialization(const SizeExpr& size, const Path& where, const Trace& t) {
   try {
     return size.evaluate(t.specialized_at);
   } catch (const SizeExprError& error) {

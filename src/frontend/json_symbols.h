@@ -25,7 +25,9 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
 // trace's specialization. The expression must be a size for every value of its symbols, not only
 // at this one: never negative.
 int64_t specialized_size(Json text, const Path& where, const Trace& t);
-// ... the expression itself (checked the same way), not evaluated.
+// ... the expression itself (checked the same way), not evaluated; and its value at the trace's
+// specialization.
 SizeExpr size_expr_of(Json text, const Path& where, const Trace& t);
+int64_t size_at_specialization(const SizeExpr& size, const Path& where, const Trace& t);
 
 }  // namespace tg::json

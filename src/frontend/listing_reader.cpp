@@ -122,7 +122,7 @@ class ListingReader {
     } catch (const SizeExprError& e) {
       c.fail(e.what());
     }
-    if (size < decl.min || size > decl.max || size % decl.multiple_of != 0) c.fail(decl.name + " = " + std::to_string(size) + " is outside " + decl.range_text());
+    if (!decl.allows(size)) c.fail(decl.name + " = " + std::to_string(size) + " is outside " + decl.range_text());
     t_.specialized_at[decl.name] = size;
     ++next_;
   }

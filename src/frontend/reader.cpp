@@ -123,8 +123,10 @@ class Reader {
       v.dtype = *parse_dtype(s);
       return v;
     }
-    v.shape = read_shape(require(decl, where, "shape"), Path(where, "shape"));
-    if (is_input) note_input_sizes(v.name, require(decl, where, "shape"), Path(where, "shape"));
+    // An input whose shape names a symbol keeps its sizes as expressions too (input_sizes).
+    std::vector<SizeExpr> sizes;
+    v.shape = read_shape(require(decl, where, "shape"), Path(where, "shape"), is_input ? &sizes : nullptr);
+    if (std::any_of(sizes.begin(), sizes.end(), [](const SizeExpr& s) { return !s.is_constant(); })) t_.input_sizes[v.name] = std::move(sizes);
     const Path dtype_at(where, "dtype");
     std::string dt = string_at(require(decl, where, "dtype"), dtype_at);
     auto parsed = parse_dtype(dt);
@@ -147,21 +149,9 @@ class Reader {
     return v;
   }
 
-  // An input whose shape names a symbol: its sizes as expressions (read_shape checked them).
-  void note_input_sizes(const std::string& name, Json json, const Path& shape_at) {
-    std::vector<SizeExpr> sizes;
-    bool symbolic = false;
-    size_t i = 0;
-    for (Json dim : list_at(json, shape_at)) {
-      symbolic = symbolic || dim.is_string();
-      sizes.push_back(dim.is_string() ? size_expr_of(dim, Path(shape_at, i), t_) : SizeExpr(int_of(dim)));
-      ++i;
-    }
-    if (symbolic) t_.input_sizes[name] = std::move(sizes);
-  }
-
-  // Entries are integers, or size expressions over the trace's symbols (at its specialization).
-  Shape read_shape(Json json, const Path& shape_at) const {
+  // Entries are integers, or size expressions over the trace's symbols (at its specialization);
+  // `sizes`, when given, gets each entry as an expression.
+  Shape read_shape(Json json, const Path& shape_at, std::vector<SizeExpr>* sizes = nullptr) const {
     const Array shape = list_at(json, shape_at);
     Shape out;
     int64_t elements = 1;
@@ -170,11 +160,14 @@ class Reader {
     for (Json dim : shape) {
       auto w = [&] { return Path(shape_at, i).str(); };
       if (dim.is_string()) {
-        out.push_back(specialized_size(dim, Path(shape_at, i), t_));
+        const SizeExpr size = size_expr_of(dim, Path(shape_at, i), t_);
+        out.push_back(size_at_specialization(size, Path(shape_at, i), t_));
+        if (sizes) sizes->push_back(size);
       } else {
         if (!is_json_integer(dim)) throw UserError(w(), "a dimension is an integer or a size expression, got " + kind_name(dim));
         if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
         out.push_back(int_of(dim));
+        if (sizes) sizes->push_back(SizeExpr(out.back()));
       }
       const int64_t d = out.back();
       if (d < 0) throw UserError(w(), "negative dimension " + std::to_string(d));

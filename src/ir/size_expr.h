@@ -48,6 +48,7 @@ struct SymbolDecl {
   int64_t max = kMaxSymbolSize;
   int64_t multiple_of = 1;
   std::string range_text() const;  // "2 <= T <= 512, a multiple of 16"
+  bool allows(int64_t size) const { return size >= min && size <= max && size % multiple_of == 0; }
   bool operator==(const SymbolDecl&) const = default;
 };
 
