@@ -77,6 +77,13 @@ class Harness {
     std::function<int(Stream)> step;  // an entry point's call: its status
   };
 
+  // A symbolic trace's folder: each named input's shape, from the header of its .npy in --inputs
+  // DIR, or the folder's (`folder`) when it has none there (it is drawn at the folder's sizes).
+  std::vector<std::vector<int64_t>> input_shapes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs) const;
+  // Calls `bind` (the folder's <trace>_bind_sizes on those shapes) with room for its words; a
+  // status other than 0 ends the run with them and exit code 1, before anything is read.
+  void check_sizes(const std::function<int(char*, size_t)>& bind) const;
+
   // With --workspace, `bytes` of device memory for the entry points (freed with the harness);
   // else null, and they allocate their temporaries themselves.
   void* workspace(size_t bytes);
@@ -277,6 +284,33 @@ TG_OUT_OF_LINE Harness::~Harness() {
 }
 
 // Said even with --quiet: a file meant to be read but misnamed or missing changes the results.
+TG_OUT_OF_LINE std::vector<std::vector<int64_t>> Harness::input_shapes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs) const {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& [name, folder] : inputs) {
+    const std::string path = inputs_dir_ + "/" + name + ".npy";
+    std::error_code ec;
+    if (!inputs_given_ || std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
+      shapes.push_back(folder);
+      continue;
+    }
+    try {
+      shapes.push_back(npy::read_header_of(path).shape);
+    } catch (const npy::Error& e) {
+      std::fprintf(stderr, "%s: %s\n", trace_, e.what());
+      std::exit(1);
+    }
+  }
+  return shapes;
+}
+
+TG_OUT_OF_LINE void Harness::check_sizes(const std::function<int(char*, size_t)>& bind) const {
+  char message[1024] = "";
+  if (const int status = bind(message, sizeof message)) {
+    std::fprintf(stderr, "%s: the inputs' sizes: %s (%s)\n", trace_, message, status_string(status));
+    std::exit(1);
+  }
+}
+
 TG_OUT_OF_LINE void Harness::report_drawn() const {
   if (drawn_.empty()) return;
   std::string names;

@@ -51,6 +51,7 @@ enum Status : int {
   kGemmFailed = 5,    // a cuBLASLt call failed (or the emulation's GEMM was made to fail)
   kNvrtcFailed = 6,   // the kernels could not be compiled or loaded (nvrtc mode)
   kCudaFailed = 7,    // another CUDA runtime or driver call failed
+  kBadSizes = 9,      // the inputs' shapes do not fit the folder's symbols (<trace>_bind_sizes, tg_sizes.h)
 };
 inline const char* status_string(int status) {
   switch (status) {
@@ -63,6 +64,7 @@ inline const char* status_string(int status) {
     case kNvrtcFailed: return "the kernels could not be compiled or loaded (NVRTC)";
     case kCudaFailed: return "a CUDA runtime or driver call failed";
     case 8: return "a collective failed (NCCL, or another rank stopped)";  // tg_comm.h's kCommFailed
+    case kBadSizes: return "the inputs' sizes do not fit this folder's symbols";
   }
   return "unknown status";
 }

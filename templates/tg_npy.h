@@ -338,31 +338,64 @@ inline Parsed parse(const unsigned char* file, size_t size, const Expected& want
   return p;
 }
 
+namespace detail {
+// `path` opened for reading, its size in `size`.
+inline std::ifstream open_file(const std::string& path, uint64_t& size) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error(ec ? "cannot open: " + ec.message() : "not a regular file");
+  size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) throw Error("cannot open");
+  return in;
+}
+
+// The preamble and header of an open file of `size` bytes, its read position left after them.
+inline Header read_header(std::ifstream& in, uint64_t size, Preamble& pre) {
+  unsigned char fixed[kPreambleBytes];
+  in.read(reinterpret_cast<char*>(fixed), std::streamsize(size < kPreambleBytes ? size : kPreambleBytes));
+  pre = parse_preamble(fixed, size_t(in.gcount()), size);
+  std::string text(pre.header_bytes, '\0');
+  in.seekg(std::streamoff(pre.header_offset));
+  if (!in.read(text.data(), std::streamsize(text.size()))) throw Error("read error in the header");
+  return parse_header(text);
+}
+
+// read(), its Error's message starting with the path.
+template <class Read>
+Header with_path(const std::string& path, Read read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+}  // namespace detail
+
+// The header of `path` alone (a reader deciding the shape it expects). Throws Error naming the path.
+inline Header read_header_of(const std::string& path) {
+  return detail::with_path(path, [&] {
+    uint64_t size = 0;
+    std::ifstream in = detail::open_file(path, size);
+    Preamble pre;
+    return detail::read_header(in, size, pre);
+  });
+}
+
 // Reads `path`: `place(header, bytes)` returns where its `bytes` of data go (memory it owns, the
 // size check() found). Throws Error with messages that start with the path.
 template <class Place>
 Header read_file(const std::string& path, const Expected& want, Place place) {
-  try {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) throw Error(ec ? "cannot open: " + ec.message() : "not a regular file");
-    const uint64_t size = std::filesystem::file_size(path, ec);
-    std::ifstream in(path, std::ios::binary);
-    if (ec || !in) throw Error("cannot open");
-    unsigned char fixed[kPreambleBytes];
-    in.read(reinterpret_cast<char*>(fixed), std::streamsize(size < kPreambleBytes ? size : kPreambleBytes));
-    const Preamble pre = parse_preamble(fixed, size_t(in.gcount()), size);
-    std::string text(pre.header_bytes, '\0');
-    in.seekg(std::streamoff(pre.header_offset));
-    if (!in.read(text.data(), std::streamsize(text.size()))) throw Error("read error in the header");
-    Header h = parse_header(text);
+  return detail::with_path(path, [&] {
+    uint64_t size = 0;
+    std::ifstream in = detail::open_file(path, size);
+    Preamble pre;
+    Header h = detail::read_header(in, size, pre);
     const size_t bytes = check(h, want, size - pre.data_offset());
     unsigned char* data = static_cast<unsigned char*>(place(h, bytes));
     if (bytes && !in.read(reinterpret_cast<char*>(data), std::streamsize(bytes))) throw Error("read error in the data");
     if (is_bool(want.descr)) check_bools(data, bytes, pre.data_offset());
     return h;
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  });
 }
 
 }  // namespace tg::npy

@@ -5,7 +5,8 @@
 # found there are drawn and named on stderr (a link that leads nowhere is an error, not a draw);
 # --outputs is made or found writable before the run; input files that lie about dtype, shape or size, with
 # bool bytes other than 0 and 1, or an unknown format version, are refused naming the file (exit
-# 1); thunder-gen-check refuses the same. Tools come from the environment: THUNDER_GEN,
+# 1); thunder-gen-check refuses the same; a symbolic trace's folder says by symbol which input
+# sizes it does not run at. Tools come from the environment: THUNDER_GEN,
 # THUNDER_GEN_CHECK, CXX (TG_EMU_RUNTIME_CACHE as build_emu_harness.sh uses it).
 set -u
 work=$1
@@ -119,4 +120,30 @@ fresh; printf '\0\0' >>bad/t2.npy  # the right values, two bytes too many
 "$THUNDER_GEN_CHECK" probe.json bad >check.txt 2>&1; echo $? >rc.txt
 check reference-refuses rc 1
 check reference-refuses-text has check.txt "bad/t2.npy: 2 bytes after the data"
+
+# A symbolic trace's folder: the inputs' shapes are bound by symbol (sizes_probe_bind_sizes) before
+# any is read, and a size it does not run at is said by input, dim, symbol and range (exit 1).
+"$THUNDER_GEN" "$here/api/sizes_probe.json" --specialize B=3,E=4,T=5,U=2 -o sized && "$here/build_emu_harness.sh" sized || { echo "FAIL build sized"; exit 1; }
+sized() { sized/harness "$@" >out.txt 2>err.txt; echo $? >rc.txt; }
+mkdir sgood
+sized --outputs sgood --quiet;                 check sized-draws rc 0
+sized --inputs sgood --quiet;                  check sized-reads-own rc 0
+sized_refused() {  # NAME MESSAGE: with sbad/ as --inputs
+  sized --inputs sbad --quiet
+  check "$1" rc 1
+  check "$1-text" has err.txt "$2"
+  check "$1-no-crash" no_crash
+}
+sfresh() { rm -rf sbad && cp -r sgood sbad; }
+ones() { python3 -c "print('0000803f' * $1)"; }
+sfresh; npy sbad/x.npy '<f4' '(3, 41, 4)' "$(ones 492)"; npy sbad/y.npy '<f4' '(41, 4)' "$(ones 164)"
+sized_refused sized-out-of-range "^sizes_probe: the inputs' sizes: input 'x' dim 1 is 41, but T must be 1 <= T <= 40 (the inputs' sizes do not fit this folder's symbols)$"
+sfresh; npy sbad/y.npy '<f4' '(6, 4)' "$(ones 24)"
+sized_refused sized-disagree "input 'y' dim 0 is 6, but T is 5 (input 'x' dim 1): the inputs disagree on T"
+sfresh; npy sbad/x.npy '<f4' '(4, 5, 4)' "$(ones 80)"; npy sbad/m.npy '<f4' '(8, 2, 2)' "$(ones 32)"
+sized_refused sized-not-the-folders "generate one for these sizes with --specialize B=4,E=4,T=5,U=2"
+sfresh; npy sbad/m.npy '<f4' '(6, 2)' "$(ones 12)"
+sized_refused sized-rank "input 'm': expected 3 dimensions (\[B\*U, E//2, 2\]), got 2"
+sfresh; printf '\x93NUMPY\x02\x00\xff\xff\xff\xff{}' >sbad/x.npy
+sized_refused sized-bad-header "sbad/x.npy: header length field says 4294967295 bytes"
 finish

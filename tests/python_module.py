@@ -452,20 +452,10 @@ def check_specialized(checks: Checks, work: Path) -> None:
     checks.raises("refused: x's features not 64", ValueError, ["input 'x' dim 2 is 63, but the trace's size there is 64"],
                   lambda: gen(torch.randn(2, 3, 63), *params))
     checks.raises("refused: x of two dims", ValueError, ["input 'x'", "expected 3 dimensions"], lambda: gen(torch.randn(6, 64), *params))
-    bad = dataclasses.replace(gen.manifest, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "T", "B*T")),) + gen.manifest.inputs[1:])
-    checks.expect(thunder_gen.sizes.check_call(bad, {"x": (2, 3, 5)}) == "input 'x' dim 2 is 5, but the trace's size there is B*T = 6 at B=2,T=3",
-                  "an expression's dim compared with its value at the bound symbols")
     checks.expect([thunder_gen.sizes.evaluate(e, {"B": 7, "T": 10}) for e in ("B*T - B", "(B*T)//4", "T//2 + 1", "max(B, 9)", "min(-B + 3, T)")] ==
                   [63, 17, 6, 9, -4], "size expressions evaluate as thunder-gen writes them")
     checks.expect(thunder_gen.sizes.evaluate("class*None + max(True, 2)", {"class": 2, "None": 3, "True": 5}) == 11,
                   "symbols spelled like Python keywords evaluate (they are names in the trace's grammar)")
-    # T only inside B*T: no dim binds it, so it is taken at the folder's T=3 and said to be.
-    product = dataclasses.replace(gen.manifest, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "B*T")),))
-    checks.expect(thunder_gen.sizes.check_call(product, {"x": (4, 8)}) ==
-                  "input 'x' dim 1 is 8, but the trace's size there is B*T = 12 at B=4,T=3 (T as this folder has it: no input dim is one alone)",
-                  "a symbol no dim gives alone, taken at the folder's size")
-    checks.expect("--specialize B=4,T=3" in (thunder_gen.sizes.check_call(product, {"x": (4, 12)}) or ""),
-                  "sizes in range at the folder's T: the --specialize for them")
     checks.raises("refused: a call in a size expression", ValueError, ["not a size expression"],
                   lambda: thunder_gen.sizes.evaluate("__import__('os').getcwd()", {}))
     checks.raises("refused: a size expression nested 2,000 deep", ValueError, ["not a size expression"],
@@ -482,15 +472,13 @@ def check_specialized(checks: Checks, work: Path) -> None:
             ("a symbol not specialised", lambda m: m["inputs"][0].update(sizes=["B", "Q", 64]), ["/inputs/0/sizes/1", "no size at specialized_at"]),
             ("a size out of its range", lambda m: m["specialized_at"].update(T=41), ["/specialized_at/T", "outside the symbol's range"]),
             ("a symbol without its size", lambda m: m["specialized_at"].pop("T"), ["/specialized_at", "a size for each symbol"]),
-            ("a symbol named max", lambda m: m["symbols"].update(max=m["symbols"].pop("T")), ["/symbols/max", "not a symbol's name"])]:
+            ("a symbol named max", lambda m: m["symbols"].update(max=m["symbols"].pop("T")), ["/symbols/max", "not a symbol's name"]),
+            ("another size binder", lambda m: m.update(bind_sizes_function="symbolic_block_forward"), ["/bind_sizes_function", "symbolic_block_bind_sizes"]),
+            ("no size binder", lambda m: m.pop("bind_sizes_function"), ["/bind_sizes_function", "found ''"])]:
         doc = json.loads(json.dumps(original))
         change(doc)
         (edited / "manifest.json").write_text(json.dumps(doc))
         checks.raises(f"a manifest with {label}", thunder_gen.ManifestError, words, lambda: thunder_gen.manifest.read_manifest(edited))
-    shared = dataclasses.replace(bad, inputs=(dataclasses.replace(gen.manifest.inputs[0], sizes=("B", "T", 64)),
-                                              dataclasses.replace(gen.manifest.inputs[0], name="y", sizes=("T", 64))))
-    checks.expect(thunder_gen.sizes.check_call(shared, {"x": (2, 3, 64), "y": (4, 64)}) ==
-                  "input 'y' dim 0 is 4, but T is 3 (input 'x' dim 1): the inputs disagree on T", "two inputs disagreeing on a symbol")
 
 
 def check_bad_folders(checks: Checks, work: Path) -> None:

@@ -101,6 +101,9 @@ class Manifest:
     specialized_at: dict = field(default_factory=dict)
     # ... and its symbols' declarations ({"B": {"min": 1, "max": 64, "multiple_of": 1}}).
     symbols: dict = field(default_factory=dict)
+    # ... and the library's function binding a call's sizes (<trace>_bind_sizes), which takes the
+    # dims and rank of each input with sizes, in order; "" for static shapes.
+    bind_sizes_function: str = ""
 
     @property
     def status_string_function(self) -> str:
@@ -205,6 +208,7 @@ def read_manifest(folder: str | Path) -> Manifest:
         workspace_bytes_function=r.get(doc, "workspace_bytes_function", str, ""),
         specialized_at=_sizes(r, doc),
         symbols=_symbols(r, doc),
+        bind_sizes_function=r.get(doc, "bind_sizes_function", str, "", required=False) or "",
     )
     _check_consistent(m, r)
     _check_sizes(m, r)
@@ -254,6 +258,9 @@ def _check_sizes(m: Manifest, r: _Reader) -> None:
                 r.fail(f"/inputs/{i}/sizes/{d}", f"{size!r} is no size at specialized_at: {e}")
             if value != dim:
                 r.fail(f"/inputs/{i}/sizes/{d}", f"{size!r} is {value} at specialized_at, but the shape says {dim}")
+    if any(v.sizes is not None for v in m.inputs) and m.bind_sizes_function != f"{m.trace}_bind_sizes":
+        r.fail("/bind_sizes_function", f"expected {m.trace}_bind_sizes, the size binder of a folder whose inputs have sizes, "
+                                       f"found {m.bind_sizes_function!r}")
 
 
 def _check_consistent(m: Manifest, r: _Reader) -> None:

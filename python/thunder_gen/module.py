@@ -10,7 +10,6 @@ from torch.autograd.function import once_differentiable
 
 from .errors import ManifestError, StatusError
 from .manifest import FLOATING, RANDOM_STATE_INPUTS, SCALAR_CTYPES, TORCH_DTYPES, EntryPoint, Manifest, Param, Value
-from .sizes import check_call
 
 # Workspace offsets are 256-byte aligned from its start (docs/design-notes.md); torch's CPU
 # allocator aligns to 64 only, so the workspace is over-allocated and its start rounded up.
@@ -31,6 +30,11 @@ class Library:
         workspace_bytes = self._symbol(m.workspace_bytes_function, ctypes.c_size_t, [])
         self.workspace_bytes = int(workspace_bytes())
         self._status_string = self._symbol(m.status_string_function, ctypes.c_char_p, [ctypes.c_int])
+        self._sized_inputs = [v.name for v in m.inputs if v.is_tensor and v.sizes is not None]
+        self._bind_sizes = (self._symbol(m.bind_sizes_function, ctypes.c_int,
+                                         [ctypes.c_void_p, ctypes.c_int] * len(self._sized_inputs)
+                                         + [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t])
+                            if m.bind_sizes_function else None)
 
     def _symbol(self, name: str, restype, argtypes):
         try:
@@ -43,6 +47,19 @@ class Library:
     def _bind(self, ep: EntryPoint):
         argtypes = [SCALAR_CTYPES[p.scalar] if p.scalar else ctypes.c_void_p for p in ep.params]
         return self._symbol(ep.name, ctypes.c_int, argtypes + [ctypes.c_void_p, ctypes.c_void_p])  # workspace, stream
+
+    def sizes_problem(self, shapes: dict) -> str | None:
+        """None when the inputs' shapes ({name: shape}) bind the folder's symbols to the sizes it
+        runs at; else the library's words for what is wrong (<trace>_bind_sizes)."""
+        if self._bind_sizes is None or any(name not in shapes for name in self._sized_inputs):
+            return None  # (an argument that is not a tensor is refused on its own)
+        args = []
+        for name in self._sized_inputs:
+            dims = shapes[name]
+            args += [(ctypes.c_int64 * max(len(dims), 1))(*dims), len(dims)]
+        message = ctypes.create_string_buffer(1024)
+        status = self._bind_sizes(*args, None, message, len(message))
+        return message.value.decode(errors="replace") if status else None
 
     def status_string(self, status: int) -> str:
         return (self._status_string(status) or b"").decode(errors="replace")
@@ -197,7 +214,7 @@ class GeneratedModule(torch.nn.Module):
                             f"({', '.join(self.input_names)}), got {len(args)}")
         if self.manifest.symbols:  # a symbolic trace's folder: the sizes as a whole, said by symbol
             shapes = {d.name: tuple(a.shape) for d, a in zip(self.positional, args) if d.is_tensor and isinstance(a, torch.Tensor)}
-            problem = check_call(self.manifest, shapes)
+            problem = self.runner.lib.sizes_problem(shapes)
             if problem:
                 raise ValueError(f"{self.manifest.trace}: {problem}")
         values = {}

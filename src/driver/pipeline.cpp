@@ -19,6 +19,7 @@
 #include "output/emit_cmake.h"
 #include "output/emit_harness.h"
 #include "output/emit_header.h"
+#include "output/emit_sizes.h"
 #include "output/manifest.h"
 #include "output/templates.h"
 #include "schedule/fuse.h"
@@ -132,9 +133,10 @@ FileSet output_files(const Work& w, const EntryPoint& forward_api, const EntryPo
   const CudaFile* backward_cu = w.backward ? &*w.backward->cuda : nullptr;
   FileSet files;
   std::vector<std::string> cu_files = {"forward.cu"};
-  files.emplace_back("forward.cu", forward_cu.text + emit_api_functions(input.name, forward_cu, backward_cu));
+  const std::optional<SizeBinding> sizes = size_binding(input, forward_api, input.name);
+  files.emplace_back("forward.cu", forward_cu.text + emit_api_functions(input.name, forward_cu, backward_cu) + (sizes ? bind_sizes_definition(*sizes) : ""));
   files.emplace_back("include/" + input.name + ".h", emit_header(input.name, o.input_file, w.forward->fused.trace, forward_api,
-                                                                 w.backward ? &w.backward->fused.trace : nullptr, backward_api));
+                                                                 w.backward ? &w.backward->fused.trace : nullptr, backward_api, sizes ? &*sizes : nullptr));
   if (backward_cu) {
     files.emplace_back("backward.cu", backward_cu->text);
     cu_files.push_back("backward.cu");

@@ -540,6 +540,29 @@ int64_t SizeExpr::evaluate(const std::function<int64_t(const std::string&)>& val
   return int64_t(total);
 }
 
+std::string SizeExpr::code(std::string_view arith, const std::function<std::string(const std::string&)>& symbol_code) const {
+  auto call = [&](std::string_view op, const std::string& a, const std::string& b) { return std::string(arith) + "." + std::string(op) + "(" + a + ", " + b + ")"; };
+  auto atom_code = [&](const Atom& atom) -> std::string {
+    switch (atom.kind) {
+      case Atom::Kind::symbol: return symbol_code(atom.name);
+      case Atom::Kind::floordiv: return call("floordiv", atom.a.code(arith, symbol_code), atom.b.code(arith, symbol_code));
+      case Atom::Kind::max: return call("max", atom.a.code(arith, symbol_code), atom.b.code(arith, symbol_code));
+      case Atom::Kind::min: return call("min", atom.a.code(arith, symbol_code), atom.b.code(arith, symbol_code));
+    }
+    return {};
+  };
+  // -2^63 has no literal of its own in C++ (it is the negation of a literal too large).
+  auto literal = [](int64_t c) { return c == INT64_MIN ? std::string("INT64_MIN") : std::to_string(c); };
+  std::string total = terms_.empty() || constant_ != 0 ? literal(constant_) : "";
+  for (const Term& t : terms_) {
+    std::string product = t.coef == 1 ? "" : literal(t.coef);
+    for (const Factor& f : t.monomial)
+      for (int p = 0; p < f.power; ++p) product = product.empty() ? atom_code(*f.atom) : call("mul", product, atom_code(*f.atom));
+    total = total.empty() ? product : call("add", total, product);
+  }
+  return total;
+}
+
 int64_t SizeExpr::evaluate(const SymbolValues& values) const {
   return evaluate([&](const std::string& name) {
     auto it = values.find(name);

@@ -10,6 +10,7 @@
 #include "ir/dtype.h"
 #include "lower/rng.h"
 #include "ops/printer.h"
+#include "output/emit_sizes.h"
 #include "support/generated_text.h"
 
 namespace tg {
@@ -178,6 +179,20 @@ class Buffers {
   }
 };
 
+// A symbolic trace's folder: the inputs' shapes (their .npy headers, or the folder's sizes) are
+// bound by symbol before any is read, so a size the folder does not run at is said by symbol.
+void check_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& t, const HarnessFiles& files) {
+  out << comment_line("The trace's sizes are symbolic: the inputs' shapes are bound by symbol first (" + sizes.function + ").", "  ");
+  out << "  const std::vector<std::vector<int64_t>> shapes = h.input_shapes({";
+  for (size_t i = 0; i < sizes.inputs.size(); ++i) {
+    size_t k = 0;
+    while (t.value(t.inputs[k]).name != sizes.inputs[i].name) ++k;
+    out << (i ? ", " : "") << "{" << cpp_string(files.inputs[k]) << ", " << shape_init(t.value(t.inputs[k]).shape) << "}";
+  }
+  out << "});\n";
+  out << "  h.check_sizes([&](char* message, size_t bytes) { return " << bind_sizes_call(sizes, "shapes") << "; });\n";
+}
+
 }  // namespace
 
 std::string emit_harness(const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward,
@@ -199,6 +214,7 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
     out << "  tg::Harness h(argc, argv, " << cpp_string(t.name) << ");\n";
   }
   const HarnessFiles files = harness_files(t, training != nullptr);
+  if (const std::optional<SizeBinding> sizes = size_binding(t, forward, t.name)) check_sizes_first(out, *sizes, t, files);
   Buffers buffers(out, t, files);
   buffers.declare_inputs_and_outputs();
   if (training) buffers.declare_training(*training);

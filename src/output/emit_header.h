@@ -8,13 +8,15 @@
 
 #include "codegen/emit_cuda.h"
 #include "codegen/entry_points.h"
+#include "output/emit_sizes.h"
 #include "ir/trace.h"
 
 namespace tg {
 
-// `run_forward` / `run_backward`: the traces the entry points run (for the arguments' types).
+// `run_forward` / `run_backward`: the traces the entry points run (for the arguments' types);
+// `sizes`: a symbolic trace's size binding, declared after them.
 std::string emit_header(const std::string& trace_name, const std::string& input_file, const Trace& run_forward, const EntryPoint& forward,
-                        const Trace* run_backward, const EntryPoint* backward);
+                        const Trace* run_backward, const EntryPoint* backward, const SizeBinding* sizes);
 
 // <trace>_workspace_bytes() (enough for the forward and the backward) and <trace>_status_string().
 std::string emit_api_functions(const std::string& trace_name, const CudaFile& forward, const CudaFile* backward);

@@ -3,6 +3,7 @@
 #include "ir/dtype.h"
 #include "ops/distributed.h"
 #include "output/emit_harness.h"
+#include "output/emit_sizes.h"
 #include "output/json_writer.h"
 
 namespace tg {
@@ -98,6 +99,8 @@ void write_communication(JsonWriter& m, const Trace& t, const Partition* trainin
 // trace input or output it is of, the value, its type and how it is stored.
 void write_entry_points(JsonWriter& m, const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward) {
   m.member("header", forward.header).member("workspace_bytes_function", t.name + "_workspace_bytes");
+  // Extension: a symbolic trace's size binder, which takes the dims of the inputs with "sizes", in order.
+  if (const std::optional<SizeBinding> sizes = size_binding(t, forward, t.name)) m.member("bind_sizes_function", sizes->function);
   m.key("entry_points").open('{');
   for (const EntryPoint* e : {&forward, backward}) {
     if (!e) continue;

@@ -1,0 +1,137 @@
+#include "output/emit_sizes.h"
+
+#include <sstream>
+
+#include "support/generated_text.h"
+
+namespace tg {
+
+namespace {
+
+// The symbol a size is when it is one alone (`B`), else "".
+std::string lone_symbol(const SizeExpr& size) {
+  const std::vector<std::string> names = size.symbols();
+  return names.size() == 1 && size == SizeExpr::symbol(names[0]) ? names[0] : "";
+}
+
+size_t symbol_index(const SizeBinding& b, const std::string& name) {
+  size_t k = 0;
+  while (k < b.symbols.size() && b.symbols[k].name != name) ++k;
+  return k;
+}
+
+// "[B, T, 64]"
+std::string sizes_text(const std::vector<SizeExpr>& sizes) {
+  std::string out = "[";
+  for (size_t d = 0; d < sizes.size(); ++d) out += (d ? ", " : "") + sizes[d].text();
+  return out + "]";
+}
+
+std::string enum_name(const std::string& trace_name, const std::string& symbol) { return trace_name + "_symbol_" + symbol; }
+
+std::string prototype(const SizeBinding& b) {
+  std::string params;
+  for (const SizeBinding::Input& in : b.inputs) params += "const int64_t* " + in.param + "_dims, int " + in.param + "_rank, ";
+  return "int " + b.function + "(" + params + "int64_t* sizes, char* message, size_t message_bytes)";
+}
+
+// The checks of one input's dims that are not a symbol alone: constants, then expressions.
+void check_dims(std::ostream& out, const SizeBinding& b, size_t i) {
+  const SizeBinding::Input& in = b.inputs[i];
+  const std::string shape = "in[" + std::to_string(i) + "]";
+  for (size_t d = 0; d < in.sizes.size(); ++d) {
+    const SizeExpr& size = in.sizes[d];
+    if (!lone_symbol(size).empty()) continue;
+    const std::string where = shape + ", " + std::to_string(d);
+    if (const std::optional<int64_t> n = size.constant()) {
+      out << "  if (!b.expect(" << where << ", " << size.code("a", {}) << ")) return b.status();\n";
+      continue;
+    }
+    std::string named;
+    for (const std::string& name : size.symbols()) named += (named.empty() ? "" : ", ") + std::to_string(symbol_index(b, name));
+    out << "  {\n";
+    out << comment_line(in.name + " dim " + std::to_string(d) + ": " + size.text(), "    ");
+    out << "    tg::SizeArith a;\n    const int named[] = {" << named << "};\n";
+    out << "    const int64_t want = " << size.code("a", [&](const std::string& name) { return "b.value(" + std::to_string(symbol_index(b, name)) + ")"; })
+        << ";\n";
+    out << "    if (!b.expect(" << where << ", want, a, " << cpp_string(size.text()) << ", named, " << size.symbols().size() << ")) return b.status();\n";
+    out << "  }\n";
+  }
+}
+
+}  // namespace
+
+std::optional<SizeBinding> size_binding(const Trace& t, const EntryPoint& forward, const std::string& trace_name) {
+  if (t.input_sizes.empty()) return std::nullopt;
+  SizeBinding b{trace_name + "_bind_sizes", {}, {}, t.specialized_at};
+  for (const auto& [name, decl] : t.symbols.all()) b.symbols.push_back(decl);
+  for (const EntryParam& p : forward.params) {
+    if (p.kind != "input") continue;
+    if (auto sizes = t.input_sizes.find(p.value_name); sizes != t.input_sizes.end()) b.inputs.push_back({p.value_name, p.name, sizes->second});
+  }
+  return b;
+}
+
+std::string bind_sizes_declaration(const SizeBinding& b, const std::string& trace_name) {
+  std::ostringstream out;
+  out << comment_line("The symbols this folder's trace sizes its inputs with: each one's index in the sizes " + b.function + " writes.");
+  out << "enum " << trace_name << "_symbol {\n";
+  for (size_t k = 0; k < b.symbols.size(); ++k)
+    out << "  " << enum_name(trace_name, b.symbols[k].name) << " = " << k << ",  /* " << b.symbols[k].range_text() << " */\n";
+  out << "  " << trace_name << "_symbols = " << b.symbols.size() << "\n};\n";
+  out << "#ifndef THUNDER_GEN_BAD_SIZES\n";
+  out << comment_line("The inputs' shapes do not fit the symbols: " + b.function + " says how.");
+  out << "#define THUNDER_GEN_BAD_SIZES 9\n#endif\n\n";
+  out << comment_line(b.function + ": binds each symbol from the dims of the inputs sized with it and checks them: between the inputs,");
+  out << comment_line("against each symbol's range, every other dim against its size, then against the sizes this folder runs at.");
+  for (const SizeBinding::Input& in : b.inputs)
+    out << comment_line("  " + in.param + "_dims, " + in.param + "_rank: the dims of input " + in.name + ", " + sizes_text(in.sizes));
+  out << comment_line("  sizes: NULL, or " + trace_name + "_symbols sizes, written on success (index: " + trace_name + "_symbol_<name>)");
+  out << comment_line("  message: NULL, or message_bytes bytes for what is wrong, naming the input, dim, symbol and range (cut to fit)");
+  out << comment_line("Returns THUNDER_GEN_SUCCESS, THUNDER_GEN_BAD_SIZES, or THUNDER_GEN_NULL_POINTER for NULL dims of a rank above 0.");
+  out << prototype(b) << ";\n";
+  return out.str();
+}
+
+std::string bind_sizes_definition(const SizeBinding& b) {
+  std::ostringstream out;
+  out << "\n#ifndef __CUDACC_RTC__\n#include \"tg_sizes.h\"\n";
+  out << comment_line("The sizes of a call, bound from its inputs' shapes (tg_sizes.h says what each check does and says).");
+  out << "extern \"C\" " << prototype(b) << " {\n";
+  out << "  static const tg::SizeSymbol symbols[] = {";
+  for (size_t k = 0; k < b.symbols.size(); ++k) {
+    const SymbolDecl& s = b.symbols[k];
+    out << (k ? ", " : "") << "{" << cpp_string(s.name) << ", " << s.min << ", " << s.max << ", " << s.multiple_of << ", "
+        << b.specialized_at.at(s.name) << "}";
+  }
+  out << "};\n  tg::BoundSize bound[" << b.symbols.size() << "];\n";
+  out << "  tg::SizeBinder b(symbols, bound, " << b.symbols.size() << ", message, message_bytes);\n";
+  out << "  const tg::CallShape in[] = {";
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    out << (i ? ", " : "") << "{" << cpp_string(b.inputs[i].name) << ", " << b.inputs[i].param << "_dims, " << b.inputs[i].param << "_rank}";
+  out << "};\n";
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    out << "  if (!b.has_rank(in[" << i << "], " << b.inputs[i].sizes.size() << ", " << cpp_string(sizes_text(b.inputs[i].sizes))
+        << ")) return b.status();\n";
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    for (size_t d = 0; d < b.inputs[i].sizes.size(); ++d)
+      if (const std::string name = lone_symbol(b.inputs[i].sizes[d]); !name.empty())
+        out << "  if (!b.bind(" << symbol_index(b, name) << ", in[" << i << "], " << d << ")) return b.status();  // " << name << "\n";
+  out << "  if (!b.in_range()) return b.status();\n";
+  for (size_t i = 0; i < b.inputs.size(); ++i) check_dims(out, b, i);
+  out << "  if (!b.at_specialization()) return b.status();\n";
+  out << "  if (sizes)\n    for (int k = 0; k < " << b.symbols.size() << "; ++k) sizes[k] = b.value(k);\n";
+  out << "  return tg::kOk;\n}\n#endif  // __CUDACC_RTC__\n";
+  return out.str();
+}
+
+std::string bind_sizes_call(const SizeBinding& b, const std::string& shapes) {
+  std::string args;
+  for (size_t i = 0; i < b.inputs.size(); ++i) {
+    const std::string shape = shapes + "[" + std::to_string(i) + "]";
+    args += shape + ".data(), int(" + shape + ".size()), ";
+  }
+  return "::" + b.function + "(" + args + "nullptr, message, bytes)";
+}
+
+}  // namespace tg
