@@ -2,6 +2,11 @@
 """Stacks copies of a one-block trace into a deep model, for the generator's speed benchmark.
 
     python3 tools/stack_blocks.py examples/corpus/llama_block.json 64 out.json
+    python3 tools/stack_blocks.py tools/bench/symbolic_residual_block.json 400 out.json [--at B=8,T=40]
+
+A symbolic block's stack keeps its symbols; with --at, every size is evaluated there instead and
+the stack is the static trace of the same ops (what the symbolic one, specialised there, is
+compared with).
 
 Block k reads block k-1's output where the original reads its first input; every other tensor
 input that requires grad (the block's parameters) gets its own copy per block, renamed with a
@@ -10,7 +15,11 @@ custom-function bodies (`fwd`, `bwd`) keep their names: those bodies have scopes
 Standard library only.
 """
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "thunder_gen"))
+from sizes import evaluate  # noqa: E402 (thunder_gen/sizes.py: the standard library only, no torch)
 
 
 def rename_arg(a, names):
@@ -43,7 +52,7 @@ def stack(block, copies):
     first = block["inputs"][0]["name"]
     (out_name,) = block["outputs"]
     shared = [d for d in block["inputs"][1:] if not d.get("requires_grad")]
-    doc = {k: block[k] for k in ("format", "version", "device") if k in block}
+    doc = {k: block[k] for k in ("format", "version", "device", "symbols") if k in block}
     doc["name"] = f"{block['name']}_x{copies}"
     doc["source"] = f"tools/stack_blocks.py: {copies} copies of {block['name']}"
     doc["inputs"] = [block["inputs"][0]] + shared
@@ -63,12 +72,33 @@ def stack(block, copies):
     return doc
 
 
+def at_sizes(value, sizes):
+    """`value` (a trace or part of one) with every size expression evaluated at `sizes`: shape
+    entries that are strings and {"size": "..."} arguments."""
+    if isinstance(value, dict):
+        if set(value) == {"size"} and isinstance(value["size"], str):
+            return evaluate(value["size"], sizes)
+        out = {k: at_sizes(v, sizes) for k, v in value.items() if k != "symbols"}
+        if isinstance(value.get("shape"), list):
+            out["shape"] = [evaluate(d, sizes) if isinstance(d, str) else d for d in value["shape"]]
+        return out
+    if isinstance(value, list):
+        return [at_sizes(v, sizes) for v in value]
+    return value
+
+
 def main(argv):
+    sizes = None
+    if len(argv) == 6 and argv[4] == "--at":
+        sizes = {k: int(v) for k, v in (item.split("=") for item in argv[5].split(","))}
+        argv = argv[:4]
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
     block = json.load(open(argv[1]))
     doc = stack(block, int(argv[2]))
+    if sizes is not None:
+        doc = at_sizes(doc, sizes)
     with open(argv[3], "w") as f:
         json.dump(doc, f)
     print(f"{argv[3]}: {len(doc['ops'])} top-level ops, {count_ops(doc['ops'])} with their decompositions, "
