@@ -77,12 +77,12 @@ class Harness {
     std::function<int(Stream)> step;  // an entry point's call: its status
   };
 
-  // A symbolic trace's folder: each named input's shape, from the header of its .npy in --inputs
-  // DIR, or the folder's (`folder`) when it has none there (it is drawn at the folder's sizes).
-  std::vector<std::vector<int64_t>> input_shapes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs) const;
-  // Calls `bind` (the folder's <trace>_bind_sizes on those shapes) with room for its words; a
-  // status other than 0 ends the run with them and exit code 1, before anything is read.
-  void check_sizes(const std::function<int(char*, size_t)>& bind) const;
+  // A symbolic trace's folder: the shapes of the inputs sized with symbols (the headers of their
+  // .npy files in --inputs DIR, or `folder` for one not there, which is drawn at the folder's
+  // sizes) bound by `bind` (the folder's <trace>_bind_sizes_array) before anything is read. Sizes
+  // it refuses end the run with its words and exit code 1.
+  using BindSizes = std::function<int(const int64_t* const* dims, const int* ranks, char* message, size_t bytes)>;
+  void check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind) const;
 
   // With --workspace, `bytes` of device memory for the entry points (freed with the harness);
   // else null, and they allocate their temporaries themselves.
@@ -284,13 +284,15 @@ TG_OUT_OF_LINE Harness::~Harness() {
 }
 
 // Said even with --quiet: a file meant to be read but misnamed or missing changes the results.
-TG_OUT_OF_LINE std::vector<std::vector<int64_t>> Harness::input_shapes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs) const {
+TG_OUT_OF_LINE void Harness::check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind) const {
   std::vector<std::vector<int64_t>> shapes;
+  std::string drawn;
   for (const auto& [name, folder] : inputs) {
     const std::string path = inputs_dir_ + "/" + name + ".npy";
     std::error_code ec;
     if (!inputs_given_ || std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
       shapes.push_back(folder);
+      drawn += (drawn.empty() ? "" : ", ") + std::string(name);
       continue;
     }
     try {
@@ -300,13 +302,13 @@ TG_OUT_OF_LINE std::vector<std::vector<int64_t>> Harness::input_shapes(const std
       std::exit(1);
     }
   }
-  return shapes;
-}
-
-TG_OUT_OF_LINE void Harness::check_sizes(const std::function<int(char*, size_t)>& bind) const {
-  char message[1024] = "";
-  if (const int status = bind(message, sizeof message)) {
-    std::fprintf(stderr, "%s: the inputs' sizes: %s (%s)\n", trace_, message, status_string(status));
+  std::vector<const int64_t*> dims;
+  std::vector<int> ranks;
+  for (const std::vector<int64_t>& shape : shapes) dims.push_back(shape.data()), ranks.push_back(int(shape.size()));
+  char message[4096] = "";
+  if (const int status = bind(dims.data(), ranks.data(), message, sizeof message)) {
+    const std::string not_read = inputs_given_ && !drawn.empty() ? "; not in " + inputs_dir_ + ", so drawn at the folder's sizes: " + drawn : "";
+    std::fprintf(stderr, "%s: the inputs' sizes: %s (%s)%s\n", trace_, message, status_string(status), not_read.c_str());
     std::exit(1);
   }
 }

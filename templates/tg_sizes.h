@@ -1,9 +1,9 @@
-// thunder-gen size binding: what <trace>_bind_sizes (a folder generated from a symbolic trace)
-// is made of. It reads the symbols (B, T, ...) from the dims of the inputs the trace sizes with
-// them, checks them against each other, against each symbol's range and divisibility, and every
-// other dim against its size expression, then against the sizes the folder's code was generated
-// at. What is wrong is written into the caller's buffer naming the input, the dimension, the
-// symbol and its range. Host code only; nothing here allocates.
+// thunder-gen size binding: what <trace>_bind_sizes (a folder generated from a symbolic trace
+// whose inputs are sized with symbols) is made of. It reads the symbols (B, T, ...) from the dims
+// of those inputs, checks them against each other, against each symbol's range and divisibility,
+// and every other dim against its size expression, then against the sizes the folder's code was
+// generated at. What is wrong is written into the caller's buffer naming the input, the
+// dimension, the symbol and its range. Host code only; nothing here allocates.
 #pragma once
 #include <cstdarg>
 #include <cstdint>
@@ -35,27 +35,57 @@ struct BoundSize {
   int dim = 0;
 };
 
-// int64 arithmetic that remembers an overflow instead of wrapping; floor division as Python's //.
+// A size expression's arithmetic as thunder-gen evaluates it (SizeExpr::evaluate): sums and
+// products in 128 bits, so the order of the terms cannot make a value that fits overflow on the
+// way; each operand of floor division, max and min, and the result, must fit int64. Floor
+// division as Python's //. An overflow is remembered, never wrapped.
 class SizeArith {
  public:
+  using Wide = __int128;
   bool overflowed() const { return overflowed_; }
-  int64_t add(int64_t a, int64_t b) { return checked(__builtin_add_overflow(a, b, &result_)); }
-  int64_t mul(int64_t a, int64_t b) { return checked(__builtin_mul_overflow(a, b, &result_)); }
-  int64_t floordiv(int64_t a, int64_t b) {
+  Wide add(Wide a, Wide b) { return checked(__builtin_add_overflow(a, b, &result_)); }
+  Wide mul(Wide a, Wide b) { return checked(__builtin_mul_overflow(a, b, &result_)); }
+  Wide floordiv(Wide a, Wide b) {
     if (b <= 0) return checked(true);  // a divisor is positive at every size in range
-    const int64_t q = a / b;
+    const Wide q = a / b;
     return a % b != 0 && a < 0 ? q - 1 : q;
   }
-  static int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
-  static int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+  static Wide max(Wide a, Wide b) { return a > b ? a : b; }
+  static Wide min(Wide a, Wide b) { return a < b ? a : b; }
+  // The value as an int64 size (an overflow past it).
+  Wide narrow(Wide v) {
+    if (v < INT64_MIN || v > INT64_MAX) return checked(true);
+    return v;
+  }
 
  private:
-  int64_t checked(bool overflow) {
+  Wide checked(bool overflow) {
     overflowed_ = overflowed_ || overflow;
     return overflow ? 0 : result_;
   }
-  int64_t result_ = 0;
+  Wide result_ = 0;
   bool overflowed_ = false;
+};
+
+// The caller's message buffer, appended to and cut to its size (always NUL-terminated).
+class SizeMessage {
+ public:
+  SizeMessage(char* out, size_t bytes) : out_(out), bytes_(bytes) {
+    if (out_ && bytes_) out_[0] = '\0';
+  }
+  void add(const char* format, ...) __attribute__((format(printf, 2, 3))) {
+    if (!out_ || used_ + 1 >= bytes_) return;
+    va_list args;
+    va_start(args, format);
+    const int n = std::vsnprintf(out_ + used_, bytes_ - used_, format, args);
+    va_end(args);
+    if (n > 0) used_ = used_ + size_t(n) < bytes_ ? used_ + size_t(n) : bytes_ - 1;
+  }
+
+ private:
+  char* out_;
+  size_t bytes_;
+  size_t used_ = 0;
 };
 
 // The checks of one call, in the order <trace>_bind_sizes makes them; each returns false after
@@ -63,17 +93,22 @@ class SizeArith {
 class SizeBinder {
  public:
   SizeBinder(const SizeSymbol* symbols, BoundSize* bound, int count, char* message, size_t message_bytes)
-      : symbols_(symbols), bound_(bound), count_(count), message_(message), message_bytes_(message_bytes) {
+      : symbols_(symbols), bound_(bound), count_(count), message_(message, message_bytes) {
     for (int k = 0; k < count; ++k) bound_[k] = BoundSize{symbols[k].specialized, nullptr, 0};
-    say("");
   }
 
   int status() const { return status_; }
 
   // `in` has `rank` dims; `sizes` says them ("[B, T, 64]").
   bool has_rank(const CallShape& in, int rank, const char* sizes) {
-    if (in.rank != rank) return fail(kBadSizes, "input '%s': expected %d dimensions (%s), got %d", in.name, rank, sizes, in.rank);
-    if (rank > 0 && !in.dims) return fail(kNullPointer, "input '%s': its dims are a null pointer", in.name);
+    if (in.rank != rank) {
+      message_.add("input '%s': expected %d dimensions (%s), got %d", in.name, rank, sizes, in.rank);
+      return failed(kBadSizes);
+    }
+    if (rank > 0 && !in.dims) {
+      message_.add("input '%s': its dims are a null pointer", in.name);
+      return failed(kNullPointer);
+    }
     return true;
   }
 
@@ -86,8 +121,9 @@ class SizeBinder {
       return true;
     }
     if (b.value == got) return true;
-    return fail(kBadSizes, "input '%s' dim %d is %lld, but %s is %lld (input '%s' dim %d): the inputs disagree on %s", in.name, dim, got,
-                symbols_[k].name, b.value, b.input, b.dim, symbols_[k].name);
+    message_.add("input '%s' dim %d is %lld, but %s is %lld (input '%s' dim %d): the inputs disagree on %s", in.name, dim, got,
+                 symbols_[k].name, b.value, b.input, b.dim, symbols_[k].name);
+    return failed(kBadSizes);
   }
 
   // Every bound symbol is in its range and a multiple of what it must be.
@@ -96,9 +132,9 @@ class SizeBinder {
       const SizeSymbol& s = symbols_[k];
       const BoundSize& b = bound_[k];
       if (!b.input || (b.value >= s.min && b.value <= s.max && b.value % s.multiple_of == 0)) continue;
-      char range[160];
-      range_text(s, range, sizeof range);
-      return fail(kBadSizes, "input '%s' dim %d is %lld, but %s must be %s", b.input, b.dim, b.value, s.name, range);
+      message_.add("input '%s' dim %d is %lld, but %s must be %lld <= %s <= %lld", b.input, b.dim, b.value, s.name, s.min, s.name, s.max);
+      if (s.multiple_of > 1) message_.add(", a multiple of %lld", s.multiple_of);
+      return failed(kBadSizes);
     }
     return true;
   }
@@ -109,21 +145,21 @@ class SizeBinder {
   // Dim `dim` of `in` is the constant `want`.
   bool expect(const CallShape& in, int dim, int64_t want) {
     if (in.dims[dim] == want) return true;
-    return fail(kBadSizes, "input '%s' dim %d is %lld, but the trace's size there is %lld", in.name, dim, (long long)in.dims[dim], (long long)want);
+    message_.add("input '%s' dim %d is %lld, but the trace's size there is %lld", in.name, dim, (long long)in.dims[dim], (long long)want);
+    return failed(kBadSizes);
   }
 
   // Dim `dim` of `in` is `want`, the value of the expression `text` over the symbols listed in
   // `named` (`named_count` indices), computed by `arith`.
-  bool expect(const CallShape& in, int dim, int64_t want, const SizeArith& arith, const char* text, const int* named, int named_count) {
+  bool expect(const CallShape& in, int dim, SizeArith::Wide want, const SizeArith& arith, const char* text, const int* named, int named_count) {
     if (!arith.overflowed() && in.dims[dim] == want) return true;
-    char at[512], unbound[512];
-    assignment(named, named_count, false, at, sizeof at);
-    names_not_bound(named, named_count, unbound, sizeof unbound);
-    const char* value = arith.overflowed() ? "past int64" : nullptr;
-    char number[32];
-    if (!value) std::snprintf(number, sizeof number, "%lld", (long long)want), value = number;
-    return fail(kBadSizes, "input '%s' dim %d is %lld, but the trace's size there is %s = %s at %s%s", in.name, dim, (long long)in.dims[dim], text, value,
-                at, unbound);
+    message_.add("input '%s' dim %d is %lld, but the trace's size there is %s = ", in.name, dim, (long long)in.dims[dim], text);
+    if (arith.overflowed()) message_.add("past int64");
+    else message_.add("%lld", (long long)want);
+    message_.add(" at ");
+    assignment(named, named_count, false);
+    unbound_note(named, named_count);
+    return failed(kBadSizes);
   }
 
   // The sizes are the ones the folder's code was generated at.
@@ -131,73 +167,43 @@ class SizeBinder {
     bool moved = false;
     for (int k = 0; k < count_; ++k) moved = moved || bound_[k].value != symbols_[k].specialized;
     if (!moved) return true;
-    char inputs[512], folder[512], wanted[512];
-    assignment(nullptr, count_, true, inputs, sizeof inputs);
-    specialization(folder, sizeof folder);
-    assignment(nullptr, count_, false, wanted, sizeof wanted);
-    return fail(kBadSizes, "the inputs are at %s, and this folder runs at %s only; generate one for these sizes with --specialize %s", inputs, folder,
-                wanted);
+    message_.add("the inputs are at ");
+    assignment(nullptr, count_, true);
+    message_.add(", and this folder runs at ");
+    for (int k = 0; k < count_; ++k) message_.add("%s%s=%lld", k ? "," : "", symbols_[k].name, symbols_[k].specialized);
+    message_.add(" only; generate one for these sizes with --specialize ");
+    assignment(nullptr, count_, false);
+    return failed(kBadSizes);
   }
 
  private:
   const SizeSymbol* symbols_;
   BoundSize* bound_;
   int count_;
-  char* message_;
-  size_t message_bytes_;
+  SizeMessage message_;
   int status_ = kOk;
 
-  void say(const char* format, ...) __attribute__((format(printf, 2, 3))) {
-    if (!message_ || !message_bytes_) return;
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(message_, message_bytes_, format, args);
-    va_end(args);
-  }
-  template <class... Args>
-  bool fail(int status, const char* format, Args... args) {
+  bool failed(int status) {
     status_ = status;
-    say(format, args...);
     return false;
   }
-
   // "B=4,T=3": the sizes of the symbols listed in `named` (null: all of them; only those bound
   // from an input, with `bound_only`).
-  void assignment(const int* named, int n, bool bound_only, char* out, size_t bytes) const {
-    size_t used = 0;
-    out[0] = '\0';
+  void assignment(const int* named, int n, bool bound_only) {
+    bool first = true;
     for (int i = 0; i < n; ++i) {
       const int k = named ? named[i] : i;
       if (bound_only && !bound_[k].input) continue;
-      append(out, bytes, used, "%s%s=%lld", used ? "," : "", symbols_[k].name, bound_[k].value);
+      message_.add("%s%s=%lld", first ? "" : ",", symbols_[k].name, bound_[k].value);
+      first = false;
     }
   }
-  void specialization(char* out, size_t bytes) const {
-    size_t used = 0;
-    out[0] = '\0';
-    for (int k = 0; k < count_; ++k) append(out, bytes, used, "%s%s=%lld", k ? "," : "", symbols_[k].name, symbols_[k].specialized);
-  }
-  // " (T as this folder has it: no input dim is one alone)", or "" when every listed symbol is bound.
-  void names_not_bound(const int* named, int n, char* out, size_t bytes) const {
-    size_t used = 0, count = 0;
-    out[0] = '\0';
+  // " (T as this folder has it: no input dim is one alone)", when a listed symbol is not bound.
+  void unbound_note(const int* named, int n) {
+    int count = 0;
     for (int i = 0; i < n; ++i)
-      if (!bound_[named[i]].input) append(out, bytes, used, "%s%s", count++ ? ", " : " (", symbols_[named[i]].name);
-    if (count) append(out, bytes, used, " as this folder has %s: no input dim is one alone)", count > 1 ? "them" : "it");
-  }
-  static void range_text(const SizeSymbol& s, char* out, size_t bytes) {
-    size_t used = 0;
-    out[0] = '\0';
-    append(out, bytes, used, "%lld <= %s <= %lld", s.min, s.name, s.max);
-    if (s.multiple_of > 1) append(out, bytes, used, ", a multiple of %lld", s.multiple_of);
-  }
-  static void append(char* out, size_t bytes, size_t& used, const char* format, ...) __attribute__((format(printf, 4, 5))) {
-    if (used + 1 >= bytes) return;
-    va_list args;
-    va_start(args, format);
-    const int n = std::vsnprintf(out + used, bytes - used, format, args);
-    va_end(args);
-    if (n > 0) used = used + size_t(n) < bytes ? used + size_t(n) : bytes - 1;
+      if (!bound_[named[i]].input) message_.add("%s%s", count++ ? ", " : " (", symbols_[named[i]].name);
+    if (count) message_.add(" as this folder has %s: no input dim is one alone)", count > 1 ? "them" : "it");
   }
 };
 

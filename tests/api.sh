@@ -15,6 +15,6 @@ flags=(-std=c++20 -O1 -fno-strict-aliasing -fsanitize=address,undefined -fno-san
 
 # The size binder of a symbolic trace's folder (tests/tools/sizes_check.cpp on tests/api/sizes_probe.json).
 "${THUNDER_GEN:?}" "$here/api/sizes_probe.json" --specialize B=3,E=4,T=5,U=2 -o "$work/sizes"
-"${CXX:-g++}" "${flags[@]}" -I"$work/sizes" -I"$work/sizes/include" -x c++ "$work/sizes/forward.cu" "$work/sizes/backward.cu" \
+"${CXX:-g++}" "${flags[@]}" -Wall -Wextra -Werror -I"$work/sizes" -I"$work/sizes/include" -x c++ "$work/sizes/forward.cu" "$work/sizes/backward.cu" \
   -x c++ "$here/tools/sizes_check.cpp" -lboost_context -lpthread -o "$work/sizes-check"
 "$work/sizes-check"

@@ -140,8 +140,10 @@ sfresh; npy sbad/x.npy '<f4' '(3, 41, 4)' "$(ones 492)"; npy sbad/y.npy '<f4' '(
 sized_refused sized-out-of-range "^sizes_probe: the inputs' sizes: input 'x' dim 1 is 41, but T must be 1 <= T <= 40 (the inputs' sizes do not fit this folder's symbols)$"
 sfresh; npy sbad/y.npy '<f4' '(6, 4)' "$(ones 24)"
 sized_refused sized-disagree "input 'y' dim 0 is 6, but T is 5 (input 'x' dim 1): the inputs disagree on T"
-sfresh; npy sbad/x.npy '<f4' '(4, 5, 4)' "$(ones 80)"; npy sbad/m.npy '<f4' '(8, 2, 2)' "$(ones 32)"
-sized_refused sized-not-the-folders "generate one for these sizes with --specialize B=4,E=4,T=5,U=2"
+sfresh; npy sbad/x.npy '<f4' '(3, 6, 4)' "$(ones 72)"; npy sbad/y.npy '<f4' '(6, 4)' "$(ones 24)"
+sized_refused sized-not-the-folders "generate one for these sizes with --specialize B=3,E=4,T=6,U=2"
+sfresh; rm sbad/x.npy; npy sbad/y.npy '<f4' '(6, 4)' "$(ones 24)"
+sized_refused sized-drawn-named "the inputs disagree on T (.*); not in sbad, so drawn at the folder's sizes: x$"
 sfresh; npy sbad/m.npy '<f4' '(6, 2)' "$(ones 12)"
 sized_refused sized-rank "input 'm': expected 3 dimensions (\[B\*U, E//2, 2\]), got 2"
 sfresh; printf '\x93NUMPY\x02\x00\xff\xff\xff\xff{}' >sbad/x.npy

@@ -474,11 +474,18 @@ def check_specialized(checks: Checks, work: Path) -> None:
             ("a symbol without its size", lambda m: m["specialized_at"].pop("T"), ["/specialized_at", "a size for each symbol"]),
             ("a symbol named max", lambda m: m["symbols"].update(max=m["symbols"].pop("T")), ["/symbols/max", "not a symbol's name"]),
             ("another size binder", lambda m: m.update(bind_sizes_function="symbolic_block_forward"), ["/bind_sizes_function", "symbolic_block_bind_sizes"]),
-            ("no size binder", lambda m: m.pop("bind_sizes_function"), ["/bind_sizes_function", "found ''"])]:
+            ("a size binder without sizes", lambda m: [v.pop("sizes", None) for v in m["inputs"]], ["/bind_sizes_function", "whose inputs have sizes"])]:
         doc = json.loads(json.dumps(original))
         change(doc)
         (edited / "manifest.json").write_text(json.dumps(doc))
         checks.raises(f"a manifest with {label}", thunder_gen.ManifestError, words, lambda: thunder_gen.manifest.read_manifest(edited))
+    # A folder from before the size binder: no bind_sizes_function; other sizes are refused by shape.
+    doc = json.loads(json.dumps(original))
+    doc.pop("bind_sizes_function")
+    (edited / "manifest.json").write_text(json.dumps(doc))
+    old = timed_load(checks, edited, work / "extensions")
+    checks.raises("refused without a binder: B=4, by x's shape", ValueError, ["input 'x' (argument 0): expected shape [2, 3, 64], got [4, 3, 64]"],
+                  lambda: old(torch.randn(4, 3, 64), *params))
 
 
 def check_bad_folders(checks: Checks, work: Path) -> None:

@@ -31,9 +31,9 @@ class Library:
         self.workspace_bytes = int(workspace_bytes())
         self._status_string = self._symbol(m.status_string_function, ctypes.c_char_p, [ctypes.c_int])
         self._sized_inputs = [v.name for v in m.inputs if v.is_tensor and v.sizes is not None]
-        self._bind_sizes = (self._symbol(m.bind_sizes_function, ctypes.c_int,
-                                         [ctypes.c_void_p, ctypes.c_int] * len(self._sized_inputs)
-                                         + [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t])
+        # (its array form: one argument per input would pass ctypes' limit of 1024 for large traces)
+        self._bind_sizes = (self._symbol(m.bind_sizes_function + "_array", ctypes.c_int,
+                                         [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t])
                             if m.bind_sizes_function else None)
 
     def _symbol(self, name: str, restype, argtypes):
@@ -53,12 +53,11 @@ class Library:
         runs at; else the library's words for what is wrong (<trace>_bind_sizes)."""
         if self._bind_sizes is None or any(name not in shapes for name in self._sized_inputs):
             return None  # (an argument that is not a tensor is refused on its own)
-        args = []
-        for name in self._sized_inputs:
-            dims = shapes[name]
-            args += [(ctypes.c_int64 * max(len(dims), 1))(*dims), len(dims)]
-        message = ctypes.create_string_buffer(1024)
-        status = self._bind_sizes(*args, None, message, len(message))
+        arrays = [(ctypes.c_int64 * max(len(shapes[name]), 1))(*shapes[name]) for name in self._sized_inputs]
+        dims = (ctypes.c_void_p * len(arrays))(*[ctypes.addressof(a) for a in arrays])
+        ranks = (ctypes.c_int * len(arrays))(*[len(shapes[name]) for name in self._sized_inputs])
+        message = ctypes.create_string_buffer(4096)
+        status = self._bind_sizes(dims, ranks, None, message, len(message))
         return message.value.decode(errors="replace") if status else None
 
     def status_string(self, status: int) -> str:

@@ -542,12 +542,14 @@ int64_t SizeExpr::evaluate(const std::function<int64_t(const std::string&)>& val
 
 std::string SizeExpr::code(std::string_view arith, const std::function<std::string(const std::string&)>& symbol_code) const {
   auto call = [&](std::string_view op, const std::string& a, const std::string& b) { return std::string(arith) + "." + std::string(op) + "(" + a + ", " + b + ")"; };
+  // As evaluate() does: an atom's operands are sizes of their own, each within int64.
+  auto operand = [&](const SizeExpr& e) { return e.is_constant() ? e.code(arith, symbol_code) : std::string(arith) + ".narrow(" + e.code(arith, symbol_code) + ")"; };
   auto atom_code = [&](const Atom& atom) -> std::string {
     switch (atom.kind) {
       case Atom::Kind::symbol: return symbol_code(atom.name);
-      case Atom::Kind::floordiv: return call("floordiv", atom.a.code(arith, symbol_code), atom.b.code(arith, symbol_code));
-      case Atom::Kind::max: return call("max", atom.a.code(arith, symbol_code), atom.b.code(arith, symbol_code));
-      case Atom::Kind::min: return call("min", atom.a.code(arith, symbol_code), atom.b.code(arith, symbol_code));
+      case Atom::Kind::floordiv: return call("floordiv", operand(atom.a), operand(atom.b));
+      case Atom::Kind::max: return call("max", operand(atom.a), operand(atom.b));
+      case Atom::Kind::min: return call("min", operand(atom.a), operand(atom.b));
     }
     return {};
   };

@@ -90,8 +90,10 @@ class SizeExpr {
   std::vector<std::string> symbols() const;    // the symbols it mentions, sorted, each once
   // Canonical text in the trace format's grammar: `2*B*T + T//2 + 1`, `max(B, 2)`.
   std::string text() const;
-  // The expression as C++ over an object `arith` with add, mul, floordiv, max and min (tg::SizeArith,
-  // which checks for overflow): `a.add(a.mul(s0, s1), 1)`, each symbol spelled by `symbol_code`.
+  // The expression as C++ over an object `arith` with add, mul, floordiv, max, min and narrow
+  // (tg::SizeArith: 128-bit sums and products, each atom's operands narrowed to int64, as
+  // evaluate() computes): `a.add(a.mul(s0, s1), 1)`, each symbol spelled by `symbol_code`. The
+  // caller narrows the whole.
   std::string code(std::string_view arith, const std::function<std::string(const std::string&)>& symbol_code) const;
   // Its value with each symbol's given (floor division, as Python's //). An unbound symbol or an
   // overflow: SizeExprError.

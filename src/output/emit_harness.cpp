@@ -183,14 +183,14 @@ class Buffers {
 // bound by symbol before any is read, so a size the folder does not run at is said by symbol.
 void check_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& t, const HarnessFiles& files) {
   out << comment_line("The trace's sizes are symbolic: the inputs' shapes are bound by symbol first (" + sizes.function + ").", "  ");
-  out << "  const std::vector<std::vector<int64_t>> shapes = h.input_shapes({";
+  out << "  h.check_sizes({";
   for (size_t i = 0; i < sizes.inputs.size(); ++i) {
     size_t k = 0;
     while (t.value(t.inputs[k]).name != sizes.inputs[i].name) ++k;
     out << (i ? ", " : "") << "{" << cpp_string(files.inputs[k]) << ", " << shape_init(t.value(t.inputs[k]).shape) << "}";
   }
-  out << "});\n";
-  out << "  h.check_sizes([&](char* message, size_t bytes) { return " << bind_sizes_call(sizes, "shapes") << "; });\n";
+  out << "}, [](const int64_t* const* dims, const int* ranks, char* message, size_t bytes) {\n";
+  out << "    return " << bind_sizes_call(sizes, "dims", "ranks") << ";\n  });\n";
 }
 
 }  // namespace

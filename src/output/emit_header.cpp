@@ -89,7 +89,7 @@ std::string emit_header(const std::string& trace_name, const std::string& input_
   out << "size_t " << trace_name << "_workspace_bytes(void);\n";
   out << comment_line("A status in words.");
   out << "const char* " << trace_name << "_status_string(int status);\n\n";
-  if (sizes) out << bind_sizes_declaration(*sizes, trace_name) << "\n";
+  if (sizes) out << bind_sizes_declaration(*sizes) << "\n";
   out << "#ifdef __cplusplus\n}\n#endif\n#endif\n";
   return out.str();
 }

@@ -27,13 +27,15 @@ std::string sizes_text(const std::vector<SizeExpr>& sizes) {
   return out + "]";
 }
 
-std::string enum_name(const std::string& trace_name, const std::string& symbol) { return trace_name + "_symbol_" + symbol; }
+const char* kOutParams = "int64_t* sizes, char* message, size_t message_bytes)";
 
 std::string prototype(const SizeBinding& b) {
   std::string params;
   for (const SizeBinding::Input& in : b.inputs) params += "const int64_t* " + in.param + "_dims, int " + in.param + "_rank, ";
-  return "int " + b.function + "(" + params + "int64_t* sizes, char* message, size_t message_bytes)";
+  return "int " + b.function + "(" + params + kOutParams;
 }
+
+std::string array_prototype(const SizeBinding& b) { return "int " + b.function + "_array(const int64_t* const* dims, const int* ranks, " + kOutParams; }
 
 // The checks of one input's dims that are not a symbol alone: constants, then expressions.
 void check_dims(std::ostream& out, const SizeBinding& b, size_t i) {
@@ -52,8 +54,8 @@ void check_dims(std::ostream& out, const SizeBinding& b, size_t i) {
     out << "  {\n";
     out << comment_line(in.name + " dim " + std::to_string(d) + ": " + size.text(), "    ");
     out << "    tg::SizeArith a;\n    const int named[] = {" << named << "};\n";
-    out << "    const int64_t want = " << size.code("a", [&](const std::string& name) { return "b.value(" + std::to_string(symbol_index(b, name)) + ")"; })
-        << ";\n";
+    out << "    const tg::SizeArith::Wide want = a.narrow("
+        << size.code("a", [&](const std::string& name) { return "b.value(" + std::to_string(symbol_index(b, name)) + ")"; }) << ");\n";
     out << "    if (!b.expect(" << where << ", want, a, " << cpp_string(size.text()) << ", named, " << size.symbols().size() << ")) return b.status();\n";
     out << "  }\n";
   }
@@ -72,24 +74,24 @@ std::optional<SizeBinding> size_binding(const Trace& t, const EntryPoint& forwar
   return b;
 }
 
-std::string bind_sizes_declaration(const SizeBinding& b, const std::string& trace_name) {
+std::string bind_sizes_declaration(const SizeBinding& b) {
   std::ostringstream out;
-  out << comment_line("The symbols this folder's trace sizes its inputs with: each one's index in the sizes " + b.function + " writes.");
-  out << "enum " << trace_name << "_symbol {\n";
-  for (size_t k = 0; k < b.symbols.size(); ++k)
-    out << "  " << enum_name(trace_name, b.symbols[k].name) << " = " << k << ",  /* " << b.symbols[k].range_text() << " */\n";
-  out << "  " << trace_name << "_symbols = " << b.symbols.size() << "\n};\n";
   out << "#ifndef THUNDER_GEN_BAD_SIZES\n";
-  out << comment_line("The inputs' shapes do not fit the symbols: " + b.function + " says how.");
+  out << comment_line("The inputs' shapes do not fit the symbols the trace sizes them with: <trace>_bind_sizes says how.");
   out << "#define THUNDER_GEN_BAD_SIZES 9\n#endif\n\n";
   out << comment_line(b.function + ": binds each symbol from the dims of the inputs sized with it and checks them: between the inputs,");
   out << comment_line("against each symbol's range, every other dim against its size, then against the sizes this folder runs at.");
   for (const SizeBinding::Input& in : b.inputs)
     out << comment_line("  " + in.param + "_dims, " + in.param + "_rank: the dims of input " + in.name + ", " + sizes_text(in.sizes));
-  out << comment_line("  sizes: NULL, or " + trace_name + "_symbols sizes, written on success (index: " + trace_name + "_symbol_<name>)");
+  out << comment_line("  sizes: NULL, or " + std::to_string(b.symbols.size()) + " int64_t, written on success:");
+  for (size_t k = 0; k < b.symbols.size(); ++k)
+    out << comment_line("    sizes[" + std::to_string(k) + "]: " + b.symbols[k].name + ", " + b.symbols[k].range_text());
   out << comment_line("  message: NULL, or message_bytes bytes for what is wrong, naming the input, dim, symbol and range (cut to fit)");
   out << comment_line("Returns THUNDER_GEN_SUCCESS, THUNDER_GEN_BAD_SIZES, or THUNDER_GEN_NULL_POINTER for NULL dims of a rank above 0.");
   out << prototype(b) << ";\n";
+  out << comment_line("The same, with the inputs' dims and ranks in two arrays, in the order above (dims[0], ranks[0]: input " +
+                      b.inputs.front().name + ").");
+  out << array_prototype(b) << ";\n";
   return out.str();
 }
 
@@ -97,7 +99,10 @@ std::string bind_sizes_definition(const SizeBinding& b) {
   std::ostringstream out;
   out << "\n#ifndef __CUDACC_RTC__\n#include \"tg_sizes.h\"\n";
   out << comment_line("The sizes of a call, bound from its inputs' shapes (tg_sizes.h says what each check does and says).");
-  out << "extern \"C\" " << prototype(b) << " {\n";
+  out << "extern \"C\" " << array_prototype(b) << " {\n";
+  out << "  if (!dims || !ranks) {\n";
+  out << "    tg::SizeMessage(message, message_bytes).add(\"the dims or ranks array is a null pointer\");\n";
+  out << "    return tg::kNullPointer;\n  }\n";
   out << "  static const tg::SizeSymbol symbols[] = {";
   for (size_t k = 0; k < b.symbols.size(); ++k) {
     const SymbolDecl& s = b.symbols[k];
@@ -108,7 +113,7 @@ std::string bind_sizes_definition(const SizeBinding& b) {
   out << "  tg::SizeBinder b(symbols, bound, " << b.symbols.size() << ", message, message_bytes);\n";
   out << "  const tg::CallShape in[] = {";
   for (size_t i = 0; i < b.inputs.size(); ++i)
-    out << (i ? ", " : "") << "{" << cpp_string(b.inputs[i].name) << ", " << b.inputs[i].param << "_dims, " << b.inputs[i].param << "_rank}";
+    out << (i ? ", " : "") << "{" << cpp_string(b.inputs[i].name) << ", dims[" << i << "], ranks[" << i << "]}";
   out << "};\n";
   for (size_t i = 0; i < b.inputs.size(); ++i)
     out << "  if (!b.has_rank(in[" << i << "], " << b.inputs[i].sizes.size() << ", " << cpp_string(sizes_text(b.inputs[i].sizes))
@@ -121,17 +126,21 @@ std::string bind_sizes_definition(const SizeBinding& b) {
   for (size_t i = 0; i < b.inputs.size(); ++i) check_dims(out, b, i);
   out << "  if (!b.at_specialization()) return b.status();\n";
   out << "  if (sizes)\n    for (int k = 0; k < " << b.symbols.size() << "; ++k) sizes[k] = b.value(k);\n";
-  out << "  return tg::kOk;\n}\n#endif  // __CUDACC_RTC__\n";
+  out << "  return tg::kOk;\n}\n";
+  out << "extern \"C\" " << prototype(b) << " {\n";
+  std::string dims, ranks;
+  for (const SizeBinding::Input& in : b.inputs) {
+    dims += (dims.empty() ? "" : ", ") + in.param + "_dims";
+    ranks += (ranks.empty() ? "" : ", ") + in.param + "_rank";
+  }
+  out << "  const int64_t* const dims[] = {" << dims << "};\n  const int ranks[] = {" << ranks << "};\n";
+  out << "  return " << b.function << "_array(dims, ranks, sizes, message, message_bytes);\n}\n";
+  out << "#endif  // __CUDACC_RTC__\n";
   return out.str();
 }
 
-std::string bind_sizes_call(const SizeBinding& b, const std::string& shapes) {
-  std::string args;
-  for (size_t i = 0; i < b.inputs.size(); ++i) {
-    const std::string shape = shapes + "[" + std::to_string(i) + "]";
-    args += shape + ".data(), int(" + shape + ".size()), ";
-  }
-  return "::" + b.function + "(" + args + "nullptr, message, bytes)";
+std::string bind_sizes_call(const SizeBinding& b, const std::string& dims, const std::string& ranks) {
+  return "::" + b.function + "_array(" + dims + ", " + ranks + ", nullptr, message, bytes)";
 }
 
 }  // namespace tg

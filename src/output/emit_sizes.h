@@ -20,19 +20,19 @@ struct SizeBinding {
   };
   std::string function;               // <trace>_bind_sizes
   std::vector<Input> inputs;          // in the trace's input order
-  std::vector<SymbolDecl> symbols;    // by name: the index each has in the sizes the binder writes
+  std::vector<SymbolDecl> symbols;    // by name: the order of the sizes the binder writes
   SymbolValues specialized_at;
 };
 
 // The binding of a trace whose inputs are sized with symbols; nullopt for a static one.
 std::optional<SizeBinding> size_binding(const Trace& t, const EntryPoint& forward, const std::string& trace_name);
 
-// The header's part: an enum naming each symbol's index, the status, and the prototype.
-std::string bind_sizes_declaration(const SizeBinding& b, const std::string& trace_name);
+// The header's part: the status, and the prototypes (each input's dims as arguments, or in arrays).
+std::string bind_sizes_declaration(const SizeBinding& b);
 // Its definition, for forward.cu.
 std::string bind_sizes_definition(const SizeBinding& b);
-// A call of the binder on shapes[k] (std::vector<int64_t>), the dims of b.inputs[k], writing no
-// sizes and its words to (message, bytes): for the harness.
-std::string bind_sizes_call(const SizeBinding& b, const std::string& shapes);
+// A call of the binder's array form on `dims` and `ranks` (the dims of each of b.inputs), writing
+// no sizes and its words to (message, bytes): for the harness.
+std::string bind_sizes_call(const SizeBinding& b, const std::string& dims, const std::string& ranks);
 
 }  // namespace tg
