@@ -95,7 +95,7 @@ class Check {
   int failures_ = 0, checked_ = 0;
 
   // Each file holds exactly its value's dtype and shape (a scalar: shape ()).
-  torch::Tensor read(const std::string& stem, const tg::Value& v) const { return tg::read_npy(dir_ + "/" + stem + ".npy", v.dtype, v.shape); }
+  torch::Tensor read(const std::string& stem, const tg::Value& v) const { return tg::read_npy(dir_ + "/" + stem + ".npy", v.dtype, tg::sizes_of(v.shape)); }
 
   tg::ReferenceGradients libtorch(tg::Precision precision) const {
     return trains_ ? tg::reference_gradients(trace_, inputs_, cotangents_, precision)

@@ -334,7 +334,7 @@ std::vector<Tensor> partial_sum(Interpreter& in, const Op& op) {
   Tensor x = a.to(out_compute(in, op)).reshape({rows, per_row});
   const int64_t groups = (rows + parts - 1) / parts;
   x = torch::constant_pad_nd(x, {0, 0, 0, groups * parts - rows}).reshape({groups, parts, per_row}).sum(0);
-  return {x.reshape(output(in, op).shape)};
+  return {x.reshape(to_vec(output(in, op).shape))};
 }
 
 std::vector<Tensor> fused_kernel(Interpreter&, const Op& op) { throw InternalError("reference: a fused kernel is run op by op, not evaluated: " + op.symbol); }

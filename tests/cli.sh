@@ -32,7 +32,15 @@ run "$sym" -o gen --specialize B=3,T=x; check specialize-text rc 2; check specia
 run "$sym" -o gen --specialize B=3,B=4,T=1; check specialize-twice rc 2; check specialize-twice-words has err.txt "B is given twice"
 run "$sym" -o gen --specialize B=9,T=1; check specialize-range rc 1; check specialize-range-words has err.txt "B=9 is not a size the trace allows: 1 <= B <= 8"
 run validate "$sym" --specialize B=2,T=5; check validate-symbolic rc 0
-run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8; 1 <= T <= 40)"
+run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8; 1 <= T <= 40); planned at B=8, T=40 (--plan-at)$"
+check explain-symbolic-bytes has out.txt "^  h f32\[2, 5, 128\]  5120 bytes = 512\*B\*T (163840 at the plan's sizes), dense, intermediate"
+# --plan-at: the plan weighs bytes at the sizes given (the others at their largest); refused unless each is a symbol's, in range.
+run explain "$sym" --specialize B=2,T=5 --plan-at B=4; check plan-at rc 0; check plan-at-sizes has out.txt "planned at B=4, T=40 (--plan-at)$"
+check plan-at-bytes has out.txt "^  h f32\[2, 5, 128\]  5120 bytes = 512\*B\*T (81920 at the plan's sizes)"
+run explain "$sym" --specialize B=2,T=5 --plan-at Q=3; check plan-at-unknown rc 1; check plan-at-unknown-text has err.txt "--plan-at: error: the trace has no symbol Q"
+run explain "$sym" --specialize B=2,T=5 --plan-at B=9; check plan-at-range rc 1; check plan-at-range-text has err.txt "--plan-at: error: B=9 is outside its range: 1 <= B <= 8"
+run explain "$sym" --specialize B=2,T=5 --plan-at B=x; check plan-at-text rc 2; check plan-at-text-words has err.txt "^thunder-gen: error: --plan-at: "
+run explain "$root/examples/layer_norm.json" --plan-at B=2; check plan-at-static rc 1; check plan-at-static-text has err.txt "this trace's sizes are static"
 run "$sym" -o gen --specialize B=2,T=5; check specialize-ok rc 0
 check specialize-header has gen/include/symbolic_block.h "Specialised at B=2, T=5"
 check specialize-manifest has gen/manifest.json '"specialized_at"'

@@ -7,13 +7,49 @@
 
 namespace tg {
 
+namespace {
+
+// A symbolic trace's byte counts as expressions over its symbols and at the sizes the plan weighed
+// them at: " = 512*B*T (163840 at the plan's sizes)"; "" for a static trace.
+class SymbolicBytes {
+ public:
+  explicit SymbolicBytes(const Partition& p) : symbols_(p.forward.symbols), plan_at_(p.plan_at) {}
+  bool symbolic() const { return !symbols_.empty(); }
+  std::string of(const SizeExpr& bytes) const {
+    if (!symbolic() || bytes.is_constant()) return "";
+    std::string at;
+    try {
+      at = std::to_string(bytes.evaluate(plan_at_));
+    } catch (const SizeExprError&) {
+      at = "past int64";
+    }
+    return " = " + bytes.text() + " (" + at + " at the plan's sizes)";
+  }
+  SizeExpr bytes_of(const Value& v) const { return symbolic() ? stored_bytes_expr(v, symbols_) : SizeExpr(stored_bytes(v)); }
+
+ private:
+  const Symbols& symbols_;
+  const SymbolValues& plan_at_;
+};
+
+std::string sizes_text(const SymbolValues& sizes) {
+  std::string out;
+  for (const auto& [name, size] : sizes) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  return out;
+}
+
+}  // namespace
+
 std::string explain_partition(const Partition& p, const std::string& input_file) {
   static const char* kKinds[] = {"input", "output", "intermediate"};
   const Trace& b = p.backward;
+  const SymbolicBytes symbolic(p);
   std::ostringstream out;
   out << input_file << " (trace \"" << p.forward.name << "\"): rematerialization plan\n";
-  if (const std::string at = p.forward.specialization_text(); !at.empty()) out << "at the sizes " << at << "\n";
+  if (const std::string at = p.forward.specialization_text(); !at.empty())
+    out << "at the sizes " << at << "; planned at " << sizes_text(p.plan_at) << " (--plan-at)\n";
   int64_t total = 0, intermediate = 0;
+  SizeExpr total_expr, intermediate_expr;
   size_t tensors = 0;
   std::string scalars;
   for (const SavedValue& s : p.saved) {
@@ -24,16 +60,17 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
     }
     const int64_t bytes = stored_bytes(v);
     total += bytes;
-    if (s.kind == SavedValue::Kind::intermediate) intermediate += bytes;
+    total_expr = total_expr + symbolic.bytes_of(v);
+    if (s.kind == SavedValue::Kind::intermediate) intermediate += bytes, intermediate_expr = intermediate_expr + symbolic.bytes_of(v);
     ++tensors;
   }
-  out << "saved for the backward: " << tensors << " tensor" << (tensors == 1 ? "" : "s") << ", " << total << " bytes (" << intermediate
-      << " of them activations: intermediates the forward would otherwise free)\n";
+  out << "saved for the backward: " << tensors << " tensor" << (tensors == 1 ? "" : "s") << ", " << total << " bytes" << symbolic.of(total_expr) << " ("
+      << intermediate << symbolic.of(intermediate_expr) << " of them activations: intermediates the forward would otherwise free)\n";
   for (const SavedValue& s : p.saved) {
     const Value& v = b.value(s.value);
     if (v.is_scalar) continue;
-    out << "  " << v.name << " " << print_type(v) << "  " << stored_bytes(v) << " bytes, " << (v.bit_packed ? "bitmask" : "dense") << ", " << kKinds[int(s.kind)] << ": " << s.reason
-        << "\n";
+    out << "  " << v.name << " " << print_type(v) << "  " << stored_bytes(v) << " bytes" << symbolic.of(symbolic.bytes_of(v)) << ", "
+        << (v.bit_packed ? "bitmask" : "dense") << ", " << kKinds[int(s.kind)] << ": " << s.reason << "\n";
   }
   if (!scalars.empty()) out << "saved scalars:\n" << scalars;
   std::map<ValueId, const Op*> def;

@@ -23,20 +23,21 @@ bool pinned_by_default(const OpInfo& info) {
 
 // What recomputing an op costs, in the cut's units (bits): one per element an elementwise op or
 // a random draw writes, one per element a reduction reads, the inner dim per element of a
-// matmul; index-only ops and fills cost nothing.
-int64_t recompute_cost(const Trace& t, const Op& op) {
+// matmul; index-only ops and fills cost nothing. Element counts at the sizes `at` (--plan-at).
+int64_t recompute_cost(const Trace& t, const Op& op, const SymbolValues& at) {
+  auto elements = [&](ValueId v) { return numel_at(t.value(v).shape, at); };
   switch (op.info->fusion) {
     case FusionClass::shape: return 0;
-    case FusionClass::source: return op.info->kind == OpKind::uniform_philox ? numel(t.value(op.outs[0]).shape) : 0;
-    case FusionClass::reduction: return numel(t.value(op.arg("a").value).shape);
+    case FusionClass::source: return op.info->kind == OpKind::uniform_philox ? elements(op.outs[0]) : 0;
+    case FusionClass::reduction: return elements(op.arg("a").value);
     case FusionClass::library:
       // A collective's cost is communication, not arithmetic: gathering again costs the cut nothing
       // (so no gathered parameter is saved unless a policy says so); the others stay pinned.
-      if (is_collective(op.info->kind)) return op.info->kind == OpKind::all_gather ? 0 : numel(t.value(op.outs[0]).shape);
-      return numel(t.value(op.outs[0]).shape) * t.value(op.arg("a").value).shape.back();
+      if (is_collective(op.info->kind)) return op.info->kind == OpKind::all_gather ? 0 : elements(op.outs[0]);
+      return elements(op.outs[0]) * t.value(op.arg("a").value).shape.back();
     default: {
       int64_t n = 0;
-      for (ValueId v : op.outs) n += numel(t.value(v).shape);
+      for (ValueId v : op.outs) n += elements(v);
       return n;
     }
   }
@@ -144,7 +145,7 @@ void add_candidate_value(CutModel& m, const Trace& j, ValueId v, bool is_input, 
   // Trace inputs, forward outputs and scalars are alive anyway: crossing costs nothing.
   const Value& value = j.value(v);
   cv.is_activation = !is_input && m.output_index[size_t(v)] == kNone && !value.is_scalar;
-  if (cv.is_activation) cv.bits = stored_bytes(value, options.pack_bools && value.dtype == DType::b8) * 8;
+  if (cv.is_activation) cv.bits = stored_bytes_at(value, options.pack_bools && value.dtype == DType::b8, options.plan_at) * 8;
   if (def) cv.policy = policy_of(def->tags);
   if (!value.is_scalar) cv.element_bytes = dtype_bytes(value.dtype);
   m.candidates.values.push_back(cv);
@@ -170,7 +171,7 @@ void add_candidate_op(CutModel& m, const Trace& j, const Op& op, const RematOpti
     add_candidate_value(m, j, v, false, &op, options);
     co.outputs.push_back(m.candidate[size_t(v)]);
   }
-  co.cost = recompute_cost(j, op);
+  co.cost = recompute_cost(j, op, options.plan_at);
   co.policy = policy_of(op.tags);
   co.pinned = pinned_by_default(*op.info);
   if (co.policy == Policy::save) co.forbidden = reads_from_outside_its_call(m, j, op);
@@ -392,9 +393,12 @@ Partition partition(JointTrace joint, const RematOptions& options) {
   const CutModel m = model_cut(joint, options);
   const ChosenPlan chosen = choose_plan(m, joint, options);
   Partition p;
-  p.activation_bytes = activation_bytes(m.candidates, chosen.plan);
+  p.plan_at = options.plan_at;
   p.plan_cost_bits = plan_cost(weigh(m.candidates, kFullWeight, true), chosen.plan.saved) / kFullWeight;
   const std::vector<ValueId> saved_intermediates = list_saved(p.saved, j, m, chosen.plan, SaveReasons(m, joint, chosen, options), options);
+  // (At the sizes the trace was read at: the cut weighed them at the plan's.)
+  for (const SavedValue& s : p.saved)
+    if (s.kind == SavedValue::Kind::intermediate) p.activation_bytes += stored_bytes(j.value(s.value));
 
   // The two traces share the joint trace's values; the joint trace is consumed: its ops move
   // into the trace that runs them, and only the ops the backward recomputes are copied.

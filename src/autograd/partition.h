@@ -31,7 +31,8 @@ struct Partition {
   std::vector<SavedValue> saved;     // the backward's leading inputs, in order
   std::vector<ValueId> recomputed;   // forward values the backward computes again, in order
   int64_t plan_cost_bits = 0;        // the plan's cost: saving plus recomputing (src/autograd/remat.h)
-  int64_t activation_bytes = 0;      // the saved intermediates' bytes, as stored
+  int64_t activation_bytes = 0;      // the saved intermediates' bytes, as stored (at the trace's sizes)
+  SymbolValues plan_at;              // a symbolic trace's: the sizes the plan weighed costs at (--plan-at)
   // A distributed trace's collectives, forward then backward (an all-gather the backward
   // recomputes is there again): what a step communicates, beside what it saves.
   std::vector<CollectiveCall> communication;
@@ -50,6 +51,9 @@ struct RematOptions {
   // Distributed traces: the backward all-reduces DDP's gradients in buckets of at least this many
   // bytes, as Thunder's ddp(bucket_size_in_mb=25) does (src/ops/distributed.h); 0: one per gradient.
   int64_t bucket_bytes = 25 << 20;
+  // A symbolic trace's: the sizes its costs are weighed at (--plan-at; the pipeline's default is
+  // each symbol's largest), the budget too. Empty: the sizes the trace was read at.
+  SymbolValues plan_at;
 };
 
 // Throws UserError naming the op paths when the policies leave no finite plan.

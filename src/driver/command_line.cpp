@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <map>
+#include <tuple>
 
 #include "support/generated_text.h"
 
@@ -31,6 +32,9 @@ constexpr const char* kSpecializeHelp = "a symbolic trace's sizes, one per symbo
 
 void add_override_options(CLI::App& app, Request& r) {
   app.add_option("--specialize", r.specialize_text, kSpecializeHelp);
+  app.add_option("--plan-at", r.plan_at_text,
+                 "a symbolic trace's sizes the rematerialization plan weighs bytes and recomputation at (and --activation-budget "
+                 "holds at), one per symbol or some: B=64,T=1024; by default each symbol's largest");
   app.add_option("--tag", r.tags, "rematerialization policy: <selector>=<save|recompute|prefer-save|prefer-recompute>, the selector a symbol id, @value, or for a PT2 archive an aten.* target or a module path glob; repeatable")
       ->take_all();
   app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
@@ -119,12 +123,15 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
     return code == 0 ? 0 : kExitUsage;
   }
   line.request.diff_lines_given = diff_lines->count() > 0;
-  for (auto [text, values] : {std::pair{&line.request.specialize_text, &line.request.specialize}, std::pair{&explain.specialize_text, &explain.specialize},
-                              std::pair{&validate_specialize, &line.validate_specialize}}) {
+  for (auto [flag, text, values] : {std::tuple{"--specialize", &line.request.specialize_text, &line.request.specialize},
+                                     std::tuple{"--specialize", &explain.specialize_text, &explain.specialize},
+                                     std::tuple{"--specialize", &validate_specialize, &line.validate_specialize},
+                                     std::tuple{"--plan-at", &line.request.plan_at_text, &line.request.plan_at},
+                                     std::tuple{"--plan-at", &explain.plan_at_text, &explain.plan_at}}) {
     try {
       *values = parse_symbol_values(*text);
     } catch (const SizeExprError& e) {
-      std::cerr << "thunder-gen: error: --specialize: " << e.what() << "\n";
+      std::cerr << "thunder-gen: error: " << flag << ": " << e.what() << "\n";
       return kExitUsage;
     }
   }

@@ -24,6 +24,8 @@ struct Request {
   std::string tags_file;          // --tags overrides.json
   std::string specialize_text;    // --specialize B=64,T=128
   SymbolValues specialize;        // ... read
+  std::string plan_at_text;       // --plan-at B=64,T=1024
+  SymbolValues plan_at;           // ... read
   std::vector<std::string> tags;  // --tag <selector>=<policy>, in order
   bool no_pack_bool = false;      // --no-pack-bool
   bool force = false;             // --force: replace an output folder that is not an earlier output

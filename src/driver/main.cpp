@@ -123,6 +123,7 @@ int generate(const Request& r) {
   options.overrides = overrides_of(r);
   options.remat.pack_bools = !r.no_pack_bool;
   if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
+  options.remat.plan_at = r.plan_at;
   options.remat.bucket_bytes = int64_t(r.bucket_mb * 1024 * 1024);
   if (!emit.empty()) options.stop_after = tg::emit_stage(emit);
   auto since = [](std::chrono::steady_clock::time_point start) {

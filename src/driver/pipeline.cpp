@@ -104,6 +104,23 @@ Trace front_end(Trace read, const PipelineOptions& o, PassManager& passes, Trace
   return step(Pass::dead_code, remove_dead_ops, std::move(decomposed), passes, o);
 }
 
+// --plan-at settled against the trace: each size given is a symbol's and allowed by it, and a
+// symbol not given is weighed at its largest size. A static trace takes none.
+RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t) {
+  RematOptions settled = remat;
+  if (t.symbols.empty()) {
+    if (!remat.plan_at.empty()) throw UserError("thunder-gen", "--plan-at", "sizes a symbolic trace's plan, and this trace's sizes are static");
+    return settled;
+  }
+  for (const auto& [name, size] : remat.plan_at) {
+    const SymbolDecl* decl = t.symbols.find(name);
+    if (!decl) throw UserError("thunder-gen", "--plan-at", "the trace has no symbol " + name);
+    if (!decl->allows(size)) throw UserError("thunder-gen", "--plan-at", name + "=" + std::to_string(size) + " is outside its range: " + decl->range_text());
+  }
+  for (const auto& [name, decl] : t.symbols.all()) settled.plan_at.try_emplace(name, decl.max / decl.multiple_of * decl.multiple_of);
+  return settled;
+}
+
 // Autograd and the rematerialization plan, for a trace that trains (or a joint trace read back).
 Partition differentiate(Trace forward, PassManager& passes, const PipelineOptions& o) {
   JointTrace joint;
@@ -115,7 +132,10 @@ Partition differentiate(Trace forward, PassManager& passes, const PipelineOption
   } else {
     joint = passes.run(Pass::autograd, autograd, std::move(forward));
   }
-  return passes.run(Pass::partition, [&](JointTrace j) { return partition(std::move(j), o.remat); }, std::move(joint));
+  return passes.run(Pass::partition, [&](JointTrace j) {
+    const RematOptions remat = settle_plan_sizes(o.remat, j.trace);
+    return partition(std::move(j), remat);
+  }, std::move(joint));
 }
 
 // What --emit asked of a lowering pass, from the forward's and the backward's forks.

@@ -208,8 +208,9 @@ Arg Arguments::typed_literal(Object j, const Path& where) {
   if (key == "process_group") return process_group_literal(member.value, w);
   if (key == "size") {  // an integer written as an expression over the trace's symbols
     if (!member.value.is_string()) throw UserError(w, "a size literal is a string: {\"size\": \"B*T\"}");
-    const std::string size_where = w;
-    return Arg::of_int(specialized_size(member.value, Path(size_where), t_));
+    const Path size_at(w);
+    const SizeExpr size = size_expr_of(member.value, size_at, t_);
+    return Arg::of_dim(Dim(size_at_specialization(size, size_at, t_), size));
   }
   std::string text = string_at(member.value, Path(w));
   Arg a;

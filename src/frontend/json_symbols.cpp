@@ -71,7 +71,6 @@ SizeExpr size_expr_of(Json text, const Path& where, const Trace& t) {
   return size;
 }
 
-int64_t specialized_size(Json text, const Path& where, const Trace& t) { return size_at_specialization(size_expr_of(text, where, t), where, t); }
 
 int64_t size_at_specialization(const SizeExpr& size, const Path& where, const Trace& t) {
   try {

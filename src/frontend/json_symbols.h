@@ -21,12 +21,9 @@ Symbols read_symbols(Json symbols, const Path& at);
 // flag.
 void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::function<std::string(const std::string& name)>& declared_at);
 
-// A size written as an expression over the trace's symbols (a string: "B*T", "T//2 + 1"), at the
-// trace's specialization. The expression must be a size for every value of its symbols, not only
-// at this one: never negative.
-int64_t specialized_size(Json text, const Path& where, const Trace& t);
-// ... the expression itself (checked the same way), not evaluated; and its value at the trace's
-// specialization.
+// A size written as an expression over the trace's symbols (a string: "B*T", "T//2 + 1"). The
+// expression must be a size for every value of its symbols, not only at the trace's
+// specialization: never negative. And its value at the trace's specialization.
 SizeExpr size_expr_of(Json text, const Path& where, const Trace& t);
 int64_t size_at_specialization(const SizeExpr& size, const Path& where, const Trace& t);
 

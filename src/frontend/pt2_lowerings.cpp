@@ -43,7 +43,7 @@ class Builder {
   int temporaries_ = 0;
 
   static Doc declaration(const std::string& name, const Shape& shape, DType dtype) {
-    return {{"name", name}, {"shape", shape}, {"dtype", std::string(dtype_name(dtype))}};
+    return {{"name", name}, {"shape", shape_json(shape)}, {"dtype", std::string(dtype_name(dtype))}};
   }
 };
 
@@ -83,7 +83,7 @@ std::vector<Doc> chunk(Pt2Lowering& node) {
   Doc outs = Doc::array();
   for (const std::string& out : node.outs) {
     const Value& v = node.meta(out);
-    outs.push_back({{"name", out}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}});
+    outs.push_back({{"name", out}, {"shape", shape_json(v.shape)}, {"dtype", std::string(dtype_name(v.dtype))}});
   }
   return {Doc{{"op", "torch.split"}, {"kwargs", {{"a", node.args.at("self")}, {"split_size_or_sections", size}, {"dim", d}}}, {"out", outs}}};
 }
@@ -129,7 +129,7 @@ std::vector<Doc> select(Pt2Lowering& node) {
   if (index < -n || index >= n) b.refuse("index " + std::to_string(index) + " is out of range for a dim of " + std::to_string(n));
   if (index < 0) index += n;
   const std::string row = slice_along(b, node.args.at("self"), in, d, index, index + 1, 1, "");
-  b.output(0, "torch.reshape", {{"a", row}, {"shape", node.meta(node.outs.at(0)).shape}});
+  b.output(0, "torch.reshape", {{"a", row}, {"shape", size_list_json(node.meta(node.outs.at(0)).shape)}});
   return b.take();
 }
 
@@ -143,7 +143,7 @@ std::vector<Doc> unbind(Pt2Lowering& node) {
     b.refuse("unbind into " + std::to_string(node.outs.size()) + " outputs of a dim of " + std::to_string(in.shape.at(size_t(d))));
   for (size_t k = 0; k < node.outs.size(); ++k) {
     const std::string row = slice_along(b, node.args.at("self"), in, d, int64_t(k), int64_t(k) + 1, 1, "");
-    b.output(k, "torch.reshape", {{"a", row}, {"shape", node.meta(node.outs.at(k)).shape}});
+    b.output(k, "torch.reshape", {{"a", row}, {"shape", size_list_json(node.meta(node.outs.at(k)).shape)}});
   }
   return b.take();
 }
@@ -194,7 +194,7 @@ std::vector<Doc> reduce(Pt2Lowering& node, const char* prim, const std::string& 
     b.output(0, prim, {{"a", input}, {"dims", dims}});
   } else {
     const std::string reduced = b.op(prim, {{"a", input}, {"dims", dims}}, kept, in.dtype);
-    b.output(0, "torch.reshape", {{"a", reduced}, {"shape", out.shape}});
+    b.output(0, "torch.reshape", {{"a", reduced}, {"shape", size_list_json(out.shape)}});
   }
   return b.take();
 }
@@ -224,7 +224,7 @@ std::vector<Doc> any_dim(Pt2Lowering& node) {
     b.output(0, "torch.ne", {{"a", largest}, {"b", 0}});
   } else {
     const std::string any = b.op("torch.ne", {{"a", largest}, {"b", 0}}, kept, DType::b8);
-    b.output(0, "torch.reshape", {{"a", any}, {"shape", out.shape}});
+    b.output(0, "torch.reshape", {{"a", any}, {"shape", size_list_json(out.shape)}});
   }
   return b.take();
 }

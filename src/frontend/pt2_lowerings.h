@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/pt2_program.h"
 #include "ir/trace.h"
 
 namespace tg {

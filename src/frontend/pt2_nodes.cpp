@@ -161,7 +161,7 @@ Doc Translator::special_value(const std::string& special, const Doc& bound, cons
   if (special == "$device") return Doc{{"device", "cuda:0"}};
   if (outs.empty()) throw UserError(at.str(), "the node has no output to take " + special + " from");
   const Value& out = meta(outs.front(), at);
-  if (special == "$shape") return out.shape;
+  if (special == "$shape") return size_list_json(out.shape);
   if (special == "$dtype") return Doc{{"dtype", std::string(dtype_name(out.dtype))}};
   if (special == "$expand_dims") {
     const size_t in_rank = meta(bound.at("self").get<std::string>(), at).shape.size();

@@ -125,7 +125,6 @@ void Translator::read_tensor_values(Object graph, const Path& graph_at) {
   for (auto [name, meta] : object_at(require(graph, graph_at, "tensor_values"), values_at)) {
     Value v = pt2::tensor_meta(meta, Path(values_at, name), sizes_);
     v.name = scope_ + std::string(name);
-    if (!sizes_.symbols().empty() && scope_.empty()) size_exprs_[v.name] = pt2::tensor_size_exprs(meta, Path(values_at, name), sizes_);
     // A region's body names its values in its own scope (<body>__<name>), which an enclosing
     // graph's name may still spell.
     if (!metas_.emplace(v.name, v).second)
@@ -183,14 +182,8 @@ const Value& Translator::meta(const std::string& name, const Path& where) const 
 
 Doc Translator::declaration(const std::string& name, const Path& where, bool requires_grad) const {
   const Value& v = meta(name, where);
-  Doc decl = {{"name", name}, {"shape", v.shape}, {"dtype", std::string(dtype_name(v.dtype))}};
-  // A dynamic-shape export's input: its sizes as expressions (the reader evaluates them again).
-  if (auto sizes = size_exprs_.find(name); sizes != size_exprs_.end())
-    if (std::any_of(sizes->second.begin(), sizes->second.end(), [](const SizeExpr& s) { return !s.is_constant(); })) {
-      Doc shape = Doc::array();
-      for (const SizeExpr& s : sizes->second) shape.push_back(s.is_constant() ? Doc(*s.constant()) : Doc(s.text()));
-      decl["shape"] = std::move(shape);
-    }
+  // (A dynamic-shape export's sizes as expressions: the reader evaluates them again.)
+  Doc decl = {{"name", name}, {"shape", shape_json(v.shape)}, {"dtype", std::string(dtype_name(v.dtype))}};
   if (requires_grad && v.requires_grad && is_float(v.dtype)) decl["requires_grad"] = true;
   return decl;
 }

@@ -10,6 +10,21 @@
 #include "ir/trace.h"
 
 namespace tg {
+
+// A dim in trace JSON: its size. Where it is an expression over the symbols (a dynamic-shape
+// export), the translation writes that instead: shape_json in declarations ("B*T"),
+// size_list_json in arguments ({"size": "B*T"}).
+inline void to_json(nlohmann::json& j, const Dim& d) { j = int64_t(d); }
+inline nlohmann::json shape_json(const Shape& shape) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Dim& d : shape) out.push_back(d.expr() ? nlohmann::json(d.expr()->text()) : nlohmann::json(int64_t(d)));
+  return out;
+}
+inline nlohmann::json size_list_json(const Shape& shape) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Dim& d : shape) out.push_back(d.expr() ? nlohmann::json{{"size", d.expr()->text()}} : nlohmann::json(int64_t(d)));
+  return out;
+}
 namespace pt2 {
 struct SymbolNames;  // frontend/pt2_sizes.h
 }  // namespace pt2

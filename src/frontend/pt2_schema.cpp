@@ -155,15 +155,6 @@ std::vector<std::string> output_names(Json j, const Path& where) {
   throw UserError(where.str(), "an output that is not a tensor (" + std::string(member) + ")");
 }
 
-std::vector<SizeExpr> tensor_size_exprs(Json j, const Path& where, const SymIntSizes& sizes) {
-  const Object o = object_at(j, where);
-  const Path sizes_at(where, "sizes");
-  std::vector<SizeExpr> out;
-  size_t i = 0;
-  for (Json size : list_at(require(o, where, "sizes"), sizes_at)) out.push_back(sizes.expression(size, Path(sizes_at, i++)));
-  return out;
-}
-
 Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes) {
   const Object o = object_at(j, where);
   Value v;
@@ -174,7 +165,7 @@ Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes) {
     const Path at(sizes_at, i++);
     const int64_t n = sizes.size(size, at);
     if (n < 0) throw UserError(at.str(), "negative size " + std::to_string(n));
-    v.shape.push_back(n);
+    v.shape.push_back(Dim(n, sizes.expression(size, at)));
   }
   if (auto rg = find(o, "requires_grad")) v.requires_grad = bool_argument(*rg, Path(where, "requires_grad")).get<bool>();
   if (auto layout = find(o, "layout")) check_strided(*layout, Path(where, "layout"));

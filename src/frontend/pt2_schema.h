@@ -29,9 +29,8 @@ std::vector<std::string> output_names(Json j, const Path& where);
 
 // A TensorMeta as a value declaration: its sizes (at `sizes`), a dtype the generator has, strided
 // layout.
+// Its dims carry their expressions over the program's symbols (a dynamic-shape export's).
 Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes);
-// Its sizes as expressions over the program's symbols.
-std::vector<SizeExpr> tensor_size_exprs(Json j, const Path& where, const SymIntSizes& sizes);
 // The schema's ScalarType numbering onto ours.
 DType scalar_type(Json j, const Path& where);
 

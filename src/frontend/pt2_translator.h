@@ -55,7 +55,6 @@ class Translator {
   SymbolValues specialize_;
   SymbolNames names_;  // the names given torch's symbols (thunder_gen.export)
   SymIntSizes sizes_;  // the program's symbols and SymInts, at specialize_
-  std::map<std::string, std::vector<SizeExpr>> size_exprs_;  // a dynamic-shape program's tensors' sizes as expressions
   std::map<std::string, Value, std::less<>> metas_;
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;

@@ -15,6 +15,7 @@
 #include "frontend/json_symbols.h"
 #include "frontend/overrides.h"
 #include "ops/op_table.h"
+#include "ops/symbolic_dims.h"
 #include "ops/verify.h"
 #include "support/diagnostics.h"
 #include "support/generated_text.h"
@@ -92,6 +93,7 @@ class Reader {
     const Path outputs_at(at, "outputs");
     for (Json output : list_at(require(root, at, "outputs"), outputs_at))
       t_.outputs.push_back(names_.reference(output, Path(outputs_at, i++)));
+    infer_dims(t_);
   }
 
  private:
@@ -161,7 +163,7 @@ class Reader {
       auto w = [&] { return Path(shape_at, i).str(); };
       if (dim.is_string()) {
         const SizeExpr size = size_expr_of(dim, Path(shape_at, i), t_);
-        out.push_back(size_at_specialization(size, Path(shape_at, i), t_));
+        out.push_back(Dim(size_at_specialization(size, Path(shape_at, i), t_), size));
         if (sizes) sizes->push_back(size);
       } else {
         if (!is_json_integer(dim)) throw UserError(w(), "a dimension is an integer or a size expression, got " + kind_name(dim));

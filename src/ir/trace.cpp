@@ -1,11 +1,80 @@
 #include "ir/trace.h"
 
+#include <algorithm>
+#include <deque>
+#include <mutex>
+
 namespace tg {
 
 int64_t numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+const SizeExpr* interned(const SizeExpr& expr) {
+  static std::mutex mutex;  // (the backward is lowered on a thread of its own)
+  static std::deque<SizeExpr> pool;
+  static std::map<std::string, const SizeExpr*, std::less<>> by_text;  // canonical text: one per expression
+  std::string text = expr.text();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [at, fresh] = by_text.try_emplace(std::move(text), nullptr);
+  if (fresh) at->second = &pool.emplace_back(expr);
+  return at->second;
+}
+
+Dim::Dim(int64_t size, const SizeExpr& expr) : size_(size) {
+  if (!expr.is_constant()) expr_ = interned(expr);
+}
+
+namespace {
+// `op` on the two dims' expressions, when each has one or is a constant.
+template <class Op>
+Dim combine(const Dim& a, const Dim& b, int64_t size, Op op) {
+  if (!a.expr() && !b.expr()) return Dim(size);
+  return Dim(size, op(a.size_expr(), b.size_expr()));
+}
+}  // namespace
+
+Dim add_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) + int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x + y; }); }
+Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) * int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x * y; }); }
+
+Dim numel_dim(const Shape& shape, size_t count) {
+  Dim n(1);
+  for (size_t i = 0; i < shape.size() && i < count; ++i) n = multiply_dims(n, shape[i]);
+  return n;
+}
+
+std::vector<int64_t> sizes_of(const Shape& shape) { return {shape.begin(), shape.end()}; }
+
+int64_t numel_at(const Shape& shape, const SymbolValues& at) {
+  constexpr int64_t kMostElements = int64_t(1) << 48;
+  if (at.empty()) return numel(shape);
+  const Dim n = numel_dim(shape);
+  if (!n.expr()) return n;
+  try {
+    return std::min(n.expr()->evaluate(at), kMostElements);
+  } catch (const SizeExprError&) {  // past int64 there
+    return kMostElements;
+  }
+}
+
+int64_t stored_bytes_at(const Value& v, bool bit_packed, const SymbolValues& at) {
+  if (v.is_scalar) return 0;
+  const int64_t n = numel_at(v.shape, at);
+  return bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
+}
+
+SizeExpr stored_bytes_expr(const Value& v, const Symbols& symbols) {
+  if (v.is_scalar) return SizeExpr(0);
+  const SizeExpr n = numel_dim(v.shape).size_expr();
+  return v.bit_packed ? floor_div(n + SizeExpr(31), SizeExpr(32), symbols) * SizeExpr(4) : n * SizeExpr(int64_t(dtype_bytes(v.dtype)));
+}
+
+Shape Arg::dim_list() const {
+  Shape out;
+  for (const Arg& a : items) out.push_back(a.dim());
+  return out;
 }
 
 std::vector<int64_t> Arg::int_list() const {

@@ -20,9 +20,44 @@ namespace tg {
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 
-using Shape = std::vector<int64_t>;
+// A dimension: its size at the sizes the trace was read at and, in a symbolic trace, the
+// expression over the symbols it is (docs/symbolic-shapes.md). It converts to its size, so code
+// that computes with sizes is as it was; arithmetic on that size drops the expression, so a
+// pass that does not carry one loses it and never makes it wrong. Dims keep it through copies,
+// add_dims and multiply_dims, and Arg's integers that are sizes.
+class Dim {
+ public:
+  Dim(int64_t size = 0) : size_(size) {}  // NOLINT: a static size is a Dim
+  // `expr`, which must evaluate to `size` at the trace's sizes, kept when it names a symbol.
+  Dim(int64_t size, const SizeExpr& expr);
+  // ... an expression interned() already (or null).
+  Dim(int64_t size, const SizeExpr* interned_expr) : size_(size), expr_(interned_expr) {}
+  operator int64_t() const { return size_; }  // NOLINT
+  // The expression, when the dim depends on symbols and the passes that made it said how.
+  const SizeExpr* expr() const { return expr_; }
+  // The expression, or the size as a constant one.
+  SizeExpr size_expr() const { return expr_ ? *expr_ : SizeExpr(size_); }
+
+ private:
+  int64_t size_;
+  const SizeExpr* expr_ = nullptr;  // interned: one copy of each expression for the run (so a Dim copies as two words)
+};
+// The one copy of `expr` every Dim and Arg with it points to, kept until the process ends.
+const SizeExpr* interned(const SizeExpr& expr);
+// a + b and a * b with their expressions (kept when both operands have one or are constant).
+Dim add_dims(const Dim& a, const Dim& b);
+Dim multiply_dims(const Dim& a, const Dim& b);
+
+using Shape = std::vector<Dim>;
 using NameSet = std::unordered_set<std::string>;  // the value names taken in a trace
 int64_t numel(const Shape& shape);
+// The element count with its expression: the product of the dims' (of the first `count`).
+Dim numel_dim(const Shape& shape, size_t count = size_t(-1));
+// The element count at the sizes `at` (the dims' expressions evaluated there; empty `at`, or a
+// dim without one: the size it has), past 2^48 elements cut to 2^48 (a cost, never a buffer size).
+int64_t numel_at(const Shape& shape, const SymbolValues& at);
+// The shape's sizes alone (for code that wants integers: printing, index maps).
+std::vector<int64_t> sizes_of(const Shape& shape);
 
 
 struct Value {
@@ -44,6 +79,9 @@ inline int64_t stored_bytes(const Value& v, bool bit_packed) {
   return bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
 }
 inline int64_t stored_bytes(const Value& v) { return stored_bytes(v, v.bit_packed); }
+// ... at the sizes `at` (numel_at), and as an expression over the symbols (a constant for a static shape).
+int64_t stored_bytes_at(const Value& v, bool bit_packed, const SymbolValues& at);
+SizeExpr stored_bytes_expr(const Value& v, const Symbols& symbols);
 
 // An argument: a reference to a value, a literal, or a list of either.
 struct Arg {
@@ -56,6 +94,7 @@ struct Arg {
   ValueId value = kNoValue;
   bool boolean = false;
   int64_t integer = 0;
+  const SizeExpr* size = nullptr;  // an integer that is a size in a symbolic trace: its expression (interned)
   double real = 0;
   std::string text;  // string, device or opaque literal
   DType dtype = DType::f32;
@@ -63,6 +102,7 @@ struct Arg {
 
   static Arg of_value(ValueId v) { Arg a; a.kind = Kind::value; a.value = v; return a; }
   static Arg of_int(int64_t i) { Arg a; a.kind = Kind::integer; a.integer = i; return a; }
+  static Arg of_dim(const Dim& d) { Arg a = of_int(d); a.size = d.expr(); return a; }
   static Arg of_real(double d) { Arg a; a.kind = Kind::real; a.real = d; return a; }
   static Arg of_bool(bool b) { Arg a; a.kind = Kind::boolean; a.boolean = b; return a; }
   static Arg of_dtype(DType t) { Arg a; a.kind = Kind::dtype; a.dtype = t; return a; }
@@ -73,6 +113,9 @@ struct Arg {
   double as_double() const { return kind == Kind::real ? real : kind == Kind::integer ? double(integer) : double(boolean); }
   // A list of integers (shape, dims, permutation...). Only valid after verification.
   std::vector<int64_t> int_list() const;
+  // The same as dims, with the expressions of the sizes that have one (shapes: reshape's, full's).
+  Shape dim_list() const;
+  Dim dim() const { return Dim(integer, size); }
 };
 
 struct Op;

@@ -92,7 +92,7 @@ void check_mha_projections(const Trace& t, const Op& op, const Value& q, const V
 // [S]), each b8 (true: not attended) or query's dtype (added); is_causal needs attn_mask.
 void check_mha_masks(const Trace& t, const Op& op, const Value& q, const Value& k) {
   const bool batched = q.shape.size() == 3;
-  const int64_t l = q.shape[0], s = k.shape[0], n = batched ? q.shape[1] : 1, heads = op.arg("num_heads").integer;
+  const int64_t l = q.shape[0], s = k.shape[0], n = batched ? int64_t(q.shape[1]) : 1, heads = op.arg("num_heads").integer;
   auto check = [&](std::string_view name, const std::vector<Shape>& shapes) {
     if (op.arg(name).kind == Arg::Kind::none) return;
     const Value* m = tensor_arg(t, op, declared_position(op, name));
@@ -172,9 +172,10 @@ V repeat_heads(G& g, const Op& op, V kv) {
 // Attention logits [..., L, S] where row i sees columns j <= i (is_causal), the rest -inf.
 V causal(G& g, V s) {
   const Shape ss = shape_of(g, s);
-  const int64_t r = int64_t(ss.size()), l = ss[size_t(r - 2)], sl = ss[size_t(r - 1)];
-  V rows = call(g, "prims.iota", {Arg::of_int(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-  V cols = call(g, "prims.iota", {Arg::of_int(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  const int64_t r = int64_t(ss.size());
+  const Dim l = ss[size_t(r - 2)], sl = ss[size_t(r - 1)];
+  V rows = call(g, "prims.iota", {Arg::of_dim(l), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V cols = call(g, "prims.iota", {Arg::of_dim(sl), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
   V keep = cmp(g, "prims.ge", val(broadcast(g, rows, {l, sl}, {0})), val(broadcast(g, cols, {l, sl}, {1})));
   return where(g, broadcast(g, keep, ss, {r - 2, r - 1}), val(s), num(-INFINITY));
 }
@@ -246,13 +247,13 @@ struct MhaShape {
 MhaShape mha_shape_of(G& g, const Op& op) {
   const Shape q = shape_of(g, op.arg("query").value);
   const int64_t heads = op.arg("num_heads").integer;
-  return {q[0], shape_of(g, op.arg("key").value)[0], q.size() == 3 ? q[1] : 1, heads, q.back() / heads};
+  return {q[0], shape_of(g, op.arg("key").value)[0], q.size() == 3 ? int64_t(q[1]) : 1, heads, q.back() / heads};
 }
 
 // Rows [from, from + n) of a weight or a bias (dim 0).
 V rows_of(G& g, V w, int64_t from, int64_t n) {
   const Shape s = shape_of(g, w);
-  std::vector<int64_t> start(s.size(), 0), end = s;
+  std::vector<int64_t> start(s.size(), 0), end = sizes_of(s);
   start[0] = from;
   end[0] = from + n;
   return call(g, "prims.slice_prim", {val(w), int_list(start), int_list(end), Arg{}});

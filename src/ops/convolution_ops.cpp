@@ -75,7 +75,7 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   for (size_t k = 0; k < n; ++k) {
     int64_t span = 0, padded = 0;
     if (__builtin_mul_overflow(c.dilation[k], c.kernel[k] - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
-        __builtin_mul_overflow(c.padding[k], 2, &padded) || __builtin_add_overflow(padded, in.shape[k + 2], &padded))
+        __builtin_mul_overflow(c.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in.shape[k + 2]), &padded))
       fail(0, "the padded size or the dilated kernel of spatial dim " + std::to_string(k) + " overflows 64 bits");
     if (c.kernel[k] < 1 || padded < span) fail(0, "shape " + shape_str(in.shape) + " (padded) is smaller than the kernel " + shape_str(c.kernel) + " (dilated)");
     out.push_back((padded - span) / c.stride[k] + 1);
@@ -123,7 +123,7 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
   std::vector<Arg> offsets;
   std::vector<int64_t> at(n, 0);
   for (bool more = true; more;) {
-    std::vector<int64_t> start(in.size(), 0), end = padded, step(in.size(), 1);
+    std::vector<int64_t> start(in.size(), 0), end = sizes_of(padded), step(in.size(), 1);
     for (size_t k = 0; k < n; ++k) {
       start[k + 2] = at[k] * c.dilation[k];
       end[k + 2] = start[k + 2] + c.stride[k] * (out[k + 2] - 1) + 1;

@@ -80,7 +80,7 @@ std::vector<OutType> reduce_scatter_rule(const Trace& t, const Op& op) {
   const int64_t ws = world_size_of(op);
   if (a.shape[0] % ws) fail(0, "dim 0 of shape " + shape_str(a.shape) + " is not divisible by the world size " + std::to_string(ws));
   Shape out = a.shape;
-  out[0] /= ws;
+  out[0] = Dim(out[0] / ws);
   return {{a.dtype, out}};
 }
 

@@ -22,7 +22,7 @@ std::vector<OutType> matmul_rule(const Trace& t, const Op& op) {
   // A transposed operand's shape as the messages below show it: stored, then as read.
   auto shape_str = [&](const Shape& s) {
     bool read_transposed = (&s == &a.shape && op.has_arg("transpose_a") && op.arg("transpose_a").boolean) || (&s == &b.shape && op.has_arg("transpose_b") && op.arg("transpose_b").boolean);
-    return read_transposed ? tg::shape_str({s[1], s[0]}) + " read transposed as " + tg::shape_str(s) : tg::shape_str(s);
+    return read_transposed ? tg::shape_str(Shape{s[1], s[0]}) + " read transposed as " + tg::shape_str(s) : tg::shape_str(s);
   };
   for (size_t i : {size_t(4), size_t(5)})
     if (op.args.size() > i && op.arg(i).boolean) {
@@ -146,7 +146,7 @@ Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   Shape as = shape_of(g, a), bs = shape_of(g, b), cs = shape_of(g, c);
   Contributions out = {{a, matmul(g, c, transpose_last_two(g, b))}};
   if (bs.size() == 2 && as.size() > 2) {
-    int64_t rows = numel(as) / as.back();
+    const Dim rows = numel_dim(as, as.size() - 1);
     V a2 = reshape(g, a, {rows, as.back()}), c2 = reshape(g, c, {rows, cs.back()});
     out.emplace_back(b, matmul(g, transpose_last_two(g, a2), c2));
   } else {
@@ -164,7 +164,7 @@ Contributions matmul_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 Contributions linear_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg("a").value, w = op.arg("w").value, c = cot[0];
   Shape as = shape_of(g, a), cs = shape_of(g, c);
-  int64_t rows = numel(as) / as.back();
+  const Dim rows = numel_dim(as, as.size() - 1);
   V c2 = reshape(g, c, {rows, cs.back()}), a2 = reshape(g, a, {rows, as.back()});
   Contributions out = {{a, matmul(g, c, w)}, {w, matmul(g, call(g, "prims.transpose", {val(c2), int_list({1, 0})}), a2)}};
   if (op.arg("bias").is_value()) out.emplace_back(op.arg("bias").value, sum(g, c2, {0}));

@@ -30,9 +30,10 @@ inline Arg string_arg(std::string text) {
 }
 
 // [2, 3, 4]
-inline std::string shape_str(const Shape& s) {
+template <class Sizes>  // Shape or std::vector<int64_t>
+std::string shape_str(const Sizes& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(int64_t(s[i]));
   return out + "]";
 }
 

@@ -31,6 +31,13 @@ inline Arg int_list(const std::vector<int64_t>& v) {
   for (int64_t i : v) items.push_back(Arg::of_int(i));
   return Arg::of_list(std::move(items));
 }
+inline Arg int_list(std::initializer_list<int64_t> v) { return int_list(std::vector<int64_t>(v)); }
+// A shape as a list argument, each size with its expression.
+inline Arg int_list(const Shape& shape) {
+  std::vector<Arg> items;
+  for (const Dim& d : shape) items.push_back(Arg::of_dim(d));
+  return Arg::of_list(std::move(items));
+}
 
 inline const Value& value_of(G& g, V v) { return g.trace().value(v); }
 // By value: rules emit ops (adding values) while they hold shapes.

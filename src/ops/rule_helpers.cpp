@@ -26,7 +26,7 @@ int64_t wrap_dim(int64_t d, size_t rank, int arg) {
   return d < 0 ? d + r : d;
 }
 
-void check_shape(const std::vector<int64_t>& shape, int arg) {
+void check_shape(const Shape& shape, int arg) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) fail(arg, "negative dimension " + std::to_string(d));
@@ -53,7 +53,7 @@ Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_
     if (!v) continue;
     if (v->shape.size() > out.size()) out.insert(out.begin(), v->shape.size() - out.size(), 1);
     for (size_t k = 0; k < v->shape.size(); ++k) {
-      int64_t& o = out[out.size() - v->shape.size() + k];
+      Dim& o = out[out.size() - v->shape.size() + k];
       if (v->shape[k] != o && v->shape[k] != 1 && o != 1) fail(int(i), "shape " + shape_str(v->shape) + " does not broadcast with " + shape_str(out));
       if (o == 1) o = v->shape[k];
     }
@@ -93,7 +93,7 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
     if (v.shape.size() != first.shape.size()) fail(0, "tensor " + std::to_string(i) + " has rank " + std::to_string(v.shape.size()));
     for (size_t d = 0; d < shape.size(); ++d)
       if (int64_t(d) != dim && v.shape[d] != first.shape[d]) fail(0, "tensor " + std::to_string(i) + " has shape " + shape_str(v.shape) + ", incompatible with " + shape_str(first.shape));
-    shape[dim] += v.shape[dim];
+    shape[dim] = add_dims(shape[dim], v.shape[dim]);
   }
   return {{first.dtype, shape}};
 }

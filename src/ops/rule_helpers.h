@@ -17,7 +17,7 @@ const Value& float_tensor(const Trace& t, const Op& op, size_t i);
 // A possibly negative dim wrapped into [0, rank); a failure at argument `arg` outside it.
 int64_t wrap_dim(int64_t d, size_t rank, int arg);
 // No negative dimension, and not more than 2^48 elements.
-void check_shape(const std::vector<int64_t>& shape, int arg);
+void check_shape(const Shape& shape, int arg);
 // The position of parameter `name` in op's signature; an internal error when it declares none.
 size_t declared_position(const Op& op, std::string_view name);
 // A number literal, not a scalar input.

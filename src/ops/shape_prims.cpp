@@ -16,7 +16,7 @@ using Contributions = std::vector<GradContribution>;
 
 std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg("a").value);
-  Shape shape = op.arg("shape").int_list();
+  Shape shape = op.arg("shape").dim_list();
   check_shape(shape, 1);
   std::vector<int64_t> bdims = op.arg("broadcast_dimensions").int_list();
   if (bdims.size() != a.shape.size())
@@ -35,7 +35,7 @@ std::vector<OutType> broadcast_rule(const Trace& t, const Op& op) {
 
 std::vector<OutType> reshape_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg("a").value);
-  Shape shape = op.arg("shape").int_list();
+  Shape shape = op.arg("shape").dim_list();
   check_shape(shape, 1);
   if (numel(shape) != numel(a.shape))
     fail(1, "cannot reshape " + shape_str(a.shape) + " (" + std::to_string(numel(a.shape)) + " elements) to " + shape_str(shape));
@@ -73,7 +73,8 @@ std::vector<OutType> squeeze_rule(const Trace& t, const Op& op) {
 
 std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg("a").value);
-  auto start = op.arg("start_indices").int_list(), end = op.arg("end_indices").int_list();
+  auto start = op.arg("start_indices").int_list();
+  const Shape end = op.arg("end_indices").dim_list();
   std::vector<int64_t> strides(a.shape.size(), 1);
   if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
   if (start.size() != a.shape.size()) fail(1, "needs one start index per dimension");
@@ -84,8 +85,9 @@ std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
     if (start[i] < 0 || start[i] > a.shape[i]) fail(1, "start index " + std::to_string(start[i]) + " is out of range for dim " + std::to_string(i) + " of length " + std::to_string(a.shape[i]));
     if (end[i] < start[i] || end[i] > a.shape[i]) fail(2, "end index " + std::to_string(end[i]) + " is out of range for dim " + std::to_string(i));
     if (strides[i] < 1) fail(3, "strides must be positive");
-    int64_t len = end[i] - start[i];
-    shape.push_back(len == 0 ? 0 : 1 + (len - 1) / strides[i]);  // no overflow for huge strides
+    const int64_t len = end[i] - start[i];
+    if (strides[i] == 1) shape.push_back(add_dims(end[i], Dim(-start[i])));  // (with the end's expression)
+    else shape.push_back(len == 0 ? 0 : 1 + (len - 1) / strides[i]);  // no overflow for huge strides
   }
   return {{a.dtype, shape}};
 }
@@ -103,7 +105,7 @@ std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
         __builtin_add_overflow(out, len, &out) || __builtin_add_overflow(out, interior, &out))
       fail(2, "padding of dimension " + std::to_string(i) + " overflows 64 bits");
     if (out < 0) fail(2, "dimension " + std::to_string(i) + " would have negative length " + std::to_string(out));
-    shape.push_back(out);
+    shape.push_back(triple[2] == 0 ? add_dims(a.shape[i], Dim(triple[0] + triple[1])) : Dim(out));  // (with the input's expression)
   }
   return {{a.dtype, shape}};
 }

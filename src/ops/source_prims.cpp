@@ -7,20 +7,20 @@ namespace {
 using namespace op_rows;
 
 std::vector<OutType> full_rule(const Trace&, const Op& op) {
-  Shape shape = op.arg("shape").int_list();
+  Shape shape = op.arg("shape").dim_list();
   check_shape(shape, 0);
   return {{op.arg("dtype").dtype, shape}};
 }
 
 std::vector<OutType> uniform_rule(const Trace&, const Op& op) {
-  Shape shape = op.arg("shape").int_list();
+  Shape shape = op.arg("shape").dim_list();
   check_shape(shape, 0);
   if (!is_float(op.arg("dtype").dtype)) fail(4, std::string(op.info->id) + " makes floats, not " + std::string(dtype_name(op.arg("dtype").dtype)));
   return {{op.arg("dtype").dtype, shape}};
 }
 
 std::vector<OutType> iota_rule(const Trace&, const Op& op) {
-  int64_t n = op.arg("length").integer;
+  const Dim n = op.arg("length").dim();
   if (n < 0) fail(0, "length must not be negative");
   if (op.arg("step").integer == 0) fail(2, "step must not be zero");
   DType dt = op.arg("dtype").dtype;

@@ -86,7 +86,7 @@ Shape broadcast_shape(const Trace& t, const Op& op) {
     const Shape& s = t.value(op.arg(i).value).shape;
     if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
     for (size_t k = 0; k < s.size(); ++k) {
-      int64_t& o = out[out.size() - s.size() + k];
+      Dim& o = out[out.size() - s.size() + k];
       if (s[k] != o && s[k] != 1 && o != 1)
         fail(int(i), "shape " + shape_str(s) + " does not broadcast with " + shape_str(out));
       if (o == 1) o = s[k];

@@ -29,7 +29,7 @@ std::vector<OutType> softmax_rule(const Trace& t, const Op& op) {
 // weight and bias have that shape.
 std::vector<OutType> norm_rule(const Trace& t, const Op& op) {
   const Value& a = float_tensor(t, op, 0);
-  Shape ns = op.arg("normalized_shape").int_list();
+  Shape ns = op.arg("normalized_shape").dim_list();
   if (ns.empty() || ns.size() > a.shape.size() || !std::equal(ns.begin(), ns.end(), a.shape.end() - ptrdiff_t(ns.size())))
     fail(1, "normalized_shape " + shape_str(ns) + " must be the trailing dims of " + shape_str(a.shape));
   size_t affine = op.info->kind == OpKind::t_layer_norm ? 2 : 1;  // weight (and bias)

@@ -27,7 +27,7 @@ std::vector<OutType> same_as_input_rule(const Trace& t, const Op& op) {
 // reshape(a, shape) with at most one -1.
 std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg("a").value);
-  Shape shape = op.arg("shape").int_list();
+  Shape shape = op.arg("shape").dim_list();
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -170,7 +170,8 @@ std::vector<ValueId> lower_split(G& g, const Op& op) {
   std::vector<ValueId> pieces;
   for (ValueId out : op.outs) {
     int64_t len = g.trace().value(out).shape[size_t(dim)];
-    std::vector<int64_t> start(shape.size(), 0), end = shape;
+    std::vector<int64_t> start(shape.size(), 0);
+    Shape end = shape;
     start[size_t(dim)] = at;
     end[size_t(dim)] = at + len;
     pieces.push_back(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}}));

@@ -58,10 +58,13 @@ void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* tr
 }
 
 // "saved_for_backward" (tensors) and "saved_scalars": each the declaration, kind, and for a
-// tensor what it occupies; then (an extension) "saved_bytes", the tensors' total.
+// tensor what it occupies; then (an extension) "saved_bytes", the tensors' total, and for a
+// symbolic trace the total as an expression over its symbols and the sizes the plan weighed.
 void write_saved(JsonWriter& m, const Partition* training) {
   static const char* kinds[] = {"input", "output", "intermediate"};
   int64_t saved_bytes = 0;
+  SizeExpr saved_expr;
+  const bool symbolic = training && !training->forward.symbols.empty();
   for (bool scalars : {false, true}) {
     m.key(scalars ? "saved_scalars" : "saved_for_backward").open('[');
     if (training)
@@ -72,6 +75,7 @@ void write_saved(JsonWriter& m, const Partition* training) {
         m.member("kind", kinds[int(s.kind)]);
         if (!scalars) {
           saved_bytes += stored_bytes(v);
+          if (symbolic) saved_expr = saved_expr + stored_bytes_expr(v, training->forward.symbols);
           m.member("bytes", stored_bytes(v)).member("storage", v.bit_packed ? "bitmask" : "dense");
         }
         m.member("reason", s.reason).close('}');
@@ -79,6 +83,10 @@ void write_saved(JsonWriter& m, const Partition* training) {
     m.close(']');
   }
   m.member("saved_bytes", saved_bytes);
+  if (!symbolic) return;
+  m.member("saved_bytes_expression", saved_expr.text()).key("plan_at").open('{');
+  for (const auto& [name, size] : training->plan_at) m.member(name, size);
+  m.close('}');
 }
 
 // "communication": the world size, the bytes a rank's collectives move per step (forward,

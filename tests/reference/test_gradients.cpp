@@ -48,7 +48,7 @@ CATCH_TEST_CASE("every differentiable op's gradient matches LibTorch autograd in
       std::vector<torch::Tensor> inputs, cotangents;
       for (tg::ValueId id : forward.inputs) {
         const tg::Value& v = forward.value(id);
-        inputs.push_back(torch::rand(v.shape, torch::kDouble).mul(c->hi - c->lo).add(c->lo).requires_grad_(v.requires_grad));
+        inputs.push_back(torch::rand(tg::sizes_of(v.shape), torch::kDouble).mul(c->hi - c->lo).add(c->lo).requires_grad_(v.requires_grad));
       }
       std::vector<torch::Tensor> outs = tg::run_reference(forward, inputs);
       for (const torch::Tensor& o : outs) cotangents.push_back(torch::randn_like(o));
@@ -101,8 +101,8 @@ CATCH_TEST_CASE("custom functions use the user's backward, even a wrong one") {
   tg::Trace forward = tg::read_trace_file(std::string(TG_EXAMPLES_DIR) + "/custom_functions.json");
   tg::JointTrace joint = tg::autograd(tg::decompose(forward, /*keep_custom=*/true));
   std::vector<torch::Tensor> inputs, cotangents;
-  for (tg::ValueId id : forward.inputs) inputs.push_back(torch::rand(forward.value(id).shape, torch::kFloat).mul(4).sub(2));
-  for (tg::ValueId id : forward.outputs) cotangents.push_back(torch::randn(forward.value(id).shape, torch::kFloat));
+  for (tg::ValueId id : forward.inputs) inputs.push_back(torch::rand(tg::sizes_of(forward.value(id).shape), torch::kFloat).mul(4).sub(2));
+  for (tg::ValueId id : forward.outputs) cotangents.push_back(torch::randn(tg::sizes_of(forward.value(id).shape), torch::kFloat));
   const torch::Tensor &x = inputs[0], &y = inputs[1], &z = inputs[2], &w = inputs[3];
   std::vector<torch::Tensor> expected_outputs = {x.sin(), y.sin(), z, w.sin().exp()};
   std::vector<torch::Tensor> expected_grads = {cotangents[0] * x.cos(), cotangents[1] * y.cos() * 200, cotangents[2] * 2, cotangents[3] * 3};
