@@ -1,6 +1,7 @@
 #include "autograd/explain.h"
 
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "ops/printer.h"
@@ -15,8 +16,13 @@ class SymbolicBytes {
  public:
   explicit SymbolicBytes(const Partition& p) : symbols_(p.forward.symbols), plan_at_(p.plan_at) {}
   bool symbolic() const { return !symbols_.empty(); }
+  std::string of(const std::optional<SizeExpr>& bytes) const {
+    if (!symbolic()) return "";
+    if (!bytes) return " (as an expression: not known)";
+    if (bytes->is_constant()) return "";
+    return of(*bytes);
+  }
   std::string of(const SizeExpr& bytes) const {
-    if (!symbolic() || bytes.is_constant()) return "";
     std::string at;
     try {
       at = std::to_string(bytes.evaluate(plan_at_));
@@ -25,7 +31,11 @@ class SymbolicBytes {
     }
     return " = " + bytes.text() + " (" + at + " at the plan's sizes)";
   }
-  SizeExpr bytes_of(const Value& v) const { return symbolic() ? stored_bytes_expr(v, symbols_) : SizeExpr(stored_bytes(v)); }
+  std::optional<SizeExpr> bytes_of(const Value& v) const { return symbolic() ? stored_bytes_expr(v, symbols_) : SizeExpr(stored_bytes(v)); }
+  // a + b, unknown when either is.
+  static std::optional<SizeExpr> sum(const std::optional<SizeExpr>& a, const std::optional<SizeExpr>& b) {
+    return a && b ? std::optional(*a + *b) : std::nullopt;
+  }
 
  private:
   const Symbols& symbols_;
@@ -47,9 +57,9 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
   std::ostringstream out;
   out << input_file << " (trace \"" << p.forward.name << "\"): rematerialization plan\n";
   if (const std::string at = p.forward.specialization_text(); !at.empty())
-    out << "at the sizes " << at << "; planned at " << sizes_text(p.plan_at) << " (--plan-at)\n";
+    out << "at the sizes " << at << (p.plan_at.empty() ? "" : "; planned at " + sizes_text(p.plan_at) + " (--plan-at)") << "\n";
   int64_t total = 0, intermediate = 0;
-  SizeExpr total_expr, intermediate_expr;
+  std::optional<SizeExpr> total_expr = SizeExpr(0), intermediate_expr = SizeExpr(0);
   size_t tensors = 0;
   std::string scalars;
   for (const SavedValue& s : p.saved) {
@@ -60,8 +70,8 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
     }
     const int64_t bytes = stored_bytes(v);
     total += bytes;
-    total_expr = total_expr + symbolic.bytes_of(v);
-    if (s.kind == SavedValue::Kind::intermediate) intermediate += bytes, intermediate_expr = intermediate_expr + symbolic.bytes_of(v);
+    total_expr = SymbolicBytes::sum(total_expr, symbolic.bytes_of(v));
+    if (s.kind == SavedValue::Kind::intermediate) intermediate += bytes, intermediate_expr = SymbolicBytes::sum(intermediate_expr, symbolic.bytes_of(v));
     ++tensors;
   }
   out << "saved for the backward: " << tensors << " tensor" << (tensors == 1 ? "" : "s") << ", " << total << " bytes" << symbolic.of(total_expr) << " ("

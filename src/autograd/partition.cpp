@@ -34,7 +34,7 @@ int64_t recompute_cost(const Trace& t, const Op& op, const SymbolValues& at) {
       // A collective's cost is communication, not arithmetic: gathering again costs the cut nothing
       // (so no gathered parameter is saved unless a policy says so); the others stay pinned.
       if (is_collective(op.info->kind)) return op.info->kind == OpKind::all_gather ? 0 : elements(op.outs[0]);
-      return elements(op.outs[0]) * t.value(op.arg("a").value).shape.back();
+      return elements(op.outs[0]) * numel_at(Shape{t.value(op.arg("a").value).shape.back()}, at);
     default: {
       int64_t n = 0;
       for (ValueId v : op.outs) n += elements(v);

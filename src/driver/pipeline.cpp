@@ -105,11 +105,15 @@ Trace front_end(Trace read, const PipelineOptions& o, PassManager& passes, Trace
 }
 
 // --plan-at settled against the trace: each size given is a symbol's and allowed by it, and a
-// symbol not given is weighed at its largest size. A static trace takes none.
-RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t) {
+// symbol not given is weighed at its largest size, or at the folder's where that is past 2^20 (a
+// range left open, as torch.export leaves one). A static trace takes none, and neither does a
+// listing read back, whose dims carry no expressions to weigh elsewhere.
+RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t, bool from_listing) {
   RematOptions settled = remat;
-  if (t.symbols.empty()) {
-    if (!remat.plan_at.empty()) throw UserError("thunder-gen", "--plan-at", "sizes a symbolic trace's plan, and this trace's sizes are static");
+  if (t.symbols.empty() || from_listing) {
+    if (!remat.plan_at.empty())
+      throw UserError("thunder-gen", "--plan-at", t.symbols.empty() ? "sizes a symbolic trace's plan, and this trace's sizes are static"
+                                                                      : "a listing (--from-stage) carries no size expressions to plan at other sizes with");
     return settled;
   }
   for (const auto& [name, size] : remat.plan_at) {
@@ -117,7 +121,10 @@ RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t) {
     if (!decl) throw UserError("thunder-gen", "--plan-at", "the trace has no symbol " + name);
     if (!decl->allows(size)) throw UserError("thunder-gen", "--plan-at", name + "=" + std::to_string(size) + " is outside its range: " + decl->range_text());
   }
-  for (const auto& [name, decl] : t.symbols.all()) settled.plan_at.try_emplace(name, decl.max / decl.multiple_of * decl.multiple_of);
+  constexpr int64_t kLargestDefault = int64_t(1) << 20;
+  for (const auto& [name, decl] : t.symbols.all())
+    if (decl.max <= kLargestDefault) settled.plan_at.try_emplace(name, decl.max / decl.multiple_of * decl.multiple_of);
+    else if (auto at = t.specialized_at.find(name); at != t.specialized_at.end()) settled.plan_at.try_emplace(name, at->second);
   return settled;
 }
 
@@ -133,7 +140,7 @@ Partition differentiate(Trace forward, PassManager& passes, const PipelineOption
     joint = passes.run(Pass::autograd, autograd, std::move(forward));
   }
   return passes.run(Pass::partition, [&](JointTrace j) {
-    const RematOptions remat = settle_plan_sizes(o.remat, j.trace);
+    const RematOptions remat = settle_plan_sizes(o.remat, j.trace, o.resume.has_value());
     return partition(std::move(j), remat);
   }, std::move(joint));
 }

@@ -60,14 +60,14 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
   }
 }
 
-SizeExpr size_expr_of(Json text, const Path& where, const Trace& t) {
+SizeExpr size_expr_of(Json text, const Path& where, const Trace& t, bool must_be_size) {
   SizeExpr size;
   try {
     size = parse_size_expr(string_of(text), t.symbols);
   } catch (const SizeExprError& error) {
     throw UserError(where.str(), "in the size " + dump(text) + " at offset " + std::to_string(error.offset) + ": " + error.what());
   }
-  if (!provably_ge(size, 0, t.symbols)) throw UserError(where.str(), "the size " + size.text() + " may be negative for sizes the symbols allow");
+  if (must_be_size && !provably_ge(size, 0, t.symbols)) throw UserError(where.str(), "the size " + size.text() + " may be negative for sizes the symbols allow");
   return size;
 }
 

@@ -21,10 +21,10 @@ Symbols read_symbols(Json symbols, const Path& at);
 // flag.
 void check_specialization(const Symbols& symbols, const SymbolValues& values, const std::function<std::string(const std::string& name)>& declared_at);
 
-// A size written as an expression over the trace's symbols (a string: "B*T", "T//2 + 1"). The
-// expression must be a size for every value of its symbols, not only at the trace's
-// specialization: never negative. And its value at the trace's specialization.
-SizeExpr size_expr_of(Json text, const Path& where, const Trace& t);
+// A size written as an expression over the trace's symbols (a string: "B*T", "T//2 + 1"). With
+// `must_be_size`, the expression must be a size for every value of its symbols, not only at the
+// trace's specialization: never negative. And its value at the trace's specialization.
+SizeExpr size_expr_of(Json text, const Path& where, const Trace& t, bool must_be_size = true);
 int64_t size_at_specialization(const SizeExpr& size, const Path& where, const Trace& t);
 
 }  // namespace tg::json

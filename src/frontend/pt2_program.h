@@ -17,12 +17,12 @@ namespace tg {
 inline void to_json(nlohmann::json& j, const Dim& d) { j = int64_t(d); }
 inline nlohmann::json shape_json(const Shape& shape) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Dim& d : shape) out.push_back(d.expr() ? nlohmann::json(d.expr()->text()) : nlohmann::json(int64_t(d)));
+  for (const Dim& d : shape) out.push_back(d.symbolic() ? nlohmann::json(d.expr()->text()) : nlohmann::json(int64_t(d)));
   return out;
 }
 inline nlohmann::json size_list_json(const Shape& shape) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Dim& d : shape) out.push_back(d.expr() ? nlohmann::json{{"size", d.expr()->text()}} : nlohmann::json(int64_t(d)));
+  for (const Dim& d : shape) out.push_back(d.symbolic() ? nlohmann::json{{"size", d.expr()->text()}} : nlohmann::json(int64_t(d)));
   return out;
 }
 namespace pt2 {

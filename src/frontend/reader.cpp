@@ -127,7 +127,7 @@ class Reader {
     }
     // An input whose shape names a symbol keeps its sizes as expressions too (input_sizes).
     std::vector<SizeExpr> sizes;
-    v.shape = read_shape(require(decl, where, "shape"), Path(where, "shape"), is_input ? &sizes : nullptr);
+    v.shape = read_shape(require(decl, where, "shape"), Path(where, "shape"), is_input, is_input ? &sizes : nullptr);
     if (std::any_of(sizes.begin(), sizes.end(), [](const SizeExpr& s) { return !s.is_constant(); })) t_.input_sizes[v.name] = std::move(sizes);
     const Path dtype_at(where, "dtype");
     std::string dt = string_at(require(decl, where, "dtype"), dtype_at);
@@ -152,8 +152,12 @@ class Reader {
   }
 
   // Entries are integers, or size expressions over the trace's symbols (at its specialization);
-  // `sizes`, when given, gets each entry as an expression.
-  Shape read_shape(Json json, const Path& shape_at, std::vector<SizeExpr>* sizes = nullptr) const {
+  // `sizes`, when given, gets each entry as an expression. An input's dims are what the trace
+  // says at every size: its integers constants, its expressions sizes the ranges must prove
+  // never negative. An op output's are checked against its rule: an integer there may be a size
+  // a front end evaluated (a PT2 graph's), so it is taken as a size alone, and so is an
+  // expression the ranges cannot prove a size (torch's guards may hold it).
+  Shape read_shape(Json json, const Path& shape_at, bool is_input, std::vector<SizeExpr>* sizes = nullptr) const {
     const Array shape = list_at(json, shape_at);
     Shape out;
     int64_t elements = 1;
@@ -162,13 +166,14 @@ class Reader {
     for (Json dim : shape) {
       auto w = [&] { return Path(shape_at, i).str(); };
       if (dim.is_string()) {
-        const SizeExpr size = size_expr_of(dim, Path(shape_at, i), t_);
-        out.push_back(Dim(size_at_specialization(size, Path(shape_at, i), t_), size));
+        const SizeExpr size = size_expr_of(dim, Path(shape_at, i), t_, is_input);
+        const int64_t at = size_at_specialization(size, Path(shape_at, i), t_);
+        out.push_back(is_input || provably_ge(size, 0, t_.symbols) ? Dim(at, size) : Dim(at));
         if (sizes) sizes->push_back(size);
       } else {
         if (!is_json_integer(dim)) throw UserError(w(), "a dimension is an integer or a size expression, got " + kind_name(dim));
         if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
-        out.push_back(int_of(dim));
+        out.push_back(is_input && !t_.symbols.empty() ? Dim::constant(int_of(dim)) : Dim(int_of(dim)));
         if (sizes) sizes->push_back(SizeExpr(out.back()));
       }
       const int64_t d = out.back();

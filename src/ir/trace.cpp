@@ -23,24 +23,28 @@ const SizeExpr* interned(const SizeExpr& expr) {
   return at->second;
 }
 
-Dim::Dim(int64_t size, const SizeExpr& expr) : size_(size) {
-  if (!expr.is_constant()) expr_ = interned(expr);
-}
+Dim::Dim(int64_t size, const SizeExpr& expr) : size_(size), expr_(interned(expr)) {}
 
 namespace {
-// `op` on the two dims' expressions, when each has one or is a constant.
+// `op` on the two dims' expressions, when both have one (an unknown operand makes an unknown
+// result: taking its size for a constant could make a wrong expression).
 template <class Op>
 Dim combine(const Dim& a, const Dim& b, int64_t size, Op op) {
-  if (!a.expr() && !b.expr()) return Dim(size);
-  return Dim(size, op(a.size_expr(), b.size_expr()));
+  if (!a.expr() || !b.expr()) return Dim(size);
+  try {
+    return Dim(size, op(*a.expr(), *b.expr()));
+  } catch (const SizeExprError&) {  // (an expression too large to keep)
+    return Dim(size);
+  }
 }
 }  // namespace
 
 Dim add_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) + int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x + y; }); }
+Dim subtract_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) - int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x - y; }); }
 Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) * int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x * y; }); }
 
 Dim numel_dim(const Shape& shape, size_t count) {
-  Dim n(1);
+  Dim n = Dim::constant(1);
   for (size_t i = 0; i < shape.size() && i < count; ++i) n = multiply_dims(n, shape[i]);
   return n;
 }
@@ -48,12 +52,12 @@ Dim numel_dim(const Shape& shape, size_t count) {
 std::vector<int64_t> sizes_of(const Shape& shape) { return {shape.begin(), shape.end()}; }
 
 int64_t numel_at(const Shape& shape, const SymbolValues& at) {
-  constexpr int64_t kMostElements = int64_t(1) << 48;
+  constexpr int64_t kMostElements = int64_t(1) << 36;  // (so the cut's costs, bits times weights, stay far from int64's limit)
   if (at.empty()) return numel(shape);
   const Dim n = numel_dim(shape);
-  if (!n.expr()) return n;
+  if (!n.expr()) return n;  // unknown there: the size it has
   try {
-    return std::min(n.expr()->evaluate(at), kMostElements);
+    return std::clamp<int64_t>(n.expr()->evaluate(at), 0, kMostElements);
   } catch (const SizeExprError&) {  // past int64 there
     return kMostElements;
   }
@@ -65,10 +69,11 @@ int64_t stored_bytes_at(const Value& v, bool bit_packed, const SymbolValues& at)
   return bit_packed ? (n + 31) / 32 * 4 : n * int64_t(dtype_bytes(v.dtype));
 }
 
-SizeExpr stored_bytes_expr(const Value& v, const Symbols& symbols) {
+std::optional<SizeExpr> stored_bytes_expr(const Value& v, const Symbols& symbols) {
   if (v.is_scalar) return SizeExpr(0);
-  const SizeExpr n = numel_dim(v.shape).size_expr();
-  return v.bit_packed ? floor_div(n + SizeExpr(31), SizeExpr(32), symbols) * SizeExpr(4) : n * SizeExpr(int64_t(dtype_bytes(v.dtype)));
+  const Dim n = numel_dim(v.shape);
+  if (!n.expr()) return std::nullopt;
+  return v.bit_packed ? floor_div(*n.expr() + SizeExpr(31), SizeExpr(32), symbols) * SizeExpr(4) : *n.expr() * SizeExpr(int64_t(dtype_bytes(v.dtype)));
 }
 
 Shape Arg::dim_list() const {

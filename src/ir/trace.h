@@ -20,23 +20,28 @@ namespace tg {
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 
-// A dimension: its size at the sizes the trace was read at and, in a symbolic trace, the
-// expression over the symbols it is (docs/symbolic-shapes.md). It converts to its size, so code
-// that computes with sizes is as it was; arithmetic on that size drops the expression, so a
-// pass that does not carry one loses it and never makes it wrong. Dims keep it through copies,
-// add_dims and multiply_dims, and Arg's integers that are sizes.
+// A dimension: its size at the sizes the trace was read at and, in a symbolic trace, what it is
+// at every size: an expression over the symbols, or a constant known to be one (docs/
+// symbolic-shapes.md). A dim made from a bare integer is unknown: a size that may depend on the
+// symbols through arithmetic that did not say. It converts to its size, so code that computes
+// with sizes is as it was; arithmetic on that size makes an unknown dim, and add_dims and
+// multiply_dims keep an expression only when both operands have one, so a pass that does not
+// carry one loses it and never makes it wrong. Dims keep theirs through copies, add_dims,
+// multiply_dims, subtract_dims and Arg's integers that are sizes.
 class Dim {
  public:
-  Dim(int64_t size = 0) : size_(size) {}  // NOLINT: a static size is a Dim
-  // `expr`, which must evaluate to `size` at the trace's sizes, kept when it names a symbol.
+  Dim(int64_t size = 0) : size_(size) {}  // NOLINT: an unknown dim
+  // `expr` (a constant one too), which must evaluate to `size` at the trace's sizes.
   Dim(int64_t size, const SizeExpr& expr);
   // ... an expression interned() already (or null).
   Dim(int64_t size, const SizeExpr* interned_expr) : size_(size), expr_(interned_expr) {}
+  // A size known to be the same at every size of the symbols.
+  static Dim constant(int64_t size) { return Dim(size, SizeExpr(size)); }
   operator int64_t() const { return size_; }  // NOLINT
-  // The expression, when the dim depends on symbols and the passes that made it said how.
+  // What the dim is at every size, when known (a constant expression for a known constant).
   const SizeExpr* expr() const { return expr_; }
-  // The expression, or the size as a constant one.
-  SizeExpr size_expr() const { return expr_ ? *expr_ : SizeExpr(size_); }
+  // It has an expression that names a symbol.
+  bool symbolic() const { return expr_ && !expr_->is_constant(); }
 
  private:
   int64_t size_;
@@ -44,8 +49,10 @@ class Dim {
 };
 // The one copy of `expr` every Dim and Arg with it points to, kept until the process ends.
 const SizeExpr* interned(const SizeExpr& expr);
-// a + b and a * b with their expressions (kept when both operands have one or are constant).
+// a + b, a - b and a * b with their expressions (kept when both operands have one, and the
+// arithmetic on them does not overflow).
 Dim add_dims(const Dim& a, const Dim& b);
+Dim subtract_dims(const Dim& a, const Dim& b);
 Dim multiply_dims(const Dim& a, const Dim& b);
 
 using Shape = std::vector<Dim>;
@@ -81,7 +88,8 @@ inline int64_t stored_bytes(const Value& v, bool bit_packed) {
 inline int64_t stored_bytes(const Value& v) { return stored_bytes(v, v.bit_packed); }
 // ... at the sizes `at` (numel_at), and as an expression over the symbols (a constant for a static shape).
 int64_t stored_bytes_at(const Value& v, bool bit_packed, const SymbolValues& at);
-SizeExpr stored_bytes_expr(const Value& v, const Symbols& symbols);
+// (nullopt: some dim is unknown).
+std::optional<SizeExpr> stored_bytes_expr(const Value& v, const Symbols& symbols);
 
 // An argument: a reference to a value, a literal, or a list of either.
 struct Arg {

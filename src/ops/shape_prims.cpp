@@ -73,8 +73,7 @@ std::vector<OutType> squeeze_rule(const Trace& t, const Op& op) {
 
 std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg("a").value);
-  auto start = op.arg("start_indices").int_list();
-  const Shape end = op.arg("end_indices").dim_list();
+  const Shape start = op.arg("start_indices").dim_list(), end = op.arg("end_indices").dim_list();
   std::vector<int64_t> strides(a.shape.size(), 1);
   if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
   if (start.size() != a.shape.size()) fail(1, "needs one start index per dimension");
@@ -86,7 +85,7 @@ std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
     if (end[i] < start[i] || end[i] > a.shape[i]) fail(2, "end index " + std::to_string(end[i]) + " is out of range for dim " + std::to_string(i));
     if (strides[i] < 1) fail(3, "strides must be positive");
     const int64_t len = end[i] - start[i];
-    if (strides[i] == 1) shape.push_back(add_dims(end[i], Dim(-start[i])));  // (with the end's expression)
+    if (strides[i] == 1) shape.push_back(subtract_dims(end[i], start[i]));  // (with its expression, when both bounds have one)
     else shape.push_back(len == 0 ? 0 : 1 + (len - 1) / strides[i]);  // no overflow for huge strides
   }
   return {{a.dtype, shape}};
@@ -98,14 +97,16 @@ std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
   if (config.items.size() != a.shape.size()) fail(2, "needs one (lo, hi, interior) triple per dimension");
   Shape shape;
   for (size_t i = 0; i < a.shape.size(); ++i) {
-    auto triple = config.items[i].int_list();
+    const Shape triple = config.items[i].dim_list();
     if (triple[2] < 0) fail(2, "interior padding must not be negative");
     int64_t len = a.shape[i], out = 0, interior = 0;
-    if (__builtin_mul_overflow(len > 0 ? len - 1 : 0, triple[2], &interior) || __builtin_add_overflow(triple[0], triple[1], &out) ||
+    if (__builtin_mul_overflow(len > 0 ? len - 1 : 0, int64_t(triple[2]), &interior) || __builtin_add_overflow(int64_t(triple[0]), int64_t(triple[1]), &out) ||
         __builtin_add_overflow(out, len, &out) || __builtin_add_overflow(out, interior, &out))
       fail(2, "padding of dimension " + std::to_string(i) + " overflows 64 bits");
     if (out < 0) fail(2, "dimension " + std::to_string(i) + " would have negative length " + std::to_string(out));
-    shape.push_back(triple[2] == 0 ? add_dims(a.shape[i], Dim(triple[0] + triple[1])) : Dim(out));  // (with the input's expression)
+    // (with its expression, when the input and both pads have one and there is no interior padding)
+    const bool plain = triple[2].expr() && triple[2].expr()->is_constant() && triple[2] == 0;
+    shape.push_back(plain ? add_dims(add_dims(a.shape[i], triple[0]), triple[1]) : Dim(out));
   }
   return {{a.dtype, shape}};
 }
@@ -162,14 +163,18 @@ Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg("a").value;
   const Shape& in = shape_of(g, a);
   const Shape& out = shape_of(g, op.outs[0]);
-  auto start = op.arg("start_indices").int_list();
+  const Shape start = op.arg("start_indices").dim_list();
   std::vector<int64_t> strides(in.size(), 1);
   if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
   std::vector<Arg> config;
   for (size_t d = 0; d < in.size(); ++d) {
     if (out[d] == 0) return {{a, zeros(g, in, value_of(g, a).dtype)}};
+    if (strides[d] == 1) {  // (the pads with their expressions: in - start - out after)
+      config.push_back(int_list(Shape{start[d], subtract_dims(subtract_dims(in[d], start[d]), out[d]), Dim::constant(0)}));
+      continue;
+    }
     int64_t last = start[d] + (out[d] - 1) * strides[d];
-    config.push_back(int_list({start[d], in[d] - last - 1, strides[d] - 1}));
+    config.push_back(int_list({int64_t(start[d]), in[d] - last - 1, strides[d] - 1}));
   }
   return {{a, call(g, "prims.pad", {val(cot[0]), num(0.0), Arg::of_list(config)})}};
 }

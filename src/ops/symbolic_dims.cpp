@@ -1,5 +1,8 @@
 #include "ops/symbolic_dims.h"
 
+#include <algorithm>
+#include <exception>
+
 #include "ops/op_table.h"
 #include "support/diagnostics.h"
 
@@ -43,6 +46,8 @@ void adopt_rule_dims(Trace& t, const Op& op) {
     expected = op.info->rule(t, op);
   } catch (const RuleError&) {
     return;  // the verifier says why
+  } catch (const std::exception&) {
+    return;  // (a rule that cannot read the op's arguments: the verifier says why too)
   }
   if (expected.size() != op.outs.size()) return;
   for (size_t i = 0; i < expected.size(); ++i) {

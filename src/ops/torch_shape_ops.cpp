@@ -166,16 +166,16 @@ V lower_cat(G& g, const Op& op) {
 std::vector<ValueId> lower_split(G& g, const Op& op) {
   V a = op.arg("a").value;
   Shape shape = shape_of(g, a);
-  int64_t dim = wrapped(op.arg("dim").integer, shape.size()), at = 0;
+  int64_t dim = wrapped(op.arg("dim").integer, shape.size());
+  Dim at = Dim::constant(0);
   std::vector<ValueId> pieces;
   for (ValueId out : op.outs) {
-    int64_t len = g.trace().value(out).shape[size_t(dim)];
-    std::vector<int64_t> start(shape.size(), 0);
-    Shape end = shape;
+    const Dim len = g.trace().value(out).shape[size_t(dim)];
+    Shape start(shape.size(), Dim::constant(0)), end = shape;  // (with their expressions: the slices' sizes keep theirs)
     start[size_t(dim)] = at;
-    end[size_t(dim)] = at + len;
+    end[size_t(dim)] = add_dims(at, len);
     pieces.push_back(call(g, "prims.slice_prim", {val(a), int_list(start), int_list(end), Arg{}}));
-    at += len;
+    at = add_dims(at, len);
   }
   return pieces;
 }

@@ -63,7 +63,7 @@ void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* tr
 void write_saved(JsonWriter& m, const Partition* training) {
   static const char* kinds[] = {"input", "output", "intermediate"};
   int64_t saved_bytes = 0;
-  SizeExpr saved_expr;
+  std::optional<SizeExpr> saved_expr = SizeExpr(0);
   const bool symbolic = training && !training->forward.symbols.empty();
   for (bool scalars : {false, true}) {
     m.key(scalars ? "saved_scalars" : "saved_for_backward").open('[');
@@ -75,7 +75,10 @@ void write_saved(JsonWriter& m, const Partition* training) {
         m.member("kind", kinds[int(s.kind)]);
         if (!scalars) {
           saved_bytes += stored_bytes(v);
-          if (symbolic) saved_expr = saved_expr + stored_bytes_expr(v, training->forward.symbols);
+          if (symbolic) {
+            const std::optional<SizeExpr> bytes = stored_bytes_expr(v, training->forward.symbols);
+            saved_expr = saved_expr && bytes ? std::optional(*saved_expr + *bytes) : std::nullopt;
+          }
           m.member("bytes", stored_bytes(v)).member("storage", v.bit_packed ? "bitmask" : "dense");
         }
         m.member("reason", s.reason).close('}');
@@ -84,7 +87,8 @@ void write_saved(JsonWriter& m, const Partition* training) {
   }
   m.member("saved_bytes", saved_bytes);
   if (!symbolic) return;
-  m.member("saved_bytes_expression", saved_expr.text()).key("plan_at").open('{');
+  if (saved_expr) m.member("saved_bytes_expression", saved_expr->text());  // (not when a saved tensor's is unknown)
+  m.key("plan_at").open('{');
   for (const auto& [name, size] : training->plan_at) m.member(name, size);
   m.close('}');
 }

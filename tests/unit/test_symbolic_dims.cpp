@@ -122,3 +122,20 @@ TEST_CASE("symbolic dims: the plan weighs bytes and recomputation at --plan-at's
   CHECK(large.plan_at == tg::SymbolValues{{"B", 8}, {"T", 40}});
   CHECK(tg::numel_at(large.forward.value(large.forward.inputs[0]).shape, {{"B", 8}, {"T", 40}}) == 8 * 40 * 64);
 }
+
+TEST_CASE("symbolic dims: a size computed from an integer that may stand for a symbol gets no expression, never a wrong one") {
+  // x[:, 6:] at T = 7 written with a plain 6: the slice is 1 long here, T - 6 nowhere but by accident.
+  const std::string trace = R"({"format": "thunder-gen-trace", "version": 1, "name": "t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 7, "max": 40}},
+    "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"}],
+    "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 6], [{"size": "B"}, {"size": "T"}]], "out": [{"name": "y", "shape": ["B", 1], "dtype": "f32"}]},
+            {"op": "prims.slice_prim", "args": ["x", [0, {"size": "T - 1"}], [{"size": "B"}, {"size": "T"}]], "out": [{"name": "z", "shape": ["B", 1], "dtype": "f32"}]}],
+    "outputs": ["y", "z"]})";
+  const tg::Trace t = tg::read_trace(trace, {{"B", 3}, {"T", 7}});
+  const tg::Shape& y = t.value(t.outputs[0]).shape;
+  const tg::Shape& z = t.value(t.outputs[1]).shape;
+  REQUIRE(y[0].expr());
+  CHECK(y[0].expr()->text() == "B");
+  CHECK(!y[1].expr());  // not T - 6
+  REQUIRE(z[1].expr());
+  CHECK(z[1].expr()->text() == "1");  // both bounds known: T - (T - 1)
+}
