@@ -132,6 +132,12 @@ class Harness {
 
   bool write_npy(const std::string& path, const Buffer& b) const;
 
+  // No file at `path`, not even a link (a link that leads nowhere was meant to be read: reading it
+  // fails, never a draw).
+  static bool missing(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found;
+  }
   // Reads a .npy of exactly the buffer's dtype and shape; false when the file does not exist.
   bool read_npy(const std::string& path, Buffer& b) const;
   void prepare_outputs_dir();
@@ -289,8 +295,7 @@ TG_OUT_OF_LINE void Harness::check_sizes(const std::vector<std::pair<const char*
   std::string drawn;
   for (const auto& [name, folder] : inputs) {
     const std::string path = inputs_dir_ + "/" + name + ".npy";
-    std::error_code ec;
-    if (!inputs_given_ || std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
+    if (!inputs_given_ || missing(path)) {
       shapes.push_back(folder);
       drawn += (drawn.empty() ? "" : ", ") + std::string(name);
       continue;
@@ -421,9 +426,7 @@ TG_OUT_OF_LINE bool Harness::write_npy(const std::string& path, const Buffer& b)
 }
 
 TG_OUT_OF_LINE bool Harness::read_npy(const std::string& path, Buffer& b) const {
-  std::error_code ec;
-  // A link that leads nowhere was meant to be read: reading it fails, never a draw.
-  if (std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) return false;
+  if (missing(path)) return false;
   try {
     const char* descr = npy::descr_of(b.dtype);
     npy::read_file(path, {descr ? descr : "?", b.shape}, [&](const npy::Header&, size_t bytes) {

@@ -32,10 +32,6 @@ class SymbolicBytes {
     return " = " + bytes.text() + " (" + at + " at the plan's sizes)";
   }
   std::optional<SizeExpr> bytes_of(const Value& v) const { return symbolic() ? stored_bytes_expr(v, symbols_) : SizeExpr(stored_bytes(v)); }
-  // a + b, unknown when either is.
-  static std::optional<SizeExpr> sum(const std::optional<SizeExpr>& a, const std::optional<SizeExpr>& b) {
-    return a && b ? std::optional(*a + *b) : std::nullopt;
-  }
 
  private:
   const Symbols& symbols_;
@@ -70,8 +66,8 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
     }
     const int64_t bytes = stored_bytes(v);
     total += bytes;
-    total_expr = SymbolicBytes::sum(total_expr, symbolic.bytes_of(v));
-    if (s.kind == SavedValue::Kind::intermediate) intermediate += bytes, intermediate_expr = SymbolicBytes::sum(intermediate_expr, symbolic.bytes_of(v));
+    total_expr = add_known(total_expr, symbolic.bytes_of(v));
+    if (s.kind == SavedValue::Kind::intermediate) intermediate += bytes, intermediate_expr = add_known(intermediate_expr, symbolic.bytes_of(v));
     ++tensors;
   }
   out << "saved for the backward: " << tensors << " tensor" << (tensors == 1 ? "" : "s") << ", " << total << " bytes" << symbolic.of(total_expr) << " ("

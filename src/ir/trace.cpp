@@ -51,6 +51,26 @@ Dim numel_dim(const Shape& shape, size_t count) {
 
 std::vector<int64_t> sizes_of(const Shape& shape) { return {shape.begin(), shape.end()}; }
 
+void derive_reshaped_dim(Shape& out, const Shape& in, const Symbols& symbols) {
+  size_t unknown = out.size();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!out[i].expr()) {
+      if (unknown != out.size()) return;  // two unknown: no one quotient
+      unknown = i;
+    }
+  if (unknown == out.size()) return;
+  Dim others = Dim::constant(1);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (i != unknown) others = multiply_dims(others, out[i]);
+  const Dim total = numel_dim(in);
+  if (!total.expr() || !others.expr() || int64_t(others) == 0) return;
+  try {
+    const SizeExpr quotient = floor_div(*total.expr(), *others.expr(), symbols);
+    if (quotient * *others.expr() == *total.expr()) out[unknown] = Dim(out[unknown], quotient);
+  } catch (const SizeExprError&) {  // a divisor that may be 0, or too large an expression: unknown it stays
+  }
+}
+
 int64_t numel_at(const Shape& shape, const SymbolValues& at) {
   constexpr int64_t kMostElements = int64_t(1) << 36;  // (so the cut's costs, bits times weights, stay far from int64's limit)
   if (at.empty()) return numel(shape);

@@ -60,6 +60,9 @@ using NameSet = std::unordered_set<std::string>;  // the value names taken in a 
 int64_t numel(const Shape& shape);
 // The element count with its expression: the product of the dims' (of the first `count`).
 Dim numel_dim(const Shape& shape, size_t count = size_t(-1));
+// A reshape's output dims: where one is unknown and the others and the input's element count are
+// known, it is their exact quotient (a reshape keeps the element count); kept only when exact.
+void derive_reshaped_dim(Shape& out, const Shape& in, const Symbols& symbols);
 // The element count at the sizes `at` (the dims' expressions evaluated there; empty `at`, or a
 // dim without one: the size it has), past 2^48 elements cut to 2^48 (a cost, never a buffer size).
 int64_t numel_at(const Shape& shape, const SymbolValues& at);
@@ -90,6 +93,10 @@ inline int64_t stored_bytes(const Value& v) { return stored_bytes(v, v.bit_packe
 int64_t stored_bytes_at(const Value& v, bool bit_packed, const SymbolValues& at);
 // (nullopt: some dim is unknown).
 std::optional<SizeExpr> stored_bytes_expr(const Value& v, const Symbols& symbols);
+// a + b, unknown (nullopt) when either is: a total of such byte counts.
+inline std::optional<SizeExpr> add_known(const std::optional<SizeExpr>& a, const std::optional<SizeExpr>& b) {
+  return a && b ? std::optional(*a + *b) : std::nullopt;
+}
 
 // An argument: a reference to a value, a literal, or a list of either.
 struct Arg {

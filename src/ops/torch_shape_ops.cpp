@@ -44,6 +44,7 @@ std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
     shape[size_t(infer)] = numel(a.shape) / known;
   }
   if (numel(shape) != numel(a.shape)) fail(1, "shape " + shape_str(shape) + " has a different number of elements than " + shape_str(a.shape));
+  derive_reshaped_dim(shape, a.shape, t.symbols);
   return {{a.dtype, shape}};
 }
 

@@ -75,10 +75,7 @@ void write_saved(JsonWriter& m, const Partition* training) {
         m.member("kind", kinds[int(s.kind)]);
         if (!scalars) {
           saved_bytes += stored_bytes(v);
-          if (symbolic) {
-            const std::optional<SizeExpr> bytes = stored_bytes_expr(v, training->forward.symbols);
-            saved_expr = saved_expr && bytes ? std::optional(*saved_expr + *bytes) : std::nullopt;
-          }
+          if (symbolic) saved_expr = add_known(saved_expr, stored_bytes_expr(v, training->forward.symbols));
           m.member("bytes", stored_bytes(v)).member("storage", v.bit_packed ? "bitmask" : "dense");
         }
         m.member("reason", s.reason).close('}');
