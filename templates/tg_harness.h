@@ -82,7 +82,14 @@ class Harness {
   // sizes) bound by `bind` (the folder's <trace>_bind_sizes_array) before anything is read. Sizes
   // it refuses end the run with its words and exit code 1.
   using BindSizes = std::function<int(const int64_t* const* dims, const int* ranks, char* message, size_t bytes)>;
-  void check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind) const;
+  void check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind);
+  // A folder that takes its sizes at run time: the call's size of each symbol (named `symbols`),
+  // bound by `bind` (<trace>_bind_sizes_array) from the inputs sized with symbols, each its .npy
+  // header's shape or, drawn, shape_at(the sizes --sizes NAME=N,... names, else `drawn_at`).
+  using ShapeAt = std::function<std::vector<int64_t>(const int64_t* sizes)>;
+  using BindSizesTo = std::function<int(const int64_t* const* dims, const int* ranks, int64_t* sizes, char* message, size_t bytes)>;
+  std::vector<int64_t> bind_sizes(const std::vector<const char*>& symbols, std::vector<int64_t> drawn_at,
+                                  const std::vector<std::pair<const char*, ShapeAt>>& inputs, const BindSizesTo& bind);
 
   // With --workspace, `bytes` of device memory for the entry points (freed with the harness);
   // else null, and they allocate their temporaries themselves.
@@ -114,6 +121,9 @@ class Harness {
   // `non_negative`); anything else is a usage error.
   template <class T> T number(const std::string& flag, const std::string& text, bool non_negative = false);
   void report_drawn() const;
+  void bind_shapes(const std::vector<std::pair<const char*, ShapeAt>>& inputs, const int64_t* drawn_at, const BindSizesTo& bind, int64_t* sizes,
+                   const std::string& drawn_sizes) const;
+  std::string sizes_text_;  // --sizes, until bind_sizes takes it
 
   void set_integer(Buffer& b, long long v);
 
@@ -168,6 +178,7 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace, int ra
     else if (a == "--repeat") repeat_ = number<int>(a, value(), true);
     else if (a == "--quiet") quiet_ = true;
     else if (a == "--workspace") use_workspace_ = true;
+    else if (a == "--sizes") sizes_text_ = value();
     else if (a == "--philox-seed") philox_seed_ = number<long long>(a, value()), has_philox_seed_ = true;
     else if (a == "--philox-offset") philox_offset_ = number<long long>(a, value()), has_philox_offset_ = true;
     else if (a == "--world-size" && rank >= 0) number<int>(a, value(), true);
@@ -228,6 +239,7 @@ TG_OUT_OF_LINE void* Harness::workspace(size_t bytes) {
 }
 
 TG_OUT_OF_LINE int Harness::run(const std::vector<Phase>& phases, const char* (*status_string)(int)) {
+  if (!sizes_text_.empty()) usage("--sizes: this folder's sizes are static");
   report_drawn();
   auto step = [&](const Phase& p) {
     if (const int status = p.step(stream_)) {
@@ -284,19 +296,50 @@ TG_OUT_OF_LINE Harness::~Harness() {
 [[noreturn]] TG_OUT_OF_LINE void Harness::usage(const char* message) {
   std::fprintf(stderr,
                "%s: %s\nusage: harness [--inputs DIR] [--outputs DIR] [--seed N] [--repeat N] [--quiet] [--workspace] "
-               "[--philox-seed N] [--philox-offset N]\n",
+               "[--philox-seed N] [--philox-offset N] [--sizes NAME=N,...]\n",
                trace_, message);
   std::exit(2);
 }
 
 // Said even with --quiet: a file meant to be read but misnamed or missing changes the results.
-TG_OUT_OF_LINE void Harness::check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind) const {
+TG_OUT_OF_LINE void Harness::check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind) {
+  if (!sizes_text_.empty()) usage("--sizes: this folder runs at the sizes it was generated for only");
+  std::vector<std::pair<const char*, ShapeAt>> shapes;
+  for (const auto& [name, folder] : inputs) shapes.emplace_back(name, [folder = folder](const int64_t*) { return folder; });
+  bind_shapes(shapes, nullptr, [&](const int64_t* const* dims, const int* ranks, int64_t*, char* message, size_t bytes) {
+    return bind(dims, ranks, message, bytes);
+  }, nullptr, "the folder's sizes");
+}
+
+TG_OUT_OF_LINE std::vector<int64_t> Harness::bind_sizes(const std::vector<const char*>& symbols, std::vector<int64_t> drawn_at,
+                                                        const std::vector<std::pair<const char*, ShapeAt>>& inputs, const BindSizesTo& bind) {
+  std::string rest = sizes_text_, said;
+  sizes_text_.clear();
+  while (!rest.empty()) {  // NAME=N[,NAME=N...]
+    const std::string item = rest.substr(0, rest.find(','));
+    rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : "";
+    const size_t eq = item.find('=');
+    size_t k = 0;
+    while (eq != std::string::npos && k < symbols.size() && item.substr(0, eq) != symbols[k]) ++k;
+    if (eq == std::string::npos || k == symbols.size()) usage(("--sizes: '" + item + "' is not NAME=N for a symbol of this folder").c_str());
+    drawn_at[k] = number<int64_t>("--sizes", item.substr(eq + 1), true);
+  }
+  for (size_t k = 0; k < symbols.size(); ++k) said += (k ? "," : "") + std::string(symbols[k]) + "=" + std::to_string(drawn_at[k]);
+  std::vector<int64_t> sizes(symbols.size());
+  bind_shapes(inputs, drawn_at.data(), bind, sizes.data(), "--sizes " + said);
+  return sizes;
+}
+
+// Binds the inputs' shapes (read from their .npy headers, or those drawn: shape_at(drawn_at)),
+// or says why not and exits.
+TG_OUT_OF_LINE void Harness::bind_shapes(const std::vector<std::pair<const char*, ShapeAt>>& inputs, const int64_t* drawn_at, const BindSizesTo& bind,
+                                         int64_t* sizes, const std::string& drawn_sizes) const {
   std::vector<std::vector<int64_t>> shapes;
   std::string drawn;
-  for (const auto& [name, folder] : inputs) {
+  for (const auto& [name, shape_at] : inputs) {
     const std::string path = inputs_dir_ + "/" + name + ".npy";
     if (!inputs_given_ || missing(path)) {
-      shapes.push_back(folder);
+      shapes.push_back(shape_at(drawn_at));
       drawn += (drawn.empty() ? "" : ", ") + std::string(name);
       continue;
     }
@@ -311,8 +354,8 @@ TG_OUT_OF_LINE void Harness::check_sizes(const std::vector<std::pair<const char*
   std::vector<int> ranks;
   for (const std::vector<int64_t>& shape : shapes) dims.push_back(shape.data()), ranks.push_back(int(shape.size()));
   char message[4096] = "";
-  if (const int status = bind(dims.data(), ranks.data(), message, sizeof message)) {
-    const std::string not_read = inputs_given_ && !drawn.empty() ? "; not in " + inputs_dir_ + ", so drawn at the folder's sizes: " + drawn : "";
+  if (const int status = bind(dims.data(), ranks.data(), sizes, message, sizeof message)) {
+    const std::string not_read = inputs_given_ && !drawn.empty() ? "; not in " + inputs_dir_ + ", so drawn at " + drawn_sizes + ": " + drawn : "";
     std::fprintf(stderr, "%s: the inputs' sizes: %s (%s)%s\n", trace_, message, status_string(status), not_read.c_str());
     std::exit(1);
   }

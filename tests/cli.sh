@@ -23,10 +23,14 @@ declared=$(sed -n 's/^thunder-gen [0-9.]*: \([0-9]*\) ops$/\1/p' out.txt)
 check list-ops-count [ "$(grep -c '^\(prims\|torch\|thunder\.distributed\.prims\)\.' out.txt)" = "$declared" ]
 run validate "$ex";                  check validate-ok rc 0
 run validate "$root/tests/bad/unknown_op.json"; check validate-bad rc 1
-# Symbolic sizes (docs/symbolic-shapes.md): refused without --specialize, naming the symbol and the
-# flag; the flag's text and sizes checked; a size recorded where the folder and the plan say it.
+# Symbolic sizes (docs/symbolic-shapes.md): without --specialize, a folder that takes them at run
+# time; a size for some symbols only is refused naming the one missing and the flag; the flag's
+# text and sizes checked; a size recorded where the folder and the plan say it.
 sym=$root/examples/symbolic/symbolic_block.json
-run "$sym" -o gen;                   check symbolic-needs-sizes rc 1; check symbolic-needs-sizes-text has err.txt "/symbols/B: error: the trace's sizes depend on B (1 <= B <= 8); .* --specialize B=<size>"
+run "$sym" -o gen;                   check symbolic-run-time-sizes rc 0; check symbolic-run-time-entry has gen/include/symbolic_block.h "const int64_t\* sizes,"
+check symbolic-run-time-workspace has gen/include/symbolic_block.h "size_t symbolic_block_workspace_bytes(const int64_t\* sizes);"
+rm -rf gen
+run "$sym" -o gen --specialize B=3;  check symbolic-needs-every-size rc 1; check symbolic-needs-every-size-text has err.txt "/symbols/T: error: the trace's sizes depend on T (1 <= T <= 40); .* --specialize T=<size>"
 check symbolic-refused-wrote-nothing [ ! -e gen ]
 run "$sym" -o gen --specialize B=3,T=x; check specialize-text rc 2; check specialize-text-words has err.txt "expected <symbol>=<size>"
 run "$sym" -o gen --specialize B=3,B=4,T=1; check specialize-twice rc 2; check specialize-twice-words has err.txt "B is given twice"

@@ -445,6 +445,9 @@ def check_specialized(checks: Checks, work: Path) -> None:
     checks.expect(list(gen(torch.randn(2, 3, 64), *params).shape) == [6, 64], "symbolic_block at B=2, T=3: out is [B*T, 64]")
     checks.expect(gen.manifest.symbols["T"] == {"min": 1, "max": 40, "multiple_of": 1} and gen.manifest.inputs[0].sizes == ("B", "T", 64),
                   f"the manifest's symbols and x's sizes: {gen.manifest.symbols}, {gen.manifest.inputs[0].sizes}")
+    run_time = generate(ROOT / "examples" / "symbolic" / "symbolic_block.json", work / "symbolic-run-time")
+    checks.raises("refused for now: a folder that takes its sizes at run time", thunder_gen.ManifestError,
+                  ["/entry_points", "take their sizes at run time", "--specialize"], lambda: thunder_gen.manifest.read_manifest(run_time))
     checks.raises("refused: symbolic_block called at B=4, a size in range", ValueError,
                   ["the inputs are at B=4,T=3", "runs at B=2,T=3 only", "--specialize B=4,T=3"], lambda: gen(torch.randn(4, 3, 64), *params))
     checks.raises("refused: T=41, outside its range", ValueError, ["input 'x' dim 1 is 41", "T must be 1 <= T <= 40"],

@@ -193,6 +193,9 @@ def read_manifest(folder: str | Path) -> Manifest:
     if isinstance(doc.get("communication"), dict) or any(isinstance(e, dict) and e.get("takes_comm") for e in entry_points.values()):
         r.fail("/entry_points", "a distributed trace: its entry points take a communicator (thunder_gen_comm), "
                                 "which thunder_gen.load does not pass; run it with its harness or call the library")
+    if any(isinstance(e, dict) and e.get("takes_sizes") for e in entry_points.values()):
+        r.fail("/entry_points", "its entry points take their sizes at run time (a folder generated without --specialize), "
+                                "which thunder_gen.load does not support yet; generate one with --specialize, or run it with its harness")
     backward = r.get(entry_points, "backward", dict, "/entry_points", required=False)
     m = Manifest(
         folder=folder,

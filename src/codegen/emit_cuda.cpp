@@ -7,6 +7,7 @@
 
 #include "codegen/lower_kernel.h"
 #include "codegen/print_cuda.h"
+#include "codegen/size_code.h"
 #include "ops/op_table.h"
 #include "ops/printer.h"
 #include "support/diagnostics.h"
@@ -23,19 +24,18 @@ bool is_collective_call(const Op& op) { return is_collective(op.info->kind); }
 // tg::GemmShape{batch, m, n, k, b_batched} of a matmul. A b without batch dims is shared by every
 // batch, which then folds into m: one larger GEMM.
 // transpose_a / transpose_b mean a is stored [k, m] (a 2-D a) and b [n, k] (a 2-D b, shared).
-std::string gemm_shape(const Trace& t, const Op& op) {
+std::string gemm_shape(const Trace& t, const Op& op, SizeCode& sizes) {
   const Shape& a = t.value(op.arg("a").value).shape;
   const Shape& b = t.value(op.arg("b").value).shape;
   const bool transpose_a = op.has_arg("transpose_a") && op.arg("transpose_a").boolean, transpose_b = op.has_arg("transpose_b") && op.arg("transpose_b").boolean;
-  int64_t m = transpose_a ? a.back() : a[a.size() - 2], k = transpose_a ? a[0] : a.back(), n = transpose_b ? b[0] : b.back();
-  int64_t batch = numel(a) / (m * k);
+  Dim m = transpose_a ? a.back() : a[a.size() - 2], k = transpose_a ? a[0] : a.back(), n = transpose_b ? b[0] : b.back();
+  Dim batch = transpose_a ? Dim::constant(1) : numel_dim(a, a.size() - 2);  // a transposed a is 2-D
   bool b_batched = b.size() > 2;
   if (!b_batched) {
-    m *= batch;
-    batch = 1;
+    m = multiply_dims(m, batch);
+    batch = Dim::constant(1);
   }
-  std::string s = "tg::GemmShape{" + std::to_string(batch) + ", " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) +
-                  ", " + (b_batched ? "true" : "false");
+  std::string s = "tg::GemmShape{" + sizes.of(batch) + ", " + sizes.of(m) + ", " + sizes.of(n) + ", " + sizes.of(k) + ", " + (b_batched ? "true" : "false");
   if (transpose_a || transpose_b) s += std::string(", ") + (transpose_a ? "true" : "false") + ", " + (transpose_b ? "true" : "false");
   return s + "}";
 }
@@ -58,6 +58,7 @@ std::vector<std::string> definition_params(const EntryPoint& entry) {
   std::vector<std::string> params;
   for (const EntryParam& p : entry.params) params.push_back(p.c_type + " " + p.name);
   if (entry.takes_comm) params.push_back("thunder_gen_comm comm");
+  if (entry.takes_sizes) params.push_back("const int64_t* sizes");
   params.push_back("void* workspace");
   params.push_back("thunder_gen_stream handle");
   return params;
@@ -86,18 +87,25 @@ std::string reduce_op(const std::string& name) {
 }
 
 // A collective's call: tg::all_reduce and its kin (tg_comm.h), NCCL's arguments in NCCL's order.
-std::string collective_call(const Trace& t, const Op& k, const std::map<ValueId, std::string>& pointer, const std::string& stream) {
+std::string collective_call(const Trace& t, const Op& k, const std::map<ValueId, std::string>& pointer, const std::string& stream, SizeCode& sizes) {
   const Value& in = t.value(k.arg("a").value);
   const Value& out = t.value(k.outs[0]);
   const std::string buffers = "comm, " + pointer.at(k.arg("a").value) + ", " + pointer.at(k.outs[0]) + ", ";
   const std::string type = comm_type(in.dtype);
   switch (k.info->kind) {
-    case OpKind::all_reduce: return "tg::all_reduce(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + reduce_op(k.arg("op").text) + ", " + stream + ")";
-    case OpKind::all_gather: return "tg::all_gather(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + stream + ")";
+    case OpKind::all_reduce: return "tg::all_reduce(" + buffers + sizes.of(numel_dim(in.shape)) + ", " + type + ", " + reduce_op(k.arg("op").text) + ", " + stream + ")";
+    case OpKind::all_gather: return "tg::all_gather(" + buffers + sizes.of(numel_dim(in.shape)) + ", " + type + ", " + stream + ")";
     case OpKind::reduce_scatter:
-      return "tg::reduce_scatter(" + buffers + std::to_string(numel(out.shape)) + ", " + type + ", " + reduce_op(k.arg("op").text) + ", " + stream + ")";
-    default: return "tg::broadcast(" + buffers + std::to_string(numel(in.shape)) + ", " + type + ", " + std::to_string(k.arg("root").integer) + ", " + stream + ")";
+      return "tg::reduce_scatter(" + buffers + sizes.of(numel_dim(out.shape)) + ", " + type + ", " + reduce_op(k.arg("op").text) + ", " + stream + ")";
+    default: return "tg::broadcast(" + buffers + sizes.of(numel_dim(in.shape)) + ", " + type + ", " + std::to_string(k.arg("root").integer) + ", " + stream + ")";
   }
+}
+
+// A value's bytes as stored, as code.
+std::string stored_bytes_code(const Trace& fused, const Value& v, SizeCode& sizes) {
+  if (sizes.active())
+    if (std::optional<SizeExpr> e = stored_bytes_expr(v, fused.symbols)) return sizes.of(*e);
+  return std::to_string(stored_bytes(v));
 }
 
 // The file's opening lines: what it is, what it holds, how it builds; then the runtime's include.
@@ -120,11 +128,11 @@ std::string file_banner(const Trace& fused, const EntryPoint& entry, const std::
 }
 
 // The argument checks, and the views of arguments whose C type is not the kernels' storage type.
-void write_arguments(const Trace& fused, const EntryPoint& entry, const EntryValues& values, std::ostream& out) {
+void write_arguments(const Trace& fused, const EntryPoint& entry, const EntryValues& values, SizeCode& sizes, std::ostream& out) {
   for (const EntryParam& p : entry.params) {
     const Value& v = fused.value(p.value);
     if (!v.is_scalar)
-      out << "  TG_TRY(tg::check_pointer(" << p.name << ", alignof(" << storage_type(v) << "), " << numel(v.shape) << "));\n";
+      out << "  TG_TRY(tg::check_pointer(" << p.name << ", alignof(" << storage_type(v) << "), " << sizes.of(numel_dim(v.shape)) << "));\n";
   }
   for (const EntryValues::StorageView& view : values.storage_views)
     out << "  " << view.type << " " << view.name << " = reinterpret_cast<" << view.type << ">(" << view.argument << ");\n";
@@ -132,15 +140,15 @@ void write_arguments(const Trace& fused, const EntryPoint& entry, const EntryVal
 
 // The temporaries, as the workspace layout places them: in the caller's workspace, or allocated
 // for the call.
-void write_temporaries(const Trace& fused, const KernelProgram& program, std::ostream& out) {
+void write_temporaries(const Trace& fused, const KernelProgram& program, SizeCode& sizes, std::ostream& out) {
   const WorkspaceLayout& layout = program.workspace;
   if (!layout.temporaries.empty()) {
-    out << "  tg::Memory memory(workspace, " << layout.bytes << ", stream);  // the temporaries\n";
+    out << "  tg::Memory memory(workspace, " << sizes.of(layout.bytes) << ", stream);  // the temporaries\n";
     out << "  TG_TRY(memory.status());\n";
   }
   for (const Temporary& t : layout.temporaries) {
     const std::string type = storage_type(fused.value(t.value));
-    out << "  " << type << "* " << program.values.pointer.at(t.value) << " = memory.at<" << type << ">(" << t.offset << ");\n";
+    out << "  " << type << "* " << program.values.pointer.at(t.value) << " = memory.at<" << type << ">(" << sizes.of(t.offset) << ");\n";
   }
 }
 
@@ -151,6 +159,7 @@ struct StepContext {
   const KernelProgram& program;
   const EntryValues& values;
   std::string gemm_space;
+  SizeCode& sizes;
 };
 
 // A kernel's launch: TG_LAUNCH with its grid and block, and its arguments.
@@ -163,12 +172,20 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
     return;
   }
   if (kernel.name != k.label) out << comment_line(k.label + ": the same code as " + kernel.name, "  ");
-  const std::string blocks = launch.fixed_grid > 0 ? std::to_string(launch.fixed_grid)
-                                                   : "tg::grid_for(" + std::to_string(launch.items) + ", " + std::to_string(launch.items_per_block) + ")";
+  const std::string count = launch.count ? c.sizes.of(*launch.count) : "";
+  std::string items = launch.count ? count : std::to_string(launch.items);
+  if (launch.count && launch.count_per_item > 1) items = "(" + count + " + " + std::to_string(launch.count_per_item - 1) + ") / " + std::to_string(launch.count_per_item);
+  const std::string blocks = launch.fixed_grid > 0 ? std::to_string(launch.fixed_grid) : "tg::grid_for(" + items + ", " + std::to_string(launch.items_per_block) + ")";
   std::vector<std::string> args = {kernel.name, blocks, std::to_string(launch.block), stream};
   for (const Arg& a : k.args) args.push_back(c.values.pointer.at(a.value));
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
-  out << "  " << kir::wrapped_list("  ", "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
+  if (launch.count) args.push_back(count);
+  const std::string indent = launch.count ? "    " : "  ";
+  if (launch.count) {  // its count taken at run time: checked, and no launch of nothing
+    out << "  TG_TRY(tg::check_count(" << count << "));\n";
+    out << "  if (" << count << " > 0)\n";
+  }
+  out << indent << kir::wrapped_list(indent, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
 }
 
 // Op i's step of the entry point, on `stream`: a view's comment, a library call, or a kernel's launch.
@@ -181,13 +198,13 @@ void write_step(const StepContext& c, size_t op_index, const std::string& stream
   }
   if (is_collective_call(k)) {
     out << comment_line(print_op(k, c.fused), "  ");
-    out << "  TG_TRY(" << collective_call(c.fused, k, pointer, stream) << ");\n";
+    out << "  TG_TRY(" << collective_call(c.fused, k, pointer, stream, c.sizes) << ");\n";
     return;
   }
   if (is_library_call(k)) {
     out << comment_line(print_op(k, c.fused), "  ");
     out << "  TG_TRY(tg::matmul(" << pointer.at(k.arg("a").value) << ", " << pointer.at(k.arg("b").value) << ", " << pointer.at(k.outs[0]) << ", "
-        << gemm_shape(c.fused, k) << ", " << stream << ", " << c.gemm_space << gemm_epilogue(k, pointer) << "));\n";
+        << gemm_shape(c.fused, k, c.sizes) << ", " << stream << ", " << c.gemm_space << gemm_epilogue(k, pointer) << "));\n";
     return;
   }
   write_launch(c, op_index, stream, out);
@@ -214,6 +231,7 @@ void write_overlapped_steps(const StepContext& c, std::ostream& out) {
 void write_entry_head(const Trace& fused, const EntryPoint& entry, std::ostream& out) {
   out << "#ifndef __CUDACC_RTC__\n#include \"tg_host.h\"\n#include " << cpp_string(entry.header) << "\n";
   if (library_calls_in(fused)) out << "#include \"tg_gemm.h\"\n";
+  if (entry.takes_sizes) out << "#include \"tg_sizes.h\"\n";
   if (entry.takes_comm) out << "#include \"tg_comm.h\"\n";
   out << "\n";
   out << "#if defined(TG_NVRTC_HOST)\n";
@@ -229,14 +247,16 @@ void write_entry_head(const Trace& fused, const EntryPoint& entry, std::ostream&
 
 // The host entry point, behind #ifndef __CUDACC_RTC__: checks its arguments, lays out its
 // temporaries, then runs the ops in order.
-void write_entry_point(const Trace& fused, const KernelProgram& program, const EntryPoint& entry, std::ostream& out) {
-  write_entry_head(fused, entry, out);
-  write_arguments(fused, entry, program.values, out);
-  write_temporaries(fused, program, out);
+void write_entry_point(const Trace& fused, const KernelProgram& program, const EntryPoint& entry, std::ostream& out_) {
+  write_entry_head(fused, entry, out_);
+  SizeCode sizes(fused.symbols, entry.takes_sizes);
+  std::ostringstream out;  // what follows the sizes' declarations, which it names as it goes
+  write_arguments(fused, entry, program.values, sizes, out);
+  write_temporaries(fused, program, sizes, out);
   const std::string gemm_space = program.workspace.temporaries.empty()
                                      ? "tg::Memory::Span{workspace, tg::kGemmWorkspaceBytes}"
-                                     : "memory.gemm_space(" + std::to_string(program.workspace.bytes) + ", tg::kGemmWorkspaceBytes)";
-  const StepContext context{fused, program, program.values, gemm_space};
+                                     : "memory.gemm_space(" + sizes.of(program.workspace.bytes) + ", tg::kGemmWorkspaceBytes)";
+  const StepContext context{fused, program, program.values, gemm_space, sizes};
   if (program.collectives > 0) {
     write_overlapped_steps(context, out);
   } else {
@@ -244,9 +264,11 @@ void write_entry_point(const Trace& fused, const KernelProgram& program, const E
   }
   // Outputs not written by a kernel: inputs returned as they are, or an output listed twice.
   for (const auto& [name, v] : program.values.copies)
-    out << "  TG_TRY(tg::copy_on_device(" << name << ", " << program.values.pointer.at(v) << ", " << stored_bytes(fused.value(v)) << ", stream));\n";
+    out << "  TG_TRY(tg::copy_on_device(" << name << ", " << program.values.pointer.at(v) << ", " << stored_bytes_code(fused, fused.value(v), sizes) << ", stream));\n";
   out << "  return tg::kOk;\n";
   out << "}\n#endif  // __CUDACC_RTC__\n";
+  if (entry.takes_sizes) out_ << "  if (!sizes) return tg::kNullPointer;\n" << sizes.declarations("tg::kBadSizes");
+  out_ << out.str();
 }
 
 }  // namespace

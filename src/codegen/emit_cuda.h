@@ -15,7 +15,7 @@ namespace tg {
 struct CudaFile {
   std::string text;
   std::vector<EmittedKernel> kernels;  // by op of the fused trace
-  int64_t temporary_bytes = 0;  // the entry point's temporaries, as laid out in a workspace
+  Dim temporary_bytes;  // the entry point's temporaries, as laid out in a workspace (with its expression at run-time sizes)
   bool calls_library = false;   // it calls cuBLASLt, which then takes a part of the workspace too
 };
 

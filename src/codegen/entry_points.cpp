@@ -92,7 +92,7 @@ std::map<ValueId, std::string> saved_param_names(const Partition* training) {
 }
 
 EntryPoint forward_entry(const Trace& run, const Partition* training, const std::string& trace_name) {
-  EntryPoint entry{trace_name + "_forward", "include/" + trace_name + ".h", {}, run.world_size > 0};
+  EntryPoint entry{trace_name + "_forward", "include/" + trace_name + ".h", {}, run.world_size > 0, run.sizes_at_run_time};
   ParamNames unique;
   std::set<ValueId> written, inputs(run.inputs.begin(), run.inputs.end());
   const std::map<ValueId, std::string> saved = saved_param_names(training);
@@ -119,7 +119,7 @@ EntryPoint forward_entry(const Trace& run, const Partition* training, const std:
 EntryPoint backward_entry(const Partition& training, const std::string& trace_name) {
   const Trace& run = training.backward;
   const Trace& forward = training.forward;
-  EntryPoint entry{trace_name + "_backward", "include/" + trace_name + ".h", {}, run.world_size > 0};
+  EntryPoint entry{trace_name + "_backward", "include/" + trace_name + ".h", {}, run.world_size > 0, run.sizes_at_run_time};
   ParamNames unique;
   const std::map<ValueId, std::string> saved = saved_param_names(&training);
   size_t next = 0;

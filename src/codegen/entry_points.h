@@ -5,7 +5,8 @@
 //   int <trace>_forward(inputs..., outputs..., saved intermediates..., void* workspace, stream)
 //   int <trace>_backward(saved..., cotangents..., gradients..., void* workspace, stream)
 // A distributed trace's take the communicator before the workspace: (..., thunder_gen_comm comm,
-// void* workspace, stream).
+// void* workspace, stream); a folder's that takes its sizes at run time, the sizes:
+// (..., const int64_t* sizes, void* workspace, stream).
 //
 // Parameters are named after the trace's value: <name> where usable_as_parameter allows it, else
 // g_<name> (src/support/generated_text.h, Role::global). A value thunder-gen made that the caller must
@@ -41,6 +42,9 @@ struct EntryPoint {
   // A distributed trace's: the communicator (thunder_gen_comm) comes after the parameters, before
   // the workspace. Both entry points of such a trace take it.
   bool takes_comm = false;
+  // A folder taking its sizes at run time: `const int64_t* sizes` (what <trace>_bind_sizes wrote,
+  // a size per symbol) comes after the parameters and the communicator, before the workspace.
+  bool takes_sizes = false;
 };
 
 // The public names of the values thunder-gen made that the forward saves for the backward, by

@@ -18,6 +18,7 @@
 
 #include "ir/dtype.h"
 #include "ir/index_expr.h"
+#include "ir/size_expr.h"
 
 namespace tg::kir {
 
@@ -152,11 +153,15 @@ struct Function {
 
 // How a kernel is launched: `block` threads a block, and a block for every `items_per_block` of
 // its `items` (tg::grid_for), or `fixed_grid` blocks where the problem fixes them (partial sums).
+// A kernel taking its count at run time (`n` or `rows`, its last parameter) has it as `count`, an
+// expression over the symbols; its items are then count / count_per_item, rounded up.
 struct Launch {
   int block = 0;
   int64_t items = 0;
   int items_per_block = 0;
   int64_t fixed_grid = 0;
+  const SizeExpr* count = nullptr;
+  int count_per_item = 1;
 };
 
 struct Kernel {

@@ -115,7 +115,16 @@ EmittedKernel describe_call(const Trace& fused, const Op& k) {
   return info;
 }
 
-int64_t aligned(int64_t bytes) { return (bytes + kTemporaryAlignment - 1) / kTemporaryAlignment * kTemporaryAlignment; }
+// A temporary's bytes rounded up to kTemporaryAlignment; in a folder taking its sizes at run time,
+// with the expression (unknown where the value's is).
+Dim aligned_bytes(const Trace& fused, const Value& v) {
+  const int64_t bytes = stored_bytes(v);
+  const int64_t aligned = (bytes + kTemporaryAlignment - 1) / kTemporaryAlignment * kTemporaryAlignment;
+  if (!fused.sizes_at_run_time) return Dim::constant(aligned);
+  const std::optional<SizeExpr> e = stored_bytes_expr(v, fused.symbols);
+  if (!e) return Dim(aligned);
+  return Dim(aligned, floor_div(*e + SizeExpr(kTemporaryAlignment - 1), SizeExpr(kTemporaryAlignment), fused.symbols) * SizeExpr(kTemporaryAlignment));
+}
 
 WorkspaceLayout lay_out_temporaries(const Trace& fused, const EntryPoint& entry) {
   std::set<ValueId> in_memory;  // the arguments, then the temporaries
@@ -125,7 +134,7 @@ WorkspaceLayout lay_out_temporaries(const Trace& fused, const EntryPoint& entry)
     for (ValueId v : k.outs)
       if (!is_view(k) && in_memory.insert(v).second) {
         layout.temporaries.push_back({v, fused.value(v).name, layout.bytes});
-        layout.bytes += aligned(stored_bytes(fused.value(v)));
+        layout.bytes = add_dims(layout.bytes, aligned_bytes(fused, fused.value(v)));
       }
   return layout;
 }

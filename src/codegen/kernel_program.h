@@ -29,7 +29,7 @@ struct EmittedKernel {
 struct Temporary {
   ValueId value;
   std::string name;  // the value's
-  int64_t offset;
+  Dim offset;        // with its expression, in a folder taking its sizes at run time
 };
 
 // The temporaries of an entry point: values written by one kernel and read by a later one that
@@ -37,7 +37,7 @@ struct Temporary {
 // workspace or allocated for the call.
 struct WorkspaceLayout {
   std::vector<Temporary> temporaries;
-  int64_t bytes = 0;
+  Dim bytes = Dim::constant(0);
 };
 constexpr int64_t kTemporaryAlignment = 256;  // what cuBLASLt and vector accesses want at most
 

@@ -49,6 +49,11 @@ inline std::string ctype(DType t) { return std::string(compute_ctype(t)); }
 inline kir::ExprPtr var(const std::string& name) { return kir::name(name); }
 // name * factor
 inline kir::ExprPtr times(const std::string& name, int64_t factor) { return kir::binary(kir::name(name), "*", kir::integer(factor)); }
+// The most elements a kernel's count can be at run time: past every tensor a device can hold
+// (2^46 elements), so that index arithmetic on it cannot overflow; entry points check it.
+constexpr int64_t kLargestRunTimeCount = int64_t(1) << 46;
+// Its value, or taken at run time, the largest it can be (index ranges are bounded by it).
+int64_t largest_count(const Trace& t, const Dim& count);
 // 0, 1, ..., rank - 1: every dim of `domain`.
 std::vector<int64_t> all_dims(const Shape& domain);
 // Sets defs[d] for the loop dims d of `dims`: quotients and remainders of `flat`, their row-major
@@ -129,6 +134,12 @@ class KernelLowering : private IndexNamer {
   };
 
   // ---- the kernel's frame, names and values (lower_values.cpp) -----------------------------------
+  // The kernel's count: its elements (pointwise: `n`) or its rows (a row kernel: `rows`), a
+  // parameter of the kernel where the code takes it at run time.
+  Dim count() const;
+  bool count_is_parameter() const;
+  std::string count_name() const { return layout_.is_row ? "rows" : "n"; }
+  Block count_declaration() const;
   std::vector<std::string> header() const;
   std::string description() const;
   kir::Param parameter(ValueId v, bool output) const;
@@ -154,6 +165,7 @@ class KernelLowering : private IndexNamer {
   ExprPtr offset(const Value& v, const Index& index);
   IndexExpr offset_expr(const Value& v, const Index& index);
   bool loop_dims_divide(const IndexExpr& e) const;
+  size_t loop_dims_size(const IndexExpr& e) const;  // the atoms of the definitions of the loop dims e reads
   const std::string* memoized(ValueId v, const Index& index) const;
   bool computed_here(ValueId v) const;
   std::vector<std::pair<ValueId, Index>> operand_reads(const Op& op, const Index& index);

@@ -21,7 +21,7 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   run_arrays_.clear();
   if (in_runs) {
     lane_dims_.assign(layout_.domain.size(), IndexExpr());
-    run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(numel(layout_.domain) / lanes_ - 1, 0));
+    run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(largest_count(t_, count()) / lanes_ - 1, 0));
     define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
   }
   push();
@@ -66,7 +66,7 @@ kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element)
   const ExprPtr thread = kir::binary(kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", var("blockDim.x")), "+", var("threadIdx.x"));
   const ExprPtr stride = kir::binary(kir::call("int64_t", {var("gridDim.x")}), "*", var("blockDim.x"));
   element = element_function(lanes_ > 1);
-  Block out = {kir::decl("int64_t", "n", kir::integer(numel(layout_.domain)))};
+  Block out = count_declaration();
   ExprPtr first = thread;
   if (lanes_ > 1) {
     Block runs = run_loop(thread, stride);

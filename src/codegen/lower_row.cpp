@@ -94,7 +94,7 @@ kir::Block KernelLowering::row_body() {
   }
   for (kir::Stmt& s : row_draws()) body.push_back(std::move(s));
   body.insert(body.end(), rounds.begin(), rounds.end());
-  Block out = {kir::decl("int64_t", "rows", kir::integer(numel(layout_.outer_shape())))};
+  Block out = count_declaration();
   for (kir::Stmt& s : start_part_sums()) out.push_back(std::move(s));
   if (!row_hoisted_.empty()) {
     out.push_back(kir::comment("operands shaped like a row, the same for every row: this thread's elements, read once"));

@@ -25,26 +25,31 @@ std::string shape_text(const Shape& s) {
 }
 
 // A kernel loop's index named `name`, over the elements of `dims`.
-IndexExpr loop_index(const std::string& name, const Shape& domain, const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t d : dims) count *= domain[size_t(d)];
-  return IndexExpr::named(name, 0, std::max<int64_t>(count - 1, 0));
+IndexExpr loop_index(const std::string& name, const Trace& t, const Shape& domain, const std::vector<int64_t>& dims) {
+  Shape looped;
+  for (int64_t d : dims) looped.push_back(domain[size_t(d)]);
+  return IndexExpr::named(name, 0, std::max<int64_t>(largest_count(t, numel_dim(looped)) - 1, 0));
 }
 
 // What each loop dim d<k> of a kernel is in the kernel's own indices: a quotient and remainder of
 // the flat index i (pointwise), or of `row` (a row kernel's outer dims) and `j` (its reduced dims).
-std::vector<IndexExpr> loop_dim_definitions(const KernelLayout& layout) {
+std::vector<IndexExpr> loop_dim_definitions(const Trace& t, const KernelLayout& layout) {
   std::vector<IndexExpr> defs(layout.domain.size());
   if (!layout.is_row) {
-    define_dims(defs, loop_index("i", layout.domain, all_dims(layout.domain)), layout.domain, all_dims(layout.domain));
+    define_dims(defs, loop_index("i", t, layout.domain, all_dims(layout.domain)), layout.domain, all_dims(layout.domain));
   } else {
-    define_dims(defs, loop_index("row", layout.domain, layout.outer), layout.domain, layout.outer);
-    define_dims(defs, loop_index("j", layout.domain, layout.reduced), layout.domain, layout.reduced);
+    define_dims(defs, loop_index("row", t, layout.domain, layout.outer), layout.domain, layout.outer);
+    define_dims(defs, loop_index("j", t, layout.domain, layout.reduced), layout.domain, layout.reduced);
   }
   return defs;
 }
 
 }  // namespace
+
+int64_t largest_count(const Trace& t, const Dim& count) {
+  if (!t.taken_at_run_time(count)) return count;
+  return std::min(range_of(*count.expr(), t.symbols).hi, kLargestRunTimeCount);
+}
 
 std::vector<int64_t> all_dims(const Shape& domain) {
   std::vector<int64_t> all(domain.size());
@@ -62,7 +67,7 @@ void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shap
 }
 
 KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan)
-    : t_(t), idents_(idents), k_(kernel), plan_(plan), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(layout_)) {
+    : t_(t), idents_(idents), k_(kernel), plan_(plan), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(t, layout_)) {
   for (size_t i = 0; i < k_.sub.size(); ++i) {
     for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
@@ -84,6 +89,15 @@ kir::Kernel KernelLowering::lower() {
   k.header = header();
   for (const Arg& a : k_.args) k.params.push_back(parameter(a.value, false));
   for (ValueId id : k_.outs) k.params.push_back(parameter(id, true));
+  if (count_is_parameter()) {
+    // A column kernel's block takes its rows 32 at a time, every thread the same iterations.
+    if (column_tile_ > 1 && !provably_divisible(*count().expr(), column_tile_, t_.symbols))
+      throw UserError("", "kernel " + k_.label + " sums columns 32 rows at a time, and its " + count().expr()->text() +
+                              " rows are not a multiple of 32 at every size; declare a multiple_of that makes them one, or name the sizes with --specialize");
+    k.params.push_back({"int64_t", count_name()});
+    k.launch.count = count().expr();
+    k.launch.count_per_item = layout_.is_row ? 1 : lanes_;
+  }
   k.launch.block = plan_.block;
   // Work items: a thread's run (pointwise), one row, or a column kernel's 32 rows a block.
   k.launch.items = layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_;
@@ -91,6 +105,16 @@ kir::Kernel KernelLowering::lower() {
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})  // one block per partial sum
     if (!sums->empty()) k.launch.fixed_grid = sums->front()->arg("parts").integer;
   return k;
+}
+
+Dim KernelLowering::count() const {
+  return layout_.is_row ? numel_dim(layout_.outer_shape()) : numel_dim(layout_.domain); }
+bool KernelLowering::count_is_parameter() const { return t_.taken_at_run_time(count()); }
+
+// `n` or `rows` declared, unless the kernel takes it.
+kir::Block KernelLowering::count_declaration() const {
+  if (count_is_parameter()) return {};
+  return {kir::decl("int64_t", count_name(), kir::integer(count()))};
 }
 
 // What the kernel is, then the trace lines it implements, each saying where it came from: an op
@@ -222,11 +246,14 @@ kir::ExprPtr KernelLowering::offset(const Value& v, const Index& index) {
 
 // The offset as an expression: in the kernel's own indices (i, or row and j) where that needs no
 // division or remainder and the loop dims would (a contiguous reshape read at the kernel's
-// element is i), else over the loop dims, each piece that divides named (ix_<value>_i<k>).
+// element is i), or no more than the loop dims' own; else over the loop dims, each piece that
+// divides named (ix_<value>_i<k>).
 IndexExpr KernelLowering::offset_expr(const Value& v, const Index& index) {
   const IndexExpr at = linear_index(index, v.shape);
   const IndexExpr flat = at.with_dims(loop_dims_);
   if (!flat.has_div_or_mod() && (at.has_div_or_mod() || loop_dims_divide(at))) return flat;
+  // No more arithmetic than the loop dims it would take ((i / 192) * 3 + (i / 64) % 3 is i / 64).
+  if (!at.has_div_or_mod() && loop_dims_divide(at) && flat.size() <= loop_dims_size(at)) return flat;
   if (!at.has_div_or_mod()) return at;
   Index named = index;
   for (size_t k = 0; k < named.size(); ++k)
@@ -239,6 +266,12 @@ bool KernelLowering::loop_dims_divide(const IndexExpr& e) const {
   for (int d : e.dims())
     if (loop_dims_[size_t(d)].has_div_or_mod()) return true;
   return false;
+}
+
+size_t KernelLowering::loop_dims_size(const IndexExpr& e) const {
+  size_t atoms = 0;
+  for (int d : e.dims()) atoms += loop_dims_[size_t(d)].size();
+  return atoms;
 }
 
 // The variable a live scope holds value v at `index` in, if any.

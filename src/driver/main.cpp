@@ -17,6 +17,7 @@
 #include "driver/list_ops.h"
 #include "driver/pipeline.h"
 #include "driver/resume.h"
+#include "driver/run_time_sizes.h"
 #include "frontend/input_file.h"
 #include "frontend/overrides.h"
 #include "frontend/reader.h"
@@ -111,6 +112,32 @@ tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options)
   return std::move(listing.trace);
 }
 
+// The trace at the sizes `specialize` names; a symbolic trace without them at the first of two
+// probes (run_time_sizes.h), its code to take the sizes at run time.
+tg::Trace read_or_probe(const std::string& file, const tg::SymbolValues& specialize, std::optional<tg::SizeProbes>& probes) {
+  try {
+    return tg::read_input_file(file, specialize);
+  } catch (const tg::SizesNotGiven& e) {
+    std::variant<tg::SizeProbes, std::string> chosen = tg::choose_probes(e.symbols);
+    if (const std::string* why = std::get_if<std::string>(&chosen)) throw tg::UserError("", *why);
+    probes = std::get<tg::SizeProbes>(chosen);
+  }
+  tg::Trace trace = tg::read_input_file(file, probes->first);
+  trace.sizes_at_run_time = true;
+  return trace;
+}
+
+// A folder taking its sizes at run time is the one generated at the first probe; it is written
+// only when the code generated at the second is the same.
+void check_code_at_second_probe(const std::string& file, const tg::SizeProbes& probes, const tg::PipelineOptions& options, const tg::FileSet& first) {
+  tg::Trace trace = tg::read_input_file(file, probes.second);
+  trace.sizes_at_run_time = true;
+  const tg::PipelineResult second = tg::run_pipeline(std::move(trace), options, std::cerr);
+  if (std::optional<std::string> difference = tg::code_difference(first, second.files, probes))
+    throw tg::UserError("", "the generated code depends on the sizes other than through the symbols, so one folder cannot serve every size: " +
+                                *difference + "; name the sizes with --specialize");
+}
+
 int generate(const Request& r) {
   const std::string& file = r.trace_file;
   const std::string& emit = r.emit;
@@ -136,7 +163,8 @@ int generate(const Request& r) {
   if (!r.dump_dir.empty() && !out_dir.empty() && tg::path_within(r.dump_dir, out_dir))
     throw tg::UserError("thunder-gen", "--dump-dir " + r.dump_dir, "is inside the output folder " + out_dir + ", which is replaced as a whole");
   auto start = std::chrono::steady_clock::now();
-  tg::Trace trace = r.from_stage.empty() ? tg::read_input_file(file, r.specialize) : read_listing_to_resume(r, options);
+  std::optional<tg::SizeProbes> probes;
+  tg::Trace trace = r.from_stage.empty() ? read_or_probe(file, r.specialize, probes) : read_listing_to_resume(r, options);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
   tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
@@ -145,6 +173,7 @@ int generate(const Request& r) {
     std::cout << result.stopped_text;
     return 0;
   }
+  if (probes) check_code_at_second_probe(file, *probes, options, result.files);
   if (r.check) return check_folder(out_dir, result.files, r.diff_lines);
   start = std::chrono::steady_clock::now();
   try {

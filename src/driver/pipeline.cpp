@@ -106,7 +106,7 @@ Trace front_end(Trace read, const PipelineOptions& o, PassManager& passes, Trace
 
 // --plan-at settled against the trace: each size given is a symbol's and allowed by it, and a
 // symbol not given is weighed at its largest size, or at the folder's where that is past 2^20 (a
-// range left open, as torch.export leaves one). A static trace takes none, and neither does a
+// range left open, as torch.export leaves one; 2^20 for a folder that takes its sizes at run time). A static trace takes none, and neither does a
 // listing read back, whose dims carry no expressions to weigh elsewhere.
 RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t, bool from_listing) {
   RematOptions settled = remat;
@@ -124,6 +124,7 @@ RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t, bool f
   constexpr int64_t kLargestDefault = int64_t(1) << 20;
   for (const auto& [name, decl] : t.symbols.all())
     if (decl.max <= kLargestDefault) settled.plan_at.try_emplace(name, decl.max / decl.multiple_of * decl.multiple_of);
+    else if (t.sizes_at_run_time) settled.plan_at.try_emplace(name, std::max(decl.min, kLargestDefault / decl.multiple_of * decl.multiple_of));
     else if (auto at = t.specialized_at.find(name); at != t.specialized_at.end()) settled.plan_at.try_emplace(name, at->second);
   return settled;
 }
@@ -161,7 +162,7 @@ FileSet output_files(const Work& w, const EntryPoint& forward_api, const EntryPo
   FileSet files;
   std::vector<std::string> cu_files = {"forward.cu"};
   const std::optional<SizeBinding> sizes = size_binding(input, forward_api, input.name);
-  files.emplace_back("forward.cu", forward_cu.text + emit_api_functions(input.name, forward_cu, backward_cu) + (sizes ? bind_sizes_definition(*sizes) : ""));
+  files.emplace_back("forward.cu", forward_cu.text + emit_api_functions(input, forward_cu, backward_cu) + (sizes ? bind_sizes_definition(*sizes) : ""));
   files.emplace_back("include/" + input.name + ".h", emit_header(input.name, o.input_file, w.forward->fused.trace, forward_api,
                                                                  w.backward ? &w.backward->fused.trace : nullptr, backward_api, sizes ? &*sizes : nullptr));
   if (backward_cu) {

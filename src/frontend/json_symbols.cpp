@@ -1,5 +1,7 @@
 #include "frontend/json_symbols.h"
 
+#include "frontend/input_file.h"
+
 #include "support/generated_text.h"
 
 namespace tg::json {
@@ -54,8 +56,10 @@ void check_specialization(const Symbols& symbols, const SymbolValues& values, co
   }
   for (const auto& [name, decl] : symbols.all()) {
     if (!values.count(name)) {
-      throw UserError(declared_at(name), "the trace's sizes depend on " + name + " (" + decl.range_text() +
-                                                                    "); thunder-gen generates a folder for one size of each symbol: name it with --specialize " + name + "=<size>");
+      const std::string message = "the trace's sizes depend on " + name + " (" + decl.range_text() +
+                                  "); name a size for each symbol with --specialize " + name + "=<size>, or none for a folder that takes them at run time";
+      if (values.empty()) throw SizesNotGiven(declared_at(name), message, symbols);
+      throw UserError(declared_at(name), message);
     }
   }
 }

@@ -13,7 +13,8 @@ namespace tg {
 
 // A dim in trace JSON: its size. Where it is an expression over the symbols (a dynamic-shape
 // export), the translation writes that instead: shape_json in declarations ("B*T"),
-// size_list_json in arguments ({"size": "B*T"}).
+// size_list_json in arguments ({"size": "B*T"}, and a known constant as {"size": "64"}: an
+// integer argument is otherwise a size the trace does not know at other sizes).
 inline void to_json(nlohmann::json& j, const Dim& d) { j = int64_t(d); }
 inline nlohmann::json shape_json(const Shape& shape) {
   nlohmann::json out = nlohmann::json::array();
@@ -22,7 +23,7 @@ inline nlohmann::json shape_json(const Shape& shape) {
 }
 inline nlohmann::json size_list_json(const Shape& shape) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Dim& d : shape) out.push_back(d.symbolic() ? nlohmann::json{{"size", d.expr()->text()}} : nlohmann::json(int64_t(d)));
+  for (const Dim& d : shape) out.push_back(d.expr() ? nlohmann::json{{"size", d.expr()->text()}} : nlohmann::json(int64_t(d)));
   return out;
 }
 namespace pt2 {

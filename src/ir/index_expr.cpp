@@ -121,8 +121,9 @@ IndexExpr IndexExpr::of_terms(int64_t constant, Terms terms) {
   return e;
 }
 
-// Finds c * x % m beside (c*m) * (x / m), or beside (c*m) * ((x / m) % k) for x >= 0, removes the
-// pair from `terms` and sets `extra` to c * x, or c * (x % (m*k)).
+// Finds c * x % m beside (c*m) * (x / m) (for x = y / d, also written y / (d*m)), or beside
+// (c*m) * ((x / m) % k) for x >= 0, removes the pair from `terms` and sets `extra` to c * x, or
+// c * (x % (m*k)).
 bool IndexExpr::recombine(Terms& terms, IndexExpr& extra) {
   for (size_t a = 0; a < terms.size(); ++a) {
     const Atom& rem = *terms[a].atom;
@@ -133,7 +134,12 @@ bool IndexExpr::recombine(Terms& terms, IndexExpr& extra) {
       if (b == a || terms[b].coef != outer) continue;
       const Atom& other = *terms[b].atom;
       std::optional<IndexExpr> found;
+      const Atom* x_quotient = x.single_atom();  // x = y / d, with (x / m) written y / (d*m)
+      int64_t whole;
       if (other.kind == Atom::Kind::quotient && other.divisor == rem.divisor && other.operand == x) {
+        found = x;
+      } else if (other.kind == Atom::Kind::quotient && x_quotient && x_quotient->kind == Atom::Kind::quotient && other.operand == x_quotient->operand &&
+                 !__builtin_mul_overflow(x_quotient->divisor, rem.divisor, &whole) && other.divisor == whole) {
         found = x;
       } else if (other.kind == Atom::Kind::remainder && within(x.range(), 0, INT64_MAX)) {
         const Atom* inner = other.operand.single_atom();

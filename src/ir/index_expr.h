@@ -11,8 +11,9 @@
 //   - (x / a) / b -> x / (a*b), and (x % a) % b -> x % b where b divides a;
 //   - x / (f*m) -> (x / f) / m and x % (f*m) -> ((x / f) % m) * f + x % f where x / f simplifies,
 //     so a quotient has the form a reshape gives it, whichever way it was reached;
-//   - (x / n) * n + x % n -> x, and ((x / a) % b) * a + x % a -> x % (a*b): the quotients and
-//     remainders of a contiguous reshape recombined into the index they came from.
+//   - (x / n) * n + x % n -> x (also written (y / (d*n)) * n + (y / d) % n -> y / d), and
+//     ((x / a) % b) * a + x % a -> x % (a*b): the quotients and remainders of a contiguous reshape
+//     recombined into the index they came from.
 // Rules that hold for floor division only are applied where the operand is known non-negative
 // (C's division truncates). Expressions are kept in one form (terms sorted, equal atoms merged),
 // so == says whether two reads compute the same index.

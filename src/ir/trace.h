@@ -256,9 +256,15 @@ struct Trace {
   // A symbolic trace's inputs' sizes as expressions, by input name (those with a symbol in a
   // size): what a caller's shapes are checked against (the manifest's "sizes").
   std::map<std::string, std::vector<SizeExpr>, std::less<>> input_sizes;
+  // The code takes the symbols' sizes at run time (docs/symbolic-shapes.md): the trace's sizes are
+  // those of one probe (specialized_at), and only the code's comments show them.
+  bool sizes_at_run_time = false;
   // "B=64, T=128 (1 <= B <= 4096; 16 <= T <= 512)": the sizes this trace is at, and their
   // declarations; "" for a trace of static shapes.
   std::string specialization_text() const;
+  // Whether the code takes `count` (elements, rows, bytes) at run time: in a folder taking its sizes
+  // at run time, where it depends on them.
+  bool taken_at_run_time(const Dim& count) const { return sizes_at_run_time && count.symbolic(); }
 
   // Everything but the ops: where a pass that builds a new op list starts (copying the ops,
   // decompositions and all, only to drop them cost a tenth of a 10,000-op run).
@@ -277,6 +283,7 @@ struct Trace {
     t.symbols = symbols;
     t.specialized_at = specialized_at;
     t.input_sizes = input_sizes;
+    t.sizes_at_run_time = sizes_at_run_time;
     return t;
   }
 

@@ -9,7 +9,7 @@ using namespace op_rows;
 std::vector<OutType> partial_sum_rule(const Trace& t, const Op& op) {
   const Value& a = t.value(op.arg("a").value);
   Shape shape = reduced_shape(a.shape, reduction_dims(t, op));
-  shape.insert(shape.begin(), op.arg("parts").integer);
+  shape.insert(shape.begin(), op.arg("parts").dim());
   return {{dtype_bytes(a.dtype) < 4 ? DType::f32 : a.dtype, shape}};
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ir/dtype.h"
+#include "codegen/size_code.h"
 #include "lower/rng.h"
 #include "ops/printer.h"
 #include "output/emit_sizes.h"
@@ -29,9 +30,10 @@ std::map<ValueId, std::string> philox_roles(const Trace& t) {
   return roles;
 }
 
-std::string shape_init(const Shape& s) {
+// {2, 5, 64}; in a folder taking its sizes at run time, {size_B, size_T, 64}.
+std::string shape_init(const Shape& s, SizeCode& sizes) {
   std::string out = "{";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + sizes.of(s[i]);
   return out + "}";
 }
 
@@ -100,6 +102,7 @@ std::string call(const EntryPoint& entry, const std::vector<std::string>& vars) 
   std::string s = "return ::" + entry.name + "(";
   for (size_t i = 0; i < vars.size(); ++i) s += argument(entry.params.at(i), vars[i]) + ", ";
   if (entry.takes_comm) s += "rank.comm, ";
+  if (entry.takes_sizes) s += "sizes.data(), ";
   return s + "workspace, static_cast<thunder_gen_stream>(stream));";
 }
 
@@ -107,7 +110,8 @@ std::string call(const EntryPoint& entry, const std::vector<std::string>& vars) 
 // collects, for each entry point, the buffers its parameters are, in their order.
 class Buffers {
  public:
-  Buffers(std::ostream& out, const Trace& t, const HarnessFiles& files) : out_(out), t_(t), files_(files), roles_(philox_roles(t)) {}
+  Buffers(std::ostream& out, const Trace& t, const HarnessFiles& files, SizeCode& sizes)
+      : out_(out), t_(t), files_(files), sizes_(sizes), roles_(philox_roles(t)) {}
 
   std::vector<std::string> forward_vars, backward_vars;
 
@@ -138,7 +142,7 @@ class Buffers {
         case SavedValue::Kind::output: backward_vars.push_back(output_var_.at(s.index)); break;
         case SavedValue::Kind::intermediate: {
           std::string var = "saved" + std::to_string(s.index);
-          out_ << "  tg::Buffer& " << var << " = h.internal(" << cpp_string(v.name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape)
+          out_ << "  tg::Buffer& " << var << " = h.internal(" << cpp_string(v.name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape, sizes_)
                << (v.bit_packed ? ", tg::Harness::Storage::bits" : "") << ");\n";
           forward_vars.push_back(var);
           backward_vars.push_back(var);
@@ -165,13 +169,14 @@ class Buffers {
   std::ostream& out_;
   const Trace& t_;
   const HarnessFiles& files_;
+  SizeCode& sizes_;
   std::map<ValueId, std::string> roles_;
   std::vector<std::string> input_var_, output_var_;  // by trace input and output position
 
   void declare(const std::string& var, const char* kind, const std::string& file_name, const Value& v, ValueId id = kNoValue) {
     // Only trace inputs (id given) have a Philox role or an "init" range.
     const bool role = id != kNoValue && roles_.count(id), init = id != kNoValue && v.init_uniform;
-    out_ << "  tg::Buffer& " << var << " = h." << kind << "(" << cpp_string(file_name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape);
+    out_ << "  tg::Buffer& " << var << " = h." << kind << "(" << cpp_string(file_name) << ", \"" << dtype_name(v.dtype) << "\", " << shape_init(v.shape, sizes_);
     if (v.is_scalar || role || init) out_ << (v.is_scalar ? ", true" : ", false");
     if (role || init) out_ << ", tg::Harness::Role::" << (role ? roles_[id] : "data");
     if (init) out_ << ", " << print_number(v.init_uniform->first) << ", " << print_number(v.init_uniform->second);
@@ -179,15 +184,59 @@ class Buffers {
   }
 };
 
+// The size a harness draws inputs at by default: the smallest allowed from 2 up (1 where that is
+// all the range allows).
+int64_t default_draw_size(const SymbolDecl& d) {
+  const int64_t from_2 = (std::max<int64_t>(d.min, 2) + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
+  return from_2 <= d.max ? from_2 : d.max / d.multiple_of * d.multiple_of;
+}
+
+// A folder taking its sizes at run time: the call's sizes bound from the inputs' shapes (their .npy
+// headers, or drawn at --sizes, by default the sizes of the trace's comments), as `sizes`.
+void bind_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& t, const HarnessFiles& files) {
+  out << comment_line("The trace's sizes are taken at run time: bound from the inputs' shapes (" + sizes.function + "); inputs not read", "  ");
+  out << comment_line("are drawn at --sizes NAME=N,..., by default each symbol's smallest size from 2 up.", "  ");
+  std::string names, drawn_at;
+  for (size_t k = 0; k < sizes.symbols.size(); ++k) {
+    names += (k ? ", " : "") + cpp_string(sizes.symbols[k].name);
+    drawn_at += (k ? ", " : "") + std::to_string(default_draw_size(sizes.symbols[k]));
+  }
+  out << "  const std::vector<int64_t> sizes = h.bind_sizes({" << names << "}, {" << drawn_at << "}, {\n";
+  for (const SizeBinding::Input& in : sizes.inputs) {
+    size_t k = 0;
+    while (t.value(t.inputs[k]).name != in.name) ++k;
+    auto symbol_code = [&](const std::string& name) {
+      const auto at = std::find_if(sizes.symbols.begin(), sizes.symbols.end(), [&](const SymbolDecl& s) { return s.name == name; });
+      return "s[" + std::to_string(at - sizes.symbols.begin()) + "]";
+    };
+    std::string dims;
+    bool arithmetic = false;
+    for (const SizeExpr& d : in.sizes) {
+      const std::vector<std::string> names = d.symbols();
+      std::string code = d.constant() ? std::to_string(*d.constant())
+                         : names.size() == 1 && d == SizeExpr::symbol(names[0]) ? symbol_code(names[0])
+                                                                                 : "int64_t(a.narrow(" + d.code("a", symbol_code) + "))";
+      arithmetic = arithmetic || code.starts_with("int64_t(");
+      dims += (dims.empty() ? "" : ", ") + code;
+    }
+    out << "      {" << cpp_string(files.inputs[k]) << ", [](const int64_t* s) { " << (arithmetic ? "tg::SizeArith a; " : "")
+        << "return std::vector<int64_t>{" << dims << "}; }},\n";
+  }
+  out << "  }, [](const int64_t* const* dims, const int* ranks, int64_t* sizes, char* message, size_t bytes) {\n";
+  out << "    return ::" << sizes.function << "_array(dims, ranks, sizes, message, bytes);\n  });\n";
+}
+
 // A symbolic trace's folder: the inputs' shapes (their .npy headers, or the folder's sizes) are
 // bound by symbol before any is read, so a size the folder does not run at is said by symbol.
 void check_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& t, const HarnessFiles& files) {
+  if (sizes.at_run_time) return bind_sizes_first(out, sizes, t, files);
   out << comment_line("The trace's sizes are symbolic: the inputs' shapes are bound by symbol first (" + sizes.function + ").", "  ");
+  SizeCode static_sizes(t.symbols, false);
   out << "  h.check_sizes({";
   for (size_t i = 0; i < sizes.inputs.size(); ++i) {
     size_t k = 0;
     while (t.value(t.inputs[k]).name != sizes.inputs[i].name) ++k;
-    out << (i ? ", " : "") << "{" << cpp_string(files.inputs[k]) << ", " << shape_init(t.value(t.inputs[k]).shape) << "}";
+    out << (i ? ", " : "") << "{" << cpp_string(files.inputs[k]) << ", " << shape_init(t.value(t.inputs[k]).shape, static_sizes) << "}";
   }
   out << "}, [](const int64_t* const* dims, const int* ranks, char* message, size_t bytes) {\n";
   out << "    return " << bind_sizes_call(sizes, "dims", "ranks") << ";\n  });\n";
@@ -215,10 +264,13 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
   }
   const HarnessFiles files = harness_files(t, training != nullptr);
   if (const std::optional<SizeBinding> sizes = size_binding(t, forward, t.name)) check_sizes_first(out, *sizes, t, files);
-  Buffers buffers(out, t, files);
+  SizeCode sizes(t.symbols, t.sizes_at_run_time);
+  std::ostringstream buffer_lines;  // after the sizes they name
+  Buffers buffers(buffer_lines, t, files, sizes);
   buffers.declare_inputs_and_outputs();
   if (training) buffers.declare_training(*training);
-  out << "  void* workspace = h.workspace(::" << t.name << "_workspace_bytes());  // null unless --workspace\n";
+  out << sizes.declarations("1") << buffer_lines.str();
+  out << "  void* workspace = h.workspace(::" << t.name << "_workspace_bytes(" << (sizes.active() ? "sizes.data()" : "") << "));  // null unless --workspace\n";
   out << "  return h.run({\n";
   out << "      {\"forward\", [&](tg::Stream stream) { " << call(forward, buffers.forward_vars) << " }},\n";
   if (backward) out << "      {\"backward\", [&](tg::Stream stream) { " << call(*backward, buffers.backward_vars) << " }},\n";

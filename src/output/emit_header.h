@@ -18,7 +18,8 @@ namespace tg {
 std::string emit_header(const std::string& trace_name, const std::string& input_file, const Trace& run_forward, const EntryPoint& forward,
                         const Trace* run_backward, const EntryPoint* backward, const SizeBinding* sizes);
 
-// <trace>_workspace_bytes() (enough for the forward and the backward) and <trace>_status_string().
-std::string emit_api_functions(const std::string& trace_name, const CudaFile& forward, const CudaFile* backward);
+// <trace>_workspace_bytes() (enough for the forward and the backward; in a folder taking its sizes
+// at run time, <trace>_workspace_bytes(sizes), at those sizes) and <trace>_status_string().
+std::string emit_api_functions(const Trace& t, const CudaFile& forward, const CudaFile* backward);
 
 }  // namespace tg

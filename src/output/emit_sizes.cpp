@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "support/diagnostics.h"
 #include "support/generated_text.h"
 
 namespace tg {
@@ -25,6 +26,19 @@ std::string sizes_text(const std::vector<SizeExpr>& sizes) {
   std::string out = "[";
   for (size_t d = 0; d < sizes.size(); ++d) out += (d ? ", " : "") + sizes[d].text();
   return out + "]";
+}
+
+// A folder that takes its sizes at run time binds each symbol from an input's dim that is the
+// symbol alone; one that no input has alone (only 2*T, say) leaves it nothing to bind from.
+void require_bound_alone(const SizeBinding& b) {
+  for (const SymbolDecl& s : b.symbols) {
+    bool bound = false;
+    for (const SizeBinding::Input& in : b.inputs)
+      for (const SizeExpr& size : in.sizes) bound = bound || lone_symbol(size) == s.name;
+    if (!bound)
+      throw UserError("/symbols/" + s.name, "no input has a dim that is " + s.name +
+                                                                     " alone, so a call's size of it cannot be bound from the inputs' shapes; name its size with --specialize");
+  }
 }
 
 const char* kOutParams = "int64_t* sizes, char* message, size_t message_bytes)";
@@ -65,12 +79,13 @@ void check_dims(std::ostream& out, const SizeBinding& b, size_t i) {
 
 std::optional<SizeBinding> size_binding(const Trace& t, const EntryPoint& forward, const std::string& trace_name) {
   if (t.input_sizes.empty()) return std::nullopt;
-  SizeBinding b{trace_name + "_bind_sizes", {}, {}, t.specialized_at};
+  SizeBinding b{trace_name + "_bind_sizes", {}, {}, t.specialized_at, t.sizes_at_run_time};
   for (const auto& [name, decl] : t.symbols.all()) b.symbols.push_back(decl);
   for (const EntryParam& p : forward.params) {
     if (p.kind != "input") continue;
     if (auto sizes = t.input_sizes.find(p.value_name); sizes != t.input_sizes.end()) b.inputs.push_back({p.value_name, p.name, sizes->second});
   }
+  if (b.at_run_time) require_bound_alone(b);
   return b;
 }
 
@@ -80,7 +95,8 @@ std::string bind_sizes_declaration(const SizeBinding& b) {
   out << comment_line("The inputs' shapes do not fit the symbols the trace sizes them with: <trace>_bind_sizes says how.");
   out << "#define THUNDER_GEN_BAD_SIZES 9\n#endif\n\n";
   out << comment_line(b.function + ": binds each symbol from the dims of the inputs sized with it and checks them: between the inputs,");
-  out << comment_line("against each symbol's range, every other dim against its size, then against the sizes this folder runs at.");
+  out << comment_line(b.at_run_time ? "against each symbol's range, then every other dim against its size. This folder runs at every size in range."
+                                    : "against each symbol's range, every other dim against its size, then against the sizes this folder runs at.");
   for (const SizeBinding::Input& in : b.inputs)
     out << comment_line("  " + in.param + "_dims, " + in.param + "_rank: the dims of input " + in.name + ", " + sizes_text(in.sizes));
   out << comment_line("  sizes: NULL, or " + std::to_string(b.symbols.size()) + " int64_t, written on success:");
@@ -107,7 +123,7 @@ std::string bind_sizes_definition(const SizeBinding& b) {
   for (size_t k = 0; k < b.symbols.size(); ++k) {
     const SymbolDecl& s = b.symbols[k];
     out << (k ? ", " : "") << "{" << cpp_string(s.name) << ", " << s.min << ", " << s.max << ", " << s.multiple_of << ", "
-        << b.specialized_at.at(s.name) << "}";
+        << (b.at_run_time ? 0 : b.specialized_at.at(s.name)) << "}";
   }
   out << "};\n  tg::BoundSize bound[" << b.symbols.size() << "];\n";
   out << "  tg::SizeBinder b(symbols, bound, " << b.symbols.size() << ", message, message_bytes);\n";
@@ -124,7 +140,7 @@ std::string bind_sizes_definition(const SizeBinding& b) {
         out << "  if (!b.bind(" << symbol_index(b, name) << ", in[" << i << "], " << d << ")) return b.status();  // " << name << "\n";
   out << "  if (!b.in_range()) return b.status();\n";
   for (size_t i = 0; i < b.inputs.size(); ++i) check_dims(out, b, i);
-  out << "  if (!b.at_specialization()) return b.status();\n";
+  if (!b.at_run_time) out << "  if (!b.at_specialization()) return b.status();\n";
   out << "  if (sizes)\n    for (int k = 0; k < " << b.symbols.size() << "; ++k) sizes[k] = b.value(k);\n";
   out << "  return tg::kOk;\n}\n";
   out << "extern \"C\" " << prototype(b) << " {\n";

@@ -22,6 +22,7 @@ struct SizeBinding {
   std::vector<Input> inputs;          // in the trace's input order
   std::vector<SymbolDecl> symbols;    // by name: the order of the sizes the binder writes
   SymbolValues specialized_at;
+  bool at_run_time = false;           // the folder runs at every size in range, not at specialized_at only
 };
 
 // The binding of a trace whose inputs are sized with symbols; nullopt for a static one.

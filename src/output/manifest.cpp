@@ -124,6 +124,7 @@ void write_entry_points(JsonWriter& m, const Trace& t, const Partition* training
     }
     m.close(']');
     if (e->takes_comm) m.member("takes_comm", true);  // a thunder_gen_comm after the params (distributed traces)
+    if (e->takes_sizes) m.member("takes_sizes", true);  // const int64_t* sizes before the workspace (sizes taken at run time)
     m.close('}');
   }
   m.close('}');

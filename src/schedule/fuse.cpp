@@ -59,7 +59,7 @@ struct Kernel {
   // sums, which the `finishers` add up (one for sums by element, one for totals of a value per
   // row). A finisher has finishes >= 0, the row kernel's index.
   std::vector<ValueId> sums_over_rows;
-  int64_t parts = 0;
+  Dim parts;
   std::vector<int> finishers;
   int finishes = -1;
 };
@@ -80,12 +80,12 @@ class PartSums {
 
   // In the row kernel `kernel`: v__parts = thunder_gen.partial_sum(a, dims, parts) for
   // v = prims.sum(a, dims). (Built here: PrimBuilder emits only ops a trace may hold.)
-  void compute(Op& kernel, const Op& sum, int64_t parts) {
+  void compute(Op& kernel, const Op& sum, const Dim& parts) {
     const ValueId v = sum.outs[0];
     Op op;
     op.symbol = "thunder_gen.partial_sum";
     op.info = &op_info(OpKind::partial_sum);
-    op.args = {sum.arg("a"), sum.arg("dims"), Arg::of_int(parts)};
+    op.args = {sum.arg("a"), sum.arg("dims"), Arg::of_dim(parts)};
     op.where = sum.where;
     op.origin = sum.origin;
     const OutType type = op.info->rule(t_, op).at(0);
@@ -363,7 +363,9 @@ class Fuser {
     KernelLayout parts;  // [parts] + what is summed, summed over dim 0
     parts.is_row = true;
     parts.domain = layout.outer.empty() ? Shape{} : rows.reduced_shape();
-    parts.domain.insert(parts.domain.begin(), std::min(numel(rows.outer_shape()), kMaxRowParts));
+    // Rows counted at run time get the most parts: blocks past the last row add nothing.
+    const Dim row_count = numel_dim(rows.outer_shape());
+    parts.domain.insert(parts.domain.begin(), t_.taken_at_run_time(row_count) ? Dim::constant(kMaxRowParts) : Dim(std::min(int64_t(row_count), kMaxRowParts)));
     parts.reduced = {0};
     for (int64_t d = 1; d < int64_t(parts.domain.size()); ++d) parts.outer.push_back(d);
     const std::vector<int>& finishers = kernels_[k].finishers;

@@ -101,6 +101,13 @@ TEST_CASE("index expressions: quotients and remainders recombine") {
   CHECK(((i / 3072) % 16).text() == "(i / 3072) % 16");
   // Another coefficient: not a recombination.
   CHECK((i / 3072) * 3071 + i % 3072 != i);
+  // The quotient of a quotient, written as one: d0 * 3 + d1 for d0 = i / 192, d1 = (i / 64) % 3
+  // (a [B*T] row statistic read in a [B, T, 64] kernel) is the row, i / 64, at every size.
+  CHECK((i / 192) * 3 + (i / 64) % 3 == i / 64);
+  CHECK((i / 192) * 3 + (i / 32) % 3 != i / 32);  // 32 * 3 is not 192
+  CHECK((i / 192) * 2 + (i / 64) % 3 != i / 64);
+  for (int64_t x : {0, 1, 63, 64, 191, 192, 12345, 196607})
+    CHECK(((i / 192) * 3 + (i / 64) % 3).evaluate([&](const std::string&) { return x; }) == x / 64);
 }
 
 TEST_CASE("index expressions: gpt2_mlp's reshape of t17, read at a pointwise kernel's element, is i") {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "frontend/input_file.h"
 #include "frontend/pt2_program.h"
 #include "frontend/pt2_sizes.h"
 #include "frontend/reader.h"
@@ -56,8 +57,16 @@ TEST_CASE("a symbolic JSON trace is read at the sizes it is specialised to") {
 
 TEST_CASE("a symbolic trace needs a size for every symbol, one its declaration allows") {
   const json t = symbolic_trace();
-  CHECK(error_of(t, {}) == "/symbols/B: the trace's sizes depend on B (1 <= B <= 64); thunder-gen generates a folder for one size of each symbol: "
-                           "name it with --specialize B=<size>");
+  CHECK(error_of(t, {}) == "/symbols/B: the trace's sizes depend on B (1 <= B <= 64); name a size for each symbol with --specialize B=<size>, "
+                           "or none for a folder that takes them at run time");
+  // None named: the error a caller taking the sizes at run time catches, with the symbols.
+  try {
+    tg::read_trace(t.dump());
+    FAIL("read without sizes");
+  } catch (const tg::SizesNotGiven& e) {
+    CHECK(e.symbols.all().size() == 2);
+    CHECK(e.symbols.at("T").multiple_of == 2);
+  }
   CHECK(error_of(t, {{"B", 3}}).find("/symbols/T: the trace's sizes depend on T (2 <= T <= 512, a multiple of 2)") == 0);
   CHECK(error_of(t, {{"B", 65}, {"T", 2}}) == "--specialize: : B=65 is not a size the trace allows: 1 <= B <= 64 (/symbols/B)");
   CHECK(error_of(t, {{"B", 1}, {"T", 7}}) == "--specialize: : T=7 is not a size the trace allows: 2 <= T <= 512, a multiple of 2 (/symbols/T)");

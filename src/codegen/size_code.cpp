@@ -1,0 +1,40 @@
+#include "codegen/size_code.h"
+
+#include <algorithm>
+
+#include "support/generated_text.h"
+
+namespace tg {
+
+std::string symbol_variable(const std::string& name) { return "size_" + name; }
+
+std::string SizeCode::of(const Dim& d) {
+  if (active_ && d.symbolic()) return of(*d.expr());
+  return std::to_string(int64_t(d));
+}
+
+std::string SizeCode::of(const SizeExpr& e) {
+  if (std::optional<int64_t> n = e.constant()) return std::to_string(*n);
+  const std::vector<std::string> names = e.symbols();
+  if (names.size() == 1 && e == SizeExpr::symbol(names[0])) return symbol_variable(names[0]);
+  auto known = std::find_if(named_.begin(), named_.end(), [&](const auto& n) { return n.first == e; });
+  if (known != named_.end()) return known->second;
+  named_.emplace_back(e, "size" + std::to_string(named_.size()));
+  return named_.back().second;
+}
+
+std::string SizeCode::declarations(const std::string& refusal) const {
+  if (!active_) return "";
+  std::string out = "  // This call's sizes (sizes: what <trace>_bind_sizes wrote), and the sizes the code needs of them.\n";
+  size_t k = 0;
+  for (const auto& [name, decl] : symbols_.all())
+    out += "  const int64_t " + symbol_variable(name) + " = sizes[" + std::to_string(k++) + "];  // " + decl.range_text() + "\n";
+  if (named_.empty()) return out;
+  out += "  tg::SizeArith a;\n";
+  for (const auto& [e, name] : named_)
+    out += "  const int64_t " + name + " = int64_t(a.narrow(" + e.code("a", symbol_variable) + "));  // " + e.text() + "\n";
+  out += "  if (a.overflowed()) return " + refusal + ";\n";
+  return out;
+}
+
+}  // namespace tg

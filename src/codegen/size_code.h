@@ -1,0 +1,37 @@
+// Sizes in the host code of a folder that takes them at run time (docs/symbolic-shapes.md): each
+// symbol read from the `sizes` array the folder's <trace>_bind_sizes writes, in its order, and each
+// size that depends on them computed once at the top of the function that needs it, with
+// tg::SizeArith (tg_sizes.h: an overflow is a refusal, never a wrapped size). A size that does not
+// depend on them stays a number, as in every other folder.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tg {
+
+class SizeCode {
+ public:
+  // `symbols`: the trace's, in the binder's order (by name); `active`: the code takes its sizes at
+  // run time (else every size is its number).
+  SizeCode(const Symbols& symbols, bool active) : symbols_(symbols), active_(active) {}
+  bool active() const { return active_; }
+  // A size as code: its number, or the variable holding it.
+  std::string of(const Dim& d);
+  std::string of(const SizeExpr& e);
+  std::string of(int64_t n) { return std::to_string(n); }
+  // The lines (indented by two) declaring what of() named, ending in the refusal of an overflow:
+  // `return <refusal>;` when one of them does not fit.
+  std::string declarations(const std::string& refusal) const;
+
+ private:
+  const Symbols& symbols_;
+  bool active_;
+  std::vector<std::pair<SizeExpr, std::string>> named_;
+};
+
+// The variable holding a symbol's size in generated host code: size_<name>.
+std::string symbol_variable(const std::string& name);
+
+}  // namespace tg

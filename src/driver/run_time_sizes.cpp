@@ -1,0 +1,118 @@
+#include "driver/run_time_sizes.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace tg {
+
+namespace {
+
+// The smallest size the declaration allows from `from` up, if any.
+std::optional<int64_t> allowed_from(const SymbolDecl& d, int64_t from) {
+  int64_t v = std::max(from, d.min);
+  v = (v + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
+  if (v > d.max) return std::nullopt;
+  return v;
+}
+
+// The smallest allowed size from `from` up that no other symbol was given in `taken`.
+std::optional<int64_t> free_size(const SymbolDecl& d, int64_t from, std::set<int64_t>& taken) {
+  for (std::optional<int64_t> v = allowed_from(d, from); v; v = allowed_from(d, *v + 1)) {
+    if (taken.insert(*v).second) return v;
+  }
+  return std::nullopt;
+}
+
+std::string sizes_text(const SymbolValues& values) {
+  std::string s;
+  for (const auto& [name, size] : values) s += (s.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  return s;
+}
+
+// The text's lines with comments (// to the end of the line, outside literals) and trailing
+// blanks removed: the code a compiler sees, line by line.
+std::vector<std::string> code_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    char quote = 0;
+    size_t end = line.size();
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quote) {
+        if (c == '\\') ++i;
+        else if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '/' && i + 1 < line.size() && line[i + 1] == '/') {
+        end = i;
+        break;
+      }
+    }
+    line.resize(end);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    lines.push_back(line);
+  }
+  std::erase(lines, std::string());
+  return lines;
+}
+
+// " (in <name>)": the kernel or function whose definition the line is in, when one is.
+std::string enclosing_function(const std::vector<std::string>& lines, std::vector<std::string>::const_iterator at) {
+  for (auto it = at; it != lines.begin();) {
+    const std::string& line = *--it;
+    if (line.starts_with("extern \"C\"") || line.starts_with("__device__") || line.starts_with("static ") || line.starts_with("int main")) {
+      const size_t open = line.rfind('(');
+      if (open == std::string::npos) return "";
+      const size_t start = line.find_last_of(" *", open - 1);
+      return " (in " + line.substr(start == std::string::npos ? 0 : start + 1, open - (start == std::string::npos ? 0 : start + 1)) + ")";
+    }
+  }
+  return "";
+}
+
+bool is_generated_code(const std::string& name) {
+  const bool code = name.ends_with(".cu") || name.ends_with(".h") || name.ends_with(".cpp") || name.ends_with(".cuh");
+  return code && !name.starts_with("tg_");
+}
+
+}  // namespace
+
+std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
+  SizeProbes probes;
+  std::set<int64_t> taken_first, taken_second;
+  for (const auto& [name, decl] : symbols.all()) {
+    const std::optional<int64_t> first = free_size(decl, 2, taken_first);
+    std::optional<int64_t> second = first ? free_size(decl, *first + 1, taken_second) : std::nullopt;
+    if (first && !second) second = allowed_from(decl, *first + 1);  // apart from the others where it can be
+    if (!first || !second)
+      return name + " allows fewer than two sizes from 2 up (" + decl.range_text() + "), too few to check that the code does not depend on it: name its size with --specialize";
+    probes.first[name] = *first;
+    probes.second[name] = *second;
+  }
+  return probes;
+}
+
+std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes) {
+  for (const auto& [name, text] : first) {
+    if (!is_generated_code(name)) continue;
+    const auto other = std::find_if(second.begin(), second.end(), [&](const auto& f) { return f.first == name; });
+    if (other == second.end()) return name + " is generated at " + sizes_text(probes.first) + " and not at " + sizes_text(probes.second);
+    const std::vector<std::string> a = code_lines(text), b = code_lines(other->second);
+    const auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+    if (at_a == a.end() && at_b == b.end()) continue;
+    auto quoted = [](const std::vector<std::string>& lines, std::vector<std::string>::const_iterator at) {
+      if (at == lines.end()) return std::string("its end");
+      std::string line = *at;
+      line.erase(0, line.find_first_not_of(' '));
+      return "`" + (line.size() > 160 ? line.substr(0, 160) + "..." : line) + "`";
+    };
+    return name + " code line " + std::to_string(at_a - a.begin() + 1) + enclosing_function(a, at_a) + ": " + quoted(a, at_a) + " at " +
+           sizes_text(probes.first) + ", " + quoted(b, at_b) + " at " + sizes_text(probes.second);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tg

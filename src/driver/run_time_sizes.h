@@ -1,0 +1,29 @@
+// A folder that takes a symbolic trace's sizes at run time (docs/symbolic-shapes.md, "One folder
+// for every size"). The pipeline runs at two sizes of the symbols, the probes; the folder is the
+// first run's, and it is written only when its code is the second's: a size that reached the code
+// as a number rather than through the symbols would make the two differ.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "ir/size_expr.h"
+#include "output/output_folder.h"
+
+namespace tg {
+
+// Two sizes for each symbol, each at least 2 (a size of 1 is where broadcasting could differ) and
+// apart from the other symbols' (so that B*T and T*T differ), the second above the first; or why
+// there are none: a symbol that allows fewer than two sizes from 2 up.
+struct SizeProbes {
+  SymbolValues first, second;
+};
+std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
+
+// The first difference between the code of two folders generated at the probes, comments aside
+// (comments show the sizes of the run that wrote them): "forward.cu line 40: `...` at B=2, T=3,
+// `...` at B=3, T=5"; nothing when the code is the same.
+std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes);
+
+}  // namespace tg

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# run_time_sizes.sh WORK: one folder for every size (docs/symbolic-shapes.md, "One folder for every
+# size"). symbolic_block.json and the torch.export archive mlp_dynamic.pt2 are generated without
+# --specialize, built once each for host emulation (AddressSanitizer and UBSan) and run at four
+# sizes: 1, odd sizes, a size that is no multiple of 16, the range's largest. At each size every
+# output, saved value and gradient must be byte for byte what a folder specialised to that size
+# writes from the same drawn inputs (specialised folders match eager: check_example.sh, pt2.sh).
+# Then what the harness refuses: sizes out of range, inputs whose shapes disagree, --sizes on a
+# folder of fixed sizes; and a symbolic trace whose code cannot take its sizes at run time is
+# refused naming the kernel, writing nothing. Tools from the environment: THUNDER_GEN, CXX.
+set -u
+work=$1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+: "${THUNDER_GEN:?}"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+source "$here/checks.sh"
+
+# same_outputs A B: the same .npy files, byte for byte.
+same_outputs() {
+  local a=$1 b=$2 f
+  [ "$(ls "$a" | wc -l)" -gt 3 ] && [ "$(ls "$a")" = "$(ls "$b")" ] || return 1
+  for f in "$a"/*.npy; do cmp -s "$f" "$b/$(basename "$f")" || { echo "  differs: $(basename "$f")"; return 1; }; done
+}
+
+# every_size NAME FILE SIZES...: NAME's folder taking its sizes at run time against one
+# specialised to each size.
+every_size() {
+  local name=$1 file=$2 sizes
+  shift 2
+  "$THUNDER_GEN" "$file" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
+  check "$name-generated" [ -x "$name/harness" ]
+  check "$name-manifest-says-run-time" grep -q '"takes_sizes": true' "$name/manifest.json"
+  for sizes in "$@"; do
+    "$THUNDER_GEN" "$file" --specialize "$sizes" -o "$name-at-$sizes" 2>>"$name.err" && "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err"
+    "$name-at-$sizes/harness" --quiet --outputs "out-$name-at-$sizes" 2>>"$name.err"
+    "$name/harness" --quiet --sizes "$sizes" --outputs "out-$name-$sizes" 2>>"$name.err"
+    check "$name-$sizes-same-as-specialised" same_outputs "out-$name-at-$sizes" "out-$name-$sizes"
+  done
+}
+every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
+every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1 batch=3,seq=3 batch=8,seq=17 batch=8,seq=32
+
+# Inputs read from files bind the sizes themselves: the outputs at B=3,T=7 again.
+mkdir inputs && cp "out-block-B=3,T=7"/{x,ln_w,ln_b,w1,b1,w2,b2,cotangent_out}.npy inputs/
+block/harness --quiet --inputs inputs --outputs out-read 2>err.txt
+check read-sizes-bound-from-files same_outputs "out-block-B=3,T=7" out-read
+
+# Refusals, each naming what is wrong; never a crash.
+run() { "$@" >out.txt 2>err.txt; echo $? >rc.txt; }
+rc() { [ "$(cat rc.txt)" = "$1" ]; }
+has() { grep -q -- "$2" "$1"; }
+no_crash() { ! grep -q "terminate\|Sanitizer\|runtime error" err.txt; }
+run block/harness --quiet --sizes B=9,T=2
+check out-of-range rc 1; check out-of-range-words has err.txt "B.*1 <= B <= 8"; check out-of-range-no-crash no_crash
+cp "out-block-B=2,T=17/cotangent_out.npy" inputs/cotangent_out.npy  # rows for B*T = 34, x says 21
+run block/harness --quiet --inputs inputs
+check disagreeing-inputs rc 1; check disagreeing-inputs-words has err.txt "cotangent_out"; check disagreeing-no-crash no_crash
+run block/harness --sizes C=2
+check unknown-symbol rc 2; check unknown-symbol-words has err.txt "'C=2' is not NAME=N for a symbol of this folder"
+run block/harness --sizes B=x
+check bad-size rc 2; check bad-size-words has err.txt "\-\-sizes needs a non-negative integer"
+run "block-at-B=1,T=1/harness" --sizes B=1,T=1
+check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
+
+# Attention's softmax runs over seq: its code depends on the size, refused naming the kernel.
+attention=$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2
+run "$THUNDER_GEN" "$attention" -o refused
+check not-generic-refused rc 1
+check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in attention_dynamic_[a-z_0-9]*).*--specialize"
+check not-generic-wrote-nothing [ ! -e refused ]
+finish
