@@ -81,9 +81,9 @@ inline int check_pointer(const void* p, size_t align, int64_t elements) {
   return reinterpret_cast<uintptr_t>(p) % align ? kMisaligned : kOk;
 }
 
-// kOk, or kBadSizes for a count a kernel takes at run time past 2^46 elements (more than a device
-// holds: the bound its index arithmetic was simplified under) or below 0.
-inline int check_count(int64_t count) { return count >= 0 && count <= (int64_t(1) << 46) ? kOk : kBadSizes; }
+// Whether a count a kernel takes at run time is one it may take: at most 2^46 elements (more than a
+// device holds: the bound its index arithmetic was simplified under), and not below 0.
+inline bool count_fits(int64_t count) { return count >= 0 && count <= (int64_t(1) << 46); }
 
 #if defined(TG_ON_GPU)
 using Stream = cudaStream_t;

@@ -385,7 +385,7 @@ def check_statuses(checks: Checks, gen) -> None:
         del os.environ["TG_EMU_FAIL"]
     os.environ["TG_EMU_FAIL"] = "alloc"
     try:  # the loader passes a workspace, so the entry points allocate nothing that could fail
-        ws = gen.library.workspace_bytes
+        ws = gen.library.workspace_bytes(None)
         x, w, c, n, m, s = api_inputs()
         out = gen(x, w, c, n, m, s)
         out[2].sum().backward()
@@ -436,8 +436,49 @@ def check_random_state(checks: Checks, work: Path) -> None:
     checks.raises("refused: a float philox_seed", TypeError, ["'philox_seed'", "int"], lambda: gen(x, philox_seed=1.5))
 
 
-def check_specialized(checks: Checks, work: Path) -> None:
-    """A folder generated from a symbolic trace at one size runs at it, and says so when called at another."""
+def symbolic_block_eager(x, ln_w, ln_b, w1, b1, w2, b2):
+    """examples/symbolic/symbolic_block.json in PyTorch."""
+    n = torch.nn.functional.layer_norm(x, [64], ln_w, ln_b, 1e-5)
+    g = torch.nn.functional.gelu(torch.nn.functional.linear(n, w1, b1))
+    r = x + torch.nn.functional.linear(g, w2, b2)
+    return torch.log_softmax(r.reshape(-1, 64), -1)
+
+
+def check_run_time_sizes(checks: Checks, work: Path, specialized) -> None:
+    """One folder for every size: the module binds each call's sizes, and its outputs and
+    gradients match eager at 1, odd sizes and B's maximum, and the folder specialised to B=2, T=3
+    byte for byte there; sizes out of range are refused by symbol."""
+    out = generate(ROOT / "examples" / "symbolic" / "symbolic_block.json", work / "symbolic-run-time")
+    gen = timed_load(checks, out, work / "extensions")
+    checks.expect(gen.manifest.takes_sizes, "the manifest says the entry points take their sizes")
+    torch.manual_seed(3)
+    params = [torch.randn(64), torch.randn(64), torch.randn(128, 64) * 0.1, torch.randn(128), torch.randn(64, 128) * 0.1, torch.randn(64)]
+    # (At B=8, T=40 the weight gradients sum 320 rows, and a few cancelling elements of both eager's
+    # and the folder's miss f64 by more than f32's elementwise tolerance: tests/run_time_sizes.sh
+    # checks that size against the specialised folder, byte for byte, which check_example.sh
+    # compares with LibTorch.)
+    for b, t in ((1, 1), (3, 7), (2, 17), (8, 8)):
+        x = torch.randn(b, t, 64)
+        args = [a.clone().requires_grad_() for a in (x, *params)]
+        y = gen(*args)
+        cot = torch.randn_like(y)
+        y.backward(cot)
+        eager = [a.clone().requires_grad_() for a in (x, *params)]
+        expected = symbolic_block_eager(*eager)
+        expected.backward(cot)
+        checks.close(f"symbolic_block at B={b}, T={t}: out", y, expected)
+        for name, a, e in zip(("x", "ln_w", "ln_b", "w1", "b1", "w2", "b2"), args, eager):
+            checks.close(f"symbolic_block at B={b}, T={t}: grad_{name}", a.grad, e.grad)
+    x = torch.randn(2, 3, 64)
+    checks.expect(torch.equal(gen(x, *params), specialized(x, *params)), "at B=2, T=3: byte for byte the specialised folder's output")
+    checks.raises("refused: B=9, outside its range", ValueError, ["input 'x' dim 0 is 9", "B must be 1 <= B <= 8"],
+                  lambda: gen(torch.randn(9, 3, 64), *params))
+    checks.raises("refused: ln_w of 63", ValueError, ["input 'ln_w'", "expected shape [64]"], lambda: gen(torch.randn(2, 3, 64), torch.randn(63), *params[1:]))
+
+
+def check_specialized(checks: Checks, work: Path):
+    """A folder generated from a symbolic trace at one size runs at it, and says so when called at
+    another. Returns the module."""
     out = generate(ROOT / "examples" / "symbolic" / "symbolic_block.json", work / "symbolic", "--specialize", "B=2,T=3")
     gen = timed_load(checks, out, work / "extensions")
     checks.expect(gen.manifest.specialized_at == {"B": 2, "T": 3}, f"the manifest's sizes: {gen.manifest.specialized_at}")
@@ -445,9 +486,6 @@ def check_specialized(checks: Checks, work: Path) -> None:
     checks.expect(list(gen(torch.randn(2, 3, 64), *params).shape) == [6, 64], "symbolic_block at B=2, T=3: out is [B*T, 64]")
     checks.expect(gen.manifest.symbols["T"] == {"min": 1, "max": 40, "multiple_of": 1} and gen.manifest.inputs[0].sizes == ("B", "T", 64),
                   f"the manifest's symbols and x's sizes: {gen.manifest.symbols}, {gen.manifest.inputs[0].sizes}")
-    run_time = generate(ROOT / "examples" / "symbolic" / "symbolic_block.json", work / "symbolic-run-time")
-    checks.raises("refused for now: a folder that takes its sizes at run time", thunder_gen.ManifestError,
-                  ["/entry_points", "take their sizes at run time", "--specialize"], lambda: thunder_gen.manifest.read_manifest(run_time))
     checks.raises("refused: symbolic_block called at B=4, a size in range", ValueError,
                   ["the inputs are at B=4,T=3", "runs at B=2,T=3 only", "--specialize B=4,T=3"], lambda: gen(torch.randn(4, 3, 64), *params))
     checks.raises("refused: T=41, outside its range", ValueError, ["input 'x' dim 1 is 41", "T must be 1 <= T <= 40"],
@@ -489,6 +527,7 @@ def check_specialized(checks: Checks, work: Path) -> None:
     old = timed_load(checks, edited, work / "extensions")
     checks.raises("refused without a binder: B=4, by x's shape", ValueError, ["input 'x' (argument 0): expected shape [2, 3, 64], got [4, 3, 64]"],
                   lambda: old(torch.randn(4, 3, 64), *params))
+    return gen
 
 
 def check_bad_folders(checks: Checks, work: Path) -> None:
@@ -532,7 +571,8 @@ def api_main(work: Path) -> int:
     check_statuses(checks, gen)
     check_rebuilds(checks, gen, work)
     check_random_state(checks, work)
-    check_specialized(checks, work)
+    specialized = check_specialized(checks, work)
+    check_run_time_sizes(checks, work, specialized)
     check_bad_folders(checks, work)
     return checks.summary()
 

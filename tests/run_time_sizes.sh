@@ -5,8 +5,9 @@
 # sizes: 1, odd sizes, a size that is no multiple of 16, the range's largest. At each size every
 # output, saved value and gradient must be byte for byte what a folder specialised to that size
 # writes from the same drawn inputs (specialised folders match eager: check_example.sh, pt2.sh).
-# Then what the harness refuses: sizes out of range, inputs whose shapes disagree, --sizes on a
-# folder of fixed sizes; and a symbolic trace whose code cannot take its sizes at run time is
+# Then what the C API (tests/tools/run_time_entry_check.cpp) and the harness refuse: sizes out of
+# range, NULL or overflowing sizes, inputs whose shapes disagree, --sizes on a folder of fixed
+# sizes; and a symbolic trace whose code cannot take its sizes at run time is
 # refused naming the kernel, writing nothing. Tools from the environment: THUNDER_GEN, CXX.
 set -u
 work=$1
@@ -45,6 +46,12 @@ every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1
 mkdir inputs && cp "out-block-B=3,T=7"/{x,ln_w,ln_b,w1,b1,w2,b2,cotangent_out}.npy inputs/
 block/harness --quiet --inputs inputs --outputs out-read 2>err.txt
 check read-sizes-bound-from-files same_outputs "out-block-B=3,T=7" out-read
+
+# The C API as a program that links the folder calls it: the binder, NULL and overflowing sizes.
+{ echo '#include "forward.cu"'; echo '#include "backward.cu"'; echo "#include \"$here/tools/run_time_entry_check.cpp\""; } >block/entry_check.cpp
+"${CXX:-g++}" -std=c++20 -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -Iblock block/entry_check.cpp -lboost_context -lpthread \
+  -o entry_check 2>entry_check.err
+check c-api ./entry_check
 
 # Refusals, each naming what is wrong; never a crash.
 run() { "$@" >out.txt 2>err.txt; echo $? >rc.txt; }

@@ -15,6 +15,12 @@ from pathlib import Path
 import torch
 
 from .errors import ManifestError
+from .sizes import evaluate
+
+
+def evaluate_sizes(sizes: tuple, at: dict) -> tuple[int, ...]:
+    """A shape's sizes (integers and expressions) at the symbols' sizes `at`."""
+    return tuple(s if isinstance(s, int) else evaluate(s, at) for s in sizes)
 
 # Thunder's short dtype names (the trace format) as torch dtypes. b8 is C's bool: one byte.
 TORCH_DTYPES = {
@@ -42,6 +48,10 @@ class Value:
     # the symbols: "B", "B*T"); None for a static one.
     sizes: tuple | None = None
 
+    def shape_at(self, at: dict | None) -> tuple[int, ...]:
+        """Its shape at the symbols' sizes `at` (None: the folder's one shape)."""
+        return self.shape if at is None or self.sizes is None else evaluate_sizes(self.sizes, at)
+
     @property
     def is_tensor(self) -> bool:
         return self.scalar is None
@@ -63,10 +73,26 @@ class Param:
     scalar: str | None
     storage: str | None  # dense, or bitmask (b8 packed at one bit per element)
     nbytes: int | None
+    # An entry point that takes its sizes at run time: the shape as integers and expressions over
+    # the symbols (its `shape` is at specialized_at); None otherwise.
+    sizes: tuple | None = None
 
     @property
     def is_tensor(self) -> bool:
         return self.scalar is None
+
+    def shape_at(self, at: dict | None) -> tuple[int, ...]:
+        """Its shape at the symbols' sizes `at` (None: the folder's one shape)."""
+        return self.shape if at is None or self.sizes is None else evaluate_sizes(self.sizes, at)
+
+    def nbytes_at(self, at: dict | None) -> int:
+        """The bytes it is stored in at `at`: a bit per element in 32-bit words for a bitmask."""
+        if at is None or self.sizes is None:
+            return self.nbytes
+        count = 1
+        for d in self.shape_at(at):
+            count *= d
+        return (count + 31) // 32 * 4 if self.storage == "bitmask" else count * TORCH_DTYPES[self.dtype].itemsize
 
 
 @dataclass(frozen=True)
@@ -105,6 +131,10 @@ class Manifest:
     # its array form, <trace>_bind_sizes_array), which takes the dims and rank of each input with
     # sizes, in order; "" for static shapes.
     bind_sizes_function: str = ""
+    # Its entry points take the sizes at run time (a const int64_t* before the workspace: what
+    # the binder writes, a size per symbol in the symbols' order) and its workspace function takes
+    # them too: one folder for every size.
+    takes_sizes: bool = False
 
     @property
     def status_string_function(self) -> str:
@@ -155,11 +185,14 @@ class _Reader:
         name = self.get(obj, "name", str, where)
         scalar = self.scalar(obj, where)
         tensor = scalar is None
+        return Value(name, self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None,
+                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)), self.sizes(obj, where))
+
+    def sizes(self, obj, where):
         sizes = self.get(obj, "sizes", list, where, required=False)
         if sizes is not None and not all(isinstance(s, str) or (isinstance(s, int) and not isinstance(s, bool) and s >= 0) for s in sizes):
             self.fail(f"{where}/sizes", "expected sizes: integers and expressions over the symbols")
-        return Value(name, self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None,
-                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)), tuple(sizes) if sizes is not None else None)
+        return tuple(sizes) if sizes is not None else None
 
     def param(self, obj, where) -> Param:
         scalar = self.scalar(obj, where)
@@ -167,7 +200,7 @@ class _Reader:
         return Param(self.get(obj, "name", str, where), self.get(obj, "kind", str, where), self.get(obj, "of", str, where),
                      self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None, scalar,
                      self.get(obj, "storage", str, where) if tensor else None,
-                     self.get(obj, "bytes", int, where) if tensor else None)
+                     self.get(obj, "bytes", int, where) if tensor else None, self.sizes(obj, where) if tensor else None)
 
     def entry_point(self, obj, where) -> EntryPoint:
         params = self.get(obj, "params", list, where)
@@ -193,9 +226,7 @@ def read_manifest(folder: str | Path) -> Manifest:
     if isinstance(doc.get("communication"), dict) or any(isinstance(e, dict) and e.get("takes_comm") for e in entry_points.values()):
         r.fail("/entry_points", "a distributed trace: its entry points take a communicator (thunder_gen_comm), "
                                 "which thunder_gen.load does not pass; run it with its harness or call the library")
-    if any(isinstance(e, dict) and e.get("takes_sizes") for e in entry_points.values()):
-        r.fail("/entry_points", "its entry points take their sizes at run time (a folder generated without --specialize), "
-                                "which thunder_gen.load does not support yet; generate one with --specialize, or run it with its harness")
+    takes_sizes = [bool(isinstance(e, dict) and e.get("takes_sizes")) for e in entry_points.values()]
     backward = r.get(entry_points, "backward", dict, "/entry_points", required=False)
     m = Manifest(
         folder=folder,
@@ -213,7 +244,10 @@ def read_manifest(folder: str | Path) -> Manifest:
         specialized_at=_sizes(r, doc),
         symbols=_symbols(r, doc),
         bind_sizes_function=r.get(doc, "bind_sizes_function", str, "", required=False) or "",
+        takes_sizes=any(takes_sizes),
     )
+    if m.takes_sizes and (not all(takes_sizes) or not m.bind_sizes_function or not m.symbols):
+        r.fail("/entry_points", "expected both entry points to take their sizes at run time, and a size binder and symbols for them")
     _check_consistent(m, r)
     _check_sizes(m, r)
     return m
@@ -249,7 +283,6 @@ def _symbols(r: _Reader, doc) -> dict:
 
 def _check_sizes(m: Manifest, r: _Reader) -> None:
     """Each symbolic input's sizes: one per dim, and their values at specialized_at its shape."""
-    from .sizes import evaluate  # (sizes.py needs nothing of torch's)
     for i, v in enumerate(m.inputs):
         if v.sizes is None:
             continue
@@ -262,6 +295,10 @@ def _check_sizes(m: Manifest, r: _Reader) -> None:
                 r.fail(f"/inputs/{i}/sizes/{d}", f"{size!r} is no size at specialized_at: {e}")
             if value != dim:
                 r.fail(f"/inputs/{i}/sizes/{d}", f"{size!r} is {value} at specialized_at, but the shape says {dim}")
+    for which, ep in (("forward", m.forward), ("backward", m.backward)):
+        for i, p in enumerate(ep.params if ep and m.takes_sizes else ()):
+            if p.is_tensor and (p.sizes is None or len(p.sizes) != len(p.shape)):
+                r.fail(f"/entry_points/{which}/params/{i}/sizes", "expected one size per dim of the shape (the entry point takes its sizes at run time)")
     # (A folder from before the binder has none: its calls are then checked by shape alone.)
     if m.bind_sizes_function and (m.bind_sizes_function != f"{m.trace}_bind_sizes" or all(v.sizes is None for v in m.inputs)):
         r.fail("/bind_sizes_function", f"expected {m.trace}_bind_sizes, the size binder of a folder whose inputs have sizes, "

@@ -172,7 +172,7 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
     return;
   }
   if (kernel.name != k.label) out << comment_line(k.label + ": the same code as " + kernel.name, "  ");
-  const std::string count = launch.count ? c.sizes.of(*launch.count) : "";
+  const std::string count = launch.count ? c.sizes.count(*launch.count) : "";
   std::string items = launch.count ? count : std::to_string(launch.items);
   if (launch.count && launch.count_per_item > 1) items = "(" + count + " + " + std::to_string(launch.count_per_item - 1) + ") / " + std::to_string(launch.count_per_item);
   const std::string blocks = launch.fixed_grid > 0 ? std::to_string(launch.fixed_grid) : "tg::grid_for(" + items + ", " + std::to_string(launch.items_per_block) + ")";
@@ -181,10 +181,7 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
   if (launch.count) args.push_back(count);
   const std::string indent = launch.count ? "    " : "  ";
-  if (launch.count) {  // its count taken at run time: checked, and no launch of nothing
-    out << "  TG_TRY(tg::check_count(" << count << "));\n";
-    out << "  if (" << count << " > 0)\n";
-  }
+  if (launch.count) out << "  if (" << count << " > 0)  // (no launch of nothing)\n";
   out << indent << kir::wrapped_list(indent, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
 }
 
@@ -247,8 +244,8 @@ void write_entry_head(const Trace& fused, const EntryPoint& entry, std::ostream&
 
 // The host entry point, behind #ifndef __CUDACC_RTC__: checks its arguments, lays out its
 // temporaries, then runs the ops in order.
-void write_entry_point(const Trace& fused, const KernelProgram& program, const EntryPoint& entry, std::ostream& out_) {
-  write_entry_head(fused, entry, out_);
+void write_entry_point(const Trace& fused, const KernelProgram& program, const EntryPoint& entry, std::ostream& file) {
+  write_entry_head(fused, entry, file);
   SizeCode sizes(fused.symbols, entry.takes_sizes);
   std::ostringstream out;  // what follows the sizes' declarations, which it names as it goes
   write_arguments(fused, entry, program.values, sizes, out);
@@ -267,8 +264,8 @@ void write_entry_point(const Trace& fused, const KernelProgram& program, const E
     out << "  TG_TRY(tg::copy_on_device(" << name << ", " << program.values.pointer.at(v) << ", " << stored_bytes_code(fused, fused.value(v), sizes) << ", stream));\n";
   out << "  return tg::kOk;\n";
   out << "}\n#endif  // __CUDACC_RTC__\n";
-  if (entry.takes_sizes) out_ << "  if (!sizes) return tg::kNullPointer;\n" << sizes.declarations("tg::kBadSizes");
-  out_ << out.str();
+  if (entry.takes_sizes) file << "  if (!sizes) return tg::kNullPointer;\n" << sizes.declarations("tg::kBadSizes");
+  file << out.str();
 }
 
 }  // namespace

@@ -246,14 +246,14 @@ kir::ExprPtr KernelLowering::offset(const Value& v, const Index& index) {
 
 // The offset as an expression: in the kernel's own indices (i, or row and j) where that needs no
 // division or remainder and the loop dims would (a contiguous reshape read at the kernel's
-// element is i), or no more than the loop dims' own; else over the loop dims, each piece that
+// element is i), or less than the loop dims' own; else over the loop dims, each piece that
 // divides named (ix_<value>_i<k>).
 IndexExpr KernelLowering::offset_expr(const Value& v, const Index& index) {
   const IndexExpr at = linear_index(index, v.shape);
   const IndexExpr flat = at.with_dims(loop_dims_);
   if (!flat.has_div_or_mod() && (at.has_div_or_mod() || loop_dims_divide(at))) return flat;
-  // No more arithmetic than the loop dims it would take ((i / 192) * 3 + (i / 64) % 3 is i / 64).
-  if (!at.has_div_or_mod() && loop_dims_divide(at) && flat.size() <= loop_dims_size(at)) return flat;
+  // Less arithmetic than the loop dims it would take ((i / 192) * 3 + (i / 64) % 3 is i / 64).
+  if (!at.has_div_or_mod() && loop_dims_divide(at) && flat.size() < loop_dims_size(at)) return flat;
   if (!at.has_div_or_mod()) return at;
   Index named = index;
   for (size_t k = 0; k < named.size(); ++k)

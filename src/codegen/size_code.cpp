@@ -23,17 +23,24 @@ std::string SizeCode::of(const SizeExpr& e) {
   return named_.back().second;
 }
 
+std::string SizeCode::count(const SizeExpr& e) {
+  std::string code = of(e);
+  if (std::find(counts_.begin(), counts_.end(), code) == counts_.end()) counts_.push_back(code);
+  return code;
+}
+
 std::string SizeCode::declarations(const std::string& refusal) const {
   if (!active_) return "";
   std::string out = "  // This call's sizes (sizes: what <trace>_bind_sizes wrote), and the sizes the code needs of them.\n";
   size_t k = 0;
   for (const auto& [name, decl] : symbols_.all())
     out += "  const int64_t " + symbol_variable(name) + " = sizes[" + std::to_string(k++) + "];  // " + decl.range_text() + "\n";
-  if (named_.empty()) return out;
-  out += "  tg::SizeArith a;\n";
+  if (!named_.empty()) out += "  tg::SizeArith a;\n";
   for (const auto& [e, name] : named_)
     out += "  const int64_t " + name + " = int64_t(a.narrow(" + e.code("a", symbol_variable) + "));  // " + e.text() + "\n";
-  out += "  if (a.overflowed()) return " + refusal + ";\n";
+  std::string refused = named_.empty() ? "" : "a.overflowed()";
+  for (const std::string& c : counts_) refused += (refused.empty() ? "" : " || ") + ("!tg::count_fits(" + c + ")");
+  if (!refused.empty()) out += "  if (" + refused + ") return " + refusal + ";\n";
   return out;
 }
 

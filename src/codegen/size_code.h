@@ -21,14 +21,18 @@ class SizeCode {
   std::string of(const Dim& d);
   std::string of(const SizeExpr& e);
   std::string of(int64_t n) { return std::to_string(n); }
-  // The lines (indented by two) declaring what of() named, ending in the refusal of an overflow:
-  // `return <refusal>;` when one of them does not fit.
+  // ... a kernel's count (elements, rows), which the declarations also refuse past
+  // 2^46 (tg::count_fits): the bound the kernel's index arithmetic was simplified under.
+  std::string count(const SizeExpr& e);
+  // The lines (indented by two) declaring what of() named, ending in the refusal of an overflow
+  // or a count past its bound: `return <refusal>;`.
   std::string declarations(const std::string& refusal) const;
 
  private:
   const Symbols& symbols_;
   bool active_;
   std::vector<std::pair<SizeExpr, std::string>> named_;
+  std::vector<std::string> counts_;  // the variables of those that are counts
 };
 
 // The variable holding a symbol's size in generated host code: size_<name>.

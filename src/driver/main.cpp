@@ -55,11 +55,27 @@ void out_of_memory(int error, void*) {
   std::_Exit(kExitBadInput);
 }
 
+// The trace at the sizes `specialize` names; a symbolic trace without them at the first of two
+// probes (run_time_sizes.h), its code to take the sizes at run time.
+tg::Trace read_or_probe(const std::string& file, const tg::SymbolValues& specialize, std::optional<tg::SizeProbes>& probes) {
+  try {
+    return tg::read_input_file(file, specialize);
+  } catch (const tg::SizesNotGiven& e) {
+    std::variant<tg::SizeProbes, std::string> chosen = tg::choose_probes(e.symbols);
+    if (const std::string* why = std::get_if<std::string>(&chosen)) throw tg::UserError("", *why);
+    probes = std::get<tg::SizeProbes>(chosen);
+  }
+  tg::Trace trace = tg::read_input_file(file, probes->first);
+  trace.sizes_at_run_time = true;
+  return trace;
+}
+
 int validate(const std::vector<std::string>& files, const tg::SymbolValues& specialize) {
   int status = 0;
   for (const std::string& file : files) {
     try {
-      tg::Trace t = tg::read_input_file(file, specialize);
+      std::optional<tg::SizeProbes> probes;  // (without sizes: checked at a size in range)
+      tg::Trace t = read_or_probe(file, specialize, probes);
       // Decomposition and autograd refuse some traces the reader accepts (an op with no gradient
       // on a requires-grad path); validate reports what generation would.
       tg::PipelineOptions through_autograd;
@@ -110,21 +126,6 @@ tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options)
   tg::ResumedTrace listing = tg::read_to_resume(r.trace_file, after);
   options.resume = std::move(listing.resume);
   return std::move(listing.trace);
-}
-
-// The trace at the sizes `specialize` names; a symbolic trace without them at the first of two
-// probes (run_time_sizes.h), its code to take the sizes at run time.
-tg::Trace read_or_probe(const std::string& file, const tg::SymbolValues& specialize, std::optional<tg::SizeProbes>& probes) {
-  try {
-    return tg::read_input_file(file, specialize);
-  } catch (const tg::SizesNotGiven& e) {
-    std::variant<tg::SizeProbes, std::string> chosen = tg::choose_probes(e.symbols);
-    if (const std::string* why = std::get_if<std::string>(&chosen)) throw tg::UserError("", *why);
-    probes = std::get<tg::SizeProbes>(chosen);
-  }
-  tg::Trace trace = tg::read_input_file(file, probes->first);
-  trace.sizes_at_run_time = true;
-  return trace;
 }
 
 // A folder taking its sizes at run time is the one generated at the first probe; it is written

@@ -107,13 +107,6 @@ DType scalar_type(Json j, const Path& where) {
   throw UserError(where.str(), "ScalarType " + std::to_string(code) + " is not a dtype thunder-gen generates code for (b8, u8, i8-i64, f16, bf16, f32, f64)");
 }
 
-// A SymInt argument: its size; in a program with symbols, {"size": its expression} (a literal
-// integer's a constant), so that the trace knows what it is at every size.
-json sym_int_argument(Json symint, const Path& at, const SymIntSizes& sizes) {
-  if (sizes.symbols().empty()) return sizes.size(symint, at);
-  return json{{"size", sizes.expression(symint, at).text()}};
-}
-
 json argument(Json j, const Path& where, const SymIntSizes& sizes) {
   auto [member, value] = member_of(j, where, "Argument");
   const Path at(where, member);
@@ -124,11 +117,11 @@ json argument(Json j, const Path& where, const SymIntSizes& sizes) {
   if (member == "as_optional_tensors") return list_of(value, at, optional_tensor);
   if (member == "as_int") return integer_at(value, at);
   if (member == "as_ints") return list_of(value, at, int_argument);
-  if (member == "as_sym_int") return sym_int_argument(value, at, sizes);
+  if (member == "as_sym_int") return sizes.size(value, at);
   if (member == "as_sym_ints") {
     json list = json::array();
     size_t i = 0;
-    for (Json element : list_at(value, at)) list.push_back(sym_int_argument(element, Path(at, i++), sizes));
+    for (Json element : list_at(value, at)) list.push_back(sizes.size(element, Path(at, i++)));
     return list;
   }
   if (member == "as_float") return float_at(value, at);

@@ -24,6 +24,16 @@ void open_declaration(JsonWriter& m, const Value& v) {
   }
 }
 
+// Extension: "sizes", a shape as expressions over the symbols where it depends on them.
+void write_sizes(JsonWriter& m, const Shape& shape) {
+  m.key("sizes").open('[');
+  for (const Dim& d : shape) {
+    if (d.symbolic()) m.value(d.expr()->text());
+    else m.value(int64_t(d));
+  }
+  m.close(']');
+}
+
 // "inputs" and "outputs": the trace's, with (extensions) each one's harness file, its gradient's
 // and its cotangent's.
 void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* training) {
@@ -120,6 +130,7 @@ void write_entry_points(JsonWriter& m, const Trace& t, const Partition* training
       m.open('{').member("name", p.name).member("kind", p.kind).member("of", p.of).member("value", p.value_name);
       if (v.is_scalar) m.member("scalar", dtype_name(v.dtype));
       else m.array("shape", v.shape).member("dtype", dtype_name(v.dtype)).member("storage", v.bit_packed ? "bitmask" : "dense").member("bytes", stored_bytes(v));
+      if (!v.is_scalar && e->takes_sizes) write_sizes(m, v.shape);  // (the shape is at one size in range)
       m.member("writes", p.writes).close('}');
     }
     m.close(']');

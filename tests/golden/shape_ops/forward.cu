@@ -275,9 +275,10 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
     tg::store_run(g_t24, run * 4, w_t24);
   }
   for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t d1 = i % 48;
     int16_t v_t21;
     float v_t24;
-    element_shape_ops_pointwise_t21(i, tg::load(g_y, i), tg::load(g_v, i % 48), v_t21, v_t24);
+    element_shape_ops_pointwise_t21(i, tg::load(g_y, i), tg::load(g_v, d1), v_t21, v_t24);
     tg::store(g_t21, i, v_t21);
     tg::store(g_t24, i, v_t24);
   }
