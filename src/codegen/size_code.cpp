@@ -17,10 +17,9 @@ std::string SizeCode::of(const SizeExpr& e) {
   if (std::optional<int64_t> n = e.constant()) return std::to_string(*n);
   const std::vector<std::string> names = e.symbols();
   if (names.size() == 1 && e == SizeExpr::symbol(names[0])) return symbol_variable(names[0]);
-  auto known = std::find_if(named_.begin(), named_.end(), [&](const auto& n) { return n.first == e; });
-  if (known != named_.end()) return known->second;
-  named_.emplace_back(e, "size" + std::to_string(named_.size()));
-  return named_.back().second;
+  auto [at, fresh] = name_of_.try_emplace(e, "size" + std::to_string(named_.size()));
+  if (fresh) named_.emplace_back(e, at->second);
+  return at->second;
 }
 
 std::string SizeCode::count(const SizeExpr& e) {

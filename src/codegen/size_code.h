@@ -4,6 +4,7 @@
 // tg::SizeArith (tg_sizes.h: an overflow is a refusal, never a wrapped size). A size that does not
 // depend on them stays a number, as in every other folder.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,8 @@ class SizeCode {
  private:
   const Symbols& symbols_;
   bool active_;
-  std::vector<std::pair<SizeExpr, std::string>> named_;
+  std::vector<std::pair<SizeExpr, std::string>> named_;  // in the order named
+  std::map<SizeExpr, std::string> name_of_;               // ... found by expression
   std::vector<std::string> counts_;  // the variables of those that are counts
 };
 

@@ -129,14 +129,17 @@ tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options)
 }
 
 // A folder taking its sizes at run time is the one generated at the first probe; it is written
-// only when the code generated at the second is the same.
-void check_code_at_second_probe(const std::string& file, const tg::SizeProbes& probes, const tg::PipelineOptions& options, const tg::FileSet& first) {
+// only when the code generated at the second is the same. Returns the second run's result, for
+// the caller to free with its own (at exit: see generate()).
+tg::PipelineResult check_code_at_second_probe(const std::string& file, const tg::SizeProbes& probes, const tg::PipelineOptions& options,
+                                              const tg::FileSet& first) {
   tg::Trace trace = tg::read_input_file(file, probes.second);
   trace.sizes_at_run_time = true;
-  const tg::PipelineResult second = tg::run_pipeline(std::move(trace), options, std::cerr);
+  tg::PipelineResult second = tg::run_pipeline(std::move(trace), options, std::cerr);
   if (std::optional<std::string> difference = tg::code_difference(first, second.files, probes))
     throw tg::UserError("", "the generated code depends on the sizes other than through the symbols, so one folder cannot serve every size: " +
                                 *difference + "; name the sizes with --specialize");
+  return second;
 }
 
 int generate(const Request& r) {
@@ -174,7 +177,11 @@ int generate(const Request& r) {
     std::cout << result.stopped_text;
     return 0;
   }
-  if (probes) check_code_at_second_probe(file, *probes, options, result.files);
+  tg::PipelineResult second_probe;
+  if (probes) {
+    result.work.reset();  // (its memory, reused by the second run, keeps the peak one run's)
+    second_probe = check_code_at_second_probe(file, *probes, options, result.files);
+  }
   if (r.check) return check_folder(out_dir, result.files, r.diff_lines);
   start = std::chrono::steady_clock::now();
   try {
