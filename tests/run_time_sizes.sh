@@ -4,11 +4,12 @@
 # --specialize, built once each for host emulation (AddressSanitizer and UBSan) and run at four
 # sizes: 1, odd sizes, a size that is no multiple of 16, the range's largest. At each size every
 # output, saved value and gradient must be byte for byte what a folder specialised to that size
-# writes from the same drawn inputs (specialised folders match eager: check_example.sh, pt2.sh).
+# writes from the same drawn inputs (specialised folders match eager: check_example.sh, pt2.sh),
+# and nvcc makes of its kernels what it makes of the specialised ones (16-byte runs, registers).
 # Then what the C API (tests/tools/run_time_entry_check.cpp) and the harness refuse: sizes out of
 # range, NULL or overflowing sizes, inputs whose shapes disagree, --sizes on a folder of fixed
 # sizes; and a symbolic trace whose code cannot take its sizes at run time is
-# refused naming the kernel, writing nothing. Tools from the environment: THUNDER_GEN, CXX.
+# refused naming the kernel, writing nothing. Tools from the environment: THUNDER_GEN, CXX, NVCC.
 set -u
 work=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +42,24 @@ every_size() {
 }
 every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
 every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1 batch=3,seq=3 batch=8,seq=17 batch=8,seq=32
+
+# What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
+# largest sizes kept, registers within 10% (tests/ptx_compare.py), and nothing spills
+# (tests/ptx_check.py, as for every example).
+device_code() {  # FOLDER: the kernels compiled for sm_90 with their PTX and ptxas report
+  local cu
+  for cu in forward backward; do
+    mkdir -p "$1/keep"
+    (cd "$1" && "${NVCC:?}" -arch=sm_90 -std=c++17 -cubin -o "$cu.cubin" "$cu.cu" -I. -Xptxas -v -keep -keep-dir keep 2>"$cu.ptxas.log")
+  done
+}
+for name in block mlp; do
+  largest=$(ls -d "$name"-at-* | sort -t= -k3 -n | tail -1)
+  device_code "$name" && device_code "$largest"
+  check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" "$name" "$largest" forward backward
+  check "$name-ptx-runs-no-spills" sh -c "python3 '$here/ptx_check.py' '$name/forward.cu' '$name/keep/forward.ptx' '$name/forward.ptxas.log' &&
+                                          python3 '$here/ptx_check.py' '$name/backward.cu' '$name/keep/backward.ptx' '$name/backward.ptxas.log'"
+done
 
 # Inputs read from files bind the sizes themselves: the outputs at B=3,T=7 again.
 mkdir inputs && cp "out-block-B=3,T=7"/{x,ln_w,ln_b,w1,b1,w2,b2,cotangent_out}.npy inputs/
