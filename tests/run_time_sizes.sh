@@ -61,6 +61,12 @@ for name in block mlp; do
                                           python3 '$here/ptx_check.py' '$name/backward.cu' '$name/keep/backward.ptx' '$name/backward.ptxas.log'"
 done
 
+# The folder's own CMakeLists.txt builds it for the GPU (nvcc, sm_90), each file its own
+# translation unit as a deployment compiles them (the emulated builds above are one unit).
+PATH=$PATH:$(dirname "${NVCC:?}") cmake -S block -B block-nvcc -DTG_MODE=nvcc -DCMAKE_BUILD_TYPE=Release >block-nvcc.log 2>&1 &&
+  cmake --build block-nvcc >>block-nvcc.log 2>&1
+check builds-for-the-gpu [ -x block-nvcc/harness ]
+
 # Inputs read from files bind the sizes themselves: the outputs at B=3,T=7 again.
 mkdir inputs && cp "out-block-B=3,T=7"/{x,ln_w,ln_b,w1,b1,w2,b2,cotangent_out}.npy inputs/
 block/harness --quiet --inputs inputs --outputs out-read 2>err.txt

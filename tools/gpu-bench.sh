@@ -78,7 +78,8 @@ if ((!dry_run)); then
 fi
 build() {  # build CASE_DIR: compile one case's harness, unless one built elsewhere starts here
   local d=$1
-  [[ -x $d/out/harness ]] && "$d/out/harness" --bad-argument 2>&1 | grep -q "unknown argument" && return 0
+  # (its usage error ends the pipe's first command with 2: not what pipefail should see)
+  [[ -x $d/out/harness ]] && { "$d/out/harness" --bad-argument 2>&1 || true; } | grep -q "unknown argument" && return 0
   (cd "$d/out" && "$nvcc" -O3 -arch="$arch" -std=c++17 -I. -DTG_GPU -o harness forward.cu backward.cu harness.cpp \
       -lcublasLt) >"$d/build.log" 2>&1 || { echo "gpu-bench: $(basename "$d"): build failed (see $d/build.log)"; return 1; }
 }

@@ -13,7 +13,9 @@
 # and examples/corpus/ (every output and gradient against the emulation's, NVRTC against nvcc),
 # each under a time limit (BENCH_TIMEOUT, CHECK_TIMEOUT seconds; CHECK_JOBS in parallel, 14 of
 # the machine's 16 CPUs by default; CHECK_EXAMPLES: other examples).
-# $OUT gets bench.txt, check.txt and logs.tar.gz; the two tables are printed last.
+# Then gpu-sizes.sh --run (SIZES_TIMEOUT): one folder for every size against folders specialised
+# to each size (--prepare built them).
+# $OUT gets bench.txt, check.txt, sizes.txt and logs.tar.gz; the tables are printed last.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 carry=$ROOT/.devcarry
@@ -32,6 +34,7 @@ case ${1:-} in
     printf '#!/bin/sh\nlib=$(dirname "$(readlink -f "$0")")/lib\nLD_LIBRARY_PATH=$lib exec "$lib/thunder-gen" "$@"\n' >"$carry/thunder-gen"
     chmod +x "$carry/thunder-gen"
     "$ROOT/tools/gpu-bench.sh" --prepare --out "$carry/bench"
+    "$ROOT/tools/gpu-sizes.sh" --prepare "$carry/sizes"
     # Every example's results under host emulation (inputs, outputs, gradients): what the GPU must
     # reproduce. ctest checks these against LibTorch (example.*.emu, corpus.*.emu).
     expect() {
@@ -58,8 +61,10 @@ case ${1:-} in
     timeout "${CHECK_TIMEOUT:-240}" "$ROOT/tools/gpu-check.sh" --out /tmp/check --jobs "${CHECK_JOBS:-14}" --expected "$carry/expected" \
       ${CHECK_EXAMPLES:-"$ROOT"/examples/*.json "$ROOT"/examples/corpus/*.json} >"$out/check-progress.txt" 2>&1
     cp /tmp/check/summary.txt "$out/check.txt" 2>/dev/null
+    timeout "${SIZES_TIMEOUT:-120}" "$ROOT/tools/gpu-sizes.sh" --run "$carry/sizes" >"$out/sizes.txt" 2>&1
     (cd /tmp && tar czf "$out/logs.tar.gz" --exclude='*.npy' --exclude=harness --exclude='harness_*' bench check 2>/dev/null)
     echo "==== gpu-check"; cat "$out/check.txt" 2>/dev/null || tail -20 "$out/check-progress.txt"
+    echo "==== gpu-sizes"; tail -8 "$out/sizes.txt"
     echo "==== gpu-bench"; cat /tmp/bench/table.txt 2>/dev/null || tail -20 "$out/bench.txt"
     ;;
   *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;

@@ -252,7 +252,8 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
   out << comment_line("Runs " + forward.name + (backward ? " then " + backward->name : "") +
                       " on inputs from --inputs DIR (or seeded draws) and writes .npy files to --outputs DIR.");
   const bool distributed = forward.takes_comm;
-  out << "#include \"tg_harness.h\"\n" << (distributed ? "#include \"tg_ranks.h\"\n" : "") << "#include " << cpp_string(forward.header) << "\n\n";
+  out << "#include \"tg_harness.h\"\n" << (distributed ? "#include \"tg_ranks.h\"\n" : "") << (forward.takes_sizes ? "#include \"tg_sizes.h\"\n" : "")
+      << "#include " << cpp_string(forward.header) << "\n\n";
   if (distributed) {
     out << comment_line("One rank of the job (tg_ranks.h starts them: threads under emulation, processes as torchrun starts them on GPUs);");
     out << comment_line("it reads --inputs DIR/rank<r>/ and writes --outputs DIR/rank<r>/.");
