@@ -315,6 +315,8 @@ TG_OUT_OF_LINE std::vector<int64_t> Harness::bind_sizes(const std::vector<const 
                                                         const std::vector<std::pair<const char*, ShapeAt>>& inputs, const BindSizesTo& bind) {
   std::string rest = sizes_text_, said;
   sizes_text_.clear();
+  if (!rest.empty() && rest.back() == ',') usage("--sizes: a trailing comma");
+  std::vector<bool> given(symbols.size());
   while (!rest.empty()) {  // NAME=N[,NAME=N...]
     const std::string item = rest.substr(0, rest.find(','));
     rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : "";
@@ -322,6 +324,8 @@ TG_OUT_OF_LINE std::vector<int64_t> Harness::bind_sizes(const std::vector<const 
     size_t k = 0;
     while (eq != std::string::npos && k < symbols.size() && item.substr(0, eq) != symbols[k]) ++k;
     if (eq == std::string::npos || k == symbols.size()) usage(("--sizes: '" + item + "' is not NAME=N for a symbol of this folder").c_str());
+    if (given[k]) usage(("--sizes: " + std::string(symbols[k]) + " is given twice").c_str());
+    given[k] = true;
     drawn_at[k] = number<int64_t>("--sizes", item.substr(eq + 1), true);
   }
   for (size_t k = 0; k < symbols.size(); ++k) said += (k ? "," : "") + std::string(symbols[k]) + "=" + std::to_string(drawn_at[k]);

@@ -27,8 +27,8 @@ run validate "$root/tests/bad/unknown_op.json"; check validate-bad rc 1
 # time; a size for some symbols only is refused naming the one missing and the flag; the flag's
 # text and sizes checked; a size recorded where the folder and the plan say it.
 sym=$root/examples/symbolic/symbolic_block.json
-run "$sym" -o gen;                   check symbolic-run-time-sizes rc 0; check symbolic-run-time-entry has gen/include/symbolic_block.h "const int64_t\* sizes,"
-check symbolic-run-time-workspace has gen/include/symbolic_block.h "size_t symbolic_block_workspace_bytes(const int64_t\* sizes);"
+run "$sym" -o gen;                   check symbolic-run-time-sizes rc 0; check symbolic-run-time-entry has gen/include/symbolic_block.h "const int64_t\* tg_sizes,"
+check symbolic-run-time-workspace has gen/include/symbolic_block.h "size_t symbolic_block_workspace_bytes(const int64_t\* tg_sizes);"
 rm -rf gen
 run "$sym" -o gen --specialize B=3;  check symbolic-needs-every-size rc 1; check symbolic-needs-every-size-text has err.txt "/symbols/T: error: the trace's sizes depend on T (1 <= T <= 40); .* --specialize T=<size>"
 check symbolic-refused-wrote-nothing [ ! -e gen ]

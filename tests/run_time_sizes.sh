@@ -92,6 +92,10 @@ run block/harness --sizes C=2
 check unknown-symbol rc 2; check unknown-symbol-words has err.txt "'C=2' is not NAME=N for a symbol of this folder"
 run block/harness --sizes B=x
 check bad-size rc 2; check bad-size-words has err.txt "\-\-sizes needs a non-negative integer"
+run block/harness --sizes B=3,B=4
+check size-twice rc 2; check size-twice-words has err.txt "B is given twice"
+run block/harness --sizes B=3,
+check trailing-comma rc 2; check trailing-comma-words has err.txt "a trailing comma"
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 
@@ -101,4 +105,8 @@ run "$THUNDER_GEN" "$attention" -o refused
 check not-generic-refused rc 1
 check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in attention_dynamic_[a-z_0-9]*).*--specialize"
 check not-generic-wrote-nothing [ ! -e refused ]
+# A size that may be 0 in a matrix product: refused, naming it.
+sed 's/"B": {"min": 1/"B": {"min": 0/' "$root/examples/symbolic/symbolic_block.json" >min0.json
+run "$THUNDER_GEN" min0.json -o refused
+check zero-size-refused rc 1; check zero-size-words has err.txt "the matrix product computing h has a size, B\*T, that is 0 at sizes the symbols allow"
 finish

@@ -35,6 +35,11 @@ std::string gemm_shape(const Trace& t, const Op& op, SizeCode& sizes) {
     m = multiply_dims(m, batch);
     batch = Dim::constant(1);
   }
+  if (sizes.active())
+    for (const Dim* d : {&batch, &m, &n, &k})
+      if (d->symbolic() && range_of(*d->expr(), t.symbols).lo < 1)
+        throw UserError("", "the matrix product computing " + t.value(op.outs[0]).name + " has a size, " + d->expr()->text() +
+                                ", that is 0 at sizes the symbols allow; raise their min, or name the sizes with --specialize");
   std::string s = "tg::GemmShape{" + sizes.of(batch) + ", " + sizes.of(m) + ", " + sizes.of(n) + ", " + sizes.of(k) + ", " + (b_batched ? "true" : "false");
   if (transpose_a || transpose_b) s += std::string(", ") + (transpose_a ? "true" : "false") + ", " + (transpose_b ? "true" : "false");
   return s + "}";
@@ -58,7 +63,7 @@ std::vector<std::string> definition_params(const EntryPoint& entry) {
   std::vector<std::string> params;
   for (const EntryParam& p : entry.params) params.push_back(p.c_type + " " + p.name);
   if (entry.takes_comm) params.push_back("thunder_gen_comm comm");
-  if (entry.takes_sizes) params.push_back("const int64_t* sizes");
+  if (entry.takes_sizes) params.push_back("const int64_t* tg_sizes");
   params.push_back("void* workspace");
   params.push_back("thunder_gen_stream handle");
   return params;
@@ -180,8 +185,10 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   for (const Arg& a : k.args) args.push_back(c.values.pointer.at(a.value));
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
   if (launch.count) args.push_back(count);
-  const std::string indent = launch.count ? "    " : "  ";
-  if (launch.count) out << "  if (" << count << " > 0)  // (no launch of nothing)\n";
+  // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.
+  const bool guarded = launch.count && launch.fixed_grid == 0;
+  const std::string indent = guarded ? "    " : "  ";
+  if (guarded) out << "  if (" << count << " > 0)  // (no launch of nothing)\n";
   out << indent << kir::wrapped_list(indent, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
 }
 
@@ -264,7 +271,7 @@ void write_entry_point(const Trace& fused, const KernelProgram& program, const E
     out << "  TG_TRY(tg::copy_on_device(" << name << ", " << program.values.pointer.at(v) << ", " << stored_bytes_code(fused, fused.value(v), sizes) << ", stream));\n";
   out << "  return tg::kOk;\n";
   out << "}\n#endif  // __CUDACC_RTC__\n";
-  if (entry.takes_sizes) file << "  if (!sizes) return tg::kNullPointer;\n" << sizes.declarations("tg::kBadSizes");
+  if (entry.takes_sizes) file << "  if (!tg_sizes) return tg::kNullPointer;\n" << sizes.declarations("tg::kBadSizes");
   file << out.str();
 }
 

@@ -25,8 +25,8 @@ class SizeCode {
   // ... a kernel's count (elements, rows), which the declarations also refuse past
   // 2^46 (tg::count_fits): the bound the kernel's index arithmetic was simplified under.
   std::string count(const SizeExpr& e);
-  // The lines (indented by two) declaring what of() named, ending in the refusal of an overflow
-  // or a count past its bound: `return <refusal>;`.
+  // The lines (indented by two) declaring what of() named, ending in the refusal of a size
+  // outside its symbol's declaration, an overflow or a count past its bound: `return <refusal>;`.
   std::string declarations(const std::string& refusal) const;
 
  private:
@@ -37,7 +37,7 @@ class SizeCode {
   std::vector<std::string> counts_;  // the variables of those that are counts
 };
 
-// The variable holding a symbol's size in generated host code: size_<name>.
+// The variable holding a symbol's size in generated host code: tg_size_<name> (no parameter starts with tg_).
 std::string symbol_variable(const std::string& name);
 
 }  // namespace tg

@@ -1,9 +1,12 @@
 #include "driver/run_time_sizes.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace tg {
 
@@ -73,6 +76,23 @@ std::string enclosing_function(const std::vector<std::string>& lines, std::vecto
   return "";
 }
 
+// What manifest.json says of the shapes at every size: each input's and each entry-point
+// parameter's "sizes", as "where: sizes" lines (Python allocates from them).
+std::vector<std::string> manifest_sizes(const FileSet& files) {
+  std::vector<std::string> lines;
+  const auto manifest = std::find_if(files.begin(), files.end(), [](const auto& f) { return f.first == "manifest.json"; });
+  if (manifest == files.end()) return lines;
+  const nlohmann::json m = nlohmann::json::parse(manifest->second);
+  auto add = [&](const std::string& what, const nlohmann::json& v) {
+    if (v.is_object() && v.contains("sizes")) lines.push_back(what + " " + v.at("name").dump() + ": " + v.at("sizes").dump());
+  };
+  for (const auto& input : m.at("inputs")) add("input", input);
+  for (const auto& [entry, e] : m.at("entry_points").items())
+    if (e.is_object())
+      for (const auto& p : e.at("params")) add(entry + " parameter", p);
+  return lines;
+}
+
 bool is_generated_code(const std::string& name) {
   const bool code = name.ends_with(".cu") || name.ends_with(".h") || name.ends_with(".cpp") || name.ends_with(".cuh");
   return code && !name.starts_with("tg_");
@@ -80,13 +100,26 @@ bool is_generated_code(const std::string& name) {
 
 }  // namespace
 
+// The second probe's size: the first moved by a step of its own (a prime from 5 up, another for
+// each symbol, so that neither T - B nor T//2 nor T//3 is the same at both probes), by a smaller
+// one where the range ends first, else by as little as the range allows.
+std::optional<int64_t> second_size(const SymbolDecl& d, int64_t first, size_t symbol_index) {
+  static constexpr int64_t kSteps[] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43};
+  constexpr size_t kCount = std::size(kSteps);
+  for (size_t k = 0; k < kCount; ++k) {
+    const int64_t step = kSteps[(symbol_index + kCount - k) % kCount];  // its own, then smaller ones
+    if (d.multiple_of <= (d.max - first) / step && d.allows(first + step * d.multiple_of)) return first + step * d.multiple_of;
+  }
+  return allowed_from(d, first + 1);
+}
+
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
   SizeProbes probes;
-  std::set<int64_t> taken_first, taken_second;
+  std::set<int64_t> taken_first;
+  size_t index = 0;
   for (const auto& [name, decl] : symbols.all()) {
     const std::optional<int64_t> first = free_size(decl, 2, taken_first);
-    std::optional<int64_t> second = first ? free_size(decl, *first + 1, taken_second) : std::nullopt;
-    if (first && !second) second = allowed_from(decl, *first + 1);  // apart from the others where it can be
+    const std::optional<int64_t> second = first ? second_size(decl, *first, index++) : std::nullopt;
     if (!first || !second)
       return name + " allows fewer than two sizes from 2 up (" + decl.range_text() + "), too few to check that the code does not depend on it: name its size with --specialize";
     probes.first[name] = *first;
@@ -112,6 +145,10 @@ std::optional<std::string> code_difference(const FileSet& first, const FileSet& 
     return name + " code line " + std::to_string(at_a - a.begin() + 1) + enclosing_function(a, at_a) + ": " + quoted(a, at_a) + " at " +
            sizes_text(probes.first) + ", " + quoted(b, at_b) + " at " + sizes_text(probes.second);
   }
+  const std::vector<std::string> a = manifest_sizes(first), b = manifest_sizes(second);
+  if (const auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end()); at_a != a.end() || at_b != b.end())
+    return "manifest.json: " + (at_a != a.end() ? *at_a : std::string("nothing")) + " at " + sizes_text(probes.first) + ", " +
+           (at_b != b.end() ? *at_b : std::string("nothing")) + " at " + sizes_text(probes.second);
   return std::nullopt;
 }
 

@@ -13,9 +13,10 @@
 
 namespace tg {
 
-// Two sizes for each symbol, each at least 2 (a size of 1 is where broadcasting could differ) and
-// apart from the other symbols' (so that B*T and T*T differ), the second above the first; or why
-// there are none: a symbol that allows fewer than two sizes from 2 up.
+// Two sizes for each symbol, each at least 2 (a size of 1 is where broadcasting could differ), the
+// first apart from the other symbols' (so that B*T and T*T differ), the second the first moved by
+// a step of the symbol's own (run_time_sizes.cpp); or why there are none: a symbol that allows
+// fewer than two sizes from 2 up.
 struct SizeProbes {
   SymbolValues first, second;
 };
@@ -23,7 +24,8 @@ std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
 
 // The first difference between the code of two folders generated at the probes, comments aside
 // (comments show the sizes of the run that wrote them): "forward.cu line 40: `...` at B=2, T=3,
-// `...` at B=3, T=5"; nothing when the code is the same.
+// `...` at B=3, T=5"; then between the shapes manifest.json gives as expressions; nothing when
+// both are the same.
 std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes);
 
 }  // namespace tg

@@ -102,7 +102,7 @@ std::string call(const EntryPoint& entry, const std::vector<std::string>& vars) 
   std::string s = "return ::" + entry.name + "(";
   for (size_t i = 0; i < vars.size(); ++i) s += argument(entry.params.at(i), vars[i]) + ", ";
   if (entry.takes_comm) s += "rank.comm, ";
-  if (entry.takes_sizes) s += "sizes.data(), ";
+  if (entry.takes_sizes) s += "tg_sizes.data(), ";
   return s + "workspace, static_cast<thunder_gen_stream>(stream));";
 }
 
@@ -192,7 +192,7 @@ int64_t default_draw_size(const SymbolDecl& d) {
 }
 
 // A folder taking its sizes at run time: the call's sizes bound from the inputs' shapes (their .npy
-// headers, or drawn at --sizes, by default the sizes of the trace's comments), as `sizes`.
+// headers, or drawn at --sizes, by default each symbol's smallest from 2 up), as `tg_sizes`.
 void bind_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& t, const HarnessFiles& files) {
   out << comment_line("The trace's sizes are taken at run time: bound from the inputs' shapes (" + sizes.function + "); inputs not read", "  ");
   out << comment_line("are drawn at --sizes NAME=N,..., by default each symbol's smallest size from 2 up.", "  ");
@@ -201,7 +201,7 @@ void bind_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& 
     names += (k ? ", " : "") + cpp_string(sizes.symbols[k].name);
     drawn_at += (k ? ", " : "") + std::to_string(default_draw_size(sizes.symbols[k]));
   }
-  out << "  const std::vector<int64_t> sizes = h.bind_sizes({" << names << "}, {" << drawn_at << "}, {\n";
+  out << "  const std::vector<int64_t> tg_sizes = h.bind_sizes({" << names << "}, {" << drawn_at << "}, {\n";
   for (const SizeBinding::Input& in : sizes.inputs) {
     size_t k = 0;
     while (t.value(t.inputs[k]).name != in.name) ++k;
@@ -270,8 +270,9 @@ std::string emit_harness(const Trace& t, const Partition* training, const EntryP
   Buffers buffers(buffer_lines, t, files, sizes);
   buffers.declare_inputs_and_outputs();
   if (training) buffers.declare_training(*training);
-  out << sizes.declarations("1") << buffer_lines.str();
-  out << "  void* workspace = h.workspace(::" << t.name << "_workspace_bytes(" << (sizes.active() ? "sizes.data()" : "") << "));  // null unless --workspace\n";
+  out << sizes.declarations("(std::fprintf(stderr, \"%s: the shapes at these sizes overflow int64\\n\", " + cpp_string(t.name) + "), 1)")
+      << buffer_lines.str();
+  out << "  void* workspace = h.workspace(::" << t.name << "_workspace_bytes(" << (sizes.active() ? "tg_sizes.data()" : "") << "));  // null unless --workspace\n";
   out << "  return h.run({\n";
   out << "      {\"forward\", [&](tg::Stream stream) { " << call(forward, buffers.forward_vars) << " }},\n";
   if (backward) out << "      {\"backward\", [&](tg::Stream stream) { " << call(*backward, buffers.backward_vars) << " }},\n";

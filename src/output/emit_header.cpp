@@ -68,9 +68,9 @@ std::string declaration(const Trace& run, const EntryPoint& entry, const std::st
     params += "    thunder_gen_comm comm,\n";
   }
   if (entry.takes_sizes) {
-    doc += comment_line("  sizes: the call's size of each symbol, as <trace>_bind_sizes writes them from the inputs' shapes");
-    params += "    const int64_t* sizes,\n";
-    doc += comment_line("  workspace: NULL, or <trace>_workspace_bytes(sizes) bytes of device memory (then nothing is allocated)");
+    doc += comment_line("  tg_sizes: the call's size of each symbol, as <trace>_bind_sizes writes them from the inputs' shapes");
+    params += "    const int64_t* tg_sizes,\n";
+    doc += comment_line("  workspace: NULL, or <trace>_workspace_bytes(tg_sizes) bytes of device memory (then nothing is allocated)");
   } else {
     doc += comment_line("  workspace: NULL, or <trace>_workspace_bytes() bytes of device memory (then nothing is allocated)");
   }
@@ -104,8 +104,8 @@ std::string emit_header(const std::string& trace_name, const std::string& input_
     out << declaration(*run_backward, *backward, "the backward: the gradients of the inputs that require grad, from the cotangents") << "\n";
   if (forward.takes_sizes) {
     out << comment_line("Bytes of device memory a workspace must have at the sizes <trace>_bind_sizes wrote: enough for either entry point");
-    out << comment_line("(0 for NULL sizes or sizes past what a device can hold).");
-    out << "size_t " << trace_name << "_workspace_bytes(const int64_t* sizes);\n";
+    out << comment_line("(0 for NULL sizes, sizes outside the symbols' declarations, or shapes past int64).");
+    out << "size_t " << trace_name << "_workspace_bytes(const int64_t* tg_sizes);\n";
   } else {
     out << comment_line("Bytes of device memory a workspace must have: enough for either entry point.");
     out << "size_t " << trace_name << "_workspace_bytes(void);\n";
@@ -129,8 +129,8 @@ std::string emit_api_functions(const Trace& t, const CudaFile& forward, const Cu
   out << "\n#ifndef __CUDACC_RTC__\n";
   out << comment_line("The workspace: the larger of the forward's and the backward's temporaries (with cuBLASLt's part where they call it).");
   if (sizes.active()) {
-    out << "extern \"C\" size_t " << trace_name << "_workspace_bytes(const int64_t* sizes) {\n";
-    out << "  if (!sizes) return 0;\n" << sizes.declarations("0");
+    out << "extern \"C\" size_t " << trace_name << "_workspace_bytes(const int64_t* tg_sizes) {\n";
+    out << "  if (!tg_sizes) return 0;\n" << sizes.declarations("0");
   } else {
     out << "extern \"C\" size_t " << trace_name << "_workspace_bytes(void) {\n";
   }

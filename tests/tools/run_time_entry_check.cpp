@@ -1,13 +1,15 @@
 // run-time-entry-check: the C API of examples/symbolic/symbolic_block.json's folder generated
 // without --specialize (its sizes taken at run time), as a program that links it calls it
 // (include/symbolic_block.h): the binder writes the sizes of any call in range and refuses one out
-// of range naming the symbol; the entry points refuse NULL sizes and sizes whose arithmetic
-// overflows before touching a pointer; the workspace grows with the sizes and is 0 for NULL.
+// of range naming the symbol; the entry points refuse NULL sizes, sizes outside the symbols'
+// declarations and sizes whose arithmetic overflows before touching a pointer; the workspace grows
+// with the sizes and is 0 for NULL.
 // Built and run under host emulation by tests/run_time_sizes.sh. Exits 0 when all hold, 1 naming
 // each that does not.
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "include/symbolic_block.h"
 
@@ -40,12 +42,17 @@ int main() {
   float* out = dummy;
   check(symbolic_block_forward(in, in, in, in, in, in, in, out, out, out, out, nullptr, nullptr, nullptr) == THUNDER_GEN_NULL_POINTER,
         "the forward refuses NULL sizes");
-  const int64_t huge[2] = {int64_t(1) << 40, int64_t(1) << 40};
-  check(symbolic_block_forward(in, in, in, in, in, in, in, out, out, out, out, huge, nullptr, nullptr) == THUNDER_GEN_BAD_SIZES,
-        "the forward refuses sizes whose products overflow (B = T = 2^40)");
-  const int64_t past_a_device[2] = {int64_t(1) << 23, int64_t(1) << 23};  // B*T = 2^46 rows: 2^52 elements
-  check(symbolic_block_forward(in, in, in, in, in, in, in, out, out, out, out, past_a_device, nullptr, nullptr) == THUNDER_GEN_BAD_SIZES,
-        "the forward refuses 2^52 elements, past what a kernel's count may be");
+  // Sizes a caller wrote itself are checked against the symbols' declarations before any use.
+  for (const auto& [b, t, what] : {std::tuple{int64_t(9), int64_t(7), "B=9, past B's max"}, std::tuple{int64_t(0), int64_t(7), "B=0, below B's min"},
+                                   std::tuple{int64_t(3), int64_t(41), "T=41, past T's max"},
+                                   std::tuple{int64_t(1) << 40, int64_t(1) << 40, "B = T = 2^40, whose products overflow"}}) {
+    const int64_t bad[2] = {b, t};
+    check(symbolic_block_forward(in, in, in, in, in, in, in, out, out, out, out, bad, nullptr, nullptr) == THUNDER_GEN_BAD_SIZES,
+          std::string("the forward refuses ") + what);
+    check(symbolic_block_backward(in, in, in, in, in, in, in, in, in, in, out, out, out, out, out, out, out, bad, nullptr, nullptr) ==
+              THUNDER_GEN_BAD_SIZES,
+          std::string("the backward refuses ") + what);
+  }
 
   const int64_t small[2] = {1, 1}, large[2] = {8, 40};
   check(symbolic_block_workspace_bytes(nullptr) == 0, "no workspace for NULL sizes");
