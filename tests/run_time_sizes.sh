@@ -5,7 +5,9 @@
 # sizes: 1, odd sizes, a size that is no multiple of 16, the range's largest. At each size every
 # output, saved value and gradient must be byte for byte what a folder specialised to that size
 # writes from the same drawn inputs (specialised folders match eager: check_example.sh, pt2.sh),
-# and nvcc makes of its kernels what it makes of the specialised ones (16-byte runs, registers).
+# and nvcc makes of its kernels what it makes of the specialised ones (16-byte runs, registers);
+# the folder's CMakeLists.txt builds it for sm_90, and inputs named as the entry points' own
+# variables could be (sizes, a, size0) change nothing.
 # Then what the C API (tests/tools/run_time_entry_check.cpp) and the harness refuse: sizes out of
 # range, NULL or overflowing sizes, inputs whose shapes disagree, --sizes on a folder of fixed
 # sizes; and a symbolic trace whose code cannot take its sizes at run time is
@@ -66,6 +68,16 @@ done
 PATH=$PATH:$(dirname "${NVCC:?}") cmake -S block -B block-nvcc -DTG_MODE=nvcc -DCMAKE_BUILD_TYPE=Release >block-nvcc.log 2>&1 &&
   cmake --build block-nvcc >>block-nvcc.log 2>&1
 check builds-for-the-gpu [ -x block-nvcc/harness ]
+
+# Inputs named as the entry points' own variables could be (sizes, a, size0, size_B): the folder
+# still builds, and runs as the block does.
+sed 's/"ln_w"/"sizes"/g; s/"ln_b"/"a"/g; s/"b1"/"size0"/g; s/"b2"/"size_B"/g' "$root/examples/symbolic/symbolic_block.json" >names.json
+mkdir named && from="out-block-B=3,T=7"
+for pair in x:x ln_w:sizes ln_b:a w1:w1 b1:size0 w2:w2 b2:size_B cotangent_out:cotangent_out; do cp "$from/${pair%%:*}.npy" "named/${pair#*:}.npy"; done
+"$THUNDER_GEN" names.json -o names 2>names.err && "$here/build_emu_harness.sh" names fast 2>>names.err &&
+  names/harness --quiet --inputs named --outputs out-names 2>>names.err
+check clashing-names-build-and-run [ -s out-names/out.npy ]
+check clashing-names-same-output cmp -s "out-block-B=3,T=7/out.npy" out-names/out.npy
 
 # Inputs read from files bind the sizes themselves: the outputs at B=3,T=7 again.
 mkdir inputs && cp "out-block-B=3,T=7"/{x,ln_w,ln_b,w1,b1,w2,b2,cotangent_out}.npy inputs/
