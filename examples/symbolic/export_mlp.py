@@ -23,4 +23,4 @@ class MLP(torch.nn.Module):
 if __name__ == "__main__":
     torch.manual_seed(0)
     thunder_gen.export(MLP(), (torch.randn(2, 5, 64),), path=sys.argv[1] if len(sys.argv) > 1 else "mlp.pt2",
-                       dynamic_shapes={"x": {0: Dim("batch", max=16), 1: Dim("seq", max=128)}})
+                       dynamic_shapes={"x": {0: Dim("batch", min=1, max=16), 1: Dim("seq", min=1, max=128)}})
