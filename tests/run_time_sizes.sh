@@ -44,6 +44,15 @@ every_size() {
 }
 every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
 every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1 batch=3,seq=3 batch=8,seq=17 batch=8,seq=32
+# A pointwise kernel over [T] alone: planned in 16-byte runs at every size (a plan made at the
+# probes' counts, 2 and 7, would differ and refuse it), shorter counts left to the element loop.
+cat >short.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "short_rows", "symbols": {"T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.nn.functional.gelu", "args": ["x"], "out": [{"name": "y", "shape": ["T"], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size short short.json T=1 T=3 T=40
 
 # What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
 # largest sizes kept, registers within 10% (tests/ptx_compare.py), and nothing spills

@@ -76,7 +76,8 @@ class Planner {
     if (widest == 0 && has_packed_output()) widest = 4;
     if (widest == 0 || widest > 8) return 1;
     const int lanes = 16 / widest;
-    return numel(layout_.domain) >= lanes ? lanes : 1;
+    // (Counted at run time, any count: the run loop takes none of a short one, the element loop all.)
+    return t_.taken_at_run_time(numel_dim(layout_.domain)) || numel(layout_.domain) >= lanes ? lanes : 1;
   }
 
   // A row kernel whose rows are neighbours in memory (the last dim is an outer dim: LayerNorm's
@@ -84,7 +85,9 @@ class Planner {
   // one row: its block takes 32 neighbouring rows instead (see lower_reductions.cpp, column kernels).
   bool column_kernel() const {
     if (layout_.outer.empty() || layout_.outer.back() != int64_t(layout_.domain.size()) - 1) return false;
-    return numel(layout_.outer_shape()) % 32 == 0;
+    const Dim rows = numel_dim(layout_.outer_shape());
+    if (t_.taken_at_run_time(rows)) return provably_divisible(*rows.expr(), 32, t_.symbols);  // at every size, or never
+    return rows % 32 == 0;
   }
 
   // Threads per row: the row's length rounded up to a power of two, at most kMaxRowBlock; a row
