@@ -15,8 +15,7 @@ std::string SizeCode::of(const Dim& d) {
 
 std::string SizeCode::of(const SizeExpr& e) {
   if (std::optional<int64_t> n = e.constant()) return std::to_string(*n);
-  const std::vector<std::string> names = e.symbols();
-  if (names.size() == 1 && e == SizeExpr::symbol(names[0])) return symbol_variable(names[0]);
+  if (const std::string name = e.lone_symbol(); !name.empty()) return symbol_variable(name);
   auto [at, fresh] = name_of_.try_emplace(e, "tg_size" + std::to_string(named_.size()));
   if (fresh) named_.emplace_back(e, at->second);
   return at->second;

@@ -12,17 +12,9 @@ namespace tg {
 
 namespace {
 
-// The smallest size the declaration allows from `from` up, if any.
-std::optional<int64_t> allowed_from(const SymbolDecl& d, int64_t from) {
-  int64_t v = std::max(from, d.min);
-  v = (v + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
-  if (v > d.max) return std::nullopt;
-  return v;
-}
-
 // The smallest allowed size from `from` up that no other symbol was given in `taken`.
 std::optional<int64_t> free_size(const SymbolDecl& d, int64_t from, std::set<int64_t>& taken) {
-  for (std::optional<int64_t> v = allowed_from(d, from); v; v = allowed_from(d, *v + 1)) {
+  for (std::optional<int64_t> v = d.smallest_from(from); v; v = d.smallest_from(*v + 1)) {
     if (taken.insert(*v).second) return v;
   }
   return std::nullopt;
@@ -110,7 +102,7 @@ std::optional<int64_t> second_size(const SymbolDecl& d, int64_t first, size_t sy
     const int64_t step = kSteps[(symbol_index + kCount - k) % kCount];  // its own, then smaller ones
     if (d.multiple_of <= (d.max - first) / step && d.allows(first + step * d.multiple_of)) return first + step * d.multiple_of;
   }
-  return allowed_from(d, first + 1);
+  return d.smallest_from(first + 1);
 }
 
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {

@@ -48,6 +48,8 @@ struct SymbolDecl {
   int64_t max = kMaxSymbolSize;
   int64_t multiple_of = 1;
   std::string range_text() const;  // "2 <= T <= 512, a multiple of 16"
+  // The smallest size it allows from `from` up, if any.
+  std::optional<int64_t> smallest_from(int64_t from) const;
   bool allows(int64_t size) const { return size >= min && size <= max && size % multiple_of == 0; }
   bool operator==(const SymbolDecl&) const = default;
 };
@@ -88,6 +90,7 @@ class SizeExpr {
   std::optional<int64_t> constant() const;     // when it is one
   bool is_constant() const { return terms_.empty(); }
   std::vector<std::string> symbols() const;    // the symbols it mentions, sorted, each once
+  std::string lone_symbol() const;             // the symbol it is when it is one alone (`B`), else ""
   // Canonical text in the trace format's grammar: `2*B*T + T//2 + 1`, `max(B, 2)`.
   std::string text() const;
   // The expression as C++ over an object `arith` with add, mul, floordiv, max, min and narrow

@@ -186,10 +186,7 @@ class Buffers {
 
 // The size a harness draws inputs at by default: the smallest allowed from 2 up (1 where that is
 // all the range allows).
-int64_t default_draw_size(const SymbolDecl& d) {
-  const int64_t from_2 = (std::max<int64_t>(d.min, 2) + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
-  return from_2 <= d.max ? from_2 : d.max / d.multiple_of * d.multiple_of;
-}
+int64_t default_draw_size(const SymbolDecl& d) { return d.smallest_from(2).value_or(d.max / d.multiple_of * d.multiple_of); }
 
 // A folder taking its sizes at run time: the call's sizes bound from the inputs' shapes (their .npy
 // headers, or drawn at --sizes, by default each symbol's smallest from 2 up), as `tg_sizes`.
@@ -212,10 +209,9 @@ void bind_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& 
     std::string dims;
     bool arithmetic = false;
     for (const SizeExpr& d : in.sizes) {
-      const std::vector<std::string> names = d.symbols();
-      std::string code = d.constant() ? std::to_string(*d.constant())
-                         : names.size() == 1 && d == SizeExpr::symbol(names[0]) ? symbol_code(names[0])
-                                                                                 : "int64_t(a.narrow(" + d.code("a", symbol_code) + "))";
+      std::string code = d.constant()                ? std::to_string(*d.constant())
+                         : !d.lone_symbol().empty() ? symbol_code(d.lone_symbol())
+                                                    : "int64_t(a.narrow(" + d.code("a", symbol_code) + "))";
       arithmetic = arithmetic || code.starts_with("int64_t(");
       dims += (dims.empty() ? "" : ", ") + code;
     }

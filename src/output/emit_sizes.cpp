@@ -9,12 +9,6 @@ namespace tg {
 
 namespace {
 
-// The symbol a size is when it is one alone (`B`), else "".
-std::string lone_symbol(const SizeExpr& size) {
-  const std::vector<std::string> names = size.symbols();
-  return names.size() == 1 && size == SizeExpr::symbol(names[0]) ? names[0] : "";
-}
-
 size_t symbol_index(const SizeBinding& b, const std::string& name) {
   size_t k = 0;
   while (k < b.symbols.size() && b.symbols[k].name != name) ++k;
@@ -34,7 +28,7 @@ void require_bound_alone(const SizeBinding& b) {
   for (const SymbolDecl& s : b.symbols) {
     bool bound = false;
     for (const SizeBinding::Input& in : b.inputs)
-      for (const SizeExpr& size : in.sizes) bound = bound || lone_symbol(size) == s.name;
+      for (const SizeExpr& size : in.sizes) bound = bound || size.lone_symbol() == s.name;
     if (!bound)
       throw UserError("/symbols/" + s.name, "no input has a dim that is " + s.name +
                                                                      " alone, so a call's size of it cannot be bound from the inputs' shapes; name its size with --specialize");
@@ -57,7 +51,7 @@ void check_dims(std::ostream& out, const SizeBinding& b, size_t i) {
   const std::string shape = "in[" + std::to_string(i) + "]";
   for (size_t d = 0; d < in.sizes.size(); ++d) {
     const SizeExpr& size = in.sizes[d];
-    if (!lone_symbol(size).empty()) continue;
+    if (!size.lone_symbol().empty()) continue;
     const std::string where = shape + ", " + std::to_string(d);
     if (const std::optional<int64_t> n = size.constant()) {
       out << "  if (!b.expect(" << where << ", " << size.code("a", {}) << ")) return b.status();\n";
@@ -136,7 +130,7 @@ std::string bind_sizes_definition(const SizeBinding& b) {
         << ")) return b.status();\n";
   for (size_t i = 0; i < b.inputs.size(); ++i)
     for (size_t d = 0; d < b.inputs[i].sizes.size(); ++d)
-      if (const std::string name = lone_symbol(b.inputs[i].sizes[d]); !name.empty())
+      if (const std::string name = b.inputs[i].sizes[d].lone_symbol(); !name.empty())
         out << "  if (!b.bind(" << symbol_index(b, name) << ", in[" << i << "], " << d << ")) return b.status();  // " << name << "\n";
   out << "  if (!b.in_range()) return b.status();\n";
   for (size_t i = 0; i < b.inputs.size(); ++i) check_dims(out, b, i);
