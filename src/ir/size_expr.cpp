@@ -111,14 +111,6 @@ bool is_size_symbol_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
 }
 
-std::optional<int64_t> SymbolDecl::smallest_from(int64_t from) const {
-  const int64_t at_least = std::max(from, min);
-  if (at_least > max) return std::nullopt;
-  const int64_t v = (at_least + multiple_of - 1) / multiple_of * multiple_of;  // (max <= 2^48: no overflow)
-  if (v > max) return std::nullopt;
-  return v;
-}
-
 std::string SymbolDecl::range_text() const {
   std::string out = std::to_string(min) + " <= " + name + " <= " + std::to_string(max);
   return multiple_of > 1 ? out + ", a multiple of " + std::to_string(multiple_of) : out;
@@ -467,11 +459,6 @@ bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return SizeE
 std::optional<int64_t> SizeExpr::constant() const {
   if (!terms_.empty()) return std::nullopt;
   return constant_;
-}
-
-std::string SizeExpr::lone_symbol() const {
-  const std::vector<std::string> names = symbols();
-  return names.size() == 1 && *this == symbol(names[0]) ? names[0] : "";
 }
 
 std::vector<std::string> SizeExpr::symbols() const {

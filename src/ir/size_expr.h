@@ -12,6 +12,7 @@
 // (`(2*T) // 2` is `T`, `max(B, 0)` is `B`), and range_of / known_multiple / provably_* answer
 // the questions shape rules ask. Arithmetic that would overflow int64 throws SizeExprError.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,8 +49,11 @@ struct SymbolDecl {
   int64_t max = kMaxSymbolSize;
   int64_t multiple_of = 1;
   std::string range_text() const;  // "2 <= T <= 512, a multiple of 16"
-  // The smallest size it allows from `from` up, if any.
-  std::optional<int64_t> smallest_from(int64_t from) const;
+  // The smallest size it allows from `from` up, if any (max <= 2^48: the rounding cannot overflow).
+  std::optional<int64_t> smallest_from(int64_t from) const {
+    const int64_t v = (std::max(from, min) + multiple_of - 1) / multiple_of * multiple_of;
+    return v <= max ? std::optional(v) : std::nullopt;
+  }
   bool allows(int64_t size) const { return size >= min && size <= max && size % multiple_of == 0; }
   bool operator==(const SymbolDecl&) const = default;
 };
@@ -90,7 +94,11 @@ class SizeExpr {
   std::optional<int64_t> constant() const;     // when it is one
   bool is_constant() const { return terms_.empty(); }
   std::vector<std::string> symbols() const;    // the symbols it mentions, sorted, each once
-  std::string lone_symbol() const;             // the symbol it is when it is one alone (`B`), else ""
+  // The symbol it is when it is one alone (`B`), else "".
+  std::string lone_symbol() const {
+    const std::vector<std::string> names = symbols();
+    return names.size() == 1 && *this == symbol(names[0]) ? names[0] : "";
+  }
   // Canonical text in the trace format's grammar: `2*B*T + T//2 + 1`, `max(B, 2)`.
   std::string text() const;
   // The expression as C++ over an object `arith` with add, mul, floordiv, max, min and narrow
