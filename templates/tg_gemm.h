@@ -7,6 +7,8 @@
 // in training it also writes the GELU's input (GELU_AUX, GELU_AUX_BIAS), and a weight gradient's
 // GEMM also writes the bias gradient, the left operand summed over k (BGRADB).
 #pragma once
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -61,6 +63,24 @@ inline bool has_unfused_way(Epilogue e) { return e == Epilogue::gelu_tanh_aux ||
 template <class T>
 int matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias, Epilogue e,
                    NotDeduced<T>* extra);
+
+// A product of more matrices than cuBLASLt's batch count (an int32) takes, as products of at most
+// gemm_batch_slice() of them each (TG_GEMM_BATCH_SLICE=N under emulation, so tests reach it).
+template <class T>
+int matmul_in_batch_slices(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias,
+                           Epilogue e, NotDeduced<T>* extra);
+inline int64_t gemm_batch_slice() {
+#if defined(TG_ON_GPU)
+  return INT32_MAX;
+#else
+  static const int64_t slice = [] {
+    const char* v = std::getenv("TG_GEMM_BATCH_SLICE");
+    const long long n = v ? std::atoll(v) : 0;
+    return n > 0 && n < INT32_MAX ? int64_t(n) : int64_t(INT32_MAX);
+  }();
+  return slice;
+#endif
+}
 
 // GELU, tanh approximation, as cuBLASLt's epilogue and torch's approximate='tanh' define it.
 template <class Acc> Acc gelu_tanh(Acc x) {
@@ -148,6 +168,7 @@ struct MatmulPreference {
 // stream, and which algorithm wins may differ between runs, so results need not be bit-identical
 // from run to run. Never while the stream is being captured into a graph.
 constexpr int kGemmTuneCandidates = 8;
+constexpr size_t kGemmChoicesKept = 4096;  // problems whose heuristic choice is remembered
 constexpr int kGemmTuneRuns = 3;
 inline bool gemm_tuning() {
   static const bool on = [] {
@@ -204,7 +225,7 @@ inline cublasStatus_t describe_layouts(cudaDataType_t type, GemmShape s, MatrixL
                     : cublasLtMatrixLayoutCreate(&la.l, type, uint64_t(s.k), uint64_t(s.m), int64_t(s.k));
   if (r != CUBLAS_STATUS_SUCCESS) return r;
   if ((r = cublasLtMatrixLayoutCreate(&lc.l, type, uint64_t(s.n), uint64_t(s.m), int64_t(s.n))) != CUBLAS_STATUS_SUCCESS || s.batch <= 1) return r;
-  int32_t count = int32_t(s.batch);
+  int32_t count = int32_t(s.batch);  // (at most gemm_batch_slice(): see matmul)
   int64_t stride_b = s.b_batched ? s.k * s.n : 0, stride_a = s.m * s.k, stride_c = s.m * s.n;
   for (cublasLtMatrixLayout_t l : {lb.l, la.l, lc.l})
     if ((r = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count)) != CUBLAS_STATUS_SUCCESS) return r;
@@ -244,6 +265,7 @@ cublasStatus_t describe_epilogue(cublasLtMatmulDesc_t desc, GemmShape s, const T
 template <class T>
 int matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias = nullptr,
            Epilogue e = Epilogue::none, NotDeduced<T>* extra = nullptr) {
+  if (s.batch > gemm_batch_slice()) return matmul_in_batch_slices(a, b, c, s, stream, space, bias, e, extra);
   if (e == Epilogue::gelu_tanh_aux && s.n % 8 != 0)  // cuBLASLt's aux leading dimension must be a multiple of 8
     return matmul_unfused(a, b, c, s, stream, space, bias, e, extra);
   using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -293,6 +315,7 @@ int matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Spa
         return cublasLtMatmul(handle, desc.d, &alpha, b, lb.l, a, la.l, &beta, c, lc.l, c, lc.l, &algo, workspace, workspace_bytes, stream);
       });
     }
+    if (chosen.size() >= kGemmChoicesKept) chosen.clear();  // (a folder taking its sizes at run time meets a new problem at each size)
     it = chosen.emplace(key, found ? std::optional(heuristics[best].algo) : std::nullopt).first;
   }
   const std::optional<cublasLtMatmulAlgo_t> algo = it->second;
@@ -369,6 +392,7 @@ template <class T>
 int matmul(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias = nullptr,
            Epilogue e = Epilogue::none, NotDeduced<T>* extra = nullptr) {
   if (emulated_failure("gemm")) return kGemmFailed;
+  if (s.batch > gemm_batch_slice()) return matmul_in_batch_slices(a, b, c, s, stream, space, bias, e, extra);
   if (has_unfused_way(e) && unfused_epilogues_forced()) return matmul_unfused(a, b, c, s, stream, space, bias, e, extra);
   // b in the compute type, [k, n]: converted once, not once per row, and a transposed b read
   // contiguously. The terms of each sum and their order do not change.
@@ -403,6 +427,20 @@ int matmul_unfused(const T* a, const T* b, T* c, GemmShape s, Stream stream, Mem
   const T* ones = device_ones<T>(s.k);
   if (!ones) return kGemmFailed;
   return matmul(a, ones, extra, GemmShape{1, s.m, 1, s.k, false, s.transpose_a, false}, stream, space);
+}
+
+template <class T>
+int matmul_in_batch_slices(const T* a, const T* b, T* c, GemmShape s, Stream stream, Memory::Span space, const NotDeduced<T>* bias,
+                           Epilogue e, NotDeduced<T>* extra) {
+  for (int64_t first = 0; first < s.batch; first += gemm_batch_slice()) {
+    GemmShape slice = s;
+    slice.batch = std::min(gemm_batch_slice(), s.batch - first);
+    // (bias_grad's extra is 2-D, batch 1; gelu_tanh_aux's is laid out like c.)
+    NotDeduced<T>* extra_slice = e == Epilogue::gelu_tanh_aux ? extra + first * s.m * s.n : extra;
+    const T* b_slice = s.b_batched ? b + first * s.k * s.n : b;
+    if (const int status = matmul(a + first * s.m * s.k, b_slice, c + first * s.m * s.n, slice, stream, space, bias, e, extra_slice)) return status;
+  }
+  return kOk;
 }
 
 }  // namespace tg

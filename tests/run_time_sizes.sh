@@ -53,6 +53,24 @@ cat >short.json <<'EOF'
  "outputs": ["y"]}
 EOF
 every_size short short.json T=1 T=3 T=40
+# Sizes a shape rule makes rather than reads (mean's keepdim 1, unsqueeze's 1, split's pieces of a
+# constant dim) are the same at every size: RMS norm, a split and a product stay one folder.
+cat >gate.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "rms_gate", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T", 64], "dtype": "f32", "requires_grad": true},
+            {"name": "w", "shape": [64], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.mul", "args": ["x", "x"], "out": [{"name": "sq", "shape": ["B", "T", 64], "dtype": "f32"}]},
+         {"op": "torch.mean", "args": ["sq", -1, true], "out": [{"name": "ms", "shape": ["B", "T", 1], "dtype": "f32"}]},
+         {"op": "torch.rsqrt", "args": ["ms"], "out": [{"name": "r", "shape": ["B", "T", 1], "dtype": "f32"}]},
+         {"op": "torch.mul", "args": ["x", "r"], "out": [{"name": "n", "shape": ["B", "T", 64], "dtype": "f32"}]},
+         {"op": "torch.mul", "args": ["n", "w"], "out": [{"name": "h", "shape": ["B", "T", 64], "dtype": "f32"}]},
+         {"op": "torch.split", "args": ["h", 32, -1], "out": [{"name": "a", "shape": ["B", "T", 32], "dtype": "f32"}, {"name": "b", "shape": ["B", "T", 32], "dtype": "f32"}]},
+         {"op": "torch.unsqueeze", "args": ["a", 2], "out": [{"name": "a1", "shape": ["B", "T", 1, 32], "dtype": "f32"}]},
+         {"op": "torch.unsqueeze", "args": ["b", 2], "out": [{"name": "b1", "shape": ["B", "T", 1, 32], "dtype": "f32"}]},
+         {"op": "torch.mul", "args": ["a1", "b1"], "out": [{"name": "y", "shape": ["B", "T", 1, 32], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size gate gate.json B=1,T=1 B=3,T=7 B=8,T=40
 
 # What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
 # largest sizes kept, registers within 10% (tests/ptx_compare.py), and nothing spills
@@ -126,6 +144,13 @@ run "$THUNDER_GEN" "$attention" -o refused
 check not-generic-refused rc 1
 check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in attention_dynamic_[a-z_0-9]*).*--specialize"
 check not-generic-wrote-nothing [ ! -e refused ]
+# --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
+run "$THUNDER_GEN" "$attention" --emit cuda
+check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in attention_dynamic_"
+run "$THUNDER_GEN" "$attention" --emit kernel-ir
+check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line"
+run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" --emit kernel-ir
+check emit-kernel-ir-generic rc 0; check emit-kernel-ir-workspace-expression has out.txt "^workspace: [0-9]*\*B\*T"
 # A size that may be 0 in a matrix product: refused, naming it.
 sed 's/"B": {"min": 1/"B": {"min": 0/' "$root/examples/symbolic/symbolic_block.json" >min0.json
 run "$THUNDER_GEN" min0.json -o refused

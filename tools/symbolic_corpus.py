@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Captures each corpus model (tools/corpus.py) with symbolic batch and sequence sizes
 (thunder_gen.symbolic_capture) and checks that the symbolic trace generates, at two sizes, the
-code a capture at that size generates. Prints a line per model and a summary; exits 1 when a
-model that captures generates different code. Not in the suite (a few minutes of Thunder).
+code a capture at that size generates (both planned at that size, --plan-at). Then whether the
+symbolic trace, without --specialize, generates one folder for every size (the code taking its
+sizes at run time), or which kernel keeps it from doing so. Prints a line per model and a
+summary; exits 1 when a model that captures generates different code. Not in the suite (a few
+minutes of Thunder).
 
     THUNDER_GEN=build/thunder-gen .venv/bin/python tools/symbolic_corpus.py [--only MODEL ...] [--out DIR] [--pt2]
 
@@ -78,9 +81,12 @@ def check(model, thunder_gen, out_dir):
         for point in SIZES:
             at = {s: point[s] for s in symbols}
             static = export(fn, *sc.arguments_at(fn, args, dynamic, at), name=model.name)
-            same = generated(thunder_gen, doc, work, "symbolic", "--specialize", sc.format_point(at)) == generated(thunder_gen, static, work, "static")
+            # (Planned at the point too: a symbolic trace's plan is weighed at --plan-at, by default
+            # each symbol's largest size.)
+            point_flags = ("--specialize", sc.format_point(at), "--plan-at", sc.format_point(at))
+            same = generated(thunder_gen, doc, work, "symbolic", *point_flags) == generated(thunder_gen, static, work, "static")
             verdicts.append((sc.format_point(at), same))
-    return dynamic, verdicts
+        return dynamic, verdicts, one_folder(thunder_gen, os.path.join(work, "symbolic.json"))
 
 
 def torch_symbols(path, dynamic):
@@ -118,10 +124,20 @@ def check_pt2(model, thunder_gen, out_dir):
         for point in SIZES:
             at = {given.get(names[s], names[s]): point[s] for s in names}
             static = pt2_export(fn, sc.arguments_at(fn, args, dynamic, {s: point[s] for s in names}), path=os.path.join(work, "static", model.name + ".pt2"))
-            flags = ("--specialize", sc.format_point(at))
+            flags = ("--specialize", sc.format_point(at), "--plan-at", sc.format_point(at))
             same = generated_from(thunder_gen, archive, *flags) == generated_from(thunder_gen, static)
             verdicts.append((sc.format_point({s: point[s] for s in names}), same))
-    return dynamic, verdicts
+        return dynamic, verdicts, one_folder(thunder_gen, archive)
+
+
+def one_folder(thunder_gen, path):
+    """'' when the symbolic trace generates one folder for every size (no --specialize), else
+    thunder-gen's reason, shortened to the kernel it names."""
+    r = subprocess.run([thunder_gen, str(path), "--emit", "cuda"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return ""
+    where = re.search(r"\(in ([A-Za-z0-9_]+)\)", r.stderr)
+    return f"kernel {where.group(1)}" if where else r.stderr.strip().split(": error: ")[-1][:160]
 
 
 def generated_from(thunder_gen, path, *flags):
@@ -146,12 +162,12 @@ def main(argv=None):
     thunder_gen = str(find_thunder_gen())
     if a.out:
         os.makedirs(a.out, exist_ok=True)
-    captured = same = 0
+    captured = same = generic = 0
     models = [m for m in corpus.MODELS + corpus.EXPORT_ONLY if not a.only or m.name in a.only]
     for model in models:
         start = time.time()
         try:
-            dynamic, verdicts = (check_pt2 if a.pt2 else check)(model, thunder_gen, a.out)
+            dynamic, verdicts, not_generic = (check_pt2 if a.pt2 else check)(model, thunder_gen, a.out)
         except ExportError as e:
             print(f"{model.name}: refused: {str(e)[:240]}", flush=True)
             continue
@@ -161,10 +177,12 @@ def main(argv=None):
         captured += 1
         ok = all(v for _, v in verdicts)
         same += ok
+        generic += not_generic == ""
         print(f"{model.name}: captured with {dynamic} in {time.time() - start:.0f} s; "
-              + "; ".join(f"{at}: {'same code as a capture at that size' if v else 'DIFFERENT code'}" for at, v in verdicts), flush=True)
+              + "; ".join(f"{at}: {'same code as a capture at that size' if v else 'DIFFERENT code'}" for at, v in verdicts)
+              + "; " + ("one folder for every size" if not not_generic else f"sizes not taken at run time: {not_generic}"), flush=True)
     print(f"{captured} of {len(models)} models captured symbolically ({'torch.export' if a.pt2 else 'Thunder'}); {same} of them generate, "
-          f"at {len(SIZES)} sizes, the code of a capture at that size")
+          f"at {len(SIZES)} sizes, the code of a capture at that size; {generic} generate one folder for every size")
     return 0 if same == captured else 1
 
 

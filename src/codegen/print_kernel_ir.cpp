@@ -104,8 +104,10 @@ std::string print_kernel_program(const KernelProgram& program) {
   for (int c : program.last_joins) out += "  wait for collective " + std::to_string(c) + "\n";
   for (const EntryValues::StorageView& view : program.values.storage_views)
     out += "argument " + view.argument + " seen as " + view.type + "\n";
-  out += "workspace: " + std::to_string(program.workspace.bytes) + " bytes of temporaries\n";
-  for (const Temporary& t : program.workspace.temporaries) out += "  " + t.name + " at " + std::to_string(t.offset) + "\n";
+  // (Taken at run time, a size is its expression: the listing is the same at every size.)
+  auto size = [](const Dim& d) { return d.symbolic() ? d.expr()->text() : std::to_string(d); };
+  out += "workspace: " + size(program.workspace.bytes) + " bytes of temporaries\n";
+  for (const Temporary& t : program.workspace.temporaries) out += "  " + t.name + " at " + size(t.offset) + "\n";
   return out;
 }
 

@@ -131,12 +131,16 @@ tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options)
 // A folder taking its sizes at run time is the one generated at the first probe; it is written
 // only when the code generated at the second is the same. Returns the second run's result, for
 // the caller to free with its own (at exit: see generate()).
+// --emit of the kernel IR or the code is checked the same way: it is what such a folder holds.
 tg::PipelineResult check_code_at_second_probe(const std::string& file, const tg::SizeProbes& probes, const tg::PipelineOptions& options,
-                                              const tg::FileSet& first) {
+                                              const tg::PipelineResult& first) {
   tg::Trace trace = tg::read_input_file(file, probes.second);
   trace.sizes_at_run_time = true;
   tg::PipelineResult second = tg::run_pipeline(std::move(trace), options, std::cerr);
-  if (std::optional<std::string> difference = tg::code_difference(first, second.files, probes))
+  const std::optional<tg::Pass> emitted = options.stop_after;
+  const std::string listing = emitted == tg::Pass::kernel_ir ? "kernel-ir.kir" : "emitted.cu";
+  auto code = [&](const tg::PipelineResult& r) { return emitted ? tg::FileSet{{listing, r.stopped_text}} : r.files; };
+  if (std::optional<std::string> difference = tg::code_difference(code(first), code(second), probes))
     throw tg::UserError("", "the generated code depends on the sizes other than through the symbols, so one folder cannot serve every size: " +
                                 *difference + "; name the sizes with --specialize");
   return second;
@@ -173,14 +177,20 @@ int generate(const Request& r) {
   start = std::chrono::steady_clock::now();
   tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
   if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
-  if (!emit.empty()) {
+  // A listing before the kernel IR is the first probe's, and says so ("specialized at").
+  const bool emits_code = !emit.empty() && *options.stop_after >= tg::Pass::kernel_ir;
+  if (!emit.empty() && !(probes && emits_code)) {
     std::cout << result.stopped_text;
     return 0;
   }
   tg::PipelineResult second_probe;
   if (probes) {
     result.work.reset();  // (its memory, reused by the second run, keeps the peak one run's)
-    second_probe = check_code_at_second_probe(file, *probes, options, result.files);
+    second_probe = check_code_at_second_probe(file, *probes, options, result);
+  }
+  if (!emit.empty()) {
+    std::cout << result.stopped_text;
+    return 0;
   }
   if (r.check) return check_folder(out_dir, result.files, r.diff_lines);
   start = std::chrono::steady_clock::now();

@@ -26,9 +26,9 @@ std::string sizes_text(const SymbolValues& values) {
   return s;
 }
 
-// The text's lines with comments (// to the end of the line, outside literals) and trailing
-// blanks removed: the code a compiler sees, line by line.
-std::vector<std::string> code_lines(const std::string& text) {
+// The text's lines with comments (// to the end of the line outside literals; # in a kernel IR
+// listing) and trailing blanks removed: the code a compiler sees, line by line.
+std::vector<std::string> code_lines(const std::string& text, bool kernel_ir) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -41,7 +41,7 @@ std::vector<std::string> code_lines(const std::string& text) {
         else if (c == quote) quote = 0;
       } else if (c == '"' || c == '\'') {
         quote = c;
-      } else if (c == '/' && i + 1 < line.size() && line[i + 1] == '/') {
+      } else if (kernel_ir ? c == '#' : c == '/' && i + 1 < line.size() && line[i + 1] == '/') {
         end = i;
         break;
       }
@@ -86,7 +86,7 @@ std::vector<std::string> manifest_sizes(const FileSet& files) {
 }
 
 bool is_generated_code(const std::string& name) {
-  const bool code = name.ends_with(".cu") || name.ends_with(".h") || name.ends_with(".cpp") || name.ends_with(".cuh");
+  const bool code = name.ends_with(".cu") || name.ends_with(".h") || name.ends_with(".cpp") || name.ends_with(".cuh") || name.ends_with(".kir");
   return code && !name.starts_with("tg_");
 }
 
@@ -125,7 +125,8 @@ std::optional<std::string> code_difference(const FileSet& first, const FileSet& 
     if (!is_generated_code(name)) continue;
     const auto other = std::find_if(second.begin(), second.end(), [&](const auto& f) { return f.first == name; });
     if (other == second.end()) return name + " is generated at " + sizes_text(probes.first) + " and not at " + sizes_text(probes.second);
-    const std::vector<std::string> a = code_lines(text), b = code_lines(other->second);
+    const bool kernel_ir = name.ends_with(".kir");
+    const std::vector<std::string> a = code_lines(text, kernel_ir), b = code_lines(other->second, kernel_ir);
     const auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
     if (at_a == a.end() && at_b == b.end()) continue;
     auto quoted = [](const std::vector<std::string>& lines, std::vector<std::string>::const_iterator at) {

@@ -23,7 +23,8 @@ struct SizeProbes {
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
 
 // The first difference between the code of two folders generated at the probes, comments aside
-// (comments show the sizes of the run that wrote them): "forward.cu line 40: `...` at B=2, T=3,
+// (comments show the sizes of the run that wrote them; a kernel IR listing, named *.kir, has #
+// comments): "forward.cu line 40: `...` at B=2, T=3,
 // `...` at B=3, T=5"; then between the shapes manifest.json gives as expressions; nothing when
 // both are the same.
 std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes);

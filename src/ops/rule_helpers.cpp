@@ -51,7 +51,7 @@ Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_
   for (size_t i : which) {
     const Value* v = tensor_arg(t, op, i);
     if (!v) continue;
-    if (v->shape.size() > out.size()) out.insert(out.begin(), v->shape.size() - out.size(), 1);
+    if (v->shape.size() > out.size()) out.insert(out.begin(), v->shape.size() - out.size(), Dim::constant(1));
     for (size_t k = 0; k < v->shape.size(); ++k) {
       Dim& o = out[out.size() - v->shape.size() + k];
       if (v->shape[k] != o && v->shape[k] != 1 && o != 1) fail(int(i), "shape " + shape_str(v->shape) + " does not broadcast with " + shape_str(out));

@@ -84,7 +84,7 @@ Shape broadcast_shape(const Trace& t, const Op& op) {
   for (size_t i = 0; i < op.args.size(); ++i) {
     if (!is_tensor(t, op.arg(i))) continue;
     const Shape& s = t.value(op.arg(i).value).shape;
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), Dim::constant(1));
     for (size_t k = 0; k < s.size(); ++k) {
       Dim& o = out[out.size() - s.size() + k];
       if (s[k] != o && s[k] != 1 && o != 1)

@@ -29,7 +29,7 @@ std::vector<OutType> torch_reduction_rule(const Trace& t, const Op& op) {
   Shape out;
   for (size_t d = 0; d < a.shape.size(); ++d) {
     if (!reduced[d]) out.push_back(a.shape[d]);
-    else if (op.arg("keepdim").boolean) out.push_back(1);
+    else if (op.arg("keepdim").boolean) out.push_back(Dim::constant(1));
   }
   return {{dt, out}};
 }
@@ -45,7 +45,7 @@ std::vector<OutType> torch_var_rule(const Trace& t, const Op& op) {
   Shape out;
   for (size_t d = 0; d < a.shape.size(); ++d) {
     if (!reduced[d]) out.push_back(a.shape[d]);
-    else if (op.arg("keepdim").boolean) out.push_back(1);
+    else if (op.arg("keepdim").boolean) out.push_back(Dim::constant(1));
   }
   return {{a.dtype, out}};
 }
@@ -75,7 +75,7 @@ std::vector<OutType> extremum_rule(const Trace& t, const Op& op) {
   if (a.shape.empty()) fail(0, "needs at least one dim to reduce along dim");
   const int64_t d = wrap_dim(op.arg("dim").integer, a.shape.size(), 1);
   Shape out = a.shape;
-  if (op.arg("keepdim").boolean) out[size_t(d)] = 1;
+  if (op.arg("keepdim").boolean) out[size_t(d)] = Dim::constant(1);
   else out.erase(out.begin() + d);
   return {{a.dtype, out}, {DType::i64, out}};
 }
