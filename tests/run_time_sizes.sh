@@ -71,6 +71,21 @@ cat >gate.json <<'EOF'
  "outputs": ["y"]}
 EOF
 every_size gate gate.json B=1,T=1 B=3,T=7 B=8,T=40
+# A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
+# decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
+cat >chunk.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "chunk_gate", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T", 128], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.chunk", "args": ["x", 2, -1], "out": [{"name": "a", "shape": ["B", "T", 64], "dtype": "f32"}, {"name": "b", "shape": ["B", "T", 64], "dtype": "f32"}],
+          "sub": [{"op": "prims.slice_prim", "args": ["x", [0, 0, 0], [{"size": "B"}, {"size": "T"}, 64], [1, 1, 1]], "out": [{"name": "a", "shape": ["B", "T", 64], "dtype": "f32"}]},
+                  {"op": "prims.slice_prim", "args": ["x", [0, 0, 64], [{"size": "B"}, {"size": "T"}, 128], [1, 1, 1]], "out": [{"name": "b", "shape": ["B", "T", 64], "dtype": "f32"}]}]},
+         {"op": "torch.reshape", "args": ["a", {"size": "B"}, {"size": "T"}, 4, 16], "out": [{"name": "a4", "shape": ["B", "T", 4, 16], "dtype": "f32"}]},
+         {"op": "torch.reshape", "args": ["b", {"size": "B"}, {"size": "T"}, 4, 16], "out": [{"name": "b4", "shape": ["B", "T", 4, 16], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["a4"], "out": [{"name": "t", "shape": ["B", "T", 4, 16], "dtype": "f32"}]},
+         {"op": "torch.mul", "args": ["t", "b4"], "out": [{"name": "y", "shape": ["B", "T", 4, 16], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size chunk chunk.json B=1,T=1 B=5,T=9
 
 # What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
 # largest sizes kept, registers within 10% (tests/ptx_compare.py), and nothing spills

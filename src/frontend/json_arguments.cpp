@@ -185,7 +185,7 @@ Arg Arguments::literal_or_ref(Json j, const Path& where, int depth) {
     case element_type::NULL_VALUE: return Arg();
     case element_type::BOOL: return Arg::of_bool(as<bool>(j));
     case element_type::UINT64: throw UserError(where.str(), "integer " + dump(j) + " overflows 64 bits");
-    case element_type::INT64: return Arg::of_int(int_of(j));
+    case element_type::INT64: return integer_literal(int_of(j));
     case element_type::DOUBLE: return Arg::of_real(as<double>(j));
     case element_type::STRING: return Arg::of_value(names_.reference(j, where));
     case element_type::ARRAY: {
@@ -197,6 +197,14 @@ Arg Arguments::literal_or_ref(Json j, const Path& where, int depth) {
     case element_type::OBJECT: return typed_literal(object_of(j), where);
   }
   throw UserError(where.str(), "unsupported argument " + kind_name(j));
+}
+
+// An integer read as the same at every size carries that as its expression, so the dims a rule
+// makes of it are known constants (past a size's range it cannot be one, and stays plain).
+Arg Arguments::integer_literal(int64_t value) const {
+  constexpr int64_t kLargestSize = int64_t(1) << 48;
+  const bool constant = integers_ == PlainIntegers::constant && !t_.symbols.empty() && value >= -kLargestSize && value <= kLargestSize;
+  return constant ? Arg::of_dim(Dim::constant(value)) : Arg::of_int(value);
 }
 
 Arg Arguments::typed_literal(Object j, const Path& where) {

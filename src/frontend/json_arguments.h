@@ -9,6 +9,7 @@
 
 #include "frontend/json_element.h"
 #include "frontend/json_names.h"
+#include "frontend/reader.h"
 #include "ir/trace.h"
 #include "ops/op_table.h"
 
@@ -21,8 +22,9 @@ void check_same_device(const Trace& trace, std::string_view device, const std::s
 
 class Arguments {
  public:
-  // Arguments name values through `names`; process groups set the trace's world size.
-  Arguments(Trace& trace, const Names& names) : t_(trace), names_(names) {}
+  // Arguments name values through `names`; process groups set the trace's world size. In a
+  // symbolic trace, an integer is a constant or a size alone as `integers` says (reader.h).
+  Arguments(Trace& trace, const Names& names, PlainIntegers integers) : t_(trace), names_(names), integers_(integers) {}
 
   // The arguments of the op `op_json` (at `at`, spelled `where`) into op.args and op.kwargs
   // (op.arg_where for those given by keyword). op.info is its row, or null.
@@ -37,6 +39,7 @@ class Arguments {
   };
   Trace& t_;
   const Names& names_;
+  const PlainIntegers integers_;
 
   void bind(Op& op, const std::vector<Given>& positional, const std::vector<Given>& keyword, const std::vector<std::string>& keyword_names,
             const std::string& where);
@@ -44,6 +47,7 @@ class Arguments {
   Arg typed_arg(Json j, const Param& param, const Path& where);
   Arg literal_or_ref(Json j, const Path& where, int depth);
   Arg typed_literal(Object j, const Path& where);
+  Arg integer_literal(int64_t value) const;
   Arg process_group_literal(Json j, const std::string& where);
   Arg slice_literal(Json j, const std::string& where);
 };

@@ -389,7 +389,7 @@ Trace read_pt2_file(const std::string& path, const SymbolValues& specialize) {
   const Pt2Translation translation = translate_pt2(path, trace_name_of(path), specialize);
   Trace trace;
   try {
-    trace = read_trace(translation.trace.dump(), specialize);
+    trace = read_trace(translation.trace.dump(), specialize, PlainIntegers::sizes_alone);
   } catch (const UserError& e) {
     throw about_archive(e, translation, path);
   }

@@ -57,7 +57,8 @@ bool readable(Json ops) {
 // `arguments_`.
 class Reader {
  public:
-  Reader(Trace& trace, const SymbolValues& specialize) : t_(trace), names_(trace), arguments_(trace, names_), specialize_(specialize) {}
+  Reader(Trace& trace, const SymbolValues& specialize, PlainIntegers integers)
+      : t_(trace), names_(trace), arguments_(trace, names_, integers), specialize_(specialize), integers_(integers) {}
 
   void read(Json doc) {
     const std::string document;  // the root's pointer: ""
@@ -101,6 +102,7 @@ class Reader {
   Names names_;
   Arguments arguments_;
   const SymbolValues& specialize_;
+  const PlainIntegers integers_;
 
   // A value declaration: a tensor or a scalar.
   ValueId declare(Json decl, const Path& where, bool is_input) {
@@ -173,7 +175,8 @@ class Reader {
       } else {
         if (!is_json_integer(dim)) throw UserError(w(), "a dimension is an integer or a size expression, got " + kind_name(dim));
         if (is_too_large(dim)) throw UserError(w(), "dimension " + dump(dim) + " overflows");
-        out.push_back(is_input && !t_.symbols.empty() ? Dim::constant(int_of(dim)) : Dim(int_of(dim)));
+        const bool constant = is_input || integers_ == PlainIntegers::constant;
+        out.push_back(constant && !t_.symbols.empty() ? Dim::constant(int_of(dim)) : Dim(int_of(dim)));
         if (sizes) sizes->push_back(SizeExpr(out.back()));
       }
       const int64_t d = out.back();
@@ -346,7 +349,7 @@ class Reader {
   }
 };
 
-Trace read_padded(const simdjson::padded_string& padded, const SymbolValues& specialize) {
+Trace read_padded(const simdjson::padded_string& padded, const SymbolValues& specialize, PlainIntegers integers) {
   simdjson::dom::parser parser;
   const Json doc = parse_document(parser, padded);
   // Duplicate keys are looked for beside the reading (both only read the document); a duplicate
@@ -354,7 +357,7 @@ Trace read_padded(const simdjson::padded_string& padded, const SymbolValues& spe
   std::future<void> duplicates = std::async(std::launch::async, [doc] { check_duplicate_keys(doc); });
   Trace trace;
   try {
-    Reader(trace, specialize).read(doc);
+    Reader(trace, specialize, integers).read(doc);
   } catch (...) {
     duplicates.get();
     throw;
@@ -366,7 +369,9 @@ Trace read_padded(const simdjson::padded_string& padded, const SymbolValues& spe
 
 }  // namespace
 
-Trace read_trace(const std::string& text, const SymbolValues& specialize) { return read_padded(simdjson::padded_string(text), specialize); }
+Trace read_trace(const std::string& text, const SymbolValues& specialize, PlainIntegers integers) {
+  return read_padded(simdjson::padded_string(text), specialize, integers);
+}
 
 Trace read_trace_file(const std::string& path, const SymbolValues& specialize) {
   std::error_code ec;
@@ -379,7 +384,7 @@ Trace read_trace_file(const std::string& path, const SymbolValues& specialize) {
     if (!ec) {
       simdjson::padded_string padded{size_t(size)};
       in.read(padded.data(), std::streamsize(size));
-      if (uintmax_t(in.gcount()) == size) return read_padded(padded, specialize);
+      if (uintmax_t(in.gcount()) == size) return read_padded(padded, specialize, PlainIntegers::constant);
     }
     in.clear();
     in.seekg(0);

@@ -124,13 +124,14 @@ TEST_CASE("symbolic dims: the plan weighs bytes and recomputation at --plan-at's
 }
 
 TEST_CASE("symbolic dims: a size computed from an integer that may stand for a symbol gets no expression, never a wrong one") {
-  // x[:, 6:] at T = 7 written with a plain 6: the slice is 1 long here, T - 6 nowhere but by accident.
+  // x[:, 6:] at T = 7 written with a plain 6, as a PT2 translation may (its integers are sizes
+  // alone): the slice is 1 long here, T - 6 nowhere but by accident.
   const std::string trace = R"({"format": "thunder-gen-trace", "version": 1, "name": "t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 7, "max": 40}},
     "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"}],
     "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 6], [{"size": "B"}, {"size": "T"}]], "out": [{"name": "y", "shape": ["B", 1], "dtype": "f32"}]},
             {"op": "prims.slice_prim", "args": ["x", [0, {"size": "T - 1"}], [{"size": "B"}, {"size": "T"}]], "out": [{"name": "z", "shape": ["B", 1], "dtype": "f32"}]}],
     "outputs": ["y", "z"]})";
-  const tg::Trace t = tg::read_trace(trace, {{"B", 3}, {"T", 7}});
+  const tg::Trace t = tg::read_trace(trace, {{"B", 3}, {"T", 7}}, tg::PlainIntegers::sizes_alone);
   const tg::Shape& y = t.value(t.outputs[0]).shape;
   const tg::Shape& z = t.value(t.outputs[1]).shape;
   REQUIRE(y[0].expr());
@@ -138,4 +139,13 @@ TEST_CASE("symbolic dims: a size computed from an integer that may stand for a s
   CHECK(!y[1].expr());  // not T - 6
   REQUIRE(z[1].expr());
   CHECK(z[1].expr()->text() == "1");  // both bounds known: T - (T - 1)
+  // A JSON trace's integers are the same at every size: then the slice is T - 6 long, and a
+  // declared 1 is refused, naming both.
+  try {
+    tg::read_trace(trace, {{"B", 3}, {"T", 7}});
+    FAIL("accepted");
+  } catch (const tg::UserError& e) {
+    CHECK(e.where == "/ops/0/out/0");
+    CHECK(std::string(e.what()).find("gives dim 1 of \"y\" as T - 6, declared 1") != std::string::npos);
+  }
 }

@@ -139,7 +139,7 @@ json dynamic_program() {
 
 std::string pt2_error_of(const json& program, const tg::SymbolValues& at) {
   try {
-    tg::read_trace(tg::translate_program(program.dump(), "t", at).trace.dump(), at);
+    tg::read_trace(tg::translate_program(program.dump(), "t", at).trace.dump(), at, tg::PlainIntegers::sizes_alone);
   } catch (const tg::UserError& e) {
     return (e.file.empty() ? "" : e.file + ": ") + e.where + ": " + e.what();
   }
@@ -152,7 +152,7 @@ TEST_CASE("a dynamic-shape export is translated at the sizes its symbols are giv
   const tg::Pt2Translation t = tg::translate_program(dynamic_program().dump(), "t", {{"s0", 5}, {"s1", 3}});
   CHECK(t.symbols.all().size() == 2);  // s0 and s1; "2*s1" is derived from s1
   CHECK(t.symbols.at("s1").min == 2);
-  const tg::Trace trace = tg::read_trace(t.trace.dump(), {{"s0", 5}, {"s1", 3}});  // a symbolic trace, its inputs sized by expression
+  const tg::Trace trace = tg::read_trace(t.trace.dump(), {{"s0", 5}, {"s1", 3}}, tg::PlainIntegers::sizes_alone);  // a symbolic trace, its inputs sized by expression
   CHECK(trace.value(trace.inputs[0]).shape == tg::Shape{5, 6});
   CHECK(trace.value(trace.outputs[0]).shape == tg::Shape{5, 3});
   CHECK(trace.ops.size() == 2);  // the slice and the neg: the size arithmetic is not translated
@@ -184,7 +184,7 @@ TEST_CASE("the names thunder_gen.export gave torch's symbols are the trace's") {
   CHECK(t.symbols.all().size() == 2);
   CHECK(t.symbols.at("half_seq").min == 2);
   CHECK(t.symbols.find("s1") == nullptr);
-  const tg::Trace trace = tg::read_trace(t.trace.dump(), {{"batch", 5}, {"half_seq", 3}});
+  const tg::Trace trace = tg::read_trace(t.trace.dump(), {{"batch", 5}, {"half_seq", 3}}, tg::PlainIntegers::sizes_alone);
   CHECK(trace.value(trace.inputs[0]).shape == tg::Shape{5, 6});  // 2*s1 read as 2*half_seq
   auto error_with = [&](const tg::pt2::SymbolNames& n, const tg::SymbolValues& at) {
     try {
