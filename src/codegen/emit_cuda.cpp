@@ -185,6 +185,7 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   for (const Arg& a : k.args) args.push_back(c.values.pointer.at(a.value));
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
   if (launch.count) args.push_back(count);
+  if (launch.row_length) args.push_back(c.sizes.count(*launch.row_length));
   // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.
   const bool guarded = launch.count && launch.fixed_grid == 0;
   const std::string indent = guarded ? "    " : "  ";

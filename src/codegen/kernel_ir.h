@@ -154,7 +154,8 @@ struct Function {
 // How a kernel is launched: `block` threads a block, and a block for every `items_per_block` of
 // its `items` (tg::grid_for), or `fixed_grid` blocks where the problem fixes them (partial sums).
 // A kernel taking its count at run time (`n` or `rows`, its last parameter) has it as `count`, an
-// expression over the symbols; its items are then count / count_per_item, rounded up.
+// expression over the symbols; its items are then count / count_per_item, rounded up. A row
+// kernel taking its row length at run time (`row_length`, after the count) has it as `row_length`.
 struct Launch {
   int block = 0;
   int64_t items = 0;
@@ -162,6 +163,7 @@ struct Launch {
   int64_t fixed_grid = 0;
   const SizeExpr* count = nullptr;
   int count_per_item = 1;
+  const SizeExpr* row_length = nullptr;
 };
 
 struct Kernel {

@@ -140,6 +140,10 @@ class KernelLowering : private IndexNamer {
   bool count_is_parameter() const;
   std::string count_name() const { return layout_.is_row ? "rows" : "n"; }
   Block count_declaration() const;
+  // A row kernel's row length: a number, or its parameter `row_length` where the code takes it
+  // at run time (the row then streamed element by element: kernel_plan.cpp).
+  bool row_length_is_parameter() const;
+  ExprPtr row_length() const;
   std::vector<std::string> header() const;
   std::string description() const;
   kir::Param parameter(ValueId v, bool output) const;

@@ -11,7 +11,7 @@ namespace tg::lower {
 namespace {
 
 // "float(1024)": a row's length in compute type `ct`.
-kir::ExprPtr count_as(const std::string& ct, int64_t count) { return kir::call(ct, {kir::integer(count)}); }
+kir::ExprPtr count_as(const std::string& ct, kir::ExprPtr count) { return kir::call(ct, {std::move(count)}); }
 
 }  // namespace
 
@@ -85,7 +85,7 @@ KernelLowering::Accumulation KernelLowering::online_max_sum(const KernelPlan::St
 KernelLowering::Accumulation KernelLowering::variance_mean(const Op& op) {
   const ValueId input = op.arg("a").value, out = op.outs[0];
   const std::string ct = ctype(t_.value(input).dtype), first_mean = local(Role::mean, out);
-  const ExprPtr count = count_as(ct, numel(layout_.reduced_shape()));
+  const ExprPtr count = count_as(ct, row_length());
   return {print_op(op, t_, false) + " (pass 1: mean)", "tg::Sum<" + ct + ">", ct, local(Role::sum, out), row_element(input),
           [=, this](const ExprPtr& sum) { add(kir::decl(ct, first_mean, kir::binary(sum, "/", count))); }};
 }
@@ -94,7 +94,7 @@ std::vector<KernelLowering::Accumulation> KernelLowering::variance_spread(const 
   const ValueId input = op.arg("a").value, out = op.outs[0];
   const ValueId mean_out = op.outs.size() > 1 ? op.outs[1] : kNoValue;
   const std::string comment = print_op(op, t_, false), ct = ctype(t_.value(input).dtype);
-  const ExprPtr count = count_as(ct, numel(layout_.reduced_shape()));
+  const ExprPtr count = count_as(ct, row_length());
   const std::string first_mean = local(Role::mean, out), deviations = local(Role::deviation, out);
   const Arg correction = op.arg("correction");
   auto element = row_element(input);

@@ -31,7 +31,7 @@ bool KernelLowering::reads_row_element(const Value& val, const Index& index) con
 // (null when not).
 kir::ExprPtr KernelLowering::offset_of_row_element() const {
   if (!layout_.rows_contiguous()) return nullptr;
-  return layout_.outer.empty() ? var("j") : kir::binary(times("row", numel(layout_.reduced_shape())), "+", var("j"));
+  return layout_.outer.empty() ? var("j") : kir::binary(kir::binary(var("row"), "*", row_length()), "+", var("j"));
 }
 
 // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
@@ -60,7 +60,6 @@ kir::Block KernelLowering::over_runs(const std::function<Block(const ExprPtr& at
 // A thread's loop over the reduced elements j of its row, around `body`, in the current scope.
 // With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = cached_element().
 void KernelLowering::reduced_loop(Block body) {
-  const int64_t r = numel(layout_.reduced_shape());
   const Block dims = dim_declarations(body, layout_.reduced);
   Block inner;
   if (cached_ > 0) {
@@ -73,10 +72,10 @@ void KernelLowering::reduced_loop(Block body) {
   if (cached_ > 0) {
     add(kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(inner), true));
   } else if (column_tile_ > 1) {  // a thread's elements of its row: every (blockDim.x / 32)-th, from t / 32
-    add(kir::loop("int64_t", "j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), kir::integer(r),
+    add(kir::loop("int64_t", "j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), row_length(),
                   kir::binary(var("blockDim.x"), "/", kir::integer(32)), std::move(inner)));
   } else {
-    add(kir::loop("int64_t", "j", var("threadIdx.x"), kir::integer(r), var("blockDim.x"), std::move(inner)));
+    add(kir::loop("int64_t", "j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(inner)));
   }
 }
 

@@ -98,6 +98,10 @@ kir::Kernel KernelLowering::lower() {
     k.launch.count = count().expr();
     k.launch.count_per_item = layout_.is_row ? 1 : lanes_;
   }
+  if (row_length_is_parameter()) {
+    k.params.push_back({"int64_t", "row_length"});
+    k.launch.row_length = numel_dim(layout_.reduced_shape()).expr();
+  }
   k.launch.block = plan_.block;
   // Work items: a thread's run (pointwise), one row, or a column kernel's 32 rows a block.
   k.launch.items = layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_;
@@ -110,6 +114,12 @@ kir::Kernel KernelLowering::lower() {
 Dim KernelLowering::count() const {
   return layout_.is_row ? numel_dim(layout_.outer_shape()) : numel_dim(layout_.domain); }
 bool KernelLowering::count_is_parameter() const { return t_.taken_at_run_time(count()); }
+
+bool KernelLowering::row_length_is_parameter() const { return layout_.is_row && t_.taken_at_run_time(numel_dim(layout_.reduced_shape())); }
+
+kir::ExprPtr KernelLowering::row_length() const {
+  return row_length_is_parameter() ? var("row_length") : kir::integer(numel(layout_.reduced_shape()));
+}
 
 // `n` or `rows` declared, unless the kernel takes it.
 kir::Block KernelLowering::count_declaration() const {

@@ -38,6 +38,11 @@ class Planner {
       return p;
     }
     p.kind = KernelPlan::Kind::row;
+    if (row_length_at_run_time()) {  // every size: the widest block, the row streamed element by element
+      p.block = kMaxRowBlock;
+      schedule(p);
+      return p;
+    }
     p.block = row_block();
     schedule(p);
     // Holding the row pays where more than one pass reads it; with one, it only costs registers
@@ -61,6 +66,8 @@ class Planner {
     return std::any_of(k_.outs.begin(), k_.outs.end(), [&](ValueId v) { return t_.value(v).bit_packed; });
   }
   int64_t row_length() const { return numel(layout_.reduced_shape()); }
+  // A row whose length the code takes at run time (the kernel's `row_length`).
+  bool row_length_at_run_time() const { return t_.taken_at_run_time(numel_dim(layout_.reduced_shape())); }
 
   // Elements per run: 16 bytes of the widest operand or result that the kernel walks
   // contiguously (shape equal to the domain), so every run access is at most 16 bytes.
@@ -288,7 +295,7 @@ class Planner {
     // memory read again; a streamed one in one online round (tg::OnlineSumExp), which reads the
     // row once for both but chains each element's exp on the last (slower on an H200 where the
     // row fits: docs/performance.md, tables C and D).
-    const bool online = p.kind == KernelPlan::Kind::row && !(may_hold_row_ && row_cache(p.block) > 0);
+    const bool online = p.kind == KernelPlan::Kind::row && !(may_hold_row_ && !row_length_at_run_time() && row_cache(p.block) > 0);
     std::vector<Pending> pending = reduction_steps(p.kind == KernelPlan::Kind::column, online);
     std::set<ValueId> done;
     while (!pending.empty()) {
