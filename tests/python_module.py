@@ -147,6 +147,24 @@ def zero_gradient_in_eager(parameter: torch.Tensor) -> bool:
     return parameter.grad is None or torch_reference.compare(parameter.grad, torch.zeros_like(parameter.grad), "f32").ok
 
 
+def outputs_against_eager(checks: Checks, label: str, model, module, args, doc: dict, gen, eager_inputs: dict, seed: int):
+    """Runs the model in eager mode and the generated module on copies of `eager_inputs` (dropout
+    replayed from `seed`) and checks the outputs. Returns the copies, both outputs and a
+    cotangent for each output, for the caller's backward."""
+    decls = {d["name"]: d for d in doc["inputs"]}
+    ours = {n: t.detach().clone().requires_grad_(bool(decls[n].get("requires_grad"))) for n, t in eager_inputs.items()}
+    out, notes = run_eager(module, args, seed)
+    got = run_generated(gen, [ours[n] for n in gen.input_names], seed)
+    for note, ok in notes:
+        checks.expect(ok, f"{label}: {note}")
+    outs, gots = (list(out), list(got)) if isinstance(out, tuple) else ([out], [got])
+    g = torch.Generator().manual_seed(2)
+    cotangents = [torch.randn(o.shape, generator=g) for o in outs]
+    for name, o, r in zip(doc["outputs"], gots, outs):
+        checks.close(f"{label}: output {name}", o, r, tolerance_dtype(model))
+    return ours, outs, gots, cotangents
+
+
 def check_forward_and_gradients(checks: Checks, model, doc: dict, gen) -> None:
     module, args = model.fn(), model.inputs()
     eager_inputs = corpus_inputs(doc, model, module, args)
@@ -155,17 +173,7 @@ def check_forward_and_gradients(checks: Checks, model, doc: dict, gen) -> None:
         saved = torch_reference.load_npy(ROOT / "examples" / "corpus" / f"{model.name}.inputs" / f"{name}.npy", decls[name]["dtype"])
         if not torch.equal(saved, t.detach()):
             checks.expect(False, f"{model.name}: input {name} differs from examples/corpus/{model.name}.inputs/{name}.npy")
-    ours = {n: t.detach().clone().requires_grad_(bool(decls[n].get("requires_grad"))) for n, t in eager_inputs.items()}
-    seed = 20261202
-    out, notes = run_eager(module, args, seed)
-    got = run_generated(gen, [ours[n] for n in gen.input_names], seed)
-    for note, ok in notes:
-        checks.expect(ok, f"{model.name}: {note}")
-    outs, gots = (list(out), list(got)) if isinstance(out, tuple) else ([out], [got])
-    g = torch.Generator().manual_seed(2)
-    cotangents = [torch.randn(o.shape, generator=g) for o in outs]
-    for name, o, r in zip(doc["outputs"], gots, outs):
-        checks.close(f"{model.name}: output {name}", o, r, tolerance_dtype(model))
+    ours, outs, gots, cotangents = outputs_against_eager(checks, model.name, model, module, args, doc, gen, eager_inputs, 20261202)
     saved = gots[0].grad_fn.saved_tensors
     checks.expect(len(saved) == len(gen.manifest.saved),
                   f"{model.name}: the autograd node saves {len(saved)} tensors, the manifest lists {len(gen.manifest.saved)}")
@@ -243,6 +251,64 @@ def corpus_main(names: list, work: Path) -> int:
     for name in names:
         try:
             check_corpus_model(checks, models[name], work / name if len(names) > 1 else work)
+        except Exception as e:
+            checks.expect(False, f"{name}: {type(e).__name__}: {first_lines(str(e))}")
+    return checks.summary()
+
+
+# ---- corpus models in one folder for every size ---------------------------------------------
+
+RUN_TIME_SIZES = ({"B": 1, "T": 1}, {"B": 3, "T": 7}, {"B": 5, "T": 17}, {"B": 8, "T": 32})  # 1, odd, no multiple of 16, the maximum
+
+
+def check_run_time_corpus_model(checks: Checks, model, work: Path) -> None:
+    """The model's symbolic Thunder capture (examples/symbolic/corpus/, tools/symbolic_corpus.py)
+    generated once, without --specialize, and called at each of RUN_TIME_SIZES: its outputs and
+    every gradient against eager on the same inputs at that size."""
+    from symbolic_corpus import dynamic_dims
+    from thunder_gen.symbolic_capture import arguments_at
+    trace = ROOT / "examples" / "symbolic" / "corpus" / f"{model.name}.json"
+    doc = json.loads(trace.read_text())
+    gen = timed_load(checks, generate(trace, work / "out"), work / "extensions", device="cpu")
+    checks.expect(gen.manifest.takes_sizes, f"{model.name}: one folder for every size (the entry points take their sizes)")
+    module, args = model.fn(), model.inputs()
+    dynamic = dynamic_dims(model, args)
+    symbols = {s for dims in dynamic.values() for s in dims.values()}
+    for point in RUN_TIME_SIZES:
+        at = {s: point[s] for s in symbols}
+        where = f"{model.name} at {','.join(f'{s}={v}' for s, v in sorted(at.items()))}"
+        args_at = arguments_at(module, args, dynamic, at)
+        doc_at = {**doc, "inputs": [{**d, "shape": [thunder_gen.sizes.evaluate(e, at) if isinstance(e, str) else e for e in d["shape"]]}
+                                    if "shape" in d else d for d in doc["inputs"]]}
+        eager_inputs = corpus_inputs(doc_at, model, module, args_at)
+        decls = {d["name"]: d for d in doc["inputs"]}
+        for t in eager_inputs.values():
+            t.grad = None
+        ours, outs, gots, cotangents = outputs_against_eager(checks, where, model, module, args_at, doc, gen, eager_inputs, 20261204)
+        torch.autograd.backward(outs, cotangents)
+        torch.autograd.backward(gots, cotangents)
+        leaves = {n: t for n, t in eager_inputs.items() if decls[n].get("requires_grad")}
+        exact = None
+        for name, t in leaves.items():
+            what = f"{where}: gradient of {name}"
+            if torch_reference.compare(ours[name].grad, t.grad, tolerance_dtype(model)).ok:
+                checks.close(what, ours[name].grad, t.grad, tolerance_dtype(model))
+                continue
+            # Sums over many rows in another order (a block per size): as accurate as eager against
+            # the model in f64, the corpus check's measure under autocast.
+            if exact is None:
+                exact = check_against_torch.f64_reference(module, args_at, leaves, cotangents, doc["outputs"])
+            line = io.StringIO()
+            failed = check_against_torch.accuracy_line(line, what, ours[name].grad, t.grad, exact[f"grad_{name}"])
+            checks.expect(not failed, line.getvalue().strip())
+
+
+def run_time_corpus_main(names: list, work: Path) -> int:
+    checks = Checks()
+    models = {m.name: m for m in corpus.MODELS + corpus.EXPORT_ONLY}
+    for name in names:
+        try:
+            check_run_time_corpus_model(checks, models[name], work / name)
         except Exception as e:
             checks.expect(False, f"{name}: {type(e).__name__}: {first_lines(str(e))}")
     return checks.summary()
@@ -615,7 +681,7 @@ def cuda_main(work: Path) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["corpus", "api", "cuda"])
+    p.add_argument("what", choices=["corpus", "run_time_corpus", "api", "cuda"])
     p.add_argument("models", nargs="*", help="corpus: the models (tools/corpus.py), checked in one process")
     p.add_argument("--work", required=True, help="scratch folder (generated folders, the build cache)")
     a = p.parse_args(argv)
@@ -625,6 +691,8 @@ def main(argv=None) -> int:
         if not a.models:
             p.error("corpus needs a model")
         return corpus_main(a.models, work)
+    if a.what == "run_time_corpus":
+        return run_time_corpus_main(a.models, work)
     return api_main(work) if a.what == "api" else cuda_main(work)
 
 

@@ -87,9 +87,9 @@ cat >chunk.json <<'EOF'
 EOF
 every_size chunk chunk.json B=1,T=1 B=5,T=9
 # A sum over a row whose length is a symbol (the count of targets cross-entropy averages over,
-# B*T): the kernel takes its row_length and streams the row (examples/symbolic/cross_entropy_head.json,
+# B*T): the kernel takes its row_length and streams the row (examples/symbolic/corpus/cross_entropy_head.json,
 # tools/symbolic_corpus.py's Thunder capture of the corpus model).
-every_size ce "$root/examples/symbolic/cross_entropy_head.json" B=1,T=1 B=3,T=7 B=8,T=32
+every_size ce "$root/examples/symbolic/corpus/cross_entropy_head.json" B=1,T=1 B=3,T=7 B=8,T=32
 check ce-row-length-taken grep -q "j < row_length; j += blockDim.x" ce/backward.cu
 
 # What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
