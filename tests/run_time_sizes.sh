@@ -91,6 +91,22 @@ every_size chunk chunk.json B=1,T=1 B=5,T=9
 # tools/symbolic_corpus.py's Thunder capture of the corpus model).
 every_size ce "$root/examples/symbolic/corpus/cross_entropy_head.json" B=1,T=1 B=3,T=7 B=8,T=32
 check ce-row-length-taken grep -q "j < row_length; j += blockDim.x" ce/backward.cu
+# A softmax over T with rows before it (row * row_length + j), and a sum over B alone (a column
+# kernel whose row is B long): row_length at run time, byte for byte the specialised folders.
+cat >rsoft.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "rsoft", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.softmax", "args": ["x", -1], "out": [{"name": "y", "shape": ["B", "T"], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size rsoft rsoft.json B=1,T=1 B=3,T=7 B=5,T=33 B=8,T=40
+cat >col64.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "col64", "symbols": {"B": {"min": 1, "max": 300}},
+ "inputs": [{"name": "x", "shape": ["B", 64], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.sum", "args": ["x", 0], "out": [{"name": "y", "shape": [64], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size col64 col64.json B=1 B=7 B=33 B=300
 
 # What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
 # largest sizes kept, registers within 10% (tests/ptx_compare.py), and nothing spills
@@ -168,9 +184,41 @@ check not-generic-wrote-nothing [ ! -e refused ]
 run "$THUNDER_GEN" "$attention" --emit cuda
 check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in attention_dynamic_"
 run "$THUNDER_GEN" "$attention" --emit kernel-ir
-check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line"
+check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in attention_dynamic_"
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" --emit kernel-ir
 check emit-kernel-ir-generic rc 0; check emit-kernel-ir-workspace-expression has out.txt "^workspace: [0-9]*\*B\*T"
+# Shapes the same at both probes and not at every size (min(T, 64) and T, both 3 and 10): one
+# kernel would run both softmaxes with one row length; refused, naming the kernel and both.
+cat >coincide.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "dedup", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 128}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"},
+            {"name": "z", "shape": ["B", "min(T, 64)"], "dtype": "f32"}],
+ "ops": [{"op": "torch.softmax", "args": ["x", -1], "out": [{"name": "y1", "shape": ["B", "T"], "dtype": "f32"}]},
+         {"op": "torch.softmax", "args": ["z", -1], "out": [{"name": "y2", "shape": ["B", "min(T, 64)"], "dtype": "f32"}]}],
+ "outputs": ["y1", "y2"]}
+EOF
+run "$THUNDER_GEN" coincide.json -o refused
+check coinciding-shapes-refused rc 1
+check coinciding-shapes-words has err.txt 'kernel dedup_rowreduce_y1 takes its domain, \[B, T\], and "z", \[B, min(T, 64)\], for one shape'
+# A size the same at the first two probes (T//16 + 1 at T = 3 and 10) moves the second probe,
+# and a mean's divisor written as a number then differs: refused.
+cat >flat.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "meanc", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"},
+            {"name": "z", "shape": ["B", "T//16 + 1"], "dtype": "f32"}],
+ "ops": [{"op": "torch.mean", "args": ["z", -1], "out": [{"name": "y", "shape": ["B"], "dtype": "f32"}]},
+         {"op": "torch.exp", "args": ["x"], "out": [{"name": "y2", "shape": ["B", "T"], "dtype": "f32"}]}],
+ "outputs": ["y", "y2"]}
+EOF
+run "$THUNDER_GEN" flat.json -o refused
+check flat-size-refused rc 1
+check flat-size-words has err.txt "tg::div(v_y__0, 1.0f).* at B=2, T=3, .*tg::div(v_y__0, 2.0f).* at B=7, T=17"
+check flat-size-wrote-nothing [ ! -e refused ]
+# A size the same at every second probe in range: refused, naming it.
+sed 's|"T//16 + 1"|"T//64 + 1"|' flat.json >flatter.json
+run "$THUNDER_GEN" flatter.json -o refused
+check flatter-size-refused rc 1; check flatter-size-words has err.txt "the size T//64 + 1 is the same at the two sizes checked"
+
 # A size that may be 0 in a matrix product: refused, naming it.
 sed 's/"B": {"min": 1/"B": {"min": 0/' "$root/examples/symbolic/symbolic_block.json" >min0.json
 run "$THUNDER_GEN" min0.json -o refused

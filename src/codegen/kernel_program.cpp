@@ -76,6 +76,10 @@ class KernelSignature {
     s_ += ':';
     append_type(s_, val);
     if (val.bit_packed) s_ += " packed";
+    // Taken at run time, sizes equal here may differ at another size: the launch passes the
+    // kernel's own counts, so two launches share code only where their sizes are one expression.
+    if (t_.sizes_at_run_time)
+      for (const Dim& d : val.shape) s_ += d.expr() ? " " + d.expr()->text() : std::string(" ?");
   }
 
   void arg(const Arg& a) {

@@ -140,6 +140,7 @@ class KernelLowering : private IndexNamer {
   bool count_is_parameter() const;
   std::string count_name() const { return layout_.is_row ? "rows" : "n"; }
   Block count_declaration() const;
+  void check_shapes_agree_at_every_size() const;
   // A row kernel's row length: a number, or its parameter `row_length` where the code takes it
   // at run time (the row then streamed element by element: kernel_plan.cpp).
   bool row_length_is_parameter() const;

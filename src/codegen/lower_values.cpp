@@ -82,7 +82,47 @@ KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents,
   stream_run_ = plan_.stream_run;
 }
 
+namespace {
+
+// "[B, T//16 + 1]": a shape as its expressions (? for a dim without one).
+std::string expressions_text(const Shape& s) {
+  std::string out;
+  for (const Dim& d : s) out += (out.empty() ? "" : ", ") + (d.expr() ? d.expr()->text() : std::string("?"));
+  return "[" + out + "]";
+}
+
+// Two dims the same at every size, as far as their expressions say (a dim without one: the
+// probes compare the numbers computed from it).
+bool same_at_every_size(const Dim& a, const Dim& b) { return !a.expr() || !b.expr() || *a.expr() == *b.expr(); }
+
+}  // namespace
+
+// A kernel's code treats shapes with the same sizes as one shape (its index maps, its row): taken
+// at run time, they must be one at every size, not only at the probes' (T//16 + 1 and 1 are both 1
+// at T = 3 and T = 10). Refused where they are not.
+void KernelLowering::check_shapes_agree_at_every_size() const {
+  std::map<std::vector<int64_t>, std::pair<Shape, std::string>> seen;
+  auto consider = [&](const Shape& s, const std::string& what) {
+    std::vector<int64_t> sizes(s.begin(), s.end());
+    auto [it, fresh] = seen.try_emplace(sizes, s, what);
+    if (fresh) return;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (!same_at_every_size(s[d], it->second.first[d]))
+        throw UserError("", "kernel " + k_.label + " takes " + it->second.second + ", " + expressions_text(it->second.first) + ", and " + what + ", " +
+                                expressions_text(s) + ", for one shape: the same sizes at both probes, not at every size; name the sizes with --specialize");
+  };
+  consider(layout_.domain, "its domain");
+  if (layout_.is_row) consider(layout_.reduced_shape(), "its row");
+  auto value = [&](ValueId v) {
+    if (!t_.value(v).is_scalar) consider(t_.value(v).shape, "\"" + t_.value(v).name + "\"");
+  };
+  for (const Arg& a : k_.args) value(a.value);
+  for (const Op& op : k_.sub)
+    for (ValueId v : op.outs) value(v);
+}
+
 kir::Kernel KernelLowering::lower() {
+  if (t_.sizes_at_run_time) check_shapes_agree_at_every_size();
   kir::Kernel k;
   k.name = k_.label;
   k.body = layout_.is_row ? row_body() : pointwise_body(k.element);

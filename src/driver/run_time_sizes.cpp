@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/diagnostics.h"
+
 namespace tg {
 
 namespace {
@@ -58,6 +60,7 @@ std::vector<std::string> code_lines(const std::string& text, bool kernel_ir) {
 std::string enclosing_function(const std::vector<std::string>& lines, std::vector<std::string>::const_iterator at) {
   for (auto it = at; it != lines.begin();) {
     const std::string& line = *--it;
+    if (line.starts_with("kernel ")) return " (in " + line.substr(7) + ")";  // a kernel IR listing's
     if (line.starts_with("extern \"C\"") || line.starts_with("__device__") || line.starts_with("static ") || line.starts_with("int main")) {
       const size_t open = line.rfind('(');
       if (open == std::string::npos) return "";
@@ -118,6 +121,49 @@ std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
     probes.second[name] = *second;
   }
   return probes;
+}
+
+namespace {
+
+// The expressions of `t`'s dims that name a symbol, once each.
+std::vector<const SizeExpr*> symbolic_sizes(const Trace& t) {
+  std::set<const SizeExpr*> seen;  // (interned: one pointer per expression)
+  std::vector<const SizeExpr*> out;
+  for (const Value& v : t.values)
+    for (const Dim& d : v.shape)
+      if (d.symbolic() && seen.insert(d.expr()).second) out.push_back(d.expr());
+  return out;
+}
+
+// The first of `sizes` the same at both probes, if any.
+const SizeExpr* same_at_both(const std::vector<const SizeExpr*>& sizes, const SizeProbes& probes) {
+  for (const SizeExpr* e : sizes)
+    if (e->evaluate(probes.first) == e->evaluate(probes.second)) return e;
+  return nullptr;
+}
+
+}  // namespace
+
+void separate_probes(SizeProbes& probes, const Trace& t) {
+  const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
+  const SizeExpr* same = same_at_both(sizes, probes);
+  if (!same) return;
+  // Each symbol moved from the first probe by `times` its own step (as second_size), where its range allows.
+  for (int64_t times = 2; times <= 64; ++times) {
+    SizeProbes moved = probes;
+    for (auto& [name, size] : moved.second) {
+      const SymbolDecl& d = t.symbols.at(name);
+      const int64_t first = probes.first.at(name), step = (probes.second.at(name) - first) * times;
+      if (step > 0 && first <= d.max - step && d.allows(first + step)) size = first + step;
+    }
+    if (!same_at_both(sizes, moved)) {
+      probes = moved;
+      return;
+    }
+  }
+  throw UserError("", "the size " + same->text() + " is the same at the two sizes checked (" + sizes_text(probes.first) + "; " +
+                          sizes_text(probes.second) + ") and at every second size tried, so a number computed from it could pass for a "
+                          "constant; name the sizes with --specialize");
 }
 
 std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes) {

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "ir/size_expr.h"
+#include "ir/trace.h"
 #include "output/output_folder.h"
 
 namespace tg {
@@ -21,6 +22,12 @@ struct SizeProbes {
   SymbolValues first, second;
 };
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
+
+// Moves the second probe, where needed, until every size expression of `t`'s values (read at
+// the first) differs between the probes: one the same at both (T//16 + 1 at T = 3 and 10) would
+// let a number computed from it (a mean's divisor) pass for a constant. Throws UserError naming
+// an expression no second probe in range separates.
+void separate_probes(SizeProbes& probes, const Trace& t);
 
 // The first difference between the code of two folders generated at the probes, comments aside
 // (comments show the sizes of the run that wrote them; a kernel IR listing, named *.kir, has #

@@ -48,6 +48,21 @@ ConvolutionArgs convolution_args(const Op& op, const Shape& weight) {
   return c;
 }
 
+// Sizes with their expressions (docs/symbolic-shapes.md): a product of dims, and a size computed
+// from `d` alone, a constant where `d` is one.
+Dim product_of_dims(const Shape& s, size_t from) {
+  Dim p = Dim::constant(1);
+  for (size_t k = from; k < s.size(); ++k) p = multiply_dims(p, s[k]);
+  return p;
+}
+Dim computed_from(const Dim& d, int64_t value) { return d.expr() && d.expr()->is_constant() ? Dim::constant(value) : Dim(value); }
+// Integers the lowering fixes (offsets, steps, widths): the same at every size.
+Arg constants(const std::vector<int64_t>& v) {
+  std::vector<Arg> items;
+  for (int64_t x : v) items.push_back(Arg::of_dim(Dim::constant(x)));
+  return Arg::of_list(std::move(items));
+}
+
 std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   const bool prim = op.info->kind == OpKind::t_convolution;
   const Value& in = float_tensor(t, op, 0);
@@ -78,7 +93,7 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
         __builtin_mul_overflow(c.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in.shape[k + 2]), &padded))
       fail(0, "the padded size or the dilated kernel of spatial dim " + std::to_string(k) + " overflows 64 bits");
     if (c.kernel[k] < 1 || padded < span) fail(0, "shape " + shape_str(in.shape) + " (padded) is smaller than the kernel " + shape_str(c.kernel) + " (dilated)");
-    out.push_back((padded - span) / c.stride[k] + 1);
+    out.push_back(computed_from(in.shape[k + 2], (padded - span) / c.stride[k] + 1));
   }
   return {{in.dtype, out}};
 }
@@ -93,17 +108,17 @@ V patch_convolution(G& g, V x, V w, const Shape& out) {
   Shape whole = in, patches{in[0], in[1]};
   std::vector<int64_t> perm{0}, start(in.size(), 0);
   for (int64_t k = 0; k < n; ++k) {
-    whole[size_t(k + 2)] = out[size_t(k + 2)] * ws[size_t(k + 2)];
+    whole[size_t(k + 2)] = multiply_dims(out[size_t(k + 2)], ws[size_t(k + 2)]);
     patches.push_back(out[size_t(k + 2)]);
     patches.push_back(ws[size_t(k + 2)]);
     perm.push_back(2 + 2 * k);  // the patch index along spatial dim k
   }
   perm.push_back(1);
   for (int64_t k = 0; k < n; ++k) perm.push_back(3 + 2 * k);  // the offset inside the patch
-  if (whole != in) x = call(g, "prims.slice_prim", {val(x), int_list(start), int_list(whole)});
+  if (whole != in) x = call(g, "prims.slice_prim", {val(x), constants(start), int_list(whole)});
   V rows = call(g, "prims.transpose", {val(reshape(g, x, patches)), int_list(perm)});
-  const int64_t patch_size = numel(ws) / ws[0];
-  return matmul(g, reshape(g, rows, {numel(out) / ws[0], patch_size}),
+  const Dim patch_size = product_of_dims(ws, 1);
+  return matmul(g, reshape(g, rows, {multiply_dims(out[0], product_of_dims(out, 2)), patch_size}),
                 call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
 }
 
@@ -114,23 +129,24 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
   const Shape in = shape_of(g, x);
   const size_t n = in.size() - 2;
   if (std::any_of(c.padding.begin(), c.padding.end(), [](int64_t p) { return p > 0; })) {
-    std::vector<Arg> config{int_list({0, 0, 0}), int_list({0, 0, 0})};
-    for (int64_t p : c.padding) config.push_back(int_list({p, p, 0}));
+    std::vector<Arg> config{constants({0, 0, 0}), constants({0, 0, 0})};
+    for (int64_t p : c.padding) config.push_back(constants({p, p, 0}));
     x = call(g, "prims.pad", {val(x), num(0.0), Arg::of_list(config)});
   }
   const Shape padded = shape_of(g, x);
-  const int64_t positions = numel(out) / (out[0] * out[1]);
+  const Dim positions = product_of_dims(out, 2);
   std::vector<Arg> offsets;
   std::vector<int64_t> at(n, 0);
   for (bool more = true; more;) {
-    std::vector<int64_t> start(in.size(), 0), end = sizes_of(padded), step(in.size(), 1);
+    std::vector<int64_t> start(in.size(), 0), step(in.size(), 1);
+    Shape end = padded;
     for (size_t k = 0; k < n; ++k) {
       start[k + 2] = at[k] * c.dilation[k];
-      end[k + 2] = start[k + 2] + c.stride[k] * (out[k + 2] - 1) + 1;
+      end[k + 2] = computed_from(out[k + 2], start[k + 2] + c.stride[k] * (out[k + 2] - 1) + 1);
       step[k + 2] = c.stride[k];
     }
-    V slice = call(g, "prims.slice_prim", {val(x), int_list(start), int_list(end), int_list(step)});
-    offsets.push_back(val(reshape(g, slice, {in[0], in[1], 1, positions})));
+    V slice = call(g, "prims.slice_prim", {val(x), constants(start), int_list(end), constants(step)});
+    offsets.push_back(val(reshape(g, slice, {in[0], in[1], Dim::constant(1), positions})));
     more = false;  // the next offset, the last kernel dim fastest
     for (size_t k = n; k-- > 0 && !more;) {
       if (++at[k] < c.kernel[k]) more = true;
@@ -145,9 +161,10 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
 // columns [B, G, C/G*K, P].
 V general_convolution(G& g, V x, V w, const ConvolutionArgs& c, const Shape& out) {
   const Shape in = shape_of(g, x), ws = shape_of(g, w);
-  const int64_t groups = c.groups, positions = numel(out) / (out[0] * out[1]), depth = numel(ws) / ws[0];
+  const Dim groups = Dim::constant(c.groups), positions = product_of_dims(out, 2), depth = product_of_dims(ws, 1);
+  const Dim filters_per_group = computed_from(ws[0], ws[0] / c.groups);
   V columns = reshape(g, convolution_columns(g, x, c, out), {in[0], groups, depth, positions});
-  V weights = broadcast(g, reshape(g, w, {groups, ws[0] / groups, depth}), {in[0], groups, ws[0] / groups, depth}, {1, 2, 3});
+  V weights = broadcast(g, reshape(g, w, {groups, filters_per_group, depth}), {in[0], groups, filters_per_group, depth}, {1, 2, 3});
   Shape channels_first{out[0], out[1]};
   channels_first.insert(channels_first.end(), out.begin() + 2, out.end());
   return reshape(g, matmul(g, weights, columns), channels_first);

@@ -34,7 +34,7 @@ std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
 // ---- cross_entropy and nll_loss with class-index targets ----
 
 struct ClassLoss {
-  int64_t n, c;
+  Dim n, c;  // rows and classes, with their expressions
   V onehot;  // b8 [N, C]: the target class of each row
   V valid;   // b8 [N]: rows whose target is not ignore_index
   V weight = kNoValue;  // class weights [C] (upcast), or kNoValue
@@ -49,7 +49,7 @@ ClassLoss class_loss_of(G& g, const Op& op) {
   l.c = s[1];
   V target = op.arg("target").value;
   DType tt = value_of(g, target).dtype;
-  V classes = call(g, "prims.iota", {Arg::of_int(l.c), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(tt)});
+  V classes = call(g, "prims.iota", {Arg::of_dim(l.c), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(tt)});
   l.onehot = cmp(g, "prims.eq", val(broadcast(g, classes, s, {1})), val(broadcast(g, target, s, {0})));
   ClassLossArgs args = class_loss_args(op);
   l.valid = cmp(g, "prims.ne", val(target), Arg::of_int(args.ignore_index));
