@@ -197,14 +197,14 @@ Contributions cat_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   const Shape& out = shape_of(g, op.outs[0]);
   int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + int64_t(out.size()) : op.arg("dim").integer;
   Contributions result;
-  int64_t offset = 0;
+  Dim offset = Dim::constant(0);  // (with its expression: the pieces' sizes keep theirs)
   for (const Arg& piece : op.arg("tensors").items) {
     const Shape& s = shape_of(g, piece.value);
-    std::vector<int64_t> start(out.size(), 0), end(out.begin(), out.end());
-    start[dim] = offset;
-    end[dim] = offset + s[dim];
+    Shape start(out.size(), Dim::constant(0)), end = out;
+    start[size_t(dim)] = offset;
+    end[size_t(dim)] = add_dims(offset, s[size_t(dim)]);
     result.emplace_back(piece.value, call(g, "prims.slice_prim", {val(cot[0]), int_list(start), int_list(end), Arg{}}));
-    offset += s[dim];
+    offset = add_dims(offset, s[size_t(dim)]);
   }
   return result;
 }
