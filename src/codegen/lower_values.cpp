@@ -91,9 +91,11 @@ std::string expressions_text(const Shape& s) {
   return "[" + out + "]";
 }
 
-// Two dims the same at every size, as far as their expressions say (a dim without one: the
-// probes compare the numbers computed from it).
-bool same_at_every_size(const Dim& a, const Dim& b) { return !a.expr() || !b.expr() || *a.expr() == *b.expr(); }
+// Two dims the same at every size, as far as their expressions say. A constant and a symbol's
+// expression equal here are not at the second probe (separate_probes moves it until every
+// expression differs there), and a dim without an expression is a number the probes compare:
+// only two different expressions can be equal at both.
+bool same_at_every_size(const Dim& a, const Dim& b) { return !a.symbolic() || !b.symbolic() || *a.expr() == *b.expr(); }
 
 }  // namespace
 
