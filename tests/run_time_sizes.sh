@@ -118,7 +118,7 @@ device_code() {  # FOLDER: the kernels compiled for sm_90 with their PTX and ptx
     (cd "$1" && "${NVCC:?}" -arch=sm_90 -std=c++17 -cubin -o "$cu.cubin" "$cu.cu" -I. -Xptxas -v -keep -keep-dir keep 2>"$cu.ptxas.log")
   done
 }
-for name in block mlp; do
+for name in block mlp rsoft ce; do  # (rsoft and ce: rows whose length is taken at run time)
   largest=$(ls -d "$name"-at-* | sort -t= -k3 -n | tail -1)
   device_code "$name" && device_code "$largest"
   check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" "$name" "$largest" forward backward
