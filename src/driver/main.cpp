@@ -179,13 +179,8 @@ int generate(const Request& r) {
   tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
   if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
   // A listing before the kernel IR is the first probe's, and says so ("specialized at").
-  const bool emits_code = !emit.empty() && *options.stop_after >= tg::Pass::kernel_ir;
-  if (!emit.empty() && !(probes && emits_code)) {
-    std::cout << result.stopped_text;
-    return 0;
-  }
   tg::PipelineResult second_probe;
-  if (probes) {
+  if (probes && (emit.empty() || *options.stop_after >= tg::Pass::kernel_ir)) {
     result.work.reset();  // (its memory, reused by the second run, keeps the peak one run's)
     second_probe = check_code_at_second_probe(file, *probes, options, result);
   }

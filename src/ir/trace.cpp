@@ -43,6 +43,8 @@ Dim add_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) + int
 Dim subtract_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) - int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x - y; }); }
 Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) * int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x * y; }); }
 
+Dim computed_from(const Dim& from, int64_t size) { return from.expr() && from.expr()->is_constant() ? Dim::constant(size) : Dim(size); }
+
 Dim numel_dim(const Shape& shape, size_t count) {
   Dim n = Dim::constant(1);
   for (size_t i = 0; i < shape.size() && i < count; ++i) n = multiply_dims(n, shape[i]);

@@ -54,6 +54,9 @@ const SizeExpr* interned(const SizeExpr& expr);
 Dim add_dims(const Dim& a, const Dim& b);
 Dim subtract_dims(const Dim& a, const Dim& b);
 Dim multiply_dims(const Dim& a, const Dim& b);
+// `size`, computed from `from` alone by arithmetic a Dim does not carry (a split's pieces, a
+// convolution's output): a known constant where `from` is one, else unknown.
+Dim computed_from(const Dim& from, int64_t size);
 
 using Shape = std::vector<Dim>;
 using NameSet = std::unordered_set<std::string>;  // the value names taken in a trace

@@ -48,14 +48,8 @@ ConvolutionArgs convolution_args(const Op& op, const Shape& weight) {
   return c;
 }
 
-// Sizes with their expressions (docs/symbolic-shapes.md): a product of dims, and a size computed
-// from `d` alone, a constant where `d` is one.
-Dim product_of_dims(const Shape& s, size_t from) {
-  Dim p = Dim::constant(1);
-  for (size_t k = from; k < s.size(); ++k) p = multiply_dims(p, s[k]);
-  return p;
-}
-Dim computed_from(const Dim& d, int64_t value) { return d.expr() && d.expr()->is_constant() ? Dim::constant(value) : Dim(value); }
+// The elements of `s`'s dims from `from` on, with their expression (docs/symbolic-shapes.md).
+Dim numel_from(const Shape& s, size_t from) { return numel_dim(Shape(s.begin() + std::ptrdiff_t(from), s.end())); }
 // Integers the lowering fixes (offsets, steps, widths): the same at every size.
 Arg constants(const std::vector<int64_t>& v) {
   std::vector<Arg> items;
@@ -117,8 +111,8 @@ V patch_convolution(G& g, V x, V w, const Shape& out) {
   for (int64_t k = 0; k < n; ++k) perm.push_back(3 + 2 * k);  // the offset inside the patch
   if (whole != in) x = call(g, "prims.slice_prim", {val(x), constants(start), int_list(whole)});
   V rows = call(g, "prims.transpose", {val(reshape(g, x, patches)), int_list(perm)});
-  const Dim patch_size = product_of_dims(ws, 1);
-  return matmul(g, reshape(g, rows, {multiply_dims(out[0], product_of_dims(out, 2)), patch_size}),
+  const Dim patch_size = numel_from(ws, 1);
+  return matmul(g, reshape(g, rows, {multiply_dims(out[0], numel_from(out, 2)), patch_size}),
                 call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
 }
 
@@ -134,7 +128,7 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
     x = call(g, "prims.pad", {val(x), num(0.0), Arg::of_list(config)});
   }
   const Shape padded = shape_of(g, x);
-  const Dim positions = product_of_dims(out, 2);
+  const Dim positions = numel_from(out, 2);
   std::vector<Arg> offsets;
   std::vector<int64_t> at(n, 0);
   for (bool more = true; more;) {
@@ -161,7 +155,7 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
 // columns [B, G, C/G*K, P].
 V general_convolution(G& g, V x, V w, const ConvolutionArgs& c, const Shape& out) {
   const Shape in = shape_of(g, x), ws = shape_of(g, w);
-  const Dim groups = Dim::constant(c.groups), positions = product_of_dims(out, 2), depth = product_of_dims(ws, 1);
+  const Dim groups = Dim::constant(c.groups), positions = numel_from(out, 2), depth = numel_from(ws, 1);
   const Dim filters_per_group = computed_from(ws[0], ws[0] / c.groups);
   V columns = reshape(g, convolution_columns(g, x, c, out), {in[0], groups, depth, positions});
   V weights = broadcast(g, reshape(g, w, {groups, filters_per_group, depth}), {in[0], groups, filters_per_group, depth}, {1, 2, 3});

@@ -100,11 +100,10 @@ std::vector<OutType> split_rule(const Trace& t, const Op& op) {
     if (total != len) fail(1, "sections add up to " + std::to_string(total) + ", not " + std::to_string(len));
   }
   // Pieces of a dim the same at every size are too (sizes listed are taken as written).
-  const bool same_at_every_size = a.shape[size_t(dim)].expr() && a.shape[size_t(dim)].expr()->is_constant();
   std::vector<OutType> out;
   for (int64_t s : sizes) {
     Shape shape = a.shape;
-    shape[size_t(dim)] = same_at_every_size ? Dim::constant(s) : Dim(s);
+    shape[size_t(dim)] = computed_from(a.shape[size_t(dim)], s);
     out.push_back({a.dtype, shape});
   }
   return out;
