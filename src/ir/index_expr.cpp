@@ -1,60 +1,18 @@
-#include "ir/index_expr.h"
+#include "ir/index_expr_atom.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <set>
+#include <tuple>
 
 #include "support/diagnostics.h"
 
 namespace tg {
 
-// What a select atom is made of: cond ? then / divisor : 0.
-struct SelectParts {
-  IndexCond cond;
-  IndexExpr then;
-  int64_t divisor = 1;
-};
-
-struct IndexExpr::Atom {
-  enum class Kind { named, quotient, remainder };
-  Kind kind = Kind::named;
-  std::string text;     // named: a variable's name, or a select's code (ordered by it as names are)
-  int dim = -1;         // named: the loop dim it is, if it is one
-  std::shared_ptr<const SelectParts> select;  // named: a select's parts, when it is one
-  IndexExpr operand;    // quotient, remainder: operand / divisor, operand % divisor
-  int64_t divisor = 1;
-  IndexRange range;
-  size_t size = 1;
-  size_t hash = 0;
-};
-
-namespace {
-
-size_t mix(size_t h, size_t x) { return h ^ (x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
-
-int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t r;
-  TG_CHECK(!__builtin_mul_overflow(a, b, &r), "index arithmetic overflows int64");
-  return r;
-}
-
-int64_t checked_add(int64_t a, int64_t b) {
-  int64_t r;
-  TG_CHECK(!__builtin_add_overflow(a, b, &r), "index arithmetic overflows int64");
-  return r;
-}
-
-int64_t floor_div(int64_t a, int64_t n) { return a / n - (a % n != 0 && a < 0); }
-
-bool within(const IndexRange& r, int64_t lo, int64_t hi) { return r.known && r.lo >= lo && r.hi <= hi; }
-
-IndexRange remainder_range(const IndexRange& x, int64_t n) {
-  if (x.known && x.lo >= 0) return {0, std::min(x.hi, n - 1), true};
-  return {-(n - 1), n - 1, true};  // (C's remainder takes the dividend's sign)
-}
-
-}  // namespace
+using namespace index_detail;
 
 // ---- building -------------------------------------------------------------------------------
 
@@ -74,6 +32,27 @@ IndexExpr IndexExpr::dim(int k, int64_t extent) {
   auto [it, fresh] = made.try_emplace({k, extent});
   if (fresh) it->second = named("d" + std::to_string(k), 0, std::max<int64_t>(extent - 1, 0), k);
   return it->second;
+}
+
+IndexExpr IndexExpr::dim(int k, const IndexScale& extent, int64_t largest) {
+  if (!extent.product) return dim(k, extent.coef);
+  IndexExpr e = named("d" + std::to_string(k), 0, std::max<int64_t>(largest - 1, 0), k);
+  auto atom = std::make_shared<Atom>(*e.terms_[0].atom);
+  atom->bound = extent;
+  atom->hash = mix(atom->hash, extent.product->hash());
+  return of_atom(std::move(atom));
+}
+
+// The atom a product alone multiplies (`sz_T * 64` is 64 * sz_T * 1).
+const std::shared_ptr<const IndexExpr::Atom>& IndexExpr::unit_atom() {
+  static const std::shared_ptr<const Atom> unit = [] {
+    auto a = std::make_shared<Atom>();
+    a->text = "1";
+    a->range = {1, 1, true};
+    a->hash = 0x1u;
+    return a;
+  }();
+  return unit;
 }
 
 IndexExpr IndexExpr::select(const IndexCond& cond, const IndexExpr& then, int64_t divisor, int64_t lo, int64_t hi) {
@@ -105,12 +84,17 @@ IndexExpr IndexExpr::of_atom(std::shared_ptr<const Atom> atom) {
   return e;
 }
 
-// Sorts and merges `terms`, then recombines quotient/remainder pairs.
+// Sorts and merges `terms` (a product alone joins the constant when it is 1), then recombines
+// quotient/remainder pairs.
 IndexExpr IndexExpr::of_terms(int64_t constant, Terms terms) {
-  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) { return compare(*a.atom, *b.atom) < 0; });
+  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) { return compare(a, b) < 0; });
   Terms merged;
   for (Term& t : terms) {
-    if (!merged.empty() && compare(*merged.back().atom, *t.atom) == 0) merged.back().coef = checked_add(merged.back().coef, t.coef);
+    if (t.atom == unit_atom() && !t.product) {
+      constant = checked_add(constant, t.coef);
+      continue;
+    }
+    if (!merged.empty() && compare(merged.back(), t) == 0) merged.back().coef = checked_add(merged.back().coef, t.coef);
     else merged.push_back(std::move(t));
     if (merged.back().coef == 0) merged.pop_back();
   }
@@ -123,33 +107,33 @@ IndexExpr IndexExpr::of_terms(int64_t constant, Terms terms) {
 
 // Finds c * x % m beside (c*m) * (x / m) (for x = y / d, also written y / (d*m)), or beside
 // (c*m) * ((x / m) % k) for x >= 0, removes the pair from `terms` and sets `extra` to c * x, or
-// c * (x % (m*k)).
+// c * (x % (m*k)). (c and m are scales: a number, times a product of size parameters.)
 bool IndexExpr::recombine(Terms& terms, IndexExpr& extra) {
   for (size_t a = 0; a < terms.size(); ++a) {
     const Atom& rem = *terms[a].atom;
-    int64_t outer;
-    if (rem.kind != Atom::Kind::remainder || __builtin_mul_overflow(terms[a].coef, rem.divisor, &outer)) continue;
+    if (rem.kind != Atom::Kind::remainder) continue;
+    const IndexScale m{rem.divisor, rem.divisor_product};
+    const std::optional<IndexScale> outer = checked_product(term_scale(terms[a]), m);
+    if (!outer) continue;
     const IndexExpr& x = rem.operand;
     for (size_t b = 0; b < terms.size(); ++b) {
-      if (b == a || terms[b].coef != outer) continue;
+      if (b == a || !(term_scale(terms[b]) == *outer)) continue;
       const Atom& other = *terms[b].atom;
+      const IndexScale other_divisor{other.divisor, other.divisor_product};
       std::optional<IndexExpr> found;
       const Atom* x_quotient = x.single_atom();  // x = y / d, with (x / m) written y / (d*m)
-      int64_t whole;
-      if (other.kind == Atom::Kind::quotient && other.divisor == rem.divisor && other.operand == x) {
+      if (other.kind == Atom::Kind::quotient && other_divisor == m && other.operand == x) {
         found = x;
-      } else if (other.kind == Atom::Kind::quotient && x_quotient && x_quotient->kind == Atom::Kind::quotient && other.operand == x_quotient->operand &&
-                 !__builtin_mul_overflow(x_quotient->divisor, rem.divisor, &whole) && other.divisor == whole) {
-        found = x;
+      } else if (other.kind == Atom::Kind::quotient && x_quotient && x_quotient->kind == Atom::Kind::quotient && other.operand == x_quotient->operand) {
+        const std::optional<IndexScale> whole = checked_product({x_quotient->divisor, x_quotient->divisor_product}, m);
+        if (whole && other_divisor == *whole) found = x;
       } else if (other.kind == Atom::Kind::remainder && within(x.range(), 0, INT64_MAX)) {
         const Atom* inner = other.operand.single_atom();
-        int64_t span;
-        if (inner && inner->kind == Atom::Kind::quotient && inner->divisor == rem.divisor && inner->operand == x &&
-            !__builtin_mul_overflow(rem.divisor, other.divisor, &span))
-          found = x % span;
+        if (inner && inner->kind == Atom::Kind::quotient && IndexScale{inner->divisor, inner->divisor_product} == m && inner->operand == x)
+          if (const std::optional<IndexScale> span = checked_product(m, other_divisor)) found = x % *span;
       }
       if (!found) continue;
-      extra = *found * terms[a].coef;
+      extra = *found * term_scale(terms[a]);
       terms.erase(terms.begin() + long(std::max(a, b)));
       terms.erase(terms.begin() + long(std::min(a, b)));
       return true;
@@ -177,13 +161,14 @@ IndexExpr IndexExpr::operator*(int64_t c) const {
   return e;
 }
 
+
 // *this = f * multiple(f) + rest(f): rest holds the terms whose coefficient f does not divide and
 // the constant's remainder in [0, f). (Parts of a sorted, merged, recombined list, scaled alike, are
 // all of that already.)
 IndexExpr IndexExpr::multiple(int64_t f) const {
   IndexExpr e(floor_div(constant_, f));
   for (const Term& t : terms_)
-    if (t.coef % f == 0) e.terms_.push_back({t.atom, t.coef / f});
+    if (t.coef % f == 0) e.terms_.push_back({t.atom, t.coef / f, t.product});
   return e;
 }
 
@@ -220,7 +205,7 @@ IndexExpr IndexExpr::operator/(int64_t n) const {
     if (r.hi < n) return IndexExpr(0);
     int64_t nested;
     if (const Atom* a = single_atom(); a && a->kind == Atom::Kind::quotient && !__builtin_mul_overflow(a->divisor, n, &nested))
-      return a->operand / nested;
+      return a->divisor_product ? divided(a->operand, {nested, a->divisor_product}, true) : a->operand / nested;
     const std::vector<int64_t> fs = factor_candidates(n);
     for (int64_t f : fs)
       if (within(rest_range(f), 0, f - 1)) return f == n ? multiple(f) : multiple(f) / (n / f);
@@ -271,9 +256,9 @@ IndexExpr IndexExpr::with_dims(const std::vector<IndexExpr>& defs) const {
     const Atom& a = *t.atom;
     IndexExpr replaced;
     if (a.kind == Atom::Kind::named) replaced = a.dim >= 0 && size_t(a.dim) < defs.size() ? defs[size_t(a.dim)] : of_atom(t.atom);
-    else if (a.kind == Atom::Kind::quotient) replaced = a.operand.with_dims(defs) / a.divisor;
-    else replaced = a.operand.with_dims(defs) % a.divisor;
-    parts.push_back(replaced * t.coef);
+    else if (a.kind == Atom::Kind::quotient) replaced = a.operand.with_dims(defs) / IndexScale{a.divisor, a.divisor_product};
+    else replaced = a.operand.with_dims(defs) % IndexScale{a.divisor, a.divisor_product};
+    parts.push_back(replaced * term_scale(t));
   }
   return sum(parts);
 }
@@ -281,7 +266,7 @@ IndexExpr IndexExpr::with_dims(const std::vector<IndexExpr>& defs) const {
 // ---- questions ------------------------------------------------------------------------------
 
 const IndexExpr::Atom* IndexExpr::single_atom() const {
-  return constant_ == 0 && terms_.size() == 1 && terms_[0].coef == 1 ? terms_[0].atom.get() : nullptr;
+  return constant_ == 0 && terms_.size() == 1 && terms_[0].coef == 1 && !terms_[0].product ? terms_[0].atom.get() : nullptr;
 }
 
 std::optional<int64_t> IndexExpr::constant() const {
@@ -326,10 +311,33 @@ std::vector<std::string> IndexExpr::names() const {
       for (std::string& n : a.select->cond.names()) out.push_back(std::move(n));
       for (std::string& n : a.select->then.names()) out.push_back(std::move(n));
     } else if (a.kind == Atom::Kind::named) {
-      out.push_back(a.text);
+      if (t.atom != unit_atom()) out.push_back(a.text);
     } else {
       for (std::string& n : a.operand.names()) out.push_back(std::move(n));
     }
+  }
+  for (std::string& n : size_names()) out.push_back(std::move(n));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> IndexExpr::size_names() const {
+  std::vector<std::string> out;
+  auto add = [&out](const SizeProduct* p) {
+    if (p)
+      for (const SizeProduct::Factor& f : p->factors()) out.push_back(f.name);
+  };
+  for (const Term& t : terms_) {
+    add(t.product);
+    const Atom& a = *t.atom;
+    if (a.kind != Atom::Kind::named) {
+      add(a.divisor_product);
+      for (std::string& n : a.operand.size_names()) out.push_back(std::move(n));
+    }
+    if (a.select)
+      for (const IndexExpr* e : {&a.select->then})
+        for (std::string& n : e->size_names()) out.push_back(std::move(n));
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -352,8 +360,15 @@ IndexRange IndexExpr::partial_range(int64_t constant, int64_t f) const {
   __int128 lo = constant, hi = constant;
   for (const Term& t : terms_) {
     if (f != 0 && t.coef % f == 0) continue;
-    const IndexRange& r = t.atom->range;
+    IndexRange r = t.atom->range;
     if (!r.known) return {0, 0, false};
+    if (t.product) {  // (a product's range is positive: the atom's bounds times its ends)
+      const IndexRange p = t.product->range();
+      const __int128 ends[4] = {__int128(r.lo) * p.lo, __int128(r.lo) * p.hi, __int128(r.hi) * p.lo, __int128(r.hi) * p.hi};
+      const __int128 least = *std::min_element(ends, ends + 4), most = *std::max_element(ends, ends + 4);
+      if (least < INT64_MIN || most > INT64_MAX) return {0, 0, false};
+      r = {int64_t(least), int64_t(most), true};
+    }
     const __int128 a = __int128(r.lo) * t.coef, b = __int128(r.hi) * t.coef;
     lo += std::min(a, b);
     hi += std::max(a, b);
@@ -370,7 +385,10 @@ size_t IndexExpr::size() const {
 
 size_t IndexExpr::hash() const {
   size_t h = std::hash<int64_t>()(constant_);
-  for (const Term& t : terms_) h = mix(mix(h, t.atom->hash), std::hash<int64_t>()(t.coef));
+  for (const Term& t : terms_) {
+    h = mix(mix(h, t.atom->hash), std::hash<int64_t>()(t.coef));
+    if (t.product) h = mix(h, t.product->hash());
+  }
   return h;
 }
 
@@ -380,10 +398,16 @@ int IndexExpr::compare(const IndexExpr& a, const IndexExpr& b) {
   if (a.constant_ != b.constant_) return a.constant_ < b.constant_ ? -1 : 1;
   if (a.terms_.size() != b.terms_.size()) return a.terms_.size() < b.terms_.size() ? -1 : 1;
   for (size_t i = 0; i < a.terms_.size(); ++i) {
-    if (int c = compare(*a.terms_[i].atom, *b.terms_[i].atom)) return c;
+    if (int c = compare(a.terms_[i], b.terms_[i])) return c;
     if (a.terms_[i].coef != b.terms_[i].coef) return a.terms_[i].coef < b.terms_[i].coef ? -1 : 1;
   }
   return 0;
+}
+
+// By atom, then product (the order terms are kept in; the coefficient aside).
+int IndexExpr::compare(const Term& a, const Term& b) {
+  if (int c = compare(*a.atom, *b.atom)) return c;
+  return SizeProduct::compare(a.product, b.product);
 }
 
 int IndexExpr::compare(const Atom& a, const Atom& b) {
@@ -392,9 +416,14 @@ int IndexExpr::compare(const Atom& a, const Atom& b) {
   if (a.kind == Atom::Kind::named) {  // (one name may stand for other code, with another range, elsewhere)
     if (int c = a.text.compare(b.text)) return c;
     if (a.range.lo != b.range.lo) return a.range.lo < b.range.lo ? -1 : 1;
-    return a.range.hi == b.range.hi ? 0 : a.range.hi < b.range.hi ? -1 : 1;
+    if (a.range.hi != b.range.hi) return a.range.hi < b.range.hi ? -1 : 1;
+    if (a.bound.has_value() != b.bound.has_value()) return a.bound ? 1 : -1;
+    if (!a.bound || *a.bound == *b.bound) return 0;
+    if (a.bound->coef != b.bound->coef) return a.bound->coef < b.bound->coef ? -1 : 1;
+    return SizeProduct::compare(a.bound->product, b.bound->product);
   }
   if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
+  if (int c = SizeProduct::compare(a.divisor_product, b.divisor_product)) return c;
   return compare(a.operand, b.operand);
 }
 
@@ -402,13 +431,19 @@ int64_t IndexExpr::evaluate(const std::function<int64_t(const std::string& name)
   int64_t v = constant_;
   for (const Term& t : terms_) {
     const Atom& a = *t.atom;
+    const int64_t scale = t.product ? t.coef * t.product->evaluate(value_of) : t.coef;
     if (a.select) {
       const SelectParts& p = *a.select;
-      v += t.coef * (p.cond.holds(value_of) ? p.then.evaluate(value_of) / p.divisor : 0);
+      v += scale * (p.cond.holds(value_of) ? p.then.evaluate(value_of) / p.divisor : 0);
+      continue;
+    }
+    if (t.atom == unit_atom()) {
+      v += scale;
       continue;
     }
     const int64_t x = a.kind == Atom::Kind::named ? value_of(a.text) : a.operand.evaluate(value_of);
-    v += t.coef * (a.kind == Atom::Kind::named ? x : a.kind == Atom::Kind::quotient ? x / a.divisor : x % a.divisor);
+    const int64_t divisor = a.divisor_product ? a.divisor * a.divisor_product->evaluate(value_of) : a.divisor;
+    v += scale * (a.kind == Atom::Kind::named ? x : a.kind == Atom::Kind::quotient ? x / divisor : x % divisor);
   }
   return v;
 }
@@ -438,16 +473,23 @@ std::string IndexExpr::component_text() const {
   return as_named() || constant() ? text() : "(" + text() + ")";
 }
 
+// `atom * product * |coef|` (the product alone for the unit atom), as C++ computes it left to right.
 std::string IndexExpr::term_text(const Term& t) const {
   const bool unit = t.coef == 1 || t.coef == -1;
+  const std::string magnitude = std::to_string(t.coef).substr(t.coef < 0 ? 1 : 0);
+  if (t.atom == unit_atom()) return t.product->text() + (unit ? "" : " * " + magnitude);
   std::string a = atom_text(*t.atom);
-  if (t.atom->kind != Atom::Kind::named && !unit) a = "(" + a + ")";
-  return unit ? a : a + " * " + std::to_string(t.coef).substr(t.coef < 0 ? 1 : 0);
+  if (t.atom->kind != Atom::Kind::named && (!unit || t.product)) a = "(" + a + ")";
+  if (t.product) a += " * " + t.product->text();
+  return unit ? a : a + " * " + magnitude;
 }
 
 std::string IndexExpr::atom_text(const Atom& a) {
   if (a.kind == Atom::Kind::named) return a.text;
-  return operand_text(a.operand) + (a.kind == Atom::Kind::quotient ? " / " : " % ") + std::to_string(a.divisor);
+  const IndexScale divisor{a.divisor, a.divisor_product};
+  const bool one_name = !a.divisor_product || (a.divisor == 1 && a.divisor_product->factors().size() == 1 && a.divisor_product->factors()[0].power == 1);
+  const std::string d = one_name ? divisor.text() : "(" + divisor.text() + ")";
+  return operand_text(a.operand) + (a.kind == Atom::Kind::quotient ? " / " : " % ") + d;
 }
 
 std::string IndexExpr::operand_text(const IndexExpr& e) {

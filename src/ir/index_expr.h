@@ -17,6 +17,14 @@
 // Rules that hold for floor division only are applied where the operand is known non-negative
 // (C's division truncates). Expressions are kept in one form (terms sorted, equal atoms merged),
 // so == says whether two reads compute the same index.
+//
+// In a kernel taking its sizes at run time, a symbolic dim scales and divides as a product of the
+// kernel's size parameters (`sz_B * sz_T`, a SizeProduct): a term's coefficient and a quotient's
+// or remainder's divisor are then an IndexScale, a number times such a product, and a sum may hold
+// a product alone (`sz_T * 64`, a term of the unit atom). The rules above then apply where they
+// hold at every size the parameters' ranges allow: what divides a product is read off its factors,
+// and `0 <= b < n` for a divisor n with a product is proved from the digits of a mixed radix
+// (d1 * 64 + d0 < sz_T * 64 where d0 < 64 and d1 < sz_T), never from one size's values.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,12 +33,9 @@
 #include <string>
 #include <vector>
 
-namespace tg {
+#include "ir/index_scale.h"
 
-struct IndexRange {  // lo <= x <= hi, when known
-  int64_t lo = 0, hi = 0;
-  bool known = true;
-};
+namespace tg {
 
 class IndexExpr;
 struct IndexCond;
@@ -43,6 +48,10 @@ class IndexExpr {
   static IndexExpr named(std::string text, int64_t lo, int64_t hi) { return named(std::move(text), lo, hi, -1); }
   // The loop dim d<k> of a kernel, 0 <= d<k> < extent.
   static IndexExpr dim(int k, int64_t extent);
+  // ... of a symbolic extent (a product), whose largest size is `largest`.
+  static IndexExpr dim(int k, const IndexScale& extent, int64_t largest);
+  // The scale alone (`sz_T * 64`).
+  static IndexExpr of_scale(const IndexScale& s) { return IndexExpr(1) * s; }
   // `cond ? then / divisor : 0` (the division written as is, C's), in [lo, hi]: where a pad or
   // cat reads its operand, 0 where it reads none of it. Not looked into by the simplifier.
   static IndexExpr select(const IndexCond& cond, const IndexExpr& then, int64_t divisor, int64_t lo, int64_t hi);
@@ -55,6 +64,9 @@ class IndexExpr {
   IndexExpr operator*(int64_t c) const;
   IndexExpr operator/(int64_t n) const;  // n > 0
   IndexExpr operator%(int64_t n) const;  // n > 0
+  IndexExpr operator*(const IndexScale& s) const;
+  IndexExpr operator/(const IndexScale& s) const;
+  IndexExpr operator%(const IndexScale& s) const;
 
   std::optional<int64_t> constant() const;       // when it is one
   std::optional<int> as_dim() const;             // when it is exactly d<k>: k
@@ -64,6 +76,9 @@ class IndexExpr {
   std::vector<std::string> names() const;        // the named values it mentions, d<k> among them (and
                                                  // those a select's condition and value mention)
   bool multiple_of(int64_t n) const;             // every coefficient and the constant are
+  // The products its terms and divisors mention (so a kernel knows its size parameters: names()
+  // has them too).
+  std::vector<std::string> size_names() const;
   // Each d<k> with k < defs.size() replaced by defs[k] (what the kernel declares it as), simplified.
   IndexExpr with_dims(const std::vector<IndexExpr>& defs) const;
   IndexRange range() const;
@@ -81,6 +96,7 @@ class IndexExpr {
   struct Term {
     std::shared_ptr<const Atom> atom;
     int64_t coef;
+    const SizeProduct* product = nullptr;  // the term is coef * product * atom
   };
   using Terms = std::vector<Term>;
   int64_t constant_ = 0;
@@ -88,6 +104,16 @@ class IndexExpr {
 
   static IndexExpr named(std::string text, int64_t lo, int64_t hi, int dim);
   static IndexExpr of_atom(std::shared_ptr<const Atom> atom);
+  static const std::shared_ptr<const Atom>& unit_atom();
+  static IndexExpr divided(const IndexExpr& operand, const IndexScale& divisor, bool quotient);
+  static bool is_division_of(const IndexExpr& e, const IndexExpr& x);
+  static int compare(const Term& a, const Term& b);
+  static std::optional<IndexScale> atom_bound(const Atom& a);
+  static IndexScale term_scale(const Term& t) { return {t.coef, t.product}; }
+  std::vector<IndexScale> split_candidates(const IndexScale& s) const;
+  std::pair<IndexExpr, IndexExpr> split_at(const IndexScale& f) const;
+  std::optional<IndexScale> exclusive_bound() const;
+  bool below(const IndexScale& s) const;
   static IndexExpr of_terms(int64_t constant, Terms terms);
   static int compare(const IndexExpr& a, const IndexExpr& b);
   static int compare(const Atom& a, const Atom& b);

@@ -194,3 +194,164 @@ TEST_CASE("index expressions: simplified expressions keep their values (random e
         }
   }
 }
+
+// ---- sizes taken at run time: dims that scale and divide by products of size parameters --------
+
+namespace {
+
+using tg::IndexScale;
+using tg::SizeProduct;
+
+IndexScale size_param(const std::string& name, int64_t lo, int64_t hi) { return {1, SizeProduct::of({{"sz_" + name, lo, hi, 1}})}; }
+IndexScale number(int64_t n) { return {n, nullptr}; }
+
+using ScaledShape = std::vector<IndexScale>;
+
+std::vector<IndexExpr> scaled_unflatten(const IndexExpr& flat, const ScaledShape& shape) {
+  std::vector<IndexExpr> index(shape.size());
+  IndexScale stride = number(1);
+  for (size_t k = shape.size(); k-- > 0;) {
+    index[k] = k > 0 ? (flat / stride) % shape[k] : flat / stride;
+    stride = stride * shape[k];
+  }
+  return index;
+}
+
+IndexExpr scaled_linear(const std::vector<IndexExpr>& index, const ScaledShape& shape) {
+  IndexExpr sum;
+  IndexScale stride = number(1);
+  for (size_t k = shape.size(); k-- > 0;) {
+    sum = sum + index[k] * stride;
+    stride = stride * shape[k];
+  }
+  return sum;
+}
+
+std::vector<IndexExpr> scaled_dims(const ScaledShape& shape) {
+  std::vector<IndexExpr> dims;
+  for (size_t k = 0; k < shape.size(); ++k) dims.push_back(IndexExpr::dim(int(k), shape[k], shape[k].range().hi));
+  return dims;
+}
+
+int64_t size_at(const IndexScale& s, const std::map<std::string, int64_t>& at) {
+  return s.product ? s.coef * s.product->evaluate([&](const std::string& n) { return at.at(n); }) : s.coef;
+}
+
+}  // namespace
+
+TEST_CASE("index expressions: a symbolic stride and divisor print as the size parameters") {
+  const IndexScale T = size_param("T", 1, 64);
+  const IndexExpr d1 = IndexExpr::dim(1, T, 64), d0 = IndexExpr::dim(0, number(8), 8);
+  CHECK((d0 * (T * number(16)) + d1 * number(16)).text() == "d0 * sz_T * 16 + d1 * 16");
+  CHECK((d1 % T) == d1);                    // d1 < sz_T at every size
+  CHECK((d1 / T) == IndexExpr(0));
+  CHECK(((d0 * T + d1) / T) == d0);         // a digit of the radix below it
+  CHECK(((d0 * T + d1) % T) == d1);
+  CHECK((IndexExpr(3) * T).text() == "sz_T * 3");
+  const IndexExpr i = IndexExpr::named("i", 0, 1000);
+  CHECK((i / (T * number(4))).text() == "i / (sz_T * 4)");
+  CHECK(((i / 4) % T).text() == "(i / 4) % sz_T");
+  // Nothing proved from one size: d0 (< 8) is not below sz_T, whose least size is 1.
+  CHECK((d0 % T).text() == "d0 % sz_T");
+}
+
+TEST_CASE("index expressions: a reshape between shapes with symbolic dims, read at the flat index, is i") {
+  std::mt19937 rng(5);
+  const IndexScale B = size_param("B", 1, 16), T = size_param("T", 1, 40);
+  const std::vector<IndexScale> factors = {B, T, number(4), number(16), number(3), T};  // (T twice: [B, H, T, T])
+  for (int trial = 0; trial < 400; ++trial) {
+    // One order of the factors, grouped into dims two ways ([B*T, 64] and [B, T, 4, 16]).
+    std::vector<IndexScale> order = factors;
+    std::shuffle(order.begin(), order.end(), rng);
+    auto grouped = [&] {
+      ScaledShape shape;
+      for (const IndexScale& f : order) {
+        if (!shape.empty() && rng() % 2) shape.back() = shape.back() * f;
+        else shape.push_back(f);
+      }
+      return shape;
+    };
+    const ScaledShape from = grouped(), to = grouped();
+    auto text = [](const ScaledShape& s) {
+      std::string out;
+      for (const IndexScale& d : s) out += (out.empty() ? "" : ", ") + d.text();
+      return "[" + out + "]";
+    };
+    INFO("trial " << trial << ": " << text(from) << " read from " << text(to));
+    const IndexExpr offset = scaled_linear(scaled_unflatten(scaled_linear(scaled_dims(from), from), to), to);
+    INFO("offset " << offset.text());
+    CHECK(offset == scaled_linear(scaled_dims(from), from));
+    const IndexExpr i = IndexExpr::named("i", 0, (int64_t(1) << 40) - 1);
+    CHECK(offset.with_dims(scaled_unflatten(i, from)).text() == "i");
+  }
+}
+
+TEST_CASE("index expressions: a transpose over symbolic dims reads what plain arithmetic reads, at every size") {
+  const IndexScale B = size_param("B", 1, 5), T = size_param("T", 1, 7);
+  const ScaledShape out = {B, T, number(3), number(4)}, in = {B, number(3), T, number(4)};  // out = in.transpose(1, 2)
+  const IndexExpr i = IndexExpr::named("i", 0, 5 * 7 * 12 - 1);
+  const std::vector<IndexExpr> d = scaled_unflatten(i, out);
+  const IndexExpr offset = scaled_linear({d[0], d[2], d[1], d[3]}, in);
+  for (int64_t b = 1; b <= 5; ++b)
+    for (int64_t t = 1; t <= 7; ++t) {
+      const std::map<std::string, int64_t> at = {{"sz_B", b}, {"sz_T", t}};
+      for (int64_t flat = 0; flat < b * t * 12; ++flat) {
+        const int64_t k3 = flat % 4, k1 = flat / 12 % t, k2 = flat / 4 % 3, k0 = flat / (12 * t);
+        const int64_t want = ((k0 * 3 + k2) * t + k1) * 4 + k3;
+        const int64_t got = offset.evaluate([&](const std::string& n) { return n == "i" ? flat : at.at(n); });
+        if (got != want) FAIL(offset.text() << " at i=" << flat << ", B=" << b << ", T=" << t << " is " << got << ", not " << want);
+      }
+    }
+  CHECK(size_at(T * number(4), {{"sz_T", 7}}) == 28);
+}
+
+TEST_CASE("index expressions: simplified expressions with size parameters keep their values (random expressions, every size)") {
+  std::mt19937 rng(13);
+  const IndexScale P = size_param("P", 1, 6), Q = size_param("Q", 2, 4);
+  const IndexExpr vars[2] = {IndexExpr::dim(0, P, 6), IndexExpr::dim(1, Q * number(3), 12)};
+  struct Built {
+    IndexExpr expr;
+    std::function<int64_t(int64_t, int64_t, int64_t, int64_t)> plain;  // (d0, d1, P, Q)
+  };
+  std::function<Built(int)> build = [&](int depth) -> Built {
+    const int pick = depth == 0 ? int(rng() % 3) : int(rng() % 9);
+    if (pick == 0) return {vars[0], [](int64_t a, int64_t, int64_t, int64_t) { return a; }};
+    if (pick == 1) return {vars[1], [](int64_t, int64_t b, int64_t, int64_t) { return b; }};
+    if (pick == 2) {
+      const int64_t c = int64_t(rng() % 21) - 5;
+      return {IndexExpr(c), [c](int64_t, int64_t, int64_t, int64_t) { return c; }};
+    }
+    Built x = build(depth - 1);
+    if (pick == 3) {
+      Built y = build(depth - 1);
+      return {x.expr + y.expr, [x, y](int64_t a, int64_t b, int64_t p, int64_t q) { return x.plain(a, b, p, q) + y.plain(a, b, p, q); }};
+    }
+    if (pick == 4) {
+      const int64_t c = int64_t(rng() % 7) - 2;
+      return {x.expr * c, [x, c](int64_t a, int64_t b, int64_t p, int64_t q) { return x.plain(a, b, p, q) * c; }};
+    }
+    // A scale: a number, P, Q or P*Q, times 1 to 4.
+    const int64_t n = 1 + int64_t(rng() % 4);
+    const int which = int(rng() % 4);
+    IndexScale s = number(n);
+    if (which & 1) s = s * P;
+    if (which & 2) s = s * Q;
+    auto value = [n, which](int64_t p, int64_t q) { return n * (which & 1 ? p : 1) * (which & 2 ? q : 1); };
+    if (pick == 5 || pick == 6) return {x.expr * s, [x, value](int64_t a, int64_t b, int64_t p, int64_t q) { return x.plain(a, b, p, q) * value(p, q); }};
+    if (pick == 7) return {x.expr / s, [x, value](int64_t a, int64_t b, int64_t p, int64_t q) { return x.plain(a, b, p, q) / value(p, q); }};
+    return {x.expr % s, [x, value](int64_t a, int64_t b, int64_t p, int64_t q) { return x.plain(a, b, p, q) % value(p, q); }};
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    const Built e = build(4);
+    const tg::IndexRange r = e.expr.range();
+    for (int64_t p = 1; p <= 6; ++p)
+      for (int64_t q = 2; q <= 4; ++q)
+        for (int64_t a = 0; a < p; ++a)
+          for (int64_t b = 0; b < 3 * q; ++b) {
+            const int64_t got = e.expr.evaluate([&](const std::string& name) { return name == "d0" ? a : name == "d1" ? b : name == "sz_P" ? p : q; });
+            const int64_t want = e.plain(a, b, p, q);
+            if (got != want) FAIL("trial " << trial << ": " << e.expr.text() << " at d0=" << a << ", d1=" << b << ", P=" << p << ", Q=" << q << " is " << got << ", not " << want);
+            if (r.known && (want < r.lo || want > r.hi)) FAIL("trial " << trial << ": " << e.expr.text() << " = " << want << " outside its range");
+          }
+  }
+}
