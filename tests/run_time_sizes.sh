@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_time_sizes.sh WORK: one folder for every size (docs/symbolic-shapes.md, "One folder for every
-# size"). symbolic_block.json and the torch.export archive mlp_dynamic.pt2 are generated without
+# size"). symbolic_block.json, the torch.export archives mlp_dynamic.pt2 and attention_dynamic.pt2
+# (plain and bf16) and small traces of one feature each are generated without
 # --specialize, built once each for host emulation (AddressSanitizer and UBSan) and run at four
 # sizes: 1, odd sizes, a size that is no multiple of 16, the range's largest. At each size every
 # output, saved value and gradient must be byte for byte what a folder specialised to that size
@@ -44,6 +45,12 @@ every_size() {
 }
 every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
 every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1 batch=3,seq=3 batch=8,seq=17 batch=8,seq=32
+# Attention over seq (grouped-query, causal; plain and under bf16 autocast): heads split from and
+# merged back into [batch, seq, 16], a causal mask over [seq, seq], a softmax over seq. The index
+# arithmetic divides by the size parameter (sz_seq) and the row kernels take row_length.
+every_size attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2" batch=1,seq=2 batch=3,seq=7 batch=2,seq=17 batch=4,seq=24
+check attn-index-over-seq grep -q "% sz_seq" attn/forward.cu
+every_size attn_bf16 "$root/tests/pt2/torch-2.9/dynamic/attention_bf16_dynamic.pt2" batch=1,seq=2 batch=3,seq=3 batch=4,seq=17 batch=4,seq=24
 # A pointwise kernel over [T] alone: planned in 16-byte runs at every size (a plan made at the
 # probes' counts, 2 and 7, would differ and refuse it), shorter counts left to the element loop.
 cat >short.json <<'EOF'
@@ -118,10 +125,12 @@ device_code() {  # FOLDER: the kernels compiled for sm_90 with their PTX and ptx
     (cd "$1" && "${NVCC:?}" -arch=sm_90 -std=c++17 -cubin -o "$cu.cubin" "$cu.cu" -I. -Xptxas -v -keep -keep-dir keep 2>"$cu.ptxas.log")
   done
 }
-for name in block mlp rsoft ce; do  # (rsoft and ce: rows whose length is taken at run time)
+for name in block mlp rsoft ce attn; do  # (rsoft, ce, attn: rows whose length is taken at run time; attn: index arithmetic over sz_seq)
   largest=$(ls -d "$name"-at-* | sort -t= -k3 -n | tail -1)
   device_code "$name" && device_code "$largest"
-  check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" "$name" "$largest" forward backward
+  # (Not yet for attention: its divisions by sz_seq take more registers than by a constant, and
+  # runs whose alignment depends on seq are loaded element by element; docs/symbolic-shapes.md.)
+  [ "$name" = attn ] || check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" "$name" "$largest" forward backward
   check "$name-ptx-runs-no-spills" sh -c "python3 '$here/ptx_check.py' '$name/forward.cu' '$name/keep/forward.ptx' '$name/forward.ptxas.log' &&
                                           python3 '$here/ptx_check.py' '$name/backward.cu' '$name/keep/backward.ptx' '$name/backward.ptxas.log'"
 done
@@ -174,17 +183,23 @@ check trailing-comma rc 2; check trailing-comma-words has err.txt "a trailing co
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 
-# Attention's softmax runs over seq: its code depends on the size, refused naming the kernel.
-attention=$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2
-run "$THUNDER_GEN" "$attention" -o refused
+# A mean over T divides by its count written as a number: its code depends on the size, refused
+# naming the kernel.
+cat >mean_t.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "mean_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.mean", "args": ["x", -1], "out": [{"name": "y", "shape": ["B"], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+run "$THUNDER_GEN" mean_t.json -o refused
 check not-generic-refused rc 1
-check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in attention_dynamic_[a-z_0-9]*).*--specialize"
+check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in mean_t_[a-z_0-9]*).*--specialize"
 check not-generic-wrote-nothing [ ! -e refused ]
 # --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
-run "$THUNDER_GEN" "$attention" --emit cuda
-check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in attention_dynamic_"
-run "$THUNDER_GEN" "$attention" --emit kernel-ir
-check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in attention_dynamic_"
+run "$THUNDER_GEN" mean_t.json --emit cuda
+check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in mean_t_"
+run "$THUNDER_GEN" mean_t.json --emit kernel-ir
+check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in mean_t_"
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" --emit kernel-ir
 check emit-kernel-ir-generic rc 0; check emit-kernel-ir-workspace-expression has out.txt "^workspace: [0-9]*\*B\*T"
 # Shapes the same at both probes and not at every size (min(T, 64) and T, both 3 and 10): one

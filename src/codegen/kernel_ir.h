@@ -164,6 +164,7 @@ struct Launch {
   const SizeExpr* count = nullptr;
   int count_per_item = 1;
   const SizeExpr* row_length = nullptr;
+  std::vector<std::string> symbols;  // the symbols whose sizes it takes (sz_<symbol>), in order
 };
 
 struct Kernel {

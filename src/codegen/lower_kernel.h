@@ -49,16 +49,13 @@ inline std::string ctype(DType t) { return std::string(compute_ctype(t)); }
 inline kir::ExprPtr var(const std::string& name) { return kir::name(name); }
 // name * factor
 inline kir::ExprPtr times(const std::string& name, int64_t factor) { return kir::binary(kir::name(name), "*", kir::integer(factor)); }
-// The most elements a kernel's count can be at run time: past every tensor a device can hold
-// (2^46 elements), so that index arithmetic on it cannot overflow; entry points check it.
-constexpr int64_t kLargestRunTimeCount = int64_t(1) << 46;
 // Its value, or taken at run time, the largest it can be (index ranges are bounded by it).
 int64_t largest_count(const Trace& t, const Dim& count);
 // 0, 1, ..., rank - 1: every dim of `domain`.
 std::vector<int64_t> all_dims(const Shape& domain);
 // Sets defs[d] for the loop dims d of `dims`: quotients and remainders of `flat`, their row-major
 // linear index over `domain`.
-void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims);
+void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims, const IndexSizes& sizes);
 
 class KernelLowering : private IndexNamer {
  public:
@@ -73,6 +70,7 @@ class KernelLowering : private IndexNamer {
   std::vector<std::string>& idents_;
   const Op& k_;
   const KernelPlan& plan_;
+  IndexSizes sizes_;  // how its dims enter index arithmetic (sz_<symbol> parameters, at run time)
   KernelLayout layout_;
   std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)
   std::map<ValueId, const Op*> producer_;
@@ -122,6 +120,7 @@ class KernelLowering : private IndexNamer {
   IndexExpr run_var_;                 // ... its variable `run`
   std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
   bool element_takes_i_ = false;      // pointwise: whether the element function takes the index i
+  std::vector<std::string> element_sizes_;  // ... the size parameters (sz_<symbol>) it takes
   std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
 
   // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
@@ -148,6 +147,7 @@ class KernelLowering : private IndexNamer {
   std::vector<std::string> header() const;
   std::string description() const;
   kir::Param parameter(ValueId v, bool output) const;
+  void take_size_parameters(kir::Kernel& k) const;
   ExprPtr all_aligned(const std::vector<ValueId>& values) const;
   static std::string dims_text(const std::vector<int64_t>& dims);
   const std::string& ident(ValueId v) const;

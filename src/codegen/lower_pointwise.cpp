@@ -22,7 +22,7 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   if (in_runs) {
     lane_dims_.assign(layout_.domain.size(), IndexExpr());
     run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(largest_count(t_, count()) / lanes_ - 1, 0));
-    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all);
+    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all, sizes_);
   }
   push();
   for (ValueId v : k_.outs) {
@@ -37,6 +37,13 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   element_takes_i_ = used.count("i") > 0;
   kir::Function f{tg::ident(Role::element_function, k_.label), {}, std::move(function_body)};
   if (element_takes_i_) f.params.push_back({"int64_t", "i"});
+  element_sizes_.clear();
+  const std::string_view size_prefix = role_prefix(Role::size);
+  for (const std::string& name : used)
+    if (name.compare(0, size_prefix.size(), size_prefix) == 0) {
+      element_sizes_.push_back(name);
+      f.params.push_back({"int64_t", name});
+    }
   for (const RunLoad& r : run_loads_) f.params.push_back({ctype(t_.value(r.value).dtype), r.param});
   element_args_.clear();
   for (const Arg& a : k_.args) {
@@ -54,6 +61,7 @@ kir::Stmt KernelLowering::element_call(const ExprPtr& i, const std::function<Exp
                                        const std::function<ExprPtr(ValueId)>& result) const {
   std::vector<ExprPtr> args;
   if (element_takes_i_) args.push_back(i);
+  for (const std::string& size : element_sizes_) args.push_back(var(size));
   for (const RunLoad& r : run_loads_) args.push_back(read(r));
   for (ValueId v : element_args_) args.push_back(global(v));
   for (ValueId v : k_.outs) args.push_back(result(v));
@@ -170,10 +178,12 @@ std::optional<IndexExpr> KernelLowering::run_start(const Value& val, const Index
   if (val.bit_packed || lanes_ * dtype_bytes(val.dtype) > 16) return std::nullopt;
   if (val.shape == layout_.domain && is_identity(index)) return run_var_ * lanes_;
   const IndexExpr lane = IndexExpr::named("lane", 0, lanes_ - 1);
-  const IndexExpr start = linear_index(index, val.shape).with_dims(lane_dims_) + lane * -1;
-  // (Code the lanes compute, a pad's or cat's piece, may differ from lane to lane: only `run` may appear.)
+  const IndexExpr start = linear_index(index, val.shape, sizes_).with_dims(lane_dims_) + lane * -1;
+  // (Code the lanes compute, a pad's or cat's piece, may differ from lane to lane: only `run` and
+  // the sizes may appear.)
+  const std::vector<std::string> sizes = start.size_names();
   for (const std::string& name : start.names())
-    if (name != "run") return std::nullopt;
+    if (name != "run" && !std::binary_search(sizes.begin(), sizes.end(), name)) return std::nullopt;
   return start.multiple_of(lanes_) ? std::optional<IndexExpr>(start) : std::nullopt;
 }
 

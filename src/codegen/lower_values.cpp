@@ -35,11 +35,12 @@ IndexExpr loop_index(const std::string& name, const Trace& t, const Shape& domai
 // the flat index i (pointwise), or of `row` (a row kernel's outer dims) and `j` (its reduced dims).
 std::vector<IndexExpr> loop_dim_definitions(const Trace& t, const KernelLayout& layout) {
   std::vector<IndexExpr> defs(layout.domain.size());
+  const IndexSizes sizes(t);
   if (!layout.is_row) {
-    define_dims(defs, loop_index("i", t, layout.domain, all_dims(layout.domain)), layout.domain, all_dims(layout.domain));
+    define_dims(defs, loop_index("i", t, layout.domain, all_dims(layout.domain)), layout.domain, all_dims(layout.domain), sizes);
   } else {
-    define_dims(defs, loop_index("row", t, layout.domain, layout.outer), layout.domain, layout.outer);
-    define_dims(defs, loop_index("j", t, layout.domain, layout.reduced), layout.domain, layout.reduced);
+    define_dims(defs, loop_index("row", t, layout.domain, layout.outer), layout.domain, layout.outer, sizes);
+    define_dims(defs, loop_index("j", t, layout.domain, layout.reduced), layout.domain, layout.reduced, sizes);
   }
   return defs;
 }
@@ -57,17 +58,17 @@ std::vector<int64_t> all_dims(const Shape& domain) {
   return all;
 }
 
-void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims) {
-  int64_t stride = 1;
+void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims, const IndexSizes& sizes) {
+  IndexScale stride{1, nullptr};
   for (size_t k = dims.size(); k-- > 0;) {
-    const int64_t extent = domain[size_t(dims[k])];
+    const IndexScale extent = sizes.scale(domain[size_t(dims[k])]);
     defs[size_t(dims[k])] = k > 0 ? (flat / stride) % extent : flat / stride;
-    stride *= extent;
+    stride = stride * extent;
   }
 }
 
 KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan)
-    : t_(t), idents_(idents), k_(kernel), plan_(plan), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(t, layout_)) {
+    : t_(t), idents_(idents), k_(kernel), plan_(plan), sizes_(t), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(t, layout_)) {
   for (size_t i = 0; i < k_.sub.size(); ++i) {
     for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
@@ -144,6 +145,7 @@ kir::Kernel KernelLowering::lower() {
     k.params.push_back({"int64_t", "row_length"});
     k.launch.row_length = numel_dim(layout_.reduced_shape()).expr();
   }
+  take_size_parameters(k);  // (after the counts: the launch passes them in this order)
   k.launch.block = plan_.block;
   // Work items: a thread's run (pointwise), one row, or a column kernel's 32 rows a block.
   k.launch.items = layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_;
@@ -151,6 +153,16 @@ kir::Kernel KernelLowering::lower() {
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})  // one block per partial sum
     if (!sums->empty()) k.launch.fixed_grid = sums->front()->arg("parts").integer;
   return k;
+}
+
+// The symbols' sizes its index arithmetic reads (sz_<symbol>), as parameters its launch passes.
+void KernelLowering::take_size_parameters(kir::Kernel& k) const {
+  const std::string_view prefix = role_prefix(Role::size);
+  for (const std::string& name : kir::names_in(k.body)) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    k.params.push_back({"int64_t", name});
+    k.launch.symbols.push_back(name.substr(prefix.size()));
+  }
 }
 
 Dim KernelLowering::count() const {
@@ -301,7 +313,7 @@ kir::ExprPtr KernelLowering::offset(const Value& v, const Index& index) {
 // element is i), or less than the loop dims' own; else over the loop dims, each piece that
 // divides named (ix_<value>_i<k>).
 IndexExpr KernelLowering::offset_expr(const Value& v, const Index& index) {
-  const IndexExpr at = linear_index(index, v.shape);
+  const IndexExpr at = linear_index(index, v.shape, sizes_);
   const IndexExpr flat = at.with_dims(loop_dims_);
   if (!flat.has_div_or_mod() && (at.has_div_or_mod() || loop_dims_divide(at))) return flat;
   // Less arithmetic than the loop dims it would take ((i / 192) * 3 + (i / 64) % 3 is i / 64).
@@ -311,7 +323,7 @@ IndexExpr KernelLowering::offset_expr(const Value& v, const Index& index) {
   for (size_t k = 0; k < named.size(); ++k)
     if (named[k].kind == IndexComp::Kind::expr && named[k].expr.has_div_or_mod())
       named[k] = IndexComp::of_expr(named[k].expr.as_variable(name(named[k].expr, v.name + "_i" + std::to_string(k))));
-  return linear_index(named, v.shape);
+  return linear_index(named, v.shape, sizes_);
 }
 
 bool KernelLowering::loop_dims_divide(const IndexExpr& e) const {
@@ -552,7 +564,7 @@ kir::ExprPtr KernelLowering::source(const Op& op, const Index& index) {
     return kir::cast(type, kir::binary(lo, "+", kir::binary(kir::paren(kir::binary(hi, "-", lo)), "*", u)));
   }
   // iota
-  const ExprPtr position = kir::component(index.at(0).as_expr(out.shape.at(0)));
+  const ExprPtr position = kir::component(sizes_.component(index.at(0), out.shape.at(0)));
   return kir::cast(type, kir::binary(kir::integer(op.arg("start").integer), "+", kir::binary(position, "*", kir::integer(op.arg("step").integer))));
 }
 

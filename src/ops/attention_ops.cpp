@@ -161,7 +161,9 @@ V repeat_heads(G& g, const Op& op, V kv) {
   const size_t r = s.size();
   if (!op.arg("enable_gqa").boolean || r < 3 || s[r - 3] == qs[r - 3]) return kv;
   Shape spread = s;
-  spread.insert(spread.begin() + ptrdiff_t(r - 2), qs[r - 3] / s[r - 3]);
+  const Dim kv_heads = s[r - 3];
+  const int64_t group = qs[r - 3] / kv_heads;  // (a constant where both head counts are)
+  spread.insert(spread.begin() + ptrdiff_t(r - 2), kv_heads.expr() && kv_heads.expr()->is_constant() ? computed_from(qs[r - 3], group) : Dim(group));
   std::vector<int64_t> dims;
   for (size_t d = 0; d < r; ++d) dims.push_back(int64_t(d + 2 < r ? d : d + 1));
   Shape merged = s;

@@ -1,5 +1,7 @@
 #include "schedule/index_map.h"
 
+#include <bit>
+
 #include "ops/op_table.h"
 #include "support/diagnostics.h"
 #include "support/generated_text.h"
@@ -15,13 +17,62 @@ IndexComp IndexComp::of_expr(IndexExpr e) {
   return c;
 }
 
-IndexExpr IndexComp::as_expr(int64_t extent) const {
-  switch (kind) {
-    case Kind::var: return IndexExpr::dim(var, extent);
-    case Kind::constant: return IndexExpr(value);
-    case Kind::expr: return expr;
+namespace {
+
+// `e` as coef * B^p * T^q ... (coef > 0), when it is one: its number read at every symbol 1, each
+// power at that symbol 2, and the product so made compared with `e` (canonical, so == decides).
+std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(const SizeExpr& e, const Symbols& symbols) {
+  try {
+    const std::vector<std::string> names = e.symbols();
+    SymbolValues ones;
+    for (const std::string& n : names) ones[n] = 1;
+    const int64_t coef = e.evaluate(ones);
+    if (coef <= 0) return std::nullopt;
+    SizeExpr rebuilt(coef);
+    std::vector<SizeProduct::Factor> factors;
+    for (const std::string& n : names) {
+      SymbolValues at = ones;
+      at[n] = 2;
+      const int power = std::countr_zero(uint64_t(e.evaluate(at) / coef));
+      if (power < 1 || power > 8) return std::nullopt;
+      for (int k = 0; k < power; ++k) rebuilt = rebuilt * SizeExpr::symbol(n);
+      const SymbolDecl& decl = symbols.at(n);
+      factors.push_back({ident(Role::size, n), decl.min, decl.max, power});
+    }
+    if (!(rebuilt == e)) return std::nullopt;
+    return std::pair(coef, std::move(factors));
+  } catch (const SizeExprError&) {
+    return std::nullopt;
   }
-  return expr;
+}
+
+}  // namespace
+
+IndexScale IndexSizes::scale(const Dim& d) const {
+  if (!t_.taken_at_run_time(d)) return {int64_t(d), nullptr};
+  auto product = as_product(*d.expr(), t_.symbols);
+  if (!product) return {int64_t(d), nullptr};
+  return {product->first, SizeProduct::of(std::move(product->second))};
+}
+
+IndexExpr IndexSizes::dim(int k, const Dim& extent) const {
+  const IndexScale s = scale(extent);
+  return s.product ? IndexExpr::dim(k, s, std::min(s.range().hi, kLargestRunTimeCount)) : IndexExpr::dim(k, s.coef);
+}
+
+IndexExpr IndexSizes::component(const IndexComp& c, const Dim& extent) const {
+  switch (c.kind) {
+    case IndexComp::Kind::var: return dim(c.var, extent);
+    case IndexComp::Kind::constant: return IndexExpr(c.value);
+    case IndexComp::Kind::expr: return c.expr;
+  }
+  return c.expr;
+}
+
+bool IndexSizes::symbolic(const Shape& s) const {
+  for (const Dim& d : s)
+    if (scale(d).product) return true;
+  return false;
 }
 
 std::string IndexComp::text() const {
@@ -65,11 +116,6 @@ size_t hash_index(const Index& index) {
 
 namespace {
 
-// c * mul + add, for a component c in [0, extent).
-IndexComp affine(const IndexComp& c, int64_t extent, int64_t mul, int64_t add) {
-  return IndexComp::of_expr(c.as_expr(extent) * mul + add);
-}
-
 // Dims of length 1 hold index 0, whatever the reader asked for.
 Index squash_unit_dims(Index index, const Shape& shape) {
   for (size_t k = 0; k < shape.size(); ++k)
@@ -85,7 +131,7 @@ bool only_unit_dims_differ(const Shape& a, const Shape& b) {
   return x == y;
 }
 
-Index reshape_read(const Shape& in_shape, const Shape& out_shape, const Index& out) {
+Index reshape_read(const IndexSizes& sizes, const Shape& in_shape, const Shape& out_shape, const Index& out) {
   Index in;
   if (in_shape == out_shape) return out;
   if (only_unit_dims_differ(in_shape, out_shape)) {
@@ -112,31 +158,33 @@ Index reshape_read(const Shape& in_shape, const Shape& out_shape, const Index& o
       return h;
     }
   };
+  // (Shapes with symbolic dims are keyed by their sizes alone: not kept.)
   thread_local std::unordered_map<Key, Index, KeyHash> done;
   if (done.size() > 100000) done.clear();  // (a bound, for a process generating many traces)
+  const bool kept = !sizes.symbolic(in_shape) && !sizes.symbolic(out_shape);
   Key key{in_shape, out_shape, out};
-  if (auto it = done.find(key); it != done.end()) return it->second;
-  const IndexExpr linear = linear_index(out, out_shape);
-  int64_t stride = 1;
+  if (auto it = done.find(key); kept && it != done.end()) return it->second;
+  const IndexExpr linear = linear_index(out, out_shape, sizes);
+  IndexScale stride{1, nullptr};
   in.resize(in_shape.size());
   for (size_t i = in_shape.size(); i-- > 0;) {
     IndexExpr c = linear / stride;
-    if (i > 0) c = c % in_shape[i];
+    if (i > 0) c = c % sizes.scale(in_shape[i]);
     in[i] = in_shape[i] == 1 ? IndexComp::of_const(0) : IndexComp::of_expr(std::move(c));
-    stride *= in_shape[i];
+    stride = stride * sizes.scale(in_shape[i]);
   }
-  done.emplace(std::move(key), in);
+  if (kept) done.emplace(std::move(key), in);
   return in;
 }
 
 }  // namespace
 
-IndexExpr linear_index(const Index& index, const Shape& shape) {
+IndexExpr linear_index(const Index& index, const Shape& shape, const IndexSizes& sizes) {
   std::vector<IndexExpr> terms;
-  int64_t stride = 1;
+  IndexScale stride{1, nullptr};
   for (size_t k = shape.size(); k-- > 0;) {
-    if (shape[k] != 1) terms.push_back(index[k].as_expr(shape[k]) * stride);
-    stride *= shape[k];
+    if (shape[k] != 1) terms.push_back(sizes.component(index[k], shape[k]) * stride);
+    stride = stride * sizes.scale(shape[k]);
   }
   return IndexExpr::sum(terms);
 }
@@ -180,6 +228,7 @@ std::vector<OperandRead> one_read(ValueId v, Index index, IndexCond guard = {}) 
 
 // A pad's read: out = lo + p * (interior + 1) for input position p; elsewhere the padding value.
 std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& out) {
+  const IndexSizes sizes(t);
   const Shape& out_shape = t.value(op.outs[0]).shape;
   const Value& a = t.value(op.arg("a").value);
   const Arg& config = op.arg("padding_config");
@@ -189,7 +238,7 @@ std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& ou
     auto lhi = config.items[i].int_list();
     int64_t lo = lhi[0], step = lhi[2] + 1;
     if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
-    const IndexExpr p = affine(out[i], out_shape[i], 1, -lo).as_expr(out_shape[i]);
+    const IndexExpr p = sizes.component(out[i], out_shape[i]) + -lo;
     const IndexCond inside{{{p, 0, (a.shape[i] - 1) * step + 1, step}}, ""};
     guard.clauses.push_back(inside.clauses[0]);
     in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, a.shape[i] - 1)));
@@ -199,6 +248,7 @@ std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& ou
 
 // A cat's reads: one per piece, each guarded by the range of the cat's dim it covers.
 std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& out) {
+  const IndexSizes sizes(t);
   const Shape& out_shape = t.value(op.outs[0]).shape;
   int64_t rank = int64_t(out_shape.size());
   int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + rank : op.arg("dim").integer;
@@ -208,10 +258,11 @@ std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& ou
     const Value& v = t.value(piece.value);
     int64_t len = v.shape[dim];
     const IndexComp& d = out[dim];
-    const IndexCond guard{{{d.as_expr(out_shape[dim]), offset, offset + len, 1}}, ""};
+    const IndexExpr at = sizes.component(d, out_shape[dim]);
+    const IndexCond guard{{{at, offset, offset + len, 1}}, ""};
     // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
     Index in = out;
-    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, affine(d, out_shape[dim], 1, -offset).as_expr(out_shape[dim]), 1, 0, len - 1));
+    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + -offset, 1, 0, len - 1));
     reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
     offset += len;
   }
@@ -220,6 +271,7 @@ std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& ou
 }
 
 std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out) {
+  const IndexSizes sizes(t);
   const Shape& out_shape = t.value(op.outs[0]).shape;
   switch (op.info->kind) {
     case OpKind::broadcast_in_dim: {
@@ -232,7 +284,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
     }
     case OpKind::reshape: {
       const Value& a = t.value(op.arg("a").value);
-      return one_read(op.arg("a").value, squash_unit_dims(reshape_read(a.shape, out_shape, out), a.shape));
+      return one_read(op.arg("a").value, squash_unit_dims(reshape_read(sizes, a.shape, out_shape, out), a.shape));
     }
     case OpKind::transpose: {
       auto perm = op.arg("permutation").int_list();
@@ -244,7 +296,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       Index in = out;
       for (int64_t d : op.arg("dims").int_list()) {
         const size_t dim = size_t(d < 0 ? d + int64_t(out.size()) : d);
-        in[dim] = affine(out[dim], out_shape[dim], -1, out_shape[dim] - 1);
+        in[dim] = IndexComp::of_expr(sizes.component(out[dim], out_shape[dim]) * -1 + IndexExpr::of_scale(sizes.scale(out_shape[dim])) + -1);
       }
       return one_read(op.arg("a").value, squash_unit_dims(std::move(in), out_shape));
     }
@@ -266,7 +318,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       std::vector<int64_t> strides(a.shape.size(), 1);
       if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
       Index in;
-      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(affine(out[i], out_shape[i], strides[i], start[i]));
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(IndexComp::of_expr(sizes.component(out[i], out_shape[i]) * strides[i] + start[i]));
       return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
     }
     case OpKind::pad: return pad_reads(t, op, out);

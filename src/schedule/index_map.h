@@ -26,14 +26,33 @@ struct IndexComp {
   static IndexComp of_const(int64_t v) { IndexComp c; c.kind = Kind::constant; c.value = v; return c; }
   // `e` as a component: a loop dim or a constant where it is one.
   static IndexComp of_expr(IndexExpr e);
-  // The component as an expression; a loop dim it is lies in [0, extent).
-  IndexExpr as_expr(int64_t extent) const;
   std::string text() const;  // parenthesized unless a name or a number
   bool operator==(const IndexComp& o) const;
 };
 using Index = std::vector<IndexComp>;
 
 Index identity_index(size_t rank);
+
+// The most elements a kernel's count can be at run time: past every tensor a device can hold
+// (2^46 elements), so that index arithmetic on it cannot overflow; entry points check it.
+constexpr int64_t kLargestRunTimeCount = int64_t(1) << 46;
+
+// How a trace's dims enter index arithmetic: as numbers; or, in a folder taking its sizes at run
+// time, a dim whose expression is a number times a product of symbols (`64*B*T`) as that scale of
+// the kernel's size parameters (`sz_B * sz_T * 64`, ir/index_scale.h), so its code holds at every
+// size. A symbolic dim of another form (`T - 1`) enters as its size: the two probes' code then
+// differs, and the folder is refused (docs/symbolic-shapes.md).
+class IndexSizes {
+ public:
+  explicit IndexSizes(const Trace& t) : t_(t) {}
+  IndexScale scale(const Dim& d) const;
+  IndexExpr dim(int k, const Dim& extent) const;                     // d<k>, in [0, extent)
+  IndexExpr component(const IndexComp& c, const Dim& extent) const;  // c, an index into a dim of `extent`
+  bool symbolic(const Shape& s) const;  // some dim enters as a scale with a product
+
+ private:
+  const Trace& t_;
+};
 
 // A map from reads (value v at an index) to T, hashed and compared on the index's structure, so
 // no key text is built: the emitter's memo of computed values, and (as ReadSet) fusion's visited
@@ -125,6 +144,6 @@ constexpr size_t kMaxIndexExprSize = 24;
 std::vector<OperandRead> shape_op_reads(const Trace& t, const Op& op, const Index& out, IndexNamer* namer = nullptr);
 
 // Row-major linear offset of `index` into a tensor of `shape` (0 for scalars), simplified.
-IndexExpr linear_index(const Index& index, const Shape& shape);
+IndexExpr linear_index(const Index& index, const Shape& shape, const IndexSizes& sizes);
 
 }  // namespace tg

@@ -28,6 +28,7 @@ std::string_view role_prefix(Role role) {
     case Role::storage_view: return "p_";
     case Role::element_function: return "element_";
     case Role::result: return "out_";
+    case Role::size: return "sz_";
   }
   throw InternalError("unknown identifier role");
 }

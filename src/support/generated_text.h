@@ -41,6 +41,7 @@ enum class Role {
   storage_view,   // p_: an entry point's argument seen as its storage type (tg::bfloat16, tg::PackedBits)
   element_function,  // element_: a pointwise kernel's element body, by the kernel's label
   result,            // out_: a result the element function hands back (a reference parameter)
+  size,              // sz_: a symbol's size, a kernel's parameter (its code taking its sizes at run time)
 };
 
 // The role's prefix ("g_", "v_", ...).
@@ -60,7 +61,7 @@ bool usable_as_parameter(std::string_view name);
 inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index,     Role::accumulator, Role::sum,
                                      Role::m2,      Role::deviation, Role::mean, Role::target,    Role::max_and_sum, Role::run_in,
                                      Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input,
-                                     Role::storage_view, Role::element_function, Role::result};
+                                     Role::storage_view, Role::element_function, Role::result, Role::size};
 
 // ---- comments ------------------------------------------------------------------------------
 // `text` made safe inside a // comment (or a CMake # comment): control characters, DEL, bytes
