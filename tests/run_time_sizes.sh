@@ -12,7 +12,8 @@
 # Then what the C API (tests/tools/run_time_entry_check.cpp) and the harness refuse: sizes out of
 # range, NULL or overflowing sizes, inputs whose shapes disagree, --sizes on a folder of fixed
 # sizes; and a symbolic trace whose code cannot take its sizes at run time is
-# refused naming the kernel, writing nothing. Tools from the environment: THUNDER_GEN, CXX, NVCC.
+# refused naming the kernel, writing nothing. Tools from the environment: THUNDER_GEN,
+# THUNDER_GEN_CHECK, CXX, NVCC.
 set -u
 work=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,6 +52,21 @@ every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1
 every_size attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2" batch=1,seq=2 batch=3,seq=7 batch=2,seq=17 batch=4,seq=24
 check attn-index-over-seq grep -q "% sz_seq" attn/forward.cu
 every_size attn_bf16 "$root/tests/pt2/torch-2.9/dynamic/attention_bf16_dynamic.pt2" batch=1,seq=2 batch=3,seq=3 batch=4,seq=17 batch=4,seq=24
+# Token and position embeddings, q, k, v selected from one projection, rotary halves sliced from
+# each head: the slices' constant starts and the embeddings' tables keep constant sizes. Against
+# LibTorch at each size of the archive's .sizes, on its inputs there: a specialised folder may sum
+# the position table's gradient in another order (a column kernel where the rows are a multiple
+# of 32, a row held in registers), so byte for byte is not the measure.
+against_libtorch() {  # NAME ARCHIVE: NAME's run-time folder at each size the archive's tests use
+  local name=$1 archive=$2 sizes
+  "$THUNDER_GEN" "$archive" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
+  check "$name-generated" [ -x "$name/harness" ]
+  while read -r sizes; do
+    "$name/harness" --quiet --inputs "${archive%.pt2}.${sizes//[=,]/_}.inputs" --outputs "out-$name-$sizes" 2>>"$name.err"
+    check "$name-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" "$archive" "out-$name-$sizes" "--specialize=$sizes"
+  done <"${archive%.pt2}.sizes"
+}
+against_libtorch rope "$root/tests/pt2/torch-2.9/dynamic/rope_dynamic.pt2"
 # A pointwise kernel over [T] alone: planned in 16-byte runs at every size (a plan made at the
 # probes' counts, 2 and 7, would differ and refuse it), shorter counts left to the element loop.
 cat >short.json <<'EOF'

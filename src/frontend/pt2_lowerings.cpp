@@ -43,7 +43,7 @@ class Builder {
   int temporaries_ = 0;
 
   static Doc declaration(const std::string& name, const Shape& shape, DType dtype) {
-    return {{"name", name}, {"shape", shape_json(shape)}, {"dtype", std::string(dtype_name(dtype))}};
+    return {{"name", name}, {"shape", symbolic_shape_json(shape)}, {"dtype", std::string(dtype_name(dtype))}};
   }
 };
 
@@ -88,13 +88,28 @@ std::vector<Doc> chunk(Pt2Lowering& node) {
   return {Doc{{"op", "torch.split"}, {"kwargs", {{"a", node.args.at("self")}, {"split_size_or_sections", size}, {"dim", d}}}, {"out", outs}}};
 }
 
-// A slice [start, end) with a step along one dim, as slice_prim over every dim.
-std::string slice_along(Builder& b, const Doc& self, const Value& in, int64_t d, int64_t start, int64_t end, int64_t step, const std::string& out) {
-  Shape starts(in.shape.size(), 0), ends = in.shape, steps(in.shape.size(), 1);
+// A slice [start, end) with a step along one dim, as slice_prim over every dim. The dims it keeps
+// keep their expressions (starting at a constant 0); the sliced one is `length` (the graph's own
+// size for it where it has one, a constant 1 for a row).
+std::string slice_along(Builder& b, const Doc& self, const Value& in, int64_t d, const Dim& start, int64_t end, int64_t step, const Dim& length,
+                        const std::string& out) {
+  Shape starts(in.shape.size(), Dim::constant(0)), ends = in.shape, steps(in.shape.size(), 1);
   starts[size_t(d)] = start, ends[size_t(d)] = end, steps[size_t(d)] = step;
   Shape shape = in.shape;
-  shape[size_t(d)] = end <= start ? 0 : (end - start + step - 1) / step;
-  return b.op("prims.slice_prim", {{"a", self}, {"start_indices", starts}, {"end_indices", ends}, {"strides", steps}}, shape, in.dtype, out);
+  shape[size_t(d)] = length;
+  const bool symbolic = std::any_of(in.shape.begin(), in.shape.end(), [](const Dim& n) { return n.symbolic(); });
+  auto bounds = [&](const Shape& s) { return symbolic ? size_list_json(s) : Doc(s); };  // (a static slice's as plain integers)
+  return b.op("prims.slice_prim", {{"a", self}, {"start_indices", bounds(starts)}, {"end_indices", bounds(ends)}, {"strides", steps}}, shape, in.dtype, out);
+}
+
+// Where a slice starts along a dim of `n`: a constant where the node gives it as a literal (or not
+// at all) and the dim's size is a constant, or the literal is 0; else the size alone (a SymInt's
+// value, or a negative literal counted from the end of a symbolic dim).
+Dim slice_start(const Pt2Lowering& node, const char* param, int64_t start, const Dim& n) {
+  const Doc& given = node.args.at(param);
+  const bool literal = given.is_null() || node.literals.count(param);
+  const bool zero = given.is_null() || (literal && given.get<int64_t>() == 0);
+  return literal && (zero || (n.expr() && n.expr()->is_constant())) ? Dim::constant(start) : Dim(start);
 }
 
 // A Python slice bound: None is the end it stands for, negatives count from the end, and both
@@ -117,7 +132,8 @@ std::vector<Doc> slice(Pt2Lowering& node) {
     node.aliases[node.outs.at(0)] = node.args.at("self").get<std::string>();
     return {};
   }
-  slice_along(b, node.args.at("self"), in, d, start, end, step, node.outs.at(0));
+  slice_along(b, node.args.at("self"), in, d, slice_start(node, "start", start, in.shape.at(size_t(d))), end, step, node.meta(node.outs.at(0)).shape.at(size_t(d)),
+              node.outs.at(0));
   return b.take();
 }
 
@@ -128,7 +144,7 @@ std::vector<Doc> select(Pt2Lowering& node) {
   int64_t index = b.integer("index");
   if (index < -n || index >= n) b.refuse("index " + std::to_string(index) + " is out of range for a dim of " + std::to_string(n));
   if (index < 0) index += n;
-  const std::string row = slice_along(b, node.args.at("self"), in, d, index, index + 1, 1, "");
+  const std::string row = slice_along(b, node.args.at("self"), in, d, slice_start(node, "index", index, in.shape.at(size_t(d))), index + 1, 1, Dim::constant(1), "");
   b.output(0, "torch.reshape", {{"a", row}, {"shape", size_list_json(node.meta(node.outs.at(0)).shape)}});
   return b.take();
 }
@@ -142,7 +158,7 @@ std::vector<Doc> unbind(Pt2Lowering& node) {
   if (int64_t(node.outs.size()) != in.shape.at(size_t(d)))
     b.refuse("unbind into " + std::to_string(node.outs.size()) + " outputs of a dim of " + std::to_string(in.shape.at(size_t(d))));
   for (size_t k = 0; k < node.outs.size(); ++k) {
-    const std::string row = slice_along(b, node.args.at("self"), in, d, int64_t(k), int64_t(k) + 1, 1, "");
+    const std::string row = slice_along(b, node.args.at("self"), in, d, Dim::constant(int64_t(k)), int64_t(k) + 1, 1, Dim::constant(1), "");
     b.output(k, "torch.reshape", {{"a", row}, {"shape", size_list_json(node.meta(node.outs.at(k)).shape)}});
   }
   return b.take();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace tg {
 
 struct Pt2Lowering {
   const nlohmann::json& args;            // the node's arguments by ATen parameter name, defaults filled
+  const std::set<std::string>& literals;  // ... those it gives as integer literals (not SymInts)
   const std::vector<std::string>& outs;  // the node's outputs
   std::function<const Value&(const std::string&)> meta;  // a tensor's shape and dtype, by name
   std::string where;                                      // the node's JSON pointer, for errors

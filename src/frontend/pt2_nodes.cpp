@@ -75,7 +75,7 @@ void Translator::translate_node(Json node_json, const Path& at) {
   outs.resize(computed);
   const size_t ops_before = ops_.size();
   const Doc operands = autocast_ ? autocast_operands(bound, outs, at) : bound;
-  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, outs, at);
+  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, literal_integers(node, at), outs, at);
   if (!outs.empty() && feeds_patterns(aten)) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
   if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
@@ -143,6 +143,19 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
   return bound;
 }
 
+std::set<std::string> Translator::literal_integers(Object node, const Path& at) {
+  std::set<std::string> out;
+  const Path inputs_at(at, "inputs");
+  size_t i = 0;
+  for (Json input_json : list_at(require(node, at, "inputs"), inputs_at)) {
+    const Path input_at(inputs_at, i++);
+    const Object input = object_at(input_json, input_at);
+    if (member_of(require(input, input_at, "arg"), Path(input_at, "arg"), "Argument").first == "as_int")
+      out.insert(string_at(require(input, input_at, "name"), Path(input_at, "name")));
+  }
+  return out;
+}
+
 // An argument the row neither binds, tests nor ignores must be at its default: the translation
 // would otherwise drop what it says.
 void Translator::check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const {
@@ -172,9 +185,9 @@ Doc Translator::special_value(const std::string& special, const Doc& bound, cons
   TG_CHECK(false, "aten_ops.def: unknown " + special);
 }
 
-void Translator::emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at) {
+void Translator::emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::vector<std::string>& outs, const Path& at) {
   if (!row.lowering.empty()) {
-    Pt2Lowering lowering{bound, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
+    Pt2Lowering lowering{bound, literals, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
     for (Doc& op : lower_aten(row.lowering, lowering)) ops_.push_back(std::move(op));
     for (auto& [name, value] : lowering.aliases) alias_[name] = resolve(value);
     return;

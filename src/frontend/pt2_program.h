@@ -21,6 +21,15 @@ inline nlohmann::json shape_json(const Shape& shape) {
   for (const Dim& d : shape) out.push_back(d.symbolic() ? nlohmann::json(d.expr()->text()) : nlohmann::json(int64_t(d)));
   return out;
 }
+// ... a shape with a symbolic dim also writes its known constants as expressions ("4"): a plain
+// integer there is a size the trace does not know at other sizes.
+inline nlohmann::json symbolic_shape_json(const Shape& shape) {
+  bool symbolic = false;
+  for (const Dim& d : shape) symbolic |= d.symbolic();
+  nlohmann::json out = nlohmann::json::array();
+  for (const Dim& d : shape) out.push_back(symbolic && d.expr() ? nlohmann::json(d.expr()->text()) : nlohmann::json(int64_t(d)));
+  return out;
+}
 inline nlohmann::json size_list_json(const Shape& shape) {
   nlohmann::json out = nlohmann::json::array();
   for (const Dim& d : shape) out.push_back(d.expr() ? nlohmann::json{{"size", d.expr()->text()}} : nlohmann::json(int64_t(d)));

@@ -106,9 +106,11 @@ class Translator {
   bool fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
   Doc cast_floats(Doc arg, DType to, const Path& at);
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
+  // The parameters the node gives as integer literals (as_int, not a SymInt): the same at every size.
+  static std::set<std::string> literal_integers(Object node, const Path& at);
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
   void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
-  void emit(const AtenRow& row, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
+  void emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::vector<std::string>& outs, const Path& at);
   Doc special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const;
 };
 

@@ -175,8 +175,8 @@ Contributions linear_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 // padding_idx row (it gets no gradient).
 V embedding_onehot(G& g, const Op& op, bool skip_padding) {
   V ids = op.arg("a").value;
-  const int64_t n = numel(shape_of(g, ids)), rows = shape_of(g, op.arg("weight").value)[0];
-  V classes = call(g, "prims.iota", {Arg::of_int(rows), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
+  const Dim n = numel_dim(shape_of(g, ids)), rows = shape_of(g, op.arg("weight").value)[0];
+  V classes = call(g, "prims.iota", {Arg::of_dim(rows), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
   V onehot = cmp(g, "prims.eq", val(broadcast(g, reshape(g, ids, {n}), {n, rows}, {0})), val(broadcast(g, classes, {n, rows}, {1})));
   if (!skip_padding || op.arg("padding_idx").kind == Arg::Kind::none) return onehot;
   const int64_t padding = op.arg("padding_idx").integer < 0 ? op.arg("padding_idx").integer + rows : op.arg("padding_idx").integer;
@@ -186,8 +186,8 @@ V embedding_onehot(G& g, const Op& op, bool skip_padding) {
 // Reads the ids: onehot^T @ g, the padding_idx row left out (PyTorch gives it no gradient).
 Contributions embedding_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V w = op.arg("weight").value;
-  const int64_t dim = shape_of(g, w)[1];
-  V c = reshape(g, cot[0], {numel(shape_of(g, cot[0])) / dim, dim});
+  const Shape& cs = shape_of(g, cot[0]);  // [ids..., dim]
+  V c = reshape(g, cot[0], {numel_dim(cs, cs.size() - 1), cs.back()});
   V onehot = convert(g, embedding_onehot(g, op, true), value_of(g, w).dtype);
   return {{w, matmul(g, call(g, "prims.transpose", {val(onehot), int_list({1, 0})}), c)}};
 }

@@ -89,6 +89,33 @@ class AutocastAttention(nn.Module):
             return self.inner(x)
 
 
+class RopeAttention(nn.Module):
+    """Token ids embedded, q, k and v picked out of one projection (select on a constant dim),
+    rotary halves of each head (slices of the head dim, a cat), causal attention, and the positions'
+    own embedding table indexed with arange(T): slices and embeddings whose sizes are constants
+    beside the symbolic ones."""
+
+    def __init__(self, vocab=16, dim=16, heads=2, max_seq=24):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.embed = nn.Embedding(vocab, dim)
+        self.position = nn.Embedding(max_seq, dim)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+
+    def rotate(self, x):
+        half = self.head_dim // 2
+        return x * 0.5 + torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        x = self.embed(ids) + self.position(torch.arange(t))
+        qkv = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = self.rotate(qkv[0]), self.rotate(qkv[1]), qkv[2]
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(b, t, -1))
+
+
 def floats(g, *shape):
     return torch.randn(*shape, generator=g).requires_grad_(True)
 
@@ -110,6 +137,8 @@ DYNAMIC_CASES = {
                           lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
     "attention_bf16_dynamic": (AutocastAttention, lambda g: (floats(g, 2, 6, 16),),
                                lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
+    "rope_dynamic": (RopeAttention, lambda g: (torch.randint(0, 16, (2, 6), generator=g),),
+                     lambda: {"ids": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
 }
 
 
@@ -152,17 +181,21 @@ def write_dynamic_case(name, out):
     doc, names = model_json(path), recorded_symbol_names(path)
     graph, example = doc["graph_module"]["graph"], out / f"{name}.inputs"
     lines = []
+    examples = inputs(torch.Generator().manual_seed(1))
     for sizes in test_sizes(doc, names):
         line = ",".join(f"{k}={v}" for k, v in sizes.items())
         lines.append(line)
         folder = out / f"{name}.{line.replace('=', '_').replace(',', '_')}.inputs"
         folder.mkdir(exist_ok=True)
         g = torch.Generator().manual_seed(2)
+        users = iter(examples)
         for spec in doc["graph_module"]["signature"]["input_specs"]:
             arg = next(iter(spec.values()))["arg"]
             placeholder = arg["as_tensor"]["name"] if "as_tensor" in arg else arg["name"]
             if "user_input" in spec:
-                x = torch.randn(*shape_at(graph["tensor_values"][placeholder], sizes, names), generator=g)
+                shape = shape_at(graph["tensor_values"][placeholder], sizes, names)
+                given = next(users)  # (token ids drawn as ids, up to the example's largest)
+                x = torch.randn(*shape, generator=g) if given.is_floating_point() else torch.randint(0, int(given.max()) + 1, shape, generator=g)
                 np.save(folder / f"{placeholder}.npy", x.numpy(), allow_pickle=False)
             else:
                 shutil.copy(example / f"{placeholder}.npy", folder / f"{placeholder}.npy")
@@ -196,15 +229,19 @@ def main(argv=None):
     default = ROOT / "tests" / "pt2" / ("torch-" + ".".join(torch.__version__.split("+")[0].split(".")[:2]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(default), help=f"the version folder (default {default.relative_to(ROOT)})")
+    parser.add_argument("--only", action="append", choices=sorted(DYNAMIC_CASES),
+                        help="write this dynamic case alone (the others kept, written-by.json updated); repeatable")
     a = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     archives = {}
-    for name in CASES:
+    if a.only and (out / "written-by.json").exists():
+        archives = json.loads((out / "written-by.json").read_text())["archives"]
+    for name in [] if a.only else CASES:
         archives.update(write_case(name, out))
     (out / "dynamic").mkdir(exist_ok=True)
-    for name in DYNAMIC_CASES:
+    for name in a.only or DYNAMIC_CASES:
         archives.update(write_dynamic_case(name, out / "dynamic"))
     record = {"torch": torch.__version__, "python": sys.version.split()[0],
               "command": f"python tests/pt2/make_fixtures.py --out {a.out}", "archives": archives}
