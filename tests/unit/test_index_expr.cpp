@@ -355,3 +355,20 @@ TEST_CASE("index expressions: simplified expressions with size parameters keep t
           }
   }
 }
+
+TEST_CASE("index expressions: a flat index's quotient and remainder by a scale recombine, and keep their values") {
+  const IndexScale T = size_param("T", 1, 64), B = size_param("B", 0, 8);  // (B may be 0)
+  const IndexExpr i = IndexExpr::named("i", 0, 1 << 20);
+  const IndexScale s = T * number(4);
+  CHECK((i / s) * s + i % s == i);
+  CHECK(((i / 4) / T) * T + (i / 4) % T == i / 4);
+  // Over B, whose least size is 0: nothing is proved below it, and the values hold where B > 0.
+  const IndexExpr d = IndexExpr::dim(0, B * number(3), 24);
+  const IndexExpr e = (d / B) * B + d % B + (d % (B * number(3))) / 3;
+  for (int64_t b = 1; b <= 8; ++b)
+    for (int64_t x = 0; x < 3 * b; ++x) {
+      const int64_t got = e.evaluate([&](const std::string& n) { return n == "d0" ? x : b; });
+      CHECK(got == (x / b) * b + x % b + (x % (3 * b)) / 3);
+    }
+  CHECK(!(d % B == d));
+}
