@@ -38,9 +38,8 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   kir::Function f{tg::ident(Role::element_function, k_.label), {}, std::move(function_body)};
   if (element_takes_i_) f.params.push_back({"int64_t", "i"});
   element_sizes_.clear();
-  const std::string_view size_prefix = role_prefix(Role::size);
   for (const std::string& name : used)
-    if (name.compare(0, size_prefix.size(), size_prefix) == 0) {
+    if (is_size_parameter(name)) {
       element_sizes_.push_back(name);
       f.params.push_back({"int64_t", name});
     }

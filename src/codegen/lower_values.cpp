@@ -157,11 +157,10 @@ kir::Kernel KernelLowering::lower() {
 
 // The symbols' sizes its index arithmetic reads (sz_<symbol>), as parameters its launch passes.
 void KernelLowering::take_size_parameters(kir::Kernel& k) const {
-  const std::string_view prefix = role_prefix(Role::size);
   for (const std::string& name : kir::names_in(k.body)) {
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!is_size_parameter(name)) continue;
     k.params.push_back({"int64_t", name});
-    k.launch.symbols.push_back(name.substr(prefix.size()));
+    k.launch.symbols.push_back(name.substr(role_prefix(Role::size).size()));
   }
 }
 

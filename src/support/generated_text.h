@@ -46,6 +46,8 @@ enum class Role {
 
 // The role's prefix ("g_", "v_", ...).
 std::string_view role_prefix(Role role);
+// Whether `name` is a kernel's size parameter (sz_<symbol>).
+inline bool is_size_parameter(std::string_view name) { return name.starts_with(role_prefix(Role::size)); }
 // The identifier of `name` (a trace identifier: [A-Za-z_][A-Za-z0-9_]*) in `role`.
 std::string ident(Role role, std::string_view name);
 // Whether the trace name `name` can be a host entry point's parameter as it is (`w_fc`, not
