@@ -46,18 +46,21 @@ void need_number_literal(const Op& op, std::string_view name) {
   if (!op.arg(name).is_number()) fail(declared_position(op, name), std::string(name) + " must be a number literal (a scalar input is not supported)");
 }
 
+void broadcast_into(Shape& out, const Shape& shape, int arg) {
+  if (shape.size() > out.size()) out.insert(out.begin(), shape.size() - out.size(), Dim::constant(1));
+  for (size_t k = 0; k < shape.size(); ++k) {
+    Dim& o = out[out.size() - shape.size() + k];
+    if (shape[k] != o && shape[k] != 1 && o != 1) fail(arg, "shape " + shape_str(shape) + " does not broadcast with " + shape_str(out));
+    // (Where both are 1 at the trace's sizes, specialised at 1, the one that is 1 at every size
+    // is the one broadcast: B against a constant 1 is B.)
+    if (o == 1 && !(o.symbolic() && !shape[k].symbolic())) o = shape[k];
+  }
+}
+
 Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_t> which) {
   Shape out;
-  for (size_t i : which) {
-    const Value* v = tensor_arg(t, op, i);
-    if (!v) continue;
-    if (v->shape.size() > out.size()) out.insert(out.begin(), v->shape.size() - out.size(), Dim::constant(1));
-    for (size_t k = 0; k < v->shape.size(); ++k) {
-      Dim& o = out[out.size() - v->shape.size() + k];
-      if (v->shape[k] != o && v->shape[k] != 1 && o != 1) fail(int(i), "shape " + shape_str(v->shape) + " does not broadcast with " + shape_str(out));
-      if (o == 1) o = v->shape[k];
-    }
-  }
+  for (size_t i : which)
+    if (const Value* v = tensor_arg(t, op, i)) broadcast_into(out, v->shape, int(i));
   return out;
 }
 

@@ -24,6 +24,8 @@ size_t declared_position(const Op& op, std::string_view name);
 void need_number_literal(const Op& op, std::string_view name);
 // PyTorch's broadcast of the tensor arguments at `which` (aligned at the last dim).
 Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_t> which);
+// `out` broadcast with argument `arg`'s `shape` (refused naming it where they do not broadcast).
+void broadcast_into(Shape& out, const Shape& shape, int arg);
 // torch.result_type of the arguments at `which` (tensors, scalar values, number literals; null skipped).
 DType promoted(const Trace& t, const Op& op, std::initializer_list<size_t> which);
 // `in` without the dims listed.

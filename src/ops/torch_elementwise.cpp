@@ -6,6 +6,7 @@
 
 #include "ops/op_rows.h"
 #include "ops/prim_vocabulary.h"
+#include "ops/rule_helpers.h"
 
 namespace tg {
 
@@ -81,17 +82,8 @@ DType compute_dtype(const Trace& t, const Op& op) {
 // PyTorch's broadcast of the tensor operands' shapes (aligned at the last dim).
 Shape broadcast_shape(const Trace& t, const Op& op) {
   Shape out;
-  for (size_t i = 0; i < op.args.size(); ++i) {
-    if (!is_tensor(t, op.arg(i))) continue;
-    const Shape& s = t.value(op.arg(i).value).shape;
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), Dim::constant(1));
-    for (size_t k = 0; k < s.size(); ++k) {
-      Dim& o = out[out.size() - s.size() + k];
-      if (s[k] != o && s[k] != 1 && o != 1)
-        fail(int(i), "shape " + shape_str(s) + " does not broadcast with " + shape_str(out));
-      if (o == 1) o = s[k];
-    }
-  }
+  for (size_t i = 0; i < op.args.size(); ++i)
+    if (is_tensor(t, op.arg(i))) broadcast_into(out, t.value(op.arg(i).value).shape, int(i));
   return out;
 }
 

@@ -55,6 +55,25 @@ TEST_CASE("a symbolic JSON trace is read at the sizes it is specialised to") {
   CHECK(error_of(wrong, {{"B", 3}, {"T", 10}}).find("/ops/0") == 0);
 }
 
+TEST_CASE("specialised at 1, a symbolic dim broadcast against a constant 1 keeps its expression") {
+  // At B=1 both operands' first dims are 1; the one that is 1 at every size is the one broadcast,
+  // so the sum is [B, 4] as declared (and weighed as such at --plan-at sizes), not [1, 4].
+  const json t = json::parse(R"({
+    "format": "thunder-gen-trace", "version": 1, "name": "t",
+    "symbols": {"B": {"min": 1, "max": 64}},
+    "inputs": [{"name": "x", "shape": ["B", 4], "dtype": "f32"}, {"name": "b", "shape": [1, 4], "dtype": "f32"}],
+    "ops": [{"op": "torch.add", "args": ["b", "x"], "out": [{"name": "y", "shape": ["B", 4], "dtype": "f32"}]},
+            {"op": "torch.mul", "args": ["x", "b"], "out": [{"name": "z", "shape": ["B", 4], "dtype": "f32"}]}],
+    "outputs": ["y", "z"]})");
+  REQUIRE(error_of(t, {{"B", 1}}) == "accepted");
+  const tg::Trace read = tg::read_trace(t.dump(), {{"B", 1}});
+  for (tg::ValueId out : read.outputs) {
+    const tg::Dim& d = read.value(out).shape[0];
+    REQUIRE(d.expr());
+    CHECK(d.expr()->text() == "B");
+  }
+}
+
 TEST_CASE("a symbolic trace needs a size for every symbol, one its declaration allows") {
   const json t = symbolic_trace();
   CHECK(error_of(t, {}) == "/symbols/B: the trace's sizes depend on B (1 <= B <= 64); name a size for each symbol with --specialize B=<size>, "
