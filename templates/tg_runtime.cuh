@@ -137,6 +137,51 @@ TG_HD float philox_uniform(uint64_t seed, uint64_t offset, int64_t i, uint64_t s
   return float(philox_word(seed, offset, (uint64_t(i) >> 2) + (stream << 40), unsigned(i & 3)) >> 8) * (1.0f / 16777216.0f);
 }
 
+// ---- division by a size taken at run time ---------------------------------------------------
+// x / d for 0 <= x < 2^63 as a multiply-high, an add and a shift, as a compiler divides by a
+// constant (Granlund and Montgomery, "Division by invariant integers using multiplication", 1994):
+// with s = ceil(log2 d) and the 65-bit multiplier 2^64 + magic = floor(2^(64+s) / d) + 1,
+// x / d = (mulhi(x, magic) + x) >> s. The host computes magic once per launch (tg::divider); a
+// kernel taking its sizes at run time divides by its dv_<symbol> parameters with tg::quot and
+// tg::rem instead of a 64-bit division routine.
+// Where the code proves x < 2^31 at every size, the same in 32 bits (tg::quot32, tg::rem32):
+// 2^32 + magic32 = floor(2^(32+s) / d) + 1; a divisor past 2^31 gives 0 (magic32 0, shift 31).
+struct Divider {
+  int64_t divisor;
+  uint64_t magic;
+  uint32_t shift;
+  uint32_t magic32, shift32;
+};
+#if !defined(__CUDACC_RTC__)
+inline Divider divider(int64_t d) {
+  if (d <= 0) return {d, 0, 0, 0, 0};  // (no kernel divides by a size of 0: it has nothing to compute)
+  uint32_t s = 0;
+  while (s < 63 && (int64_t(1) << s) < d) ++s;
+  const uint64_t excess = (uint64_t(1) << s) - uint64_t(d);
+  const uint64_t magic = uint64_t(((unsigned __int128)excess << 64) / uint64_t(d)) + 1;
+  if (s > 31) return {d, magic, s, 0, 31};
+  return {d, magic, s, uint32_t((excess << 32) / uint64_t(d)) + 1, s};
+}
+#endif
+TG_HD int64_t quot(int64_t x, const Divider& d) {
+#if defined(__CUDA_ARCH__)
+  const uint64_t high = __umul64hi(uint64_t(x), d.magic);
+#else
+  const uint64_t high = uint64_t(((unsigned __int128)uint64_t(x) * d.magic) >> 64);
+#endif
+  return int64_t((high + uint64_t(x)) >> d.shift);
+}
+TG_HD int64_t rem(int64_t x, const Divider& d) { return x - quot(x, d) * d.divisor; }
+TG_HD int64_t quot32(int64_t x, const Divider& d) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t high = __umulhi(uint32_t(x), d.magic32);
+#else
+  const uint32_t high = uint32_t((uint64_t(uint32_t(x)) * d.magic32) >> 32);
+#endif
+  return int64_t((high + uint32_t(x)) >> d.shift32);
+}
+TG_HD int64_t rem32(int64_t x, const Divider& d) { return x - quot32(x, d) * d.divisor; }
+
 // ---- loads and stores: storage type <-> compute type ----------------------------------------
 
 template <class T> TG_HD T load(const T* p, int64_t i) { return p[i]; }

@@ -48,9 +48,10 @@ every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B
 every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1 batch=3,seq=3 batch=8,seq=17 batch=8,seq=32
 # Attention over seq (grouped-query, causal; plain and under bf16 autocast): heads split from and
 # merged back into [batch, seq, 16], a causal mask over [seq, seq], a softmax over seq. The index
-# arithmetic divides by the size parameter (sz_seq) and the row kernels take row_length.
+# arithmetic divides by the size parameter (multiplying by its divider dv_seq) and the row kernels
+# take row_length.
 every_size attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2" batch=1,seq=2 batch=3,seq=7 batch=2,seq=17 batch=4,seq=24
-check attn-index-over-seq grep -q "% sz_seq" attn/forward.cu
+check attn-index-over-seq grep -q "tg::quot32(i / 16, dv_seq)" attn/forward.cu
 every_size attn_bf16 "$root/tests/pt2/torch-2.9/dynamic/attention_bf16_dynamic.pt2" batch=1,seq=2 batch=3,seq=3 batch=4,seq=17 batch=4,seq=24
 # Token and position embeddings, q, k, v selected from one projection, rotary halves sliced from
 # each head: the slices' constant starts and the embeddings' tables keep constant sizes. Against

@@ -186,7 +186,10 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
   if (launch.count) args.push_back(count);
   if (launch.row_length) args.push_back(c.sizes.count(*launch.row_length));
-  for (const std::string& symbol : launch.symbols) args.push_back(c.sizes.count(SizeExpr::symbol(symbol)));
+  for (const std::string& name : launch.size_parameters) {
+    const std::string size = c.sizes.count(SizeExpr::symbol(std::string(parameter_symbol(name))));
+    args.push_back(is_divider_parameter(name) ? "tg::divider(" + size + ")" : size);
+  }
   // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.
   const bool guarded = launch.count && launch.fixed_grid == 0;
   const std::string indent = guarded ? "    " : "  ";

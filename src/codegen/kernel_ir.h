@@ -164,7 +164,7 @@ struct Launch {
   const SizeExpr* count = nullptr;
   int count_per_item = 1;
   const SizeExpr* row_length = nullptr;
-  std::vector<std::string> symbols;  // the symbols whose sizes it takes (sz_<symbol>), in order
+  std::vector<std::string> size_parameters;  // the symbols' sizes it takes (sz_<symbol>, dv_<symbol>), in order
 };
 
 struct Kernel {

@@ -41,7 +41,7 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   for (const std::string& name : used)
     if (is_size_parameter(name)) {
       element_sizes_.push_back(name);
-      f.params.push_back({"int64_t", name});
+      f.params.push_back({std::string(size_parameter_type(name)), name});
     }
   for (const RunLoad& r : run_loads_) f.params.push_back({ctype(t_.value(r.value).dtype), r.param});
   element_args_.clear();

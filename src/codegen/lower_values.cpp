@@ -155,12 +155,13 @@ kir::Kernel KernelLowering::lower() {
   return k;
 }
 
-// The symbols' sizes its index arithmetic reads (sz_<symbol>), as parameters its launch passes.
+// The symbols' sizes its index arithmetic reads (sz_<symbol>) and divides by (dv_<symbol>), as
+// parameters its launch passes.
 void KernelLowering::take_size_parameters(kir::Kernel& k) const {
   for (const std::string& name : kir::names_in(k.body)) {
     if (!is_size_parameter(name)) continue;
-    k.params.push_back({"int64_t", name});
-    k.launch.symbols.push_back(name.substr(role_prefix(Role::size).size()));
+    k.params.push_back({std::string(size_parameter_type(name)), name});
+    k.launch.size_parameters.push_back(name);
   }
 }
 

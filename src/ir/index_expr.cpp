@@ -333,6 +333,8 @@ std::vector<std::string> IndexExpr::size_names() const {
     const Atom& a = *t.atom;
     if (a.kind != Atom::Kind::named) {
       add(a.divisor_product);
+      if (by_dividers(a))
+        for (const SizeProduct::Factor& f : a.divisor_product->factors()) out.push_back(f.divider);
       for (std::string& n : a.operand.size_names()) out.push_back(std::move(n));
     }
     if (a.select)
@@ -479,7 +481,7 @@ std::string IndexExpr::term_text(const Term& t) const {
   const std::string magnitude = std::to_string(t.coef).substr(t.coef < 0 ? 1 : 0);
   if (t.atom == unit_atom()) return t.product->text() + (unit ? "" : " * " + magnitude);
   std::string a = atom_text(*t.atom);
-  if (t.atom->kind != Atom::Kind::named && (!unit || t.product)) a = "(" + a + ")";
+  if (t.atom->kind != Atom::Kind::named && !by_dividers(*t.atom) && (!unit || t.product)) a = "(" + a + ")";  // (a call, or in parentheses)
   if (t.product) a += " * " + t.product->text();
   return unit ? a : a + " * " + magnitude;
 }
@@ -487,13 +489,43 @@ std::string IndexExpr::term_text(const Term& t) const {
 std::string IndexExpr::atom_text(const Atom& a) {
   if (a.kind == Atom::Kind::named) return a.text;
   const IndexScale divisor{a.divisor, a.divisor_product};
+  if (by_dividers(a)) return divided_text(a);
   const bool one_name = !a.divisor_product || (a.divisor == 1 && a.divisor_product->factors().size() == 1 && a.divisor_product->factors()[0].power == 1);
   const std::string d = one_name ? divisor.text() : "(" + divisor.text() + ")";
   return operand_text(a.operand) + (a.kind == Atom::Kind::quotient ? " / " : " % ") + d;
 }
 
+// Whether a quotient or remainder divides by its product's dividers (each factor a kernel's
+// tg::Divider, x >= 0): a multiply-high and a shift each, where `/` by a run-time value is a
+// division routine of some 40 instructions.
+bool IndexExpr::by_dividers(const Atom& a) {
+  if (!a.divisor_product || a.kind == Atom::Kind::named) return false;
+  const IndexRange r = a.operand.range();
+  if (!r.known || r.lo < 0) return false;
+  for (const SizeProduct::Factor& f : a.divisor_product->factors())
+    if (f.divider.empty()) return false;
+  return true;
+}
+
+// x / (c * sz_A * sz_B) as tg::quot(tg::quot(x / c, dv_A), dv_B); x % sz_A as tg::rem(x, dv_A),
+// and x % (c * sz_A ...) as x less the quotient times the divisor; in 32 bits (quot32, rem32) where
+// x < 2^31 at every size.
+std::string IndexExpr::divided_text(const Atom& a) {
+  const std::string x = operand_text(a.operand);
+  const std::vector<SizeProduct::Factor>& factors = a.divisor_product->factors();
+  const std::string bits = a.operand.range().hi < (int64_t(1) << 31) ? "32" : "";
+  if (a.kind == Atom::Kind::remainder && a.divisor == 1 && factors.size() == 1 && factors[0].power == 1)
+    return "tg::rem" + bits + "(" + a.operand.text() + ", " + factors[0].divider + ")";
+  std::string q = a.divisor == 1 ? a.operand.text() : x + " / " + std::to_string(a.divisor);
+  for (const SizeProduct::Factor& f : factors)
+    for (int k = 0; k < f.power; ++k) q = "tg::quot" + bits + "(" + q + ", " + f.divider + ")";
+  if (a.kind == Atom::Kind::quotient) return q;
+  return "(" + x + " - " + q + " * " + IndexScale{a.divisor, a.divisor_product}.text() + ")";
+}
+
 std::string IndexExpr::operand_text(const IndexExpr& e) {
   if (const std::string* name = e.as_named()) return *name;
+  if (const Atom* a = e.single_atom(); a && by_dividers(*a)) return e.text();  // (a call, or in parentheses)
   return "(" + e.text() + ")";
 }
 

@@ -24,7 +24,9 @@
 // a product alone (`sz_T * 64`, a term of the unit atom). The rules above then apply where they
 // hold at every size the parameters' ranges allow: what divides a product is read off its factors,
 // and `0 <= b < n` for a divisor n with a product is proved from the digits of a mixed radix
-// (d1 * 64 + d0 < sz_T * 64 where d0 < 64 and d1 < sz_T), never from one size's values.
+// (d1 * 64 + d0 < sz_T * 64 where d0 < 64 and d1 < sz_T), never from one size's values. Where the
+// product's factors have dividers (dv_T, the runtime's tg::Divider) and the operand is not
+// negative, the code divides by multiplying (tg::quot, tg::rem), as a division by a constant does.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -76,8 +78,8 @@ class IndexExpr {
   std::vector<std::string> names() const;        // the named values it mentions, d<k> among them (and
                                                  // those a select's condition and value mention)
   bool multiple_of(int64_t n) const;             // every coefficient and the constant are
-  // The products its terms and divisors mention (so a kernel knows its size parameters: names()
-  // has them too).
+  // The products its terms and divisors mention, and the dividers it divides by (so a kernel
+  // knows its size parameters: names() has them too).
   std::vector<std::string> size_names() const;
   // Each d<k> with k < defs.size() replaced by defs[k] (what the kernel declares it as), simplified.
   IndexExpr with_dims(const std::vector<IndexExpr>& defs) const;
@@ -127,6 +129,8 @@ class IndexExpr {
   std::vector<int64_t> factor_candidates(int64_t n) const;
   std::string term_text(const Term& t) const;
   static std::string atom_text(const Atom& a);
+  static bool by_dividers(const Atom& a);
+  static std::string divided_text(const Atom& a);
   static std::string operand_text(const IndexExpr& e);
 };
 

@@ -34,7 +34,7 @@ const SizeProduct* SizeProduct::of(std::vector<Factor> factors) {
   struct Less {
     bool operator()(const SizeProduct& a, const SizeProduct& b) const {
       return std::lexicographical_compare(a.factors_.begin(), a.factors_.end(), b.factors_.begin(), b.factors_.end(), [](const Factor& x, const Factor& y) {
-        return std::tie(x.name, x.power, x.lo, x.hi) < std::tie(y.name, y.power, y.lo, y.hi);
+        return std::tie(x.name, x.power, x.lo, x.hi, x.divider) < std::tie(y.name, y.power, y.lo, y.hi, y.divider);
       });
     }
   };

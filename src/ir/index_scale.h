@@ -23,6 +23,7 @@ class SizeProduct {
     std::string name;  // the parameter (sz_<symbol>)
     int64_t lo = 1, hi = 1;
     int power = 1;
+    std::string divider;  // the kernel's tg::Divider of it (dv_<symbol>), when it has one: x / name is then a multiply
     bool operator==(const Factor&) const = default;
   };
   static const SizeProduct* of(std::vector<Factor> factors);  // (nullptr for none)

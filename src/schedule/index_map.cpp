@@ -37,7 +37,7 @@ std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(c
       if (power < 1 || power > 8) return std::nullopt;
       for (int k = 0; k < power; ++k) rebuilt = rebuilt * SizeExpr::symbol(n);
       const SymbolDecl& decl = symbols.at(n);
-      factors.push_back({ident(Role::size, n), decl.min, decl.max, power});
+      factors.push_back({ident(Role::size, n), decl.min, decl.max, power, ident(Role::divider, n)});
     }
     if (!(rebuilt == e)) return std::nullopt;
     return std::pair(coef, std::move(factors));

@@ -29,6 +29,7 @@ std::string_view role_prefix(Role role) {
     case Role::element_function: return "element_";
     case Role::result: return "out_";
     case Role::size: return "sz_";
+    case Role::divider: return "dv_";
   }
   throw InternalError("unknown identifier role");
 }

@@ -42,12 +42,19 @@ enum class Role {
   element_function,  // element_: a pointwise kernel's element body, by the kernel's label
   result,            // out_: a result the element function hands back (a reference parameter)
   size,              // sz_: a symbol's size, a kernel's parameter (its code taking its sizes at run time)
+  divider,           // dv_: a symbol's size as a tg::Divider (a kernel's parameter: division by it as a multiply)
 };
 
 // The role's prefix ("g_", "v_", ...).
 std::string_view role_prefix(Role role);
-// Whether `name` is a kernel's size parameter (sz_<symbol>).
-inline bool is_size_parameter(std::string_view name) { return name.starts_with(role_prefix(Role::size)); }
+// Whether `name` is a kernel's divider parameter (dv_<symbol>).
+inline bool is_divider_parameter(std::string_view name) { return name.starts_with(role_prefix(Role::divider)); }
+// Whether `name` is a kernel's size parameter (sz_<symbol>) or divider parameter.
+inline bool is_size_parameter(std::string_view name) { return name.starts_with(role_prefix(Role::size)) || is_divider_parameter(name); }
+// The symbol a size or divider parameter is of (T for sz_T and dv_T).
+inline std::string_view parameter_symbol(std::string_view name) { return name.substr(name.find('_') + 1); }  // (a prefix's only underscore ends it)
+// The C++ type of a size or divider parameter.
+inline std::string_view size_parameter_type(std::string_view name) { return is_divider_parameter(name) ? "tg::Divider" : "int64_t"; }
 // The identifier of `name` (a trace identifier: [A-Za-z_][A-Za-z0-9_]*) in `role`.
 std::string ident(Role role, std::string_view name);
 // Whether the trace name `name` can be a host entry point's parameter as it is (`w_fc`, not
@@ -63,7 +70,8 @@ bool usable_as_parameter(std::string_view name);
 inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index,     Role::accumulator, Role::sum,
                                      Role::m2,      Role::deviation, Role::mean, Role::target,    Role::max_and_sum, Role::run_in,
                                      Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input,
-                                     Role::storage_view, Role::element_function, Role::result, Role::size};
+                                     Role::storage_view, Role::element_function, Role::result, Role::size,
+                                     Role::divider};
 
 // ---- comments ------------------------------------------------------------------------------
 // `text` made safe inside a // comment (or a CMake # comment): control characters, DEL, bytes

@@ -255,6 +255,25 @@ TEST_CASE("index expressions: a symbolic stride and divisor print as the size pa
   CHECK((d0 % T).text() == "d0 % sz_T");
 }
 
+TEST_CASE("index expressions: a divisor whose factors have dividers divides by multiplying, where the operand is not negative") {
+  const IndexScale T{1, SizeProduct::of({{"sz_T", 1, 64, 1, "dv_T"}})};
+  const IndexScale B{1, SizeProduct::of({{"sz_B", 1, 8, 1, "dv_B"}})};
+  const IndexExpr i = IndexExpr::named("i", 0, 1000), wide = IndexExpr::named("w", 0, int64_t(1) << 40);
+  CHECK((i / T).text() == "tg::quot32(i, dv_T)");  // (i < 2^31 at every size)
+  CHECK((i % T).text() == "tg::rem32(i, dv_T)");
+  CHECK((wide / T).text() == "tg::quot(w, dv_T)");
+  CHECK((wide % T).text() == "tg::rem(w, dv_T)");
+  CHECK((i / (T * number(4))).text() == "tg::quot32(i / 4, dv_T)");
+  CHECK((i / (B * T)).text() == "tg::quot32(tg::quot32(i, dv_B), dv_T)");
+  CHECK((i % (T * number(4))).text() == "(i - tg::quot32(i / 4, dv_T) * sz_T * 4)");
+  CHECK((i % (T * number(4))).size_names() == std::vector<std::string>{"dv_T", "sz_T"});
+  CHECK(((i / 4) % T * 3 + i).text() == "tg::rem32(i / 4, dv_T) * 3 + i");
+  // C's division of a negative operand truncates: the plain operator, not the multiply.
+  const IndexExpr signed_x = IndexExpr::named("x", -5, 1000);
+  CHECK((signed_x / T).text() == "x / sz_T");
+  CHECK((signed_x / T).size_names() == std::vector<std::string>{"sz_T"});
+}
+
 TEST_CASE("index expressions: a reshape between shapes with symbolic dims, read at the flat index, is i") {
   std::mt19937 rng(5);
   const IndexScale B = size_param("B", 1, 16), T = size_param("T", 1, 40);
