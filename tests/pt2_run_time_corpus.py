@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""pt2_run_time_corpus.py MODEL... --work DIR: the corpus models (tools/corpus.py) through the
+torch.export front end with symbolic batch and sequence sizes, each generated once without
+--specialize and run at four sizes.
+
+For each model: torch.export with a Dim for each symbolic dim (tools/symbolic_corpus.py's
+dynamic_dims and ranges, B in 1..8, T in 1..32), thunder-gen on the archive (one folder: the entry
+points take their sizes), the harness built for host emulation (tests/build_emu_harness.sh, fast),
+then at B,T = 1,1 / 3,7 / 5,17 / 8,32 (1, odd sizes, no multiple of 16, the range's largest) the
+harness run on the model's own inputs and parameters at that size (the example inputs cut or
+repeated to it, written by a static export), and every output, saved value and gradient compared
+with LibTorch running the dynamic archive's graph at the same size on the same inputs
+(thunder-gen-check --specialize, the tolerances of reference/compare.cpp; a model under bf16
+autocast with --mixed-precision).
+
+Prints one line per check and 'N passed, N failed'; exits 1 on any failure. Tools from the
+environment: THUNDER_GEN, THUNDER_GEN_CHECK (ctest sets them).
+"""
+import argparse
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import corpus  # noqa: E402
+import symbolic_corpus  # noqa: E402
+import torch  # noqa: E402
+from thunder_gen import symbolic_capture as sc  # noqa: E402
+from thunder_gen.pt2 import export as pt2_export, inputs_folder, recorded_symbol_names  # noqa: E402
+
+SIZES = ({"B": 1, "T": 1}, {"B": 3, "T": 7}, {"B": 5, "T": 17}, {"B": 8, "T": 32})
+
+
+def dynamic_archive(model, path: Path):
+    """The model exported with its batch and sequence dims symbolic; the archive's symbol for each
+    of B and T (the Dim's name where export recorded it, else torch's s<k>)."""
+    fn, args = model.fn(), model.inputs()
+    dynamic = symbolic_corpus.dynamic_dims(model, args)
+    ranges = symbolic_corpus.RANGES
+    dims = {s: torch.export.Dim(s, min=ranges[s][0], max=ranges[s][1]) for d in dynamic.values() for s in d.values()}
+    shapes = tuple({d: dims[s] for d, s in dynamic[i].items()} if i in dynamic else None for i in range(len(args)))
+    if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn.forward).parameters.values()):
+        shapes = (shapes,)  # forward(*args) (the autocast wrapper): one spec, a tuple
+    archive = pt2_export(fn, args, path=path, dynamic_shapes=shapes)
+    names = symbolic_corpus.torch_symbols(archive, dynamic)
+    given = recorded_symbol_names(archive)
+    return archive, {s: given.get(names[s], names[s]) for s in names}
+
+
+def run(what: list, log: Path) -> bool:
+    with open(log, "a") as f:
+        return subprocess.run(what, stdout=f, stderr=subprocess.STDOUT).returncode == 0
+
+
+class Checks:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def expect(self, ok: bool, what: str) -> bool:
+        print(f"{'ok' if ok else 'FAIL'} {what}", flush=True)
+        self.passed += ok
+        self.failed += not ok
+        return ok
+
+
+def check_model(checks: Checks, model, work: Path) -> None:
+    thunder_gen, reference = os.environ["THUNDER_GEN"], os.environ["THUNDER_GEN_CHECK"]
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    log = work / "log.txt"
+    archive, symbols = dynamic_archive(model, work / f"{model.name}.pt2")
+    folder = work / "out"
+    generated = run([thunder_gen, str(archive), "-o", str(folder)], log)
+    if not checks.expect(generated and '"takes_sizes": true' in (folder / "manifest.json").read_text(),
+                         f"{model.name}: one folder for every size (log: {log})"):
+        return
+    if not checks.expect(run([str(ROOT / "tests" / "build_emu_harness.sh"), str(folder), "fast"], log), f"{model.name}: the harness builds"):
+        return
+    fn, args = model.fn(), model.inputs()
+    dynamic = symbolic_corpus.dynamic_dims(model, args)
+    for point in SIZES:
+        sizes = ",".join(f"{symbols[s]}={point[s]}" for s in sorted(symbols))
+        at = work / f"at-{sizes.replace('=', '_').replace(',', '_')}"
+        # The model's own inputs and parameters at the size (a static export writes them as the
+        # harness reads them): drawn ones make activations and gradients in the hundreds, where
+        # float32 sums in another order than LibTorch's differ past the table's 1e-5.
+        static = pt2_export(fn, sc.arguments_at(fn, args, dynamic, {s: point[s] for s in symbols}), path=at / "static.pt2")
+        outputs = at / "outputs"
+        ran = run([str(folder / "harness"), "--quiet", "--inputs", str(inputs_folder(static)), "--outputs", str(outputs)], log)
+        mixed = ["--mixed-precision"] if model.autocast else []  # (bf16 GEMMs: bf16's tolerances)
+        named = ",".join(f"{s}={point[s]}" for s in sorted(symbols))
+        named += "" if named == sizes else f" ({sizes})"
+        checks.expect(ran and run([reference, str(archive), str(outputs), f"--specialize={sizes}", *mixed], log),
+                      f"{model.name} at {named}: outputs and gradients match LibTorch (log: {log})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--work", required=True)
+    a = parser.parse_args(argv)
+    models = {m.name: m for m in corpus.MODELS + corpus.EXPORT_ONLY}
+    checks = Checks()
+    for name in a.models:
+        try:
+            check_model(checks, models[name], Path(a.work) / name)
+        except Exception as e:  # (one model's export failing is its failure, not the others')
+            checks.expect(False, f"{name}: {type(e).__name__}: {str(e)[:300]}")
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
