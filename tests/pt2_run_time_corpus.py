@@ -17,7 +17,6 @@ Prints one line per check and 'N passed, N failed'; exits 1 on any failure. Tool
 environment: THUNDER_GEN, THUNDER_GEN_CHECK (ctest sets them).
 """
 import argparse
-import inspect
 import os
 import shutil
 import subprocess
@@ -28,7 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import corpus  # noqa: E402
 import symbolic_corpus  # noqa: E402
-import torch  # noqa: E402
 from thunder_gen import symbolic_capture as sc  # noqa: E402
 from thunder_gen.pt2 import export as pt2_export, inputs_folder, recorded_symbol_names  # noqa: E402
 
@@ -40,12 +38,7 @@ def dynamic_archive(model, path: Path):
     of B and T (the Dim's name where export recorded it, else torch's s<k>)."""
     fn, args = model.fn(), model.inputs()
     dynamic = symbolic_corpus.dynamic_dims(model, args)
-    ranges = symbolic_corpus.RANGES
-    dims = {s: torch.export.Dim(s, min=ranges[s][0], max=ranges[s][1]) for d in dynamic.values() for s in d.values()}
-    shapes = tuple({d: dims[s] for d, s in dynamic[i].items()} if i in dynamic else None for i in range(len(args)))
-    if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn.forward).parameters.values()):
-        shapes = (shapes,)  # forward(*args) (the autocast wrapper): one spec, a tuple
-    archive = pt2_export(fn, args, path=path, dynamic_shapes=shapes)
+    archive = pt2_export(fn, args, path=path, dynamic_shapes=symbolic_corpus.export_dynamic_shapes(fn, args, dynamic))
     names = symbolic_corpus.torch_symbols(archive, dynamic)
     given = recorded_symbol_names(archive)
     return archive, {s: given.get(names[s], names[s]) for s in names}

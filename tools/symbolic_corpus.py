@@ -106,14 +106,21 @@ def torch_symbols(path, dynamic):
     return out
 
 
-def check_pt2(model, thunder_gen, out_dir):
-    from thunder_gen.pt2 import export as pt2_export, recorded_symbol_names
-    fn, args = model.fn(), model.inputs()
-    dynamic = dynamic_dims(model, args)
+def export_dynamic_shapes(fn, args, dynamic):
+    """torch.export's dynamic_shapes for `dynamic` ({argument: {dim: B or T}}): a Dim per symbol
+    over its RANGES."""
     dims = {s: torch.export.Dim(s, min=RANGES[s][0], max=RANGES[s][1]) for d in dynamic.values() for s in d.values()}
     shapes = tuple({d: dims[s] for d, s in dynamic[i].items()} if i in dynamic else None for i in range(len(args)))
     if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn.forward).parameters.values()):
         shapes = (shapes,)  # forward(*args) (the autocast wrapper): one spec, a tuple
+    return shapes
+
+
+def check_pt2(model, thunder_gen, out_dir):
+    from thunder_gen.pt2 import export as pt2_export, recorded_symbol_names
+    fn, args = model.fn(), model.inputs()
+    dynamic = dynamic_dims(model, args)
+    shapes = export_dynamic_shapes(fn, args, dynamic)
     verdicts = []
     with tempfile.TemporaryDirectory() as work:
         # (Both archives under the model's name: the trace is named after the file.)
