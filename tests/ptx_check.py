@@ -8,7 +8,8 @@
    the PTX holds at least as many of each size as the source has runs).
    And no operand a pointwise run loop reads a run of at a time is read element by element: the
    index code of each tg::load in the loop's lane body, and in the element function the lanes
-   call (with i as they pass it), is evaluated (C integer arithmetic) for a few runs and every
+   call (with the dims the lane declares, and i as it passes it), is evaluated (C integer
+   arithmetic) for a few runs and every
    lane, and one whose lanes read N neighbouring elements from a multiple of N (a contiguous
    reshape or slice of the operand, whatever its index code says) must have been a run too, when
    N*S is 8 or 16 bytes.

@@ -120,6 +120,7 @@ class KernelLowering : private IndexNamer {
   IndexExpr run_var_;                 // ... its variable `run`
   std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
   bool element_takes_i_ = false;      // pointwise: whether the element function takes the index i
+  std::vector<int64_t> element_dims_;  // ... the loop dims it takes (d<k>, computed by its callers)
   std::vector<std::string> element_sizes_;  // ... the size parameters (sz_<symbol>) it takes
   std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
 
@@ -158,8 +159,9 @@ class KernelLowering : private IndexNamer {
   void push();
   Block pop();
   Block& code() { return scopes_.back().code; }
-  // Declarations of the loop dims of `dims` that `body` reads (d<k> = loop_dims_[k]).
-  Block dim_declarations(const Block& body, const std::vector<int64_t>& dims) const;
+  // Declarations of the loop dims of `dims` that `body` reads (d<k> = loop_dims_[k], or defs[k]).
+  Block dim_declarations(const Block& body, const std::vector<int64_t>& dims) const { return dim_declarations(body, dims, loop_dims_); }
+  Block dim_declarations(const Block& body, const std::vector<int64_t>& dims, const std::vector<IndexExpr>& defs) const;
   template <class Names, class Key>
   std::string declared_once(Names Scope::*names, const Key& key, const char* type, const std::string& hint, const ExprPtr& value);
   std::string name(const IndexExpr& index, const std::string& hint) override;

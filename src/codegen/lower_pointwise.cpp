@@ -12,7 +12,9 @@ namespace tg::lower {
 // call (one element per thread: the element loop only). What the run loop reads a run at a time
 // comes in as values (its lanes pass r_x[lane], the element loop the element it loads); the
 // function reads everything else through the kernel's own parameters, and hands its results back
-// through references (out_<name>), which the callers store.
+// through references (out_<name>), which the callers store. The loop dims it reads come in as
+// parameters: a lane computes them from `run` and `lane`, where what is the same for every lane of
+// a run (a quotient by a size, say) is written the same and computed once.
 kir::Function KernelLowering::element_function(bool in_runs) {
   const std::vector<int64_t> all = all_dims(layout_.domain);
   in_run_ = in_runs;
@@ -31,12 +33,14 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   }
   Block body = pop();
   in_run_ = false;
-  Block function_body = dim_declarations(body, all);
-  function_body.insert(function_body.end(), body.begin(), body.end());
-  const std::set<std::string> used = kir::names_in(function_body);
+  const std::set<std::string> used = kir::names_in(body);
   element_takes_i_ = used.count("i") > 0;
-  kir::Function f{tg::ident(Role::element_function, k_.label), {}, std::move(function_body)};
+  element_dims_.clear();
+  for (int64_t d : all)
+    if (used.count("d" + std::to_string(d))) element_dims_.push_back(d);
+  kir::Function f{tg::ident(Role::element_function, k_.label), {}, std::move(body)};
   if (element_takes_i_) f.params.push_back({"int64_t", "i"});
+  for (int64_t d : element_dims_) f.params.push_back({"int64_t", "d" + std::to_string(d)});
   element_sizes_.clear();
   for (const std::string& name : used)
     if (is_size_parameter(name)) {
@@ -60,6 +64,7 @@ kir::Stmt KernelLowering::element_call(const ExprPtr& i, const std::function<Exp
                                        const std::function<ExprPtr(ValueId)>& result) const {
   std::vector<ExprPtr> args;
   if (element_takes_i_) args.push_back(i);
+  for (int64_t d : element_dims_) args.push_back(var("d" + std::to_string(d)));
   for (const std::string& size : element_sizes_) args.push_back(var(size));
   for (const RunLoad& r : run_loads_) args.push_back(read(r));
   for (ValueId v : element_args_) args.push_back(global(v));
@@ -150,7 +155,9 @@ kir::Block KernelLowering::lane_body() const {
   for (ValueId v : k_.outs)
     if (t_.value(v).bit_packed)
       out.push_back(kir::assign(kir::name(local(Role::run_bits, v)), kir::binary(kir::call("unsigned", {kir::name(local(Role::element, v))}), "<<", var("lane")), "|="));
-  return out;
+  Block dims = dim_declarations(out, all_dims(layout_.domain), lane_dims_);
+  dims.insert(dims.end(), out.begin(), out.end());
+  return dims;
 }
 
 // The run of v that starts at `start`, loaded for the run loop (r_<name>, numbered where one

@@ -248,12 +248,12 @@ kir::Block KernelLowering::pop() {
   return code;
 }
 
-kir::Block KernelLowering::dim_declarations(const Block& body, const std::vector<int64_t>& dims) const {
+kir::Block KernelLowering::dim_declarations(const Block& body, const std::vector<int64_t>& dims, const std::vector<IndexExpr>& defs) const {
   const std::set<std::string> used = kir::names_in(body);
   Block out;
   for (int64_t d : dims) {
     const std::string var = "d" + std::to_string(d);
-    if (used.count(var)) out.push_back(kir::decl("int64_t", var, kir::index(loop_dims_[size_t(d)])));
+    if (used.count(var)) out.push_back(kir::decl("int64_t", var, kir::index(defs[size_t(d)])));
   }
   return out;
 }
