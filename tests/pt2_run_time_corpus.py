@@ -13,6 +13,11 @@ with LibTorch running the dynamic archive's graph at the same size on the same i
 (thunder-gen-check --specialize, the tolerances of reference/compare.cpp; a model under bf16
 autocast with --mixed-precision).
 
+With --ptx NVCC, instead of running it: what nvcc (sm_90) makes of the folder against a folder
+specialised to the captured sizes (corpus.BATCH, corpus.SEQ), compared by tests/ptx_compare.py
+(every vector access kept, registers within 10%). Too slow for the suite (four nvcc builds a
+model); docs/performance.md §2 records a run.
+
 Prints one line per check and 'N passed, N failed'; exits 1 on any failure. Tools from the
 environment: THUNDER_GEN, THUNDER_GEN_CHECK (ctest sets them).
 """
@@ -60,7 +65,28 @@ class Checks:
         return ok
 
 
-def check_model(checks: Checks, model, work: Path) -> None:
+def device_code(nvcc: str, folder: Path, log: Path) -> bool:
+    """forward.cu and backward.cu compiled for sm_90, with their PTX (keep/) and ptxas reports."""
+    (folder / "keep").mkdir(exist_ok=True)
+    for cu in ("forward", "backward"):
+        with open(folder / f"{cu}.ptxas.log", "w") as report:
+            if subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-cubin", "-o", f"{cu}.cubin", f"{cu}.cu", "-I.", "-Xptxas", "-v",
+                               "-keep", "-keep-dir", "keep"], cwd=folder, stderr=report, stdout=report).returncode != 0:
+                return False
+    return True
+
+
+def compare_ptx(checks: Checks, nvcc: str, archive: Path, symbols: dict, folder: Path, work: Path, log: Path) -> None:
+    captured = {"B": corpus.BATCH, "T": corpus.SEQ}
+    sizes = ",".join(f"{symbols[s]}={captured[s]}" for s in sorted(symbols))
+    specialised = work / "specialised"
+    ok = run([os.environ["THUNDER_GEN"], str(archive), f"--specialize={sizes}", "-o", str(specialised)], log)
+    ok = ok and device_code(nvcc, folder, log) and device_code(nvcc, specialised, log)
+    ok = ok and run([sys.executable, str(ROOT / "tests" / "ptx_compare.py"), str(folder), str(specialised), "forward", "backward"], log)
+    checks.expect(ok, f"{folder.parent.name}: PTX as the folder specialised to {sizes} (log: {log})")
+
+
+def check_model(checks: Checks, model, work: Path, nvcc=None) -> None:
     thunder_gen, reference = os.environ["THUNDER_GEN"], os.environ["THUNDER_GEN_CHECK"]
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -70,6 +96,9 @@ def check_model(checks: Checks, model, work: Path) -> None:
     generated = run([thunder_gen, str(archive), "-o", str(folder)], log)
     if not checks.expect(generated and '"takes_sizes": true' in (folder / "manifest.json").read_text(),
                          f"{model.name}: one folder for every size (log: {log})"):
+        return
+    if nvcc:
+        compare_ptx(checks, nvcc, archive, symbols, folder, work, log)
         return
     if not checks.expect(run([str(ROOT / "tests" / "build_emu_harness.sh"), str(folder), "fast"], log), f"{model.name}: the harness builds"):
         return
@@ -95,12 +124,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+")
     parser.add_argument("--work", required=True)
+    parser.add_argument("--ptx", metavar="NVCC", help="compare nvcc's code with a specialised folder's instead of running")
     a = parser.parse_args(argv)
     models = {m.name: m for m in corpus.MODELS + corpus.EXPORT_ONLY}
     checks = Checks()
     for name in a.models:
         try:
-            check_model(checks, models[name], Path(a.work) / name)
+            check_model(checks, models[name], Path(a.work) / name, a.ptx)
         except Exception as e:  # (one model's export failing is its failure, not the others')
             checks.expect(False, f"{name}: {type(e).__name__}: {str(e)[:300]}")
     print(f"{checks.passed} passed, {checks.failed} failed")

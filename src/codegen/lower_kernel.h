@@ -71,6 +71,12 @@ class KernelLowering : private IndexNamer {
   const Op& k_;
   const KernelPlan& plan_;
   IndexSizes sizes_;  // how its dims enter index arithmetic (sz_<symbol> parameters, at run time)
+  // ... in a run loop that runs only where every size it reads is a multiple of the run's length
+  // (its lanes then share their quotients, and rows of such a length are runs): one variant of
+  // the kernel for those sizes, the element loop for the rest (pointwise_body chooses it).
+  IndexSizes divisible_sizes_;
+  bool divisible_runs_ = false;
+  const IndexSizes& run_sizes() const { return divisible_runs_ ? divisible_sizes_ : sizes_; }
   KernelLayout layout_;
   std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)
   std::map<ValueId, const Op*> producer_;
@@ -197,6 +203,8 @@ class KernelLowering : private IndexNamer {
   Block pointwise_body(std::optional<kir::Function>& element);
   Block element_loop_body();
   Block run_loop(const ExprPtr& thread, const ExprPtr& stride);
+  ExprPtr run_condition(const std::vector<ValueId>& wide, const Block& body) const;
+  size_t lane_arithmetic() const;
   Block lane_body() const;
   std::string run_load(ValueId v, const IndexExpr& start, const Index& index);
   std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
@@ -234,7 +242,9 @@ class KernelLowering : private IndexNamer {
   void combine_across_block(const std::vector<Accumulation>& pass);
   void reduction_rounds();
   void reduction_round(const KernelPlan::Round& round);
-  static kir::Stmt column_row_loop(Block body);
+  kir::Stmt column_row_loop(Block body) const;
+  bool column_tail() const;  // a column kernel whose last block may take fewer than 32 rows
+  static ExprPtr column_tile_row();  // that block's thread's row: tile + threadIdx.x % 32
   static ExprPtr column_total(const std::string& reducer, const std::string& acc);
 
   // ---- partial sums over the rows (lower_partial_sums.cpp) ---------------------------------------

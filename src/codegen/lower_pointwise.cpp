@@ -24,7 +24,7 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   if (in_runs) {
     lane_dims_.assign(layout_.domain.size(), IndexExpr());
     run_var_ = IndexExpr::named("run", 0, std::max<int64_t>(largest_count(t_, count()) / lanes_ - 1, 0));
-    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all, sizes_);
+    define_dims(lane_dims_, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), layout_.domain, all, run_sizes());
   }
   push();
   for (ValueId v : k_.outs) {
@@ -78,6 +78,19 @@ kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element)
   const ExprPtr thread = kir::binary(kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", var("blockDim.x")), "+", var("threadIdx.x"));
   const ExprPtr stride = kir::binary(kir::call("int64_t", {var("gridDim.x")}), "*", var("blockDim.x"));
   element = element_function(lanes_ > 1);
+  if (lanes_ > 1 && t_.sizes_at_run_time && sizes_.symbolic(layout_.domain)) {
+    // The run loop for sizes that are multiples of the run's length, where that gives it more
+    // runs, or less arithmetic per lane at as many; the element loop takes the other sizes.
+    const size_t runs = run_loads_.size(), arithmetic = lane_arithmetic();
+    divisible_runs_ = true;
+    std::optional<kir::Function> divisible = element_function(true);
+    if (run_loads_.size() > runs || (run_loads_.size() == runs && lane_arithmetic() < arithmetic)) {
+      element = std::move(divisible);
+    } else {
+      divisible_runs_ = false;
+      element = element_function(true);
+    }
+  }
   Block out = count_declaration();
   ExprPtr first = thread;
   if (lanes_ > 1) {
@@ -118,15 +131,6 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
   for (size_t i = 0; i < run_loads_.size(); ++i)
     if (run_loads_of_.at(run_loads_[i].value).front() == i) wide.push_back(run_loads_[i].value);
   wide.insert(wide.end(), run_stores.begin(), run_stores.end());
-  Block out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned;"),
-               kir::comment("the loop after this one takes the rest, or everything.")};
-  if (run_bits.empty()) {
-    out.push_back(kir::decl("int64_t", "runs", kir::select(all_aligned(wide), kir::binary(var("n"), "/", lanes), kir::integer(0))));
-  } else {
-    out.push_back(kir::comment("Whole warps of runs only: their lanes gather each mask's bits into words together."));
-    const ExprPtr whole_warps = kir::binary(kir::binary(var("n"), "/", kir::paren(kir::binary(kir::integer(32), "*", lanes))), "*", kir::integer(32));
-    out.push_back(kir::decl("int64_t", "runs", wide.empty() ? whole_warps : kir::select(all_aligned(wide), whole_warps, kir::integer(0))));
-  }
   Block body;
   for (ValueId v : run_bits) body.push_back(kir::decl("unsigned", local(Role::run_bits, v), kir::integer(0), false));
   for (const RunLoad& r : run_loads_) {
@@ -137,8 +141,44 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
   body.push_back(kir::loop("int", "lane", kir::integer(0), lanes, nullptr, lane_body(), true));
   for (ValueId v : run_stores) body.push_back(kir::store_run(global(v), run_start, kir::name(local(Role::run_out, v)), lanes_));
   for (ValueId v : run_bits) body.push_back(kir::store_run_bits(global(v), run_start, kir::name(local(Role::run_bits, v)), lanes_));
+  const ExprPtr condition = run_condition(wide, body);
+  Block out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned" +
+                            (divisible_runs_ ? " and" : ";")),
+               kir::comment(divisible_runs_ ? "the sizes multiples of " + L + "; the loop after this one takes the rest, or everything."
+                                            : "the loop after this one takes the rest, or everything.")};
+  if (run_bits.empty()) {
+    out.push_back(kir::decl("int64_t", "runs", kir::select(condition, kir::binary(var("n"), "/", lanes), kir::integer(0))));
+  } else {
+    out.push_back(kir::comment("Whole warps of runs only: their lanes gather each mask's bits into words together."));
+    const ExprPtr whole_warps = kir::binary(kir::binary(var("n"), "/", kir::paren(kir::binary(kir::integer(32), "*", lanes))), "*", kir::integer(32));
+    out.push_back(kir::decl("int64_t", "runs", condition ? kir::select(condition, whole_warps, kir::integer(0)) : whole_warps));
+  }
   out.push_back(kir::loop("int64_t", "run", thread, var("runs"), stride, std::move(body)));
   return out;
+}
+
+// When the run loop runs: its wide operands' pointers 16-byte aligned, and in the divisible
+// variant each size its body reads a multiple of the run's length (where its symbol's
+// multiple_of does not say so already). nullptr: always.
+kir::ExprPtr KernelLowering::run_condition(const std::vector<ValueId>& wide, const Block& body) const {
+  ExprPtr condition = wide.empty() ? nullptr : all_aligned(wide);
+  if (!divisible_runs_) return condition;
+  const std::set<std::string> used = kir::names_in(body);
+  for (const auto& [symbol, decl] : t_.symbols.all()) {
+    const std::string size = tg::ident(Role::size, symbol);
+    if (decl.multiple_of % lanes_ == 0 || !(used.count(size) || used.count(tg::ident(Role::divider, symbol)))) continue;
+    const ExprPtr divisible = kir::binary(kir::binary(var(size), "%", kir::integer(lanes_)), "==", kir::integer(0));
+    condition = condition ? kir::binary(condition, "&&", divisible) : divisible;
+  }
+  return condition;
+}
+
+// The atoms of the index code each lane computes for its dims (what the lanes of a run share,
+// nvcc computes once).
+size_t KernelLowering::lane_arithmetic() const {
+  size_t atoms = 0;
+  for (int64_t d : element_dims_) atoms += lane_dims_[size_t(d)].size();
+  return atoms;
 }
 
 // A lane of the run loop: its element from the runs' elements, its results into the runs of
@@ -184,7 +224,7 @@ std::optional<IndexExpr> KernelLowering::run_start(const Value& val, const Index
   if (val.bit_packed || lanes_ * dtype_bytes(val.dtype) > 16) return std::nullopt;
   if (val.shape == layout_.domain && is_identity(index)) return run_var_ * lanes_;
   const IndexExpr lane = IndexExpr::named("lane", 0, lanes_ - 1);
-  const IndexExpr start = linear_index(index, val.shape, sizes_).with_dims(lane_dims_) + lane * -1;
+  const IndexExpr start = linear_index(index, val.shape, run_sizes()).with_dims(lane_dims_) + lane * -1;
   // (Code the lanes compute, a pad's or cat's piece, may differ from lane to lane: only `run` and
   // the sizes may appear.)
   const std::vector<std::string> sizes = start.size_names();

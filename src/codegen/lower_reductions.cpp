@@ -185,13 +185,27 @@ void KernelLowering::reduction_round(const KernelPlan::Round& round) {
   combine_across_block(pass);
 }
 
-// The loop over a block's rows: 32 neighbours, thread t on row t % 32. (rows is a multiple of
-// 32: every thread of a block runs the same iterations.)
-kir::Stmt KernelLowering::column_row_loop(Block body) {
-  const ExprPtr first = kir::binary(kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", kir::integer(32)), "+",
-                                    kir::binary(var("threadIdx.x"), "%", kir::integer(32)));
+// The loop over a block's rows: 32 neighbours, thread t on row t % 32, every thread of a block
+// the same iterations. Where the rows are not a multiple of 32 at every size, the loop is over
+// tiles of 32 rows, and in the last one the threads past the rows take the last row again (reading
+// only what is there; store_row_results stores none of theirs).
+kir::Stmt KernelLowering::column_row_loop(Block body) const {
+  const ExprPtr block_start = kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", kir::integer(32));
   const ExprPtr step = kir::binary(kir::call("int64_t", {var("gridDim.x")}), "*", kir::integer(32));
-  return kir::loop("int64_t", "row", first, var("rows"), step, std::move(body));
+  if (!column_tail())
+    return kir::loop("int64_t", "row", kir::binary(block_start, "+", kir::binary(var("threadIdx.x"), "%", kir::integer(32))), var("rows"), step, std::move(body));
+  const ExprPtr own_row = column_tile_row();
+  Block tile = {kir::decl("int64_t", "row", kir::select(kir::binary(own_row, "<", var("rows")), own_row, kir::binary(var("rows"), "-", kir::integer(1))))};
+  tile.insert(tile.end(), body.begin(), body.end());
+  return kir::loop("int64_t", "tile", block_start, var("rows"), step, std::move(tile));
+}
+
+bool KernelLowering::column_tail() const {
+  return column_tile_ > 1 && count_is_parameter() && !provably_divisible(*count().expr(), column_tile_, t_.symbols);
+}
+
+kir::ExprPtr KernelLowering::column_tile_row() {
+  return kir::binary(var("tile"), "+", kir::binary(var("threadIdx.x"), "%", kir::integer(32)));
 }
 
 // The total of a row's accumulator over the threads sharing the row: its 32 parts combined

@@ -135,8 +135,9 @@ void KernelLowering::store_row_results() {
     for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
     Block stores;
     for (size_t i = 0; i < outer_outs.size(); ++i) stores.push_back(kir::store(global(outer_outs[i]), var("row"), kir::name(vars[i])));
-    const kir::ExprPtr storing_thread = column_tile_ > 1 ? kir::binary(var("threadIdx.x"), "<", kir::integer(32))  // one a row
-                                                         : kir::binary(var("threadIdx.x"), "==", kir::integer(0));
+    kir::ExprPtr storing_thread = column_tile_ > 1 ? kir::binary(var("threadIdx.x"), "<", kir::integer(32))  // one a row
+                                                   : kir::binary(var("threadIdx.x"), "==", kir::integer(0));
+    if (column_tail()) storing_thread = kir::binary(storing_thread, "&&", kir::binary(column_tile_row(), "<", var("rows")));
     add(kir::branch(storing_thread, std::move(stores)));
   }
   for (const Op* p : row_totals_) add(kir::assign(kir::name(row_total(p)), value_expr(p->arg("a").value, layout_.outer_index()), "+="));

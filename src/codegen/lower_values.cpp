@@ -68,7 +68,7 @@ void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shap
 }
 
 KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan)
-    : t_(t), idents_(idents), k_(kernel), plan_(plan), sizes_(t), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(t, layout_)) {
+    : t_(t), idents_(idents), k_(kernel), plan_(plan), sizes_(t), divisible_sizes_(t, plan.lanes), layout_(kernel_layout(t, kernel)), loop_dims_(loop_dim_definitions(t, layout_)) {
   for (size_t i = 0; i < k_.sub.size(); ++i) {
     for (ValueId v : k_.sub[i].outs) producer_[v] = &k_.sub[i];
     if (k_.sub[i].info->kind == OpKind::partial_sum)  // by element, or a total of a value per row
@@ -133,9 +133,10 @@ kir::Kernel KernelLowering::lower() {
   for (const Arg& a : k_.args) k.params.push_back(parameter(a.value, false));
   for (ValueId id : k_.outs) k.params.push_back(parameter(id, true));
   if (count_is_parameter()) {
-    // A column kernel's block takes its rows 32 at a time, every thread the same iterations.
-    if (column_tile_ > 1 && !provably_divisible(*count().expr(), column_tile_, t_.symbols))
-      throw UserError("", "kernel " + k_.label + " sums columns 32 rows at a time, and its " + count().expr()->text() +
+    // A column kernel's block takes its rows 32 at a time, every thread the same iterations: a
+    // last block past the rows stores nothing there, which only one value per row allows.
+    if (column_tail() && !writes_per_row_only(t_, k_))
+      throw UserError("", "kernel " + k_.label + " sums columns 32 rows at a time and writes more than one value per row, and its " + count().expr()->text() +
                               " rows are not a multiple of 32 at every size; declare a multiple_of that makes them one, or name the sizes with --specialize");
     k.params.push_back({"int64_t", count_name()});
     k.launch.count = count().expr();

@@ -346,11 +346,23 @@ std::vector<std::string> IndexExpr::size_names() const {
   return out;
 }
 
-bool IndexExpr::multiple_of(int64_t n) const {
-  if (constant_ % n != 0) return false;
-  for (const Term& t : terms_)
-    if (t.coef % n != 0) return false;
-  return true;
+bool IndexExpr::multiple_of(int64_t n) const { return known_multiple() % n == 0; }
+
+int64_t IndexExpr::known_multiple() const {
+  int64_t m = constant_ < 0 ? -constant_ : constant_;
+  for (const Term& t : terms_) m = std::gcd(m, term_multiple(t));
+  return m;
+}
+
+// coef * product * atom: a remainder of a multiple of m by a multiple of m is one too (C's as
+// floor's: x % d = x - (x / d) * d).
+int64_t IndexExpr::term_multiple(const Term& t) {
+  const Atom& a = *t.atom;
+  int64_t of_atom = 1;
+  if (a.kind == Atom::Kind::remainder) of_atom = std::gcd(a.operand.known_multiple(), IndexScale{a.divisor, a.divisor_product}.multiple());
+  int64_t m;
+  if (__builtin_mul_overflow(IndexScale{t.coef < 0 ? -t.coef : t.coef, t.product}.multiple(), of_atom, &m)) return t.coef < 0 ? -t.coef : t.coef;
+  return m;
 }
 
 IndexRange IndexExpr::range() const { return partial_range(constant_, 0); }

@@ -77,7 +77,7 @@ class IndexExpr {
   std::vector<int> dims() const;                 // the loop dims it mentions
   std::vector<std::string> names() const;        // the named values it mentions, d<k> among them (and
                                                  // those a select's condition and value mention)
-  bool multiple_of(int64_t n) const;             // every coefficient and the constant are
+  bool multiple_of(int64_t n) const;             // at every size (its terms' and constant's multiples)
   // The products its terms and divisors mention, and the dividers it divides by (so a kernel
   // knows its size parameters: names() has them too).
   std::vector<std::string> size_names() const;
@@ -123,6 +123,9 @@ class IndexExpr {
   const Atom* single_atom() const;  // the atom, when the expression is exactly 1 * atom
   IndexExpr multiple(int64_t f) const;
   IndexExpr rest(int64_t f) const;
+  int64_t known_multiple() const;  // what it is a multiple of at every size (0 for 0)
+  static int64_t term_multiple(const Term& t);
+  std::optional<std::pair<IndexExpr, IndexExpr>> split_below_multiple(const IndexScale& s) const;
   bool has_multiple(int64_t f) const;
   IndexRange rest_range(int64_t f) const;
   IndexRange partial_range(int64_t constant, int64_t f) const;

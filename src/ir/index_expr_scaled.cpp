@@ -2,6 +2,7 @@
 // taking its sizes at run time multiplies and divides by them, and the rules of division hold at
 // every size the parameters' ranges allow.
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "ir/index_expr_atom.h"
@@ -68,6 +69,7 @@ IndexExpr IndexExpr::operator/(const IndexScale& s) const {
     for (const IndexScale& f : fs)
       if (!(f == s))
         if (IndexExpr q = *this / f; !is_division_of(q, *this)) return q / quotient(s, f);
+    if (auto split = split_below_multiple(s)) return split->first / s;
   }
   return divided(*this, s, true);
 }
@@ -91,8 +93,30 @@ IndexExpr IndexExpr::operator%(const IndexScale& s) const {
     for (const IndexScale& f : fs)
       if (!(f == s))
         if (IndexExpr q = *this / f; !is_division_of(q, *this)) return (q % quotient(s, f)) * f + *this % f;
+    if (auto split = split_below_multiple(s)) return split->first % s + split->second;
   }
   return divided(*this, s, false);
+}
+
+// *this = whole + rest with whole a multiple of some m that s is a multiple of at every size and 0
+// <= rest < m (rest not 0): then *this / s is whole / s and *this % s is whole % s + rest. The
+// lanes of a run in a loop that assumes its sizes multiples of the run's length ((run * 4 + lane)
+// / sz_T is (run * 4) / sz_T where sz_T is a multiple of 4), largest m first.
+std::optional<std::pair<IndexExpr, IndexExpr>> IndexExpr::split_below_multiple(const IndexScale& s) const {
+  const int64_t of_s = s.multiple();
+  std::vector<int64_t> ms;
+  for (const Term& t : terms_)
+    if (const int64_t m = std::gcd(of_s, term_multiple(t)); m > 1) ms.push_back(m);
+  std::sort(ms.rbegin(), ms.rend());
+  ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+  for (int64_t m : ms) {
+    const bool constant_whole = constant_ % m == 0;
+    Terms whole, rest;
+    for (const Term& t : terms_) (term_multiple(t) % m == 0 ? whole : rest).push_back(t);
+    IndexExpr w = of_terms(constant_whole ? constant_ : 0, std::move(whole)), r = of_terms(constant_whole ? 0 : constant_, std::move(rest));
+    if (!(r == IndexExpr()) && r.below({m, nullptr})) return std::pair(std::move(w), std::move(r));
+  }
+  return std::nullopt;
 }
 
 // Whether `e` is a quotient or remainder of `x` the rules did not look into.

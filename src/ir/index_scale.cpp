@@ -26,15 +26,20 @@ const SizeProduct* SizeProduct::of(std::vector<Factor> factors) {
   std::sort(factors.begin(), factors.end(), [](const Factor& a, const Factor& b) { return a.name < b.name; });
   std::vector<Factor> merged;
   for (Factor& f : factors) {
-    if (!merged.empty() && merged.back().name == f.name) merged.back().power += f.power;
-    else merged.push_back(std::move(f));
+    if (!merged.empty() && merged.back().name == f.name) {
+      merged.back().power += f.power;
+      // (One size known two ways, in a run loop's code that assumes a multiple: both hold there.)
+      merged.back().multiple = std::max(merged.back().multiple, f.multiple);
+    } else {
+      merged.push_back(std::move(f));
+    }
   }
   std::erase_if(merged, [](const Factor& f) { return f.power == 0; });
   if (merged.empty()) return nullptr;
   struct Less {
     bool operator()(const SizeProduct& a, const SizeProduct& b) const {
       return std::lexicographical_compare(a.factors_.begin(), a.factors_.end(), b.factors_.begin(), b.factors_.end(), [](const Factor& x, const Factor& y) {
-        return std::tie(x.name, x.power, x.lo, x.hi, x.divider) < std::tie(y.name, y.power, y.lo, y.hi, y.divider);
+        return std::tie(x.name, x.power, x.lo, x.hi, x.divider, x.multiple) < std::tie(y.name, y.power, y.lo, y.hi, y.divider, y.multiple);
       });
     }
   };
@@ -46,13 +51,14 @@ const SizeProduct* SizeProduct::of(std::vector<Factor> factors) {
   p.range_ = {1, 1, true};
   size_t h = 0x51ed;
   for (const Factor& f : p.factors_) {
-    TG_CHECK(f.power > 0 && f.lo >= 0 && f.lo <= f.hi, "size product factor " + f.name);
+    TG_CHECK(f.power > 0 && f.lo >= 0 && f.lo <= f.hi && f.multiple >= 1, "size product factor " + f.name);
     for (int k = 0; k < f.power; ++k) {
       p.range_.lo = saturating_mul(p.range_.lo, f.lo);
       p.range_.hi = saturating_mul(p.range_.hi, f.hi);
       p.text_ += (p.text_.empty() ? "" : " * ") + f.name;
+      if (__builtin_mul_overflow(p.multiple_, f.multiple, &p.multiple_)) p.multiple_ = 1;  // (1 is always true)
     }
-    h = mix(mix(h, std::hash<std::string>()(f.name)), size_t(f.power));
+    h = mix(mix(mix(h, std::hash<std::string>()(f.name)), size_t(f.power)), size_t(f.multiple));
   }
   p.hash_ = h;
   std::lock_guard<std::mutex> lock(mutex);
@@ -98,6 +104,8 @@ int SizeProduct::compare(const SizeProduct* a, const SizeProduct* b) {
   if (a == b) return 0;
   if (!a || !b) return a ? 1 : -1;
   if (int c = a->text_.compare(b->text_)) return c;  // (names and powers; ranges are one per name)
+  for (size_t k = 0; k < a->factors_.size(); ++k)  // (a run loop's products know more multiples)
+    if (a->factors_[k].multiple != b->factors_[k].multiple) return a->factors_[k].multiple < b->factors_[k].multiple ? -1 : 1;
   return a < b ? -1 : 1;
 }
 
@@ -112,6 +120,11 @@ bool IndexScale::multiple_of(const IndexScale& of) const {
 IndexRange IndexScale::range() const {
   if (!product) return {coef, coef, true};
   return {saturating_mul(coef, product->range().lo), saturating_mul(coef, product->range().hi), true};
+}
+
+int64_t IndexScale::multiple() const {
+  int64_t m;
+  return product && !__builtin_mul_overflow(coef, product->multiple(), &m) ? m : coef;
 }
 
 std::string IndexScale::text() const {

@@ -24,6 +24,7 @@ class SizeProduct {
     int64_t lo = 1, hi = 1;
     int power = 1;
     std::string divider;  // the kernel's tg::Divider of it (dv_<symbol>), when it has one: x / name is then a multiply
+    int64_t multiple = 1;  // the size is a multiple of it (declared, or checked by the run loop that assumes it)
     bool operator==(const Factor&) const = default;
   };
   static const SizeProduct* of(std::vector<Factor> factors);  // (nullptr for none)
@@ -33,6 +34,7 @@ class SizeProduct {
   static const SizeProduct* over(const SizeProduct* a, const SizeProduct* b);
   const std::vector<Factor>& factors() const { return factors_; }
   IndexRange range() const { return range_; }  // (hi saturates at 2^62)
+  int64_t multiple() const { return multiple_; }  // what it is a multiple of at every size (its factors' multiples)
   const std::string& text() const { return text_; }  // "sz_B * sz_T * sz_T"
   size_t hash() const { return hash_; }
   int64_t evaluate(const std::function<int64_t(const std::string& name)>& value_of) const;
@@ -41,6 +43,7 @@ class SizeProduct {
  private:
   std::vector<Factor> factors_;  // sorted by name, each name once
   IndexRange range_;
+  int64_t multiple_ = 1;
   std::string text_;
   size_t hash_ = 0;
 };
@@ -54,6 +57,7 @@ struct IndexScale {
   // of more factors, each at least 1): the scales of a mixed radix.
   bool multiple_of(const IndexScale& of) const;
   IndexRange range() const;
+  int64_t multiple() const;  // what it is a multiple of at every size (coef times its product's)
   std::string text() const;  // "64", "sz_T", "sz_T * 64"
   bool operator==(const IndexScale&) const = default;
 };

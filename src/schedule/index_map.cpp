@@ -1,6 +1,7 @@
 #include "schedule/index_map.h"
 
 #include <bit>
+#include <numeric>
 
 #include "ops/op_table.h"
 #include "support/diagnostics.h"
@@ -21,7 +22,7 @@ namespace {
 
 // `e` as coef * B^p * T^q ... (coef > 0), when it is one: its number read at every symbol 1, each
 // power at that symbol 2, and the product so made compared with `e` (canonical, so == decides).
-std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(const SizeExpr& e, const Symbols& symbols) {
+std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(const SizeExpr& e, const Symbols& symbols, int64_t assumed_multiple) {
   try {
     const std::vector<std::string> names = e.symbols();
     SymbolValues ones;
@@ -37,7 +38,7 @@ std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(c
       if (power < 1 || power > 8) return std::nullopt;
       for (int k = 0; k < power; ++k) rebuilt = rebuilt * SizeExpr::symbol(n);
       const SymbolDecl& decl = symbols.at(n);
-      factors.push_back({ident(Role::size, n), decl.min, decl.max, power, ident(Role::divider, n)});
+      factors.push_back({ident(Role::size, n), decl.min, decl.max, power, ident(Role::divider, n), std::lcm(decl.multiple_of, assumed_multiple)});
     }
     if (!(rebuilt == e)) return std::nullopt;
     return std::pair(coef, std::move(factors));
@@ -50,7 +51,7 @@ std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(c
 
 IndexScale IndexSizes::scale(const Dim& d) const {
   if (!t_.taken_at_run_time(d)) return {int64_t(d), nullptr};
-  auto product = as_product(*d.expr(), t_.symbols);
+  auto product = as_product(*d.expr(), t_.symbols, assumed_multiple_);
   if (!product) return {int64_t(d), nullptr};
   return {product->first, SizeProduct::of(std::move(product->second))};
 }

@@ -41,10 +41,12 @@ constexpr int64_t kLargestRunTimeCount = int64_t(1) << 46;
 // time, a dim whose expression is a number times a product of symbols (`64*B*T`) as that scale of
 // the kernel's size parameters (`sz_B * sz_T * 64`, ir/index_scale.h), so its code holds at every
 // size. A symbolic dim of another form (`T - 1`) enters as its size: the two probes' code then
-// differs, and the folder is refused (docs/symbolic-shapes.md).
+// differs, and the folder is refused (docs/symbolic-shapes.md). Each size parameter is known to be
+// a multiple of its symbol's multiple_of, and of `assumed_multiple` too where code checks that it
+// is before it runs (a run loop's guard: KernelLowering::divisible_runs_).
 class IndexSizes {
  public:
-  explicit IndexSizes(const Trace& t) : t_(t) {}
+  explicit IndexSizes(const Trace& t, int64_t assumed_multiple = 1) : t_(t), assumed_multiple_(assumed_multiple) {}
   IndexScale scale(const Dim& d) const;
   IndexExpr dim(int k, const Dim& extent) const;                     // d<k>, in [0, extent)
   IndexExpr component(const IndexComp& c, const Dim& extent) const;  // c, an index into a dim of `extent`
@@ -52,6 +54,7 @@ class IndexSizes {
 
  private:
   const Trace& t_;
+  int64_t assumed_multiple_;
 };
 
 // A map from reads (value v at an index) to T, hashed and compared on the index's structure, so

@@ -93,7 +93,7 @@ class Planner {
   bool column_kernel() const {
     if (layout_.outer.empty() || layout_.outer.back() != int64_t(layout_.domain.size()) - 1) return false;
     const Dim rows = numel_dim(layout_.outer_shape());
-    if (t_.taken_at_run_time(rows)) return provably_divisible(*rows.expr(), 32, t_.symbols);  // at every size, or never
+    if (t_.taken_at_run_time(rows)) return provably_divisible(*rows.expr(), 32, t_.symbols) || writes_per_row_only(t_, k_);
     return rows % 32 == 0;
   }
 
@@ -387,6 +387,15 @@ int KernelPlan::passes_over_row() const {
     passes += loops ? 1 : 0;
   }
   return passes;
+}
+
+bool writes_per_row_only(const Trace& t, const Op& kernel) {
+  const KernelLayout layout = kernel_layout(t, kernel);
+  for (const Op& op : kernel.sub)
+    if (op.info->kind == OpKind::partial_sum) return false;
+  for (ValueId v : kernel.outs)
+    if (!(t.value(v).shape == layout.outer_shape())) return false;
+  return true;
 }
 
 KernelPlan plan_kernel(const Trace& t, const Op& kernel, bool may_hold_row) { return Planner(t, kernel, may_hold_row).plan(); }

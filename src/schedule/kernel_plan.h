@@ -78,6 +78,10 @@ struct FusedTrace {
 // The plan for `kernel`, a thunder_gen.kernel op of `t`. may_hold_row = false: a row kernel
 // streams its row in every pass, even where it could hold it in registers.
 KernelPlan plan_kernel(const Trace& t, const Op& kernel, bool may_hold_row = true);
+// Whether a row kernel writes one value per row and nothing else (a column sum): a column kernel's
+// last block of 32 rows may then run past the rows (its threads there re-read the last row and
+// store nothing), so its rows need not be a multiple of 32.
+bool writes_per_row_only(const Trace& t, const Op& kernel);
 // Plans and names every kernel of a fused trace (the end of fusion).
 FusedTrace plan_kernels(Trace fused);
 // The fused trace's listing (--emit fused): its trace with each kernel's "# plan: " line.

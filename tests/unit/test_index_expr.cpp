@@ -391,3 +391,40 @@ TEST_CASE("index expressions: a flat index's quotient and remainder by a scale r
     }
   CHECK(!(d % B == d));
 }
+
+// A size known to be a multiple of 4 (declared, or checked by a run loop's guard): the lanes of a
+// run of 4 share their quotients by it.
+TEST_CASE("index expressions: by a size known to be a multiple, a run's lanes share the quotient") {
+  const IndexScale T{1, SizeProduct::of({{"sz_T", 4, 64, 1, "", 4}})}, plain_T = size_param("T", 1, 64);
+  const IndexExpr run = IndexExpr::named("run", 0, 1000), lane = IndexExpr::named("lane", 0, 3);
+  const IndexExpr x = run * 4 + lane;
+  CHECK((x / T).text() == "(run * 4) / sz_T");
+  CHECK((x % T).text() == "lane + (run * 4) % sz_T");
+  CHECK((x / plain_T).text() == "(run * 4 + lane) / sz_T");  // nothing known: nothing shared
+  // A run's start is a multiple of 4 where its pieces are (a broadcast row of T elements).
+  CHECK((((run * 4) / (T * T)) * T + (run * 4) % T).multiple_of(4));
+  CHECK(!(((run * 4) / (plain_T * plain_T)) * plain_T + (run * 4) % plain_T).multiple_of(4));
+  CHECK(!(run * 4 + 2).multiple_of(4));
+  // Not where the rest may reach the multiple: lane in [0, 4] is not below 4.
+  const IndexExpr wide_lane = IndexExpr::named("lane", 0, 4);
+  CHECK(((run * 4 + wide_lane) / T).text() == "(run * 4 + lane) / sz_T");
+  // Every value, at every multiple of 4 (and of 8 where a term's coefficient is): random sums.
+  std::mt19937 rng(7);
+  const IndexScale T8{1, SizeProduct::of({{"sz_T", 8, 64, 1, "", 8}})};
+  for (int trial = 0; trial < 400; ++trial) {
+    const bool by8 = rng() % 2;
+    const IndexScale size = by8 ? T8 : T;
+    const int64_t a = int64_t(4) << (rng() % 2), c = int64_t(rng() % 3), k = 1 + int64_t(rng() % 3);
+    const IndexExpr e = run * a + lane + IndexExpr::of_scale(size) * c;
+    const IndexScale divisor = rng() % 3 == 0 ? size * size : size * number(k);
+    const IndexExpr q = e / divisor, r = e % divisor;
+    for (int64_t t = by8 ? 8 : 4; t <= 24; t += by8 ? 8 : 4)
+      for (int64_t ru = 0; ru < 40; ++ru)
+        for (int64_t l = 0; l < 4; ++l) {
+          auto at = [&](const std::string& n) { return n == "run" ? ru : n == "lane" ? l : t; };
+          const int64_t value = ru * a + l + t * c, d = size_at(divisor, {{"sz_T", t}});
+          if (q.evaluate(at) != value / d || r.evaluate(at) != value % d)
+            FAIL(e.text() << " by " << divisor.text() << " at T=" << t << ", run=" << ru << ", lane=" << l << ": " << q.text() << ", " << r.text());
+        }
+  }
+}
