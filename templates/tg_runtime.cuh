@@ -172,15 +172,16 @@ TG_HD int64_t quot(int64_t x, const Divider& d) {
   return int64_t((high + uint64_t(x)) >> d.shift);
 }
 TG_HD int64_t rem(int64_t x, const Divider& d) { return x - quot(x, d) * d.divisor; }
-TG_HD int64_t quot32(int64_t x, const Divider& d) {
+// (In 32 bits throughout: a divisor past 2^31 makes the quotient 0, whatever int(divisor) is.)
+TG_HD int quot32(int64_t x, const Divider& d) {
 #if defined(__CUDA_ARCH__)
   const uint32_t high = __umulhi(uint32_t(x), d.magic32);
 #else
   const uint32_t high = uint32_t((uint64_t(uint32_t(x)) * d.magic32) >> 32);
 #endif
-  return int64_t((high + uint32_t(x)) >> d.shift32);
+  return int((high + uint32_t(x)) >> d.shift32);
 }
-TG_HD int64_t rem32(int64_t x, const Divider& d) { return x - quot32(x, d) * d.divisor; }
+TG_HD int rem32(int64_t x, const Divider& d) { return int(x) - quot32(x, d) * int(d.divisor); }
 
 // ---- loads and stores: storage type <-> compute type ----------------------------------------
 

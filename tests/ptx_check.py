@@ -90,14 +90,15 @@ def joined(lines):
 
 def lane_lines(lines, functions):
     """The lane body's lines, each call of an element function followed by its body's lines, with
-    its element index first: `const int64_t i = <the index the lane passes>;`."""
+    its element index first: `const int64_t i = <the index the lane passes>;` (index code is int or
+    int64_t; the evaluator computes in Python integers either way)."""
     out = []
     for line in joined(lines):
         out.append(line)
         call = re.match(r"\s*(\w+)\((.*)\);$", line)
         if call and call.group(1) in functions:
             params, body = functions[call.group(1)]
-            if params.startswith("int64_t i,"):
+            if params.startswith(("int64_t i,", "int i,")):
                 out.append(f"const int64_t i = {first_argument(call.group(2))};")
             out += body.split("\n")
     return out
@@ -189,8 +190,8 @@ def lane_loads(body, functions):
     """(operand, lanes, [offsets of lane 0..lanes-1 for each sampled run]) for each tg::load in a
     pointwise kernel's run loop (or the element function it calls: `functions`), whose index code
     could be evaluated."""
-    n = re.search(r"const int64_t n = (\d+);", body)
-    loop = re.search(r"for \(int64_t run = [^;]*; run < runs;.*?TG_UNROLL for \(int lane = 0; lane < (\d+); \+\+lane\) \{\n(.*?)\n    \}\n",
+    n = re.search(r"const (?:int64_t|int) n = (\d+);", body)
+    loop = re.search(r"for \((?:int64_t|int) run = [^;]*; run < runs;.*?TG_UNROLL for \(int lane = 0; lane < (\d+); \+\+lane\) \{\n(.*?)\n    \}\n",
                      body, re.S)
     if not n or not loop:
         return []
@@ -199,7 +200,7 @@ def lane_loads(body, functions):
     samples = sampled_runs(runs)
     steps = []  # (name of an index, or None for a load; (operand, code) of a load; its compiled code)
     for line in lines:
-        d = re.match(r"\s*const int64_t (\w+) = (.*);$", line)
+        d = re.match(r"\s*const (?:int64_t|int) (\w+) = (.*);$", line)
         load = re.match(r"\s*const [\w:]+ \w+ = tg::load\((\w+), (.*)\);$", line)
         try:
             if d:

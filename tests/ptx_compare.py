@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ptx_compare.py [--registers-known KERNEL:N]... RUN_TIME SPECIALISED NAME...: what nvcc made of a folder that takes its sizes at
+"""ptx_compare.py RUN_TIME SPECIALISED NAME...: what nvcc made of a folder that takes its sizes at
 run time against a folder specialised to one size (standard library only). For each NAME (forward,
 backward) each folder holds NAME.ptxas.log (nvcc -Xptxas -v) and keep/NAME.ptx. Every kernel of
 the specialised folder must be in the run-time one with
@@ -7,9 +7,6 @@ the specialised folder must be in the run-time one with
     16-byte runs kept when the count became a parameter), and
   - registers within 10% of the specialised kernel's (at least 4 more allowed: one 64-bit count
     parameter and its arithmetic on a small kernel).
---registers-known KERNEL:N: a kernel known to take more (docs/symbolic-shapes.md says why), N
-registers at most; it still keeps every vector access, and it fails if it takes more than N, or
-if it is within 10% after all (the note is then out of date).
 Prints one line per kernel and exits 1 on any failure.
 """
 import re
@@ -40,7 +37,7 @@ def vector_accesses(ptx):
     return out
 
 
-def main(run_time, specialised, names, known):
+def main(run_time, specialised, names):
     failures = 0
     for name in names:
         read = lambda folder, f: open(f"{folder}/{f}").read()
@@ -56,29 +53,17 @@ def main(run_time, specialised, names, known):
                 failures += 1
                 continue
             lost = {k: v for k, v in vec_sp.get(kernel, {}).items() if vec_rt.get(kernel, {}).get(k, 0) < v}
-            within = rt <= max(sp * 1.1, sp + 4)
-            short = kernel.rsplit("_", 1)[-1]
-            limit = known.pop(kernel, known.pop(short, None))
-            regs_ok = within if limit is None else (not within and rt <= limit)
+            regs_ok = rt <= max(sp * 1.1, sp + 4)
             ok = regs_ok and not lost
             failures += not ok
             wide = sum(vec_sp.get(kernel, {}).values())
             print(f"{'ok' if ok else 'FAIL'} {name} {kernel}: {rt} registers at run-time sizes, {sp} specialised; "
                   f"{sum(vec_rt.get(kernel, {}).values())} vector accesses, {wide} specialised"
-                  + (f"; fewer of {sorted(lost)}" if lost else "")
-                  + ("" if limit is None else f" (known: at most {limit})"))
-    for kernel in known:
-        print(f"FAIL {kernel}: named by --registers-known, not compared")
-        failures += 1
+                  + (f"; fewer of {sorted(lost)}" if lost else ""))
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    args, known = sys.argv[1:], {}
-    while args[:1] == ["--registers-known"] and len(args) > 1:
-        kernel, _, limit = args[1].partition(":")
-        known[kernel] = int(limit)
-        args = args[2:]
-    if len(args) < 3:
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
-    sys.exit(main(args[0], args[1], args[2:], known))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:]))

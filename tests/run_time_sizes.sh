@@ -145,9 +145,7 @@ device_code() {  # FOLDER: the kernels compiled for sm_90 with their PTX and ptx
 for name in block mlp rsoft ce attn; do  # (rsoft, ce, attn: rows whose length is taken at run time; attn: index arithmetic over sz_seq)
   largest=$(ls -d "$name"-at-* | sort -t= -k3 -n | tail -1)
   device_code "$name" && device_code "$largest"
-  # (Attention's bw44, a padded transpose, takes 40 registers against 32: docs/symbolic-shapes.md.)
-  known=""; [ "$name" = attn ] && known="--registers-known bw44:40"
-  check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" $known "$name" "$largest" forward backward
+  check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" "$name" "$largest" forward backward
   check "$name-ptx-runs-no-spills" sh -c "python3 '$here/ptx_check.py' '$name/forward.cu' '$name/keep/forward.ptx' '$name/forward.ptxas.log' &&
                                           python3 '$here/ptx_check.py' '$name/backward.cu' '$name/keep/backward.ptx' '$name/backward.ptxas.log'"
 done

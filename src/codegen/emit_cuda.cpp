@@ -184,11 +184,13 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   std::vector<std::string> args = {kernel.name, blocks, std::to_string(launch.block), stream};
   for (const Arg& a : k.args) args.push_back(c.values.pointer.at(a.value));
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
-  if (launch.count) args.push_back(count);
-  if (launch.row_length) args.push_back(c.sizes.count(*launch.row_length));
+  // (Passed as the kernel's parameters are declared: NVRTC's launch hands over their bytes.)
+  auto as_parameter = [&](const std::string& size) { return launch.int_sizes ? "int(" + size + ")" : size; };
+  if (launch.count) args.push_back(as_parameter(count));
+  if (launch.row_length) args.push_back(as_parameter(c.sizes.count(*launch.row_length)));
   for (const std::string& name : launch.size_parameters) {
     const std::string size = c.sizes.count(SizeExpr::symbol(std::string(parameter_symbol(name))));
-    args.push_back(is_divider_parameter(name) ? "tg::divider(" + size + ")" : size);
+    args.push_back(is_divider_parameter(name) ? "tg::divider(" + size + ")" : as_parameter(size));
   }
   // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.
   const bool guarded = launch.count && launch.fixed_grid == 0;

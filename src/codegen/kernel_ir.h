@@ -165,6 +165,7 @@ struct Launch {
   int count_per_item = 1;
   const SizeExpr* row_length = nullptr;
   std::vector<std::string> size_parameters;  // the symbols' sizes it takes (sz_<symbol>, dv_<symbol>), in order
+  bool int_sizes = false;  // its count, row length and sizes are int, as its index arithmetic is
 };
 
 struct Kernel {

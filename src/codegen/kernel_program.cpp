@@ -61,6 +61,7 @@ class KernelSignature {
   std::vector<int> number_;         // by value id: its number in the kernel at hand, -1 if none yet
   std::vector<ValueId> numbered_;   // the ids numbered so far
   std::string s_;
+  std::unordered_map<const SizeExpr*, std::string> expression_texts_;
 
   void value(ValueId v) {
     int& n = number_[size_t(v)];
@@ -79,7 +80,17 @@ class KernelSignature {
     // Taken at run time, sizes equal here may differ at another size: the launch passes the
     // kernel's own counts, so two launches share code only where their sizes are one expression.
     if (t_.sizes_at_run_time)
-      for (const Dim& d : val.shape) s_ += d.expr() ? " " + d.expr()->text() : std::string(" ?");
+      for (const Dim& d : val.shape) {
+        s_ += ' ';
+        s_ += d.expr() ? expression_text(d.expr()) : std::string("?");
+      }
+  }
+
+  // (Expressions are interned and few; a stack of blocks names each in thousands of kernels.)
+  const std::string& expression_text(const SizeExpr* e) {
+    auto [it, fresh] = expression_texts_.try_emplace(e);
+    if (fresh) it->second = e->text();
+    return it->second;
   }
 
   void arg(const Arg& a) {

@@ -11,6 +11,8 @@
 //   lower_reductions.cpp    a row kernel's reductions: accumulations, the passes that compute
 //                           them; column kernels (a row kernel whose block takes 32 rows)
 //   lower_partial_sums.cpp  sums over a row kernel's rows, a part per block
+//   lower_sizes.cpp         what depends on the sizes: the index arithmetic's type, the shapes
+//                           treated as one, the size parameters
 // Only the lower_*.cpp files include it; the rest of the generator calls lower_kernel().
 #pragma once
 #include <functional>
@@ -76,6 +78,10 @@ class KernelLowering : private IndexNamer {
   // the kernel for those sizes, the element loop for the rest (pointwise_body chooses it).
   IndexSizes divisible_sizes_;
   bool divisible_runs_ = false;
+  // The C type of its index arithmetic: int in a pointwise kernel whose every index stays below
+  // 2^30 at every size (its tensors and domain are smaller; int64_t arithmetic on run-time sizes
+  // takes twice the registers), else int64_t.
+  std::string index_type_;
   const IndexSizes& run_sizes() const { return divisible_runs_ ? divisible_sizes_ : sizes_; }
   KernelLayout layout_;
   std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)
@@ -244,6 +250,11 @@ class KernelLowering : private IndexNamer {
   void reduction_round(const KernelPlan::Round& round);
   kir::Stmt column_row_loop(Block body) const;
   bool column_tail() const;  // a column kernel whose last block may take fewer than 32 rows
+  bool indexes_fit_int() const;
+  // The global thread index, and the grid's threads (a grid-stride loop's step), in index_type_.
+  ExprPtr global_thread() const;
+  ExprPtr grid_threads() const;
+  ExprPtr index_cast(const ExprPtr& e) const { return kir::call(index_type_, {e}); }
   static ExprPtr column_tile_row();  // that block's thread's row: tile + threadIdx.x % 32
   static ExprPtr column_total(const std::string& reducer, const std::string& acc);
 

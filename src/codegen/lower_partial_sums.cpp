@@ -16,7 +16,7 @@ bool KernelLowering::part_sums_shared() const {
 
 // Element j of the block's row of the parts (row blockIdx.x of `__parts`).
 kir::ExprPtr KernelLowering::part_row_at(const Op* p) const {
-  const kir::ExprPtr row = kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", kir::integer(numel(layout_.reduced_shape())));
+  const kir::ExprPtr row = kir::binary(index_cast(var("blockIdx.x")), "*", kir::integer(numel(layout_.reduced_shape())));
   return kir::subscript(global(p->outs[0]), kir::binary(row, "+", var("j")));
 }
 
@@ -26,7 +26,7 @@ kir::ExprPtr KernelLowering::part_sum_at(const Op* p) const {
 }
 
 kir::Stmt KernelLowering::over_row_elements(Block statements) const {
-  return kir::loop("int64_t", "j", var("threadIdx.x"), kir::integer(numel(layout_.reduced_shape())), var("blockDim.x"), std::move(statements));
+  return kir::loop(index_type_, "j", var("threadIdx.x"), kir::integer(numel(layout_.reduced_shape())), var("blockDim.x"), std::move(statements));
 }
 
 // Each thread adds each row's value (the same in every thread) in a register of its own. (s_ as

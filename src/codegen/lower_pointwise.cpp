@@ -39,13 +39,13 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   for (int64_t d : all)
     if (used.count("d" + std::to_string(d))) element_dims_.push_back(d);
   kir::Function f{tg::ident(Role::element_function, k_.label), {}, std::move(body)};
-  if (element_takes_i_) f.params.push_back({"int64_t", "i"});
-  for (int64_t d : element_dims_) f.params.push_back({"int64_t", "d" + std::to_string(d)});
+  if (element_takes_i_) f.params.push_back({index_type_, "i"});
+  for (int64_t d : element_dims_) f.params.push_back({index_type_, "d" + std::to_string(d)});
   element_sizes_.clear();
   for (const std::string& name : used)
     if (is_size_parameter(name)) {
       element_sizes_.push_back(name);
-      f.params.push_back({std::string(size_parameter_type(name)), name});
+      f.params.push_back({size_parameter_type(name, index_type_), name});
     }
   for (const RunLoad& r : run_loads_) f.params.push_back({ctype(t_.value(r.value).dtype), r.param});
   element_args_.clear();
@@ -74,9 +74,18 @@ kir::Stmt KernelLowering::element_call(const ExprPtr& i, const std::function<Exp
   return call;
 }
 
+kir::ExprPtr KernelLowering::global_thread() const {
+  if (index_type_ == "int") return index_cast(kir::binary(kir::binary(var("blockIdx.x"), "*", var("blockDim.x")), "+", var("threadIdx.x")));
+  return kir::binary(kir::binary(index_cast(var("blockIdx.x")), "*", var("blockDim.x")), "+", var("threadIdx.x"));
+}
+
+kir::ExprPtr KernelLowering::grid_threads() const {
+  if (index_type_ == "int") return index_cast(kir::binary(var("gridDim.x"), "*", var("blockDim.x")));
+  return kir::binary(index_cast(var("gridDim.x")), "*", var("blockDim.x"));
+}
+
 kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element) {
-  const ExprPtr thread = kir::binary(kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", var("blockDim.x")), "+", var("threadIdx.x"));
-  const ExprPtr stride = kir::binary(kir::call("int64_t", {var("gridDim.x")}), "*", var("blockDim.x"));
+  const ExprPtr thread = global_thread(), stride = grid_threads();
   element = element_function(lanes_ > 1);
   if (lanes_ > 1 && t_.sizes_at_run_time && sizes_.symbolic(layout_.domain)) {
     // The run loop for sizes that are multiples of the run's length, where that gives it more
@@ -98,7 +107,7 @@ kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element)
     out.insert(out.end(), runs.begin(), runs.end());
     first = kir::binary(kir::binary(var("runs"), "*", kir::integer(lanes_)), "+", thread);
   }
-  out.push_back(kir::loop("int64_t", "i", first, var("n"), stride, element_loop_body()));
+  out.push_back(kir::loop(index_type_, "i", first, var("n"), stride, element_loop_body()));
   return out;
 }
 
@@ -147,13 +156,13 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
                kir::comment(divisible_runs_ ? "the sizes multiples of " + L + "; the loop after this one takes the rest, or everything."
                                             : "the loop after this one takes the rest, or everything.")};
   if (run_bits.empty()) {
-    out.push_back(kir::decl("int64_t", "runs", kir::select(condition, kir::binary(var("n"), "/", lanes), kir::integer(0))));
+    out.push_back(kir::decl(index_type_, "runs", kir::select(condition, kir::binary(var("n"), "/", lanes), kir::integer(0))));
   } else {
     out.push_back(kir::comment("Whole warps of runs only: their lanes gather each mask's bits into words together."));
     const ExprPtr whole_warps = kir::binary(kir::binary(var("n"), "/", kir::paren(kir::binary(kir::integer(32), "*", lanes))), "*", kir::integer(32));
-    out.push_back(kir::decl("int64_t", "runs", condition ? kir::select(condition, whole_warps, kir::integer(0)) : whole_warps));
+    out.push_back(kir::decl(index_type_, "runs", condition ? kir::select(condition, whole_warps, kir::integer(0)) : whole_warps));
   }
-  out.push_back(kir::loop("int64_t", "run", thread, var("runs"), stride, std::move(body)));
+  out.push_back(kir::loop(index_type_, "run", thread, var("runs"), stride, std::move(body)));
   return out;
 }
 

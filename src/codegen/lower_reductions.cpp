@@ -190,14 +190,14 @@ void KernelLowering::reduction_round(const KernelPlan::Round& round) {
 // tiles of 32 rows, and in the last one the threads past the rows take the last row again (reading
 // only what is there; store_row_results stores none of theirs).
 kir::Stmt KernelLowering::column_row_loop(Block body) const {
-  const ExprPtr block_start = kir::binary(kir::call("int64_t", {var("blockIdx.x")}), "*", kir::integer(32));
-  const ExprPtr step = kir::binary(kir::call("int64_t", {var("gridDim.x")}), "*", kir::integer(32));
+  const ExprPtr block_start = kir::binary(index_cast(var("blockIdx.x")), "*", kir::integer(32));
+  const ExprPtr step = kir::binary(index_cast(var("gridDim.x")), "*", kir::integer(32));
   if (!column_tail())
-    return kir::loop("int64_t", "row", kir::binary(block_start, "+", kir::binary(var("threadIdx.x"), "%", kir::integer(32))), var("rows"), step, std::move(body));
+    return kir::loop(index_type_, "row", kir::binary(block_start, "+", kir::binary(var("threadIdx.x"), "%", kir::integer(32))), var("rows"), step, std::move(body));
   const ExprPtr own_row = column_tile_row();
-  Block tile = {kir::decl("int64_t", "row", kir::select(kir::binary(own_row, "<", var("rows")), own_row, kir::binary(var("rows"), "-", kir::integer(1))))};
+  Block tile = {kir::decl(index_type_, "row", kir::select(kir::binary(own_row, "<", var("rows")), own_row, kir::binary(var("rows"), "-", kir::integer(1))))};
   tile.insert(tile.end(), body.begin(), body.end());
-  return kir::loop("int64_t", "tile", block_start, var("rows"), step, std::move(tile));
+  return kir::loop(index_type_, "tile", block_start, var("rows"), step, std::move(tile));
 }
 
 bool KernelLowering::column_tail() const {

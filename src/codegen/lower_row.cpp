@@ -48,11 +48,11 @@ kir::ExprPtr KernelLowering::cached_element() const {
 // start); in a loop over the runs (`run`), or just once where the thread holds one run.
 kir::Block KernelLowering::over_runs(const std::function<Block(const ExprPtr& at)>& statements) const {
   if (cached_ == row_run_) {
-    Block code = {kir::decl("int64_t", "j", times("threadIdx.x", row_run_))};
+    Block code = {kir::decl(index_type_, "j", times("threadIdx.x", row_run_))};
     for (kir::Stmt& s : statements(nullptr)) code.push_back(std::move(s));
     return code;
   }
-  Block body = {kir::decl("int64_t", "j", kir::binary(times("run", int64_t(plan_.block) * row_run_), "+", times("threadIdx.x", row_run_)))};
+  Block body = {kir::decl(index_type_, "j", kir::binary(times("run", int64_t(plan_.block) * row_run_), "+", times("threadIdx.x", row_run_)))};
   for (kir::Stmt& s : statements(times("run", row_run_))) body.push_back(std::move(s));
   return {kir::loop("int", "run", kir::integer(0), kir::integer(cached_ / row_run_), nullptr, std::move(body), true)};
 }
@@ -65,17 +65,17 @@ void KernelLowering::reduced_loop(Block body) {
   if (cached_ > 0) {
     Block reads = dims;
     reads.insert(reads.end(), body.begin(), body.end());
-    if (kir::names_in(reads).count("j")) inner.push_back(kir::decl("int64_t", "j", cached_element()));
+    if (kir::names_in(reads).count("j")) inner.push_back(kir::decl(index_type_, "j", cached_element()));
   }
   inner.insert(inner.end(), dims.begin(), dims.end());
   inner.insert(inner.end(), body.begin(), body.end());
   if (cached_ > 0) {
     add(kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(inner), true));
   } else if (column_tile_ > 1) {  // a thread's elements of its row: every (blockDim.x / 32)-th, from t / 32
-    add(kir::loop("int64_t", "j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), row_length(),
+    add(kir::loop(index_type_, "j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), row_length(),
                   kir::binary(var("blockDim.x"), "/", kir::integer(32)), std::move(inner)));
   } else {
-    add(kir::loop("int64_t", "j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(inner)));
+    add(kir::loop(index_type_, "j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(inner)));
   }
 }
 
@@ -103,7 +103,7 @@ kir::Block KernelLowering::row_body() {
   Block loop_body = dim_declarations(body, layout_.outer);
   loop_body.insert(loop_body.end(), body.begin(), body.end());
   out.push_back(column_tile_ > 1 ? column_row_loop(std::move(loop_body))
-                                 : kir::loop("int64_t", "row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
+                                 : kir::loop(index_type_, "row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
   for (kir::Stmt& s : store_part_sums()) out.push_back(std::move(s));
   return out;
 }
@@ -148,7 +148,7 @@ void KernelLowering::store_row_results() {
 kir::Block KernelLowering::fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const {
   Block fill;
   for (ValueId v : values) fill.push_back(kir::array(ctype(t_.value(v).dtype), local(role, v), cached_));
-  Block by_element = {kir::decl("int64_t", "j", cached_element())};
+  Block by_element = {kir::decl(index_type_, "j", cached_element())};
   for (ValueId v : values) by_element.push_back(kir::assign(kir::subscript(kir::name(local(role, v)), var("k")), kir::load(global(v), offset)));
   kir::Stmt element_by_element = kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(by_element), true);
   if (row_run_ == 1) {
@@ -220,7 +220,7 @@ void KernelLowering::store_row_output_runs(const std::vector<ValueId>& outs) {
     }
     return stores;
   });
-  Block by_element = {kir::decl("int64_t", "j", cached_element())};
+  Block by_element = {kir::decl(index_type_, "j", cached_element())};
   for (ValueId v : outs) by_element.push_back(kir::store(global(v), offset_of_row_element(), kir::subscript(kir::name(local(Role::run_out, v)), var("k"))));
   add(kir::branch(all_aligned(outs), std::move(runs),
                   {kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(by_element), true)}));
@@ -244,9 +244,9 @@ kir::Stmt KernelLowering::stream_loop() const {
   for (ValueId v : stream_loads_) words += register_words(t_.value(v).dtype);
   if (runs % block == 0 && runs / block * stream_run_ * words <= 64 * kMaxRowBlock / block) {
     const kir::ExprPtr run = kir::binary(var("threadIdx.x"), "+", times("n", block));
-    return kir::loop("int", "n", kir::integer(0), kir::integer(runs / block), nullptr, {kir::decl("int64_t", "run", run)}, true);
+    return kir::loop("int", "n", kir::integer(0), kir::integer(runs / block), nullptr, {kir::decl(index_type_, "run", run)}, true);
   }
-  return kir::loop("int64_t", "run", var("threadIdx.x"), kir::integer(runs), kir::integer(block), {});
+  return kir::loop(index_type_, "run", var("threadIdx.x"), kir::integer(runs), kir::integer(block), {});
 }
 
 // One way through a streamed pass: each run loaded and stored with one access (`wide`), or
@@ -291,7 +291,7 @@ void KernelLowering::stream_pass(const std::vector<ValueId>& outs, const std::fu
   in_stream_run_ = false;
   Block lanes = dim_declarations(lane_code, layout_.reduced);
   lanes.insert(lanes.end(), lane_code.begin(), lane_code.end());
-  if (kir::names_in(lanes).count("j")) lanes.insert(lanes.begin(), kir::decl("int64_t", "j", kir::binary(times("run", stream_run_), "+", var("lane"))));
+  if (kir::names_in(lanes).count("j")) lanes.insert(lanes.begin(), kir::decl(index_type_, "j", kir::binary(times("run", stream_run_), "+", var("lane"))));
   std::vector<ValueId> along = stream_loads_;
   along.insert(along.end(), outs.begin(), outs.end());
   if (along.empty()) {  // (nothing along the row to read or write)

@@ -81,47 +81,9 @@ KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents,
   row_run_ = plan_.held_run;
   hoist_ = plan_.hoisted;
   stream_run_ = plan_.stream_run;
-}
-
-namespace {
-
-// "[B, T//16 + 1]": a shape as its expressions (? for a dim without one).
-std::string expressions_text(const Shape& s) {
-  std::string out;
-  for (const Dim& d : s) out += (out.empty() ? "" : ", ") + (d.expr() ? d.expr()->text() : std::string("?"));
-  return "[" + out + "]";
-}
-
-// Two dims the same at every size, as far as their expressions say. A constant and a symbol's
-// expression equal here are not at the second probe (separate_probes moves it until every
-// expression differs there), and a dim without an expression is a number the probes compare:
-// only two different expressions can be equal at both.
-bool same_at_every_size(const Dim& a, const Dim& b) { return !a.symbolic() || !b.symbolic() || *a.expr() == *b.expr(); }
-
-}  // namespace
-
-// A kernel's code treats shapes with the same sizes as one shape (its index maps, its row): taken
-// at run time, they must be one at every size, not only at the probes' (T//16 + 1 and 1 are both 1
-// at T = 3 and T = 10). Refused where they are not.
-void KernelLowering::check_shapes_agree_at_every_size() const {
-  std::map<std::vector<int64_t>, std::pair<Shape, std::string>> seen;
-  auto consider = [&](const Shape& s, const std::string& what) {
-    std::vector<int64_t> sizes(s.begin(), s.end());
-    auto [it, fresh] = seen.try_emplace(sizes, s, what);
-    if (fresh) return;
-    for (size_t d = 0; d < s.size(); ++d)
-      if (!same_at_every_size(s[d], it->second.first[d]))
-        throw UserError("", "kernel " + k_.label + " takes " + it->second.second + ", " + expressions_text(it->second.first) + ", and " + what + ", " +
-                                expressions_text(s) + ", for one shape: the same sizes at both probes, not at every size; name the sizes with --specialize");
-  };
-  consider(layout_.domain, "its domain");
-  if (layout_.is_row) consider(layout_.reduced_shape(), "its row");
-  auto value = [&](ValueId v) {
-    if (!t_.value(v).is_scalar) consider(t_.value(v).shape, "\"" + t_.value(v).name + "\"");
-  };
-  for (const Arg& a : k_.args) value(a.value);
-  for (const Op& op : k_.sub)
-    for (ValueId v : op.outs) value(v);
+  // (Row kernels stay 64-bit: in 32 bits nvcc widens the row's offset at each load, and a held
+  // row's 16-byte stores were lost with spills in examples/wide_rows.json's LayerNorm backward.)
+  index_type_ = !layout_.is_row && indexes_fit_int() ? "int" : "int64_t";
 }
 
 kir::Kernel KernelLowering::lower() {
@@ -138,15 +100,16 @@ kir::Kernel KernelLowering::lower() {
     if (column_tail() && !writes_per_row_only(t_, k_))
       throw UserError("", "kernel " + k_.label + " sums columns 32 rows at a time and writes more than one value per row, and its " + count().expr()->text() +
                               " rows are not a multiple of 32 at every size; declare a multiple_of that makes them one, or name the sizes with --specialize");
-    k.params.push_back({"int64_t", count_name()});
+    k.params.push_back({index_type_, count_name()});
     k.launch.count = count().expr();
     k.launch.count_per_item = layout_.is_row ? 1 : lanes_;
   }
   if (row_length_is_parameter()) {
-    k.params.push_back({"int64_t", "row_length"});
+    k.params.push_back({index_type_, "row_length"});
     k.launch.row_length = numel_dim(layout_.reduced_shape()).expr();
   }
   take_size_parameters(k);  // (after the counts: the launch passes them in this order)
+  k.launch.int_sizes = index_type_ == "int";
   k.launch.block = plan_.block;
   // Work items: a thread's run (pointwise), one row, or a column kernel's 32 rows a block.
   k.launch.items = layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_;
@@ -154,16 +117,6 @@ kir::Kernel KernelLowering::lower() {
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})  // one block per partial sum
     if (!sums->empty()) k.launch.fixed_grid = sums->front()->arg("parts").integer;
   return k;
-}
-
-// The symbols' sizes its index arithmetic reads (sz_<symbol>) and divides by (dv_<symbol>), as
-// parameters its launch passes.
-void KernelLowering::take_size_parameters(kir::Kernel& k) const {
-  for (const std::string& name : kir::names_in(k.body)) {
-    if (!is_size_parameter(name)) continue;
-    k.params.push_back({std::string(size_parameter_type(name)), name});
-    k.launch.size_parameters.push_back(name);
-  }
 }
 
 Dim KernelLowering::count() const {
@@ -179,7 +132,7 @@ kir::ExprPtr KernelLowering::row_length() const {
 // `n` or `rows` declared, unless the kernel takes it.
 kir::Block KernelLowering::count_declaration() const {
   if (count_is_parameter()) return {};
-  return {kir::decl("int64_t", count_name(), kir::integer(count()))};
+  return {kir::decl(index_type_, count_name(), kir::integer(count()))};
 }
 
 // What the kernel is, then the trace lines it implements, each saying where it came from: an op
@@ -254,7 +207,7 @@ kir::Block KernelLowering::dim_declarations(const Block& body, const std::vector
   Block out;
   for (int64_t d : dims) {
     const std::string var = "d" + std::to_string(d);
-    if (used.count(var)) out.push_back(kir::decl("int64_t", var, kir::index(defs[size_t(d)])));
+    if (used.count(var)) out.push_back(kir::decl(index_type_, var, kir::index(defs[size_t(d)])));
   }
   return out;
 }
@@ -273,7 +226,7 @@ std::string KernelLowering::declared_once(Names Scope::*names, const Key& key, c
 
 // An index computation of a shape op as a variable, ix_<operand>_i<dim>, declared once per scope.
 std::string KernelLowering::name(const IndexExpr& index, const std::string& hint) {
-  return declared_once(&Scope::index_names, index, "int64_t", hint, kir::index(index));
+  return declared_once(&Scope::index_names, index, index_type_.c_str(), hint, kir::index(index));
 }
 
 // A guard of a pad's or a cat's read as a variable, ix_<operand>_in_<output>, declared once per scope.
@@ -317,8 +270,9 @@ IndexExpr KernelLowering::offset_expr(const Value& v, const Index& index) {
   const IndexExpr at = linear_index(index, v.shape, sizes_);
   const IndexExpr flat = at.with_dims(loop_dims_);
   if (!flat.has_div_or_mod() && (at.has_div_or_mod() || loop_dims_divide(at))) return flat;
-  // Less arithmetic than the loop dims it would take ((i / 192) * 3 + (i / 64) % 3 is i / 64).
-  if (!at.has_div_or_mod() && loop_dims_divide(at) && flat.size() < loop_dims_size(at)) return flat;
+  // Less arithmetic than the loop dims it would take ((i / 192) * 3 + (i / 64) % 3 is i / 64);
+  // not in a run loop's lanes, which share the dims' quotients (computed once a run) and not i's.
+  if (!in_run_ && !at.has_div_or_mod() && loop_dims_divide(at) && flat.size() < loop_dims_size(at)) return flat;
   if (!at.has_div_or_mod()) return at;
   Index named = index;
   for (size_t k = 0; k < named.size(); ++k)

@@ -53,8 +53,8 @@ inline bool is_divider_parameter(std::string_view name) { return name.starts_wit
 inline bool is_size_parameter(std::string_view name) { return name.starts_with(role_prefix(Role::size)) || is_divider_parameter(name); }
 // The symbol a size or divider parameter is of (T for sz_T and dv_T).
 inline std::string_view parameter_symbol(std::string_view name) { return name.substr(name.find('_') + 1); }  // (a prefix's only underscore ends it)
-// The C++ type of a size or divider parameter.
-inline std::string_view size_parameter_type(std::string_view name) { return is_divider_parameter(name) ? "tg::Divider" : "int64_t"; }
+// The C++ type of a size or divider parameter in a kernel whose index arithmetic is `index_type`.
+inline std::string size_parameter_type(std::string_view name, const std::string& index_type) { return is_divider_parameter(name) ? "tg::Divider" : index_type; }
 // The identifier of `name` (a trace identifier: [A-Za-z_][A-Za-z0-9_]*) in `role`.
 std::string ident(Role role, std::string_view name);
 // Whether the trace name `name` can be a host entry point's parameter as it is (`w_fc`, not

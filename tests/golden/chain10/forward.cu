@@ -34,11 +34,11 @@ __device__ __forceinline__ void element_chain10_pointwise_t9(float v_x, float& o
 extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(
     const float* __restrict__ g_x,
     float* __restrict__ g_t9) {
-  const int64_t n = 1048576;
+  const int n = 1048576;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_x) && tg::aligned16(g_t9) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_x) && tg::aligned16(g_t9) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     float r_x[4];
     tg::load_run(g_x, run * 4, r_x);
     float w_t9[4];
@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(
     }
     tg::store_run(g_t9, run * 4, w_t9);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
     float v_t9;
     element_chain10_pointwise_t9(tg::load(g_x, i), v_t9);
     tg::store(g_t9, i, v_t9);

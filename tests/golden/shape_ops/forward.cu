@@ -14,12 +14,12 @@
 //   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]  (/ops/3)
 //   t4 = prims.mul(t3, 2.0)  # t4: f32[22, 42]  (/ops/4)
 __device__ __forceinline__ void element_shape_ops_pointwise_t4(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     const float* __restrict__ g_x,
     float& out_t4) {
-  const int64_t ix_x_i0 = (d1 * 3 + 1) % 64;
-  const int64_t ix_x_i2 = d0 * 4 + (d1 * 3 + 1) / 64 + 4;
+  const int ix_x_i0 = (d1 * 3 + 1) % 64;
+  const int ix_x_i2 = d0 * 4 + (d1 * 3 + 1) / 64 + 4;
   const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
   const float v_t4 = (v_x * 2.0f);
   out_t4 = v_t4;
@@ -27,22 +27,22 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t4(
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(
     const float* __restrict__ g_x,
     float* __restrict__ g_t4) {
-  const int64_t n = 924;
+  const int n = 924;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_t4) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_t4) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     float w_t4[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t d0 = (run * 2 + lane / 2) / 21;
-      const int64_t d1 = ((run * 2 + lane / 2) % 21) * 2 + lane % 2;
+      const int d0 = (run * 2 + lane / 2) / 21;
+      const int d1 = ((run * 2 + lane / 2) % 21) * 2 + lane % 2;
       element_shape_ops_pointwise_t4(d0, d1, g_x, w_t4[lane]);
     }
     tg::store_run(g_t4, run * 4, w_t4);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 42;
-    const int64_t d1 = i % 42;
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 42;
+    const int d1 = i % 42;
     float v_t4;
     element_shape_ops_pointwise_t4(d0, d1, g_x, v_t4);
     tg::store(g_t4, i, v_t4);
@@ -57,15 +57,15 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(
 //   t3 = prims.slice_prim(t2, [2, 1], [46, 127], [2, 3])  # t3: f32[22, 42]  (/ops/3)
 //   t5 = prims.pad(t3, 0.5, [[-2, 3, 1], [1, 0, 2]])  # t5: f32[44, 125]  (/ops/5)
 __device__ __forceinline__ void element_shape_ops_pointwise_t5(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     const float* __restrict__ g_x,
     float& out_t5) {
-  const int64_t ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
-  const int64_t ix_t3_i1 = ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
+  const int ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
+  const int ix_t3_i1 = ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
   const bool ix_t3_in_t5 = (((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0);
-  const int64_t ix_x_i0 = (ix_t3_i1 * 3 + 1) % 64;
-  const int64_t ix_x_i2 = ix_t3_i0 * 4 + (ix_t3_i1 * 3 + 1) / 64 + 4;
+  const int ix_x_i0 = (ix_t3_i1 * 3 + 1) % 64;
+  const int ix_x_i2 = ix_t3_i0 * 4 + (ix_t3_i1 * 3 + 1) / 64 + 4;
   const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
   const float v_t5 = (ix_t3_in_t5) ? v_x : 0.5f;
   out_t5 = v_t5;
@@ -73,22 +73,22 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t5(
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(
     const float* __restrict__ g_x,
     float* __restrict__ g_t5) {
-  const int64_t n = 5500;
+  const int n = 5500;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_t5) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_t5) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     float w_t5[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t d0 = (run * 4 + lane) / 125;
-      const int64_t d1 = (run * 4 + lane) % 125;
+      const int d0 = (run * 4 + lane) / 125;
+      const int d1 = (run * 4 + lane) % 125;
       element_shape_ops_pointwise_t5(d0, d1, g_x, w_t5[lane]);
     }
     tg::store_run(g_t5, run * 4, w_t5);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 125;
-    const int64_t d1 = i % 125;
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 125;
+    const int d1 = i % 125;
     float v_t5;
     element_shape_ops_pointwise_t5(d0, d1, g_x, v_t5);
     tg::store(g_t5, i, v_t5);
@@ -101,11 +101,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(
 //   t7 = prims.pad(t6, -1.0, [[1, -3, 0], [0, 0, 0]])  # t7: f32[62, 96]  (/ops/7)
 //   t8 = prims.exp(t7)  # t8: f32[62, 96]  (/ops/8)
 __device__ __forceinline__ void element_shape_ops_pointwise_t8(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     const float* __restrict__ g_x,
     float& out_t8) {
-  const int64_t ix_t6_i0 = (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0);
+  const int ix_t6_i0 = (((d0 - 1) >= 0 && (d0 - 1) < 64) ? (d0 - 1) : 0);
   const bool ix_t6_in_t7 = ((d0 - 1) >= 0 && (d0 - 1) < 64);
   const float v_x = tg::load(g_x, ix_t6_i0 * 96 + d1);
   const float v_t7 = (ix_t6_in_t7) ? v_x : -1.0f;
@@ -115,22 +115,22 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t8(
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(
     const float* __restrict__ g_x,
     float* __restrict__ g_t8) {
-  const int64_t n = 5952;
+  const int n = 5952;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_t8) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_t8) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     float w_t8[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t d0 = run / 24;
-      const int64_t d1 = (run % 24) * 4 + lane;
+      const int d0 = run / 24;
+      const int d1 = (run % 24) * 4 + lane;
       element_shape_ops_pointwise_t8(d0, d1, g_x, w_t8[lane]);
     }
     tg::store_run(g_t8, run * 4, w_t8);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 96;
-    const int64_t d1 = i % 96;
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 96;
+    const int d1 = i % 96;
     float v_t8;
     element_shape_ops_pointwise_t8(d0, d1, g_x, v_t8);
     tg::store(g_t8, i, v_t8);
@@ -145,15 +145,15 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(
 //   t11 = prims.neg(t9)  # t11: f32[32, 48]  (/ops/11)
 //   t12 = prims.cat([t9, t10, t11], 1)  # t12: f32[32, 144]  (/ops/12)
 __device__ __forceinline__ void element_shape_ops_pointwise_t12(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     const float* __restrict__ g_x,
     float& out_t12) {
-  const int64_t ix_t9_i1 = ((d1 >= 0 && d1 < 48) ? d1 : 0);
+  const int ix_t9_i1 = ((d1 >= 0 && d1 < 48) ? d1 : 0);
   const bool ix_t9_in_t12 = (d1 >= 0 && d1 < 48);
-  const int64_t ix_t10_i1 = ((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0);
+  const int ix_t10_i1 = ((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0);
   const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
-  const int64_t ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
+  const int ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
   const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
   const float v_x_1 = tg::load(g_x, d0 * 96 + ix_t10_i1 + 3120);
   const float v_x_2 = tg::load(g_x, d0 * 96 + ix_t11_i1);
@@ -164,22 +164,22 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t12(
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(
     const float* __restrict__ g_x,
     float* __restrict__ g_t12) {
-  const int64_t n = 4608;
+  const int n = 4608;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_t12) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_t12) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     float w_t12[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t d0 = run / 36;
-      const int64_t d1 = (run % 36) * 4 + lane;
+      const int d0 = run / 36;
+      const int d1 = (run % 36) * 4 + lane;
       element_shape_ops_pointwise_t12(d0, d1, g_x, w_t12[lane]);
     }
     tg::store_run(g_t12, run * 4, w_t12);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 144;
-    const int64_t d1 = i % 144;
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 144;
+    const int d1 = i % 144;
     float v_t12;
     element_shape_ops_pointwise_t12(d0, d1, g_x, v_t12);
     tg::store(g_t12, i, v_t12);
@@ -193,13 +193,13 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(
 //   t10 = prims.slice_prim(t0, [32, 48], [64, 96], None)  # t10: f32[32, 48]  (/ops/10)
 //   t13 = prims.cat([t9, t10], 0)  # t13: f32[64, 48]  (/ops/13)
 __device__ __forceinline__ void element_shape_ops_pointwise_t13(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     const float* __restrict__ g_x,
     float& out_t13) {
-  const int64_t ix_t9_i0 = ((d0 >= 0 && d0 < 32) ? d0 : 0);
+  const int ix_t9_i0 = ((d0 >= 0 && d0 < 32) ? d0 : 0);
   const bool ix_t9_in_t13 = (d0 >= 0 && d0 < 32);
-  const int64_t ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
+  const int ix_t10_i0 = ((d0 >= 32 && d0 < 64) ? (d0 - 32) : 0);
   const float v_x = tg::load(g_x, ix_t9_i0 * 96 + d1);
   const float v_x_1 = tg::load(g_x, ix_t10_i0 * 96 + d1 + 3120);
   const float v_t13 = ix_t9_in_t13 ? v_x : v_x_1;
@@ -208,22 +208,22 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t13(
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(
     const float* __restrict__ g_x,
     float* __restrict__ g_t13) {
-  const int64_t n = 3072;
+  const int n = 3072;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_t13) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_t13) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     float w_t13[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t d0 = run / 12;
-      const int64_t d1 = (run % 12) * 4 + lane;
+      const int d0 = run / 12;
+      const int d1 = (run % 12) * 4 + lane;
       element_shape_ops_pointwise_t13(d0, d1, g_x, w_t13[lane]);
     }
     tg::store_run(g_t13, run * 4, w_t13);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 48;
-    const int64_t d1 = i % 48;
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 48;
+    const int d1 = i % 48;
     float v_t13;
     element_shape_ops_pointwise_t13(d0, d1, g_x, v_t13);
     tg::store(g_t13, i, v_t13);
@@ -244,8 +244,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(
 //   t23 = prims.convert_element_type(y, dtypes.f32)  # t23: f32[32, 48]  (/ops/23)
 //   t24 = prims.add(t23, t22)  # t24: f32[32, 48]  (/ops/24)
 __device__ __forceinline__ void element_shape_ops_pointwise_t21(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     int16_t v_y,
     float v_v,
     int16_t& out_t21,
@@ -266,11 +266,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
     const float* __restrict__ g_v,
     int16_t* __restrict__ g_t21,
     float* __restrict__ g_t24) {
-  const int64_t n = 1536;
+  const int n = 1536;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_y) && tg::aligned16(g_v) && tg::aligned16(g_t21) && tg::aligned16(g_t24) ? n / 4 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_y) && tg::aligned16(g_v) && tg::aligned16(g_t21) && tg::aligned16(g_t24) ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     int16_t r_y[4];
     tg::load_run(g_y, run * 4, r_y);
     float r_v[4];
@@ -278,16 +278,16 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
     int16_t w_t21[4];
     float w_t24[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
-      const int64_t d0 = run / 12;
-      const int64_t d1 = (run % 12) * 4 + lane;
+      const int d0 = run / 12;
+      const int d1 = (run % 12) * 4 + lane;
       element_shape_ops_pointwise_t21(d0, d1, r_y[lane], r_v[lane], w_t21[lane], w_t24[lane]);
     }
     tg::store_run(g_t21, run * 4, w_t21);
     tg::store_run(g_t24, run * 4, w_t24);
   }
-  for (int64_t i = runs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 48;
-    const int64_t d1 = i % 48;
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 48;
+    const int d1 = i % 48;
     int16_t v_t21;
     float v_t24;
     element_shape_ops_pointwise_t21(d0, d1, tg::load(g_y, i), tg::load(g_v, d1), v_t21, v_t24);
@@ -304,11 +304,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
 //   t28 = prims.full([16, 32], 0.25, device=devices.Device('cuda:0'), dtype=dtypes.f64)  # t28: f64[16, 32]  (/ops/28)
 //   t29 = prims.mul(t27, t28)  # t29: f64[16, 32]  (/ops/29)
 __device__ __forceinline__ void element_shape_ops_pointwise_t29(
-    int64_t d0,
-    int64_t d1,
+    int d0,
+    int d1,
     const double* __restrict__ g_z,
     double& out_t29) {
-  const int64_t ix_z_i0 = d1 % 8;
+  const int ix_z_i0 = d1 % 8;
   const double v_z = tg::load(g_z, ix_z_i0 * 16 + d0);
   const double v_t28 = 0.25;
   const double v_t29 = (v_z * v_t28);
@@ -317,22 +317,22 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t29(
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(
     const double* __restrict__ g_z,
     double* __restrict__ g_t29) {
-  const int64_t n = 512;
+  const int n = 512;
   // Runs of 2 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int64_t runs = tg::aligned16(g_t29) ? n / 2 : 0;
-  for (int64_t run = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; run < runs; run += int64_t(gridDim.x) * blockDim.x) {
+  const int runs = tg::aligned16(g_t29) ? n / 2 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
     double w_t29[2];
     TG_UNROLL for (int lane = 0; lane < 2; ++lane) {
-      const int64_t d0 = run / 16;
-      const int64_t d1 = (run % 16) * 2 + lane;
+      const int d0 = run / 16;
+      const int d1 = (run % 16) * 2 + lane;
       element_shape_ops_pointwise_t29(d0, d1, g_z, w_t29[lane]);
     }
     tg::store_run(g_t29, run * 2, w_t29);
   }
-  for (int64_t i = runs * 2 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d0 = i / 32;
-    const int64_t d1 = i % 32;
+  for (int i = runs * 2 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+    const int d0 = i / 32;
+    const int d1 = i % 32;
     double v_t29;
     element_shape_ops_pointwise_t29(d0, d1, g_z, v_t29);
     tg::store(g_t29, i, v_t29);
