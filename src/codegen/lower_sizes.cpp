@@ -19,7 +19,6 @@ bool KernelLowering::indexes_fit_int() const {
   return true;
 }
 
-
 namespace {
 
 // "[B, T//16 + 1]": a shape as its expressions (? for a dim without one).
