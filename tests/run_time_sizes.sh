@@ -215,6 +215,14 @@ run "$THUNDER_GEN" mean_t.json --emit cuda
 check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in mean_t_"
 run "$THUNDER_GEN" mean_t.json --emit kernel-ir
 check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in mean_t_"
+# The second probe runs beside the first: its -v lines come after the first's, and the stage
+# listings of --dump-dir are the first probe's (the folder's).
+run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" -o probes-v -v --dump-dir probe-dumps
+check probes-v-generated rc 0
+check probes-v-second-run-logged has err.txt "at the second probe's sizes, beside it:"
+check probes-v-compared has err.txt "the code is the same at both probes"
+"$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" --emit autograd 2>/dev/null | grep "specialized at" >first-probe.txt
+check probes-dumps-first-probe [ -s first-probe.txt -a "$(grep "specialized at" probe-dumps/05-autograd.txt)" = "$(cat first-probe.txt)" ]
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" --emit kernel-ir
 check emit-kernel-ir-generic rc 0; check emit-kernel-ir-workspace-expression has out.txt "^workspace: [0-9]*\*B\*T"
 # Shapes the same at both probes and not at every size (min(T, 64) and T, both 3 and 10): one

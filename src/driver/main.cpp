@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <new>
 
@@ -130,14 +131,25 @@ tg::Trace read_listing_to_resume(const Request& r, tg::PipelineOptions& options)
 }
 
 // A folder taking its sizes at run time is the one generated at the first probe; it is written
-// only when the code generated at the second is the same. Returns the second run's result, for
-// the caller to free with its own (at exit: see generate()).
-// --emit of the kernel IR or the code is checked the same way: it is what such a folder holds.
-tg::PipelineResult check_code_at_second_probe(const std::string& file, const tg::SizeProbes& probes, const tg::PipelineOptions& options,
-                                              const tg::PipelineResult& first) {
-  tg::Trace trace = tg::read_input_file(file, probes.second);
-  trace.sizes_at_run_time = true;
-  tg::PipelineResult second = tg::run_pipeline(std::move(trace), options, std::cerr);
+// only when the code generated at the second is the same. The second run starts at once on a
+// thread of its own, beside the first (its -v lines are printed after the first's; it writes no
+// --dump-dir listings, which are the first probe's). --emit of the kernel IR or the code is
+// checked the same way: it is what such a folder holds.
+std::future<tg::PipelineResult> start_second_probe(const std::string& file, const tg::SizeProbes& probes, tg::PipelineOptions options,
+                                                   std::ostringstream& log) {
+  options.dump_dir.clear();
+  return std::async(std::launch::async, [&file, &probes, &log, options = std::move(options)] {
+    tg::Trace trace = tg::read_input_file(file, probes.second);
+    trace.sizes_at_run_time = true;
+    return tg::run_pipeline(std::move(trace), options, log);
+  });
+}
+
+// The second probe's result, when its code is the first's. Returns it for the caller to free
+// with its own (at exit: see generate()).
+tg::PipelineResult check_code_at_second_probe(std::future<tg::PipelineResult>& second_run, const tg::SizeProbes& probes,
+                                              const tg::PipelineOptions& options, const tg::PipelineResult& first) {
+  tg::PipelineResult second = second_run.get();
   const std::optional<tg::Pass> emitted = options.stop_after;
   const std::string listing = emitted == tg::Pass::kernel_ir ? "kernel-ir.kir" : "emitted.cu";
   auto code = [&](const tg::PipelineResult& r) { return emitted ? tg::FileSet{{listing, r.stopped_text}} : r.files; };
@@ -176,14 +188,33 @@ int generate(const Request& r) {
   tg::Trace trace = r.from_stage.empty() ? read_or_probe(file, r.specialize, probes) : read_listing_to_resume(r, options);
   if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
-  tg::PipelineResult result = tg::run_pipeline(std::move(trace), options, std::cerr);
-  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
   // A listing before the kernel IR is the first probe's, and says so ("specialized at").
-  tg::PipelineResult second_probe;
-  if (probes && (emit.empty() || *options.stop_after >= tg::Pass::kernel_ir)) {
-    result.work.reset();  // (its memory, reused by the second run, keeps the peak one run's)
-    second_probe = check_code_at_second_probe(file, *probes, options, result);
+  const bool second_probe_checks = probes && (emit.empty() || *options.stop_after >= tg::Pass::kernel_ir);
+  std::ostringstream second_log;
+  std::future<tg::PipelineResult> second_run;
+  if (second_probe_checks) {
+    // Two runs at once fault in twice the memory; in 2 MB pages the kernel took 3-4 s clearing
+    // it for a 10,000-op trace, against 1.0 s in 4 KB pages (docs/performance.md §3).
+    if (!std::getenv("MIMALLOC_LARGE_OS_PAGES")) mi_option_disable(mi_option_large_os_pages);
+    second_run = start_second_probe(file, *probes, options, second_log);
   }
+  std::optional<tg::PipelineResult> first_run;
+  try {
+    first_run = tg::run_pipeline(std::move(trace), options, std::cerr);
+  } catch (...) {
+    if (second_run.valid()) second_run.wait();  // (the first run's error is the one reported)
+    throw;
+  }
+  tg::PipelineResult& result = *first_run;
+  tg::PipelineResult second_probe;
+  if (second_probe_checks) {
+    second_run.wait();
+    if (verbose) std::cerr << "thunder-gen: at the second probe's sizes, beside it:\n" << second_log.str();
+    const auto compare_start = std::chrono::steady_clock::now();
+    second_probe = check_code_at_second_probe(second_run, *probes, options, result);
+    if (verbose) std::cerr << "thunder-gen: the code is the same at both probes (" << since(compare_start) << " ms)\n";
+  }
+  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
   if (!emit.empty()) {
     std::cout << result.stopped_text;
     return 0;
