@@ -3,7 +3,7 @@
 # expected preinstalled, with nvcc on PATH or under /usr/local/cuda). Run as root.
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev catch2 libtorch-dev
-          libboost-graph-dev libboost-context-dev libmimalloc-dev libsimdjson-dev libdtl-dev libzip-dev pkgconf python3 python3-venv strace
+          libboost-graph-dev libboost-context-dev libmimalloc-dev libsimdjson-dev libdtl-dev libzip-dev coinor-libcbc-dev pkgconf python3 python3-venv strace
           clang-16 libclang-rt-16-dev   # the fuzz build (tools/fuzz.sh): clang and libFuzzer with its sanitizers
           llvm-16-tools)                # FileCheck and split-file, for the per-pass tests (tests/passes/)
 missing=()

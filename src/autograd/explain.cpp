@@ -1,10 +1,15 @@
 #include "autograd/explain.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "ops/printer.h"
+#include "support/diagnostics.h"
 
 namespace tg {
 
@@ -44,9 +49,77 @@ std::string sizes_text(const SymbolValues& sizes) {
   return out;
 }
 
+double microseconds(int64_t fs) { return double(fs) / 1e9; }
+
+std::vector<std::string> names_of(const Partition& p, const std::vector<ValueId>& values) {
+  std::vector<std::string> names;
+  for (ValueId v : values) names.push_back(p.backward.value(v).name);
+  return names;
+}
+
+// What `plan` recomputes that `before` does not, as "+a, +b" (at most 8 names, then a count).
+std::string added(const Partition& p, const Partition::FrontierPlan* before, const Partition::FrontierPlan& plan) {
+  std::vector<ValueId> was = before ? before->recomputed : std::vector<ValueId>{};
+  std::sort(was.begin(), was.end());
+  std::string out;
+  size_t count = 0;
+  for (ValueId v : plan.recomputed) {
+    if (std::binary_search(was.begin(), was.end(), v)) continue;
+    if (++count <= 8) out += (out.empty() ? "+" : ", +") + p.backward.value(v).name;
+  }
+  if (count > 8) out += " (and " + std::to_string(count - 8) + " more)";
+  return out.empty() ? (before ? "(nothing more)" : "(nothing)") : out;
+}
+
+std::string frontier_json(const Partition& p) {
+  nlohmann::json doc{{"device_model", p.device}, {"chosen", p.chosen}, {"frontier", nlohmann::json::array()}};
+  doc["plan"] = {{"activation_bytes", p.planned_bytes}, {"predicted_us", microseconds(p.predicted_fs)}};
+  if (!p.exact_note.empty()) doc["note"] = p.exact_note;
+  doc["bytes_first"] = {{"activation_bytes", p.bytes_first.activation_bytes}, {"predicted_us", microseconds(p.bytes_first.predicted_fs)}};
+  for (const Partition::FrontierPlan& plan : p.frontier)
+    doc["frontier"].push_back(
+        {{"activation_bytes", plan.activation_bytes}, {"predicted_us", microseconds(plan.predicted_fs)}, {"recomputed", names_of(p, plan.recomputed)}});
+  // The cut problem itself (an extension for exact solvers: tests/remat_oracle.py).
+  auto cost = [](int64_t fs) { return fs >= RematProblem::kInfinite ? nlohmann::json(nullptr) : nlohmann::json(fs); };
+  nlohmann::json problem{{"fixed_fs", p.fixed_fs}, {"values", nlohmann::json::array()}, {"ops", nlohmann::json::array()}};
+  for (size_t v = 0; v < p.time_problem.values.size(); ++v) {
+    const RematProblem::Value& value = p.time_problem.values[v];
+    problem["values"].push_back({{"bytes", p.value_bytes[v]}, {"save_fs", cost(value.save_cost)}, {"input", value.is_input}, {"needed", value.needed}});
+  }
+  for (const RematProblem::Op& op : p.time_problem.ops)
+    problem["ops"].push_back({{"inputs", op.inputs}, {"outputs", op.outputs}, {"recompute_fs", cost(op.recompute_cost)}});
+  doc["problem"] = std::move(problem);
+  return doc.dump(1) + "\n";
+}
+
+std::string frontier_text(const Partition& p, const std::string& input_file) {
+  std::ostringstream out;
+  out << input_file << " (trace \"" << p.forward.name << "\"): the memory-time frontier under the time model (--device-model " << p.device
+      << "), from the fastest plan to the fewest activation bytes\n";
+  if (!p.plan_at.empty()) out << "bytes and times at " << sizes_text(p.plan_at) << " (--plan-at)\n";
+  out << "   activation bytes  predicted us  recomputes (beyond the plan above)\n";
+  for (size_t i = 0; i < p.frontier.size(); ++i) {
+    const Partition::FrontierPlan& plan = p.frontier[i];
+    char row[96];
+    std::snprintf(row, sizeof row, "%s %17lld  %12.3f  ", int(i) == p.chosen ? "*" : " ", static_cast<long long>(plan.activation_bytes),
+                  microseconds(plan.predicted_fs));
+    out << row << added(p, i ? &p.frontier[i - 1] : nullptr, plan) << "\n";
+  }
+  out << "by bytes alone (without the time model) the plan would save " << p.bytes_first.activation_bytes << " bytes, predicted "
+      << microseconds(p.bytes_first.predicted_fs) << " us\n";
+  if (!p.exact_note.empty()) out << "note: " << p.exact_note << "\n";
+  out << (p.chosen >= 0 ? "* the plan chosen" : "the plan chosen is not on the frontier (a plan listed is as small and faster, or a budget falls between two of them)") << "; predicted step "
+      << microseconds(p.predicted_fs) << " us\n";
+  return out.str();
+}
+
 }  // namespace
 
-std::string explain_partition(const Partition& p, const std::string& input_file) {
+std::string explain_partition(const Partition& p, const std::string& input_file, PlanListing listing) {
+  if (listing != PlanListing::plan && p.frontier.empty())
+    throw UserError("thunder-gen", "--frontier", "needs the time model: this plan was made by bytes alone");
+  if (listing == PlanListing::frontier) return frontier_text(p, input_file);
+  if (listing == PlanListing::frontier_json) return frontier_json(p);
   static const char* kKinds[] = {"input", "output", "intermediate"};
   const Trace& b = p.backward;
   const SymbolicBytes symbolic(p);
@@ -97,6 +170,10 @@ std::string explain_partition(const Partition& p, const std::string& input_file)
     for (const CollectiveCall& c : p.communication) out << "  " << c.pass << ": " << c.op << " -> " << c.value << "  " << c.bytes << " bytes\n";
   }
   out << "plan cost: " << p.plan_cost_bits << " (bits saved + elements recomputed; see docs/design-notes.md)\n";
+  if (!p.exact_note.empty()) out << "note: " << p.exact_note << "\n";
+  if (!p.device.empty())
+    out << "predicted step (forward + backward): " << microseconds(p.predicted_fs) << " us under the time model (--device-model " << p.device << "); "
+        << p.frontier.size() << " plans on the frontier (explain --frontier)\n";
   return out.str();
 }
 

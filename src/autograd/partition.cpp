@@ -1,7 +1,11 @@
 #include "autograd/partition.h"
 
+#include <algorithm>
 #include <iterator>
+#include <sstream>
 
+#include "autograd/exact_plan.h"
+#include "autograd/frontier.h"
 #include "autograd/remat.h"
 #include "frontend/overrides.h"
 #include "ops/op_table.h"
@@ -70,6 +74,7 @@ struct Candidates {
     int64_t bits = 0;            // what saving it occupies (0 unless an activation)
     std::optional<Policy> policy;  // of the op defining it
     int64_t element_bytes = 0;     // for the thunder_weights baseline
+    int64_t save_fs = 0;           // saving it: the forward's write (an activation) and the backward's read
   };
   struct Op {
     std::vector<int> inputs, outputs;
@@ -77,6 +82,7 @@ struct Candidates {
     std::optional<Policy> policy;
     bool pinned = false;      // a kind not recomputed by default (matmul, reduction, random draw)
     bool forbidden = false;   // never recomputed: `save` on a call, for its ops reading from outside it
+    int64_t recompute_fs = 0; // recomputing it, under the time model
   };
   std::vector<Value> values;
   std::vector<Op> ops;
@@ -123,6 +129,27 @@ RematProblem weigh(const Candidates& c, int64_t recompute_weight, bool unpinned)
   return p;
 }
 
+// The cut problem in predicted time (femtoseconds), every kind recomputable that no policy
+// forbids, soft policies weighing as in weigh(); and each value's activation bytes.
+RematProblem weigh_time(const Candidates& c, std::vector<int64_t>& bytes) {
+  RematProblem p;
+  for (const Candidates::Value& cv : c.values) {
+    int64_t cost = cv.save_fs;
+    if (cv.is_activation && cv.policy == Policy::recompute) cost = kInfinite;
+    if (cv.is_activation && cv.policy == Policy::prefer_save) cost /= 2;
+    if (cv.is_activation && cv.policy == Policy::prefer_recompute) cost *= 2;
+    p.values.push_back({cost, cv.is_input, cv.needed});
+    bytes.push_back(cv.bits / 8);
+  }
+  for (const Candidates::Op& co : c.ops) {
+    int64_t cost = co.recompute_fs;
+    if (cost < kInfinite && co.policy == Policy::prefer_save) cost *= 4;
+    if (cost < kInfinite && co.policy == Policy::prefer_recompute) cost /= 2;
+    p.ops.push_back({co.inputs, co.outputs, co.forbidden || cost >= kInfinite ? kInfinite : cost});
+  }
+  return p;
+}
+
 constexpr int kNone = -1;
 constexpr int kReturned = -2;  // first_reader: read by no backward op, only returned as a gradient
 
@@ -148,6 +175,8 @@ void add_candidate_value(CutModel& m, const Trace& j, ValueId v, bool is_input, 
   if (cv.is_activation) cv.bits = stored_bytes_at(value, options.pack_bools && value.dtype == DType::b8, options.plan_at) * 8;
   if (def) cv.policy = policy_of(def->tags);
   if (!value.is_scalar) cv.element_bytes = dtype_bytes(value.dtype);
+  if (options.device && !value.is_scalar)
+    cv.save_fs = options.device->move_fs(stored_bytes_at(value, options.pack_bools && value.dtype == DType::b8, options.plan_at)) * (cv.is_activation ? 2 : 1);
   m.candidates.values.push_back(cv);
 }
 
@@ -172,6 +201,9 @@ void add_candidate_op(CutModel& m, const Trace& j, const Op& op, const RematOpti
     co.outputs.push_back(m.candidate[size_t(v)]);
   }
   co.cost = recompute_cost(j, op, options.plan_at);
+  // (An all-reduce or reduce-scatter is never run again: the time model does not price communication.)
+  const bool communicates = is_collective(op.info->kind) && op.info->kind != OpKind::all_gather;
+  if (options.device) co.recompute_fs = communicates ? kInfinite : recompute_fs(j, op, options.plan_at, *options.device);
   co.policy = policy_of(op.tags);
   co.pinned = pinned_by_default(*op.info);
   if (co.policy == Policy::save) co.forbidden = reads_from_outside_its_call(m, j, op);
@@ -190,6 +222,26 @@ void mark_backward_reads(CutModel& m, const JointTrace& joint) {
     if (ValueId v = j.outputs[i]; m.candidate[size_t(v)] != kNone && m.first_reader[size_t(v)] == kNone) m.first_reader[size_t(v)] = kReturned;
   for (size_t v = 0; v < m.first_reader.size(); ++v)
     if (m.first_reader[v] != kNone) m.candidates.values[size_t(m.candidate[v])].needed = true;
+}
+
+// Planned in time: an elementwise op recomputed for a matmul in the backward cannot fuse into it.
+// It runs as a kernel of its own that writes its output for the GEMM to read: a launch, a
+// write and a read more, charged to each op whose value reaches a matmul (through views).
+void add_materialization_costs(CutModel& m, const JointTrace& joint, const RematOptions& options) {
+  const Trace& j = joint.trace;
+  std::vector<bool> materialized(j.values.size(), false);
+  for (const Op& op : j.ops)
+    if (op.info->fusion == FusionClass::library) for_each_value(op, [&](ValueId v) { materialized[size_t(v)] = true; });
+  for (size_t x = joint.forward_ops; x-- > 0;) {
+    const Op& op = j.ops[x];
+    const bool reaches = std::any_of(op.outs.begin(), op.outs.end(), [&](ValueId v) { return materialized[size_t(v)]; });
+    if (op.info->fusion == FusionClass::shape && reaches) for_each_value(op, [&](ValueId v) { materialized[size_t(v)] = true; });
+    if (op.info->fusion == FusionClass::shape || op.info->fusion == FusionClass::library || !reaches) continue;
+    int64_t& fs = m.candidates.ops[x].recompute_fs;
+    fs += options.device->launch_fs();
+    for (ValueId v : op.outs)
+      if (materialized[size_t(v)]) fs += 2 * options.device->move_fs(stored_bytes_at(j.value(v), false, options.plan_at));
+  }
 }
 
 // The candidates: the forward inputs and every value a forward op defines, with what saving
@@ -214,6 +266,7 @@ CutModel model_cut(const JointTrace& joint, const RematOptions& options) {
   }
   for (size_t x = 0; x < joint.forward_ops; ++x) add_candidate_op(m, j, j.ops[x], options);
   mark_backward_reads(m, joint);
+  if (options.device) add_materialization_costs(m, joint, options);
   return m;
 }
 
@@ -268,7 +321,72 @@ RematPlan plan_within_budget(const Candidates& c, int64_t budget) {
 struct ChosenPlan {
   RematPlan plan;
   bool over_budget = false;  // the default plan was over --activation-budget
+  std::string rule;          // planned in time: how the plan was chosen, for the reasons
+  std::vector<PlanPoint> frontier;
+  int chosen = -1;
+  int64_t fixed_fs = 0;  // the step's time no plan changes
+  PlanPoint bytes_first;
+  std::string exact_note;  // --exact fell back: why
 };
+
+// --exact: the solver's optimum for `goal` instead of the frontier's choice, where it is better.
+void choose_exactly(ChosenPlan& chosen, const RematProblem& time, const std::vector<int64_t>& bytes, const ExactGoal& goal) {
+  ExactResult exact = exact_plan(time, bytes, goal);
+  if (!exact.plan) {
+    chosen.exact_note = "--exact: " + exact.why_not + "; the frontier's plan instead";
+    return;
+  }
+  chosen.rule += ", solved exactly (CBC)";
+  const PlanPoint solved = measure_plan(time, bytes, *exact.plan), current = measure_plan(time, bytes, chosen.plan);
+  const bool better = goal.minimise == ExactGoal::Minimise::time ? solved.time_fs < current.time_fs : solved.activation_bytes < current.activation_bytes;
+  if (!better) return;  // the frontier's plan is optimal too
+  chosen.plan = std::move(*exact.plan);
+  chosen.chosen = -1;
+  for (size_t i = 0; i < chosen.frontier.size(); ++i)
+    if (chosen.frontier[i].activation_bytes == solved.activation_bytes && chosen.frontier[i].time_fs == solved.time_fs) chosen.chosen = int(i);
+}
+
+// Planned in time (options.device): the frontier, today's bytes-first plan among its candidates,
+// and the choice: the fastest within --activation-budget, else the fewest bytes within the slack.
+void choose_in_time(ChosenPlan& chosen, const CutModel& m, const JointTrace& joint, const RematOptions& options) {
+  std::vector<int64_t> bytes;
+  const RematProblem time = weigh_time(m.candidates, bytes);
+  const PlanPoint bytes_first = chosen.bytes_first = measure_plan(time, bytes, chosen.plan);
+  std::vector<PlanPoint> points = plan_frontier(time, bytes);
+  points.push_back(bytes_first);
+  chosen.frontier = pareto(std::move(points));
+  chosen.fixed_fs = fixed_step_fs(joint.trace, options.plan_at, *options.device);
+  const std::vector<PlanPoint>& f = chosen.frontier;
+  const std::string model = "the time model (--device-model " + options.device->name + ")";
+  if (!options.choose_by_time) {  // listed only: the plan by bytes, where it stands
+    chosen.over_budget = options.activation_budget && activation_bytes(m.candidates, chosen.plan) > *options.activation_budget;
+    if (chosen.over_budget) chosen.plan = plan_within_budget(m.candidates, *options.activation_budget);
+    const PlanPoint by_bytes = measure_plan(time, bytes, chosen.plan);
+    for (size_t i = 0; i < f.size(); ++i)
+      if (f[i].activation_bytes == by_bytes.activation_bytes && f[i].time_fs == by_bytes.time_fs) chosen.chosen = int(i);
+    return;
+  }
+  if (options.activation_budget) {
+    if (const int64_t least = activation_bytes(m.candidates, plan_remat(weigh(m.candidates, 0, true))); least > *options.activation_budget)
+      throw UserError("thunder-gen", "--activation-budget " + std::to_string(*options.activation_budget),
+                      "no plan saves that little: the smallest achievable is " + std::to_string(least) + " bytes of activations");
+    for (size_t i = 0; i < f.size() && chosen.chosen < 0; ++i)
+      if (f[i].activation_bytes <= *options.activation_budget) chosen.chosen = int(i);
+    chosen.plan = chosen.chosen >= 0 ? f[size_t(chosen.chosen)].plan : plan_within_budget(m.candidates, *options.activation_budget);
+    chosen.rule = "the fastest plan under " + model + " within --activation-budget " + std::to_string(*options.activation_budget);
+    if (options.exact) choose_exactly(chosen, time, bytes, {ExactGoal::Minimise::time, *options.activation_budget});
+    return;
+  }
+  const double slowest = double(chosen.fixed_fs + f.front().time_fs) * (1 + options.time_slack);
+  for (size_t i = 0; i < f.size(); ++i)
+    if (double(chosen.fixed_fs + f[i].time_fs) <= slowest && f[i].time_fs <= bytes_first.time_fs) chosen.chosen = int(i);
+  chosen.plan = f[size_t(chosen.chosen)].plan;
+  std::ostringstream slack;
+  slack << options.time_slack * 100;
+  chosen.rule = "the fewest bytes within " + slack.str() + "% of the fastest step under " + model;
+  const int64_t time_bound = std::min(int64_t(slowest) - chosen.fixed_fs, bytes_first.time_fs);
+  if (options.exact) choose_exactly(chosen, time, bytes, {ExactGoal::Minimise::bytes, time_bound});
+}
 
 ChosenPlan choose_plan(const CutModel& m, const JointTrace& joint, const RematOptions& options) {
   ChosenPlan chosen;
@@ -276,6 +394,10 @@ ChosenPlan choose_plan(const CutModel& m, const JointTrace& joint, const RematOp
     chosen.plan = plan_remat(weigh(m.candidates, kFullWeight, false));
   } catch (const NoFinitePlan& e) {
     throw no_plan_error(e, m, joint);
+  }
+  if (options.device && options.baseline == RematOptions::Baseline::none) {
+    choose_in_time(chosen, m, joint, options);
+    return chosen;
   }
   chosen.over_budget = options.activation_budget && activation_bytes(m.candidates, chosen.plan) > *options.activation_budget;
   if (chosen.over_budget) chosen.plan = plan_within_budget(m.candidates, *options.activation_budget);
@@ -287,7 +409,7 @@ ChosenPlan choose_plan(const CutModel& m, const JointTrace& joint, const RematOp
 class SaveReasons {
  public:
   SaveReasons(const CutModel& m, const JointTrace& joint, const ChosenPlan& chosen, const RematOptions& options)
-      : m_(m), j_(joint.trace), over_budget_(chosen.over_budget), options_(options), first_recomputed_reader_(j_.values.size(), kNone) {
+      : m_(m), j_(joint.trace), over_budget_(chosen.over_budget), rule_(chosen.rule), options_(options), first_recomputed_reader_(j_.values.size(), kNone) {
     for (size_t x = 0; x < joint.forward_ops; ++x)
       if (chosen.plan.recomputed[x])
         for_each_value(j_.ops[x], [&](ValueId u) {
@@ -301,6 +423,7 @@ class SaveReasons {
     const Op& def = j_.ops[size_t(m_.forward_def[size_t(v)])];
     if (std::optional<Policy> policy = policy_of(def.tags); policy == Policy::save || policy == Policy::prefer_save)
       return "tag " + std::string(policy_name(*policy)) + " on " + call_name(def) + " (" + policy_source(j_, def.where) + "); " + needed;
+    if (!rule_.empty()) return "min-cut: " + rule_ + "; " + needed;
     if (over_budget_) return "min-cut under --activation-budget " + std::to_string(*options_.activation_budget) + "; " + needed;
     if (!policy_of(def.tags) && pinned_by_default(*def.info))
       return def.symbol + " is not recomputed by default; " + needed;
@@ -328,6 +451,7 @@ class SaveReasons {
   const CutModel& m_;
   const Trace& j_;
   const bool over_budget_;
+  const std::string& rule_;
   const RematOptions& options_;
   std::vector<int> first_recomputed_reader_;  // joint value -> the first recomputed op reading it
 };
@@ -386,6 +510,28 @@ void make_backward(Partition& p, JointTrace& joint, const CutModel& m, const Rem
   p.backward.outputs.assign(j.outputs.begin() + ptrdiff_t(joint.forward_outputs), j.outputs.end());
 }
 
+// The frontier, each plan's recomputed values and predicted step, into p.
+void record_frontier(Partition& p, const CutModel& m, const ChosenPlan& chosen, const RematOptions& options) {
+  if (!options.device || chosen.frontier.empty()) return;
+  p.device = options.device->name;
+  p.chosen = chosen.chosen;
+  p.exact_note = chosen.exact_note;
+  auto listed = [&](const PlanPoint& point) {
+    Partition::FrontierPlan plan{point.activation_bytes, chosen.fixed_fs + point.time_fs, {}};
+    for (size_t x = 0; x < m.candidates.ops.size(); ++x)
+      if (point.plan.recomputed[x])
+        for (int out : m.candidates.ops[x].outputs) plan.recomputed.push_back(m.value_of[size_t(out)]);
+    return plan;
+  };
+  for (const PlanPoint& point : chosen.frontier) p.frontier.push_back(listed(point));
+  p.bytes_first = listed(chosen.bytes_first);
+  p.time_problem = weigh_time(m.candidates, p.value_bytes);
+  p.fixed_fs = chosen.fixed_fs;
+  const PlanPoint planned = measure_plan(p.time_problem, p.value_bytes, chosen.plan);
+  p.predicted_fs = chosen.fixed_fs + planned.time_fs;
+  p.planned_bytes = planned.activation_bytes;
+}
+
 }  // namespace
 
 Partition partition(JointTrace joint, const RematOptions& options) {
@@ -400,6 +546,7 @@ Partition partition(JointTrace joint, const RematOptions& options) {
   for (const SavedValue& s : p.saved)
     if (s.kind == SavedValue::Kind::intermediate) p.activation_bytes += stored_bytes(j.value(s.value));
 
+  record_frontier(p, m, chosen, options);
   // The two traces share the joint trace's values; the joint trace is consumed: its ops move
   // into the trace that runs them, and only the ops the backward recomputes are copied.
   make_backward(p, joint, m, chosen.plan);

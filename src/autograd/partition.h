@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/remat.h"
+#include "autograd/time_model.h"
 #include "ir/trace.h"
 #include "ops/distributed.h"
 
@@ -36,6 +38,25 @@ struct Partition {
   // A distributed trace's collectives, forward then backward (an all-gather the backward
   // recomputes is there again): what a step communicates, beside what it saves.
   std::vector<CollectiveCall> communication;
+  // Planned with a time model (RematOptions::device): the Pareto plans from the fastest to the
+  // fewest bytes, the one chosen (-1: a budget only a plan off the hull meets) and its time.
+  struct FrontierPlan {
+    int64_t activation_bytes = 0;  // at the plan's sizes
+    int64_t predicted_fs = 0;      // the step: forward + backward, femtoseconds
+    std::vector<ValueId> recomputed;
+  };
+  std::string device;  // the device model's name; empty when planned by bytes alone
+  std::vector<FrontierPlan> frontier;
+  int chosen = -1;
+  int64_t predicted_fs = 0;
+  int64_t planned_bytes = 0;  // the chosen plan's activation bytes at the plan's sizes
+  std::string exact_note;     // --exact fell back to the frontier: why
+  FrontierPlan bytes_first;  // the plan by bytes alone (no time model), for comparison
+  // The problem the frontier solves, for an exact solver to check (explain --frontier --json):
+  // costs in femtoseconds, each value's activation bytes, and the step time no plan changes.
+  RematProblem time_problem;
+  std::vector<int64_t> value_bytes;
+  int64_t fixed_fs = 0;
 };
 
 struct RematOptions {
@@ -54,6 +75,18 @@ struct RematOptions {
   // A symbolic trace's: the sizes its costs are weighed at (--plan-at; the pipeline's default is
   // each symbol's largest), the budget too. Empty: the sizes the trace was read at.
   SymbolValues plan_at;
+  // The time model (src/autograd/time_model.h). With one, the plan is the one with the fewest
+  // activation bytes among those predicted within time_slack of the fastest step (and none
+  // slower than the bytes-first plan); --activation-budget takes the fastest that fits. Without
+  // one, bytes first: a bit saved weighs as much as an element recomputed.
+  // With a device and choose_by_time false, the frontier is listed (explain --frontier) and the
+  // plan is still chosen by bytes.
+  std::optional<DeviceModel> device;
+  bool choose_by_time = false;
+  double time_slack = 0.01;
+  // --exact: choosing by time, an MILP solver's optimum (exact_plan.h) where the graph is small
+  // enough and it proves one in time; else the frontier's plan, with a note saying why.
+  bool exact = false;
 };
 
 // Throws UserError naming the op paths when the policies leave no finite plan.

@@ -107,13 +107,38 @@ int64_t plan_cost(const RematProblem& p, const std::vector<bool>& saved, std::ve
   return cost;
 }
 
-RematPlan plan_remat(const RematProblem& p) {
-  const Nodes n{p.values.size()};
-  const size_t nodes = n.op(int(p.ops.size()));
+struct MinCutSolver::Impl {
+  Nodes n;
+  size_t nodes;
+  Graph g;
+  std::vector<Traits::edge_descriptor> forward_edge;  // one per cut edge, in cut_edges' order
+};
+
+MinCutSolver::MinCutSolver(const RematProblem& structure) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.n = Nodes{structure.values.size()};
+  m.nodes = m.n.op(int(structure.ops.size()));
+  m.g = Graph(m.nodes);
+  auto reverse = boost::get(boost::edge_reverse, m.g);
+  for (const Edge& e : cut_edges(structure, m.n)) {
+    auto there = boost::add_edge(e.from, e.to, m.g).first;
+    auto back = boost::add_edge(e.to, e.from, m.g).first;
+    reverse[there] = back;
+    reverse[back] = there;
+    m.forward_edge.push_back(there);
+  }
+}
+
+MinCutSolver::~MinCutSolver() = default;
+
+RematPlan MinCutSolver::solve(const RematProblem& p) {
+  Impl& m = *impl_;
+  const Nodes& n = m.n;
   const std::vector<Edge> edges = cut_edges(p, n);
+  TG_CHECK(edges.size() == m.forward_edge.size() && p.values.size() == n.values, "a problem of another shape than the solver's");
 
   // A path of uncuttable edges from the forward to the backward: no finite plan exists.
-  std::vector<long> parent = reach(nodes, n.source(), edges, [&](size_t e) { return edges[e].cost >= RematProblem::kInfinite; });
+  std::vector<long> parent = reach(m.nodes, n.source(), edges, [&](size_t e) { return edges[e].cost >= RematProblem::kInfinite; });
   if (parent[n.sink()] != -2) {
     NoFinitePlan error;
     for (long e = parent[n.sink()]; e >= 0; e = parent[edges[size_t(e)].from]) {
@@ -128,24 +153,18 @@ RematPlan plan_remat(const RematProblem& p) {
   for (const Edge& e : edges)
     if (e.cost < RematProblem::kInfinite) finite_total += e.cost;
   TG_CHECK(finite_total < RematProblem::kInfinite, "rematerialization costs overflow");
-  Graph g(nodes);
+  Graph& g = m.g;
   auto capacity = boost::get(boost::edge_capacity, g);
   auto reverse = boost::get(boost::edge_reverse, g);
-  std::vector<Traits::edge_descriptor> forward_edge;
-  for (const Edge& e : edges) {
-    auto there = boost::add_edge(e.from, e.to, g).first;
-    auto back = boost::add_edge(e.to, e.from, g).first;
-    capacity[there] = std::min(e.cost, finite_total);
-    capacity[back] = 0;
-    reverse[there] = back;
-    reverse[back] = there;
-    forward_edge.push_back(there);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    capacity[m.forward_edge[i]] = std::min(edges[i].cost, finite_total);
+    capacity[reverse[m.forward_edge[i]]] = 0;
   }
   boost::boykov_kolmogorov_max_flow(g, n.source(), n.sink());
 
   // The source side of the minimum cut: reachable through edges with residual capacity left.
   auto residual = boost::get(boost::edge_residual_capacity, g);
-  std::vector<bool> source_side(nodes, false);
+  std::vector<bool> source_side(m.nodes, false);
   std::deque<size_t> queue = {n.source()};
   source_side[n.source()] = true;
   while (!queue.empty()) {
@@ -174,5 +193,8 @@ RematPlan plan_remat(const RematProblem& p) {
   plan.cost = plan_cost(p, plan.saved, &plan.recomputed);
   return plan;
 }
+
+
+RematPlan plan_remat(const RematProblem& p) { return MinCutSolver(p).solve(p); }
 
 }  // namespace tg

@@ -20,6 +20,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,19 @@ struct NoFinitePlan {
   std::vector<int> values;  // values on an all-infinite path from the forward to the backward
 };
 RematPlan plan_remat(const RematProblem& problem);
+
+// The same for many problems of one shape (the same values, ops and edges, other costs): the
+// cut graph is built once (the frontier's sweep solves a problem a lambda).
+class MinCutSolver {
+ public:
+  explicit MinCutSolver(const RematProblem& structure);
+  ~MinCutSolver();
+  RematPlan solve(const RematProblem& problem);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The cost of a plan given by its saved set, or kInfinite where it is infeasible: what the
 // backward needs must be saved or recomputable from saved values. Used by the exhaustive test.

@@ -42,6 +42,18 @@ void add_override_options(CLI::App& app, Request& r) {
   app.add_option("--activation-budget", r.activation_budget,
                  "the most bytes of saved intermediates; among plans that fit, the one recomputing least")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--remat-objective", r.objective,
+                 "bytes (default): the fewest activation bytes, a bit saved weighing as an element recomputed; time: the fewest bytes "
+                 "within --time-slack of the fastest step the time model predicts, or the fastest within --activation-budget")
+      ->check(CLI::IsMember({"bytes", "time"}));
+  app.add_flag("--exact", r.exact,
+               "with --remat-objective time: the optimal plan by an MILP solver (CBC) for graphs up to 600 forward ops, within 10 s; "
+               "else the frontier's plan, with a note");
+  app.add_option("--device-model", r.device_model,
+                 "the device the planner's time model predicts for: h200 (default), h100, or a .json description (devices/)");
+  app.add_option("--time-slack", r.time_slack_percent,
+                 "the default plan saves the fewest activation bytes among plans predicted within this many percent of the fastest (default 1)")
+      ->check(CLI::Range(0.0, 1000.0));
   app.add_option("--bucket-size-mb", r.bucket_mb,
                  "distributed traces: all-reduce DDP's gradients in buckets of this many MiB, as Thunder's ddp() does (default 25; 0: one all-reduce per gradient)")
       ->check(CLI::NonNegativeNumber);
@@ -82,7 +94,14 @@ std::string conflicting_options(const Request& r) {
 }
 
 // The main command's usage errors: "" when there is none.
+// Planning options that need another: --exact solves the time objective's problem.
+std::string planning_usage_error(const Request& r) {
+  if (r.exact && r.objective != "time") return "--exact goes with --remat-objective time";
+  return "";
+}
+
 std::string usage_error(const Request& r) {
+  if (const std::string planning = planning_usage_error(r); !planning.empty()) return planning;
   if (r.trace_file.empty()) {
     // --tag takes every word after it: a trace written after the tags was taken for one.
     for (const std::string& tag : r.tags)
@@ -113,6 +132,8 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
   auto* explain_cmd = app.add_subcommand("explain", "print the rematerialization plan: what is saved for the backward and why, what is recomputed");
   explain_cmd->add_option("trace", explain.trace_file, "trace JSON file or PT2 archive (torch.export.save)")->required();
   add_override_options(*explain_cmd, explain);
+  explain_cmd->add_flag("--frontier", explain.frontier, "print the Pareto plans of activation bytes against predicted step time instead, the chosen one marked");
+  explain_cmd->add_flag("--json", explain.json, "with --frontier: as JSON ({\"frontier\": [...], \"chosen\": i})");
   CLI::Option* diff_lines = add_generate_options(app, line.request);
   app.require_subcommand(0, 1);
 
@@ -141,6 +162,14 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
     line.command = CommandLine::Command::list_ops;
   } else if (*explain_cmd) {
     line.command = CommandLine::Command::explain;
+    if (explain.json && !explain.frontier) {
+      std::cerr << "thunder-gen: error: --json goes with --frontier\n";
+      return kExitUsage;
+    }
+    if (const std::string error = planning_usage_error(explain); !error.empty()) {
+      std::cerr << "thunder-gen: error: " << error << "\n";
+      return kExitUsage;
+    }
     line.request = std::move(explain);
     line.request.emit = "plan";
   } else if (const std::string error = usage_error(line.request); !error.empty()) {

@@ -30,6 +30,12 @@ struct Request {
   bool no_pack_bool = false;      // --no-pack-bool
   bool force = false;             // --force: replace an output folder that is not an earlier output
   int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
+  std::string objective = "bytes";    // --remat-objective: bytes (first) or time (the time model's frontier)
+  std::string device_model = "h200";  // --device-model: the time model's device, a name or a .json file
+  double time_slack_percent = 1;      // --time-slack: how much slower than the fastest plan the default may be
+  bool exact = false;                 // --exact: the time objective's plan by an MILP solver
+  bool frontier = false;              // explain --frontier
+  bool json = false;                  // explain --frontier --json
   double bucket_mb = 25;          // --bucket-size-mb: DDP's gradient buckets (0: an all-reduce per gradient)
   bool check = false;             // --check: compare the output folder with what generation writes
   size_t diff_lines = 400;        // --diff-lines: --check's diff is cut after this many lines (0: never)

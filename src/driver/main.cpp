@@ -159,6 +159,20 @@ tg::PipelineResult check_code_at_second_probe(std::future<tg::PipelineResult>& s
   return second;
 }
 
+tg::RematOptions remat_options_of(const Request& r) {
+  tg::RematOptions remat;
+  remat.pack_bools = !r.no_pack_bool;
+  if (r.activation_budget >= 0) remat.activation_budget = r.activation_budget;
+  remat.plan_at = r.plan_at;
+  remat.bucket_bytes = int64_t(r.bucket_mb * 1024 * 1024);
+  // The time model: chosen by, or only listed (explain --frontier of a plan by bytes).
+  if (r.objective == "time" || r.frontier) remat.device = tg::device_model(r.device_model);
+  remat.choose_by_time = r.objective == "time";
+  remat.time_slack = r.time_slack_percent / 100;
+  remat.exact = r.exact;
+  return remat;
+}
+
 int generate(const Request& r) {
   const std::string& file = r.trace_file;
   const std::string& emit = r.emit;
@@ -169,10 +183,8 @@ int generate(const Request& r) {
   options.verbose = verbose;
   options.dump_dir = r.dump_dir;
   options.overrides = overrides_of(r);
-  options.remat.pack_bools = !r.no_pack_bool;
-  if (r.activation_budget >= 0) options.remat.activation_budget = r.activation_budget;
-  options.remat.plan_at = r.plan_at;
-  options.remat.bucket_bytes = int64_t(r.bucket_mb * 1024 * 1024);
+  options.remat = remat_options_of(r);
+  options.plan_listing = !r.frontier ? tg::PlanListing::plan : r.json ? tg::PlanListing::frontier_json : tg::PlanListing::frontier;
   if (!emit.empty()) options.stop_after = tg::emit_stage(emit);
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -129,7 +129,7 @@ void PassManager::finish(Pass pass, size_t, const Partition& out, Clock::time_po
   if (stops_after(pass)) {
     verify(out.forward, pass);
     verify(out.backward, pass);
-    stop_if_asked(pass, [&] { return explain_partition(out, options_.input_file); });
+    stop_if_asked(pass, [&] { return explain_partition(out, options_.input_file, options_.plan_listing); });
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/explain.h"
 #include "autograd/partition.h"
 #include "codegen/emit_cuda.h"
 #include "codegen/kernel_program.h"
@@ -27,6 +28,7 @@ struct PassOptions {
   bool verbose = false;
   std::string dump_dir;              // write each pass's listing here when not empty
   std::optional<Pass> stop_after;    // --emit: end after this pass, with its listing
+  PlanListing plan_listing = PlanListing::plan;  // what the partition's listing shows (explain)
 };
 
 class PassManager {

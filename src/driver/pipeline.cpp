@@ -189,7 +189,10 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
     forward = &work->parts->forward;
   } else {
     passes.skip(Pass::autograd, print_trace(decomposed));
-    passes.skip(Pass::partition, o.input_file + " (trace \"" + input.name + "\"): no input requires grad, so there is no backward and nothing is saved\n");
+    const std::string no_backward = "no input requires grad, so there is no backward and nothing is saved";
+    passes.skip(Pass::partition, o.plan_listing == PlanListing::frontier_json
+                                     ? "{\"frontier\": [], \"chosen\": -1, \"note\": \"" + no_backward + "\"}\n"
+                                     : o.input_file + " (trace \"" + input.name + "\"): " + no_backward + "\n");
   }
   const Partition* parts = work->parts ? &*work->parts : nullptr;
 

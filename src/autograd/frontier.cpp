@@ -1,0 +1,91 @@
+#include "autograd/frontier.h"
+
+#include <algorithm>
+
+namespace tg {
+
+namespace {
+
+// Past this many femtoseconds per byte (17 ns) no recomputation is worth a byte: the fewest-bytes
+// end of the sweep.
+constexpr int64_t kLargestLambda = int64_t(1) << 24;
+constexpr int kMostCuts = 64;
+
+int64_t capped_sum(int64_t a, int64_t b) { return a >= RematProblem::kInfinite - b ? RematProblem::kInfinite : a + b; }
+
+int64_t capped_product(int64_t a, int64_t b) {
+  if (a != 0 && b > RematProblem::kInfinite / a) return RematProblem::kInfinite;
+  return a * b;
+}
+
+class Sweep {
+ public:
+  Sweep(const RematProblem& time, const std::vector<int64_t>& bytes) : time_(time), bytes_(bytes), solver_(time), weighted_(time) {}
+
+  PlanPoint at(int64_t lambda) {
+    ++cuts_;
+    for (size_t v = 0; v < weighted_.values.size(); ++v)
+      if (time_.values[v].save_cost < RematProblem::kInfinite)
+        weighted_.values[v].save_cost = capped_sum(time_.values[v].save_cost, capped_product(lambda, bytes_[v]));
+    return measure_plan(time_, bytes_, solver_.solve(weighted_));
+  }
+
+  // The hull corners strictly between `a` (more bytes, less time) and `b`, appended to `out`.
+  void between(const PlanPoint& a, const PlanPoint& b, std::vector<PlanPoint>& out) {
+    if (a.activation_bytes <= b.activation_bytes || b.time_fs <= a.time_fs || cuts_ >= kMostCuts) return;
+    const int64_t dt = b.time_fs - a.time_fs, db = a.activation_bytes - b.activation_bytes;
+    const int64_t lambda = (dt + db - 1) / db;  // where a and b cost about the same
+    PlanPoint c = at(lambda);
+    const bool new_corner = c.activation_bytes < a.activation_bytes && c.activation_bytes > b.activation_bytes;
+    if (!new_corner) return;
+    between(a, c, out);
+    out.push_back(c);
+    between(c, b, out);
+  }
+
+ private:
+  const RematProblem& time_;
+  const std::vector<int64_t>& bytes_;
+  MinCutSolver solver_;
+  RematProblem weighted_;  // time_ with lambda * bytes added to each saving
+  int cuts_ = 0;
+};
+
+}  // namespace
+
+PlanPoint measure_plan(const RematProblem& time, const std::vector<int64_t>& bytes, RematPlan plan) {
+  PlanPoint p;
+  for (size_t v = 0; v < plan.saved.size(); ++v)
+    if (plan.saved[v]) p.activation_bytes += bytes[v], p.time_fs = capped_sum(p.time_fs, time.values[v].save_cost);
+  for (size_t x = 0; x < plan.recomputed.size(); ++x)
+    if (plan.recomputed[x]) p.time_fs = capped_sum(p.time_fs, time.ops[x].recompute_cost);
+  p.plan = std::move(plan);
+  return p;
+}
+
+std::vector<PlanPoint> pareto(std::vector<PlanPoint> points) {
+  std::sort(points.begin(), points.end(), [](const PlanPoint& a, const PlanPoint& b) {
+    return a.activation_bytes != b.activation_bytes ? a.activation_bytes > b.activation_bytes : a.time_fs > b.time_fs;
+  });
+  // From the fewest bytes up, a plan stays only if it is faster than every plan with fewer bytes.
+  std::vector<PlanPoint> kept;
+  int64_t fastest_with_fewer = RematProblem::kInfinite + 1;
+  for (auto it = points.rbegin(); it != points.rend(); ++it)
+    if (it->time_fs < fastest_with_fewer) {
+      fastest_with_fewer = it->time_fs;
+      kept.push_back(std::move(*it));
+    }
+  std::reverse(kept.begin(), kept.end());
+  return kept;
+}
+
+std::vector<PlanPoint> plan_frontier(const RematProblem& time, const std::vector<int64_t>& bytes) {
+  Sweep sweep(time, bytes);
+  std::vector<PlanPoint> points{sweep.at(0)};
+  const PlanPoint fewest = sweep.at(kLargestLambda);
+  sweep.between(points.front(), fewest, points);
+  points.push_back(fewest);
+  return pareto(std::move(points));
+}
+
+}  // namespace tg

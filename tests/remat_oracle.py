@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""remat_oracle.py THUNDER_GEN TRACE...: the time model's frontier against an exact solver.
+
+For each trace of at most 300 ops, `thunder-gen explain --frontier --json --remat-objective time`
+gives the frontier and the cut problem behind it (each value's activation bytes and saving time,
+each forward op's recomputing time, in femtoseconds). HiGHS then solves the plan as an MILP
+(Checkmate's formulation for one backward: a value is available when saved, or when its op is
+recomputed from available values; the values the backward reads must be available) for the
+fastest plan within each frontier plan's bytes, and within budgets halfway between two of them.
+Checks, per trace:
+- every frontier plan, and the plan --activation-budget gives at each halfway budget, is at most
+  5% slower (the whole step, as predicted) than the optimum, and the budget holds;
+- with --exact (CBC in thunder-gen), the plan at each halfway budget is HiGHS's optimum;
+- no plan is faster than the optimum (the solver and the planner price plans alike);
+- the frontier is monotone: bytes falling, predicted time rising;
+- the chosen plan is on it, saves no more than the fastest plan (save-all-read's end of it), and
+  is predicted no slower than the plan by bytes alone.
+Prints one line per trace and the worst gap. Exits 1 on a failed check.
+"""
+import json
+import subprocess
+import sys
+
+import highspy
+import numpy as np
+
+MAX_OPS = 300
+TOLERANCE = 1.05
+
+
+def frontier_of(gen, trace, *flags):
+    out = subprocess.run([gen, "explain", trace, "--frontier", "--json", "--remat-objective", "time", *flags],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def fastest_within(problem, budget):
+    """The least plan time (femtoseconds, without the fixed part) saving at most `budget` bytes."""
+    values, ops = problem["values"], problem["ops"]
+    nv, nx = len(values), len(ops)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 1e-9)
+    inf = highspy.kHighsInf
+    # Columns: saved[v], available[v], recomputed[x]. Times in microseconds keep HiGHS's numbers tame.
+    for v in values:
+        cost = 0.0 if v["save_fs"] is None else v["save_fs"] / 1e9
+        h.addVar(0, 0 if v["save_fs"] is None else 1)
+        h.changeColCost(h.getNumCol() - 1, cost)
+    for v in values:
+        h.addVar(1 if v["needed"] else 0, 1)
+    for x in ops:
+        h.addVar(0, 0 if x["recompute_fs"] is None else 1)
+        h.changeColCost(h.getNumCol() - 1, 0.0 if x["recompute_fs"] is None else x["recompute_fs"] / 1e9)
+    h.changeColsIntegrality(2 * nv + nx, np.arange(2 * nv + nx, dtype=np.int32), np.full(2 * nv + nx, highspy.HighsVarType.kInteger))
+    defined_by = {}
+    for i, x in enumerate(ops):
+        for v in x["outputs"]:
+            defined_by[v] = i
+    for v in range(nv):  # available <= saved + recomputed(def)
+        idx, val = [nv + v, v], [1.0, -1.0]
+        if v in defined_by:
+            idx.append(2 * nv + defined_by[v])
+            val.append(-1.0)
+        h.addRow(-inf, 0, len(idx), np.array(idx, dtype=np.int32), np.array(val))
+    for i, x in enumerate(ops):  # recomputed <= available(each input)
+        for u in set(x["inputs"]):
+            h.addRow(-inf, 0, 2, np.array([2 * nv + i, nv + u], dtype=np.int32), np.array([1.0, -1.0]))
+    h.addRow(-inf, budget, nv, np.arange(nv, dtype=np.int32), np.array([float(v["bytes"]) for v in values]))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal, h.modelStatusToString(h.getModelStatus())
+    return h.getInfo().objective_function_value * 1e9
+
+
+def check(gen, trace):
+    doc = frontier_of(gen, trace)
+    if not doc["frontier"]:
+        return None, [f"{trace}: not checked: {doc['note']}"]
+    problem, frontier, chosen = doc["problem"], doc["frontier"], doc["chosen"]
+    if len(problem["ops"]) > MAX_OPS:
+        return None, [f"{trace}: not checked: {len(problem['ops'])} forward ops, past {MAX_OPS}"]
+    failures, worst = [], 1.0
+    fixed_us = problem["fixed_fs"] / 1e9
+    for a, b in zip(frontier, frontier[1:]):
+        if not (b["activation_bytes"] < a["activation_bytes"] and b["predicted_us"] > a["predicted_us"]):
+            failures.append(f"{trace}: not monotone: {a['activation_bytes']} B {a['predicted_us']} us, then {b['activation_bytes']} B {b['predicted_us']} us")
+    for plan in frontier:
+        optimum_us = fixed_us + fastest_within(problem, plan["activation_bytes"]) / 1e9
+        gap = plan["predicted_us"] / optimum_us
+        worst = max(worst, gap)
+        if gap > TOLERANCE:
+            failures.append(f"{trace}: at {plan['activation_bytes']} bytes the plan takes {plan['predicted_us']:.3f} us, the optimum {optimum_us:.3f}")
+        if plan["predicted_us"] < optimum_us * (1 - 1e-6):
+            failures.append(f"{trace}: a plan faster than the optimum ({plan['predicted_us']} < {optimum_us}): the two price plans differently")
+    # Budgets between two frontier plans: --activation-budget takes the fastest plan that fits.
+    for a, b in zip(frontier, frontier[1:]):
+        budget = (a["activation_bytes"] + b["activation_bytes"]) // 2
+        plan = frontier_of(gen, trace, "--activation-budget", str(budget))["plan"]
+        optimum_us = fixed_us + fastest_within(problem, budget) / 1e9
+        gap = plan["predicted_us"] / optimum_us
+        worst = max(worst, gap)
+        if plan["activation_bytes"] > budget:
+            failures.append(f"{trace}: --activation-budget {budget}: the plan saves {plan['activation_bytes']} bytes")
+        if gap > TOLERANCE:
+            failures.append(f"{trace}: --activation-budget {budget}: {plan['predicted_us']:.3f} us, the optimum {optimum_us:.3f}")
+        exact = frontier_of(gen, trace, "--activation-budget", str(budget), "--exact")["plan"]
+        if abs(exact["predicted_us"] - optimum_us) > 1e-6 * optimum_us or exact["activation_bytes"] > budget:
+            failures.append(f"{trace}: --exact --activation-budget {budget}: {exact}, HiGHS's optimum {optimum_us:.6f} us")
+    if not 0 <= chosen < len(frontier):
+        failures.append(f"{trace}: the chosen plan ({chosen}) is not on the frontier")
+    else:
+        pick = frontier[chosen]
+        if pick["activation_bytes"] > frontier[0]["activation_bytes"]:
+            failures.append(f"{trace}: the chosen plan saves more than the fastest")
+        if pick["predicted_us"] > doc["bytes_first"]["predicted_us"] * (1 + 1e-9):
+            failures.append(f"{trace}: the chosen plan is predicted slower than the plan by bytes alone")
+    return worst, failures + [f"{trace}: {len(problem['ops'])} forward ops, {len(frontier)} plans, worst {100 * (worst - 1):.2f}% from the optimum"]
+
+
+def main():
+    gen, traces = sys.argv[1], sys.argv[2:]
+    failed, worst_all, checked = False, 1.0, 0
+    for trace in traces:
+        worst, lines = check(gen, trace)
+        for line in lines:
+            print(("FAIL " if "worst" not in line and "not checked" not in line else "ok ") + line)
+        failed |= any("worst" not in l and "not checked" not in l for l in lines)
+        if worst is not None:
+            worst_all, checked = max(worst_all, worst), checked + 1
+    print(f"{checked} traces checked against HiGHS; the worst frontier plan {100 * (worst_all - 1):.2f}% slower than the optimum at its bytes")
+    sys.exit(1 if failed or checked == 0 else 0)
+
+
+if __name__ == "__main__":
+    main()

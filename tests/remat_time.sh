@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# remat_time.sh THUNDER_GEN WORK: planning in predicted time (--remat-objective time,
+# docs/rematerialization.md) from the command line.
+# - explain --frontier lists the Pareto plans, bytes falling and predicted time rising, one marked;
+#   --json gives the same with the problem; without --frontier, --json is a usage error.
+# - The time objective's plan is the one marked, on the frontier, predicted no slower than the
+#   plan by bytes; a generated folder saves what explain says.
+# - A larger --time-slack never saves more. --activation-budget in time: the plan fits; one below the fewest bytes names the smallest.
+# - --exact takes CBC's optimum, and past 600 forward ops the frontier's plan with a note.
+# - The seed report's tags hold in time too: `save` keeps the dropout mask, `recompute` keeps only
+#   the seed and offset.
+# - --device-model: a name not known, and description files with bad fields (a name that is not
+#   a word among them), are refused naming the field; h100 predicts other times than h200.
+set -u
+abs() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
+gen=$(abs "$1") work=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+source "$root/tests/checks.sh"
+run() { "$@" >out.txt 2>err.txt; echo $? >rc.txt; }
+rc() { [ "$(cat rc.txt)" = "$1" ]; }
+has() { grep -q -- "$2" "$1"; }
+block=$root/examples/corpus/nanogpt_block.json
+
+run "$gen" explain "$block" --frontier --remat-objective time
+check frontier-lists rc 0
+check frontier-marks-one [ "$(grep -c '^\*  *[0-9]' out.txt)" = 1 ]
+check frontier-monotone python3 -c '
+import re
+rows = [(int(m[1]), float(m[2])) for m in re.finditer(r"^[* ] +([0-9]+) +([0-9.]+) ", open("out.txt").read(), re.M)]
+assert len(rows) >= 3 and all(b[0] < a[0] and b[1] >= a[1] for a, b in zip(rows, rows[1:])), rows  # (times shown to 1 ns)'
+check frontier-compares-bytes-first has out.txt "by bytes alone (without the time model) the plan would save 84224 bytes"
+run "$gen" explain "$block" --json
+check json-needs-frontier rc 2; check json-needs-frontier-words has err.txt "--json goes with --frontier"
+
+run "$gen" explain "$block" --frontier --json --remat-objective time
+check json-parses python3 -c '
+import json, sys
+d = json.load(open("out.txt"))
+f, c = d["frontier"], d["chosen"]
+assert 0 <= c < len(f) and len(f) >= 3, (c, len(f))
+assert all(b["activation_bytes"] < a["activation_bytes"] and b["predicted_us"] > a["predicted_us"] for a, b in zip(f, f[1:]))
+assert f[c]["predicted_us"] <= d["bytes_first"]["predicted_us"] and d["plan"]["activation_bytes"] == f[c]["activation_bytes"]
+assert len(d["problem"]["ops"]) > 50 and all(set(v) == {"bytes", "save_fs", "input", "needed"} for v in d["problem"]["values"])'
+chosen_bytes=$(python3 -c 'import json; d = json.load(open("out.txt")); print(d["plan"]["activation_bytes"])')
+"$gen" "$block" -o time_folder --remat-objective time 2>err.txt
+check time-generates [ -f time_folder/manifest.json ]
+check time-folder-saves-what-explain-says [ "$(python3 -c 'import json; print(json.load(open("time_folder/manifest.json"))["saved_activation_bytes"])')" = "$chosen_bytes" ]
+run "$gen" explain "$block" --remat-objective time
+check explain-says-why has out.txt "min-cut: the fewest bytes within 1% of the fastest step under the time model (--device-model h200)"
+
+# A larger slack never saves more: 0%, 1%, 5%, 50%.
+for slack in 0 1 5 50; do
+  "$gen" explain "$block" --remat-objective time --time-slack $slack --frontier --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["plan"]["activation_bytes"])'
+done >slack.txt
+check slack-orders-bytes [ "$(sort -n -r slack.txt | tr '\n' ' ')" = "$(tr '\n' ' ' <slack.txt)" -a "$(head -1 slack.txt)" != "$(tail -1 slack.txt)" ]
+run "$gen" explain "$block" --remat-objective time --activation-budget 30000 --frontier --json
+check budget-fits python3 -c 'import json; d = json.load(open("out.txt")); assert d["plan"]["activation_bytes"] <= 30000, d["plan"]'
+run "$gen" explain "$root/examples/dropout_p09.json" --remat-objective time --tag torch.nn.functional.dropout=save --activation-budget 1000
+check budget-too-small rc 1; check budget-too-small-names-least has err.txt "the smallest achievable is 131072 bytes"
+run "$gen" explain "$root/examples/corpus/gpt2_block.json" --remat-objective time --activation-budget 0
+check budget-zero rc 0; check budget-zero-saves-nothing has out.txt "(0 of them activations"
+
+# --exact: CBC's optimum, or the frontier's plan with a note where the graph is past 600 ops.
+run "$gen" explain "$block" --exact
+check exact-needs-time rc 2; check exact-needs-time-words has err.txt "--exact goes with --remat-objective time"
+run "$gen" explain "$block" --remat-objective time --exact --activation-budget 42112 --frontier --json
+check exact-solves python3 -c 'import json; d = json.load(open("out.txt")); assert "note" not in d and d["plan"]["activation_bytes"] <= 42112, d["plan"]'
+run "$gen" explain "$block" --remat-objective time --exact
+check exact-says-so has out.txt "solved exactly (CBC)"
+python3 "$root/tools/stack_blocks.py" "$root/tools/bench/symbolic_residual_block.json" 120 stacked.json --at B=2,T=3 >/dev/null
+run "$gen" explain stacked.json --remat-objective time --exact
+check exact-falls-back rc 0; check exact-falls-back-note has out.txt "note: --exact: [0-9]* forward ops, past the 600 --exact solves; the frontier's plan instead"
+
+ex=$root/examples/dropout_p09.json
+run "$gen" explain "$ex" --remat-objective time --tag torch.nn.functional.dropout=save
+check tag-save-in-time has out.txt "b8\[1024, 1024\]  131072 bytes, bitmask, intermediate: tag save"
+run "$gen" explain "$ex" --remat-objective time --tag torch.nn.functional.dropout=recompute
+check tag-recompute-in-time has out.txt "saved for the backward: 0 tensors"
+
+run "$gen" explain "$block" --frontier --device-model h300
+check unknown-device rc 1; check unknown-device-words has err.txt "no such device; known: h100, h200"
+printf '{"name": "x", "copy_bytes_per_second": -1}' >bad.json
+run "$gen" explain "$block" --frontier --device-model ./bad.json
+check bad-device-field rc 1; check bad-device-field-words has err.txt "/copy_bytes_per_second.*positive"
+printf '{"name": "x", "copy_bytes_per_second": 1e12, "launch_seconds": 1e-6, "flops_per_second": {"f32": 1e13}}' >partial.json
+run "$gen" explain "$block" --frontier --device-model ./partial.json
+check missing-device-field rc 1; check missing-device-field-words has err.txt "/flops_per_second/tf32.*missing"
+printf '{"name": "x\\n*/ y", "copy_bytes_per_second": 1e12}' >name.json
+run "$gen" explain "$block" --frontier --device-model ./name.json
+check device-name-a-word rc 1; check device-name-a-word-words has err.txt "/name.*letters, digits"
+"$gen" explain "$block" --remat-objective time --device-model h100 >h100.txt
+"$gen" explain "$block" --remat-objective time --device-model h200 >h200.txt
+check devices-differ [ "$(grep 'predicted step' h100.txt)" != "$(grep 'predicted step' h200.txt)" ]
+finish
