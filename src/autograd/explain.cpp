@@ -173,7 +173,7 @@ std::string explain_partition(const Partition& p, const std::string& input_file,
   if (!p.exact_note.empty()) out << "note: " << p.exact_note << "\n";
   if (!p.device.empty())
     out << "predicted step (forward + backward): " << microseconds(p.predicted_fs) << " us under the time model (--device-model " << p.device << "); "
-        << p.frontier.size() << " plans on the frontier (explain --frontier)\n";
+        << "the frontier: explain --frontier\n";
   return out.str();
 }
 

@@ -20,7 +20,10 @@ int64_t capped_product(int64_t a, int64_t b) {
 
 class Sweep {
  public:
-  Sweep(const RematProblem& time, const std::vector<int64_t>& bytes) : time_(time), bytes_(bytes), solver_(time), weighted_(time) {}
+  Sweep(const RematProblem& time, const std::vector<int64_t>& bytes, const FrontierFocus& focus)
+      : time_(time), bytes_(bytes), focus_(focus), solver_(time), weighted_(time) {}
+
+  void limit_time(int64_t most) { most_time_ = most; }
 
   PlanPoint at(int64_t lambda) {
     ++cuts_;
@@ -32,7 +35,7 @@ class Sweep {
 
   // The hull corners strictly between `a` (more bytes, less time) and `b`, appended to `out`.
   void between(const PlanPoint& a, const PlanPoint& b, std::vector<PlanPoint>& out) {
-    if (a.activation_bytes <= b.activation_bytes || b.time_fs <= a.time_fs || cuts_ >= kMostCuts) return;
+    if (a.activation_bytes <= b.activation_bytes || b.time_fs <= a.time_fs || cuts_ >= kMostCuts || !in_focus(a, b)) return;
     const int64_t dt = b.time_fs - a.time_fs, db = a.activation_bytes - b.activation_bytes;
     const int64_t lambda = (dt + db - 1) / db;  // where a and b cost about the same
     PlanPoint c = at(lambda);
@@ -44,8 +47,17 @@ class Sweep {
   }
 
  private:
+  // Whether a corner between a and b could be chosen: every one is slower than a and smaller
+  // than a, larger than b.
+  bool in_focus(const PlanPoint& a, const PlanPoint& b) const {
+    if (a.time_fs > most_time_) return false;
+    return !focus_.byte_budget || (a.activation_bytes > *focus_.byte_budget && b.activation_bytes <= *focus_.byte_budget);
+  }
+
   const RematProblem& time_;
   const std::vector<int64_t>& bytes_;
+  const FrontierFocus& focus_;
+  int64_t most_time_ = RematProblem::kInfinite;
   MinCutSolver solver_;
   RematProblem weighted_;  // time_ with lambda * bytes added to each saving
   int cuts_ = 0;
@@ -79,9 +91,10 @@ std::vector<PlanPoint> pareto(std::vector<PlanPoint> points) {
   return kept;
 }
 
-std::vector<PlanPoint> plan_frontier(const RematProblem& time, const std::vector<int64_t>& bytes) {
-  Sweep sweep(time, bytes);
+std::vector<PlanPoint> plan_frontier(const RematProblem& time, const std::vector<int64_t>& bytes, const FrontierFocus& focus) {
+  Sweep sweep(time, bytes, focus);
   std::vector<PlanPoint> points{sweep.at(0)};
+  if (focus.time_limit) sweep.limit_time(focus.time_limit(points.front()));
   const PlanPoint fewest = sweep.at(kLargestLambda);
   sweep.between(points.front(), fewest, points);
   points.push_back(fewest);

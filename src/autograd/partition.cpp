@@ -1,6 +1,7 @@
 #include "autograd/partition.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <sstream>
 
@@ -346,16 +347,31 @@ void choose_exactly(ChosenPlan& chosen, const RematProblem& time, const std::vec
     if (chosen.frontier[i].activation_bytes == solved.activation_bytes && chosen.frontier[i].time_fs == solved.time_fs) chosen.chosen = int(i);
 }
 
+// The corners the choice needs, unless explain lists them all: within the slack (and no slower
+// than the plan by bytes), or either side of the budget.
+FrontierFocus focus_of(const RematOptions& options, int64_t fixed_fs, const PlanPoint& bytes_first) {
+  FrontierFocus focus;
+  if (options.list_frontier || !options.choose_by_time) return focus;
+  if (options.activation_budget) {
+    focus.byte_budget = options.activation_budget;
+    return focus;
+  }
+  focus.time_limit = [&options, fixed_fs, cap = bytes_first.time_fs](const PlanPoint& fastest) {
+    return std::min(int64_t(std::ceil(double(fixed_fs + fastest.time_fs) * (1 + options.time_slack))) - fixed_fs, cap);
+  };
+  return focus;
+}
+
 // Planned in time (options.device): the frontier, today's bytes-first plan among its candidates,
 // and the choice: the fastest within --activation-budget, else the fewest bytes within the slack.
 void choose_in_time(ChosenPlan& chosen, const CutModel& m, const JointTrace& joint, const RematOptions& options) {
   std::vector<int64_t> bytes;
   const RematProblem time = weigh_time(m.candidates, bytes);
   const PlanPoint bytes_first = chosen.bytes_first = measure_plan(time, bytes, chosen.plan);
-  std::vector<PlanPoint> points = plan_frontier(time, bytes);
+  chosen.fixed_fs = fixed_step_fs(joint.trace, options.plan_at, *options.device);
+  std::vector<PlanPoint> points = plan_frontier(time, bytes, focus_of(options, chosen.fixed_fs, bytes_first));
   points.push_back(bytes_first);
   chosen.frontier = pareto(std::move(points));
-  chosen.fixed_fs = fixed_step_fs(joint.trace, options.plan_at, *options.device);
   const std::vector<PlanPoint>& f = chosen.frontier;
   const std::string model = "the time model (--device-model " + options.device->name + ")";
   if (!options.choose_by_time) {  // listed only: the plan by bytes, where it stands

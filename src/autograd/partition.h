@@ -83,6 +83,7 @@ struct RematOptions {
   // plan is still chosen by bytes.
   std::optional<DeviceModel> device;
   bool choose_by_time = false;
+  bool list_frontier = false;  // explain --frontier: every corner, not only those a choice needs
   double time_slack = 0.01;
   // --exact: choosing by time, an MILP solver's optimum (exact_plan.h) where the graph is small
   // enough and it proves one in time; else the frontier's plan, with a note saying why.

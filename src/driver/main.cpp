@@ -168,6 +168,7 @@ tg::RematOptions remat_options_of(const Request& r) {
   // The time model: chosen by, or only listed (explain --frontier of a plan by bytes).
   if (r.objective == "time" || r.frontier) remat.device = tg::device_model(r.device_model);
   remat.choose_by_time = r.objective == "time";
+  remat.list_frontier = r.frontier;
   remat.time_slack = r.time_slack_percent / 100;
   remat.exact = r.exact;
   return remat;

@@ -81,3 +81,42 @@ TEST_CASE("pareto() keeps one plan per size, and only plans nothing else beats")
   for (const tg::PlanPoint& p : kept) got.emplace_back(p.activation_bytes, p.time_fs);
   CHECK(got == std::vector<std::pair<int64_t, int64_t>>{{8, 4}, {3, 9}, {0, 20}});
 }
+
+TEST_CASE("a focused sweep finds the plan a choice takes, as the whole frontier does") {
+  std::mt19937 rng(20261206);
+  int compared = 0;
+  for (int round = 0; round < 300; ++round) {
+    const tg::RematProblem time = tg_test::random_problem(rng, 8 + round % 9);
+    std::vector<int64_t> bytes;
+    for (const tg::RematProblem::Value& v : time.values) bytes.push_back(v.is_input ? 0 : std::uniform_int_distribution<int64_t>(1, 50)(rng));
+    std::vector<tg::PlanPoint> full;
+    try {
+      full = tg::plan_frontier(time, bytes);
+    } catch (const tg::NoFinitePlan&) {
+      continue;
+    }
+    if (full.size() < 3) continue;
+    INFO("round " << round);
+    const int64_t limit = (full.front().time_fs + full.back().time_fs) / 2;
+    const int64_t budget = (full.front().activation_bytes + full.back().activation_bytes) / 2;
+    auto last_within_time = [&](const std::vector<tg::PlanPoint>& f) {
+      const tg::PlanPoint* pick = nullptr;
+      for (const tg::PlanPoint& p : f)
+        if (p.time_fs <= limit) pick = &p;
+      return std::pair(pick->activation_bytes, pick->time_fs);
+    };
+    auto first_within_budget = [&](const std::vector<tg::PlanPoint>& f) {
+      for (const tg::PlanPoint& p : f)
+        if (p.activation_bytes <= budget) return std::pair(p.activation_bytes, p.time_fs);
+      return std::pair(int64_t(-1), int64_t(-1));
+    };
+    tg::FrontierFocus by_time;
+    by_time.time_limit = [&](const tg::PlanPoint&) { return limit; };
+    tg::FrontierFocus by_budget;
+    by_budget.byte_budget = budget;
+    CHECK(last_within_time(tg::plan_frontier(time, bytes, by_time)) == last_within_time(full));
+    CHECK(first_within_budget(tg::plan_frontier(time, bytes, by_budget)) == first_within_budget(full));
+    ++compared;
+  }
+  CHECK(compared > 20);
+}
