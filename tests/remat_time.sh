@@ -6,6 +6,7 @@
 # - The time objective's plan is the one marked, on the frontier, predicted no slower than the
 #   plan by bytes; a generated folder saves what explain says.
 # - A larger --time-slack never saves more. --activation-budget in time: the plan fits; one below the fewest bytes names the smallest.
+# - Every distributed example plans in time.
 # - --exact takes CBC's optimum, and past 600 forward ops the frontier's plan with a note.
 # - The seed report's tags hold in time too: `save` keeps the dropout mask, `recompute` keeps only
 #   the seed and offset.
@@ -72,6 +73,12 @@ python3 "$root/tools/stack_blocks.py" "$root/tools/bench/symbolic_residual_block
 run "$gen" explain stacked.json --remat-objective time --exact
 check exact-falls-back rc 0; check exact-falls-back-note has out.txt "note: --exact: [0-9]* forward ops, past the 600 --exact solves; the frontier's plan instead"
 
+planned=yes
+for f in "$root"/examples/distributed/*.json; do
+  "$gen" explain "$f" --remat-objective time >/dev/null 2>err.txt || { echo "  $f: $(head -1 err.txt)"; planned=no; }
+done
+check distributed-in-time [ $planned = yes ]
+
 ex=$root/examples/dropout_p09.json
 run "$gen" explain "$ex" --remat-objective time --tag torch.nn.functional.dropout=save
 check tag-save-in-time has out.txt "b8\[1024, 1024\]  131072 bytes, bitmask, intermediate: tag save"
@@ -82,7 +89,15 @@ run "$gen" explain "$block" --frontier --device-model h300
 check unknown-device rc 1; check unknown-device-words has err.txt "no such device; known: h100, h200"
 printf '{"name": "x", "copy_bytes_per_second": -1}' >bad.json
 run "$gen" explain "$block" --frontier --device-model ./bad.json
-check bad-device-field rc 1; check bad-device-field-words has err.txt "/copy_bytes_per_second.*positive"
+check bad-device-field rc 1; check bad-device-field-words has err.txt "/copy_bytes_per_second.*must be a number from"
+printf '{"name": "x", "copy_bytes_per_second": 4.2}' >units.json  # (TB/s written for B/s)
+run "$gen" explain "$block" --frontier --device-model ./units.json
+check device-units-slip rc 1; check device-units-slip-words has err.txt "/copy_bytes_per_second.*from 1e+09 to 1e+15"
+printf '{"name": "x", "copy_bytes_per_second": 1e999}' >huge.json
+run "$gen" explain "$block" --frontier --device-model ./huge.json
+check device-huge-number rc 1; check device-huge-number-words has err.txt "huge.json.*not a device description"
+run "$gen" explain "$block" --remat-objective time --time-slack nan
+check slack-nan rc 2
 printf '{"name": "x", "copy_bytes_per_second": 1e12, "launch_seconds": 1e-6, "flops_per_second": {"f32": 1e13}}' >partial.json
 run "$gen" explain "$block" --frontier --device-model ./partial.json
 check missing-device-field rc 1; check missing-device-field-words has err.txt "/flops_per_second/tf32.*missing"

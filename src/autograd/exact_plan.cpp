@@ -3,6 +3,7 @@
 #include <Cbc_C_Interface.h>
 
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -104,6 +105,10 @@ class Formulation {
 ExactResult exact_plan(const RematProblem& time, const std::vector<int64_t>& bytes, const ExactGoal& goal, double seconds) {
   if (time.ops.size() > kExactMostOps)
     return {std::nullopt, std::to_string(time.ops.size()) + " forward ops, past the " + std::to_string(kExactMostOps) + " --exact solves"};
+  // CBC's solver keeps global state (it is not thread-safe), and a symbolic trace's two probes
+  // plan side by side: one solve at a time.
+  static std::mutex solving;
+  const std::lock_guard<std::mutex> lock(solving);
   const Formulation formulation(time, bytes);
   Model m = formulation.build(goal);
   Cbc_setMaximumSeconds(m.get(), seconds);

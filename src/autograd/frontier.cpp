@@ -18,6 +18,19 @@ int64_t capped_product(int64_t a, int64_t b) {
   return a * b;
 }
 
+// The lambda of the fewest-bytes end: past any recomputation's worth of a byte, and small
+// enough that no weighted cost, nor the cut's sum of them, reaches kInfinite (when that binds,
+// with terabytes of activations, the end may save more than the fewest possible).
+int64_t largest_lambda(const RematProblem& time, const std::vector<int64_t>& bytes) {
+  int64_t finite = 0, total_bytes = 1;
+  for (size_t v = 0; v < time.values.size(); ++v)
+    if (time.values[v].save_cost < RematProblem::kInfinite) finite = capped_sum(finite, time.values[v].save_cost), total_bytes = capped_sum(total_bytes, bytes[v]);
+  for (const RematProblem::Op& op : time.ops)
+    if (op.recompute_cost < RematProblem::kInfinite) finite = capped_sum(finite, op.recompute_cost);
+  const int64_t room = RematProblem::kInfinite / 4 - std::min(finite, RematProblem::kInfinite / 8);
+  return std::max<int64_t>(1, std::min(kLargestLambda, room / total_bytes));
+}
+
 class Sweep {
  public:
   Sweep(const RematProblem& time, const std::vector<int64_t>& bytes, const FrontierFocus& focus)
@@ -93,10 +106,11 @@ std::vector<PlanPoint> pareto(std::vector<PlanPoint> points) {
 
 std::vector<PlanPoint> plan_frontier(const RematProblem& time, const std::vector<int64_t>& bytes, const FrontierFocus& focus) {
   Sweep sweep(time, bytes, focus);
-  std::vector<PlanPoint> points{sweep.at(0)};
-  if (focus.time_limit) sweep.limit_time(focus.time_limit(points.front()));
-  const PlanPoint fewest = sweep.at(kLargestLambda);
-  sweep.between(points.front(), fewest, points);
+  const PlanPoint fastest = sweep.at(0);
+  std::vector<PlanPoint> points{fastest};
+  if (focus.time_limit) sweep.limit_time(focus.time_limit(fastest));
+  const PlanPoint fewest = sweep.at(largest_lambda(time, bytes));
+  sweep.between(fastest, fewest, points);
   points.push_back(fewest);
   return pareto(std::move(points));
 }

@@ -202,10 +202,12 @@ void add_candidate_op(CutModel& m, const Trace& j, const Op& op, const RematOpti
     co.outputs.push_back(m.candidate[size_t(v)]);
   }
   co.cost = recompute_cost(j, op, options.plan_at);
-  // (An all-reduce or reduce-scatter is never run again: the time model does not price communication.)
-  const bool communicates = is_collective(op.info->kind) && op.info->kind != OpKind::all_gather;
-  if (options.device) co.recompute_fs = communicates ? kInfinite : recompute_fs(j, op, options.plan_at, *options.device);
+  // (An all-reduce or reduce-scatter runs again only when a policy asks: the time model does not
+  // price communication.)
   co.policy = policy_of(op.tags);
+  const bool asked = co.policy == Policy::recompute || co.policy == Policy::prefer_recompute;
+  const bool communicates = is_collective(op.info->kind) && op.info->kind != OpKind::all_gather && !asked;
+  if (options.device) co.recompute_fs = communicates ? kInfinite : recompute_fs(j, op, options.plan_at, *options.device);
   co.pinned = pinned_by_default(*op.info);
   if (co.policy == Policy::save) co.forbidden = reads_from_outside_its_call(m, j, op);
   m.candidates.ops.push_back(std::move(co));
@@ -239,9 +241,9 @@ void add_materialization_costs(CutModel& m, const JointTrace& joint, const Remat
     if (op.info->fusion == FusionClass::shape && reaches) for_each_value(op, [&](ValueId v) { materialized[size_t(v)] = true; });
     if (op.info->fusion == FusionClass::shape || op.info->fusion == FusionClass::library || !reaches) continue;
     int64_t& fs = m.candidates.ops[x].recompute_fs;
-    fs += options.device->launch_fs();
+    fs = capped_fs_sum(fs, options.device->launch_fs());
     for (ValueId v : op.outs)
-      if (materialized[size_t(v)]) fs += 2 * options.device->move_fs(stored_bytes_at(j.value(v), false, options.plan_at));
+      if (materialized[size_t(v)]) fs = capped_fs_sum(fs, 2 * options.device->move_fs(stored_bytes_at(j.value(v), false, options.plan_at)));
   }
 }
 
@@ -396,6 +398,7 @@ void choose_in_time(ChosenPlan& chosen, const CutModel& m, const JointTrace& joi
   const double slowest = double(chosen.fixed_fs + f.front().time_fs) * (1 + options.time_slack);
   for (size_t i = 0; i < f.size(); ++i)
     if (double(chosen.fixed_fs + f[i].time_fs) <= slowest && f[i].time_fs <= bytes_first.time_fs) chosen.chosen = int(i);
+  TG_CHECK(chosen.chosen >= 0, "no frontier plan within the time slack");
   chosen.plan = f[size_t(chosen.chosen)].plan;
   std::ostringstream slack;
   slack << options.time_slack * 100;
@@ -412,7 +415,11 @@ ChosenPlan choose_plan(const CutModel& m, const JointTrace& joint, const RematOp
     throw no_plan_error(e, m, joint);
   }
   if (options.device && options.baseline == RematOptions::Baseline::none) {
-    choose_in_time(chosen, m, joint, options);
+    try {
+      choose_in_time(chosen, m, joint, options);
+    } catch (const NoFinitePlan& e) {
+      throw no_plan_error(e, m, joint);
+    }
     return chosen;
   }
   chosen.over_budget = options.activation_budget && activation_bytes(m.candidates, chosen.plan) > *options.activation_budget;

@@ -17,16 +17,19 @@ namespace {
 
 int64_t femtoseconds(double seconds) {
   const double fs = std::ceil(seconds * kFemtoseconds);
-  return fs >= 9.2e18 ? INT64_MAX : int64_t(fs);
+  return fs >= double(kMostFs) ? kMostFs : int64_t(fs);
 }
 
-// A positive, finite number at `pointer`, or a UserError naming it.
-double positive(const nlohmann::json& doc, const std::string& pointer, const std::string& file) {
+// A number in [least, most] at `pointer`, or a UserError naming it and the range.
+double in_range(const nlohmann::json& doc, const std::string& pointer, const std::string& file, double least, double most) {
   const nlohmann::json::json_pointer at(pointer);
   if (!doc.contains(at)) throw UserError(file, pointer, "missing: the device description needs it");
   const nlohmann::json& v = doc.at(at);
-  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-    throw UserError(file, pointer, "must be a positive number, not " + v.dump().substr(0, 40));
+  if (!v.is_number() || !(v.get<double>() >= least && v.get<double>() <= most)) {
+    std::ostringstream range;
+    range << "must be a number from " << least << " to " << most << ", not " << v.dump().substr(0, 40);
+    throw UserError(file, pointer, range.str());
+  }
   return v.get<double>();
 }
 
@@ -36,6 +39,8 @@ DeviceModel parse_device(const std::string& text, const std::string& file) {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw UserError(file, "byte " + std::to_string(e.byte), "not JSON");
+  } catch (const nlohmann::json::exception& e) {  // (a number past double's range, say)
+    throw UserError(file, "", std::string("not a device description: ") + e.what());
   }
   if (!doc.is_object()) throw UserError(file, "", "a device description is a JSON object");
   DeviceModel d;
@@ -45,9 +50,11 @@ DeviceModel parse_device(const std::string& text, const std::string& file) {
   const bool word = !d.name.empty() && d.name.size() <= 64 &&
                     std::all_of(d.name.begin(), d.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
   if (!word) throw UserError(file, "/name", "a device's name is 1-64 letters, digits, '-', '_' or '.'");
-  d.copy_bytes_per_second = positive(doc, "/copy_bytes_per_second", file);
-  d.launch_seconds = positive(doc, "/launch_seconds", file);
-  for (const char* dtype : {"f32", "tf32", "bf16", "f16", "f64"}) d.flops_per_second[dtype] = positive(doc, std::string("/flops_per_second/") + dtype, file);
+  // (Ranges any real device falls in: a units slip is refused rather than saturating every cost.)
+  d.copy_bytes_per_second = in_range(doc, "/copy_bytes_per_second", file, 1e9, 1e15);
+  d.launch_seconds = in_range(doc, "/launch_seconds", file, 1e-8, 1e-3);
+  for (const char* dtype : {"f32", "tf32", "bf16", "f16", "f64"})
+    d.flops_per_second[dtype] = in_range(doc, std::string("/flops_per_second/") + dtype, file, 1e9, 1e18);
   return d;
 }
 
@@ -90,15 +97,17 @@ int64_t recompute_fs(const Trace& t, const Op& op, const SymbolValues& at, const
 
 int64_t fixed_step_fs(const Trace& joint, const SymbolValues& at, const DeviceModel& device) {
   int64_t fs = 2 * device.launch_fs();
-  for (const Op& op : joint.ops) fs += recompute_fs(joint, op, at, device);
+  for (const Op& op : joint.ops) fs = capped_fs_sum(fs, recompute_fs(joint, op, at, device));
   auto moved = [&](ValueId v) {
     const Value& value = joint.value(v);
     return value.is_scalar ? 0 : device.move_fs(stored_bytes_at(value, false, at));
   };
-  for (ValueId v : joint.inputs) fs += moved(v);
-  for (ValueId v : joint.outputs) fs += moved(v);
+  for (ValueId v : joint.inputs) fs = capped_fs_sum(fs, moved(v));
+  for (ValueId v : joint.outputs) fs = capped_fs_sum(fs, moved(v));
   return fs;
 }
+
+int64_t capped_fs_sum(int64_t a, int64_t b) { return std::min(kMostFs * 1024, a + b); }
 
 int64_t DeviceModel::move_fs(int64_t bytes) const { return femtoseconds(double(bytes) / copy_bytes_per_second); }
 

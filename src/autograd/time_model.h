@@ -27,6 +27,10 @@ struct DeviceModel {
 };
 
 constexpr double kFemtoseconds = 1e15;
+// One prediction's most: 2^50 fs (about 1.1 s), so that sums of thousands of them and the
+// planner's weights stay far below int64's range; a longer one saturates.
+constexpr int64_t kMostFs = int64_t(1) << 50;
+int64_t capped_fs_sum(int64_t a, int64_t b);
 
 // devices/<name>.json as compiled in, or a description file at `name_or_path` (a name with a
 // '/' or ending in .json); throws UserError naming the file and the JSON pointer of a bad field.

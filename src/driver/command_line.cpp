@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <tuple>
@@ -53,7 +55,8 @@ void add_override_options(CLI::App& app, Request& r) {
                  "the device the planner's time model predicts for: h200 (default), h100, or a .json description (devices/)");
   app.add_option("--time-slack", r.time_slack_percent,
                  "the default plan saves the fewest activation bytes among plans predicted within this many percent of the fastest (default 1)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(CLI::Range(0.0, 1000.0))
+      ->check([](const std::string& text) { return std::isfinite(std::strtod(text.c_str(), nullptr)) ? "" : "not a finite number"; });
   app.add_option("--bucket-size-mb", r.bucket_mb,
                  "distributed traces: all-reduce DDP's gradients in buckets of this many MiB, as Thunder's ddp() does (default 25; 0: one all-reduce per gradient)")
       ->check(CLI::NonNegativeNumber);

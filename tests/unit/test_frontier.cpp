@@ -120,3 +120,28 @@ TEST_CASE("a focused sweep finds the plan a choice takes, as the whole frontier 
   }
   CHECK(compared > 20);
 }
+
+TEST_CASE("the sweep's fewest-bytes end stays within the cut's range when activations are huge") {
+  std::mt19937 rng(7);
+  int planned = 0;
+  for (int round = 0; round < 60; ++round) {
+    const tg::RematProblem time = tg_test::random_problem(rng, 10);
+    std::vector<int64_t> small, huge;
+    for (const tg::RematProblem::Value& v : time.values) {
+      small.push_back(v.is_input ? 0 : 1 + round % 7);
+      huge.push_back(v.is_input ? 0 : (int64_t(1) << 42) * (1 + round % 7));  // 4 TiB and up each
+    }
+    std::vector<tg::PlanPoint> expected;
+    try {
+      expected = tg::plan_frontier(time, small);
+    } catch (const tg::NoFinitePlan&) {
+      continue;  // (the random policies leave no plan)
+    }
+    INFO("round " << round);
+    const std::vector<tg::PlanPoint> f = tg::plan_frontier(time, huge);  // must not throw
+    CHECK(f.back().activation_bytes == expected.back().activation_bytes * (int64_t(1) << 42));  // the same fewest bytes
+    CHECK(f.front().time_fs == expected.front().time_fs);
+    ++planned;
+  }
+  CHECK(planned > 30);
+}
