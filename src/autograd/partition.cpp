@@ -301,11 +301,17 @@ int64_t activation_bytes(const Candidates& c, const RematPlan& plan) {
 // against bytes. Weight 0 gives the fewest bytes any plan can save; then the largest weight whose
 // plan still fits is the one that recomputes least. (Saved bytes never grow as the weight falls,
 // so a smaller budget never saves more.)
-RematPlan plan_within_budget(const Candidates& c, int64_t budget) {
+// The plan saving the fewest bytes any plan can; a UserError naming them when over `budget`.
+RematPlan smallest_within(const Candidates& c, int64_t budget) {
   RematPlan smallest = plan_remat(weigh(c, 0, true));
   if (activation_bytes(c, smallest) > budget)
     throw UserError("thunder-gen", "--activation-budget " + std::to_string(budget),
                     "no plan saves that little: the smallest achievable is " + std::to_string(activation_bytes(c, smallest)) + " bytes of activations");
+  return smallest;
+}
+
+RematPlan plan_within_budget(const Candidates& c, int64_t budget) {
+  RematPlan smallest = smallest_within(c, budget);
   int64_t fits = 0, over = kFullWeight + 1;
   RematPlan plan = smallest;
   while (over - fits > 1) {
@@ -385,9 +391,7 @@ void choose_in_time(ChosenPlan& chosen, const CutModel& m, const JointTrace& joi
     return;
   }
   if (options.activation_budget) {
-    if (const int64_t least = activation_bytes(m.candidates, plan_remat(weigh(m.candidates, 0, true))); least > *options.activation_budget)
-      throw UserError("thunder-gen", "--activation-budget " + std::to_string(*options.activation_budget),
-                      "no plan saves that little: the smallest achievable is " + std::to_string(least) + " bytes of activations");
+    smallest_within(m.candidates, *options.activation_budget);
     for (size_t i = 0; i < f.size() && chosen.chosen < 0; ++i)
       if (f[i].activation_bytes <= *options.activation_budget) chosen.chosen = int(i);
     chosen.plan = chosen.chosen >= 0 ? f[size_t(chosen.chosen)].plan : plan_within_budget(m.candidates, *options.activation_budget);
