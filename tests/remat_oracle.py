@@ -40,7 +40,7 @@ def predicted_without_listing(gen, trace, *flags):
     """The chosen plan's predicted step as plain explain prints it: the sweep then looks only
     where the choice can fall (FrontierFocus), so this must be the listing's plan."""
     out = subprocess.run([gen, "explain", trace, "--remat-objective", "time", *flags], capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"predicted step \(forward \+ backward\): ([0-9.e+-]+) us", out).group(1))
+    return float(re.search(r"the planner.s estimate of the step \(forward \+ backward\): ([0-9.e+-]+) us", out).group(1))
 
 
 def fastest_within(problem, budget):

@@ -106,5 +106,6 @@ run "$gen" explain "$block" --frontier --device-model ./name.json
 check device-name-a-word rc 1; check device-name-a-word-words has err.txt "/name.*letters, digits"
 "$gen" explain "$block" --remat-objective time --device-model h100 >h100.txt
 "$gen" explain "$block" --remat-objective time --device-model h200 >h200.txt
-check devices-differ [ "$(grep 'predicted step' h100.txt)" != "$(grep 'predicted step' h200.txt)" ]
+check devices-differ [ "$(grep 'estimate of the step' h100.txt)" != "$(grep 'estimate of the step' h200.txt)" ]
+check kernels-differ [ "$(grep '^predicted step' h100.txt)" != "$(grep '^predicted step' h200.txt)" ]
 finish

@@ -172,8 +172,8 @@ std::string explain_partition(const Partition& p, const std::string& input_file,
   out << "plan cost: " << p.plan_cost_bits << " (bits saved + elements recomputed; see docs/design-notes.md)\n";
   if (!p.exact_note.empty()) out << "note: " << p.exact_note << "\n";
   if (!p.device.empty())
-    out << "predicted step (forward + backward): " << microseconds(p.predicted_fs) << " us under the time model (--device-model " << p.device << "); "
-        << "the frontier: explain --frontier\n";
+    out << "the planner's estimate of the step (forward + backward): " << microseconds(p.predicted_fs) << " us (--device-model " << p.device
+        << "; the frontier: explain --frontier; the kernels' own predictions follow)\n";
   return out.str();
 }
 

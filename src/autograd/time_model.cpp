@@ -66,33 +66,45 @@ constexpr double kFlopsPerDraw = 40;
 
 int64_t elements(const Trace& t, ValueId v, const SymbolValues& at) { return numel_at(t.value(v).shape, at); }
 
-// The GEMM time of a matmul op: 2*M*N*K flops at its dtype's peak.
+// The GEMM time of a matmul op: 2*M*N*K flops at its dtype's peak. K is a's last dim, or its
+// first when a is read transposed ([K, M] in memory: a weight gradient's g^T x).
 int64_t gemm_fs(const Trace& t, const Op& op, const SymbolValues& at, const DeviceModel& device) {
   const Value& a = t.value(op.arg("a").value);
-  const double k = double(numel_at(Shape{a.shape.back()}, at));
+  const bool transposed = op.has_arg("transpose_a") && op.arg("transpose_a").boolean && a.shape.size() == 2;
+  const double k = double(numel_at(Shape{transposed ? a.shape.front() : a.shape.back()}, at));
   return device.compute_fs(2 * double(elements(t, op.outs[0], at)) * k, a.dtype);
 }
 
 }  // namespace
 
-int64_t recompute_fs(const Trace& t, const Op& op, const SymbolValues& at, const DeviceModel& device) {
+int64_t arithmetic_fs(const Trace& t, const Op& op, const SymbolValues& at, const DeviceModel& device) {
   const DType dtype = op.outs.empty() ? DType::f32 : t.value(op.outs[0]).dtype;
   switch (op.info->fusion) {
     case FusionClass::shape: return 0;
     case FusionClass::source:
       if (op.info->kind != OpKind::uniform_philox) return 0;
-      return device.launch_fs() + device.compute_fs(kFlopsPerDraw * double(elements(t, op.outs[0], at)), DType::f32);
-    case FusionClass::reduction:
-      return device.launch_fs() + device.compute_fs(double(elements(t, op.arg("a").value, at)), dtype);
-    case FusionClass::library:
-      if (is_collective(op.info->kind)) return 0;  // communication, not modelled here
-      return device.launch_fs() + gemm_fs(t, op, at, device);
+      return device.compute_fs(kFlopsPerDraw * double(elements(t, op.outs[0], at)), DType::f32);
+    case FusionClass::reduction: return device.compute_fs(double(elements(t, op.arg("a").value, at)), dtype);
+    case FusionClass::library: return is_collective(op.info->kind) ? 0 : gemm_fs(t, op, at, device);
     default: {
       double n = 0;
       for (ValueId v : op.outs) n += double(elements(t, v, at));
       return device.compute_fs(kFlopsPerElement * n, dtype);
     }
   }
+}
+
+bool needs_own_kernel(const Op& op) {
+  switch (op.info->fusion) {
+    case FusionClass::source: return op.info->kind == OpKind::uniform_philox;
+    case FusionClass::reduction: return true;
+    case FusionClass::library: return !is_collective(op.info->kind);
+    default: return false;
+  }
+}
+
+int64_t recompute_fs(const Trace& t, const Op& op, const SymbolValues& at, const DeviceModel& device) {
+  return capped_fs_sum(needs_own_kernel(op) ? device.launch_fs() : 0, arithmetic_fs(t, op, at, device));
 }
 
 int64_t fixed_step_fs(const Trace& joint, const SymbolValues& at, const DeviceModel& device) {

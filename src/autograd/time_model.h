@@ -43,6 +43,12 @@ std::vector<std::string> device_model_names();
 // costs its arithmetic; a reduction or a random draw adds a kernel; a matmul its GEMM at the
 // dtype's peak and a launch. Index-only ops cost nothing.
 int64_t recompute_fs(const Trace& t, const Op& op, const SymbolValues& at, const DeviceModel& device);
+// The arithmetic of running `op` once (a matmul's GEMM, an elementwise op's few flops an
+// element, a draw's Philox rounds), without its launch or its memory traffic.
+int64_t arithmetic_fs(const Trace& t, const Op& op, const SymbolValues& at, const DeviceModel& device);
+// Whether recomputing `op` adds a kernel of its own (a reduction, a random draw, a matmul)
+// rather than fusing into one the backward runs anyway.
+bool needs_own_kernel(const Op& op);
 
 // The part of a step no plan changes: the joint trace's matmuls and reductions, every op's
 // arithmetic, the trace's inputs read and its outputs (gradients too) written once, and one

@@ -16,6 +16,11 @@ bool is_library_call(const Op& op) { return op.info->fusion == FusionClass::libr
 // no launch, the same pointer (fuse.cpp places one only for a value already in memory).
 bool is_view(const Op& op) { return op.info->kind == OpKind::reshape; }
 
+std::string call_name(const Trace& fused, const Op& call) {
+  const std::string kind = is_view(call) ? "view" : call.info->kind == OpKind::matmul ? "matmul" : std::string(call.symbol.substr(call.symbol.rfind('.') + 1));
+  return fused.name + "_" + kind + "_" + fused.value(call.outs[0]).name;
+}
+
 namespace {
 
 // The manifest's account of a kernel: what it computes, reads and writes.
@@ -120,8 +125,7 @@ class KernelSignature {
 EmittedKernel describe_call(const Trace& fused, const Op& k) {
   EmittedKernel info;
   const bool gemm = k.info->kind == OpKind::matmul;
-  const std::string kind = is_view(k) ? "view" : gemm ? "matmul" : std::string(k.symbol.substr(k.symbol.rfind('.') + 1));
-  info.name = fused.name + "_" + kind + "_" + fused.value(k.outs[0]).name;
+  info.name = call_name(fused, k);
   if (is_view(k)) info.view_of = fused.value(k.arg("a").value).name;
   else info.library = gemm ? "cuBLASLt" : "NCCL";
   for (ValueId v : k.outs) info.values.push_back(fused.value(v).name);

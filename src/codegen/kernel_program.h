@@ -88,5 +88,7 @@ std::optional<std::string> kernel_lowering_problem(const Trace& fused, const Op&
 // Ops of a fused trace that launch no kernel of their own.
 bool is_library_call(const Op& op);  // a matmul (cuBLASLt) or a collective (NCCL)
 bool is_view(const Op& op);          // a reshape of a value in memory: the same pointer, another shape
+// A library call's or a view's name in the manifest and the listings: <trace>_matmul_<output>.
+std::string call_name(const Trace& fused, const Op& call);
 
 }  // namespace tg

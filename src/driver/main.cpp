@@ -187,6 +187,8 @@ int generate(const Request& r) {
   options.remat = remat_options_of(r);
   options.plan_listing = !r.frontier ? tg::PlanListing::plan : r.json ? tg::PlanListing::frontier_json : tg::PlanListing::frontier;
   if (!emit.empty()) options.stop_after = tg::emit_stage(emit);
+  if (options.stop_after == tg::Pass::partition && options.plan_listing == tg::PlanListing::plan)
+    options.kernel_times = tg::device_model(r.device_model);
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };

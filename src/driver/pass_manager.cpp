@@ -51,7 +51,8 @@ std::string ops_change(size_t in_ops, size_t out_ops) { return std::to_string(in
 template <class MakeListing>
 void PassManager::stop_if_asked(Pass pass, MakeListing&& listing) {
   if (!stops_after(pass)) return;
-  if (may_throw_) throw Stopped{listing()};
+  const bool kernels_follow = pass == Pass::partition && options_.kernel_times;
+  if (may_throw_ && !kernels_follow) throw Stopped{listing()};
   stopped_ = listing();
 }
 

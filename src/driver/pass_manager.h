@@ -15,6 +15,7 @@
 #include "autograd/autograd.h"
 #include "autograd/explain.h"
 #include "autograd/partition.h"
+#include "autograd/time_model.h"
 #include "codegen/emit_cuda.h"
 #include "codegen/kernel_program.h"
 #include "ir/passes.h"
@@ -29,6 +30,9 @@ struct PassOptions {
   std::string dump_dir;              // write each pass's listing here when not empty
   std::optional<Pass> stop_after;    // --emit: end after this pass, with its listing
   PlanListing plan_listing = PlanListing::plan;  // what the partition's listing shows (explain)
+  // explain and --emit plan: after the plan, the kernels it makes, predicted on this device. The
+  // pipeline writes them, so the partition's stop keeps its listing (stopped()) instead of ending the run.
+  std::optional<DeviceModel> kernel_times;
 };
 
 class PassManager {

@@ -11,6 +11,7 @@
 #include "codegen/emit_cuda.h"
 #include "codegen/entry_points.h"
 #include "codegen/kernel_program.h"
+#include "codegen/kernel_time.h"
 #include "lower/dead_code.h"
 #include "lower/decompose.h"
 #include "lower/rng.h"
@@ -178,6 +179,21 @@ FileSet output_files(const Work& w, const EntryPoint& forward_api, const EntryPo
   return files;
 }
 
+// explain and --emit plan, after the plan: the kernels each pass launches, fused as generating
+// would fuse them, with their predicted times.
+std::string kernel_times_listing(Trace forward, std::optional<Partition>& parts, const PipelineOptions& o) {
+  auto fused = [](Trace t) { return fuse(fold_gemm_epilogues(std::move(t))); };
+  std::future<FusedTrace> backward;
+  if (parts) backward = std::async(std::launch::async, fused, std::move(parts->backward));
+  const SymbolValues at = parts ? parts->plan_at : SymbolValues{};
+  std::string sizes;
+  for (const auto& [name, size] : at) sizes += (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  const std::vector<KernelTime> forward_times = predict_kernel_times(fused(std::move(forward)), at, *o.kernel_times);
+  std::optional<std::vector<KernelTime>> backward_times;
+  if (parts) backward_times = predict_kernel_times(backward.get(), at, *o.kernel_times);
+  return "\n" + kernel_times_text(forward_times, backward_times ? &*backward_times : nullptr, *o.kernel_times, sizes);
+}
+
 PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& passes, std::ostream& log) {
   auto work = std::make_shared<Work>();
   Trace decomposed = front_end(std::move(read), o, passes, work->input);
@@ -195,6 +211,7 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
                                      : o.input_file + " (trace \"" + input.name + "\"): " + no_backward + "\n");
   }
   const Partition* parts = work->parts ? &*work->parts : nullptr;
+  if (passes.stopped()) return {*passes.stopped() + kernel_times_listing(std::move(*forward), work->parts, o), {}};
 
   // The forward and the backward are lowered independently, so the backward (the larger) gets a
   // thread of its own, which verifies the partition's backward first; the log lines and dumps
