@@ -16,6 +16,10 @@ Checks, per trace:
 - the frontier is monotone: bytes falling, predicted time rising;
 - the chosen plan is on it: the fewest bytes within 1% of the fastest step, and predicted no
   slower than the plan by bytes alone.
+All of that with --price-plans cut, the cut's own choice. Then the default, each candidate plan's
+kernels priced (--price-plans kernels): the priced frontier monotone in the kernels' step, the
+chosen plan on it by the same rule, never slower than the plan by bytes, priced as the kernels
+explain lists add up, and at each halfway budget no slower than a listed plan that fits.
 Prints one line per trace and the worst gap. Exits 1 on a failed check.
 """
 import json
@@ -30,8 +34,8 @@ MAX_OPS = 300
 TOLERANCE = 1.05
 
 
-def frontier_of(gen, trace, *flags):
-    out = subprocess.run([gen, "explain", trace, "--frontier", "--json", "--remat-objective", "time", *flags],
+def frontier_of(gen, trace, *flags, pricing=("--price-plans", "cut")):
+    out = subprocess.run([gen, "explain", trace, "--frontier", "--json", "--remat-objective", "time", *pricing, *flags],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -39,8 +43,44 @@ def frontier_of(gen, trace, *flags):
 def predicted_without_listing(gen, trace, *flags):
     """The chosen plan's predicted step as plain explain prints it: the sweep then looks only
     where the choice can fall (FrontierFocus), so this must be the listing's plan."""
-    out = subprocess.run([gen, "explain", trace, "--remat-objective", "time", *flags], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([gen, "explain", trace, "--remat-objective", "time", "--price-plans", "cut", *flags], capture_output=True, text=True, check=True).stdout
     return float(re.search(r"the planner.s estimate of the step \(forward \+ backward\): ([0-9.e+-]+) us", out).group(1))
+
+
+def kernels_step(plan):
+    return plan["kernels_us"]["step"]
+
+
+def check_priced(gen, trace):
+    """The default pricing (--price-plans kernels): the frontier of the priced plans, the rules on
+    their kernels' predicted steps, and the prices those of the kernels explain lists."""
+    doc, failures = frontier_of(gen, trace, pricing=()), []
+    frontier, chosen, by_bytes = doc["frontier"], doc["chosen"], doc["bytes_first"]
+    if any(p["kernels_us"] is None for p in frontier + [by_bytes, doc["plan"]]):
+        return [f"{trace}: priced: a plan without its kernels' price ({doc.get('kernels_note')})"]
+    for a, b in zip(frontier, frontier[1:]):
+        if not (b["activation_bytes"] < a["activation_bytes"] and kernels_step(b) > kernels_step(a)):
+            failures.append(f"{trace}: priced: not monotone: {a['activation_bytes']} B {kernels_step(a)} us, then {b['activation_bytes']} B {kernels_step(b)} us")
+    if not 0 <= chosen < len(frontier):
+        return failures + [f"{trace}: priced: the chosen plan ({chosen}) is not on the frontier"]
+    fastest = min(kernels_step(p) for p in frontier)
+    limit = min(fastest * 1.01, kernels_step(by_bytes)) * (1 + 1e-12)
+    rule = max(i for i, p in enumerate(frontier) if kernels_step(p) <= limit)
+    if chosen != rule:
+        failures.append(f"{trace}: priced: chose plan {chosen}, the rule says {rule}")
+    if kernels_step(frontier[chosen]) > kernels_step(by_bytes) * (1 + 1e-12):
+        failures.append(f"{trace}: priced: the chosen plan's kernels are predicted slower than the plan by bytes'")
+    listing = subprocess.run([gen, "explain", trace, "--remat-objective", "time"], capture_output=True, text=True, check=True).stdout
+    step = float(re.search(r"^predicted step: .* = ([0-9.]+) us$", listing, re.M).group(1))
+    if abs(step - kernels_step(doc["plan"])) > 0.0015:
+        failures.append(f"{trace}: priced: the plan's price {kernels_step(doc['plan'])} us, its kernels listed at {step} us")
+    for a, b in zip(frontier, frontier[1:]):  # a budget: the fastest priced plan that fits
+        budget = (a["activation_bytes"] + b["activation_bytes"]) // 2
+        plan = frontier_of(gen, trace, "--activation-budget", str(budget), pricing=())["plan"]
+        fits = min(kernels_step(p) for p in frontier + [by_bytes] if p["activation_bytes"] <= budget)
+        if plan["activation_bytes"] > budget or kernels_step(plan) > fits * (1 + 1e-12):
+            failures.append(f"{trace}: priced: --activation-budget {budget}: {plan}, a plan that fits is priced {fits} us")
+    return failures
 
 
 def fastest_within(problem, budget):
@@ -130,6 +170,7 @@ def check(gen, trace):
             failures.append(f"{trace}: chose plan {chosen}, the rule says {within[-1]}")
         if pick["predicted_us"] > doc["bytes_first"]["predicted_us"] * (1 + 1e-9):
             failures.append(f"{trace}: the chosen plan is predicted slower than the plan by bytes alone")
+    failures += check_priced(gen, trace)
     return worst, failures + [f"{trace}: {len(problem['ops'])} forward ops, {len(frontier)} plans, worst {100 * (worst - 1):.2f}% from the optimum"]
 
 

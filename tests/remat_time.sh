@@ -8,6 +8,9 @@
 # - A larger --time-slack never saves more. --activation-budget in time: the plan fits; one below the fewest bytes names the smallest.
 # - Every distributed example plans in time.
 # - --exact takes CBC's optimum, and past 600 forward ops the frontier's plan with a note.
+# - The choice is made on the candidates' priced kernels (--price-plans kernels, the default)
+#   and says so, or on the cut's estimate (--price-plans cut, --exact, or past 4000 joint ops,
+#   with a note); --price-plans without the time objective, or kernels with --exact, is refused.
 # - The seed report's tags hold in time too: `save` keeps the dropout mask, `recompute` keeps only
 #   the seed and offset.
 # - --device-model: a name not known, and description files with bad fields (a name that is not
@@ -28,8 +31,14 @@ check frontier-lists rc 0
 check frontier-marks-one [ "$(grep -c '^\*  *[0-9]' out.txt)" = 1 ]
 check frontier-monotone python3 -c '
 import re
-rows = [(int(m[1]), float(m[2])) for m in re.finditer(r"^[* ] +([0-9]+) +([0-9.]+) ", open("out.txt").read(), re.M)]
-assert len(rows) >= 3 and all(b[0] < a[0] and b[1] >= a[1] for a, b in zip(rows, rows[1:])), rows  # (times shown to 1 ns)'
+rows = [(int(m[1]), float(m[3])) for m in re.finditer(r"^[* ] +([0-9]+) +([0-9.]+) +([0-9.]+) ", open("out.txt").read(), re.M)]
+assert len(rows) >= 3 and all(b[0] < a[0] and b[1] >= a[1] for a, b in zip(rows, rows[1:])), rows  # (the kernels us column; times shown to 1 ns)'
+run "$gen" explain "$block" --frontier --remat-objective time --price-plans cut
+check frontier-monotone-cut python3 -c '
+import re
+rows = [(int(m[1]), float(m[2]), m[3]) for m in re.finditer(r"^[* ] +([0-9]+) +([0-9.]+) +(\S+) ", open("out.txt").read(), re.M)]
+assert len(rows) >= 3 and all(b[0] < a[0] and b[1] >= a[1] for a, b in zip(rows, rows[1:])), rows
+assert all(r[2] == "-" for r in rows), rows  # (not priced)'
 check frontier-compares-bytes-first has out.txt "by bytes alone (without the time model) the plan would save 84224 bytes"
 run "$gen" explain "$block" --json
 check json-needs-frontier rc 2; check json-needs-frontier-words has err.txt "--json goes with --frontier"
@@ -40,15 +49,22 @@ import json, sys
 d = json.load(open("out.txt"))
 f, c = d["frontier"], d["chosen"]
 assert 0 <= c < len(f) and len(f) >= 3, (c, len(f))
-assert all(b["activation_bytes"] < a["activation_bytes"] and b["predicted_us"] > a["predicted_us"] for a, b in zip(f, f[1:]))
-assert f[c]["predicted_us"] <= d["bytes_first"]["predicted_us"] and d["plan"]["activation_bytes"] == f[c]["activation_bytes"]
+step = lambda p: p["kernels_us"]["step"]
+assert all(b["activation_bytes"] < a["activation_bytes"] and step(b) > step(a) for a, b in zip(f, f[1:]))
+assert step(f[c]) <= step(d["bytes_first"]) and d["plan"]["activation_bytes"] == f[c]["activation_bytes"]
 assert len(d["problem"]["ops"]) > 50 and all(set(v) == {"bytes", "save_fs", "input", "needed"} for v in d["problem"]["values"])'
 chosen_bytes=$(python3 -c 'import json; d = json.load(open("out.txt")); print(d["plan"]["activation_bytes"])')
 "$gen" "$block" -o time_folder --remat-objective time 2>err.txt
 check time-generates [ -f time_folder/manifest.json ]
 check time-folder-saves-what-explain-says [ "$(python3 -c 'import json; print(json.load(open("time_folder/manifest.json"))["saved_activation_bytes"])')" = "$chosen_bytes" ]
 run "$gen" explain "$block" --remat-objective time
-check explain-says-why has out.txt "min-cut: the fewest bytes within 1% of the fastest step under the time model (--device-model h200)"
+check explain-says-why has out.txt "min-cut: the fewest bytes within 1% of the fastest step, as the kernels of [0-9]* plans are predicted (--device-model h200)"
+run "$gen" explain "$block" --remat-objective time --price-plans cut
+check explain-says-why-cut has out.txt "min-cut: the fewest bytes within 1% of the fastest step under the time model (--device-model h200)"
+run "$gen" explain "$block" --price-plans cut
+check price-plans-needs-time rc 2; check price-plans-needs-time-words has err.txt "--price-plans goes with --remat-objective time"
+run "$gen" explain "$block" --remat-objective time --exact --price-plans kernels
+check exact-prices-cut rc 2; check exact-prices-cut-words has err.txt "--exact solves the cut's problem"
 
 # A larger slack never saves more: 0%, 1%, 5%, 50%.
 for slack in 0 1 5 50; do
@@ -72,6 +88,8 @@ check exact-says-so has out.txt "solved exactly (CBC)"
 python3 "$root/tools/stack_blocks.py" "$root/tools/bench/symbolic_residual_block.json" 120 stacked.json --at B=2,T=3 >/dev/null
 run "$gen" explain stacked.json --remat-objective time --exact
 check exact-falls-back rc 0; check exact-falls-back-note has out.txt "note: --exact: [0-9]* forward ops, past the 600 --exact solves; the frontier's plan instead"
+run "$gen" explain stacked.json --remat-objective time
+check kernels-not-priced rc 0; check kernels-not-priced-note has out.txt "note: the plans' kernels were not priced: [0-9]* joint ops, past the 4000 that pricing takes"
 
 planned=yes
 for f in "$root"/examples/distributed/*.json; do

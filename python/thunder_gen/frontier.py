@@ -4,8 +4,8 @@
 
 runs `thunder-gen explain TRACE --frontier --json --remat-objective time` (flags after `--` are
 passed on: --device-model, --time-slack, --plan-at, --tag ...) and draws its Pareto plans as a
-staircase of activation bytes against predicted step time, the chosen plan and the plan by bytes
-alone marked, and each --peer NAME=BYTES:MICROSECONDS as a point of its own (another tool's plan
+staircase of activation bytes against predicted step time (the kernels' where the choice priced
+them, else the cut's estimate), the chosen plan and the plan by bytes alone marked, and each --peer NAME=BYTES:MICROSECONDS as a point of its own (another tool's plan
 costed by the same model). matplotlib, headless; the format follows the output's suffix. In an
 SVG each kind of point is a group of its own: ids plans, chosen, bytes-first, peer-0, peer-1...
 """
@@ -38,6 +38,11 @@ def parse_peer(text):
         raise argparse.ArgumentTypeError(f"--peer {text!r}: BYTES is an integer, MICROSECONDS a number") from None
 
 
+def predicted(plan):
+    """A plan's predicted step: its kernels' where the choice priced them, else the cut's estimate."""
+    return plan["kernels_us"]["step"] if plan.get("kernels_us") else plan["predicted_us"]
+
+
 def draw(doc, title, peers, output):
     import matplotlib
     matplotlib.use("Agg")
@@ -48,13 +53,13 @@ def draw(doc, title, peers, output):
         raise RuntimeError(doc.get("note", "no frontier: nothing is saved"))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     kib = [p["activation_bytes"] / 1024 for p in plans]
-    us = [p["predicted_us"] for p in plans]
+    us = [predicted(p) for p in plans]
     ax.step(kib, us, where="post", color="tab:blue", alpha=0.5)
     ax.plot(kib, us, "o", color="tab:blue", gid="plans", label=f"thunder-gen frontier ({doc['device_model']} model)")
     if doc["chosen"] >= 0:
         ax.plot([kib[doc["chosen"]]], [us[doc["chosen"]]], "*", markersize=16, color="tab:red", gid="chosen", label="chosen")
     first = doc["bytes_first"]
-    ax.plot([first["activation_bytes"] / 1024], [first["predicted_us"]], "s", color="tab:gray", gid="bytes-first", label="by bytes alone")
+    ax.plot([first["activation_bytes"] / 1024], [predicted(first)], "s", color="tab:gray", gid="bytes-first", label="by bytes alone")
     for i, (name, nbytes, micros) in enumerate(peers):
         ax.plot([nbytes / 1024], [micros], "D", color=f"C{i + 3}", gid=f"peer-{i}", label=name)
     ax.set_xlabel("activation bytes saved for the backward (KiB)")

@@ -71,14 +71,25 @@ std::string added(const Partition& p, const Partition::FrontierPlan* before, con
   return out.empty() ? (before ? "(nothing more)" : "(nothing)") : out;
 }
 
+nlohmann::json kernels_json(const std::optional<KernelSteps>& k) {
+  if (!k) return nullptr;
+  return {{"forward", microseconds(k->forward_fs)}, {"backward", microseconds(k->backward_fs)}, {"step", microseconds(k->step_fs())}};
+}
+
 std::string frontier_json(const Partition& p) {
   nlohmann::json doc{{"device_model", p.device}, {"chosen", p.chosen}, {"frontier", nlohmann::json::array()}};
-  doc["plan"] = {{"activation_bytes", p.planned_bytes}, {"predicted_us", microseconds(p.predicted_fs)}};
+  // (kernels_us: the kernels each plan makes, priced where the choice priced them, else null.)
+  doc["plan"] = {{"activation_bytes", p.planned_bytes}, {"predicted_us", microseconds(p.predicted_fs)}, {"kernels_us", kernels_json(p.kernels)}};
   if (!p.exact_note.empty()) doc["note"] = p.exact_note;
-  doc["bytes_first"] = {{"activation_bytes", p.bytes_first.activation_bytes}, {"predicted_us", microseconds(p.bytes_first.predicted_fs)}};
+  if (!p.kernels_note.empty()) doc["kernels_note"] = p.kernels_note;
+  doc["bytes_first"] = {{"activation_bytes", p.bytes_first.activation_bytes},
+                        {"predicted_us", microseconds(p.bytes_first.predicted_fs)},
+                        {"kernels_us", kernels_json(p.bytes_first.kernels)}};
   for (const Partition::FrontierPlan& plan : p.frontier)
-    doc["frontier"].push_back(
-        {{"activation_bytes", plan.activation_bytes}, {"predicted_us", microseconds(plan.predicted_fs)}, {"recomputed", names_of(p, plan.recomputed)}});
+    doc["frontier"].push_back({{"activation_bytes", plan.activation_bytes},
+                               {"predicted_us", microseconds(plan.predicted_fs)},
+                               {"kernels_us", kernels_json(plan.kernels)},
+                               {"recomputed", names_of(p, plan.recomputed)}});
   // The cut problem itself (an extension for exact solvers: tests/remat_oracle.py).
   auto cost = [](int64_t fs) { return fs >= RematProblem::kInfinite ? nlohmann::json(nullptr) : nlohmann::json(fs); };
   nlohmann::json problem{{"fixed_fs", p.fixed_fs}, {"values", nlohmann::json::array()}, {"ops", nlohmann::json::array()}};
@@ -92,24 +103,34 @@ std::string frontier_json(const Partition& p) {
   return doc.dump(1) + "\n";
 }
 
+std::string kernels_text(const std::optional<KernelSteps>& k) {
+  if (!k) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", microseconds(k->step_fs()));
+  return text;
+}
+
 std::string frontier_text(const Partition& p, const std::string& input_file) {
   std::ostringstream out;
-  out << input_file << " (trace \"" << p.forward.name << "\"): the memory-time frontier under the time model (--device-model " << p.device
+  out << input_file << " (trace \"" << p.forward.name << "\"): the memory-time frontier "
+      << (p.kernels ? "of the plans priced by their kernels" : "under the cut's time model") << " (--device-model " << p.device
       << "), from the fastest plan to the fewest activation bytes\n";
   if (!p.plan_at.empty()) out << "bytes and times at " << sizes_text(p.plan_at) << " (--plan-at)\n";
-  out << "   activation bytes  predicted us  recomputes (beyond the plan above)\n";
+  out << "   activation bytes  predicted us  kernels us  recomputes (beyond the plan above)\n";
   for (size_t i = 0; i < p.frontier.size(); ++i) {
     const Partition::FrontierPlan& plan = p.frontier[i];
     char row[96];
-    std::snprintf(row, sizeof row, "%s %17lld  %12.3f  ", int(i) == p.chosen ? "*" : " ", static_cast<long long>(plan.activation_bytes),
-                  microseconds(plan.predicted_fs));
+    std::snprintf(row, sizeof row, "%s %17lld  %12.3f  %10s  ", int(i) == p.chosen ? "*" : " ", static_cast<long long>(plan.activation_bytes),
+                  microseconds(plan.predicted_fs), kernels_text(plan.kernels).c_str());
     out << row << added(p, i ? &p.frontier[i - 1] : nullptr, plan) << "\n";
   }
+  out << "(predicted us: the cut's estimate of the step; kernels us: the step its kernels are predicted to take, where the choice priced them)\n";
   out << "by bytes alone (without the time model) the plan would save " << p.bytes_first.activation_bytes << " bytes, predicted "
-      << microseconds(p.bytes_first.predicted_fs) << " us\n";
+      << microseconds(p.bytes_first.predicted_fs) << " us" << (p.bytes_first.kernels ? ", its kernels " + kernels_text(p.bytes_first.kernels) + " us" : "") << "\n";
   if (!p.exact_note.empty()) out << "note: " << p.exact_note << "\n";
+  if (!p.kernels_note.empty()) out << "note: " << p.kernels_note << "\n";
   out << (p.chosen >= 0 ? "* the plan chosen" : "the plan chosen is not on the frontier (a plan listed is as small and faster, or a budget falls between two of them)") << "; predicted step "
-      << microseconds(p.predicted_fs) << " us\n";
+      << microseconds(p.predicted_fs) << " us" << (p.kernels ? ", its kernels " + kernels_text(p.kernels) + " us" : "") << "\n";
   return out.str();
 }
 
@@ -171,6 +192,7 @@ std::string explain_partition(const Partition& p, const std::string& input_file,
   }
   out << "plan cost: " << p.plan_cost_bits << " (bits saved + elements recomputed; see docs/design-notes.md)\n";
   if (!p.exact_note.empty()) out << "note: " << p.exact_note << "\n";
+  if (!p.kernels_note.empty()) out << "note: " << p.kernels_note << "\n";
   if (!p.device.empty())
     out << "the planner's estimate of the step (forward + backward): " << microseconds(p.predicted_fs) << " us (--device-model " << p.device
         << "; the frontier: explain --frontier; the kernels' own predictions follow)\n";

@@ -36,7 +36,17 @@ struct ChosenPlan {
   int64_t fixed_fs = 0;  // the step's time no plan changes
   PlanPoint bytes_first;
   std::string exact_note;  // --exact fell back: why
+  // Priced (RematOptions::price_kernels): the frontier's plans' kernels (by index), the plan by
+  // bytes', the chosen one's; or why none was priced.
+  std::vector<std::optional<KernelSteps>> frontier_kernels;
+  std::optional<KernelSteps> bytes_first_kernels, kernels;
+  std::string kernels_note;
 };
+
+// Whether the choice is made on the priced kernels of its candidates (see RematOptions).
+bool prices_kernels(const JointTrace& joint, const RematOptions& options) {
+  return options.choose_by_time && options.price_kernels && joint.trace.ops.size() <= kMostPricedOps;
+}
 
 // --exact: the solver's optimum for `goal` instead of the frontier's choice, where it is better.
 void choose_exactly(ChosenPlan& chosen, const RematProblem& time, const std::vector<int64_t>& bytes, const ExactGoal& goal) {
@@ -57,9 +67,9 @@ void choose_exactly(ChosenPlan& chosen, const RematProblem& time, const std::vec
 
 // The corners the choice needs, unless explain lists them all: within the slack (and no slower
 // than the plan by bytes), or either side of the budget.
-FrontierFocus focus_of(const RematOptions& options, int64_t fixed_fs, const PlanPoint& bytes_first) {
+FrontierFocus focus_of(const RematOptions& options, int64_t fixed_fs, const PlanPoint& bytes_first, bool priced) {
   FrontierFocus focus;
-  if (options.list_frontier || !options.choose_by_time) return focus;
+  if (options.list_frontier || !options.choose_by_time || priced) return focus;
   if (options.activation_budget) {
     focus.byte_budget = options.activation_budget;
     return focus;
@@ -77,7 +87,7 @@ void choose_in_time(ChosenPlan& chosen, const CutModel& m, const JointTrace& joi
   const RematProblem time = weigh_time(m.candidates, bytes);
   const PlanPoint bytes_first = chosen.bytes_first = measure_plan(time, bytes, chosen.plan);
   chosen.fixed_fs = fixed_step_fs(joint.trace, options.plan_at, *options.device);
-  std::vector<PlanPoint> points = plan_frontier(time, bytes, focus_of(options, chosen.fixed_fs, bytes_first));
+  std::vector<PlanPoint> points = plan_frontier(time, bytes, focus_of(options, chosen.fixed_fs, bytes_first, prices_kernels(joint, options)));
   points.push_back(bytes_first);
   chosen.frontier = pareto(std::move(points));
   const std::vector<PlanPoint>& f = chosen.frontier;
@@ -250,8 +260,14 @@ void record_frontier(Partition& p, const CutModel& m, const ChosenPlan& chosen, 
         for (int out : m.candidates.ops[x].outputs) plan.recomputed.push_back(m.value_of[size_t(out)]);
     return plan;
   };
-  for (const PlanPoint& point : chosen.frontier) p.frontier.push_back(listed(point));
+  for (size_t i = 0; i < chosen.frontier.size(); ++i) {
+    p.frontier.push_back(listed(chosen.frontier[i]));
+    if (i < chosen.frontier_kernels.size()) p.frontier.back().kernels = chosen.frontier_kernels[i];
+  }
   p.bytes_first = listed(chosen.bytes_first);
+  p.bytes_first.kernels = chosen.bytes_first_kernels;
+  p.kernels = chosen.kernels;
+  p.kernels_note = chosen.kernels_note;
   p.time_problem = weigh_time(m.candidates, p.value_bytes);
   p.fixed_fs = chosen.fixed_fs;
   const PlanPoint planned = measure_plan(p.time_problem, p.value_bytes, chosen.plan);
@@ -259,12 +275,12 @@ void record_frontier(Partition& p, const CutModel& m, const ChosenPlan& chosen, 
   p.planned_bytes = planned.activation_bytes;
 }
 
-}  // namespace
-
-Partition partition(JointTrace joint, const RematOptions& options) {
+// The two traces for `chosen`'s plan. The two traces share the joint trace's values; the joint
+// trace is consumed: its ops move into the trace that runs them, and only the ops the backward
+// recomputes are copied. `listed`: with the frontier and the plan's reasons (not for a candidate
+// only priced).
+Partition build_partition(JointTrace joint, const CutModel& m, const ChosenPlan& chosen, const RematOptions& options, bool listed) {
   Trace& j = joint.trace;
-  const CutModel m = cut::model_cut(joint, options);
-  const ChosenPlan chosen = choose_plan(m, joint, options);
   Partition p;
   p.plan_at = options.plan_at;
   p.plan_cost_bits = plan_cost(weigh(m.candidates, kFullWeight, true), chosen.plan.saved) / kFullWeight;
@@ -272,10 +288,7 @@ Partition partition(JointTrace joint, const RematOptions& options) {
   // (At the sizes the trace was read at: the cut weighed them at the plan's.)
   for (const SavedValue& s : p.saved)
     if (s.kind == SavedValue::Kind::intermediate) p.activation_bytes += stored_bytes(j.value(s.value));
-
-  record_frontier(p, m, chosen, options);
-  // The two traces share the joint trace's values; the joint trace is consumed: its ops move
-  // into the trace that runs them, and only the ops the backward recomputes are copied.
+  if (listed) record_frontier(p, m, chosen, options);
   make_backward(p, joint, m, chosen.plan);
   j.ops.resize(joint.forward_ops);
   j.inputs.resize(joint.forward_inputs);
@@ -289,6 +302,102 @@ Partition partition(JointTrace joint, const RematOptions& options) {
   p.communication = collectives_of(p.forward, "forward");
   for (CollectiveCall& c : collectives_of(p.backward, "backward")) p.communication.push_back(std::move(c));
   return p;
+}
+
+// A candidate plan, priced by its kernels.
+struct PricedPlan {
+  RematPlan plan;
+  int64_t activation_bytes = 0;
+  KernelSteps kernels;
+};
+
+// The rule of choose_in_time, on the priced kernels: the fastest within the budget, else the
+// fewest bytes within the slack of the fastest and no slower than the plan by bytes (priced[0]).
+const PricedPlan& choose_priced(const std::vector<PricedPlan>& priced, const RematOptions& options) {
+  const PricedPlan* best = nullptr;
+  if (options.activation_budget) {
+    for (const PricedPlan& p : priced)
+      if (p.activation_bytes <= *options.activation_budget &&
+          (!best || p.kernels.step_fs() < best->kernels.step_fs() || (p.kernels.step_fs() == best->kernels.step_fs() && p.activation_bytes < best->activation_bytes)))
+        best = &p;
+    TG_CHECK(best, "no priced plan within the budget");  // (the cut's choice fits it)
+    return *best;
+  }
+  int64_t fastest = priced[0].kernels.step_fs();
+  for (const PricedPlan& p : priced) fastest = std::min(fastest, p.kernels.step_fs());
+  const double slowest = std::min(double(fastest) * (1 + options.time_slack), double(priced[0].kernels.step_fs()));
+  for (const PricedPlan& p : priced)
+    if (double(p.kernels.step_fs()) <= slowest &&
+        (!best || p.activation_bytes < best->activation_bytes || (p.activation_bytes == best->activation_bytes && p.kernels.step_fs() < best->kernels.step_fs())))
+      best = &p;
+  return *best;
+}
+
+// The frontier as a choice on priced kernels sees it: the priced plans' Pareto set by bytes and
+// predicted step (bytes falling, step rising), with `best` on it (the rules' ties make it so).
+void list_priced_frontier(ChosenPlan& chosen, const CutModel& m, const std::vector<PricedPlan>& priced, const PricedPlan& best) {
+  std::vector<const PricedPlan*> order;
+  for (const PricedPlan& p : priced) order.push_back(&p);
+  std::sort(order.begin(), order.end(), [](const PricedPlan* a, const PricedPlan* b) {
+    return a->activation_bytes != b->activation_bytes ? a->activation_bytes < b->activation_bytes : a->kernels.step_fs() < b->kernels.step_fs();
+  });
+  std::vector<const PricedPlan*> kept;
+  for (const PricedPlan* p : order)
+    if (kept.empty() || p->kernels.step_fs() < kept.back()->kernels.step_fs()) kept.push_back(p);
+  std::reverse(kept.begin(), kept.end());
+  std::vector<int64_t> bytes;
+  const RematProblem time = weigh_time(m.candidates, bytes);
+  chosen.frontier.clear();
+  chosen.frontier_kernels.clear();
+  chosen.chosen = -1;
+  for (const PricedPlan* p : kept) {
+    if (p->activation_bytes == best.activation_bytes && p->kernels.step_fs() == best.kernels.step_fs()) chosen.chosen = int(chosen.frontier.size());
+    chosen.frontier.push_back(measure_plan(time, bytes, p->plan));
+    chosen.frontier_kernels.push_back(p->kernels);
+  }
+  TG_CHECK(chosen.chosen >= 0, "the plan chosen on its kernels is not on their frontier");
+}
+
+// Choosing by time with RematOptions::price_kernels: the plan by bytes, the cut's choice and the
+// frontier's corners (the first kMostPricedPlans from the fastest, or from the budget down), each
+// built and priced; the choice then made on those predictions.
+void choose_by_kernels(ChosenPlan& chosen, const CutModel& m, const JointTrace& joint, const RematOptions& options) {
+  if (!options.choose_by_time || !options.price_kernels) return;
+  if (!prices_kernels(joint, options)) {
+    chosen.kernels_note = "the plans' kernels were not priced: " + std::to_string(joint.trace.ops.size()) + " joint ops, past the " +
+                          std::to_string(kMostPricedOps) + " that pricing takes; chosen on the cut's estimate";
+    return;
+  }
+  auto price = [&](const RematPlan& plan) {
+    ChosenPlan candidate;
+    candidate.plan = plan;
+    return PricedPlan{plan, activation_bytes(m.candidates, plan), options.price_kernels(build_partition(joint, m, candidate, options, false))};
+  };
+  std::vector<PricedPlan> priced{price(chosen.bytes_first.plan), price(chosen.plan)};
+  for (size_t i = 0, taken = 0; i < chosen.frontier.size() && taken < kMostPricedPlans; ++i) {
+    if (options.activation_budget && chosen.frontier[i].activation_bytes > *options.activation_budget) continue;
+    priced.push_back(price(chosen.frontier[i].plan));
+    ++taken;
+  }
+  chosen.bytes_first_kernels = priced[0].kernels;
+  const PricedPlan& best = choose_priced(priced, options);
+  chosen.plan = best.plan;
+  chosen.kernels = best.kernels;
+  list_priced_frontier(chosen, m, priced, best);
+  std::ostringstream rule;
+  if (options.activation_budget) rule << "the fastest plan within --activation-budget " << *options.activation_budget;
+  else rule << "the fewest bytes within " << options.time_slack * 100 << "% of the fastest step";
+  rule << ", as the kernels of " << priced.size() << " plans are predicted (--device-model " << options.device->name << ")";
+  chosen.rule = rule.str();
+}
+
+}  // namespace
+
+Partition partition(JointTrace joint, const RematOptions& options) {
+  const CutModel m = cut::model_cut(joint, options);
+  ChosenPlan chosen = choose_plan(m, joint, options);
+  choose_by_kernels(chosen, m, joint, options);
+  return build_partition(std::move(joint), m, chosen, options, true);
 }
 
 }  // namespace tg

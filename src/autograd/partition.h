@@ -8,6 +8,7 @@
 // runs the backward part of the joint trace, and returns one gradient per input that requires
 // grad, in input order.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ struct SavedValue {
   std::string reason;   // why it is saved rather than recomputed
 };
 
+// The kernels a plan makes, as the driver fuses and prices them (src/codegen/kernel_time.h).
+struct KernelSteps {
+  int64_t forward_fs = 0, backward_fs = 0;
+  int64_t step_fs() const { return capped_fs_sum(forward_fs, backward_fs); }
+};
+
 struct Partition {
   Trace forward;
   Trace backward;
@@ -44,6 +51,7 @@ struct Partition {
     int64_t activation_bytes = 0;  // at the plan's sizes
     int64_t predicted_fs = 0;      // the step: forward + backward, femtoseconds
     std::vector<ValueId> recomputed;
+    std::optional<KernelSteps> kernels;  // priced (RematOptions::price_kernels), when it was
   };
   std::string device;  // the device model's name; empty when planned by bytes alone
   std::vector<FrontierPlan> frontier;
@@ -51,6 +59,8 @@ struct Partition {
   int64_t predicted_fs = 0;
   int64_t planned_bytes = 0;  // the chosen plan's activation bytes at the plan's sizes
   std::string exact_note;     // --exact fell back to the frontier: why
+  std::optional<KernelSteps> kernels;  // the chosen plan's, when the choice priced them
+  std::string kernels_note;   // the plans' kernels were not priced: why
   FrontierPlan bytes_first;  // the plan by bytes alone (no time model), for comparison
   // The problem the frontier solves, for an exact solver to check (explain --frontier --json):
   // costs in femtoseconds, each value's activation bytes, and the step time no plan changes.
@@ -88,7 +98,16 @@ struct RematOptions {
   // --exact: choosing by time, an MILP solver's optimum (exact_plan.h) where the graph is small
   // enough and it proves one in time; else the frontier's plan, with a note saying why.
   bool exact = false;
+  // Choosing by time: what the kernels of a candidate partition are predicted to take (the
+  // driver fuses and prices them). Given, the frontier's corners (up to kMostPricedPlans), the
+  // plan by bytes and the cut's own choice are each built and priced, and the choice's rule
+  // applies to those predictions rather than to the cut's linear costs, for joint traces of up to
+  // kMostPricedOps ops.
+  std::function<KernelSteps(const Partition&)> price_kernels;
+  bool price_by_kernels = false;  // --price-plans kernels: the driver gives price_kernels
 };
+constexpr size_t kMostPricedOps = 4000;
+constexpr size_t kMostPricedPlans = 24;
 
 // Throws UserError naming the op paths when the policies leave no finite plan.
 // Consumes the joint trace: its ops move into the two traces.

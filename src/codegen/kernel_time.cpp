@@ -69,12 +69,6 @@ std::string row_text(const KernelTime& k) {
   return row + k.name + "\n";
 }
 
-int64_t total_fs(const std::vector<KernelTime>& kernels) {
-  int64_t fs = 0;
-  for (const KernelTime& k : kernels) fs = capped_fs_sum(fs, k.predicted_fs());
-  return fs;
-}
-
 void pass_table(std::ostream& out, const char* pass, const std::vector<KernelTime>& kernels) {
   out << pass << ": " << kernels.size() << " launch" << (kernels.size() == 1 ? "" : "es") << ", predicted " << us_text(total_fs(kernels)) << "\n";
   if (kernels.empty()) return;
@@ -83,6 +77,12 @@ void pass_table(std::ostream& out, const char* pass, const std::vector<KernelTim
 }
 
 }  // namespace
+
+int64_t total_fs(const std::vector<KernelTime>& kernels) {
+  int64_t fs = 0;
+  for (const KernelTime& k : kernels) fs = capped_fs_sum(fs, k.predicted_fs());
+  return fs;
+}
 
 int64_t KernelTime::predicted_fs() const { return priced ? capped_fs_sum(launch_fs, std::max(memory_fs, arithmetic_fs)) : 0; }
 

@@ -24,6 +24,9 @@ struct KernelTime {
 // Every launch of `fused` in order (views launch nothing and are left out), sizes at `at`.
 std::vector<KernelTime> predict_kernel_times(const FusedTrace& fused, const SymbolValues& at, const DeviceModel& device);
 
+// The launches' predicted times added up.
+int64_t total_fs(const std::vector<KernelTime>& kernels);
+
 // The listing: a table for each pass ("forward", "backward": `backward` null for a trace that
 // does not train) and the step's total.
 std::string kernel_times_text(const std::vector<KernelTime>& forward, const std::vector<KernelTime>* backward, const DeviceModel& device,

@@ -51,6 +51,10 @@ void add_override_options(CLI::App& app, Request& r) {
   app.add_flag("--exact", r.exact,
                "with --remat-objective time: the optimal plan by an MILP solver (CBC) for graphs up to 600 forward ops, within 10 s; "
                "else the frontier's plan, with a note");
+  app.add_option("--price-plans", r.price_plans,
+                 "with --remat-objective time: what plans are compared on: kernels (default: each candidate's kernels, fused and "
+                 "predicted, for joint traces up to 4000 ops) or cut (the cut's linear estimate; --exact always uses it)")
+      ->check(CLI::IsMember({"kernels", "cut"}));
   app.add_option("--device-model", r.device_model,
                  "the device the planner's time model predicts for: h200 (default), h100, or a .json description (devices/)");
   app.add_option("--time-slack", r.time_slack_percent,
@@ -97,9 +101,11 @@ std::string conflicting_options(const Request& r) {
 }
 
 // The main command's usage errors: "" when there is none.
-// Planning options that need another: --exact solves the time objective's problem.
+// Planning options that need another: --exact and --price-plans choose among plans by time.
 std::string planning_usage_error(const Request& r) {
   if (r.exact && r.objective != "time") return "--exact goes with --remat-objective time";
+  if (!r.price_plans.empty() && r.objective != "time") return "--price-plans goes with --remat-objective time";
+  if (r.exact && r.price_plans == "kernels") return "--exact solves the cut's problem: it goes with --price-plans cut (or none)";
   return "";
 }
 

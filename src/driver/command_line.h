@@ -34,6 +34,7 @@ struct Request {
   std::string device_model = "h200";  // --device-model: the time model's device, a name or a .json file
   double time_slack_percent = 1;      // --time-slack: how much slower than the fastest plan the default may be
   bool exact = false;                 // --exact: the time objective's plan by an MILP solver
+  std::string price_plans;            // --price-plans: kernels (the default: each candidate fused and priced) or cut
   bool frontier = false;              // explain --frontier
   bool json = false;                  // explain --frontier --json
   double bucket_mb = 25;          // --bucket-size-mb: DDP's gradient buckets (0: an all-reduce per gradient)

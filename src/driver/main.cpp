@@ -171,6 +171,7 @@ tg::RematOptions remat_options_of(const Request& r) {
   remat.list_frontier = r.frontier;
   remat.time_slack = r.time_slack_percent / 100;
   remat.exact = r.exact;
+  remat.price_by_kernels = r.price_plans != "cut" && !r.exact;
   return remat;
 }
 

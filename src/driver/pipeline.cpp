@@ -130,6 +130,16 @@ RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t, bool f
   return settled;
 }
 
+// A trace's kernels as lowering makes them: GEMM epilogues folded, then fused.
+FusedTrace fused_kernels(Trace t) { return fuse(fold_gemm_epilogues(std::move(t))); }
+
+// What a candidate plan's kernels are predicted to take (the choice by time prices its
+// candidates so: RematOptions::price_kernels).
+KernelSteps price_kernels(const Partition& p, const DeviceModel& device) {
+  return {total_fs(predict_kernel_times(fused_kernels(p.forward), p.plan_at, device)),
+          total_fs(predict_kernel_times(fused_kernels(p.backward), p.plan_at, device))};
+}
+
 // Autograd and the rematerialization plan, for a trace that trains (or a joint trace read back).
 Partition differentiate(Trace forward, PassManager& passes, const PipelineOptions& o) {
   JointTrace joint;
@@ -142,7 +152,8 @@ Partition differentiate(Trace forward, PassManager& passes, const PipelineOption
     joint = passes.run(Pass::autograd, autograd, std::move(forward));
   }
   return passes.run(Pass::partition, [&](JointTrace j) {
-    const RematOptions remat = settle_plan_sizes(o.remat, j.trace, o.resume.has_value());
+    RematOptions remat = settle_plan_sizes(o.remat, j.trace, o.resume.has_value());
+    if (remat.choose_by_time && remat.price_by_kernels) remat.price_kernels = [device = *remat.device](const Partition& p) { return price_kernels(p, device); };
     return partition(std::move(j), remat);
   }, std::move(joint));
 }
@@ -182,13 +193,12 @@ FileSet output_files(const Work& w, const EntryPoint& forward_api, const EntryPo
 // explain and --emit plan, after the plan: the kernels each pass launches, fused as generating
 // would fuse them, with their predicted times.
 std::string kernel_times_listing(Trace forward, std::optional<Partition>& parts, const PipelineOptions& o) {
-  auto fused = [](Trace t) { return fuse(fold_gemm_epilogues(std::move(t))); };
   std::future<FusedTrace> backward;
-  if (parts) backward = std::async(std::launch::async, fused, std::move(parts->backward));
+  if (parts) backward = std::async(std::launch::async, fused_kernels, std::move(parts->backward));
   const SymbolValues at = parts ? parts->plan_at : SymbolValues{};
   std::string sizes;
   for (const auto& [name, size] : at) sizes += (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-  const std::vector<KernelTime> forward_times = predict_kernel_times(fused(std::move(forward)), at, *o.kernel_times);
+  const std::vector<KernelTime> forward_times = predict_kernel_times(fused_kernels(std::move(forward)), at, *o.kernel_times);
   std::optional<std::vector<KernelTime>> backward_times;
   if (parts) backward_times = predict_kernel_times(backward.get(), at, *o.kernel_times);
   return "\n" + kernel_times_text(forward_times, backward_times ? &*backward_times : nullptr, *o.kernel_times, sizes);
