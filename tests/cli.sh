@@ -36,7 +36,7 @@ run "$sym" -o gen --specialize B=3,T=x; check specialize-text rc 2; check specia
 run "$sym" -o gen --specialize B=3,B=4,T=1; check specialize-twice rc 2; check specialize-twice-words has err.txt "B is given twice"
 run "$sym" -o gen --specialize B=9,T=1; check specialize-range rc 1; check specialize-range-words has err.txt "B=9 is not a size the trace allows: 1 <= B <= 8"
 run validate "$sym" --specialize B=2,T=5; check validate-symbolic rc 0
-run explain "$sym" --specialize B=2,T=5; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8; 1 <= T <= 40); planned at B=8, T=40 (--plan-at)$"
+run explain "$sym" --specialize B=2,T=5 --remat-objective bytes; check explain-symbolic rc 0; check explain-symbolic-sizes has out.txt "^at the sizes B=2, T=5 (1 <= B <= 8; 1 <= T <= 40); planned at B=8, T=40 (--plan-at)$"
 check explain-symbolic-total has out.txt "^saved for the backward: 9 tensors, 76368 bytes = 1032\*B\*T + 66048 (396288 at the plan's sizes)"
 check explain-symbolic-bytes has out.txt "^  h f32\[2, 5, 128\]  5120 bytes = 512\*B\*T (163840 at the plan's sizes), dense, intermediate"
 # --plan-at: the plan weighs bytes at the sizes given (the others at their largest); refused unless each is a symbol's, in range.

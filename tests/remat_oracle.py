@@ -18,7 +18,8 @@ Checks, per trace:
   slower than the plan by bytes alone.
 All of that with --price-plans cut, the cut's own choice. Then the default, each candidate plan's
 kernels priced (--price-plans kernels): the priced frontier monotone in the kernels' step, the
-chosen plan on it by the same rule, never slower than the plan by bytes, priced as the kernels
+chosen plan on it by the same rule, never slower than the plan by bytes nor saving more than saving
+everything the backward reads, priced as the kernels
 explain lists add up, and at each halfway budget no slower than a listed plan that fits.
 Prints one line per trace and the worst gap. Exits 1 on a failed check.
 """
@@ -63,6 +64,9 @@ def check_priced(gen, trace):
             failures.append(f"{trace}: priced: not monotone: {a['activation_bytes']} B {kernels_step(a)} us, then {b['activation_bytes']} B {kernels_step(b)} us")
     if not 0 <= chosen < len(frontier):
         return failures + [f"{trace}: priced: the chosen plan ({chosen}) is not on the frontier"]
+    save_all = sum(v["bytes"] for v in doc["problem"]["values"] if v["needed"] and not v["input"])
+    if doc["plan"]["activation_bytes"] > save_all:
+        failures.append(f"{trace}: priced: the plan saves {doc['plan']['activation_bytes']} bytes, more than saving all the backward reads ({save_all})")
     fastest = min(kernels_step(p) for p in frontier)
     limit = min(fastest * 1.01, kernels_step(by_bytes)) * (1 + 1e-12)
     rule = max(i for i, p in enumerate(frontier) if kernels_step(p) <= limit)

@@ -61,7 +61,7 @@ run "$gen" explain "$block" --remat-objective time
 check explain-says-why has out.txt "min-cut: the fewest bytes within 1% of the fastest step, as the kernels of [0-9]* plans are predicted (--device-model h200)"
 run "$gen" explain "$block" --remat-objective time --price-plans cut
 check explain-says-why-cut has out.txt "min-cut: the fewest bytes within 1% of the fastest step under the time model (--device-model h200)"
-run "$gen" explain "$block" --price-plans cut
+run "$gen" explain "$block" --remat-objective bytes --price-plans cut
 check price-plans-needs-time rc 2; check price-plans-needs-time-words has err.txt "--price-plans goes with --remat-objective time"
 run "$gen" explain "$block" --remat-objective time --exact --price-plans kernels
 check exact-prices-cut rc 2; check exact-prices-cut-words has err.txt "--exact solves the cut's problem"
@@ -79,7 +79,7 @@ run "$gen" explain "$root/examples/corpus/gpt2_block.json" --remat-objective tim
 check budget-zero rc 0; check budget-zero-saves-nothing has out.txt "(0 of them activations"
 
 # --exact: CBC's optimum, or the frontier's plan with a note where the graph is past 600 ops.
-run "$gen" explain "$block" --exact
+run "$gen" explain "$block" --remat-objective bytes --exact
 check exact-needs-time rc 2; check exact-needs-time-words has err.txt "--exact goes with --remat-objective time"
 run "$gen" explain "$block" --remat-objective time --exact --activation-budget 42112 --frontier --json
 check exact-solves python3 -c 'import json; d = json.load(open("out.txt")); assert "note" not in d and d["plan"]["activation_bytes"] <= 42112, d["plan"]'

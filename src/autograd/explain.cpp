@@ -57,17 +57,21 @@ std::vector<std::string> names_of(const Partition& p, const std::vector<ValueId>
   return names;
 }
 
-// What `plan` recomputes that `before` does not, as "+a, +b" (at most 8 names, then a count).
+// What `plan` recomputes that `before` does not, as "+a, +b", then what it no longer recomputes,
+// as "-c" (plans priced by their kernels need not nest); at most 8 names, then a count.
 std::string added(const Partition& p, const Partition::FrontierPlan* before, const Partition::FrontierPlan& plan) {
-  std::vector<ValueId> was = before ? before->recomputed : std::vector<ValueId>{};
+  std::vector<ValueId> was = before ? before->recomputed : std::vector<ValueId>{}, now = plan.recomputed;
   std::sort(was.begin(), was.end());
+  std::sort(now.begin(), now.end());
+  std::vector<std::string> changes;
+  for (ValueId v : plan.recomputed)
+    if (!std::binary_search(was.begin(), was.end(), v)) changes.push_back("+" + p.backward.value(v).name);
+  if (before)
+    for (ValueId v : before->recomputed)
+      if (!std::binary_search(now.begin(), now.end(), v)) changes.push_back("-" + p.backward.value(v).name);
   std::string out;
-  size_t count = 0;
-  for (ValueId v : plan.recomputed) {
-    if (std::binary_search(was.begin(), was.end(), v)) continue;
-    if (++count <= 8) out += (out.empty() ? "+" : ", +") + p.backward.value(v).name;
-  }
-  if (count > 8) out += " (and " + std::to_string(count - 8) + " more)";
+  for (size_t i = 0; i < changes.size() && i < 8; ++i) out += (out.empty() ? "" : ", ") + changes[i];
+  if (changes.size() > 8) out += " (and " + std::to_string(changes.size() - 8) + " more)";
   return out.empty() ? (before ? "(nothing more)" : "(nothing)") : out;
 }
 
@@ -116,7 +120,7 @@ std::string frontier_text(const Partition& p, const std::string& input_file) {
       << (p.kernels ? "of the plans priced by their kernels" : "under the cut's time model") << " (--device-model " << p.device
       << "), from the fastest plan to the fewest activation bytes\n";
   if (!p.plan_at.empty()) out << "bytes and times at " << sizes_text(p.plan_at) << " (--plan-at)\n";
-  out << "   activation bytes  predicted us  kernels us  recomputes (beyond the plan above)\n";
+  out << "   activation bytes  predicted us  kernels us  recomputes (+) or no longer (-), against the plan above\n";
   for (size_t i = 0; i < p.frontier.size(); ++i) {
     const Partition::FrontierPlan& plan = p.frontier[i];
     char row[96];

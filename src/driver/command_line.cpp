@@ -42,11 +42,11 @@ void add_override_options(CLI::App& app, Request& r) {
   app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
   app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");
   app.add_option("--activation-budget", r.activation_budget,
-                 "the most bytes of saved intermediates; among plans that fit, the one recomputing least")
+                 "the most bytes of saved intermediates; among plans that fit, the fastest predicted (by bytes: the one recomputing least)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--remat-objective", r.objective,
-                 "bytes (default): the fewest activation bytes, a bit saved weighing as an element recomputed; time: the fewest bytes "
-                 "within --time-slack of the fastest step the time model predicts, or the fastest within --activation-budget")
+                 "time (default): the fewest activation bytes within --time-slack of the fastest step the time model predicts, or the "
+                 "fastest within --activation-budget; bytes: the fewest activation bytes, a bit saved weighing as an element recomputed")
       ->check(CLI::IsMember({"bytes", "time"}));
   app.add_flag("--exact", r.exact,
                "with --remat-objective time: the optimal plan by an MILP solver (CBC) for graphs up to 600 forward ops, within 10 s; "

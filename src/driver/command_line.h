@@ -30,7 +30,7 @@ struct Request {
   bool no_pack_bool = false;      // --no-pack-bool
   bool force = false;             // --force: replace an output folder that is not an earlier output
   int64_t activation_budget = -1; // --activation-budget BYTES (-1: none)
-  std::string objective = "bytes";    // --remat-objective: bytes (first) or time (the time model's frontier)
+  std::string objective = "time";     // --remat-objective: time (the plans priced by the time model) or bytes (first)
   std::string device_model = "h200";  // --device-model: the time model's device, a name or a .json file
   double time_slack_percent = 1;      // --time-slack: how much slower than the fastest plan the default may be
   bool exact = false;                 // --exact: the time objective's plan by an MILP solver

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "include/symbolic_block.h"
 
@@ -18,6 +19,21 @@ namespace {
 int failures = 0;
 void check(bool holds, const std::string& what) {
   if (!holds) std::fprintf(stderr, "run-time-entry-check: FAIL %s\n", what.c_str()), ++failures;
+}
+
+// An entry point called with every tensor at one dummy element, `sizes`, and no workspace or
+// stream: its arguments are deduced from its type, so the saved tensors the plan passes between
+// the two (their count follows the plan) need not be spelled out.
+float dummy_tensor[1] = {0};
+template <class T>
+T argument(const int64_t* sizes) {
+  if constexpr (std::is_same_v<T, const int64_t*>) return sizes;
+  else if constexpr (std::is_pointer_v<T> && !std::is_same_v<T, void*> && !std::is_same_v<T, thunder_gen_stream>) return reinterpret_cast<T>(dummy_tensor);
+  else return T{};
+}
+template <class... Args>
+int call_entry(int (*entry)(Args...), const int64_t* sizes) {
+  return entry(argument<Args>(sizes)...);
 }
 
 int bind(int64_t b, int64_t t, int64_t* sizes, char* message, size_t bytes) {
@@ -37,21 +53,14 @@ int main() {
   check(out_of_range == THUNDER_GEN_BAD_SIZES && std::string(message).find("B must be 1 <= B <= 8") != std::string::npos,
         "B=9 is refused naming B's range: " + std::string(message));
 
-  float dummy[1] = {0};
-  const float* in = dummy;
-  float* out = dummy;
-  check(symbolic_block_forward(in, in, in, in, in, in, in, out, out, out, out, nullptr, nullptr, nullptr) == THUNDER_GEN_NULL_POINTER,
-        "the forward refuses NULL sizes");
+  check(call_entry(symbolic_block_forward, nullptr) == THUNDER_GEN_NULL_POINTER, "the forward refuses NULL sizes");
   // Sizes a caller wrote itself are checked against the symbols' declarations before any use.
   for (const auto& [b, t, what] : {std::tuple{int64_t(9), int64_t(7), "B=9, past B's max"}, std::tuple{int64_t(0), int64_t(7), "B=0, below B's min"},
                                    std::tuple{int64_t(3), int64_t(41), "T=41, past T's max"},
                                    std::tuple{int64_t(1) << 40, int64_t(1) << 40, "B = T = 2^40, whose products overflow"}}) {
     const int64_t bad[2] = {b, t};
-    check(symbolic_block_forward(in, in, in, in, in, in, in, out, out, out, out, bad, nullptr, nullptr) == THUNDER_GEN_BAD_SIZES,
-          std::string("the forward refuses ") + what);
-    check(symbolic_block_backward(in, in, in, in, in, in, in, in, in, in, out, out, out, out, out, out, out, bad, nullptr, nullptr) ==
-              THUNDER_GEN_BAD_SIZES,
-          std::string("the backward refuses ") + what);
+    check(call_entry(symbolic_block_forward, bad) == THUNDER_GEN_BAD_SIZES, std::string("the forward refuses ") + what);
+    check(call_entry(symbolic_block_backward, bad) == THUNDER_GEN_BAD_SIZES, std::string("the backward refuses ") + what);
   }
 
   const int64_t small[2] = {1, 1}, large[2] = {8, 40};
