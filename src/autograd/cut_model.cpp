@@ -128,6 +128,38 @@ void add_materialization_costs(CutModel& m, const JointTrace& joint, const Remat
   }
 }
 
+// Planned in time: the values the forward writes to memory anyway (a GEMM's result, or its
+// operand, through views), whose saving could cost no write (weigh_time's written_anyway).
+void mark_forward_writes(CutModel& m, const JointTrace& joint) {
+  const Trace& j = joint.trace;
+  std::vector<bool> written(j.values.size(), false);
+  for (size_t x = joint.forward_ops; x-- > 0;) {
+    const Op& op = j.ops[x];
+    const bool library = op.info->fusion == FusionClass::library;
+    if (library) for (ValueId v : op.outs) written[size_t(v)] = true;
+    const bool feeds_library = op.info->fusion == FusionClass::shape && std::any_of(op.outs.begin(), op.outs.end(), [&](ValueId v) { return written[size_t(v)]; });
+    if (library || feeds_library) for_each_value(op, [&](ValueId v) { written[size_t(v)] = true; });
+  }
+  for (size_t c = 0; c < m.value_of.size(); ++c) m.candidates.values[c].written_anyway = m.candidates.values[c].is_activation && written[size_t(m.value_of[c])];
+}
+
+// Planned in time: a GEMM's product whose one reader is an add (a linear layer's bias, which
+// lowering folds into the GEMM: src/schedule/gemm_epilogue.h). Saved, it would be a forward
+// output and keep the fold from happening: a kernel more, and in bf16 or f16 a rounding of the
+// product that eager does not make.
+void mark_epilogue_products(CutModel& m, const JointTrace& joint) {
+  const Trace& j = joint.trace;
+  std::vector<int> readers(j.values.size(), 0), reader(j.values.size(), kNone);
+  for (size_t x = 0; x < joint.forward_ops; ++x)
+    for_each_value(j.ops[x], [&](ValueId v) { ++readers[size_t(v)], reader[size_t(v)] = int(x); });
+  for (size_t x = 0; x < joint.forward_ops; ++x) {
+    if (j.ops[x].info->kind != OpKind::matmul) continue;
+    const ValueId c = j.ops[x].outs[0];
+    const bool folds = readers[size_t(c)] == 1 && m.output_index[size_t(c)] == kNone && j.ops[size_t(reader[size_t(c)])].info->kind == OpKind::add;
+    if (folds && m.candidate[size_t(c)] != kNone) m.candidates.values[size_t(m.candidate[size_t(c)])].folds_into_gemm = true;
+  }
+}
+
 }  // namespace
 
 // Ops the backward does not recompute unless a policy asks: their work is large (matmul,
@@ -184,10 +216,11 @@ RematProblem weigh(const Candidates& c, int64_t recompute_weight, bool unpinned)
 
 // The cut problem in predicted time (femtoseconds), every kind recomputable that no policy
 // forbids, soft policies weighing as in weigh(); and each value's activation bytes.
-RematProblem weigh_time(const Candidates& c, std::vector<int64_t>& bytes) {
+RematProblem weigh_time(const Candidates& c, std::vector<int64_t>& bytes, bool written_anyway) {
   RematProblem p;
   for (const Candidates::Value& cv : c.values) {
-    int64_t cost = cv.save_fs;
+    int64_t cost = written_anyway && cv.written_anyway ? cv.save_fs / 2 : cv.save_fs;  // (the read alone)
+    if (cv.folds_into_gemm) cost = kInfinite;
     if (cv.is_activation && cv.policy == Policy::recompute) cost = kInfinite;
     if (cv.is_activation && cv.policy == Policy::prefer_save) cost /= 2;
     if (cv.is_activation && cv.policy == Policy::prefer_recompute) cost *= 2;
@@ -225,7 +258,11 @@ CutModel model_cut(const JointTrace& joint, const RematOptions& options) {
   }
   for (size_t x = 0; x < joint.forward_ops; ++x) add_candidate_op(m, j, j.ops[x], options);
   mark_backward_reads(m, joint);
-  if (options.device) add_materialization_costs(m, joint, options);
+  if (options.device) {
+    add_materialization_costs(m, joint, options);
+    mark_forward_writes(m, joint);
+    mark_epilogue_products(m, joint);
+  }
   return m;
 }
 

@@ -28,6 +28,8 @@ struct Candidates {
     std::optional<Policy> policy;  // of the op defining it
     int64_t element_bytes = 0;     // for the thunder_weights baseline
     int64_t save_fs = 0;           // saving it: the forward's write (an activation) and the backward's read
+    bool written_anyway = false;   // an activation the forward writes to memory for a GEMM anyway
+    bool folds_into_gemm = false;  // a GEMM's product its bias add folds into: not saved when planning in time
   };
   struct Op {
     std::vector<int> inputs, outputs;
@@ -68,7 +70,10 @@ CutModel model_cut(const JointTrace& joint, const RematOptions& options);
 RematProblem weigh(const Candidates& c, int64_t recompute_weight, bool unpinned);
 // The cut problem in predicted time (femtoseconds), every kind recomputable that no policy
 // forbids, soft policies weighing as in weigh(); and each value's activation bytes.
-RematProblem weigh_time(const Candidates& c, std::vector<int64_t>& bytes);
+// written_anyway: a value the forward writes for a GEMM anyway costs only its read when saved
+// (true of the GEMM's own kernels, not always of a fused epilogue: so it only proposes plans
+// that pricing then judges).
+RematProblem weigh_time(const Candidates& c, std::vector<int64_t>& bytes, bool written_anyway = false);
 
 int64_t activation_bytes(const Candidates& c, const RematPlan& plan);
 // The plan saving the fewest bytes any plan can; a UserError naming them when over `budget`.

@@ -254,7 +254,7 @@ void record_frontier(Partition& p, const CutModel& m, const ChosenPlan& chosen, 
   p.chosen = chosen.chosen;
   p.exact_note = chosen.exact_note;
   auto listed = [&](const PlanPoint& point) {
-    Partition::FrontierPlan plan{point.activation_bytes, chosen.fixed_fs + point.time_fs, {}};
+    Partition::FrontierPlan plan{point.activation_bytes, chosen.fixed_fs + point.time_fs, {}, std::nullopt};
     for (size_t x = 0; x < m.candidates.ops.size(); ++x)
       if (point.plan.recomputed[x])
         for (int out : m.candidates.ops[x].outputs) plan.recomputed.push_back(m.value_of[size_t(out)]);
@@ -374,11 +374,19 @@ void choose_by_kernels(ChosenPlan& chosen, const CutModel& m, const JointTrace& 
     return PricedPlan{plan, activation_bytes(m.candidates, plan), options.price_kernels(build_partition(joint, m, candidate, options, false))};
   };
   std::vector<PricedPlan> priced{price(chosen.bytes_first.plan), price(chosen.plan)};
-  for (size_t i = 0, taken = 0; i < chosen.frontier.size() && taken < kMostPricedPlans; ++i) {
-    if (options.activation_budget && chosen.frontier[i].activation_bytes > *options.activation_budget) continue;
-    priced.push_back(price(chosen.frontier[i].plan));
-    ++taken;
-  }
+  auto price_corners = [&](const std::vector<PlanPoint>& corners) {
+    for (size_t i = 0, taken = 0; i < corners.size() && taken < kMostPricedPlans; ++i) {
+      if (options.activation_budget && corners[i].activation_bytes > *options.activation_budget) continue;
+      const bool known = std::any_of(priced.begin(), priced.end(), [&](const PricedPlan& p) { return p.plan.saved == corners[i].plan.saved; });
+      if (!known) priced.push_back(price(corners[i].plan));
+      ++taken;
+    }
+  };
+  price_corners(chosen.frontier);
+  // The corners of the cut that charges no write for a value the forward writes anyway: plans
+  // that save a GEMM's operand rather than an equal value needing a kernel of its own.
+  std::vector<int64_t> bytes;
+  price_corners(plan_frontier(weigh_time(m.candidates, bytes, true), bytes));
   chosen.bytes_first_kernels = priced[0].kernels;
   const PricedPlan& best = choose_priced(priced, options);
   chosen.plan = best.plan;
