@@ -100,6 +100,10 @@ check distributed-in-time [ $planned = yes ]
 ex=$root/examples/dropout_p09.json
 run "$gen" explain "$ex" --remat-objective time --tag torch.nn.functional.dropout=save
 check tag-save-in-time has out.txt "b8\[1024, 1024\]  131072 bytes, bitmask, intermediate: tag save"
+# A GEMM's product is not saved for its bias add in time, unless policies name the ops: then they
+# decide (a product tagged not to be recomputed, its add not to be saved: the product is saved).
+run "$gen" explain "$root/tests/remat/fold_tags.json"
+check tags-over-fold-rule rc 0; check tags-over-fold-rule-saves has out.txt "^  t0 f32\[64, 48\]  12288 bytes, dense, intermediate"
 run "$gen" explain "$ex" --remat-objective time --tag torch.nn.functional.dropout=recompute
 check tag-recompute-in-time has out.txt "saved for the backward: 0 tensors"
 

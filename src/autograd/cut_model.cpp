@@ -156,7 +156,10 @@ void mark_epilogue_products(CutModel& m, const JointTrace& joint) {
     if (j.ops[x].info->kind != OpKind::matmul) continue;
     const ValueId c = j.ops[x].outs[0];
     const bool folds = readers[size_t(c)] == 1 && m.output_index[size_t(c)] == kNone && j.ops[size_t(reader[size_t(c)])].info->kind == OpKind::add;
-    if (folds && m.candidate[size_t(c)] != kNone) m.candidates.values[size_t(m.candidate[size_t(c)])].folds_into_gemm = true;
+    // (Not where the backward reads the product, nor where a policy names either op: then the
+    // rule could leave no plan where the user's policies allow one.)
+    const bool free = m.first_reader[size_t(c)] == kNone && !policy_of(j.ops[x].tags) && (!folds || !policy_of(j.ops[size_t(reader[size_t(c)])].tags));
+    if (folds && free && m.candidate[size_t(c)] != kNone) m.candidates.values[size_t(m.candidate[size_t(c)])].folds_into_gemm = true;
   }
 }
 
