@@ -66,6 +66,9 @@ def check_rows(name, passes, step):
             want_memory = (read + written) / DEVICE["copy_bytes_per_second"] * 1e6
             check(name, abs(memory - want_memory) <= 0.0011, f"{kernel}: memory {memory} us, the bytes give {want_memory:.4f}")
             check(name, abs(us - (launch_us + max(memory, arith))) <= 0.0021, f"{kernel}: {us} us is not launch + max({memory}, {arith})")
+        if step and pass_name in ("forward", "backward"):
+            stated = step[0] if pass_name == "forward" else step[1]
+            check(name, abs(stated - table["total"]) <= 0.0011, f"{pass_name}: the step line says {stated}, the table {table['total']}")
         total = sum(row[0] for row in table["rows"])
         check(name, abs(total - table["total"]) <= 0.001 * len(table["rows"]) + 0.001, f"{pass_name}: total {table['total']}, rows sum to {total:.3f}")
     if "backward" in passes:
@@ -87,7 +90,7 @@ def check_trace(gen, work, trace):
     name = os.path.basename(trace)
     explain = subprocess.run([gen, "explain", trace], capture_output=True, text=True)
     if explain.returncode != 0:
-        return print(f"skip {name}: explain exits {explain.returncode}")
+        return check(name, False, f"explain exits {explain.returncode}: {explain.stderr.strip()[:200]}")
     passes, step = tables(explain.stdout)
     check(name, "forward" in passes, "no forward table")
     check_rows(name, passes, step)

@@ -338,8 +338,11 @@ const PricedPlan& choose_priced(const std::vector<PricedPlan>& priced, const Rem
 void list_priced_frontier(ChosenPlan& chosen, const CutModel& m, const std::vector<PricedPlan>& priced, const PricedPlan& best) {
   std::vector<const PricedPlan*> order;
   for (const PricedPlan& p : priced) order.push_back(&p);
-  std::sort(order.begin(), order.end(), [](const PricedPlan* a, const PricedPlan* b) {
-    return a->activation_bytes != b->activation_bytes ? a->activation_bytes < b->activation_bytes : a->kernels.step_fs() < b->kernels.step_fs();
+  // (Among plans of equal bytes and step, `best` first: the sweep keeps the first of them.)
+  std::sort(order.begin(), order.end(), [&best](const PricedPlan* a, const PricedPlan* b) {
+    if (a->activation_bytes != b->activation_bytes) return a->activation_bytes < b->activation_bytes;
+    if (a->kernels.step_fs() != b->kernels.step_fs()) return a->kernels.step_fs() < b->kernels.step_fs();
+    return a == &best && b != &best;
   });
   std::vector<const PricedPlan*> kept;
   for (const PricedPlan* p : order)
@@ -351,7 +354,7 @@ void list_priced_frontier(ChosenPlan& chosen, const CutModel& m, const std::vect
   chosen.frontier_kernels.clear();
   chosen.chosen = -1;
   for (const PricedPlan* p : kept) {
-    if (p->activation_bytes == best.activation_bytes && p->kernels.step_fs() == best.kernels.step_fs()) chosen.chosen = int(chosen.frontier.size());
+    if (p == &best) chosen.chosen = int(chosen.frontier.size());
     chosen.frontier.push_back(measure_plan(time, bytes, p->plan));
     chosen.frontier_kernels.push_back(p->kernels);
   }
@@ -373,20 +376,28 @@ void choose_by_kernels(ChosenPlan& chosen, const CutModel& m, const JointTrace& 
     candidate.plan = plan;
     return PricedPlan{plan, activation_bytes(m.candidates, plan), options.price_kernels(build_partition(joint, m, candidate, options, false))};
   };
-  std::vector<PricedPlan> priced{price(chosen.bytes_first.plan), price(chosen.plan)};
+  std::vector<PricedPlan> priced{price(chosen.bytes_first.plan)};
+  auto price_new = [&](const RematPlan& plan) {
+    const bool known = std::any_of(priced.begin(), priced.end(), [&](const PricedPlan& p) { return p.plan.saved == plan.saved; });
+    if (!known) priced.push_back(price(plan));
+  };
+  price_new(chosen.plan);
   auto price_corners = [&](const std::vector<PlanPoint>& corners) {
     for (size_t i = 0, taken = 0; i < corners.size() && taken < kMostPricedPlans; ++i) {
       if (options.activation_budget && corners[i].activation_bytes > *options.activation_budget) continue;
-      const bool known = std::any_of(priced.begin(), priced.end(), [&](const PricedPlan& p) { return p.plan.saved == corners[i].plan.saved; });
-      if (!known) priced.push_back(price(corners[i].plan));
+      price_new(corners[i].plan);
       ++taken;
     }
   };
   price_corners(chosen.frontier);
   // The corners of the cut that charges no write for a value the forward writes anyway: plans
-  // that save a GEMM's operand rather than an equal value needing a kernel of its own.
+  // that save a GEMM's operand rather than an equal value needing a kernel of its own. (It has
+  // the first cut's infinite costs, so it has plans where that one has; if not, it adds none.)
   std::vector<int64_t> bytes;
-  price_corners(plan_frontier(weigh_time(m.candidates, bytes, true), bytes));
+  try {
+    price_corners(plan_frontier(weigh_time(m.candidates, bytes, true), bytes));
+  } catch (const NoFinitePlan&) {
+  }
   chosen.bytes_first_kernels = priced[0].kernels;
   const PricedPlan& best = choose_priced(priced, options);
   chosen.plan = best.plan;

@@ -198,6 +198,7 @@ std::string kernel_times_listing(Trace forward, std::optional<Partition>& parts,
   const SymbolValues at = parts ? parts->plan_at : SymbolValues{};
   std::string sizes;
   for (const auto& [name, size] : at) sizes += (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  if (sizes.empty() && !forward.symbols.empty()) sizes = "the sizes the trace was read at, " + forward.specialization_text();
   const std::vector<KernelTime> forward_times = predict_kernel_times(fused_kernels(std::move(forward)), at, *o.kernel_times);
   std::optional<std::vector<KernelTime>> backward_times;
   if (parts) backward_times = predict_kernel_times(backward.get(), at, *o.kernel_times);
