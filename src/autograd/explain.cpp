@@ -43,12 +43,6 @@ class SymbolicBytes {
   const SymbolValues& plan_at_;
 };
 
-std::string sizes_text(const SymbolValues& sizes) {
-  std::string out;
-  for (const auto& [name, size] : sizes) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-  return out;
-}
-
 double microseconds(int64_t fs) { return double(fs) / 1e9; }
 
 std::vector<std::string> names_of(const Partition& p, const std::vector<ValueId>& values) {

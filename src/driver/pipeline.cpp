@@ -196,8 +196,7 @@ std::string kernel_times_listing(Trace forward, std::optional<Partition>& parts,
   std::future<FusedTrace> backward;
   if (parts) backward = std::async(std::launch::async, fused_kernels, std::move(parts->backward));
   const SymbolValues at = parts ? parts->plan_at : SymbolValues{};
-  std::string sizes;
-  for (const auto& [name, size] : at) sizes += (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  std::string sizes = sizes_text(at);
   if (sizes.empty() && !forward.symbols.empty()) sizes = "the sizes the trace was read at, " + forward.specialization_text();
   const std::vector<KernelTime> forward_times = predict_kernel_times(fused_kernels(std::move(forward)), at, *o.kernel_times);
   std::optional<std::vector<KernelTime>> backward_times;

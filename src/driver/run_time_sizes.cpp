@@ -23,12 +23,6 @@ std::optional<int64_t> free_size(const SymbolDecl& d, int64_t from, std::set<int
   return std::nullopt;
 }
 
-std::string sizes_text(const SymbolValues& values) {
-  std::string s;
-  for (const auto& [name, size] : values) s += (s.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-  return s;
-}
-
 // The code a compiler sees, line by line: the text's lines with comments (// to the end of the
 // line outside literals; # in a kernel IR listing) and trailing blanks removed, empty lines skipped.
 class CodeLines {

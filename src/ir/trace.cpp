@@ -111,11 +111,9 @@ std::vector<int64_t> Arg::int_list() const {
 }
 
 std::string Trace::specialization_text() const {
-  std::string sizes, ranges;
-  for (const auto& [name, size] : specialized_at) {
-    sizes += (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-    ranges += (ranges.empty() ? "" : "; ") + symbols.at(name).range_text();
-  }
+  std::string ranges;
+  for (const auto& [name, size] : specialized_at) ranges += (ranges.empty() ? "" : "; ") + symbols.at(name).range_text();
+  const std::string sizes = sizes_text(specialized_at);
   return sizes.empty() ? "" : sizes + " (" + ranges + ")";
 }
 
