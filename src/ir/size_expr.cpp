@@ -595,10 +595,4 @@ SizeExpr SizeExpr::substitute(const std::function<std::optional<SizeExpr>(const 
   return total;
 }
 
-std::string sizes_text(const SymbolValues& sizes) {
-  std::string out;
-  for (const auto& [name, size] : sizes) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-  return out;
-}
-
 }  // namespace tg

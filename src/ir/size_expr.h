@@ -27,8 +27,6 @@ namespace tg {
 
 // A size for each of some symbols, by name.
 using SymbolValues = std::map<std::string, int64_t, std::less<>>;
-// "B=8, T=40": the sizes in name order, for messages and listings.
-std::string sizes_text(const SymbolValues& sizes);
 
 // A malformed or unprovable size expression; `offset` is where in the parsed text, when parsing.
 struct SizeExprError : std::runtime_error {

@@ -110,6 +110,12 @@ std::vector<int64_t> Arg::int_list() const {
   return out;
 }
 
+std::string sizes_text(const SymbolValues& sizes) {
+  std::string out;
+  for (const auto& [name, size] : sizes) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  return out;
+}
+
 std::string Trace::specialization_text() const {
   std::string ranges;
   for (const auto& [name, size] : specialized_at) ranges += (ranges.empty() ? "" : "; ") + symbols.at(name).range_text();

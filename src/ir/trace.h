@@ -69,6 +69,8 @@ void derive_reshaped_dim(Shape& out, const Shape& in, const Symbols& symbols);
 // The element count at the sizes `at` (the dims' expressions evaluated there; empty `at`, or a
 // dim without one: the size it has), past 2^48 elements cut to 2^48 (a cost, never a buffer size).
 int64_t numel_at(const Shape& shape, const SymbolValues& at);
+// "B=8, T=40": sizes in name order, for messages and listings.
+std::string sizes_text(const SymbolValues& sizes);
 // The shape's sizes alone (for code that wants integers: printing, index maps).
 std::vector<int64_t> sizes_of(const Shape& shape);
 
