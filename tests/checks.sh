@@ -9,3 +9,12 @@ finish() {
   echo "$pass passed, $fail failed"
   [ "$fail" -eq 0 ]
 }
+# device_code FOLDER: its forward.cu and backward.cu compiled for sm_90 by $NVCC, with their PTX
+# (FOLDER/keep/*.ptx) and ptxas report (FOLDER/*.ptxas.log), as tests/ptx_compare.py reads them.
+device_code() {
+  local cu
+  for cu in forward backward; do
+    mkdir -p "$1/keep"
+    (cd "$1" && "${NVCC:?}" -arch=sm_90 -std=c++17 -cubin -o "$cu.cubin" "$cu.cu" -I. -Xptxas -v -keep -keep-dir keep 2>"$cu.ptxas.log")
+  done
+}

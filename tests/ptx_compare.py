@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ptx_compare.py RUN_TIME SPECIALISED NAME...: what nvcc made of a folder that takes its sizes at
+"""ptx_compare.py [--known FILE] RUN_TIME SPECIALISED NAME...: what nvcc made of a folder that takes its sizes at
 run time against a folder specialised to one size (standard library only). For each NAME (forward,
 backward) each folder holds NAME.ptxas.log (nvcc -Xptxas -v) and keep/NAME.ptx. Every kernel of
 the specialised folder must be in the run-time one with
@@ -8,6 +8,11 @@ the specialised folder must be in the run-time one with
   - registers within 10% of the specialised kernel's (at least 4 more allowed: one 64-bit count
     parameter and its arithmetic on a small kernel).
 Prints one line per kernel and exits 1 on any failure.
+
+--known FILE: the kernels known to miss those bounds, a line each: "kernel registers", the most
+registers it may take at run-time sizes, then "fewer-runs" where it may have fewer vector accesses;
+`#` comments. Such a kernel passes while it stays within that; one that meets the bounds again
+fails as "listed but within bounds", so the list only shrinks.
 """
 import re
 import sys
@@ -37,7 +42,17 @@ def vector_accesses(ptx):
     return out
 
 
-def main(run_time, specialised, names):
+def known_gaps(path):
+    """{kernel: (most registers, fewer vector accesses allowed)} from a --known file."""
+    out = {}
+    for line in open(path):
+        words = line.split("#")[0].split()
+        if words:
+            out[words[0]] = (int(words[1]), "fewer-runs" in words[2:])
+    return out
+
+
+def main(run_time, specialised, names, known):
     failures = 0
     for name in names:
         read = lambda folder, f: open(f"{folder}/{f}").read()
@@ -53,17 +68,26 @@ def main(run_time, specialised, names):
                 failures += 1
                 continue
             lost = {k: v for k, v in vec_sp.get(kernel, {}).items() if vec_rt.get(kernel, {}).get(k, 0) < v}
-            regs_ok = rt <= max(sp * 1.1, sp + 4)
-            ok = regs_ok and not lost
-            failures += not ok
+            within = rt <= max(sp * 1.1, sp + 4) and not lost
+            if kernel in known:
+                most, fewer_runs = known[kernel]
+                still = rt <= most and (fewer_runs or not lost)
+                verdict = "FAIL (listed but within bounds)" if within else "known gap" if still else "FAIL (past what is listed)"
+            else:
+                verdict = "ok" if within else "FAIL"
+            failures += verdict.startswith("FAIL")
             wide = sum(vec_sp.get(kernel, {}).values())
-            print(f"{'ok' if ok else 'FAIL'} {name} {kernel}: {rt} registers at run-time sizes, {sp} specialised; "
+            print(f"{verdict} {name} {kernel}: {rt} registers at run-time sizes, {sp} specialised; "
                   f"{sum(vec_rt.get(kernel, {}).values())} vector accesses, {wide} specialised"
                   + (f"; fewer of {sorted(lost)}" if lost else ""))
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    known = {}
+    if args[:1] == ["--known"] and len(args) > 1:
+        known, args = known_gaps(args[1]), args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
+    sys.exit(main(args[0], args[1], args[2:], known))

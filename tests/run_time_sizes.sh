@@ -31,15 +31,14 @@ same_outputs() {
 
 # every_size NAME FILE SIZES...: NAME's folder taking its sizes at run time against one
 # specialised to each size.
-plan_flags=()  # the plan every_size's folders are generated with (none: the default)
 every_size() {
   local name=$1 file=$2 sizes
   shift 2
-  "$THUNDER_GEN" "$file" "${plan_flags[@]}" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
+  "$THUNDER_GEN" "$file" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
   check "$name-generated" [ -x "$name/harness" ]
   check "$name-manifest-says-run-time" grep -q '"takes_sizes": true' "$name/manifest.json"
   for sizes in "$@"; do
-    "$THUNDER_GEN" "$file" "${plan_flags[@]}" --specialize "$sizes" -o "$name-at-$sizes" 2>>"$name.err" && "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err"
+    "$THUNDER_GEN" "$file" --specialize "$sizes" -o "$name-at-$sizes" 2>>"$name.err" && "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err"
     "$name-at-$sizes/harness" --quiet --outputs "out-$name-at-$sizes" 2>>"$name.err"
     "$name/harness" --quiet --sizes "$sizes" --outputs "out-$name-$sizes" 2>>"$name.err"
     check "$name-$sizes-same-as-specialised" same_outputs "out-$name-at-$sizes" "out-$name-$sizes"
@@ -51,11 +50,7 @@ every_size mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2" batch=1,seq=1
 # merged back into [batch, seq, 16], a causal mask over [seq, seq], a softmax over seq. The index
 # arithmetic divides by the size parameter (multiplying by its divider dv_seq) and the row kernels
 # take row_length.
-# (Planned by bytes: under the time objective's plan one backward kernel, bw9, takes 34 registers
-# at run-time sizes against 28 specialised, past the 10% the PTX comparison allows; docs/status.md.)
-plan_flags=(--remat-objective bytes)
 every_size attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2" batch=1,seq=2 batch=3,seq=7 batch=2,seq=17 batch=4,seq=24
-plan_flags=()
 check attn-index-over-seq grep -q "tg::quot32(i / 16, dv_seq)" attn/forward.cu
 every_size attn_bf16 "$root/tests/pt2/torch-2.9/dynamic/attention_bf16_dynamic.pt2" batch=1,seq=2 batch=3,seq=3 batch=4,seq=17 batch=4,seq=24
 # Token and position embeddings, q, k, v selected from one projection, rotary halves sliced from
@@ -140,13 +135,6 @@ every_size col64 col64.json B=1 B=7 B=33 B=300
 # What nvcc makes of the kernels: every 16- and 8-byte run of the folder specialised to the
 # largest sizes kept, registers within 10% (tests/ptx_compare.py), and nothing spills
 # (tests/ptx_check.py, as for every example).
-device_code() {  # FOLDER: the kernels compiled for sm_90 with their PTX and ptxas report
-  local cu
-  for cu in forward backward; do
-    mkdir -p "$1/keep"
-    (cd "$1" && "${NVCC:?}" -arch=sm_90 -std=c++17 -cubin -o "$cu.cubin" "$cu.cu" -I. -Xptxas -v -keep -keep-dir keep 2>"$cu.ptxas.log")
-  done
-}
 for name in block mlp rsoft ce attn; do  # (rsoft, ce, attn: rows whose length is taken at run time; attn: index arithmetic over sz_seq)
   largest=$(ls -d "$name"-at-* | sort -t= -k3 -n | tail -1)
   device_code "$name" && device_code "$largest"

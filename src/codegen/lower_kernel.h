@@ -212,6 +212,7 @@ class KernelLowering : private IndexNamer {
   ExprPtr run_condition(const std::vector<ValueId>& wide, const Block& body) const;
   size_t lane_arithmetic() const;
   Block lane_body() const;
+  Block radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes) const;
   std::string run_load(ValueId v, const IndexExpr& start, const Index& index);
   std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
 

@@ -121,8 +121,38 @@ kir::Block KernelLowering::element_loop_body() {
   add(element_call(var("i"), [&](const RunLoad&) { return reads[next++]; }, [&](ValueId v) { return kir::name(local(Role::element, v)); }));
   for (ValueId v : k_.outs) add(kir::store(global(v), var("i"), kir::name(local(Role::element, v))));
   Block code = pop();
-  Block out = dim_declarations(code, all_dims(layout_.domain));
+  Block out = radix_declarations(code, IndexExpr::named("i", 0, std::max<int64_t>(largest_count(t_, count()) - 1, 0)), loop_dims_, sizes_);
   out.insert(out.end(), code.begin(), code.end());
+  return out;
+}
+
+// The declarations of the loop dims `body` reads, of the flat index `flat` (i, or a lane's
+// run * lanes + lane; defs: each dim's definition). Where the kernel divides by sizes taken at run
+// time, as one mixed radix from the innermost dim out: each quotient by a size is declared once
+// (outer<k>, the index over the dims outside d<k>) and the dims outside it divide that, where
+// dims defined apart would each divide the flat index by their own product of sizes, and nvcc
+// would keep those partial quotients live side by side.
+kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes) const {
+  const std::vector<int64_t> all = all_dims(layout_.domain);
+  if (!t_.sizes_at_run_time || !sizes_.symbolic(layout_.domain)) return dim_declarations(body, all, defs);
+  const std::set<std::string> used = kir::names_in(body);
+  size_t outermost = all.size();  // the outermost dim the body reads
+  for (size_t k = all.size(); k-- > 0;)
+    if (used.count("d" + std::to_string(k))) outermost = k;
+  Block out;
+  IndexExpr rest = flat;
+  for (size_t k = all.size(); k-- > outermost;) {
+    const IndexScale extent = sizes.scale(layout_.domain[k]);
+    const std::string dim = "d" + std::to_string(k);
+    if (used.count(dim)) out.push_back(kir::decl(index_type_, dim, kir::index(k > 0 ? rest % extent : rest)));
+    if (k == outermost) break;
+    rest = rest / extent;
+    if (extent.product && rest.has_div_or_mod()) {
+      const std::string outer = "outer" + std::to_string(k);
+      out.push_back(kir::decl(index_type_, outer, kir::index(rest)));
+      rest = rest.as_variable(outer);
+    }
+  }
   return out;
 }
 
@@ -204,7 +234,7 @@ kir::Block KernelLowering::lane_body() const {
   for (ValueId v : k_.outs)
     if (t_.value(v).bit_packed)
       out.push_back(kir::assign(kir::name(local(Role::run_bits, v)), kir::binary(kir::call("unsigned", {kir::name(local(Role::element, v))}), "<<", var("lane")), "|="));
-  Block dims = dim_declarations(out, all_dims(layout_.domain), lane_dims_);
+  Block dims = radix_declarations(out, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), lane_dims_, run_sizes());
   dims.insert(dims.end(), out.begin(), out.end());
   return dims;
 }

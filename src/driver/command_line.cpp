@@ -32,11 +32,15 @@ std::vector<std::string> emit_stage_names() {
 
 constexpr const char* kSpecializeHelp = "a symbolic trace's sizes, one per symbol: B=64,T=128 (docs/symbolic-shapes.md)";
 
+// Sizes given as "" would read as none given: refused, as any other unreadable sizes.
+const CLI::Validator kSizesGiven([](const std::string& text) { return text.empty() ? std::string("no sizes given (B=64,T=128)") : std::string(); }, "SIZES");
+
 void add_override_options(CLI::App& app, Request& r) {
-  app.add_option("--specialize", r.specialize_text, kSpecializeHelp);
+  app.add_option("--specialize", r.specialize_text, kSpecializeHelp)->check(kSizesGiven);
   app.add_option("--plan-at", r.plan_at_text,
                  "a symbolic trace's sizes the rematerialization plan weighs bytes and recomputation at (and --activation-budget "
-                 "holds at), one per symbol or some: B=64,T=1024; by default each symbol's largest");
+                 "holds at), one per symbol or some: B=64,T=1024; by default each symbol's largest")
+      ->check(kSizesGiven);
   app.add_option("--tag", r.tags, "rematerialization policy: <selector>=<save|recompute|prefer-save|prefer-recompute>, the selector a symbol id, @value, or for a PT2 archive an aten.* target or a module path glob; repeatable")
       ->take_all();
   app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
@@ -133,7 +137,7 @@ std::optional<int> parse_command_line(int argc, char** argv, CommandLine& line) 
   auto* validate_cmd = app.add_subcommand("validate", "check traces and report the first error in each");
   validate_cmd->add_option("traces", line.validate_files, "trace JSON files or PT2 archives")->required();
   std::string validate_specialize;
-  validate_cmd->add_option("--specialize", validate_specialize, kSpecializeHelp);
+  validate_cmd->add_option("--specialize", validate_specialize, kSpecializeHelp)->check(kSizesGiven);
   auto* list_cmd = app.add_subcommand("list-ops", "print the op table");
   list_cmd->add_flag("--json", line.list_json, "as JSON, for tools");
   list_cmd->add_flag("--aten", line.list_aten, "the ATen ops PT2 archives may use that thunder-gen translates, against Core ATen");
