@@ -95,6 +95,35 @@ cat >gate.json <<'EOF'
  "outputs": ["y"]}
 EOF
 every_size gate gate.json B=1,T=1 B=3,T=7 B=8,T=40
+# Means over a symbol, over a symbol and a constant dim (keepdim) and over everything: each divides
+# by its count taken from the size parameters (static_cast<float>(sz_T)), forward and backward.
+# Against LibTorch at each size: a folder specialised to a size whose rows are a multiple of 4
+# sums them in runs, in another order than the run-time folder, which streams them.
+cat >mean.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "mean_pool", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T", 64], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.mean", "args": ["x", 1], "out": [{"name": "pooled", "shape": ["B", 64], "dtype": "f32"}]},
+         {"op": "torch.mean", "args": ["x", [1, 2], true], "out": [{"name": "per_batch", "shape": ["B", 1, 1], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["x"], "out": [{"name": "t", "shape": ["B", "T", 64], "dtype": "f32"}]},
+         {"op": "torch.mean", "args": ["t"], "out": [{"name": "all", "shape": [], "dtype": "f32"}]}],
+ "outputs": ["pooled", "per_batch", "all"]}
+EOF
+"$THUNDER_GEN" mean.json -o mean 2>mean.err && "$here/build_emu_harness.sh" mean 2>>mean.err
+check mean-generated [ -x mean/harness ]
+check mean-divides-by-sizes grep -q "static_cast<float>(sz_T)" mean/forward.cu
+for sizes in B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40; do
+  mean/harness --quiet --sizes "$sizes" --outputs "out-mean-$sizes" 2>>mean.err
+  check "mean-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" mean.json "out-mean-$sizes" "--specialize=$sizes"
+done
+# So do a variance's gradient (n - 1 from a tensor of n) and LayerNorm's over a row of T.
+cat >norm_t.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "norm_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.var", "args": ["x", -1], "out": [{"name": "v", "shape": ["B"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.layer_norm", "args": ["x", [{"size": "T"}]], "out": [{"name": "y", "shape": ["B", "T"], "dtype": "f32"}]}],
+ "outputs": ["v", "y"]}
+EOF
+every_size norm_t norm_t.json B=1,T=2 B=3,T=7 B=8,T=40
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
 cat >chunk.json <<'EOF'
@@ -191,23 +220,24 @@ check trailing-comma rc 2; check trailing-comma-words has err.txt "a trailing co
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 
-# A mean over T divides by its count written as a number: its code depends on the size, refused
-# naming the kernel.
-cat >mean_t.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "mean_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
+# A slice whose size is T - 1: the index arithmetic takes sizes that are products of symbols only,
+# so its code depends on the size, refused naming the kernel.
+cat >shift_t.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "shift_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 64}},
  "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "torch.mean", "args": ["x", -1], "out": [{"name": "y", "shape": ["B"], "dtype": "f32"}]}],
+ "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
  "outputs": ["y"]}
 EOF
-run "$THUNDER_GEN" mean_t.json -o refused
+run "$THUNDER_GEN" shift_t.json -o refused
 check not-generic-refused rc 1
-check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in mean_t_[a-z_0-9]*).*--specialize"
+check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in shift_t_[a-z_0-9]*).*--specialize"
 check not-generic-wrote-nothing [ ! -e refused ]
 # --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
-run "$THUNDER_GEN" mean_t.json --emit cuda
-check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in mean_t_"
-run "$THUNDER_GEN" mean_t.json --emit kernel-ir
-check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in mean_t_"
+run "$THUNDER_GEN" shift_t.json --emit cuda
+check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in shift_t_"
+run "$THUNDER_GEN" shift_t.json --emit kernel-ir
+check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in shift_t_"
 # The second probe runs beside the first: its -v lines come after the first's, and the stage
 # listings of --dump-dir are the first probe's (the folder's).
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" -o probes-v -v --dump-dir probe-dumps
@@ -232,7 +262,8 @@ run "$THUNDER_GEN" coincide.json -o refused
 check coinciding-shapes-refused rc 1
 check coinciding-shapes-words has err.txt 'kernel dedup_rowreduce_y1 takes its domain, \[B, T\], and "z", \[B, min(T, 64)\], for one shape'
 # A size the same at the first two probes (T//16 + 1 at T = 3 and 10) moves the second probe,
-# and a mean's divisor written as a number then differs: refused.
+# and a mean's divisor, which index arithmetic cannot take (no product of symbols), then differs:
+# refused.
 cat >flat.json <<'EOF'
 {"format": "thunder-gen-trace", "version": 1, "name": "meanc", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
  "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"},
@@ -243,7 +274,7 @@ cat >flat.json <<'EOF'
 EOF
 run "$THUNDER_GEN" flat.json -o refused
 check flat-size-refused rc 1
-check flat-size-words has err.txt "tg::div(v_y__0, 1.0f).* at B=2, T=3, .*tg::div(v_y__0, 2.0f).* at B=7, T=17"
+check flat-size-words has err.txt "tg::div(v_y__0, static_cast<float>(1)).* at B=2, T=3, .*tg::div(v_y__0, static_cast<float>(2)).* at B=7, T=17"
 check flat-size-wrote-nothing [ ! -e refused ]
 # A size the same at every second probe in range: refused, naming it.
 sed 's|"T//16 + 1"|"T//64 + 1"|' flat.json >flatter.json

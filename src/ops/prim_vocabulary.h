@@ -14,6 +14,9 @@ using G = GradBuilder;
 
 inline Arg val(V v) { return Arg::of_value(v); }
 inline Arg num(double d) { return Arg::of_real(d); }
+// A count of elements as an operand: a number, or where it is symbolic a size with its expression,
+// which code taking its sizes at run time reads from its size parameters (a mean's divisor).
+inline Arg count(const Dim& n) { return n.symbolic() ? Arg::of_dim(n) : num(double(n)); }
 
 inline V call(G& g, std::string_view id, std::vector<Arg> args) { return g.emit(id, std::move(args)).at(0); }
 inline V add(G& g, Arg a, Arg b) { return call(g, "prims.add", {a, b}); }
@@ -55,7 +58,8 @@ inline Arg device_of(G& g) {
   device.text = g.trace().device;
   return device;
 }
-inline V full(G& g, const Shape& shape, double fill, DType t) { return call(g, "prims.full", {int_list(shape), num(fill), device_of(g), Arg::of_dtype(t)}); }
+inline V full(G& g, const Shape& shape, Arg fill, DType t) { return call(g, "prims.full", {int_list(shape), std::move(fill), device_of(g), Arg::of_dtype(t)}); }
+inline V full(G& g, const Shape& shape, double fill, DType t) { return full(g, shape, num(fill), t); }
 inline V zeros(G& g, const Shape& shape, DType t) { return full(g, shape, 0.0, t); }
 
 // A reduced value broadcast back over the dims it lost.

@@ -61,20 +61,22 @@ Contributions variance_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg("a").value;
   const Shape& shape = shape_of(g, a);
   auto dims = reduction_dims(g.trace(), op);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= shape[d];
-  V mean = op.info->kind == OpKind::var_mean ? op.outs[1] : div(g, val(sum(g, a, dims)), num(double(n)));
+  Shape reduced;
+  for (int64_t d : dims) reduced.push_back(shape[size_t(d)]);
+  const Dim n = numel_dim(reduced);
+  V mean = op.info->kind == OpKind::var_mean ? op.outs[1] : div(g, val(sum(g, a, dims)), count(n));
   V centered = sub(g, val(a), val(unreduce(g, mean, shape, dims)));
   V total = kNoValue;
   if (cot[0] != kNoValue) {
-    // n - correction; a scalar correction needs a tensor to subtract from.
-    Arg denominator = op.arg("correction").is_number() ? num(double(n) - op.arg("correction").as_double())
-                                            : val(sub(g, val(full(g, shape_of(g, cot[0]), double(n), value_of(g, cot[0]).dtype)), op.arg("correction")));
+    // n - correction; a scalar correction, or a symbolic n, needs a tensor to subtract from.
+    const Arg& correction = op.arg("correction");
+    Arg denominator = correction.is_number() && !n.symbolic() ? num(double(n) - correction.as_double())
+                                                             : val(sub(g, val(full(g, shape_of(g, cot[0]), count(n), value_of(g, cot[0]).dtype)), correction));
     V scale = div(g, val(mul(g, val(cot[0]), num(2.0))), denominator);
     total = mul(g, val(centered), val(unreduce(g, scale, shape, dims)));
   }
   if (op.info->kind == OpKind::var_mean && cot.size() > 1 && cot[1] != kNoValue) {
-    V from_mean = unreduce(g, div(g, val(cot[1]), num(double(n))), shape, dims);
+    V from_mean = unreduce(g, div(g, val(cot[1]), count(n)), shape, dims);
     total = total == kNoValue ? from_mean : add(g, val(total), val(from_mean));
   }
   if (total == kNoValue) return {};

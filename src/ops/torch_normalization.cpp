@@ -108,7 +108,7 @@ struct Norm {
   Shape shape;                   // of the input
   std::vector<int64_t> dims;     // normalized (trailing) dims
   std::vector<int64_t> row_dims; // the others
-  double n;                      // elements per row
+  Dim n;                         // elements per row
   bool rms;
   double eps;
 };
@@ -117,15 +117,16 @@ Norm norm_of(G& g, const Op& op) {
   Norm m;
   m.shape = shape_of(g, op.arg("a").value);
   size_t k = op.arg("normalized_shape").items.size(), r = m.shape.size();
-  m.n = 1;
+  Shape normalized;
   for (size_t d = 0; d < r; ++d) {
     if (d + k >= r) {
       m.dims.push_back(int64_t(d));
-      m.n *= double(m.shape[d]);
+      normalized.push_back(m.shape[d]);
     } else {
       m.row_dims.push_back(int64_t(d));
     }
   }
+  m.n = numel_dim(normalized);
   m.rms = op.info->kind == OpKind::t_rms_norm;
   const Arg& eps = op.arg(m.rms ? 3 : 4);
   if (eps.is_number()) {
@@ -145,7 +146,7 @@ struct Normalized {
 Normalized normalize(G& g, const Norm& m, V a) {
   V centered = a, var;
   if (m.rms) {
-    var = div(g, val(sum(g, mul(g, val(a), val(a)), m.dims)), num(m.n));
+    var = div(g, val(sum(g, mul(g, val(a), val(a)), m.dims)), count(m.n));
   } else {
     auto vm = g.emit("prims.var_mean", {val(a), int_list(m.dims), num(0.0)});
     var = vm[0];
@@ -176,7 +177,7 @@ Contributions norm_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   Normalized x = normalize(g, m, a);
   const Arg& w = op.arg("weight");
   V gs = w.is_value() ? mul(g, val(c), val(broadcast(g, upcast(g, w.value), m.shape, m.dims))) : c;
-  auto row_mean = [&](V v) { return unreduce(g, div(g, val(sum(g, v, m.dims)), num(m.n)), m.shape, m.dims); };
+  auto row_mean = [&](V v) { return unreduce(g, div(g, val(sum(g, v, m.dims)), count(m.n)), m.shape, m.dims); };
   V inner = sub(g, val(gs), val(mul(g, val(x.xhat), val(row_mean(mul(g, val(gs), val(x.xhat)))))));
   if (!m.rms) inner = sub(g, val(inner), val(row_mean(gs)));
   Contributions out = {{op.arg("a").value, downcast(g, mul(g, val(x.rstd), val(inner)), dt)}};
