@@ -109,7 +109,7 @@ class Harness {
   int repeat_ = 0;
   long long philox_seed_ = 0, philox_offset_ = 0;
   bool has_philox_seed_ = false, has_philox_offset_ = false;
-  bool quiet_ = false, inputs_given_ = false, outputs_given_ = false, use_workspace_ = false;
+  bool quiet_ = false, inputs_given_ = false, outputs_given_ = false, sizes_given_ = false, use_workspace_ = false;
   void* workspace_ = nullptr;
   Stream stream_ = nullptr;
   std::deque<Buffer> buffers_;  // a deque: the Buffer& handed out stay valid as it grows
@@ -178,12 +178,13 @@ TG_OUT_OF_LINE Harness::Harness(int argc, char** argv, const char* trace, int ra
     else if (a == "--repeat") repeat_ = number<int>(a, value(), true);
     else if (a == "--quiet") quiet_ = true;
     else if (a == "--workspace") use_workspace_ = true;
-    else if (a == "--sizes") sizes_text_ = value();
+    else if (a == "--sizes") sizes_text_ = value(), sizes_given_ = true;
     else if (a == "--philox-seed") philox_seed_ = number<long long>(a, value()), has_philox_seed_ = true;
     else if (a == "--philox-offset") philox_offset_ = number<long long>(a, value()), has_philox_offset_ = true;
     else if (a == "--world-size" && rank >= 0) number<int>(a, value(), true);
     else usage(("unknown argument " + a).c_str());
   }
+  if (sizes_given_ && sizes_text_.empty()) usage("--sizes needs NAME=N,...");
   if (rank >= 0) {
     if (inputs_given_) inputs_dir_ += "/rank" + std::to_string(rank);
     if (outputs_given_) outputs_dir_ += "/rank" + std::to_string(rank);

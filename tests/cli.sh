@@ -35,6 +35,8 @@ check symbolic-refused-wrote-nothing [ ! -e gen ]
 run "$sym" -o gen --specialize B=3,T=x; check specialize-text rc 2; check specialize-text-words has err.txt "expected <symbol>=<size>"
 run "$sym" -o gen --specialize ""; check specialize-empty rc 2; check specialize-empty-words has err.txt "no sizes given"; check specialize-empty-writes-nothing test ! -e gen
 run explain "$sym" --plan-at ""; check plan-at-empty rc 2; check plan-at-empty-words has err.txt "no sizes given"
+run "$sym" --specialize B=2,T=3 --tags "" -o gen; check tags-empty rc 2; check tags-empty-words has err.txt "no file given"
+run "$sym" --specialize B=2,T=3 --dump-dir "" -o gen; check dump-dir-empty rc 2; check dump-dir-empty-words has err.txt "no folder given"; check dump-dir-empty-writes-nothing test ! -e gen
 run "$sym" -o gen --specialize B=3,B=4,T=1; check specialize-twice rc 2; check specialize-twice-words has err.txt "B is given twice"
 run "$sym" -o gen --specialize B=9,T=1; check specialize-range rc 1; check specialize-range-words has err.txt "B=9 is not a size the trace allows: 1 <= B <= 8"
 run validate "$sym" --specialize B=2,T=5; check validate-symbolic rc 0

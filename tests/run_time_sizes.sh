@@ -217,6 +217,8 @@ run block/harness --sizes B=3,B=4
 check size-twice rc 2; check size-twice-words has err.txt "B is given twice"
 run block/harness --sizes B=3,
 check trailing-comma rc 2; check trailing-comma-words has err.txt "a trailing comma"
+run block/harness --sizes ""
+check sizes-empty rc 2; check sizes-empty-words has err.txt "needs NAME=N"
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 

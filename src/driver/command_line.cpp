@@ -32,8 +32,12 @@ std::vector<std::string> emit_stage_names() {
 
 constexpr const char* kSpecializeHelp = "a symbolic trace's sizes, one per symbol: B=64,T=128 (docs/symbolic-shapes.md)";
 
-// Sizes given as "" would read as none given: refused, as any other unreadable sizes.
-const CLI::Validator kSizesGiven([](const std::string& text) { return text.empty() ? std::string("no sizes given (B=64,T=128)") : std::string(); }, "SIZES");
+// An option given as "" would read as one not given (no sizes, no tags file, no dumps): refused.
+CLI::Validator given(const std::string& what, const std::string& example = "") {
+  const std::string why = "no " + what + " given" + (example.empty() ? "" : " (" + example + ")");
+  return CLI::Validator([why](const std::string& text) { return text.empty() ? why : std::string(); }, "");
+}
+const CLI::Validator kSizesGiven = given("sizes", "B=64,T=128");
 
 void add_override_options(CLI::App& app, Request& r) {
   app.add_option("--specialize", r.specialize_text, kSpecializeHelp)->check(kSizesGiven);
@@ -43,7 +47,7 @@ void add_override_options(CLI::App& app, Request& r) {
       ->check(kSizesGiven);
   app.add_option("--tag", r.tags, "rematerialization policy: <selector>=<save|recompute|prefer-save|prefer-recompute>, the selector a symbol id, @value, or for a PT2 archive an aten.* target or a module path glob; repeatable")
       ->take_all();
-  app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides");
+  app.add_option("--tags", r.tags_file, "a JSON file of {\"<selector>\": \"<policy>\"} overrides")->check(given("file"));
   app.add_flag("--no-pack-bool", r.no_pack_bool, "store saved boolean masks at a byte per element, not a bit");
   app.add_option("--activation-budget", r.activation_budget,
                  "the most bytes of saved intermediates; among plans that fit, the fastest predicted (by bytes: the one recomputing least)")
@@ -80,7 +84,7 @@ CLI::Option* add_generate_options(CLI::App& app, Request& request) {
                  "stop after a pass and print its result: read, rng, overrides (or trace), decompose (or decomposed), dead-code, "
                  "autograd (or joint), partition (or plan: as explain prints it), epilogue, fuse (or fused), emit (or cuda)")
       ->check(CLI::IsMember(emit_stage_names()));
-  app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered");
+  app.add_option("--dump-dir", request.dump_dir, "write every stage's trace here, numbered")->check(given("folder"));
   app.add_option("--from-stage", request.from_stage,
                  "the input is the listing --emit prints after this pass (or --dump-dir writes): run the passes after it (give --emit)")
       ->check(CLI::IsMember(emit_stage_names()));
