@@ -124,6 +124,51 @@ cat >norm_t.json <<'EOF'
  "outputs": ["v", "y"]}
 EOF
 every_size norm_t norm_t.json B=1,T=2 B=3,T=7 B=8,T=40
+# Sizes that are no product of symbols (T - 1, B*T - B) are size parameters of their own
+# (sz_T_m1, its divider dv_T_m1): a slice dropping a token and its gradient (a pad whose bound is
+# sz_T_m1), byte for byte; and a language model's shifted loss (logits[:, :-1] against
+# targets[:, 1:], B*T - B rows, one label ignored) against LibTorch at four sizes, T = 2 among them.
+cat >shift.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "shift", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size shift shift.json B=1,T=2 B=3,T=7 B=8,T=64
+check shift-size-parameter grep -q "tg::Divider dv_T_m1" shift/forward.cu
+python3 - "$root/examples/symbolic/corpus/cross_entropy_head.json" lm_shift.json <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["name"], d["outputs"], d["symbols"]["T"]["min"] = "lm_shift", ["loss"], 2
+d.pop("source", None)
+d["ops"] = d["ops"][:2] + [
+    {"op": "prims.slice_prim", "args": ["logits", [0, 0, 0], [{"size": "B"}, {"size": "T - 1"}, 96], [1, 1, 1]], "out": [{"name": "shifted", "shape": ["B", "T - 1", 96], "dtype": "f32"}]},
+    {"op": "prims.slice_prim", "args": ["targets", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "next", "shape": ["B", "T - 1"], "dtype": "i64"}]},
+    {"op": "torch.reshape", "args": ["shifted", [-1, 96]], "out": [{"name": "rows", "shape": ["B*T - B", 96], "dtype": "f32"}]},
+    {"op": "torch.reshape", "args": ["next", [-1]], "out": [{"name": "labels", "shape": ["B*T - B"], "dtype": "i64"}]},
+    {"op": "torch.nn.functional.cross_entropy", "args": ["rows", "labels", None, None, -100, None, {"str": "mean"}, 0.0], "out": [{"name": "loss", "shape": [], "dtype": "f32"}]}]
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+"$THUNDER_GEN" lm_shift.json -o lm_shift 2>lm_shift.err && "$here/build_emu_harness.sh" lm_shift 2>>lm_shift.err
+check lm_shift-generated [ -x lm_shift/harness ]
+for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=32; do
+  # targets in [0, 96), the last of the first row ignored (-100) where there are more labels, as a
+  # .npy of int64 (standard library only)
+  mkdir -p "in-lm_shift-$sizes" && python3 - "$sizes" "in-lm_shift-$sizes/targets.npy" <<'EOF'
+import random, struct, sys
+b, t = (int(kv.split("=")[1]) for kv in sys.argv[1].split(","))
+random.seed(b * 100 + t)
+values = [random.randrange(96) for _ in range(b * t)]
+if b * (t - 1) > 1:  # (one label of several: a mean over none would be 0 / 0)
+    values[t - 1] = -100
+header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d, %d), }" % (b, t)
+header += " " * (63 - (10 + len(header)) % 64) + "\n"  # (magic, version and length: 10 bytes; the data 64-byte aligned)
+open(sys.argv[2], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<%dq" % len(values), *values))
+EOF
+  lm_shift/harness --quiet --inputs "in-lm_shift-$sizes" --sizes "$sizes" --outputs "out-lm_shift-$sizes" 2>>lm_shift.err
+  check "lm_shift-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" lm_shift.json "out-lm_shift-$sizes" "--specialize=$sizes"
+done
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
 cat >chunk.json <<'EOF'
@@ -222,24 +267,25 @@ check sizes-empty rc 2; check sizes-empty-words has err.txt "needs NAME=N"
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 
-# A slice whose size is T - 1: the index arithmetic takes sizes that are products of symbols only,
-# so its code depends on the size, refused naming the kernel.
-cat >shift_t.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "shift_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 64}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
-         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
+# A cat of two pieces of T: the pieces' bounds in index arithmetic are numbers, so its code depends
+# on the size, refused naming the kernel.
+cat >cat_t.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "cat_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true},
+            {"name": "z", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.cat", "args": [["x", "z"], 1], "out": [{"name": "c", "shape": ["B", "2*T"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["c"], "out": [{"name": "y", "shape": ["B", "2*T"], "dtype": "f32"}]}],
  "outputs": ["y"]}
 EOF
-run "$THUNDER_GEN" shift_t.json -o refused
+run "$THUNDER_GEN" cat_t.json -o refused
 check not-generic-refused rc 1
-check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in shift_t_[a-z_0-9]*).*--specialize"
+check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in [a-z_]*cat_t_[a-z_0-9]*).*--specialize"
 check not-generic-wrote-nothing [ ! -e refused ]
 # --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
-run "$THUNDER_GEN" shift_t.json --emit cuda
-check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in shift_t_"
-run "$THUNDER_GEN" shift_t.json --emit kernel-ir
-check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in shift_t_"
+run "$THUNDER_GEN" cat_t.json --emit cuda
+check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in [a-z_]*cat_t_"
+run "$THUNDER_GEN" cat_t.json --emit kernel-ir
+check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in [a-z_]*cat_t_"
 # The second probe runs beside the first: its -v lines come after the first's, and the stage
 # listings of --dump-dir are the first probe's (the folder's).
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" -o probes-v -v --dump-dir probe-dumps
@@ -263,9 +309,9 @@ EOF
 run "$THUNDER_GEN" coincide.json -o refused
 check coinciding-shapes-refused rc 1
 check coinciding-shapes-words has err.txt 'kernel dedup_rowreduce_y1 takes its domain, \[B, T\], and "z", \[B, min(T, 64)\], for one shape'
-# A size the same at the first two probes (T//16 + 1 at T = 3 and 10) moves the second probe,
-# and a mean's divisor, which index arithmetic cannot take (no product of symbols), then differs:
-# refused.
+# A size the same at the first two probes (T//16 + 1 at T = 3 and 10) moves the second probe, so
+# that a number computed from it would differ; here none is: the mean divides by the size
+# parameter sz_T_d_d16_p1, and the folder matches LibTorch where it is 1, 2 and 5.
 cat >flat.json <<'EOF'
 {"format": "thunder-gen-trace", "version": 1, "name": "meanc", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
  "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"},
@@ -274,10 +320,12 @@ cat >flat.json <<'EOF'
          {"op": "torch.exp", "args": ["x"], "out": [{"name": "y2", "shape": ["B", "T"], "dtype": "f32"}]}],
  "outputs": ["y", "y2"]}
 EOF
-run "$THUNDER_GEN" flat.json -o refused
-check flat-size-refused rc 1
-check flat-size-words has err.txt "tg::div(v_y__0, static_cast<float>(1)).* at B=2, T=3, .*tg::div(v_y__0, static_cast<float>(2)).* at B=7, T=17"
-check flat-size-wrote-nothing [ ! -e refused ]
+"$THUNDER_GEN" flat.json -o flat 2>flat.err && "$here/build_emu_harness.sh" flat 2>>flat.err
+check flat-size-generated grep -q "static_cast<float>(sz_T_d_d16_p1)" flat/forward.cu
+for sizes in B=2,T=3 B=7,T=17 B=8,T=64; do
+  flat/harness --quiet --sizes "$sizes" --outputs "out-flat-$sizes" 2>>flat.err
+  check "flat-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" flat.json "out-flat-$sizes" "--specialize=$sizes"
+done
 # A size the same at every second probe in range: refused, naming it.
 sed 's|"T//16 + 1"|"T//64 + 1"|' flat.json >flatter.json
 run "$THUNDER_GEN" flatter.json -o refused

@@ -189,7 +189,7 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   if (launch.count) args.push_back(as_parameter(count));
   if (launch.row_length) args.push_back(as_parameter(c.sizes.count(*launch.row_length)));
   for (const std::string& name : launch.size_parameters) {
-    const std::string size = c.sizes.count(SizeExpr::symbol(std::string(parameter_symbol(name))));
+    const std::string size = c.sizes.count(parameter_size(name, c.fused.symbols));
     args.push_back(is_divider_parameter(name) ? "tg::divider(" + size + ")" : as_parameter(size));
   }
   // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.

@@ -554,7 +554,8 @@ std::string IndexCond::text() const {
   std::string s;
   for (const Clause& c : clauses) {
     const std::string x = c.x.component_text();
-    std::string clause = "(" + x + " >= " + std::to_string(c.lo) + " && " + x + " < " + std::to_string(c.hi) + ")";
+    const std::string hi = c.upper == IndexExpr() ? std::to_string(c.hi) : (c.upper + c.hi).component_text();
+    std::string clause = "(" + x + " >= " + std::to_string(c.lo) + " && " + x + " < " + hi + ")";
     if (c.step != 1) clause = "(" + clause + " && " + x + " % " + std::to_string(c.step) + " == 0)";
     s += (s.empty() ? "" : " && ") + clause;
   }
@@ -565,7 +566,8 @@ std::vector<std::string> IndexCond::names() const {
   if (!variable.empty()) return {variable};
   std::vector<std::string> out;
   for (const Clause& c : clauses)
-    for (std::string& n : c.x.names()) out.push_back(std::move(n));
+    for (const IndexExpr* e : {&c.x, &c.upper})
+      for (std::string& n : e->names()) out.push_back(std::move(n));
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -575,14 +577,14 @@ bool IndexCond::holds(const std::function<int64_t(const std::string& name)>& val
   if (!variable.empty()) return value_of(variable) != 0;
   for (const Clause& c : clauses) {
     const int64_t x = c.x.evaluate(value_of);
-    if (x < c.lo || x >= c.hi || x % c.step != 0) return false;
+    if (x < c.lo || x >= c.hi + c.upper.evaluate(value_of) || x % c.step != 0) return false;
   }
   return true;
 }
 
 size_t IndexCond::hash() const {
   size_t h = std::hash<std::string>()(variable);
-  for (const Clause& c : clauses) h = mix(mix(mix(h, c.x.hash()), size_t(c.lo)), mix(size_t(c.hi), size_t(c.step)));
+  for (const Clause& c : clauses) h = mix(mix(mix(h, c.x.hash()), size_t(c.lo)), mix(mix(size_t(c.hi), size_t(c.step)), c.upper.hash()));
   return h;
 }
 

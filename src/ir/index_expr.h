@@ -137,13 +137,14 @@ class IndexExpr {
   static std::string operand_text(const IndexExpr& e);
 };
 
-// A condition on indexes: every clause lo <= x < hi (and x % step == 0 where step > 1) holds; or
+// A condition on indexes: every clause lo <= x < hi + upper (and x % step == 0 where step > 1) holds; or
 // a bool variable holding such a condition (`variable`). No clause and no variable: always true.
 struct IndexCond {
   struct Clause {
     IndexExpr x;
-    int64_t lo = 0, hi = 0;  // lo <= x < hi
+    int64_t lo = 0, hi = 0;  // lo <= x < hi + upper
     int64_t step = 1;        // ... and x a multiple of it
+    IndexExpr upper;         // 0, or where the bound is a size taken at run time, that size (sz_T_m1)
     bool operator==(const Clause& o) const = default;
   };
   std::vector<Clause> clauses;

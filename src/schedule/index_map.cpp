@@ -1,6 +1,8 @@
 #include "schedule/index_map.h"
 
+#include <algorithm>
 #include <bit>
+#include <cctype>
 #include <numeric>
 
 #include "ops/op_table.h"
@@ -47,13 +49,58 @@ std::optional<std::pair<int64_t, std::vector<SizeProduct::Factor>>> as_product(c
   }
 }
 
+constexpr std::pair<char, char> kSpelled[] = {{'_', 'u'}, {'-', 'm'}, {'+', 'p'}, {'*', 'x'}, {'/', 'd'}, {'(', 'l'}, {')', 'r'}, {',', 'c'}};
+
+// "T - 1" as "T_m1", and back (spaces dropped: the parser needs none); "2*T - 1" as "_s2_xT_m1"
+// (`_s`, nothing: an identifier starts with no digit).
+std::string spelled_as_identifier(const std::string& text) {
+  std::string out = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])) ? "_s" : "";
+  for (char c : text) {
+    if (c == ' ') continue;
+    const auto* code = std::find_if(std::begin(kSpelled), std::end(kSpelled), [c](const auto& p) { return p.first == c; });
+    if (code == std::end(kSpelled)) out += c;
+    else out += {'_', code->second};
+  }
+  return out;
+}
+
+std::string text_of_identifier(std::string_view spelled) {
+  std::string out;
+  for (size_t i = 0; i < spelled.size(); ++i) {
+    if (spelled[i] != '_' || i + 1 == spelled.size()) {
+      out += spelled[i];
+      continue;
+    }
+    const char code = spelled[++i];
+    if (code == 's') continue;
+    const auto* p = std::find_if(std::begin(kSpelled), std::end(kSpelled), [code](const auto& q) { return q.second == code; });
+    if (p == std::end(kSpelled)) throw InternalError("not a spelled size: " + std::string(spelled));
+    out += p->first;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<SizeProduct::Factor> derived_size_factor(const SizeExpr& e, const Symbols& symbols) {
+  const SizeRange range = range_of(e, symbols);
+  const std::string spelled = spelled_as_identifier(e.text());
+  if (range.lo < 1 || symbols.find(spelled)) return std::nullopt;
+  return SizeProduct::Factor{ident(Role::size, spelled), range.lo, range.hi, 1, ident(Role::divider, spelled), 1};
+}
+
+SizeExpr parameter_size(std::string_view parameter, const Symbols& symbols) {
+  const std::string_view name = parameter_symbol(parameter);
+  if (symbols.find(std::string(name))) return SizeExpr::symbol(std::string(name));
+  return parse_size_expr(text_of_identifier(name), symbols);
+}
 
 IndexScale IndexSizes::scale(const Dim& d) const {
   if (!t_.taken_at_run_time(d)) return {int64_t(d), nullptr};
   auto product = as_product(*d.expr(), t_.symbols, assumed_multiple_);
-  if (!product) return {int64_t(d), nullptr};
-  return {product->first, SizeProduct::of(std::move(product->second))};
+  if (product) return {product->first, SizeProduct::of(std::move(product->second))};
+  if (auto own = derived_size_factor(*d.expr(), t_.symbols)) return {1, SizeProduct::of({*own})};
+  return {int64_t(d), nullptr};
 }
 
 IndexExpr IndexSizes::dim(int k, const Dim& extent) const {
@@ -240,9 +287,13 @@ std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& ou
     int64_t lo = lhi[0], step = lhi[2] + 1;
     if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
     const IndexExpr p = sizes.component(out[i], out_shape[i]) + -lo;
-    const IndexCond inside{{{p, 0, (a.shape[i] - 1) * step + 1, step}}, ""};
+    const IndexScale extent = sizes.scale(a.shape[i]);
+    // An operand's size taken at run time bounds p as it is (a slice's gradient: 0 <= p < sz_T_m1).
+    const bool at_run_time = extent.product && step == 1;
+    const IndexCond inside{{{p, 0, at_run_time ? 0 : (a.shape[i] - 1) * step + 1, step, at_run_time ? IndexExpr::of_scale(extent) : IndexExpr()}}, ""};
     guard.clauses.push_back(inside.clauses[0]);
-    in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, a.shape[i] - 1)));
+    const int64_t last = at_run_time ? std::min(extent.range().hi, kLargestRunTimeCount) - 1 : int64_t(a.shape[i]) - 1;
+    in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, last)));
   }
   return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
 }

@@ -6,6 +6,7 @@
 // operand at the loop dims again, and an offset can be seen to be the kernel's flat index.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,11 +38,21 @@ Index identity_index(size_t rank);
 // (2^46 elements), so that index arithmetic on it cannot overflow; entry points check it.
 constexpr int64_t kLargestRunTimeCount = int64_t(1) << 46;
 
+// A kernel's size parameter for a size that is no product of symbols (`T - 1`, `B*T - B`): a
+// factor of its own, sz_<its text spelled as an identifier> (sz_T_m1: `_m` minus, `_p` plus, `_x`
+// times, `_d` a slash, `_l` `_r` parentheses, `_c` a comma, `_u` an underscore, `_s` first where
+// it starts with a digit), in its declared
+// range, with a divider. None where that range reaches below 1 or the name is a symbol's.
+std::optional<SizeProduct::Factor> derived_size_factor(const SizeExpr& e, const Symbols& symbols);
+// The size a kernel's size or divider parameter (sz_T, dv_T, sz_T_m1) stands for.
+SizeExpr parameter_size(std::string_view parameter, const Symbols& symbols);
+
 // How a trace's dims enter index arithmetic: as numbers; or, in a folder taking its sizes at run
 // time, a dim whose expression is a number times a product of symbols (`64*B*T`) as that scale of
 // the kernel's size parameters (`sz_B * sz_T * 64`, ir/index_scale.h), so its code holds at every
-// size. A symbolic dim of another form (`T - 1`) enters as its size: the two probes' code then
-// differs, and the folder is refused (docs/symbolic-shapes.md). Each size parameter is known to be
+// size, and a symbolic dim of another form (`T - 1`) as a size parameter of its own
+// (derived_size_factor), where it has one; where not, it enters as its size: the two probes' code
+// then differs, and the folder is refused (docs/symbolic-shapes.md). Each size parameter is known to be
 // a multiple of its symbol's multiple_of, and of `assumed_multiple` too where code checks that it
 // is before it runs (a run loop's guard: KernelLowering::divisible_runs_).
 class IndexSizes {

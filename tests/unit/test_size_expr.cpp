@@ -8,6 +8,7 @@
 #include <random>
 
 #include "ir/size_expr.h"
+#include "schedule/index_map.h"
 
 using tg::SizeExpr;
 using tg::SizeExprError;
@@ -240,4 +241,34 @@ TEST_CASE("size expressions: substitution re-simplifies", "[size_expr]") {
   const SizeExpr at = e.substitute([](const std::string& n) -> std::optional<SizeExpr> { return n == "B" ? std::optional<SizeExpr>(8) : std::nullopt; }, s);
   CHECK(at == parse("8 + 2*T"));
   CHECK(e.substitute([](const std::string&) -> std::optional<SizeExpr> { return std::nullopt; }, s) == e);
+}
+
+TEST_CASE("size expressions: a size of its own as a kernel parameter reads back as the expression", "[size_expr]") {
+  Symbols s;
+  s.declare({"B", 1, 40, 1});
+  s.declare({"T", 2, 24, 1});
+  std::mt19937 rng(20261205);
+  int derived = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const SizeExpr e = tg::parse_size_expr(random_sample(rng, 3).text, s);
+    INFO(e.text());
+    if (!e.lone_symbol().empty()) continue;  // (a symbol is its own parameter, sz_T)
+    const std::optional<tg::SizeProduct::Factor> f = tg::derived_size_factor(e, s);
+    const tg::SizeRange range = tg::range_of(e, s);
+    REQUIRE(f.has_value() == (range.lo >= 1));
+    if (!f) continue;
+    ++derived;
+    CHECK(f->lo == range.lo);
+    CHECK(f->hi == range.hi);
+    CHECK(tg::parameter_size(f->name, s) == e);
+    CHECK(tg::parameter_size(f->divider, s) == e);
+  }
+  CHECK(derived > 100);
+  CHECK(tg::derived_size_factor(tg::parse_size_expr("T - 1", s), s)->name == "sz_T_m1");
+  CHECK(tg::parameter_size("sz_T", s) == SizeExpr::symbol("T"));
+  // A symbol spelled as another size's parameter would be: that size gets none (its code then
+  // differs at the probes, and is refused).
+  s.declare({"T_m1", 1, 8, 1});
+  CHECK_FALSE(tg::derived_size_factor(tg::parse_size_expr("T - 1", s), s).has_value());
+  CHECK(tg::parameter_size("sz_T_m1", s) == SizeExpr::symbol("T_m1"));
 }
