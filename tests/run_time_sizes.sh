@@ -136,6 +136,17 @@ cat >shift.json <<'EOF'
  "outputs": ["y"]}
 EOF
 every_size shift shift.json B=1,T=2 B=3,T=7 B=8,T=64
+# A cat of two pieces of T along T: each piece's guard bounded by the sizes (0 <= d1 - sz_T <
+# sz_T), its gradient slices starting at sz_T.
+cat >cat_t.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "cat_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true},
+            {"name": "z", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.cat", "args": [["x", "z"], 1], "out": [{"name": "c", "shape": ["B", "2*T"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["c"], "out": [{"name": "y", "shape": ["B", "2*T"], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+every_size cat_t cat_t.json B=1,T=1 B=3,T=7 B=8,T=64
 check shift-size-parameter grep -q "tg::Divider dv_T_m1" shift/forward.cu
 python3 - "$root/examples/symbolic/corpus/cross_entropy_head.json" lm_shift.json <<'EOF'
 import json, sys
@@ -267,25 +278,25 @@ check sizes-empty rc 2; check sizes-empty-words has err.txt "needs NAME=N"
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 
-# A cat of two pieces of T: the pieces' bounds in index arithmetic are numbers, so its code depends
-# on the size, refused naming the kernel.
-cat >cat_t.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "cat_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true},
-            {"name": "z", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "prims.cat", "args": [["x", "z"], 1], "out": [{"name": "c", "shape": ["B", "2*T"], "dtype": "f32"}]},
-         {"op": "torch.tanh", "args": ["c"], "out": [{"name": "y", "shape": ["B", "2*T"], "dtype": "f32"}]}],
+# A slice dropping a token where T may be 1: its size T - 1 may be 0, so it gets no size parameter
+# (shift.json below declares T >= 2), its code depends on the size, refused naming the kernel.
+cat >shift0.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "shift0", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
  "outputs": ["y"]}
 EOF
-run "$THUNDER_GEN" cat_t.json -o refused
+run "$THUNDER_GEN" shift0.json -o refused
 check not-generic-refused rc 1
-check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in [a-z_]*cat_t_[a-z_0-9]*).*--specialize"
+check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in [a-z_]*shift0_[a-z_0-9]*).*--specialize"
+check not-generic-says-why has err.txt "sizes it takes as numbers: T - 1 (it may be 0: .*raise their min)"
 check not-generic-wrote-nothing [ ! -e refused ]
 # --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
-run "$THUNDER_GEN" cat_t.json --emit cuda
-check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in [a-z_]*cat_t_"
-run "$THUNDER_GEN" cat_t.json --emit kernel-ir
-check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in [a-z_]*cat_t_"
+run "$THUNDER_GEN" shift0.json --emit cuda
+check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in [a-z_]*shift0_"
+run "$THUNDER_GEN" shift0.json --emit kernel-ir
+check emit-kernel-ir-refused rc 1; check emit-kernel-ir-words has err.txt "kernel-ir.kir code line.*(in [a-z_]*shift0_"
 # The second probe runs beside the first: its -v lines come after the first's, and the stage
 # listings of --dump-dir are the first probe's (the folder's).
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" -o probes-v -v --dump-dir probe-dumps

@@ -155,7 +155,8 @@ tg::PipelineResult check_code_at_second_probe(std::future<tg::PipelineResult>& s
   auto code = [&](const tg::PipelineResult& r) { return emitted ? tg::FileSet{{listing, r.stopped_text}} : r.files; };
   if (std::optional<std::string> difference = tg::code_difference(code(first), code(second), probes))
     throw tg::UserError("", "the generated code depends on the sizes other than through the symbols, so one folder cannot serve every size: " +
-                                *difference + "; name the sizes with --specialize");
+                                *difference + (probes.without_parameters.empty() ? "" : "; sizes it takes as numbers: " + probes.without_parameters) +
+                                "; name the sizes with --specialize");
   return second;
 }
 

@@ -9,6 +9,7 @@
 
 #include <simdjson.h>
 
+#include "schedule/index_map.h"
 #include "support/diagnostics.h"
 
 namespace tg {
@@ -169,10 +170,25 @@ const SizeExpr* same_at_both(const std::vector<const SizeExpr*>& sizes, const Si
   return nullptr;
 }
 
+// Each of `sizes` that enters index arithmetic as a number, not as size parameters (index_map.h),
+// and why: "T - 1 (0 at T = 1: raise the symbols' min so that it is at least 1)".
+std::string sizes_without_parameters(const Trace& t, const std::vector<const SizeExpr*>& sizes, const SymbolValues& at) {
+  const IndexSizes index_sizes(t);
+  std::string out;
+  for (const SizeExpr* e : sizes) {
+    if (index_sizes.scale(Dim(e->evaluate(at), e)).product) continue;
+    const SizeRange range = range_of(*e, t.symbols);
+    out += (out.empty() ? "" : "; ") + e->text() + (range.lo < 1 ? " (it may be " + std::to_string(range.lo) + ": a size of its own must be at least 1 at every size the symbols allow; raise their min)"
+                                                                  : " (a symbol has the name its size parameter would have)");
+  }
+  return out;
+}
+
 }  // namespace
 
 void separate_probes(SizeProbes& probes, const Trace& t) {
   const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
+  probes.without_parameters = sizes_without_parameters(t, sizes, probes.first);
   const SizeExpr* same = same_at_both(sizes, probes);
   if (!same) return;
   // Each symbol moved from the first probe by `times` its own step (as second_size), where its range allows.

@@ -20,10 +20,14 @@ namespace tg {
 // fewer than two sizes from 2 up.
 struct SizeProbes {
   SymbolValues first, second;
+  // The trace's sizes that get no size parameter of their own (T - 1 where T may be 1), each with
+  // the declaration that would give it one; what a refusal adds ("" for none). separate_probes
+  // fills it.
+  std::string without_parameters;
 };
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
 
-// Moves the second probe, where needed, until every size expression of `t`'s values (read at
+// Fills probes.without_parameters, and moves the second probe, where needed, until every size expression of `t`'s values (read at
 // the first) differs between the probes: one the same at both (T//16 + 1 at T = 3 and 10) would
 // let a number computed from it (a mean's divisor) pass for a constant. Throws UserError naming
 // an expression no second probe in range separates.

@@ -305,18 +305,21 @@ std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& ou
   int64_t rank = int64_t(out_shape.size());
   int64_t dim = op.arg("dim").integer < 0 ? op.arg("dim").integer + rank : op.arg("dim").integer;
   std::vector<OperandRead> reads;
-  int64_t offset = 0;
+  IndexExpr offset;  // the pieces' sizes before this one's: sizes taken at run time among them
   for (const Arg& piece : op.arg("tensors").items) {
     const Value& v = t.value(piece.value);
-    int64_t len = v.shape[dim];
-    const IndexComp& d = out[dim];
-    const IndexExpr at = sizes.component(d, out_shape[dim]);
-    const IndexCond guard{{{at, offset, offset + len, 1}}, ""};
+    const IndexScale len = sizes.scale(v.shape[dim]);
+    const IndexExpr at = sizes.component(out[dim], out_shape[dim]);
+    // A number in [offset, offset + len), or, where sizes are taken at run time, at - offset in
+    // [0, len) (0 <= d1 - sz_T < sz_T).
+    const std::optional<int64_t> start = offset.constant();
+    const IndexCond guard = start && !len.product ? IndexCond{{{at, *start, *start + len.coef, 1}}, ""}
+                                                  : IndexCond{{{at + offset * -1, 0, len.product ? 0 : len.coef, 1, len.product ? IndexExpr::of_scale(len) : IndexExpr()}}, ""};
     // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
     Index in = out;
-    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + -offset, 1, 0, len - 1));
+    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + offset * -1, 1, 0, std::min(len.range().hi, kLargestRunTimeCount) - 1));
     reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
-    offset += len;
+    offset = offset + IndexExpr::of_scale(len);
   }
   reads.back().guard = {};  // the last piece is what remains: no test needed
   return reads;
@@ -366,11 +369,14 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
     }
     case OpKind::slice: {
       const Value& a = t.value(op.arg("a").value);
-      auto start = op.arg("start_indices").int_list();
+      const Shape start = op.arg("start_indices").dim_list();  // (a start taken at run time: a cat's gradient's sz_T)
       std::vector<int64_t> strides(a.shape.size(), 1);
       if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
       Index in;
-      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(IndexComp::of_expr(sizes.component(out[i], out_shape[i]) * strides[i] + start[i]));
+      for (size_t i = 0; i < a.shape.size(); ++i) {
+        const IndexExpr at = t.taken_at_run_time(start[i]) ? IndexExpr::of_scale(sizes.scale(start[i])) : IndexExpr(int64_t(start[i]));
+        in.push_back(IndexComp::of_expr(sizes.component(out[i], out_shape[i]) * strides[i] + at));
+      }
       return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
     }
     case OpKind::pad: return pad_reads(t, op, out);
