@@ -68,6 +68,10 @@ against_libtorch() {  # NAME ARCHIVE: NAME's run-time folder at each size the ar
   done <"${archive%.pt2}.sizes"
 }
 against_libtorch rope "$root/tests/pt2/torch-2.9/dynamic/rope_dynamic.pt2"
+# A language model's shifted loss through torch.export (logits[:, :-1], targets[:, 1:]): the
+# graph's slices end at -1 and their sizes are seq - 1 (a size parameter of its own).
+against_libtorch shifted "$root/tests/pt2/torch-2.9/dynamic/shifted_loss_dynamic.pt2"
+check shifted-size-parameter grep -q "sz_[a-z0-9]*_m1" shifted/forward.cu
 # A pointwise kernel over [T] alone: planned in 16-byte runs at every size (a plan made at the
 # probes' counts, 2 and 7, would differ and refuse it), shorter counts left to the element loop.
 cat >short.json <<'EOF'
@@ -95,90 +99,38 @@ cat >gate.json <<'EOF'
  "outputs": ["y"]}
 EOF
 every_size gate gate.json B=1,T=1 B=3,T=7 B=8,T=40
-# Means over a symbol, over a symbol and a constant dim (keepdim) and over everything: each divides
-# by its count taken from the size parameters (static_cast<float>(sz_T)), forward and backward.
-# Against LibTorch at each size: a folder specialised to a size whose rows are a multiple of 4
-# sums them in runs, in another order than the run-time folder, which streams them.
-cat >mean.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "mean_pool", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
- "inputs": [{"name": "x", "shape": ["B", "T", 64], "dtype": "f32", "requires_grad": true}],
+# What a size that is no product of symbols takes (docs/symbolic-shapes.md): means over T, over T
+# and 64 (keepdim) and over everything, a variance's and a LayerNorm's gradient over a row of T,
+# each dividing by its count from the size parameters (static_cast<float>(sz_T)); a slice dropping
+# a token (T - 1: the size parameter sz_T_m1), its gradient a pad bounded by it; a cat of z and that
+# slice along T (pieces of T and T - 1, 2*T - 1 in all), its gradient slices starting at sz_T.
+# Against LibTorch at four sizes, T = 2 among them (a folder specialised to a size whose rows are
+# a multiple of 4 sums them in runs, in another order, so not byte for byte).
+cat >features.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "features", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T", 64], "dtype": "f32", "requires_grad": true},
+            {"name": "z", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
  "ops": [{"op": "torch.mean", "args": ["x", 1], "out": [{"name": "pooled", "shape": ["B", 64], "dtype": "f32"}]},
          {"op": "torch.mean", "args": ["x", [1, 2], true], "out": [{"name": "per_batch", "shape": ["B", 1, 1], "dtype": "f32"}]},
          {"op": "torch.tanh", "args": ["x"], "out": [{"name": "t", "shape": ["B", "T", 64], "dtype": "f32"}]},
-         {"op": "torch.mean", "args": ["t"], "out": [{"name": "all", "shape": [], "dtype": "f32"}]}],
- "outputs": ["pooled", "per_batch", "all"]}
+         {"op": "torch.mean", "args": ["t"], "out": [{"name": "all", "shape": [], "dtype": "f32"}]},
+         {"op": "torch.var", "args": ["z", -1], "out": [{"name": "v", "shape": ["B"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.layer_norm", "args": ["z", [{"size": "T"}]], "out": [{"name": "ln", "shape": ["B", "T"], "dtype": "f32"}]},
+         {"op": "prims.slice_prim", "args": ["z", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "shifted", "shape": ["B", "T - 1"], "dtype": "f32"}]},
+         {"op": "prims.cat", "args": [["z", "s"], 1], "out": [{"name": "c", "shape": ["B", "2*T - 1"], "dtype": "f32"}]},
+         {"op": "torch.sin", "args": ["c"], "out": [{"name": "joined", "shape": ["B", "2*T - 1"], "dtype": "f32"}]}],
+ "outputs": ["pooled", "per_batch", "all", "v", "ln", "shifted", "joined"]}
 EOF
-"$THUNDER_GEN" mean.json -o mean 2>mean.err && "$here/build_emu_harness.sh" mean 2>>mean.err
-check mean-generated [ -x mean/harness ]
-check mean-divides-by-sizes grep -q "static_cast<float>(sz_T)" mean/forward.cu
-for sizes in B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40; do
-  mean/harness --quiet --sizes "$sizes" --outputs "out-mean-$sizes" 2>>mean.err
-  check "mean-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" mean.json "out-mean-$sizes" "--specialize=$sizes"
-done
-# So do a variance's gradient (n - 1 from a tensor of n) and LayerNorm's over a row of T.
-cat >norm_t.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "norm_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 40}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "torch.var", "args": ["x", -1], "out": [{"name": "v", "shape": ["B"], "dtype": "f32"}]},
-         {"op": "torch.nn.functional.layer_norm", "args": ["x", [{"size": "T"}]], "out": [{"name": "y", "shape": ["B", "T"], "dtype": "f32"}]}],
- "outputs": ["v", "y"]}
-EOF
-every_size norm_t norm_t.json B=1,T=2 B=3,T=7 B=8,T=40
-# Sizes that are no product of symbols (T - 1, B*T - B) are size parameters of their own
-# (sz_T_m1, its divider dv_T_m1): a slice dropping a token and its gradient (a pad whose bound is
-# sz_T_m1), byte for byte; and a language model's shifted loss (logits[:, :-1] against
-# targets[:, 1:], B*T - B rows, one label ignored) against LibTorch at four sizes, T = 2 among them.
-cat >shift.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "shift", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 64}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
-         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
- "outputs": ["y"]}
-EOF
-every_size shift shift.json B=1,T=2 B=3,T=7 B=8,T=64
-# A cat of two pieces of T along T: each piece's guard bounded by the sizes (0 <= d1 - sz_T <
-# sz_T), its gradient slices starting at sz_T.
-cat >cat_t.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "cat_t", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true},
-            {"name": "z", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "prims.cat", "args": [["x", "z"], 1], "out": [{"name": "c", "shape": ["B", "2*T"], "dtype": "f32"}]},
-         {"op": "torch.tanh", "args": ["c"], "out": [{"name": "y", "shape": ["B", "2*T"], "dtype": "f32"}]}],
- "outputs": ["y"]}
-EOF
-every_size cat_t cat_t.json B=1,T=1 B=3,T=7 B=8,T=64
-check shift-size-parameter grep -q "tg::Divider dv_T_m1" shift/forward.cu
-python3 - "$root/examples/symbolic/corpus/cross_entropy_head.json" lm_shift.json <<'EOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["name"], d["outputs"], d["symbols"]["T"]["min"] = "lm_shift", ["loss"], 2
-d.pop("source", None)
-d["ops"] = d["ops"][:2] + [
-    {"op": "prims.slice_prim", "args": ["logits", [0, 0, 0], [{"size": "B"}, {"size": "T - 1"}, 96], [1, 1, 1]], "out": [{"name": "shifted", "shape": ["B", "T - 1", 96], "dtype": "f32"}]},
-    {"op": "prims.slice_prim", "args": ["targets", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "next", "shape": ["B", "T - 1"], "dtype": "i64"}]},
-    {"op": "torch.reshape", "args": ["shifted", [-1, 96]], "out": [{"name": "rows", "shape": ["B*T - B", 96], "dtype": "f32"}]},
-    {"op": "torch.reshape", "args": ["next", [-1]], "out": [{"name": "labels", "shape": ["B*T - B"], "dtype": "i64"}]},
-    {"op": "torch.nn.functional.cross_entropy", "args": ["rows", "labels", None, None, -100, None, {"str": "mean"}, 0.0], "out": [{"name": "loss", "shape": [], "dtype": "f32"}]}]
-json.dump(d, open(sys.argv[2], "w"))
-EOF
-"$THUNDER_GEN" lm_shift.json -o lm_shift 2>lm_shift.err && "$here/build_emu_harness.sh" lm_shift 2>>lm_shift.err
-check lm_shift-generated [ -x lm_shift/harness ]
-for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=32; do
-  # targets in [0, 96), the last of the first row ignored (-100) where there are more labels, as a
-  # .npy of int64 (standard library only)
-  mkdir -p "in-lm_shift-$sizes" && python3 - "$sizes" "in-lm_shift-$sizes/targets.npy" <<'EOF'
-import random, struct, sys
-b, t = (int(kv.split("=")[1]) for kv in sys.argv[1].split(","))
-random.seed(b * 100 + t)
-values = [random.randrange(96) for _ in range(b * t)]
-if b * (t - 1) > 1:  # (one label of several: a mean over none would be 0 / 0)
-    values[t - 1] = -100
-header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d, %d), }" % (b, t)
-header += " " * (63 - (10 + len(header)) % 64) + "\n"  # (magic, version and length: 10 bytes; the data 64-byte aligned)
-open(sys.argv[2], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<%dq" % len(values), *values))
-EOF
-  lm_shift/harness --quiet --inputs "in-lm_shift-$sizes" --sizes "$sizes" --outputs "out-lm_shift-$sizes" 2>>lm_shift.err
-  check "lm_shift-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" lm_shift.json "out-lm_shift-$sizes" "--specialize=$sizes"
+"$THUNDER_GEN" features.json -o features 2>features.err && "$here/build_emu_harness.sh" features 2>>features.err
+check features-generated [ -x features/harness ]
+check features-manifest-says-run-time grep -q '"takes_sizes": true' features/manifest.json
+check features-mean-divides-by-sizes grep -q "static_cast<float>(sz_T)" features/forward.cu
+check features-size-parameter grep -q "tg::Divider dv_T_m1" features/forward.cu
+check features-pad-bound grep -q "< (sz_T_m1)" features/backward.cu
+for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
+  features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
+  check "features-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" features.json "out-features-$sizes" "--specialize=$sizes"
 done
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
@@ -279,7 +231,7 @@ run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
 
 # A slice dropping a token where T may be 1: its size T - 1 may be 0, so it gets no size parameter
-# (shift.json below declares T >= 2), its code depends on the size, refused naming the kernel.
+# (features.json above declares T >= 2), its code depends on the size, refused naming the kernel.
 cat >shift0.json <<'EOF'
 {"format": "thunder-gen-trace", "version": 1, "name": "shift0", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
  "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],

@@ -116,6 +116,25 @@ class RopeAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, t, -1))
 
 
+class ShiftedLoss(nn.Module):
+    """A language model's loss: each position's logits against the next token (logits[:, :-1]
+    against targets[:, 1:], sizes T - 1 and B*T - B), cross-entropy's mean."""
+
+    def __init__(self, dim=16, vocab=32):
+        super().__init__()
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, x, targets):
+        logits = self.head(x)
+        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, 1:].reshape(-1))
+
+
+def batch_and_seq(names, seq_min):
+    """dynamic_shapes giving each input's dims 0 and 1 one batch and one seq Dim."""
+    b, t = torch.export.Dim("batch", min=1, max=4), torch.export.Dim("seq", min=seq_min, max=24)
+    return {name: {0: b, 1: t} for name in names}
+
+
 def floats(g, *shape):
     return torch.randn(*shape, generator=g).requires_grad_(True)
 
@@ -139,6 +158,9 @@ DYNAMIC_CASES = {
                                lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
     "rope_dynamic": (RopeAttention, lambda g: (torch.randint(0, 16, (2, 6), generator=g),),
                      lambda: {"ids": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
+    # (seq from 3: torch.export's guards keep T - 1 above 1)
+    "shifted_loss_dynamic": (ShiftedLoss, lambda g: (floats(g, 2, 6, 16), torch.randint(0, 32, (2, 6), generator=g)),
+                             lambda: batch_and_seq(["x", "targets"], 3)),
 }
 
 
