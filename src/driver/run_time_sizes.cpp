@@ -171,7 +171,7 @@ const SizeExpr* same_at_both(const std::vector<const SizeExpr*>& sizes, const Si
 }
 
 // Each of `sizes` that enters index arithmetic as a number, not as size parameters (index_map.h),
-// and why: "T - 1 (0 at T = 1: raise the symbols' min so that it is at least 1)".
+// and why: "T - 1 (it may be 0: a size of its own must be at least 1 ...; raise their min)".
 std::string sizes_without_parameters(const Trace& t, const std::vector<const SizeExpr*>& sizes, const SymbolValues& at) {
   const IndexSizes index_sizes(t);
   std::string out;

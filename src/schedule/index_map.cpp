@@ -319,7 +319,7 @@ std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& ou
     Index in = out;
     in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + offset * -1, 1, 0, std::min(len.range().hi, kLargestRunTimeCount) - 1));
     reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
-    offset = offset + IndexExpr::of_scale(len);
+    offset = offset + (len.product ? IndexExpr::of_scale(len) : IndexExpr(len.coef));  // (a number may be 0)
   }
   reads.back().guard = {};  // the last piece is what remains: no test needed
   return reads;
@@ -374,7 +374,8 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
       Index in;
       for (size_t i = 0; i < a.shape.size(); ++i) {
-        const IndexExpr at = t.taken_at_run_time(start[i]) ? IndexExpr::of_scale(sizes.scale(start[i])) : IndexExpr(int64_t(start[i]));
+        const IndexScale at_scale = sizes.scale(start[i]);
+        const IndexExpr at = at_scale.product ? IndexExpr::of_scale(at_scale) : IndexExpr(int64_t(start[i]));
         in.push_back(IndexComp::of_expr(sizes.component(out[i], out_shape[i]) * strides[i] + at));
       }
       return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
