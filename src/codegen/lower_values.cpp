@@ -447,7 +447,7 @@ kir::ExprPtr KernelLowering::operand(const Arg& a, const Index& index, DType as)
   switch (a.kind) {
     case Arg::Kind::boolean: return kir::whole(a.boolean, as);
     case Arg::Kind::integer:  // (a size at run time: its parameters, sz_T * 64)
-      if (const IndexScale s = sizes_.scale(a.dim()); s.product) return kir::cast(ctype(as), kir::index(IndexExpr::of_scale(s)));
+      if (const IndexExpr size = sizes_.size(a.dim()); !size.constant()) return kir::cast(ctype(as), kir::index(size));
       return kir::whole(a.integer, as);
     case Arg::Kind::real: return kir::real(a.real, as);
     default: throw InternalError("not a number literal");

@@ -17,6 +17,12 @@ inline Arg num(double d) { return Arg::of_real(d); }
 // A count of elements as an operand: a number, or where it is symbolic a size with its expression,
 // which code taking its sizes at run time reads from its size parameters (a mean's divisor).
 inline Arg count(const Dim& n) { return n.symbolic() ? Arg::of_dim(n) : num(double(n)); }
+// The elements of `shape` a reduction over `dims` takes for each result, with its expression.
+inline Dim reduced_count(const Shape& shape, const std::vector<int64_t>& dims) {
+  Shape reduced;
+  for (int64_t d : dims) reduced.push_back(shape[size_t(d)]);
+  return numel_dim(reduced);
+}
 
 inline V call(G& g, std::string_view id, std::vector<Arg> args) { return g.emit(id, std::move(args)).at(0); }
 inline V add(G& g, Arg a, Arg b) { return call(g, "prims.add", {a, b}); }

@@ -61,9 +61,7 @@ Contributions variance_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg("a").value;
   const Shape& shape = shape_of(g, a);
   auto dims = reduction_dims(g.trace(), op);
-  Shape reduced;
-  for (int64_t d : dims) reduced.push_back(shape[size_t(d)]);
-  const Dim n = numel_dim(reduced);
+  const Dim n = reduced_count(shape, dims);
   V mean = op.info->kind == OpKind::var_mean ? op.outs[1] : div(g, val(sum(g, a, dims)), count(n));
   V centered = sub(g, val(a), val(unreduce(g, mean, shape, dims)));
   V total = kNoValue;

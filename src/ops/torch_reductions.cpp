@@ -104,9 +104,7 @@ V lower_sum_or_mean(G& g, const Op& op) {
   V acc = is_float(value_of(g, a).dtype) ? upcast(g, a) : downcast(g, a, out_dtype);
   V s = sum(g, acc, dims);
   if (op.info->kind == OpKind::t_mean) {
-    Shape reduced;
-    for (int64_t d : dims) reduced.push_back(shape[size_t(d)]);
-    s = div(g, val(s), count(numel_dim(reduced)));
+    s = div(g, val(s), count(reduced_count(shape, dims)));
   }
   s = downcast(g, s, out_dtype);
   return reshape(g, s, g.trace().value(op.outs[0]).shape);  // keepdim: size-1 dims back

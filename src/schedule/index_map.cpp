@@ -103,9 +103,19 @@ IndexScale IndexSizes::scale(const Dim& d) const {
   return {int64_t(d), nullptr};
 }
 
+IndexExpr IndexSizes::size(const Dim& d) const {
+  const IndexScale s = scale(d);
+  return s.product ? IndexExpr::of_scale(s) : IndexExpr(int64_t(d));
+}
+
+int64_t IndexSizes::largest(const Dim& d) const {
+  const IndexScale s = scale(d);
+  return s.product ? std::min(s.range().hi, kLargestRunTimeCount) : s.coef;
+}
+
 IndexExpr IndexSizes::dim(int k, const Dim& extent) const {
   const IndexScale s = scale(extent);
-  return s.product ? IndexExpr::dim(k, s, std::min(s.range().hi, kLargestRunTimeCount)) : IndexExpr::dim(k, s.coef);
+  return s.product ? IndexExpr::dim(k, s, largest(extent)) : IndexExpr::dim(k, s.coef);
 }
 
 IndexExpr IndexSizes::component(const IndexComp& c, const Dim& extent) const {
@@ -287,13 +297,11 @@ std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& ou
     int64_t lo = lhi[0], step = lhi[2] + 1;
     if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
     const IndexExpr p = sizes.component(out[i], out_shape[i]) + -lo;
-    const IndexScale extent = sizes.scale(a.shape[i]);
     // An operand's size taken at run time bounds p as it is (a slice's gradient: 0 <= p < sz_T_m1).
-    const bool at_run_time = extent.product && step == 1;
-    const IndexCond inside{{{p, 0, at_run_time ? 0 : (a.shape[i] - 1) * step + 1, step, at_run_time ? IndexExpr::of_scale(extent) : IndexExpr()}}, ""};
+    const bool at_run_time = sizes.scale(a.shape[i]).product && step == 1;
+    const IndexCond inside{{{p, 0, at_run_time ? 0 : (a.shape[i] - 1) * step + 1, step, at_run_time ? sizes.size(a.shape[i]) : IndexExpr()}}, ""};
     guard.clauses.push_back(inside.clauses[0]);
-    const int64_t last = at_run_time ? std::min(extent.range().hi, kLargestRunTimeCount) - 1 : int64_t(a.shape[i]) - 1;
-    in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, last)));
+    in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, sizes.largest(a.shape[i]) - 1)));
   }
   return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape), std::move(guard));
 }
@@ -308,18 +316,16 @@ std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& ou
   IndexExpr offset;  // the pieces' sizes before this one's: sizes taken at run time among them
   for (const Arg& piece : op.arg("tensors").items) {
     const Value& v = t.value(piece.value);
-    const IndexScale len = sizes.scale(v.shape[dim]);
-    const IndexExpr at = sizes.component(out[dim], out_shape[dim]);
+    const IndexExpr len = sizes.size(v.shape[dim]), at = sizes.component(out[dim], out_shape[dim]);
     // A number in [offset, offset + len), or, where sizes are taken at run time, at - offset in
     // [0, len) (0 <= d1 - sz_T < sz_T).
-    const std::optional<int64_t> start = offset.constant();
-    const IndexCond guard = start && !len.product ? IndexCond{{{at, *start, *start + len.coef, 1}}, ""}
-                                                  : IndexCond{{{at + offset * -1, 0, len.product ? 0 : len.coef, 1, len.product ? IndexExpr::of_scale(len) : IndexExpr()}}, ""};
+    const std::optional<int64_t> start = offset.constant(), count = len.constant();
+    const IndexCond guard = start && count ? IndexCond{{{at, *start, *start + *count, 1}}, ""} : IndexCond{{{at + offset * -1, 0, 0, 1, len}}, ""};
     // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
     Index in = out;
-    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + offset * -1, 1, 0, std::min(len.range().hi, kLargestRunTimeCount) - 1));
+    in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + offset * -1, 1, 0, sizes.largest(v.shape[dim]) - 1));
     reads.push_back({piece.value, squash_unit_dims(in, v.shape), guard});
-    offset = offset + (len.product ? IndexExpr::of_scale(len) : IndexExpr(len.coef));  // (a number may be 0)
+    offset = offset + len;
   }
   reads.back().guard = {};  // the last piece is what remains: no test needed
   return reads;
@@ -373,11 +379,7 @@ std::vector<OperandRead> reads_of(const Trace& t, const Op& op, const Index& out
       std::vector<int64_t> strides(a.shape.size(), 1);
       if (op.arg("strides").kind == Arg::Kind::list) strides = op.arg("strides").int_list();
       Index in;
-      for (size_t i = 0; i < a.shape.size(); ++i) {
-        const IndexScale at_scale = sizes.scale(start[i]);
-        const IndexExpr at = at_scale.product ? IndexExpr::of_scale(at_scale) : IndexExpr(int64_t(start[i]));
-        in.push_back(IndexComp::of_expr(sizes.component(out[i], out_shape[i]) * strides[i] + at));
-      }
+      for (size_t i = 0; i < a.shape.size(); ++i) in.push_back(IndexComp::of_expr(sizes.component(out[i], out_shape[i]) * strides[i] + sizes.size(start[i])));
       return one_read(op.arg("a").value, squash_unit_dims(std::move(in), a.shape));
     }
     case OpKind::pad: return pad_reads(t, op, out);

@@ -59,6 +59,10 @@ class IndexSizes {
  public:
   explicit IndexSizes(const Trace& t, int64_t assumed_multiple = 1) : t_(t), assumed_multiple_(assumed_multiple) {}
   IndexScale scale(const Dim& d) const;
+  // d as index arithmetic: its scale of the size parameters where it has one (sz_T * 64), else its
+  // number (which may be 0).
+  IndexExpr size(const Dim& d) const;
+  int64_t largest(const Dim& d) const;                               // its number, or its range's top (at most kLargestRunTimeCount)
   IndexExpr dim(int k, const Dim& extent) const;                     // d<k>, in [0, extent)
   IndexExpr component(const IndexComp& c, const Dim& extent) const;  // c, an index into a dim of `extent`
   bool symbolic(const Shape& s) const;  // some dim enters as a scale with a product
