@@ -132,6 +132,38 @@ for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
   features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
   check "features-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" features.json "out-features-$sizes" "--specialize=$sizes"
 done
+# Convolutions and strided slices over symbols: a depthwise causal conv1d over T (padded by 3,
+# cut back to T), a strided one halving T ((T - 1)//2 + 1), every other channel and step of T (a
+# strided slice, its gradient an interior pad bounded by the size parameter), and a conv2d over H
+# and W at stride (2, 1). Their sizes are kept as expressions, so one folder; against LibTorch at
+# four sizes, T = 1 among them. Through torch.export too (conv_dynamic.pt2).
+cat >convs.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "convs", "symbols": {"B": {"min": 1, "max": 4}, "T": {"min": 1, "max": 48}, "H": {"min": 3, "max": 20}, "W": {"min": 5, "max": 24}},
+ "inputs": [{"name": "x", "shape": ["B", 16, "T"], "dtype": "f32", "requires_grad": true},
+            {"name": "dw", "shape": [16, 1, 4], "dtype": "f32", "requires_grad": true},
+            {"name": "db", "shape": [16], "dtype": "f32", "requires_grad": true},
+            {"name": "down", "shape": [8, 16, 3], "dtype": "f32", "requires_grad": true},
+            {"name": "img", "shape": ["B", 3, "H", "W"], "dtype": "f32", "requires_grad": true},
+            {"name": "k", "shape": [8, 3, 3, 3], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.nn.functional.conv1d", "args": ["x", "dw", "db", 1, 3, 1, 16], "out": [{"name": "y", "shape": ["B", 16, "T + 3"], "dtype": "f32"}]},
+         {"op": "prims.slice_prim", "args": ["y", [0, 0, 0], [{"size": "B"}, 16, {"size": "T"}], [1, 1, 1]], "out": [{"name": "causal", "shape": ["B", 16, "T"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.silu", "args": ["causal"], "out": [{"name": "s", "shape": ["B", 16, "T"], "dtype": "f32"}]},
+         {"op": "prims.slice_prim", "args": ["s", [0, 0, 0], [{"size": "B"}, 16, {"size": "T"}], [1, 2, 2]], "out": [{"name": "e", "shape": ["B", 8, "(T - 1)//2 + 1"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["e"], "out": [{"name": "every_other", "shape": ["B", 8, "(T - 1)//2 + 1"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.conv1d", "args": ["s", "down", null, 2, 1], "out": [{"name": "halved", "shape": ["B", 8, "(T - 1)//2 + 1"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.conv2d", "args": ["img", "k", null, [2, 1], [1, 0]], "out": [{"name": "f", "shape": ["B", 8, "(H - 1)//2 + 1", "W - 2"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.gelu", "args": ["f"], "out": [{"name": "g", "shape": ["B", 8, "(H - 1)//2 + 1", "W - 2"], "dtype": "f32"}]},
+         {"op": "torch.mean", "args": ["g", [2, 3]], "out": [{"name": "pooled", "shape": ["B", 8], "dtype": "f32"}]}],
+ "outputs": ["every_other", "halved", "pooled"]}
+EOF
+"$THUNDER_GEN" convs.json -o convs 2>convs.err && "$here/build_emu_harness.sh" convs 2>>convs.err
+check convs-generated [ -x convs/harness ]
+check convs-strided-pad-bound grep -Eq "< \(sz_[A-Za-z0-9_]+ \* 2 - 1\)\) && .*% 2 == 0" convs/backward.cu
+for sizes in B=1,T=1,H=3,W=5 B=3,T=7,H=7,W=9 B=2,T=17,H=16,W=13 B=4,T=48,H=20,W=24; do
+  convs/harness --quiet --sizes "$sizes" --outputs "out-convs-$sizes" 2>>convs.err
+  check "convs-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" convs.json "out-convs-$sizes" "--specialize=$sizes"
+done
+against_libtorch conv "$root/tests/pt2/torch-2.9/dynamic/conv_dynamic.pt2"
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
 cat >chunk.json <<'EOF'
@@ -244,6 +276,12 @@ check not-generic-refused rc 1
 check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in [a-z_]*shift0_[a-z_0-9]*).*--specialize"
 check not-generic-says-why has err.txt "sizes it takes as numbers: T - 1 (it may be 0: .*raise their min)"
 check not-generic-wrote-nothing [ ! -e refused ]
+# A kernel wider than the smallest size allowed (T >= 2 and a kernel of 3 unpadded): refused,
+# naming the op and the declaration to raise.
+sed 's/"min": 1, "max": 48/"min": 2, "max": 48/; s/"down", null, 2, 1/"down", null, 2, 0/' convs.json >narrow.json
+run "$THUNDER_GEN" narrow.json -o refused
+check narrow-kernel-refused rc 1
+check narrow-kernel-words has err.txt "/ops/5/args/0: error: torch.nn.functional.conv1d: spatial dim 0 (T, padded by 0 on each side) may be shorter than the kernel.s span of 3 (dilation included), as where it is 2: raise"
 # --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
 run "$THUNDER_GEN" shift0.json --emit cuda
 check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in [a-z_]*shift0_"
@@ -259,10 +297,11 @@ check probes-v-compared has err.txt "the code is the same at both probes"
 check probes-dumps-first-probe [ -s first-probe.txt -a "$(grep "specialized at" probe-dumps/05-autograd.txt)" = "$(cat first-probe.txt)" ]
 run "$THUNDER_GEN" "$root/examples/symbolic/symbolic_block.json" --emit kernel-ir
 check emit-kernel-ir-generic rc 0; check emit-kernel-ir-workspace-expression has out.txt "^workspace: [0-9]*\*B\*T"
-# Shapes the same at both probes and not at every size (min(T, 64) and T, both 3 and 10): one
-# kernel would run both softmaxes with one row length; refused, naming the kernel and both.
+# Shapes the same at both probes and not at every size (min(T, 64) and T, both 3 and 10, and the
+# first probe cannot move past 64 by T's steps of 7 within 65): one kernel would run both
+# softmaxes with one row length; refused, naming the kernel and both.
 cat >coincide.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "dedup", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 128}},
+{"format": "thunder-gen-trace", "version": 1, "name": "dedup", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 65}},
  "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32"},
             {"name": "z", "shape": ["B", "min(T, 64)"], "dtype": "f32"}],
  "ops": [{"op": "torch.softmax", "args": ["x", -1], "out": [{"name": "y1", "shape": ["B", "T"], "dtype": "f32"}]},

@@ -37,7 +37,7 @@ std::string gemm_shape(const Trace& t, const Op& op, SizeCode& sizes) {
   }
   if (sizes.active())
     for (const Dim* d : {&batch, &m, &n, &k})
-      if (d->symbolic() && range_of(*d->expr(), t.symbols).lo < 1)
+      if (d->symbolic() && !provably_positive(*d->expr(), t.symbols))
         throw UserError("", "the matrix product computing " + t.value(op.outs[0]).name + " has a size, " + d->expr()->text() +
                                 ", that is 0 at sizes the symbols allow; raise their min, or name the sizes with --specialize");
   std::string s = "tg::GemmShape{" + sizes.of(batch) + ", " + sizes.of(m) + ", " + sizes.of(n) + ", " + sizes.of(k) + ", " + (b_batched ? "true" : "false");

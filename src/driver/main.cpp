@@ -67,6 +67,7 @@ tg::Trace read_or_probe(const std::string& file, const tg::SymbolValues& special
     probes = std::get<tg::SizeProbes>(chosen);
   }
   tg::Trace trace = tg::read_input_file(file, probes->first);
+  if (tg::lift_first_probe(*probes, trace)) trace = tg::read_input_file(file, probes->first);
   trace.sizes_at_run_time = true;
   tg::separate_probes(*probes, trace);
   return trace;

@@ -178,7 +178,7 @@ std::string sizes_without_parameters(const Trace& t, const std::vector<const Siz
   for (const SizeExpr* e : sizes) {
     if (index_sizes.scale(Dim(e->evaluate(at), e)).product) continue;
     const SizeRange range = range_of(*e, t.symbols);
-    out += (out.empty() ? "" : "; ") + e->text() + (range.lo < 1 ? " (it may be " + std::to_string(range.lo) + ": a size of its own must be at least 1 at every size the symbols allow; raise their min)"
+    out += (out.empty() ? "" : "; ") + e->text() + (!provably_positive(*e, t.symbols) ? " (it may be " + std::to_string(range.lo) + ": a size of its own must be at least 1 at every size the symbols allow; raise their min)"
                                                                   : " (a symbol has the name its size parameter would have)");
   }
   return out;
@@ -186,19 +186,62 @@ std::string sizes_without_parameters(const Trace& t, const std::vector<const Siz
 
 }  // namespace
 
+namespace {
+
+// Each symbol's size in `from` moved by `times` its step between the probes (second_size's),
+// where its range allows; else its size in `otherwise`.
+SymbolValues moved_by_steps(const SymbolValues& from, const SizeProbes& probes, int64_t times, const SymbolValues& otherwise, const Symbols& symbols) {
+  SymbolValues moved = otherwise;
+  for (auto& [name, size] : moved) {
+    const SymbolDecl& d = symbols.at(name);
+    const int64_t at = from.at(name), step = (probes.second.at(name) - probes.first.at(name)) * times;
+    if (step > 0 && at <= d.max - step && d.allows(at + step)) size = at + step;
+  }
+  return moved;
+}
+
+// At `at`, no size of `sizes` is below 2 unless it is at every size, and no two of them, nor two
+// symbols, are the same: a kernel takes shapes of the same sizes for one (lower_sizes.cpp).
+bool clear_of_one(const std::vector<const SizeExpr*>& sizes, const SymbolValues& at, const Symbols& symbols) {
+  std::set<int64_t> taken;
+  for (const auto& [name, size] : at)
+    if (!taken.insert(size).second) return false;
+  std::set<int64_t> values;  // (the sizes are distinct expressions: interned, once each)
+  for (const SizeExpr* e : sizes) {
+    const int64_t v = e->evaluate(at);
+    if ((v < 2 && range_of(*e, symbols).hi >= 2) || !values.insert(v).second) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool lift_first_probe(SizeProbes& probes, const Trace& t) {
+  const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
+  if (clear_of_one(sizes, probes.first, t.symbols)) return false;
+  for (int64_t times = 1; times <= 64; ++times) {
+    const SymbolValues first = moved_by_steps(probes.first, probes, times, probes.first, t.symbols);
+    if (!clear_of_one(sizes, first, t.symbols)) continue;
+    SymbolValues second;
+    size_t index = 0;
+    for (const auto& [name, size] : first)
+      if (std::optional<int64_t> moved = second_size(t.symbols.at(name), size, index++)) second[name] = *moved;
+    if (second.size() < first.size()) continue;  // (a symbol at the top of its range)
+    probes.first = first;
+    probes.second = second;
+    return true;
+  }
+  return false;  // (then the second probe finds the code that depends on it)
+}
+
 void separate_probes(SizeProbes& probes, const Trace& t) {
   const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
   probes.without_parameters = sizes_without_parameters(t, sizes, probes.first);
   const SizeExpr* same = same_at_both(sizes, probes);
   if (!same) return;
-  // Each symbol moved from the first probe by `times` its own step (as second_size), where its range allows.
   for (int64_t times = 2; times <= 64; ++times) {
     SizeProbes moved = probes;
-    for (auto& [name, size] : moved.second) {
-      const SymbolDecl& d = t.symbols.at(name);
-      const int64_t first = probes.first.at(name), step = (probes.second.at(name) - first) * times;
-      if (step > 0 && first <= d.max - step && d.allows(first + step)) size = first + step;
-    }
+    moved.second = moved_by_steps(probes.first, probes, times, probes.second, t.symbols);
     if (!same_at_both(sizes, moved)) {
       probes = moved;
       return;

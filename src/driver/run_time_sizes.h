@@ -27,6 +27,12 @@ struct SizeProbes {
 };
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
 
+// Moves the first probe up (each symbol by steps of its own, where its range allows) until no size
+// expression of `t`'s values (read at the first) is 1 there that may be more, and its second
+// with it; true when it moved: then read `t` again at the first. A size of 1 is a dim the code
+// may treat as broadcast, (T - 3)//2 + 1 at T = 3.
+bool lift_first_probe(SizeProbes& probes, const Trace& t);
+
 // Fills probes.without_parameters, and moves the second probe, where needed, until every size expression of `t`'s values (read at
 // the first) differs between the probes: one the same at both (T//16 + 1 at T = 3 and 10) would
 // let a number computed from it (a mean's divisor) pass for a constant. Throws UserError naming

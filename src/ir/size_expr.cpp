@@ -433,26 +433,28 @@ bool provably_divisible(const SizeExpr& e, int64_t n, const Symbols& symbols) {
 
 // Interval arithmetic forgets that B*T - B is B*(T - 1): an atom every term shares is factored
 // out first (when it is never negative), and the rest bounded on its own.
-bool SizeExpr::provably_nonnegative(const SizeExpr& e, const Symbols& symbols) {
-  if (bounds_of(e, symbols).lo >= 0) return true;
+// e >= least (0 or 1): by its bounds, or as a product of an atom every term shares and the rest,
+// each at least `least` (B*T - B is B*(T - 1), which interval arithmetic alone cannot bound).
+bool SizeExpr::provably_at_least(const SizeExpr& e, int least, const Symbols& symbols) {
+  if (bounds_of(e, symbols).lo >= least) return true;
   if (e.constant_ != 0 || e.terms_.empty()) return false;
   for (const Factor& f : e.terms_[0].monomial) {
     const SizeExpr factor = of_atom(f.atom);
-    if (bounds_of(factor, symbols).lo < 0) continue;
-    if (auto rest = divide_exactly(e, factor)) return provably_nonnegative(*rest, symbols);
+    if (bounds_of(factor, symbols).lo < least) continue;
+    if (auto rest = divide_exactly(e, factor)) return provably_at_least(*rest, least, symbols);
   }
   return false;
 }
 
 bool provably_ge(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
   try {
-    return SizeExpr::provably_nonnegative(a - b, symbols);
+    return SizeExpr::provably_at_least(a - b, 0, symbols);
   } catch (const SizeExprError&) {
     return false;
   }
 }
 
-bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return SizeExpr::bounds_of(e, symbols).lo >= 1; }
+bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return SizeExpr::provably_at_least(e, 1, symbols); }
 
 // ---- reading it -------------------------------------------------------------------------------
 

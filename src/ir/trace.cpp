@@ -45,6 +45,16 @@ Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) 
 
 Dim computed_from(const Dim& from, int64_t size) { return from.expr() && from.expr()->is_constant() ? Dim::constant(size) : Dim(size); }
 
+Dim floor_div_dim(const Dim& a, int64_t divisor, const Symbols& symbols) {
+  const int64_t size = int64_t(a) / divisor - (int64_t(a) % divisor < 0);
+  if (!a.expr()) return Dim(size);
+  try {
+    return Dim(size, floor_div(*a.expr(), SizeExpr(divisor), symbols));
+  } catch (const SizeExprError&) {  // (an expression too large to keep)
+    return Dim(size);
+  }
+}
+
 Dim numel_dim(const Shape& shape, size_t count) {
   Dim n = Dim::constant(1);
   for (size_t i = 0; i < shape.size() && i < count; ++i) n = multiply_dims(n, shape[i]);

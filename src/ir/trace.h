@@ -57,6 +57,9 @@ Dim multiply_dims(const Dim& a, const Dim& b);
 // `size`, computed from `from` alone by arithmetic a Dim does not carry (a split's pieces, a
 // convolution's output): a known constant where `from` is one, else unknown.
 Dim computed_from(const Dim& from, int64_t size);
+// a // divisor (floor, divisor > 0) with its expression where `a` has one (a strided slice's or a
+// convolution's output length).
+Dim floor_div_dim(const Dim& a, int64_t divisor, const Symbols& symbols);
 
 using Shape = std::vector<Dim>;
 using NameSet = std::unordered_set<std::string>;  // the value names taken in a trace

@@ -57,6 +57,20 @@ Arg constants(const std::vector<int64_t>& v) {
   return Arg::of_list(std::move(items));
 }
 
+// A spatial output dim, (padded - span) // stride + 1 where `extra` = padded - span at the sizes
+// read, with its expression where the input dim and the kernel's have one; a symbolic input dim
+// must cover the dilated kernel at every size its symbols allow.
+Dim convolved_dim(const Trace& t, const Dim& in, int64_t extra, const ConvolutionArgs& c, size_t k) {
+  const Dim& kernel = c.kernel[k];
+  const Dim span = add_dims(multiply_dims(Dim::constant(c.dilation[k]), subtract_dims(kernel, Dim::constant(1))), Dim::constant(1));
+  const Dim past_span = subtract_dims(add_dims(in, Dim::constant(2 * c.padding[k])), span);
+  if (!past_span.expr()) return computed_from(in, extra / c.stride[k] + 1);
+  if (!provably_ge(*past_span.expr(), 0, t.symbols))
+    fail(0, "spatial dim " + std::to_string(k) + " (" + in.expr()->text() + ", padded by " + std::to_string(c.padding[k]) + " on each side) may be shorter than the kernel's span of " +
+                std::to_string(int64_t(span)) + " (dilation included), as where it is " + std::to_string(range_of(*in.expr(), t.symbols).lo) + ": raise the symbols' min");
+  return add_dims(floor_div_dim(past_span, c.stride[k], t.symbols), Dim::constant(1));
+}
+
 std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   const bool prim = op.info->kind == OpKind::t_convolution;
   const Value& in = float_tensor(t, op, 0);
@@ -87,7 +101,7 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
         __builtin_mul_overflow(c.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in.shape[k + 2]), &padded))
       fail(0, "the padded size or the dilated kernel of spatial dim " + std::to_string(k) + " overflows 64 bits");
     if (c.kernel[k] < 1 || padded < span) fail(0, "shape " + shape_str(in.shape) + " (padded) is smaller than the kernel " + shape_str(c.kernel) + " (dilated)");
-    out.push_back(computed_from(in.shape[k + 2], (padded - span) / c.stride[k] + 1));
+    out.push_back(convolved_dim(t, in.shape[k + 2], padded - span, c, k));
   }
   return {{in.dtype, out}};
 }
@@ -136,7 +150,8 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
     Shape end = padded;
     for (size_t k = 0; k < n; ++k) {
       start[k + 2] = at[k] * c.dilation[k];
-      end[k + 2] = computed_from(out[k + 2], start[k + 2] + c.stride[k] * (out[k + 2] - 1) + 1);
+      // start + stride * (out - 1) + 1
+      end[k + 2] = add_dims(multiply_dims(Dim::constant(c.stride[k]), out[k + 2]), Dim::constant(start[k + 2] + 1 - c.stride[k]));
       step[k + 2] = c.stride[k];
     }
     V slice = call(g, "prims.slice_prim", {val(x), constants(start), int_list(end), constants(step)});

@@ -85,11 +85,21 @@ std::vector<OutType> slice_rule(const Trace& t, const Op& op) {
     if (start[i] < 0 || start[i] > a.shape[i]) fail(1, "start index " + std::to_string(start[i]) + " is out of range for dim " + std::to_string(i) + " of length " + std::to_string(a.shape[i]));
     if (end[i] < start[i] || end[i] > a.shape[i]) fail(2, "end index " + std::to_string(end[i]) + " is out of range for dim " + std::to_string(i));
     if (strides[i] < 1) fail(3, "strides must be positive");
-    const int64_t len = end[i] - start[i];
-    if (strides[i] == 1) shape.push_back(subtract_dims(end[i], start[i]));  // (with its expression, when both bounds have one)
-    else shape.push_back(len == 0 ? 0 : 1 + (len - 1) / strides[i]);  // no overflow for huge strides
+    // (with its expression, when both bounds have one: (len - 1)//stride + 1 is 0 at len 0)
+    const Dim len = subtract_dims(end[i], start[i]);
+    shape.push_back(strides[i] == 1 ? len : add_dims(floor_div_dim(subtract_dims(len, Dim::constant(1)), strides[i], t.symbols), Dim::constant(1)));
   }
   return {{a.dtype, shape}};
+}
+
+// A padded dim, `out` long: with its expression when the input and the three pads have one, and
+// the input is never 0 where there is interior padding (len + (len - 1) * interior is not 0 there).
+Dim padded_dim(const Dim& len, const Shape& lo_hi_interior, int64_t out, const Symbols& symbols) {
+  const Dim &lo = lo_hi_interior[0], &hi = lo_hi_interior[1], &interior = lo_hi_interior[2];
+  const bool never_empty = len.expr() && provably_positive(*len.expr(), symbols);
+  if (!interior.expr() || (interior != 0 && !never_empty)) return Dim(out);
+  const Dim spread = add_dims(len, multiply_dims(subtract_dims(len, Dim::constant(1)), interior));
+  return interior == 0 ? add_dims(add_dims(len, lo), hi) : add_dims(add_dims(spread, lo), hi);
 }
 
 std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
@@ -105,9 +115,7 @@ std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
         __builtin_add_overflow(out, len, &out) || __builtin_add_overflow(out, interior, &out))
       fail(2, "padding of dimension " + std::to_string(i) + " overflows 64 bits");
     if (out < 0) fail(2, "dimension " + std::to_string(i) + " would have negative length " + std::to_string(out));
-    // (with its expression, when the input and both pads have one and there is no interior padding)
-    const bool plain = triple[2].expr() && triple[2].expr()->is_constant() && triple[2] == 0;
-    shape.push_back(plain ? add_dims(add_dims(a.shape[i], triple[0]), triple[1]) : Dim(out));
+    shape.push_back(padded_dim(a.shape[i], triple, out, t.symbols));
   }
   return {{a.dtype, shape}};
 }
@@ -136,12 +144,20 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg("a").value;
   const Shape& in = shape_of(g, a);
   const Shape& out = shape_of(g, op.outs[0]);
-  std::vector<int64_t> start, end, strides;
+  Shape start, end;
+  std::vector<int64_t> strides;
   std::vector<Arg> repad;
   bool empty = false;
   for (size_t d = 0; d < in.size(); ++d) {
-    auto lhi = op.arg("padding_config").items[d].int_list();
-    int64_t lo = lhi[0], step = lhi[2] + 1, len = in[d];
+    const Shape lhi = op.arg("padding_config").items[d].dim_list();
+    const int64_t lo = lhi[0], step = lhi[2] + 1, len = in[d];
+    strides.push_back(step);
+    if (lo >= 0 && lhi[1] >= 0) {  // every input position is in the output: lo + (len - 1) * step + 1 its end, with its expression
+      start.push_back(lhi[0]);
+      end.push_back(add_dims(add_dims(lhi[0], multiply_dims(subtract_dims(in[d], Dim::constant(1)), Dim::constant(step))), Dim::constant(1)));
+      repad.push_back(int_list({0, 0, 0}));
+      continue;
+    }
     // input positions p whose padded position lo + p * step lands inside the output
     int64_t p0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
     int64_t p1 = len;
@@ -149,7 +165,6 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
     if (p1 <= p0) { empty = true; break; }
     start.push_back(lo + p0 * step);
     end.push_back(lo + (p1 - 1) * step + 1);
-    strides.push_back(step);
     repad.push_back(int_list({p0, len - p1, 0}));
   }
   if (empty) return {{a, zeros(g, in, value_of(g, a).dtype)}};
@@ -170,12 +185,11 @@ Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   std::vector<Arg> config;
   for (size_t d = 0; d < in.size(); ++d) {
     if (out[d] == 0) return {{a, zeros(g, in, value_of(g, a).dtype)}};
-    if (strides[d] == 1) {  // (the pads with their expressions: in - start - out after)
-      config.push_back(int_list(Shape{start[d], subtract_dims(subtract_dims(in[d], start[d]), out[d]), Dim::constant(0)}));
-      continue;
-    }
-    int64_t last = start[d] + (out[d] - 1) * strides[d];
-    config.push_back(int_list({int64_t(start[d]), in[d] - last - 1, strides[d] - 1}));
+    // The pads with their expressions: start before, in - start - spread after, where the
+    // output spreads over (out - 1) * stride + 1 of the input; stride - 1 between.
+    const Dim stride = Dim::constant(strides[d]), one = Dim::constant(1);
+    const Dim spread = add_dims(multiply_dims(subtract_dims(out[d], one), stride), one);
+    config.push_back(int_list(Shape{start[d], subtract_dims(subtract_dims(in[d], start[d]), spread), subtract_dims(stride, one)}));
   }
   return {{a, call(g, "prims.pad", {val(cot[0]), num(0.0), Arg::of_list(config)})}};
 }

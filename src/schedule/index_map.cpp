@@ -85,8 +85,8 @@ std::string text_of_identifier(std::string_view spelled) {
 std::optional<SizeProduct::Factor> derived_size_factor(const SizeExpr& e, const Symbols& symbols) {
   const SizeRange range = range_of(e, symbols);
   const std::string spelled = spelled_as_identifier(e.text());
-  if (range.lo < 1 || symbols.find(spelled)) return std::nullopt;
-  return SizeProduct::Factor{ident(Role::size, spelled), range.lo, range.hi, 1, ident(Role::divider, spelled), 1};
+  if (!provably_positive(e, symbols) || symbols.find(spelled)) return std::nullopt;
+  return SizeProduct::Factor{ident(Role::size, spelled), std::max<int64_t>(range.lo, 1), range.hi, 1, ident(Role::divider, spelled), 1};
 }
 
 SizeExpr parameter_size(std::string_view parameter, const Symbols& symbols) {
@@ -297,9 +297,10 @@ std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& ou
     int64_t lo = lhi[0], step = lhi[2] + 1;
     if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
     const IndexExpr p = sizes.component(out[i], out_shape[i]) + -lo;
-    // An operand's size taken at run time bounds p as it is (a slice's gradient: 0 <= p < sz_T_m1).
-    const bool at_run_time = sizes.scale(a.shape[i]).product && step == 1;
-    const IndexCond inside{{{p, 0, at_run_time ? 0 : (a.shape[i] - 1) * step + 1, step, at_run_time ? sizes.size(a.shape[i]) : IndexExpr()}}, ""};
+    // An operand's size taken at run time bounds p as it is (a slice's gradient: 0 <= p < sz_T_m1;
+    // a strided slice's: p <= (sz_T - 1) * step, written p < 1 - step + sz_T * step).
+    const bool at_run_time = bool(sizes.scale(a.shape[i]).product);
+    const IndexCond inside{{{p, 0, at_run_time ? 1 - step : (a.shape[i] - 1) * step + 1, step, at_run_time ? sizes.size(a.shape[i]) * step : IndexExpr()}}, ""};
     guard.clauses.push_back(inside.clauses[0]);
     in.push_back(IndexComp::of_expr(IndexExpr::select(inside, p, step, 0, sizes.largest(a.shape[i]) - 1)));
   }
@@ -320,7 +321,7 @@ std::vector<OperandRead> cat_reads(const Trace& t, const Op& op, const Index& ou
     // A number in [offset, offset + len), or, where sizes are taken at run time, at - offset in
     // [0, len) (0 <= d1 - sz_T < sz_T).
     const std::optional<int64_t> start = offset.constant(), count = len.constant();
-    const IndexCond guard = start && count ? IndexCond{{{at, *start, *start + *count, 1}}, ""} : IndexCond{{{at + offset * -1, 0, 0, 1, len}}, ""};
+    const IndexCond guard = start && count ? IndexCond{{{at, *start, *start + *count, 1, {}}}, ""} : IndexCond{{{at + offset * -1, 0, 0, 1, len}}, ""};
     // Clamped to 0 outside the piece, so evaluating every piece never reads out of bounds.
     Index in = out;
     in[dim] = IndexComp::of_expr(IndexExpr::select(guard, at + offset * -1, 1, 0, sizes.largest(v.shape[dim]) - 1));

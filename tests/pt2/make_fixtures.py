@@ -129,6 +129,21 @@ class ShiftedLoss(nn.Module):
         return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, 1:].reshape(-1))
 
 
+class CausalConv(nn.Module):
+    """A sequence mixer's convolutions over time: a depthwise causal conv (padded by 3, cut back
+    to T), SiLU, then a strided conv halving T ((T - 1)//2 + 1) beside every other channel and
+    step (a strided slice)."""
+
+    def __init__(self, channels=16):
+        super().__init__()
+        self.mix = nn.Conv1d(channels, channels, 4, padding=3, groups=channels)
+        self.down = nn.Conv1d(channels, channels // 2, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        s = F.silu(self.mix(x)[..., :x.shape[-1]])
+        return self.down(s), torch.tanh(s[:, ::2, ::2])
+
+
 def batch_and_seq(names, seq_min):
     """dynamic_shapes giving each input's dims 0 and 1 one batch and one seq Dim."""
     b, t = torch.export.Dim("batch", min=1, max=4), torch.export.Dim("seq", min=seq_min, max=24)
@@ -161,6 +176,9 @@ DYNAMIC_CASES = {
     # (seq from 3: torch.export's guards keep T - 1 above 1)
     "shifted_loss_dynamic": (ShiftedLoss, lambda g: (floats(g, 2, 6, 16), torch.randint(0, 32, (2, 6), generator=g)),
                              lambda: batch_and_seq(["x", "targets"], 3)),
+    # (seq from 3: torch.export's guards keep (seq + 1)//2 above 1)
+    "conv_dynamic": (CausalConv, lambda g: (floats(g, 2, 16, 9),),
+                     lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 2: torch.export.Dim("seq", min=3, max=24)}}),
 }
 
 

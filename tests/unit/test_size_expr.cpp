@@ -8,6 +8,7 @@
 #include <random>
 
 #include "ir/size_expr.h"
+#include "ir/trace.h"
 #include "schedule/index_map.h"
 
 using tg::SizeExpr;
@@ -120,6 +121,24 @@ TEST_CASE("size expressions: ranges, multiples and proofs", "[size_expr]") {
   CHECK(tg::provably_positive(parse("T//2"), s));
   CHECK(tg::provably_positive(parse("T//4"), s));         // T >= 2 and a multiple of 16: T >= 16
   CHECK_FALSE(tg::provably_positive(parse("T//32"), s));
+  // A product each of whose factors is at least 1, which interval arithmetic alone bounds below 1:
+  // a convolution's output rows times its columns, (H + 1)//2 * (W - 2).
+  CHECK(tg::provably_positive(parse("B*T - B"), s));            // B*(T - 1), T >= 16
+  CHECK(tg::range_of(parse("B*T - B"), s).lo < 1);
+  CHECK_FALSE(tg::provably_positive(parse("B*T - 16*B"), s));   // B*(T - 16): 0 at T = 16
+  CHECK(tg::provably_ge(parse("B*T - 16*B"), parse("0"), s));
+}
+
+TEST_CASE("dims: a floor quotient keeps its expression", "[size_expr]") {
+  const Symbols s = batch_and_time();
+  const tg::Dim t(48, parse("T"));
+  const tg::Dim q = tg::floor_div_dim(tg::subtract_dims(t, tg::Dim::constant(1)), 2, s);  // a stride-2 slice of T: (T - 1)//2 + 1
+  CHECK(int64_t(q) == 23);
+  REQUIRE(q.expr());
+  CHECK(q.expr()->evaluate(tg::SymbolValues{{"B", 1}, {"T", 48}}) == 23);
+  CHECK(*q.expr() == parse("(T - 1)//2"));  // (kept as (T + 1)//2 - 1)
+  CHECK(int64_t(tg::floor_div_dim(tg::Dim(-3), 2, s)) == -2);  // floor, as the expression's //
+  CHECK_FALSE(tg::floor_div_dim(tg::Dim(47), 2, s).expr());     // an unknown dim stays unknown
 }
 
 TEST_CASE("size expressions: declarations are checked", "[size_expr]") {
@@ -255,10 +274,10 @@ TEST_CASE("size expressions: a size of its own as a kernel parameter reads back 
     if (!e.lone_symbol().empty()) continue;  // (a symbol is its own parameter, sz_T)
     const std::optional<tg::SizeProduct::Factor> f = tg::derived_size_factor(e, s);
     const tg::SizeRange range = tg::range_of(e, s);
-    REQUIRE(f.has_value() == (range.lo >= 1));
+    REQUIRE(f.has_value() == tg::provably_positive(e, s));
     if (!f) continue;
     ++derived;
-    CHECK(f->lo == range.lo);
+    CHECK(f->lo == std::max<int64_t>(range.lo, 1));
     CHECK(f->hi == range.hi);
     CHECK(tg::parameter_size(f->name, s) == e);
     CHECK(tg::parameter_size(f->divider, s) == e);
