@@ -158,6 +158,7 @@ cat >convs.json <<'EOF'
 EOF
 "$THUNDER_GEN" convs.json -o convs 2>convs.err && "$here/build_emu_harness.sh" convs 2>>convs.err
 check convs-generated [ -x convs/harness ]
+check convs-product-of-sizes grep -q "sz_W_m2 \* sz__lH_p1_r_d_d2" convs/forward.cu  # ((H + 1)//2)*(W - 2), not one size of its own
 check convs-strided-pad-bound grep -Eq "< \(sz_[A-Za-z0-9_]+ \* 2 - 1\)\) && .*% 2 == 0" convs/backward.cu
 for sizes in B=1,T=1,H=3,W=5 B=3,T=7,H=7,W=9 B=2,T=17,H=16,W=13 B=4,T=48,H=20,W=24; do
   convs/harness --quiet --sizes "$sizes" --outputs "out-convs-$sizes" 2>>convs.err

@@ -383,12 +383,10 @@ SizeBounds SizeExpr::bounds_of(const SizeExpr& e, const Symbols& symbols) {
         return d ? symbol_bounds(*d) : SizeBounds{-kUnboundedSize, kUnboundedSize};
       }
       case Atom::Kind::floordiv: return bounds_quotient(bounds_of(atom.a, symbols), bounds_of(atom.b, symbols));
-      case Atom::Kind::max: {
-        const SizeBounds x = bounds_of(atom.a, symbols), y = bounds_of(atom.b, symbols);
-        return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
-      }
+      case Atom::Kind::max:
       case Atom::Kind::min: {
         const SizeBounds x = bounds_of(atom.a, symbols), y = bounds_of(atom.b, symbols);
+        if (atom.kind == Atom::Kind::max) return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
         return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
       }
     }
@@ -431,27 +429,28 @@ bool provably_divisible(const SizeExpr& e, int64_t n, const Symbols& symbols) {
   return g == 0 || (n != 0 && g % n == 0);
 }
 
-// Interval arithmetic forgets that B*T - B is B*(T - 1): an atom every term shares is factored
-// out first (when it is never negative), and the rest bounded on its own.
-// e >= least (0 or 1): by its bounds, or as a product of an atom every term shares and the rest,
-// each at least `least` (B*T - B is B*(T - 1), which interval arithmetic alone cannot bound).
+std::vector<std::pair<SizeExpr, SizeExpr>> SizeExpr::atom_factors() const {
+  std::vector<std::pair<SizeExpr, SizeExpr>> out;
+  if (constant_ != 0 || terms_.empty()) return out;
+  for (const Factor& f : terms_[0].monomial) {
+    SizeExpr factor = of_atom(f.atom);
+    std::optional<SizeExpr> rest = divide_exactly(*this, factor);
+    if (rest && rest->constant() != 1) out.emplace_back(std::move(factor), std::move(*rest));
+  }
+  return out;
+}
+
+// e >= least (0 or 1): by its bounds, or, since interval arithmetic forgets that B*T - B is
+// B*(T - 1), as an atom every term shares times the rest, each at least `least`.
 bool SizeExpr::provably_at_least(const SizeExpr& e, int least, const Symbols& symbols) {
   if (bounds_of(e, symbols).lo >= least) return true;
-  if (e.constant_ != 0 || e.terms_.empty()) return false;
-  for (const Factor& f : e.terms_[0].monomial) {
-    const SizeExpr factor = of_atom(f.atom);
-    if (bounds_of(factor, symbols).lo < least) continue;
-    if (auto rest = divide_exactly(e, factor)) return provably_at_least(*rest, least, symbols);
-  }
+  for (const auto& [factor, rest] : e.atom_factors())
+    if (bounds_of(factor, symbols).lo >= least) return provably_at_least(rest, least, symbols);
   return false;
 }
 
 bool provably_ge(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {
-  try {
-    return SizeExpr::provably_at_least(a - b, 0, symbols);
-  } catch (const SizeExprError&) {
-    return false;
-  }
+  try { return SizeExpr::provably_at_least(a - b, 0, symbols); } catch (const SizeExprError&) { return false; }  // (a - b past int64)
 }
 
 bool provably_positive(const SizeExpr& e, const Symbols& symbols) { return SizeExpr::provably_at_least(e, 1, symbols); }

@@ -99,6 +99,10 @@ class SizeExpr {
     const std::vector<std::string> names = symbols();
     return names.size() == 1 && *this == symbol(names[0]) ? names[0] : "";
   }
+  // Each atom of its first term that divides it exactly, with the quotient: `B*T - B` as `B` and
+  // `T - 1`; `((H + 1)//2)*W - 2*((H + 1)//2)` as `(H + 1)//2` and `W - 2`. None for a constant
+  // or an atom alone.
+  std::vector<std::pair<SizeExpr, SizeExpr>> atom_factors() const;
   // Canonical text in the trace format's grammar: `2*B*T + T//2 + 1`, `max(B, 2)`.
   std::string text() const;
   // The expression as C++ over an object `arith` with add, mul, floordiv, max, min and narrow

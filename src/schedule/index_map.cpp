@@ -97,10 +97,18 @@ SizeExpr parameter_size(std::string_view parameter, const Symbols& symbols) {
 
 IndexScale IndexSizes::scale(const Dim& d) const {
   if (!t_.taken_at_run_time(d)) return {int64_t(d), nullptr};
-  auto product = as_product(*d.expr(), t_.symbols, assumed_multiple_);
-  if (product) return {product->first, SizeProduct::of(std::move(product->second))};
-  if (auto own = derived_size_factor(*d.expr(), t_.symbols)) return {1, SizeProduct::of({*own})};
-  return {int64_t(d), nullptr};
+  return scale_of(*d.expr()).value_or(IndexScale{int64_t(d), nullptr});
+}
+
+// A product of symbols; else an atom times the rest, each a scale (B*T - B as sz_B * sz_T_m1);
+// else a size parameter of its own.
+std::optional<IndexScale> IndexSizes::scale_of(const SizeExpr& e) const {
+  if (auto product = as_product(e, t_.symbols, assumed_multiple_)) return IndexScale{product->first, SizeProduct::of(std::move(product->second))};
+  for (const auto& [atom, rest] : e.atom_factors())
+    if (std::optional<IndexScale> a = scale_of(atom), r = a ? scale_of(rest) : std::nullopt; a && r)
+      if (std::optional<IndexScale> both = checked_product(*a, *r)) return both;
+  if (auto own = derived_size_factor(e, t_.symbols)) return IndexScale{1, SizeProduct::of({*own})};
+  return std::nullopt;
 }
 
 IndexExpr IndexSizes::size(const Dim& d) const {

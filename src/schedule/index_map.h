@@ -68,6 +68,7 @@ class IndexSizes {
   bool symbolic(const Shape& s) const;  // some dim enters as a scale with a product
 
  private:
+  std::optional<IndexScale> scale_of(const SizeExpr& e) const;
   const Trace& t_;
   int64_t assumed_multiple_;
 };

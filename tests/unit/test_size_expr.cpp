@@ -129,6 +129,21 @@ TEST_CASE("size expressions: ranges, multiples and proofs", "[size_expr]") {
   CHECK(tg::provably_ge(parse("B*T - 16*B"), parse("0"), s));
 }
 
+TEST_CASE("size expressions: an atom every term shares splits off", "[size_expr]") {
+  const Symbols s = batch_and_time();
+  const auto split = parse("B*T - B").atom_factors();
+  REQUIRE(split.size() == 1);
+  CHECK(split[0].first == parse("B"));
+  CHECK(split[0].second == parse("T - 1"));
+  const auto halves = parse("((T + 1)//2)*B - 2*((T + 1)//2)").atom_factors();
+  REQUIRE(halves.size() == 1);
+  CHECK(halves[0].first * halves[0].second == parse("((T + 1)//2)*(B - 2)"));
+  CHECK(parse("B*T").atom_factors().size() == 2);    // B and T, each with the other
+  CHECK(parse("(T + 1)//2").atom_factors().empty());  // an atom alone is no product
+  CHECK(parse("B + T").atom_factors().empty());
+  CHECK(parse("4").atom_factors().empty());
+}
+
 TEST_CASE("dims: a floor quotient keeps its expression", "[size_expr]") {
   const Symbols s = batch_and_time();
   const tg::Dim t(48, parse("T"));
