@@ -312,6 +312,20 @@ EOF
 run "$THUNDER_GEN" coincide.json -o refused
 check coinciding-shapes-refused rc 1
 check coinciding-shapes-words has err.txt 'kernel dedup_rowreduce_y1 takes its domain, \[B, T\], and "z", \[B, min(T, 64)\], for one shape'
+# A first probe where a size the decomposition makes would coincide with another (a stride-4
+# slice's (T + 3)//4 and its convolution's padded (T + 3)//8 + 3, both 1 or both 5 where T moves by
+# its steps) is drawn elsewhere in range, so the folder is generated (it matched LibTorch at T = 1,
+# 7 and 33 by hand).
+cat >drawn.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "drawn", "symbols": {"B": {"min": 1, "max": 3}, "T": {"min": 1, "max": 33}},
+ "inputs": [{"name": "x", "shape": ["B", 6, "T"], "dtype": "f32", "requires_grad": true}, {"name": "w", "shape": [6, 6, 2], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 0, 0], [{"size": "B"}, 6, {"size": "T"}], [1, 1, 4]], "out": [{"name": "y0", "shape": ["B", 6, "(T - 1)//4 + 1"], "dtype": "f32"}]},
+         {"op": "torch.sin", "args": ["y0"], "out": [{"name": "z0", "shape": ["B", 6, "(T - 1)//4 + 1"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.conv1d", "args": ["z0", "w", null, 2, 4, 3, 1], "out": [{"name": "y1", "shape": ["B", 6, "((T - 1)//4 + 5)//2 + 1"], "dtype": "f32"}]}],
+ "outputs": ["y1"]}
+EOF
+run "$THUNDER_GEN" drawn.json -o drawn
+check drawn-first-probe-generated rc 0
 # A size the same at the first two probes (T//16 + 1 at T = 3 and 10) moves the second probe, so
 # that a number computed from it would differ; here none is: the mean divides by the size
 # parameter sz_T_d_d16_p1, and the folder matches LibTorch where it is 1, 2 and 5.
@@ -329,10 +343,12 @@ for sizes in B=2,T=3 B=7,T=17 B=8,T=64; do
   flat/harness --quiet --sizes "$sizes" --outputs "out-flat-$sizes" 2>>flat.err
   check "flat-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" flat.json "out-flat-$sizes" "--specialize=$sizes"
 done
-# A size the same at every second probe in range: refused, naming it.
+# A size the same at the first probe and at every step of T's (T//64 + 1, 1 below T = 64): the
+# second probe takes T's largest size, where it is 2 (refused before that; the folder matched
+# LibTorch at T = 1, 63 and 64 by hand).
 sed 's|"T//16 + 1"|"T//64 + 1"|' flat.json >flatter.json
-run "$THUNDER_GEN" flatter.json -o refused
-check flatter-size-refused rc 1; check flatter-size-words has err.txt "the size T//64 + 1 is the same at the two sizes checked"
+run "$THUNDER_GEN" flatter.json -o flatter
+check flatter-size-generated rc 0; check flatter-size-parameter grep -q "static_cast<float>(sz_T_d_d64_p1)" flatter/forward.cu
 
 # A size that may be 0 in a matrix product: refused, naming it.
 sed 's/"B": {"min": 1/"B": {"min": 0/' "$root/examples/symbolic/symbolic_block.json" >min0.json

@@ -4,11 +4,14 @@
 #include <iterator>
 #include <set>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <vector>
 
 #include <simdjson.h>
 
+#include "lower/decompose.h"
+#include "lower/rng.h"
 #include "schedule/index_map.h"
 #include "support/diagnostics.h"
 
@@ -153,13 +156,21 @@ std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
 
 namespace {
 
-// The expressions of `t`'s dims that name a symbol, once each.
+// The expressions of the dims that name a symbol, once each, of `t`'s values and of those its
+// decomposition to prims makes (a convolution's padded input, (T + 3)//8 + 3).
 std::vector<const SizeExpr*> symbolic_sizes(const Trace& t) {
   std::set<const SizeExpr*> seen;  // (interned: one pointer per expression)
   std::vector<const SizeExpr*> out;
-  for (const Value& v : t.values)
-    for (const Dim& d : v.shape)
-      if (d.symbolic() && seen.insert(d.expr()).second) out.push_back(d.expr());
+  auto gather = [&](const Trace& from) {
+    for (const Value& v : from.values)
+      for (const Dim& d : v.shape)
+        if (d.symbolic() && seen.insert(d.expr()).second) out.push_back(d.expr());
+  };
+  gather(t);
+  try {
+    gather(decompose(has_unbound_draws(t) ? bind_rng(t) : t));  // (as the pipeline's front end: a dropout's seed bound first)
+  } catch (const UserError&) {  // (the pipeline reports it, with its place)
+  }
   return out;
 }
 
@@ -183,10 +194,6 @@ std::string sizes_without_parameters(const Trace& t, const std::vector<const Siz
   }
   return out;
 }
-
-}  // namespace
-
-namespace {
 
 // Each symbol's size in `from` moved by `times` its step between the probes (second_size's),
 // where its range allows; else its size in `otherwise`.
@@ -214,22 +221,60 @@ bool clear_of_one(const std::vector<const SizeExpr*>& sizes, const SymbolValues&
   return true;
 }
 
+// A second probe at which every one of `sizes` differs from the first: probes.second, else it
+// moved by its steps (2, 3, ... times them), where the ranges allow.
+std::optional<SymbolValues> separating_second(const SizeProbes& probes, const std::vector<const SizeExpr*>& sizes, const Symbols& symbols) {
+  if (!same_at_both(sizes, probes)) return probes.second;
+  for (int64_t times = 2; times <= 64; ++times) {
+    const SizeProbes moved{probes.first, moved_by_steps(probes.first, probes, times, probes.second, symbols), ""};
+    if (!same_at_both(sizes, moved)) return moved.second;
+  }
+  SizeProbes largest{probes.first, {}, ""};  // (each symbol at its largest size: where steps overshoot the range)
+  for (const auto& [name, size] : probes.first) {
+    const SymbolDecl& d = symbols.at(name);
+    largest.second[name] = d.max / d.multiple_of * d.multiple_of > size ? d.max / d.multiple_of * d.multiple_of : probes.second.at(name);
+  }
+  if (!same_at_both(sizes, largest)) return largest.second;
+  return std::nullopt;
+}
+
+// The probes with `first` for the first, when it is clear of 1 and of coinciding sizes and leaves
+// room above it for a second that separates every size.
+std::optional<SizeProbes> probes_from(const SymbolValues& first, const std::vector<const SizeExpr*>& sizes, const Symbols& symbols) {
+  if (!clear_of_one(sizes, first, symbols)) return std::nullopt;
+  SizeProbes lifted{first, {}, ""};
+  size_t index = 0;
+  for (const auto& [name, size] : first)
+    if (std::optional<int64_t> moved = second_size(symbols.at(name), size, index++)) lifted.second[name] = *moved;
+  if (lifted.second.size() < first.size()) return std::nullopt;  // (a symbol at the top of its range)
+  if (!separating_second(lifted, sizes, symbols)) return std::nullopt;
+  return lifted;
+}
+
+// A size of `d` from 2 up drawn by `random` (its least where none is).
+int64_t drawn_size(const SymbolDecl& d, std::mt19937_64& random) {
+  const int64_t lo = d.smallest_from(std::max<int64_t>(d.min, 2)).value_or(d.min), steps = (d.max - lo) / d.multiple_of;
+  return steps > 0 ? lo + int64_t(random() % uint64_t(steps + 1)) * d.multiple_of : lo;
+}
+
 }  // namespace
 
 bool lift_first_probe(SizeProbes& probes, const Trace& t) {
   const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
   if (clear_of_one(sizes, probes.first, t.symbols)) return false;
-  for (int64_t times = 1; times <= 64; ++times) {
-    const SymbolValues first = moved_by_steps(probes.first, probes, times, probes.first, t.symbols);
-    if (!clear_of_one(sizes, first, t.symbols)) continue;
-    SymbolValues second;
-    size_t index = 0;
-    for (const auto& [name, size] : first)
-      if (std::optional<int64_t> moved = second_size(t.symbols.at(name), size, index++)) second[name] = *moved;
-    if (second.size() < first.size()) continue;  // (a symbol at the top of its range)
-    probes.first = first;
-    probes.second = second;
-    return true;
+  for (int64_t times = 1; times <= 64; ++times)  // each symbol moved by its own steps ...
+    if (std::optional<SizeProbes> lifted = probes_from(moved_by_steps(probes.first, probes, times, probes.first, t.symbols), sizes, t.symbols)) {
+      probes = *lifted;
+      return true;
+    }
+  std::mt19937_64 random(20261205);  // ... else drawn (the same draws every run: the folder's comments name the sizes)
+  for (int tries = 0; tries < 256; ++tries) {
+    SymbolValues first;
+    for (const auto& [name, size] : probes.first) first[name] = drawn_size(t.symbols.at(name), random);
+    if (std::optional<SizeProbes> lifted = probes_from(first, sizes, t.symbols)) {
+      probes = *lifted;
+      return true;
+    }
   }
   return false;  // (then the second probe finds the code that depends on it)
 }
@@ -237,16 +282,11 @@ bool lift_first_probe(SizeProbes& probes, const Trace& t) {
 void separate_probes(SizeProbes& probes, const Trace& t) {
   const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
   probes.without_parameters = sizes_without_parameters(t, sizes, probes.first);
-  const SizeExpr* same = same_at_both(sizes, probes);
-  if (!same) return;
-  for (int64_t times = 2; times <= 64; ++times) {
-    SizeProbes moved = probes;
-    moved.second = moved_by_steps(probes.first, probes, times, probes.second, t.symbols);
-    if (!same_at_both(sizes, moved)) {
-      probes = moved;
-      return;
-    }
+  if (std::optional<SymbolValues> second = separating_second(probes, sizes, t.symbols)) {
+    probes.second = *second;
+    return;
   }
+  const SizeExpr* same = same_at_both(sizes, probes);
   throw UserError("", "the size " + same->text() + " is the same at the two sizes checked (" + sizes_text(probes.first) + "; " +
                           sizes_text(probes.second) + ") and at every second size tried, so a number computed from it could pass for a "
                           "constant; name the sizes with --specialize");

@@ -105,27 +105,6 @@ void Symbols::declare(SymbolDecl decl) {
   decls_.emplace(n, std::move(decl));
 }
 
-bool is_size_symbol_name(std::string_view name) {
-  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (name.empty() || name.size() > 64 || !letter(name[0]) || name == "max" || name == "min") return false;
-  return std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
-}
-
-std::string SymbolDecl::range_text() const {
-  std::string out = std::to_string(min) + " <= " + name + " <= " + std::to_string(max);
-  return multiple_of > 1 ? out + ", a multiple of " + std::to_string(multiple_of) : out;
-}
-
-const SymbolDecl* Symbols::find(std::string_view name) const {
-  auto it = decls_.find(name);
-  return it == decls_.end() ? nullptr : &it->second;
-}
-
-const SymbolDecl& Symbols::at(std::string_view name) const {
-  if (const SymbolDecl* d = find(name)) return *d;
-  throw SizeExprError("unknown symbol '" + std::string(name) + "'");
-}
-
 // ---- building ---------------------------------------------------------------------------------
 
 SizeExpr SizeExpr::symbol(std::string name) {
@@ -446,7 +425,26 @@ bool SizeExpr::provably_at_least(const SizeExpr& e, int least, const Symbols& sy
   if (bounds_of(e, symbols).lo >= least) return true;
   for (const auto& [factor, rest] : e.atom_factors())
     if (bounds_of(factor, symbols).lo >= least) return provably_at_least(rest, least, symbols);
-  return false;
+  return least_at_smallest_sizes(e, least, symbols);
+}
+
+// e >= least where e never shrinks as a symbol grows by its step (each e(s + step) - e(s) at
+// least 0 by its bounds) and is at least `least` at the symbols' smallest sizes: (H + 1)*(W - 1),
+// expanded to H*W - H + W - 1, which interval arithmetic alone bounds below 1.
+bool SizeExpr::least_at_smallest_sizes(const SizeExpr& e, int least, const Symbols& symbols) {
+  SymbolValues smallest;
+  try {
+    for (const std::string& name : e.symbols()) {
+      const SymbolDecl* d = symbols.find(name);
+      if (!d) return false;
+      const SizeExpr grown = e.substitute([&](const std::string& n) { return n == name ? std::optional(symbol(n) + d->multiple_of) : std::nullopt; }, symbols);
+      if (bounds_of(grown - e, symbols).lo < 0) return false;
+      smallest[name] = d->smallest_from(d->min).value_or(d->min);
+    }
+    return e.evaluate(smallest) >= least;
+  } catch (const SizeExprError&) {  // (past int64)
+    return false;
+  }
 }
 
 bool provably_ge(const SizeExpr& a, const SizeExpr& b, const Symbols& symbols) {

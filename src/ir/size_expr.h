@@ -155,6 +155,7 @@ class SizeExpr {
   static SizeExpr quotient_by_constant(const SizeExpr& a, int64_t c, const Symbols& symbols);
   static SizeExpr extremum(bool is_max, const SizeExpr& a, const SizeExpr& b, const Symbols& symbols);
   static bool provably_at_least(const SizeExpr& e, int least, const Symbols& symbols);
+  static bool least_at_smallest_sizes(const SizeExpr& e, int least, const Symbols& symbols);
   static SizeBounds bounds_of(const SizeExpr& e, const Symbols& symbols);
   static std::string term_text(const Term& t, bool leading);
   static std::string operand_text(const SizeExpr& e);

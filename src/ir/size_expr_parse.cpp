@@ -1,5 +1,5 @@
 // Reading sizes from text: size expressions (`B*T`, `T//2 + 1`) and a flag's symbol sizes
-// (`B=64,T=128`). The arithmetic is size_expr.cpp's.
+// (`B=64,T=128`); symbols' names and their declarations' text. The arithmetic is size_expr.cpp's.
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -9,6 +9,27 @@
 #include "support/generated_text.h"
 
 namespace tg {
+
+bool is_size_symbol_name(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (name.empty() || name.size() > 64 || !letter(name[0]) || name == "max" || name == "min") return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
+std::string SymbolDecl::range_text() const {
+  std::string out = std::to_string(min) + " <= " + name + " <= " + std::to_string(max);
+  return multiple_of > 1 ? out + ", a multiple of " + std::to_string(multiple_of) : out;
+}
+
+const SymbolDecl* Symbols::find(std::string_view name) const {
+  auto it = decls_.find(name);
+  return it == decls_.end() ? nullptr : &it->second;
+}
+
+const SymbolDecl& Symbols::at(std::string_view name) const {
+  if (const SymbolDecl* d = find(name)) return *d;
+  throw SizeExprError("unknown symbol '" + std::string(name) + "'");
+}
 
 namespace {
 

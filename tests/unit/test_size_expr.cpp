@@ -144,6 +144,20 @@ TEST_CASE("size expressions: an atom every term shares splits off", "[size_expr]
   CHECK(parse("4").atom_factors().empty());
 }
 
+TEST_CASE("size expressions: a size that never shrinks as a symbol grows is least at the smallest sizes", "[size_expr]") {
+  Symbols s;
+  s.declare({"H", 2, 5, 1});
+  s.declare({"W", 2, 5, 1});
+  s.declare({"T", 6, 64, 2});
+  auto at_least_one = [&](const std::string& text) { return tg::provably_positive(tg::parse_size_expr(text, s), s); };
+  CHECK(tg::range_of(tg::parse_size_expr("H*W - H + W - 1", s), s).lo < 1);  // intervals alone: 4 - 5 + 2 - 1
+  CHECK(at_least_one("H*W - H + W - 1"));        // (H + 1)*(W - 1), at least 3
+  CHECK_FALSE(at_least_one("H*W - 2*H - W + 2"));  // (H - 1)*(W - 2): 0 at W = 2
+  CHECK(at_least_one("T*T - 5*T"));              // T*(T - 5): grows by steps of 2 from 6 up, 6 there
+  CHECK_FALSE(at_least_one("T*T - 7*T"));        // 6*(6 - 7) at T = 6
+  CHECK_FALSE(at_least_one("64 - T"));           // 0 at T = 64: it shrinks as T grows
+}
+
 TEST_CASE("dims: a floor quotient keeps its expression", "[size_expr]") {
   const Symbols s = batch_and_time();
   const tg::Dim t(48, parse("T"));
