@@ -67,9 +67,10 @@ tg::Trace read_or_probe(const std::string& file, const tg::SymbolValues& special
     probes = std::get<tg::SizeProbes>(chosen);
   }
   tg::Trace trace = tg::read_input_file(file, probes->first);
-  if (tg::lift_first_probe(*probes, trace)) trace = tg::read_input_file(file, probes->first);
+  const std::vector<const tg::SizeExpr*> sizes = tg::probed_sizes(trace);
+  if (tg::lift_first_probe(*probes, trace, sizes)) trace = tg::read_input_file(file, probes->first);
   trace.sizes_at_run_time = true;
-  tg::separate_probes(*probes, trace);
+  tg::separate_probes(*probes, trace, sizes);
   return trace;
 }
 

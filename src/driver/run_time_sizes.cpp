@@ -156,9 +156,9 @@ std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
 
 namespace {
 
-// The expressions of the dims that name a symbol, once each, of `t`'s values and of those its
-// decomposition to prims makes (a convolution's padded input, (T + 3)//8 + 3).
-std::vector<const SizeExpr*> symbolic_sizes(const Trace& t) {
+}  // namespace
+
+std::vector<const SizeExpr*> probed_sizes(const Trace& t) {
   std::set<const SizeExpr*> seen;  // (interned: one pointer per expression)
   std::vector<const SizeExpr*> out;
   auto gather = [&](const Trace& from) {
@@ -173,6 +173,8 @@ std::vector<const SizeExpr*> symbolic_sizes(const Trace& t) {
   }
   return out;
 }
+
+namespace {
 
 // The first of `sizes` the same at both probes, if any.
 const SizeExpr* same_at_both(const std::vector<const SizeExpr*>& sizes, const SizeProbes& probes) {
@@ -259,8 +261,7 @@ int64_t drawn_size(const SymbolDecl& d, std::mt19937_64& random) {
 
 }  // namespace
 
-bool lift_first_probe(SizeProbes& probes, const Trace& t) {
-  const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
+bool lift_first_probe(SizeProbes& probes, const Trace& t, const std::vector<const SizeExpr*>& sizes) {
   if (clear_of_one(sizes, probes.first, t.symbols)) return false;
   for (int64_t times = 1; times <= 64; ++times)  // each symbol moved by its own steps ...
     if (std::optional<SizeProbes> lifted = probes_from(moved_by_steps(probes.first, probes, times, probes.first, t.symbols), sizes, t.symbols)) {
@@ -279,8 +280,7 @@ bool lift_first_probe(SizeProbes& probes, const Trace& t) {
   return false;  // (then the second probe finds the code that depends on it)
 }
 
-void separate_probes(SizeProbes& probes, const Trace& t) {
-  const std::vector<const SizeExpr*> sizes = symbolic_sizes(t);
+void separate_probes(SizeProbes& probes, const Trace& t, const std::vector<const SizeExpr*>& sizes) {
   probes.without_parameters = sizes_without_parameters(t, sizes, probes.first);
   if (std::optional<SymbolValues> second = separating_second(probes, sizes, t.symbols)) {
     probes.second = *second;

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "ir/size_expr.h"
 #include "ir/trace.h"
@@ -27,17 +28,24 @@ struct SizeProbes {
 };
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols);
 
-// Moves the first probe up (each symbol by steps of its own, where its range allows) until no size
-// expression of `t`'s values (read at the first) is 1 there that may be more, and its second
-// with it; true when it moved: then read `t` again at the first. A size of 1 is a dim the code
-// may treat as broadcast, (T - 3)//2 + 1 at T = 3.
-bool lift_first_probe(SizeProbes& probes, const Trace& t);
+// The size expressions the probes keep apart: of the dims that name a symbol, once each, of `t`'s
+// values and of those its decomposition to prims makes (a convolution's padded input,
+// (T + 3)//8 + 3). They are the same whatever sizes `t` was read at.
+std::vector<const SizeExpr*> probed_sizes(const Trace& t);
+
+// Moves the first probe (each symbol by steps of its own where its range allows, else to sizes
+// drawn from the ranges with a fixed seed) where one of `sizes` would be 1 there and may be more,
+// or two of them the same, to sizes that leave a second probe separating every size; the second
+// moves with it. True when it moved: then read `t` again at the first. A size of 1 is a dim the
+// code may treat as broadcast ((T - 3)//2 + 1 at T = 3), and two shapes of the same sizes one
+// shape (lower_sizes.cpp).
+bool lift_first_probe(SizeProbes& probes, const Trace& t, const std::vector<const SizeExpr*>& sizes);
 
 // Fills probes.without_parameters, and moves the second probe, where needed, until every size expression of `t`'s values (read at
 // the first) differs between the probes: one the same at both (T//16 + 1 at T = 3 and 10) would
 // let a number computed from it (a mean's divisor) pass for a constant. Throws UserError naming
 // an expression no second probe in range separates.
-void separate_probes(SizeProbes& probes, const Trace& t);
+void separate_probes(SizeProbes& probes, const Trace& t, const std::vector<const SizeExpr*>& sizes);
 
 // The first difference between the code of two folders generated at the probes, comments aside
 // (comments show the sizes of the run that wrote them; a kernel IR listing, named *.kir, has #
