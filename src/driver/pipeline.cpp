@@ -124,7 +124,7 @@ RematOptions settle_plan_sizes(const RematOptions& remat, const Trace& t, bool f
   }
   constexpr int64_t kLargestDefault = int64_t(1) << 20;
   for (const auto& [name, decl] : t.symbols.all())
-    if (decl.max <= kLargestDefault) settled.plan_at.try_emplace(name, decl.max / decl.multiple_of * decl.multiple_of);
+    if (decl.max <= kLargestDefault) settled.plan_at.try_emplace(name, decl.largest());
     else if (t.sizes_at_run_time) settled.plan_at.try_emplace(name, std::max(decl.min, kLargestDefault / decl.multiple_of * decl.multiple_of));
     else if (auto at = t.specialized_at.find(name); at != t.specialized_at.end()) settled.plan_at.try_emplace(name, at->second);
   return settled;

@@ -154,10 +154,6 @@ std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
   return probes;
 }
 
-namespace {
-
-}  // namespace
-
 std::vector<const SizeExpr*> probed_sizes(const Trace& t) {
   std::set<const SizeExpr*> seen;  // (interned: one pointer per expression)
   std::vector<const SizeExpr*> out;
@@ -234,7 +230,7 @@ std::optional<SymbolValues> separating_second(const SizeProbes& probes, const st
   SizeProbes largest{probes.first, {}, ""};  // (each symbol at its largest size: where steps overshoot the range)
   for (const auto& [name, size] : probes.first) {
     const SymbolDecl& d = symbols.at(name);
-    largest.second[name] = d.max / d.multiple_of * d.multiple_of > size ? d.max / d.multiple_of * d.multiple_of : probes.second.at(name);
+    largest.second[name] = d.largest() > size ? d.largest() : probes.second.at(name);
   }
   if (!same_at_both(sizes, largest)) return largest.second;
   return std::nullopt;

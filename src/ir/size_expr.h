@@ -54,6 +54,7 @@ struct SymbolDecl {
     const int64_t v = (std::max(from, min) + multiple_of - 1) / multiple_of * multiple_of;
     return v <= max ? std::optional(v) : std::nullopt;
   }
+  int64_t largest() const { return max / multiple_of * multiple_of; }  // (declare() checked one is in range)
   bool allows(int64_t size) const { return size >= min && size <= max && size % multiple_of == 0; }
   bool operator==(const SymbolDecl&) const = default;
 };

@@ -45,6 +45,10 @@ Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) 
 
 Dim computed_from(const Dim& from, int64_t size) { return from.expr() && from.expr()->is_constant() ? Dim::constant(size) : Dim(size); }
 
+Dim spread_dim(const Dim& count, const Dim& step) {
+  return add_dims(multiply_dims(subtract_dims(count, Dim::constant(1)), step), Dim::constant(1));
+}
+
 Dim floor_div_dim(const Dim& a, int64_t divisor, const Symbols& symbols) {
   const int64_t size = int64_t(a) / divisor - (int64_t(a) % divisor < 0);
   if (!a.expr()) return Dim(size);

@@ -60,6 +60,9 @@ Dim computed_from(const Dim& from, int64_t size);
 // a // divisor (floor, divisor > 0) with its expression where `a` has one (a strided slice's or a
 // convolution's output length).
 Dim floor_div_dim(const Dim& a, int64_t divisor, const Symbols& symbols);
+// (count - 1) * step + 1 with its expression: what `count` positions `step` apart span (a strided
+// slice's reach, an interior-padded dim, a convolution's window).
+Dim spread_dim(const Dim& count, const Dim& step);
 
 using Shape = std::vector<Dim>;
 using NameSet = std::unordered_set<std::string>;  // the value names taken in a trace

@@ -62,7 +62,7 @@ Arg constants(const std::vector<int64_t>& v) {
 // must cover the dilated kernel at every size its symbols allow.
 Dim convolved_dim(const Trace& t, const Dim& in, int64_t extra, const ConvolutionArgs& c, size_t k) {
   const Dim& kernel = c.kernel[k];
-  const Dim span = add_dims(multiply_dims(Dim::constant(c.dilation[k]), subtract_dims(kernel, Dim::constant(1))), Dim::constant(1));
+  const Dim span = spread_dim(kernel, Dim::constant(c.dilation[k]));
   const Dim past_span = subtract_dims(add_dims(in, Dim::constant(2 * c.padding[k])), span);
   if (!past_span.expr()) return computed_from(in, extra / c.stride[k] + 1);
   if (!provably_ge(*past_span.expr(), 0, t.symbols))
@@ -150,8 +150,7 @@ V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
     Shape end = padded;
     for (size_t k = 0; k < n; ++k) {
       start[k + 2] = at[k] * c.dilation[k];
-      // start + stride * (out - 1) + 1
-      end[k + 2] = add_dims(multiply_dims(Dim::constant(c.stride[k]), out[k + 2]), Dim::constant(start[k + 2] + 1 - c.stride[k]));
+      end[k + 2] = add_dims(Dim::constant(start[k + 2]), spread_dim(out[k + 2], Dim::constant(c.stride[k])));
       step[k + 2] = c.stride[k];
     }
     V slice = call(g, "prims.slice_prim", {val(x), constants(start), int_list(end), constants(step)});

@@ -98,8 +98,8 @@ Dim padded_dim(const Dim& len, const Shape& lo_hi_interior, int64_t out, const S
   const Dim &lo = lo_hi_interior[0], &hi = lo_hi_interior[1], &interior = lo_hi_interior[2];
   const bool never_empty = len.expr() && provably_positive(*len.expr(), symbols);
   if (!interior.expr() || (interior != 0 && !never_empty)) return Dim(out);
-  const Dim spread = add_dims(len, multiply_dims(subtract_dims(len, Dim::constant(1)), interior));
-  return interior == 0 ? add_dims(add_dims(len, lo), hi) : add_dims(add_dims(spread, lo), hi);
+  const Dim spread = interior == 0 ? len : spread_dim(len, add_dims(interior, Dim::constant(1)));
+  return add_dims(add_dims(spread, lo), hi);
 }
 
 std::vector<OutType> pad_rule(const Trace& t, const Op& op) {
@@ -154,7 +154,7 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
     strides.push_back(step);
     if (lo >= 0 && lhi[1] >= 0) {  // every input position is in the output: lo + (len - 1) * step + 1 its end, with its expression
       start.push_back(lhi[0]);
-      end.push_back(add_dims(add_dims(lhi[0], multiply_dims(subtract_dims(in[d], Dim::constant(1)), Dim::constant(step))), Dim::constant(1)));
+      end.push_back(add_dims(lhi[0], spread_dim(in[d], Dim::constant(step))));
       repad.push_back(int_list({0, 0, 0}));
       continue;
     }
@@ -187,9 +187,8 @@ Contributions slice_gradient(G& g, const Op& op, const std::vector<V>& cot) {
     if (out[d] == 0) return {{a, zeros(g, in, value_of(g, a).dtype)}};
     // The pads with their expressions: start before, in - start - spread after, where the
     // output spreads over (out - 1) * stride + 1 of the input; stride - 1 between.
-    const Dim stride = Dim::constant(strides[d]), one = Dim::constant(1);
-    const Dim spread = add_dims(multiply_dims(subtract_dims(out[d], one), stride), one);
-    config.push_back(int_list(Shape{start[d], subtract_dims(subtract_dims(in[d], start[d]), spread), subtract_dims(stride, one)}));
+    const Dim spread = spread_dim(out[d], Dim::constant(strides[d]));
+    config.push_back(int_list(Shape{start[d], subtract_dims(subtract_dims(in[d], start[d]), spread), Dim::constant(strides[d] - 1)}));
   }
   return {{a, call(g, "prims.pad", {val(cot[0]), num(0.0), Arg::of_list(config)})}};
 }

@@ -186,7 +186,7 @@ class Buffers {
 
 // The size a harness draws inputs at by default: the smallest allowed from 2 up (1 where that is
 // all the range allows).
-int64_t default_draw_size(const SymbolDecl& d) { return d.smallest_from(2).value_or(d.max / d.multiple_of * d.multiple_of); }
+int64_t default_draw_size(const SymbolDecl& d) { return d.smallest_from(2).value_or(d.largest()); }
 
 // A folder taking its sizes at run time: the call's sizes bound from the inputs' shapes (their .npy
 // headers, or drawn at --sizes, by default each symbol's smallest from 2 up), as `tg_sizes`.
