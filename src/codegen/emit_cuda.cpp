@@ -195,8 +195,25 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.
   const bool guarded = launch.count && launch.fixed_grid == 0;
   const std::string indent = guarded ? "    " : "  ";
-  if (guarded) out << "  if (" << count << " > 0)  // (no launch of nothing)\n";
-  out << indent << kir::wrapped_list(indent, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
+  if (guarded) out << "  if (" << count << " > 0)" << (kernel.elementwise ? " {" : "") << "  // (no launch of nothing)\n";
+  if (!kernel.elementwise) {
+    out << indent << kir::wrapped_list(indent, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
+    return;
+  }
+  // The kernel's runs where its condition holds, else its twin element by element.
+  const kir::RunCondition& condition = kernel.elementwise->condition;
+  std::string holds;
+  for (size_t place : condition.aligned) holds += (holds.empty() ? "" : " && ") + ("tg::aligned16(" + args.at(4 + place) + ")");
+  for (const std::string& size : condition.multiples)
+    holds += (holds.empty() ? "" : " && ") + c.sizes.count(parameter_size(size, c.fused.symbols)) + " % " + std::to_string(condition.lanes) + " == 0";
+  const std::string inner = indent + "  ";
+  out << indent << "if (" << holds << ")  // runs of " << condition.lanes << "\n";
+  out << inner << kir::wrapped_list(inner, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
+  args[0] = kernel.elementwise->name;
+  args[1] = "tg::grid_for(" + count + ", " + std::to_string(launch.items_per_block) + ")";
+  out << indent << "else  // element by element\n";
+  out << inner << kir::wrapped_list(inner, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
+  out << "  }\n";
 }
 
 // Op i's step of the entry point, on `stream`: a view's comment, a library call, or a kernel's launch.

@@ -168,6 +168,25 @@ struct Launch {
   bool int_sizes = false;  // its count, row length and sizes are int, as its index arithmetic is
 };
 
+// Where a pointwise kernel's run loop may run: the pointers it reads or writes a run at a time
+// 16-byte aligned, and the sizes its lanes' index code reads multiples of the run's length.
+struct RunCondition {
+  std::vector<size_t> aligned;         // those pointers, as places in the kernel's params
+  std::vector<std::string> multiples;  // those sizes, as size parameters (sz_<symbol>)
+  int lanes = 0;                       // the run's length
+};
+
+// A pointwise kernel taking its sizes at run time, whose run loop runs only where its condition
+// holds, is two kernels: the kernel itself, its runs and the few elements after them, launched
+// where the condition holds, and this twin, its element loop alone, launched elsewhere (the same
+// params). Each gets the registers its own loop needs: the element loop, dividing by run-time
+// sizes, would otherwise set the count for both (docs/symbolic-shapes.md).
+struct ElementwiseTwin {
+  std::string name;
+  Block body;
+  RunCondition condition;
+};
+
 struct Kernel {
   std::string name;
   std::vector<std::string> header;  // its opening comment lines: what it does, the trace lines it implements
@@ -175,6 +194,7 @@ struct Kernel {
   std::vector<Param> params;
   Block body;
   Launch launch;
+  std::optional<ElementwiseTwin> elementwise;
 };
 
 // The names statements and expressions read or declare: what a lowering asks where it must

@@ -22,6 +22,7 @@ struct EmittedKernel {
   std::vector<std::string> writes;  // names of the values it writes
   std::string library;              // "cuBLASLt" or "NCCL" for a library call, else empty
   std::string same_code_as;         // the kernel whose code this launch runs, when not its own
+  std::string elementwise_twin;     // the kernel it launches instead where its runs cannot be (kir::ElementwiseTwin)
   std::string view_of;              // a view (no launch): the value whose memory it reads, else empty
 };
 

@@ -131,6 +131,8 @@ class KernelLowering : private IndexNamer {
   std::set<std::string> run_arrays_;  // ... their arrays' names
   IndexExpr run_var_;                 // ... its variable `run`
   std::vector<IndexExpr> lane_dims_;  // ... and d<k> in terms of `run` and `lane` there
+  std::optional<kir::RunCondition> twin_condition_;  // ... checked at the launch, which then picks the kernel or its twin
+  Block twin_body_;                   // ... that twin's body, the element loop alone
   bool element_takes_i_ = false;      // pointwise: whether the element function takes the index i
   std::vector<int64_t> element_dims_;  // ... the loop dims it takes (d<k>, computed by its callers)
   std::vector<std::string> element_sizes_;  // ... the size parameters (sz_<symbol>) it takes
@@ -209,7 +211,11 @@ class KernelLowering : private IndexNamer {
   Block pointwise_body(std::optional<kir::Function>& element);
   Block element_loop_body();
   Block run_loop(const ExprPtr& thread, const ExprPtr& stride);
-  ExprPtr run_condition(const std::vector<ValueId>& wide, const Block& body) const;
+  std::vector<std::string> sizes_to_divide(const Block& body) const;
+  ExprPtr run_condition(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const;
+  bool splits_into_twins(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const;
+  std::string twin_name() const;
+  std::vector<size_t> param_places(const std::vector<ValueId>& values) const;
   size_t lane_arithmetic() const;
   Block lane_body() const;
   Block radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes) const;

@@ -102,12 +102,18 @@ kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element)
   }
   Block out = count_declaration();
   ExprPtr first = thread;
+  twin_condition_.reset();
   if (lanes_ > 1) {
     Block runs = run_loop(thread, stride);
     out.insert(out.end(), runs.begin(), runs.end());
     first = kir::binary(kir::binary(var("runs"), "*", kir::integer(lanes_)), "+", thread);
   }
-  out.push_back(kir::loop(index_type_, "i", first, var("n"), stride, element_loop_body()));
+  Block elements = element_loop_body();
+  out.push_back(kir::loop(index_type_, "i", first, var("n"), stride, elements));
+  if (twin_condition_) {
+    twin_body_ = count_declaration();
+    twin_body_.push_back(kir::loop(index_type_, "i", thread, var("n"), stride, std::move(elements)));
+  }
   return out;
 }
 
@@ -180,13 +186,24 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
   body.push_back(kir::loop("int", "lane", kir::integer(0), lanes, nullptr, lane_body(), true));
   for (ValueId v : run_stores) body.push_back(kir::store_run(global(v), run_start, kir::name(local(Role::run_out, v)), lanes_));
   for (ValueId v : run_bits) body.push_back(kir::store_run_bits(global(v), run_start, kir::name(local(Role::run_bits, v)), lanes_));
-  const ExprPtr condition = run_condition(wide, body);
-  Block out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned" +
-                            (divisible_runs_ ? " and" : ";")),
-               kir::comment(divisible_runs_ ? "the sizes multiples of " + L + "; the loop after this one takes the rest, or everything."
-                                            : "the loop after this one takes the rest, or everything.")};
+  const std::vector<std::string> multiples = sizes_to_divide(body);
+  Block out;
+  ExprPtr condition;
+  if (splits_into_twins(wide, multiples)) {
+    twin_condition_ = kir::RunCondition{param_places(wide), multiples, lanes_};
+    out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand: the launch checks that"),
+           kir::comment(std::string(wide.empty() ? "" : multiples.empty() ? "they are aligned" : "they are aligned and ") +
+                        (multiples.empty() ? "" : "the sizes multiples of " + L) + " (else it launches the twin below); the loop"),
+           kir::comment("after this one takes the few elements left.")};
+  } else {
+    condition = run_condition(wide, multiples);
+    out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand, when aligned" + (divisible_runs_ ? " and" : ";")),
+           kir::comment(divisible_runs_ ? "the sizes multiples of " + L + "; the loop after this one takes the rest, or everything."
+                                        : "the loop after this one takes the rest, or everything.")};
+  }
   if (run_bits.empty()) {
-    out.push_back(kir::decl(index_type_, "runs", kir::select(condition, kir::binary(var("n"), "/", lanes), kir::integer(0))));
+    const ExprPtr all_runs = kir::binary(var("n"), "/", lanes);
+    out.push_back(kir::decl(index_type_, "runs", condition ? kir::select(condition, all_runs, kir::integer(0)) : all_runs));
   } else {
     out.push_back(kir::comment("Whole warps of runs only: their lanes gather each mask's bits into words together."));
     const ExprPtr whole_warps = kir::binary(kir::binary(var("n"), "/", kir::paren(kir::binary(kir::integer(32), "*", lanes))), "*", kir::integer(32));
@@ -196,20 +213,56 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
   return out;
 }
 
-// When the run loop runs: its wide operands' pointers 16-byte aligned, and in the divisible
-// variant each size its body reads a multiple of the run's length (where its symbol's
-// multiple_of does not say so already). nullptr: always.
-kir::ExprPtr KernelLowering::run_condition(const std::vector<ValueId>& wide, const Block& body) const {
-  ExprPtr condition = wide.empty() ? nullptr : all_aligned(wide);
-  if (!divisible_runs_) return condition;
+// In the divisible variant, the size parameters (sz_<symbol>) the run loop's `body` reads that
+// must be multiples of the run's length (where the symbol's multiple_of does not say so already).
+std::vector<std::string> KernelLowering::sizes_to_divide(const Block& body) const {
+  if (!divisible_runs_) return {};
+  std::vector<std::string> out;
   const std::set<std::string> used = kir::names_in(body);
   for (const auto& [symbol, decl] : t_.symbols.all()) {
     const std::string size = tg::ident(Role::size, symbol);
-    if (decl.multiple_of % lanes_ == 0 || !(used.count(size) || used.count(tg::ident(Role::divider, symbol)))) continue;
+    if (decl.multiple_of % lanes_ != 0 && (used.count(size) || used.count(tg::ident(Role::divider, symbol)))) out.push_back(size);
+  }
+  return out;
+}
+
+// When the run loop runs: its wide operands' pointers 16-byte aligned, and those sizes multiples
+// of the run's length. nullptr: always.
+kir::ExprPtr KernelLowering::run_condition(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const {
+  ExprPtr condition = wide.empty() ? nullptr : all_aligned(wide);
+  for (const std::string& size : multiples) {
     const ExprPtr divisible = kir::binary(kir::binary(var(size), "%", kir::integer(lanes_)), "==", kir::integer(0));
     condition = condition ? kir::binary(condition, "&&", divisible) : divisible;
   }
   return condition;
+}
+
+// Whether the run loop's condition is checked at the launch, choosing between the kernel and its
+// element-by-element twin (kir::ElementwiseTwin): at run-time sizes over a symbolic domain, where
+// the element loop divides by run-time sizes and takes every size that is no multiple.
+bool KernelLowering::splits_into_twins(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const {
+  return t_.sizes_at_run_time && sizes_.symbolic(layout_.domain) && !(wide.empty() && multiples.empty());
+}
+
+// The twin's name: the kernel's, "elementwise" for its kind ("pointwise"), which no kernel's
+// label made from the plan takes.
+std::string KernelLowering::twin_name() const {
+  const std::string pointwise = t_.name + "_pointwise_";
+  if (k_.label.starts_with(pointwise)) return t_.name + "_elementwise_" + k_.label.substr(pointwise.size());
+  return k_.label + "_elementwise";
+}
+
+// Where `values`' pointers are among the kernel's params (its args, then its results).
+std::vector<size_t> KernelLowering::param_places(const std::vector<ValueId>& values) const {
+  std::vector<size_t> out;
+  for (ValueId v : values) {
+    size_t place = 0;
+    while (place < k_.args.size() && k_.args[place].value != v) ++place;
+    if (place == k_.args.size()) place += size_t(std::find(k_.outs.begin(), k_.outs.end(), v) - k_.outs.begin());
+    TG_CHECK(place < k_.args.size() + k_.outs.size(), "a run loop's operand is no parameter of kernel " + k_.label);
+    out.push_back(place);
+  }
+  return out;
 }
 
 // The atoms of the index code each lane computes for its dims (what the lanes of a run share,

@@ -91,6 +91,7 @@ kir::Kernel KernelLowering::lower() {
   kir::Kernel k;
   k.name = k_.label;
   k.body = layout_.is_row ? row_body() : pointwise_body(k.element);
+  if (twin_condition_) k.elementwise = kir::ElementwiseTwin{twin_name(), std::move(twin_body_), *twin_condition_};
   k.header = header();
   for (const Arg& a : k_.args) k.params.push_back(parameter(a.value, false));
   for (ValueId id : k_.outs) k.params.push_back(parameter(id, true));

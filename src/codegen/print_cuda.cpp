@@ -106,8 +106,7 @@ std::string wrapped_call(const Expr& e, const std::string& indent) {
 
 void print_loop(const Stmt& s, const std::string& indent, std::string& out) {
   const std::string step = s.step ? s.text + " += " + print_expr(*s.step) : "++" + s.text;
-  const std::string head = std::string(s.unrolled ? "TG_UNROLL " : "") + "for (" + s.type + " " + s.text + " = " + print_expr(*s.start) + "; " + s.text +
-                           " < " + print_expr(*s.bound) + "; " + step + ")";
+  const std::string head = std::string(s.unrolled ? "TG_UNROLL " : "") + "for (" + s.type + " " + s.text + " = " + print_expr(*s.start) + "; " + s.text + " < " + print_expr(*s.bound) + "; " + step + ")";
   if (s.one_line) {
     TG_CHECK(s.body.size() == 1, "a one-line loop holds one statement");
     out += indent + head + " " + inline_stmt(s.body[0]) + "\n";
@@ -246,9 +245,16 @@ std::string print_kernel(const Kernel& k) {
     out += wrapped_list("", "__device__ __forceinline__ void " + f.name + "(", param_texts(f.params), ") {") + "\n";
     out += print_block(f.body, "  ") + "}\n";
   }
-  const std::string head = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(k.launch.block) + ") " + k.name + "(";
-  out += wrapped_list("", head, param_texts(k.params), ") {") + "\n";
-  return out + print_block(k.body, "  ") + "}\n";
+  auto kernel = [&](const std::string& name, const Block& body) {
+    const std::string head = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(k.launch.block) + ") " + name + "(";
+    out += wrapped_list("", head, param_texts(k.params), ") {") + "\n" + print_block(body, "  ") + "}\n";
+  };
+  kernel(k.name, k.body);
+  if (k.elementwise) {
+    out += comment_line(k.elementwise->name + ": the kernel above element by element,") + comment_line("launched where its runs cannot be.");
+    kernel(k.elementwise->name, k.elementwise->body);
+  }
+  return out;
 }
 
 std::string wrapped_list(std::string_view indent, std::string_view head, const std::vector<std::string>& items, std::string_view tail) {
