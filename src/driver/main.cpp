@@ -212,9 +212,6 @@ int generate(const Request& r) {
   std::ostringstream second_log;
   std::future<tg::PipelineResult> second_run;
   if (second_probe_checks) {
-    // Two runs at once fault in twice the memory; in 2 MB pages the kernel took 3-4 s clearing
-    // it for a 10,000-op trace, against 1.0 s in 4 KB pages (docs/performance.md §3).
-    if (!std::getenv("MIMALLOC_LARGE_OS_PAGES")) mi_option_disable(mi_option_large_os_pages);
     second_run = start_second_probe(file, *probes, options, second_log);
   }
   std::optional<tg::PipelineResult> first_run;
@@ -289,11 +286,9 @@ int run(const tg::CommandLine& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A run touches a few hundred MB of fresh memory; faulting it in 2 MB pages rather than 4 KB
-  // ones takes a 10,000-op run 1.0 -> 0.9 s (docs/performance.md), and a thread's first segment
-  // gets them too when it is committed at once. The environment still decides.
-  if (!std::getenv("MIMALLOC_LARGE_OS_PAGES")) mi_option_enable(mi_option_large_os_pages);
-  if (!std::getenv("MIMALLOC_EAGER_COMMIT_DELAY")) mi_option_set(mi_option_eager_commit_delay, 0);
+  // mimalloc runs with its defaults (4 KB pages): 2 MB pages, the default here until 2026-12-06,
+  // were faster once and slower since (docs/performance.md §3). MIMALLOC_* in the environment
+  // still decides.
   // mimalloc (a C library, blind to std::set_new_handler) aborts when `new` finds no memory; it
   // reports the failure first, and this handler makes that an error message and exit code 1.
   mi_register_error(out_of_memory, nullptr);
