@@ -139,6 +139,28 @@ for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
   features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
   check "features-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" features.json "out-features-$sizes" "--specialize=$sizes"
 done
+# Slices counted from the end of T: the last token (starting at T - 1, which is 0 at T = 1, so no
+# size parameter of its own: an offset of sz_T * 16 - 16), its gradient a pad guarded by it; through
+# torch.export, h[:, -1] and h[:, -4:] with seq from 5 (sz_seq_m1, sz_seq_m4).
+cat >last.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "last_token", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T", 16], "dtype": "f32", "requires_grad": true},
+            {"name": "w", "shape": [16, 16], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.tanh", "args": ["x"], "out": [{"name": "h", "shape": ["B", "T", 16], "dtype": "f32"}]},
+         {"op": "prims.slice_prim", "args": ["h", [0, {"size": "T - 1"}, 0], [{"size": "B"}, {"size": "T"}, 16], [1, 1, 1]], "out": [{"name": "s", "shape": ["B", 1, 16], "dtype": "f32"}]},
+         {"op": "torch.matmul", "args": ["s", "w"], "out": [{"name": "y", "shape": ["B", 1, 16], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+"$THUNDER_GEN" last.json -o last 2>last.err && "$here/build_emu_harness.sh" last 2>>last.err
+check last-generated [ -x last/harness ]
+check last-start-from-sizes grep -q "load_run(g_x, sz_T \* 16 + .* - 16, r_x)" last/forward.cu
+check last-gradient-guard-from-sizes grep -q "(-sz_T + d1 + 1) >= 0" last/backward.cu
+for sizes in B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40; do
+  last/harness --quiet --sizes "$sizes" --outputs "out-last-$sizes" 2>>last.err
+  check "last-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" last.json "out-last-$sizes" "--specialize=$sizes"
+done
+against_libtorch last_pt2 "$root/tests/pt2/torch-2.9/dynamic/last_dynamic.pt2"
+check last-pt2-size-parameters grep -q "sz_seq_m4" last_pt2/forward.cu
 # Convolutions and strided slices over symbols: a depthwise causal conv1d over T (padded by 3,
 # cut back to T), a strided one halving T ((T - 1)//2 + 1), every other channel and step of T (a
 # strided slice, its gradient an interior pad bounded by the size parameter), and a conv2d over H

@@ -103,13 +103,16 @@ std::string slice_along(Builder& b, const Doc& self, const Value& in, int64_t d,
 }
 
 // Where a slice starts along a dim of `n`: a constant where the node gives it as a literal (or not
-// at all) and the dim's size is a constant, or the literal is 0; else the size alone (a SymInt's
-// value, or a negative literal counted from the end of a symbolic dim).
+// at all) and the dim's size is a constant, or the literal is 0; a negative literal counted from
+// the end of a symbolic dim, n plus it (h[:, -1] starts at T - 1; the reader refuses a size that
+// may be negative where the symbols allow a shorter dim); else the size alone (a SymInt's value).
 Dim slice_start(const Pt2Lowering& node, const char* param, int64_t start, const Dim& n) {
   const Doc& given = node.args.at(param);
   const bool literal = given.is_null() || node.literals.count(param);
   const bool zero = given.is_null() || (literal && given.get<int64_t>() == 0);
-  return literal && (zero || (n.expr() && n.expr()->is_constant())) ? Dim::constant(start) : Dim(start);
+  if (literal && (zero || (n.expr() && n.expr()->is_constant()))) return Dim::constant(start);
+  if (literal && n.expr() && given.get<int64_t>() < 0) return add_dims(n, Dim::constant(given.get<int64_t>()));
+  return Dim(start);
 }
 
 // A Python slice bound: None is the end it stands for, negatives count from the end, and both

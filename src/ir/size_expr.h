@@ -94,6 +94,7 @@ class SizeExpr {
 
   std::optional<int64_t> constant() const;     // when it is one
   bool is_constant() const { return terms_.empty(); }
+  int64_t constant_term() const { return constant_; }  // its number apart from its terms (-1 of T - 1)
   std::vector<std::string> symbols() const;    // the symbols it mentions, sorted, each once
   // The symbol it is when it is one alone (`B`), else "".
   std::string lone_symbol() const {

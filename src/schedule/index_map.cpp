@@ -111,9 +111,15 @@ std::optional<IndexScale> IndexSizes::scale_of(const SizeExpr& e) const {
   return std::nullopt;
 }
 
+// A size that is no scale but a scale plus a number (`T - 1` where T may be 1, so no size
+// parameter of its own) is that sum: a slice's start counted from a symbolic dim's end.
 IndexExpr IndexSizes::size(const Dim& d) const {
   const IndexScale s = scale(d);
-  return s.product ? IndexExpr::of_scale(s) : IndexExpr(int64_t(d));
+  if (s.product) return IndexExpr::of_scale(s);
+  if (!t_.taken_at_run_time(d) || d.expr()->constant_term() == 0) return IndexExpr(int64_t(d));
+  const int64_t number = d.expr()->constant_term();
+  const std::optional<IndexScale> rest = scale_of(*d.expr() - SizeExpr(number));
+  return rest && rest->product ? IndexExpr::of_scale(*rest) + IndexExpr(number) : IndexExpr(int64_t(d));
 }
 
 int64_t IndexSizes::largest(const Dim& d) const {
@@ -301,10 +307,10 @@ std::vector<OperandRead> pad_reads(const Trace& t, const Op& op, const Index& ou
   Index in;
   IndexCond guard;
   for (size_t i = 0; i < a.shape.size(); ++i) {
-    auto lhi = config.items[i].int_list();
-    int64_t lo = lhi[0], step = lhi[2] + 1;
-    if (lo == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
-    const IndexExpr p = sizes.component(out[i], out_shape[i]) + -lo;
+    const Shape lhi = config.items[i].dim_list();  // (lo taken at run time: a gradient of a slice starting at T - 1)
+    const int64_t step = lhi[2] + 1;
+    if (lhi[0] == 0 && step == 1 && lhi[1] == 0) { in.push_back(out[i]); continue; }
+    const IndexExpr p = sizes.component(out[i], out_shape[i]) + sizes.size(lhi[0]) * -1;
     // An operand's size taken at run time bounds p as it is (a slice's gradient: 0 <= p < sz_T_m1;
     // a strided slice's: p <= (sz_T - 1) * step, written p < 1 - step + sz_T * step).
     const bool at_run_time = bool(sizes.scale(a.shape[i]).product);

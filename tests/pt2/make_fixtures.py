@@ -144,6 +144,19 @@ class CausalConv(nn.Module):
         return self.down(s), torch.tanh(s[:, ::2, ::2])
 
 
+class LastToken(nn.Module):
+    """A language model's head at the last position (h[:, -1], starting at T - 1) beside a pooled
+    window of the last four (h[:, -4:], starting at T - 4): slices counted from the end of seq."""
+
+    def __init__(self, dim=16, vocab=8):
+        super().__init__()
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, x):
+        h = torch.tanh(x)
+        return self.head(h[:, -1]), torch.sigmoid(h[:, -4:]).sum(1)
+
+
 def batch_and_seq(names, seq_min):
     """dynamic_shapes giving each input's dims 0 and 1 one batch and one seq Dim."""
     b, t = torch.export.Dim("batch", min=1, max=4), torch.export.Dim("seq", min=seq_min, max=24)
@@ -177,6 +190,8 @@ DYNAMIC_CASES = {
     "shifted_loss_dynamic": (ShiftedLoss, lambda g: (floats(g, 2, 6, 16), torch.randint(0, 32, (2, 6), generator=g)),
                              lambda: batch_and_seq(["x", "targets"], 3)),
     # (seq from 3: torch.export's guards keep (seq + 1)//2 above 1)
+    # (seq from 5: at 4, h[:, -4:] would be all of h, a guard torch.export keeps)
+    "last_dynamic": (LastToken, lambda g: (floats(g, 2, 6, 16),), lambda: batch_and_seq(["x"], 5)),
     "conv_dynamic": (CausalConv, lambda g: (floats(g, 2, 16, 9),),
                      lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 2: torch.export.Dim("seq", min=3, max=24)}}),
 }
