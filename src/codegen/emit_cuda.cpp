@@ -167,6 +167,16 @@ struct StepContext {
   SizeCode& sizes;
 };
 
+// "if (a && b && c)" and `tail`, one clause a line where that passes 100 columns.
+std::string wrapped_condition(const std::string& indent, const std::vector<std::string>& clauses, const std::string& tail) {
+  std::string line;
+  for (const std::string& clause : clauses) line += (line.empty() ? "" : " && ") + clause;
+  if (indent.size() + line.size() + 5 + tail.size() <= 100 || clauses.size() < 2) return "if (" + line + ")" + tail;
+  std::string out = "if (";
+  for (size_t i = 0; i < clauses.size(); ++i) out += (i ? " &&\n" + indent + "    " : "") + clauses[i];
+  return out + ")" + tail;
+}
+
 // A kernel's launch: TG_LAUNCH with its grid and block, and its arguments.
 void write_launch(const StepContext& c, size_t op_index, const std::string& stream, std::ostream& out) {
   const Op& k = c.fused.ops[op_index];
@@ -202,12 +212,12 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   }
   // The kernel's runs where its condition holds, else its twin element by element.
   const kir::RunCondition& condition = kernel.elementwise->condition;
-  std::string holds;
-  for (size_t place : condition.aligned) holds += (holds.empty() ? "" : " && ") + ("tg::aligned16(" + args.at(4 + place) + ")");
+  std::vector<std::string> holds;
+  for (size_t place : condition.aligned) holds.push_back("tg::aligned16(" + args.at(4 + place) + ")");
   for (const std::string& size : condition.multiples)
-    holds += (holds.empty() ? "" : " && ") + c.sizes.count(parameter_size(size, c.fused.symbols)) + " % " + std::to_string(condition.lanes) + " == 0";
+    holds.push_back(c.sizes.count(parameter_size(size, c.fused.symbols)) + " % " + std::to_string(condition.lanes) + " == 0");
   const std::string inner = indent + "  ";
-  out << indent << "if (" << holds << ")  // runs of " << condition.lanes << "\n";
+  out << indent << wrapped_condition(indent, holds, "  // runs of " + std::to_string(condition.lanes)) << "\n";
   out << inner << kir::wrapped_list(inner, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
   args[0] = kernel.elementwise->name;
   args[1] = "tg::grid_for(" + count + ", " + std::to_string(launch.items_per_block) + ")";
