@@ -44,7 +44,7 @@ bool accurate_as_eager(const torch::Tensor& actual, const torch::Tensor& truth, 
   auto rms = [&](const torch::Tensor& t) { return (t.to(torch::kFloat64) - truth.to(torch::kFloat64)).pow(2).mean().sqrt().item<double>(); };
   const double ours = rms(actual), theirs = rms(eager);
   const bool ok = ours <= kAccuracyMargin * theirs;
-  std::printf("  against the f64 truth: rms error %.3g, op by op (PyTorch eager's roundings) %.3g, ratio %.2f (at most %.2f): %s\n", ours, theirs,
+  std::printf("  against the f64 truth: rms error %.3g, eager's roundings %.3g, ratio %.2f (at most %.2f): %s\n", ours, theirs,
               ours / std::max(theirs, 1e-300), kAccuracyMargin, ok ? "ok, as accurate as eager" : "MISMATCH, less accurate");
   return ok;
 }
@@ -102,10 +102,10 @@ class Check {
                    : tg::ReferenceGradients{tg::run_reference(trace_, inputs_, precision), {}};
   }
 
-  // The op-by-op reference, PyTorch eager's roundings, computed where a result of a trace with
-  // 16-bit values misses the truth (accurate_as_eager).
+  // Eager PyTorch's roundings, forward and backward (Precision::eager), computed where a result
+  // of a trace with 16-bit values misses the truth (accurate_as_eager).
   torch::Tensor eager_like(bool gradient, size_t k) {
-    if (!rounded_) rounded_ = libtorch(tg::Precision::op_by_op);
+    if (!rounded_) rounded_ = libtorch(tg::Precision::eager);
     return gradient ? rounded_->gradients.at(k) : rounded_->outputs.at(k);
   }
 

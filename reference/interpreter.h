@@ -25,7 +25,10 @@ class Interpreter {
 
   const Trace& trace() const { return t_; }
   // What a value of dtype `t` computes in: see Precision.
-  torch::Dtype compute(DType t) const { return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t); }
+  torch::Dtype compute(DType t) const {
+    if (precision_ == Precision::eager) return torch_storage_dtype(t);
+    return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t);
+  }
   // The value of an argument that is a value.
   const Tensor& value(const Arg& a) const { return env_.at(a.value); }
   // An operand as a tensor of dtype `as`: values from the environment, numbers as 0-d tensors (an

@@ -198,7 +198,7 @@ ReferenceGradients reference_gradients(const Trace& trace, const std::vector<tor
   std::vector<torch::Tensor> differentiable;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = trace.value(trace.inputs[i]);
-    torch::Tensor x = inputs[i].to(precision == Precision::wide && is_float(v.dtype) ? torch::kDouble : torch_compute_dtype(v.dtype)).detach();
+    torch::Tensor x = inputs[i].to(reference::Interpreter(trace, precision).compute(v.dtype)).detach();
     if (v.requires_grad) {
       x.requires_grad_(true);
       differentiable.push_back(x);
@@ -220,6 +220,10 @@ ReferenceGradients reference_gradients(const Trace& trace, const std::vector<tor
     r.gradients.push_back(g.detach());
   }
   for (torch::Tensor& o : r.outputs) o = o.detach();
+  if (precision == Precision::eager) {  // (16-bit results widened to their compute dtype, as the other modes give them)
+    for (size_t i = 0; i < r.outputs.size(); ++i) r.outputs[i] = r.outputs[i].to(torch_compute_dtype(trace.value(trace.outputs[i]).dtype));
+    for (torch::Tensor& g : r.gradients) g = g.scalar_type() == torch::kBFloat16 || g.scalar_type() == torch::kHalf ? g.to(torch::kFloat) : g;
+  }
   return r;
 }
 

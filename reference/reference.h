@@ -19,8 +19,13 @@ torch::Dtype torch_storage_dtype(DType t);
 // reference's own rounding error is negligible next to the generated code's: the checker's truth.
 // op_by_op: as generated, and every op's 16-bit result is rounded to its dtype, as PyTorch's
 // eager ops round theirs (its gradients are rounded the same way, op by op).
+// eager: every op computes in its values' own dtypes, a 16-bit float's as LibTorch's CPU kernels
+// do (in f32 inside, rounded out), so autograd saves the rounded results and computes the
+// gradients in 16 bits too, as eager PyTorch does; op_by_op's autograd differentiates the
+// unrounded results (a tanh's gradient from its f32 output, not its bf16 one), which made it up to
+// 4x closer to the f64 truth than eager is (docs/testing.md). Results in compute dtype.
 // In every mode a discontinuous op (OpInfo::discontinuous) reads its 16-bit operands rounded.
-enum class Precision { generated, wide, op_by_op };
+enum class Precision { generated, wide, op_by_op, eager };
 
 // `inputs` in the trace's input order (scalars as 0-d tensors). Returns the outputs in compute
 // dtype.

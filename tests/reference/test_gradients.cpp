@@ -191,3 +191,26 @@ CATCH_TEST_CASE("a fused trace's partial sums over rows give the sums the trace 
     CATCH_CHECK(torch::equal(got[0], expected[0]));
   }
 }
+
+// Precision::eager is eager PyTorch's bf16 arithmetic, forward and backward: the same bits as
+// LibTorch autograd on bf16 tensors. (Precision::op_by_op rounds the forward alone: a tanh's
+// gradient from its unrounded output, closer to the truth than eager.)
+CATCH_TEST_CASE("the eager reference rounds a bf16 trace's gradients as eager PyTorch does") {
+  const std::string trace = R"({"format": "thunder-gen-trace", "version": 1, "name": "t",
+    "inputs": [{"name": "x", "shape": [3, 7, 12], "dtype": "bf16", "requires_grad": true}, {"name": "c", "shape": [7, 1], "dtype": "bf16", "requires_grad": true}],
+    "ops": [{"op": "torch.mul", "args": ["x", "c"], "out": [{"name": "a", "shape": [3, 7, 12], "dtype": "bf16"}]},
+            {"op": "torch.tanh", "args": ["a"], "out": [{"name": "o", "shape": [3, 7, 12], "dtype": "bf16"}]}],
+    "outputs": ["o"]})";
+  const tg::Trace t = tg::read_trace(trace);
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({3, 7, 12}).to(torch::kBFloat16), c = torch::randn({7, 1}).to(torch::kBFloat16);
+  const torch::Tensor g = torch::randn({3, 7, 12}).to(torch::kBFloat16);
+  // Eager: bf16 tensors through LibTorch autograd.
+  const torch::Tensor xe = x.clone().requires_grad_(true), ce = c.clone().requires_grad_(true);
+  const std::vector<torch::Tensor> eager = torch::autograd::grad({torch::tanh(xe * ce)}, {xe, ce}, {g});
+  auto gradient_of_c = [&](tg::Precision p) {
+    return tg::reference_gradients(t, {x.to(torch::kFloat), c.to(torch::kFloat)}, {g.to(torch::kFloat)}, p).gradients.at(1);
+  };
+  CATCH_CHECK(torch::equal(gradient_of_c(tg::Precision::eager), eager[1].to(torch::kFloat)));
+  CATCH_CHECK(!torch::equal(gradient_of_c(tg::Precision::op_by_op), eager[1].to(torch::kFloat)));
+}
