@@ -59,6 +59,7 @@ class ListingReader {
   std::unordered_map<size_t, std::string> plan_text_of_line_;  // a kernel's "# plan:" text, by the kernel's line
   std::vector<ListedKernel> kernels_;
   bool saw_backward_ = false, saw_cotangent_ = false;
+  std::unordered_set<std::string> labels_;  // the kernels' labels so far: each names one kernel function
   size_t forward_inputs_ = 0, forward_ops_ = 0;
   size_t def_line_ = 0;  // the index of the "def" line
   // A joint listing's cotangent inputs, until the backward part starts, with their lines: autograd
@@ -257,6 +258,7 @@ class ListingReader {
     op.symbol = c.identifier("a symbol id such as prims.add", true);
     if (c.eat("[")) {
       op.label = c.identifier("a kernel's label");
+      if (!labels_.insert(op.label).second) c.fail("a second kernel labelled " + op.label + " (a label names the kernel's function)");
       c.expect("]");
     }
     op.info = op.symbol == "thunder_gen.kernel" ? &op_info(OpKind::fused_kernel)
