@@ -19,16 +19,13 @@ std::vector<int64_t> to_vec(const Shape& s);
 
 class Interpreter {
  public:
-  Interpreter(const Trace& t, Precision p) : t_(t), precision_(p), wide_(p == Precision::wide) {}
+  Interpreter(const Trace& t, Precision p) : t_(t), precision_(p) {}
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   const Trace& trace() const { return t_; }
   // What a value of dtype `t` computes in: see Precision.
-  torch::Dtype compute(DType t) const {
-    if (precision_ == Precision::eager) return torch_storage_dtype(t);
-    return wide_ && is_float(t) ? torch::kDouble : torch_compute_dtype(t);
-  }
+  torch::Dtype compute(DType t) const { return compute_dtype(t, precision_); }
   // The value of an argument that is a value.
   const Tensor& value(const Arg& a) const { return env_.at(a.value); }
   // An operand as a tensor of dtype `as`: values from the environment, numbers as 0-d tensors (an
@@ -55,7 +52,6 @@ class Interpreter {
  private:
   const Trace& t_;
   Precision precision_;
-  bool wide_;
   std::map<ValueId, Tensor> env_;
 
   void ops(const std::vector<Op>& list);

@@ -38,6 +38,11 @@ torch::Dtype torch_compute_dtype(DType t) {
   return t == DType::f16 || t == DType::bf16 ? torch::kFloat : torch_storage_dtype(t);
 }
 
+torch::Dtype compute_dtype(DType t, Precision precision) {
+  if (precision == Precision::eager) return torch_storage_dtype(t);
+  return precision == Precision::wide && is_float(t) ? torch::kDouble : torch_compute_dtype(t);
+}
+
 namespace reference {
 
 std::vector<int64_t> to_vec(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
@@ -196,12 +201,14 @@ ReferenceGradients reference_gradients(const Trace& trace, const std::vector<tor
                                        Precision precision) {
   std::vector<torch::Tensor> leaves;
   std::vector<torch::Tensor> differentiable;
+  std::vector<DType> differentiable_dtypes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = trace.value(trace.inputs[i]);
-    torch::Tensor x = inputs[i].to(reference::Interpreter(trace, precision).compute(v.dtype)).detach();
+    torch::Tensor x = inputs[i].to(compute_dtype(v.dtype, precision)).detach();
     if (v.requires_grad) {
       x.requires_grad_(true);
       differentiable.push_back(x);
+      differentiable_dtypes.push_back(v.dtype);
     }
     leaves.push_back(x);
   }
@@ -222,7 +229,7 @@ ReferenceGradients reference_gradients(const Trace& trace, const std::vector<tor
   for (torch::Tensor& o : r.outputs) o = o.detach();
   if (precision == Precision::eager) {  // (16-bit results widened to their compute dtype, as the other modes give them)
     for (size_t i = 0; i < r.outputs.size(); ++i) r.outputs[i] = r.outputs[i].to(torch_compute_dtype(trace.value(trace.outputs[i]).dtype));
-    for (torch::Tensor& g : r.gradients) g = g.scalar_type() == torch::kBFloat16 || g.scalar_type() == torch::kHalf ? g.to(torch::kFloat) : g;
+    for (size_t i = 0; i < r.gradients.size(); ++i) r.gradients[i] = r.gradients[i].to(torch_compute_dtype(differentiable_dtypes[i]));
   }
   return r;
 }

@@ -27,6 +27,9 @@ torch::Dtype torch_storage_dtype(DType t);
 // In every mode a discontinuous op (OpInfo::discontinuous) reads its 16-bit operands rounded.
 enum class Precision { generated, wide, op_by_op, eager };
 
+// What a value of dtype `t` computes in under `precision`.
+torch::Dtype compute_dtype(DType t, Precision precision);
+
 // `inputs` in the trace's input order (scalars as 0-d tensors). Returns the outputs in compute
 // dtype.
 std::vector<torch::Tensor> run_reference(const Trace& trace, const std::vector<torch::Tensor>& inputs, Precision precision = Precision::generated);

@@ -245,11 +245,12 @@ bool KernelLowering::splits_into_twins(const std::vector<ValueId>& wide, const s
 }
 
 // The twin's name: the kernel's, "elementwise" for its kind ("pointwise"), which no kernel's
-// label made from the plan takes.
+// label made from the plan takes. (Twins are made at run-time sizes, which a listing read with
+// --from-stage, the one place labels come from elsewhere, never takes.)
 std::string KernelLowering::twin_name() const {
   const std::string pointwise = t_.name + "_pointwise_";
-  if (k_.label.starts_with(pointwise)) return t_.name + "_elementwise_" + k_.label.substr(pointwise.size());
-  return k_.label + "_elementwise";
+  TG_CHECK(k_.label.starts_with(pointwise), "kernel " + k_.label + " has a twin but no label the plan makes");
+  return t_.name + "_elementwise_" + k_.label.substr(pointwise.size());
 }
 
 // Where `values`' pointers are among the kernel's params (its args, then its results).

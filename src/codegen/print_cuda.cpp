@@ -106,7 +106,8 @@ std::string wrapped_call(const Expr& e, const std::string& indent) {
 
 void print_loop(const Stmt& s, const std::string& indent, std::string& out) {
   const std::string step = s.step ? s.text + " += " + print_expr(*s.step) : "++" + s.text;
-  const std::string head = std::string(s.unrolled ? "TG_UNROLL " : "") + "for (" + s.type + " " + s.text + " = " + print_expr(*s.start) + "; " + s.text + " < " + print_expr(*s.bound) + "; " + step + ")";
+  const std::string head = std::string(s.unrolled ? "TG_UNROLL " : "") + "for (" + s.type + " " + s.text + " = " + print_expr(*s.start) + "; " + s.text +
+                           " < " + print_expr(*s.bound) + "; " + step + ")";
   if (s.one_line) {
     TG_CHECK(s.body.size() == 1, "a one-line loop holds one statement");
     out += indent + head + " " + inline_stmt(s.body[0]) + "\n";
