@@ -45,6 +45,10 @@ every_size() {
   done
 }
 every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
+# Comments write sizes by their expressions: the folder's code is for every size, not a probe's.
+check block-kernel-comment-names-symbols grep -q "row reduction over B x T x 64, reducing dims \[2\]" block/forward.cu
+check block-op-comment-names-symbols grep -q "= prims.broadcast_in_dim(bw0, \[B\*T, 64\], \[0\])  # bw1: f32\[B\*T, 64\]" block/backward.cu
+check block-header-names-symbols grep -q "x: input x (requires grad), f32\[B, T, 64\]" block/include/symbolic_block.h
 # Attention over seq (grouped-query, causal; plain and under bf16 autocast): heads split from and
 # merged back into [batch, seq, 16], a causal mask over [seq, seq], a softmax over seq. The index
 # arithmetic divides by the size parameter (multiplying by its divider dv_seq) and the row kernels

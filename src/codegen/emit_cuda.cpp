@@ -231,7 +231,7 @@ void write_step(const StepContext& c, size_t op_index, const std::string& stream
   const Op& k = c.fused.ops[op_index];
   const std::map<ValueId, std::string>& pointer = c.values.pointer;
   if (is_view(k)) {
-    out << comment_line(print_op(k, c.fused) + "  (a view: " + pointer.at(k.outs[0]) + " read as " + print_type(c.fused.value(k.outs[0])) + ")", "  ");
+    out << comment_line(print_op(k, c.fused) + "  (a view: " + pointer.at(k.outs[0]) + " read as " + print_type(c.fused.value(k.outs[0]), comment_sizes(c.fused)) + ")", "  ");
     return;
   }
   if (is_collective_call(k)) {

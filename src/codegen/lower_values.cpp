@@ -18,9 +18,12 @@ namespace lower {
 
 namespace {
 
-std::string shape_text(const Shape& s) {
+std::string shape_text(const Shape& s, SizeText sizes) {
   std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? " x " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += " x ";
+    append_dim(out, s[i], sizes);
+  }
   return out.empty() ? "scalar" : out;
 }
 
@@ -157,9 +160,9 @@ std::vector<std::string> KernelLowering::header() const {
 
 // What the kernel does, by its kind.
 std::string KernelLowering::description() const {
-  if (!layout_.is_row) return "pointwise over " + shape_text(layout_.domain);
+  if (!layout_.is_row) return "pointwise over " + shape_text(layout_.domain, comment_sizes(t_));
   const std::string kind = column_tile_ > 1 ? "column reduction over " : "row reduction over ";
-  return kind + shape_text(layout_.domain) + ", reducing dims " + dims_text(layout_.reduced);
+  return kind + shape_text(layout_.domain, comment_sizes(t_)) + ", reducing dims " + dims_text(layout_.reduced);
 }
 
 // The kernel's parameter for v: a scalar by value, a tensor by its pointer (an output's writable).

@@ -154,8 +154,12 @@ tg::PipelineResult check_code_at_second_probe(std::future<tg::PipelineResult>& s
   tg::PipelineResult second = second_run.get();
   const std::optional<tg::Pass> emitted = options.stop_after;
   const std::string listing = emitted == tg::Pass::kernel_ir ? "kernel-ir.kir" : "emitted.cu";
-  auto code = [&](const tg::PipelineResult& r) { return emitted ? tg::FileSet{{listing, r.stopped_text}} : r.files; };
-  if (std::optional<std::string> difference = tg::code_difference(code(first), code(second), probes))
+  std::optional<std::string> difference;
+  if (emitted)
+    difference = tg::code_difference({{listing, first.stopped_text}}, {{listing, second.stopped_text}}, probes);
+  else
+    difference = tg::code_difference(first.files, second.files, probes);
+  if (difference)
     throw tg::UserError("", "the generated code depends on the sizes other than through the symbols, so one folder cannot serve every size: " +
                                 *difference + (probes.without_parameters.empty() ? "" : "; sizes it takes as numbers: " + probes.without_parameters) +
                                 "; name the sizes with --specialize");

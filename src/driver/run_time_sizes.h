@@ -48,8 +48,7 @@ bool lift_first_probe(SizeProbes& probes, const Trace& t, const std::vector<cons
 void separate_probes(SizeProbes& probes, const Trace& t, const std::vector<const SizeExpr*>& sizes);
 
 // The first difference between the code of two folders generated at the probes, comments aside
-// (comments show the sizes of the run that wrote them; a kernel IR listing, named *.kir, has #
-// comments): "forward.cu line 40: `...` at B=2, T=3,
+// (a kernel IR listing, named *.kir, has # comments): "forward.cu line 40: `...` at B=2, T=3,
 // `...` at B=3, T=5"; then between the shapes manifest.json gives as expressions; nothing when
 // both are the same.
 std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes);

@@ -4,13 +4,36 @@
 #include <charconv>
 #include <cmath>
 #include <span>
+#include <unordered_map>
 
 #include "ops/op_table.h"
 #include "support/generated_text.h"
 
 namespace tg {
 
-void append_type(std::string& out, const Value& v) {
+SizeText comment_sizes(const Trace& t) { return t.sizes_at_run_time ? SizeText::expressions : SizeText::numbers; }
+
+namespace {
+
+// An interned expression's text (SizeExpr::text), spelled once per thread: comments name the
+// same few expressions hundreds of thousands of times.
+const std::string& text_of(const SizeExpr* interned) {
+  thread_local std::unordered_map<const SizeExpr*, std::string> texts;
+  auto [at, fresh] = texts.try_emplace(interned);
+  if (fresh) at->second = interned->text();
+  return at->second;
+}
+
+void append_size(std::string& out, int64_t size, const SizeExpr* interned, SizeText sizes) {
+  if (sizes == SizeText::expressions && interned && !interned->is_constant()) out += text_of(interned);
+  else append_int(out, size);
+}
+
+}  // namespace
+
+void append_dim(std::string& out, const Dim& d, SizeText sizes) { append_size(out, d, d.expr(), sizes); }
+
+void append_type(std::string& out, const Value& v, SizeText sizes) {
   out += dtype_name(v.dtype);
   if (v.is_scalar) {
     out += " scalar";
@@ -19,14 +42,14 @@ void append_type(std::string& out, const Value& v) {
   out += '[';
   for (size_t i = 0; i < v.shape.size(); ++i) {
     if (i) out += ", ";
-    append_int(out, v.shape[i]);
+    append_dim(out, v.shape[i], sizes);
   }
   out += ']';
 }
 
-std::string print_type(const Value& v) {
+std::string print_type(const Value& v, SizeText sizes) {
   std::string s;
-  append_type(s, v);
+  append_type(s, v, sizes);
   return s;
 }
 
@@ -46,12 +69,16 @@ std::string print_number(double d) {
   return s;
 }
 
-std::string print_literal(const Arg& a, const Trace& t) {
+std::string print_literal(const Arg& a, const Trace& t, SizeText sizes) {
   switch (a.kind) {
     case Arg::Kind::none: return "None";
     case Arg::Kind::value: return t.value(a.value).name;
     case Arg::Kind::boolean: return a.boolean ? "True" : "False";
-    case Arg::Kind::integer: return std::to_string(a.integer);
+    case Arg::Kind::integer: {
+      std::string s;
+      append_size(s, a.integer, a.size, sizes);
+      return s;
+    }
     case Arg::Kind::real: return print_number(a.real);
     case Arg::Kind::string: return python_string(a.text);
     case Arg::Kind::dtype: return "dtypes." + std::string(dtype_name(a.dtype));
@@ -60,7 +87,7 @@ std::string print_literal(const Arg& a, const Trace& t) {
     case Arg::Kind::process_group: return "ProcessGroup(world_size=" + std::to_string(a.integer) + ")";
     case Arg::Kind::list: {
       std::string s = "[";
-      for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + print_literal(a.items[i], t);
+      for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + print_literal(a.items[i], t, sizes);
       return s + "]";
     }
   }
@@ -76,7 +103,7 @@ std::string outs_text(const Op& op, const Trace& t) {
   return s + ")";
 }
 
-std::string call_text(const Op& op, const Trace& t) {
+std::string call_text(const Op& op, const Trace& t, SizeText sizes = SizeText::numbers) {
   std::string s = op.symbol;
   if (!op.label.empty()) s += "[" + op.label + "]";
   s += "(";
@@ -85,26 +112,26 @@ std::string call_text(const Op& op, const Trace& t) {
   for (size_t i = 0; i < op.args.size(); ++i) {
     if (op.info && i < op.info->params.size() && op.info->params[i].keyword_only) {
       const Param& param = op.info->params[i];
-      std::string text = print_literal(op.args[i], t);
+      std::string text = print_literal(op.args[i], t, sizes);
       // Keyword arguments at their default are left out, as Python callers write them.
       if (param.has_default && text == print_literal(param.default_value, t)) continue;
       s += sep() + std::string(param.name) + "=" + text;
     }
     else
-      s += sep() + print_literal(op.args[i], t);
+      s += sep() + print_literal(op.args[i], t, sizes);
   }
-  for (const auto& [name, a] : op.kwargs) s += sep() + name + "=" + print_literal(a, t);
+  for (const auto& [name, a] : op.kwargs) s += sep() + name + "=" + print_literal(a, t, sizes);
   return s + ")";
 }
 
 // In a listing (`listing`), a bit-packed value's type says so and the op's provenance follows
 // (where it is in the input, and the torch-level call it came from), so the listing reads back
 // (src/frontend/listing_reader.h); a kernel's comments (print_op) leave them out.
-std::string types_comment(const Op& op, const Trace& t, bool listing = false) {
+std::string types_comment(const Op& op, const Trace& t, bool listing = false, SizeText sizes = SizeText::numbers) {
   std::string s = "  # ";
   for (size_t i = 0; i < op.outs.size(); ++i) {
     const Value& v = t.value(op.outs[i]);
-    s += (i ? ", " : "") + v.name + ": " + print_type(v) + (listing && v.bit_packed ? " packed" : "");
+    s += (i ? ", " : "") + v.name + ": " + print_type(v, sizes) + (listing && v.bit_packed ? " packed" : "");
   }
   if (!op.tags.empty()) {
     s += "  tags:";
@@ -149,7 +176,8 @@ void print_ops(std::span<const Op> ops, const Trace& t, const std::string& inden
 }  // namespace
 
 std::string print_op(const Op& op, const Trace& t, bool types) {
-  return outs_text(op, t) + " = " + call_text(op, t) + (types ? types_comment(op, t) : "");
+  const SizeText sizes = comment_sizes(t);
+  return outs_text(op, t) + " = " + call_text(op, t, sizes) + (types ? types_comment(op, t, false, sizes) : "");
 }
 
 namespace {

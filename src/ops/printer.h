@@ -24,12 +24,20 @@ struct JointMarks {
   size_t forward_ops = 0;
 };
 std::string print_joint_trace(const Trace& trace, const JointMarks& marks);
-// One op as its listing line (without its decomposition); `types` adds the "# t2: f32[...]" comment.
+// How a size is written: its number (listings, which read back), or, in the comments of code
+// that takes its sizes at run time, its expression where it has one ("f32[B*T, 64]"): the
+// numbers there would be one size's of many.
+enum class SizeText { numbers, expressions };
+// SizeText for the comments of code generated from `t`.
+SizeText comment_sizes(const Trace& t);
+// One op as a comment of generated code (the listing line without its decomposition, sizes as
+// comment_sizes(trace) writes them); `types` adds the "# t2: f32[...]" comment.
 std::string print_op(const Op& op, const Trace& trace, bool types = true);
-std::string print_type(const Value& v);      // "f32[1024, 1024]" or "f64 scalar"
-void append_type(std::string& out, const Value& v);  // print_type, appended to `out`
+std::string print_type(const Value& v, SizeText sizes = SizeText::numbers);  // "f32[1024, 1024]" or "f64 scalar"
+void append_type(std::string& out, const Value& v, SizeText sizes = SizeText::numbers);  // print_type, appended to `out`
 void append_int(std::string& out, int64_t i);         // std::to_string, appended
-std::string print_literal(const Arg& arg, const Trace& trace);
+void append_dim(std::string& out, const Dim& d, SizeText sizes);  // its number or its expression, appended
+std::string print_literal(const Arg& arg, const Trace& trace, SizeText sizes = SizeText::numbers);
 std::string print_number(double d);           // shortest text that reads back to d
 
 }  // namespace tg

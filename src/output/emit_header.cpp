@@ -49,7 +49,7 @@ std::string symbols_text(const Symbols& symbols) {
 
 std::string type_of(const Trace& t, ValueId v) {
   const Value& val = t.value(v);
-  std::string s = print_type(val);
+  std::string s = print_type(val, comment_sizes(t));
   if (val.bit_packed) s += ", one bit per element in 32-bit words";
   else if (val.dtype == DType::bf16 || val.dtype == DType::f16) s += ", as " + std::string(dtype_name(val.dtype)) + " bits";
   return s;
@@ -88,7 +88,7 @@ std::string emit_header(const std::string& trace_name, const std::string& input_
                       "\"). Do not edit.");
   if (run_forward.sizes_at_run_time)
     out << comment_line("Symbolic sizes taken at run time: the code runs at every size the symbols allow (" + symbols_text(run_forward.symbols) +
-                        "), bound from the inputs' shapes by <trace>_bind_sizes. Shapes in comments are at one such size.");
+                        "), bound from the inputs' shapes by <trace>_bind_sizes.");
   else if (const std::string at = run_forward.specialization_text(); !at.empty())
     out << comment_line("Specialised at " + at + ": the trace's sizes are symbolic, this folder's code runs at these sizes only.");
   out << comment_line("Entry points of the generated code; plain C and C++, needing no CUDA header. Arguments are device pointers");
