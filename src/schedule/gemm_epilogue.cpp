@@ -2,6 +2,8 @@
 
 #include <map>
 #include <set>
+#include <string>
+#include <string_view>
 
 #include "ops/op_table.h"
 
@@ -12,10 +14,11 @@ class EpilogueFolder {
  public:
   // The trace is edited in place: only the matmul at hand changes, and what the folds read of
   // other ops (the add, broadcast, GELU and transpose ops after or before it) no fold changes.
-  explicit EpilogueFolder(Trace t) : out_(std::move(t)) {
+  explicit EpilogueFolder(Trace t) : out_(std::move(t)), def_(t_.values.size(), -1), readers_(t_.values.size()) {
     for (size_t i = 0; i < t_.ops.size(); ++i) {
       for (ValueId v : t_.ops[i].outs) def_[v] = int(i);
       for_each_value(t_.ops[i], [&](ValueId v) { readers_[v].push_back(int(i)); });
+      if (t_.ops[i].origin == kGelu) gelu_calls_[t_.ops[i].where].push_back(int(i));
     }
     for (ValueId v : t_.outputs) is_output_.insert(v);
   }
@@ -47,14 +50,13 @@ class EpilogueFolder {
 
   // The one op reading v, when v is read by exactly one op and is not an output.
   int only_reader(ValueId v) const {
-    auto it = readers_.find(v);
-    if (is_output_.count(v) || it == readers_.end() || it->second.size() != 1) return -1;
-    return it->second[0];
+    const std::vector<int>& readers = readers_[size_t(v)];
+    if (is_output_.count(v) || readers.size() != 1) return -1;
+    return readers[0];
   }
 
   bool defined_before(ValueId v, int op) const {
-    auto it = def_.find(v);
-    return it == def_.end() || it->second < op;
+    return def_[size_t(v)] < op;  // (-1 for an input)
   }
 
   // matmul -> add(c, broadcast_in_dim(bias [n], c's shape, [last dim])).
@@ -65,8 +67,8 @@ class EpilogueFolder {
     if (add < 0 || t_.ops[size_t(add)].info->kind != OpKind::add) return;
     const Op& sum = t_.ops[size_t(add)];
     const Arg& other = sum.arg("a").is_value() && sum.arg("a").value == c ? sum.arg("b") : sum.arg("a");
-    if (!other.is_value() || other.value == c || !def_.count(other.value)) return;
-    const int bcast = def_.at(other.value);
+    if (!other.is_value() || other.value == c || def_[size_t(other.value)] < 0) return;
+    const int bcast = def_[size_t(other.value)];
     const Op& b = t_.ops[size_t(bcast)];
     if (b.info->kind != OpKind::broadcast_in_dim || !b.arg("a").is_value()) return;
     const ValueId bias = b.arg("a").value;
@@ -87,15 +89,15 @@ class EpilogueFolder {
   void fold_gelu(int m) {
     Op& matmul = out_.ops[size_t(m)];
     const ValueId d = matmul.outs[0];
-    auto it = readers_.find(d);
-    if (it == readers_.end()) return;
-    const Op& first = t_.ops[size_t(it->second[0])];
-    if (first.origin != "torch.nn.functional.gelu") return;
+    const std::vector<int>& readers = readers_[size_t(d)];
+    if (readers.empty()) return;
+    const Op& first = t_.ops[size_t(readers[0])];
+    if (first.origin != kGelu) return;
     std::set<int> group;
     std::set<ValueId> inside = {d};
-    for (size_t i = size_t(it->second[0]); i < t_.ops.size(); ++i) {
-      const Op& op = t_.ops[i];
-      if (op.origin != first.origin || op.where != first.where || removed_[i]) continue;
+    for (int i : gelu_calls_.at(first.where)) {
+      const Op& op = t_.ops[size_t(i)];
+      if (i < readers[0] || removed_[size_t(i)]) continue;
       bool reads_inside = false;
       for_each_value(op, [&](ValueId v) { reads_inside = reads_inside || inside.count(v); });
       if (!reads_inside) continue;
@@ -105,7 +107,7 @@ class EpilogueFolder {
     // d kept (an output, e.g. saved for the backward, or read outside the GELU): cuBLASLt writes
     // it beside the GELU's result, in a leading dimension that must be a multiple of 8.
     bool keep_d = is_output_.count(d) > 0;
-    for (int r : it->second) keep_d = keep_d || !group.count(r);
+    for (int r : readers) keep_d = keep_d || !group.count(r);
     if (keep_d && t_.value(d).shape.back() % 8 != 0) return;
     bool has_tanh = false;
     ValueId result = kNoValue;
@@ -118,7 +120,7 @@ class EpilogueFolder {
       if (!closed) return;
       for (ValueId v : op.outs) {
         bool escapes = is_output_.count(v) > 0;
-        for (int r : readers_[v]) escapes = escapes || !group.count(r);
+        for (int r : readers_[size_t(v)]) escapes = escapes || !group.count(r);
         if (!escapes) continue;
         if (result != kNoValue) return;
         result = v;
@@ -137,9 +139,9 @@ class EpilogueFolder {
     Op& matmul = out_.ops[size_t(m)];
     for (size_t operand : {size_t(0), size_t(1)}) {
       const ValueId v = matmul.arg(operand).value;
-      auto def = def_.find(v);
-      if (def == def_.end() || removed_[size_t(def->second)]) continue;
-      const Op& transpose = t_.ops[size_t(def->second)];
+      const int def = def_[size_t(v)];
+      if (def < 0 || removed_[size_t(def)]) continue;
+      const Op& transpose = t_.ops[size_t(def)];
       if (transpose.info->kind != OpKind::transpose || !transpose.arg("a").is_value() || t_.value(v).shape.size() != 2 ||
           transpose.arg("permutation").int_list() != std::vector<int64_t>{1, 0})
         continue;
@@ -147,7 +149,7 @@ class EpilogueFolder {
       // stored [n, k] is one operand whatever a's rank.)
       matmul.args[operand] = Arg::of_value(transpose.arg("a").value);
       matmul.args[4 + operand] = Arg::of_bool(true);
-      if (only_reader(v) == m) removed_[size_t(def->second)] = true;
+      if (only_reader(v) == m) removed_[size_t(def)] = true;
     }
   }
 
@@ -158,16 +160,13 @@ class EpilogueFolder {
     Op& matmul = out_.ops[size_t(m)];
     if (!matmul.arg("transpose_a").boolean || matmul.arg("bias").is_value() || matmul.arg("epilogue").text != "none") return;
     const ValueId g = matmul.arg("a").value;
-    auto it = readers_.find(g);
-    if (it == readers_.end()) return;
-    for (int s : it->second) {
+    for (int s : readers_[size_t(g)]) {
       const Op& sum = t_.ops[size_t(s)];
       if (removed_[size_t(s)] || sum.info->kind != OpKind::sum || sum.arg("dims").int_list() != std::vector<int64_t>{0}) continue;
       const ValueId grad = sum.outs[0];
       if (t_.value(grad).dtype != t_.value(g).dtype) continue;
       bool read_after = true;
-      if (auto readers = readers_.find(grad); readers != readers_.end())
-        for (int r : readers->second) read_after = read_after && r > m;
+      for (int r : readers_[size_t(grad)]) read_after = read_after && r > m;
       if (!read_after) continue;
       matmul.args[3].text = "bias_grad";
       matmul.outs.push_back(grad);
@@ -178,9 +177,11 @@ class EpilogueFolder {
 
   Trace out_;
   const Trace& t_ = out_;  // for reading
-  std::map<ValueId, int> def_;
-  std::map<ValueId, std::vector<int>> readers_;
+  std::vector<int> def_;                   // by value: the op defining it, -1 for an input
+  std::vector<std::vector<int>> readers_;  // by value: the ops reading it, in order
   std::set<ValueId> is_output_;
+  static constexpr std::string_view kGelu = "torch.nn.functional.gelu";
+  std::map<std::string, std::vector<int>, std::less<>> gelu_calls_;  // the ops of each GELU call, by its place
   std::vector<bool> removed_;
 };
 
