@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 #include <mutex>
+#include <tuple>
+#include <unordered_map>
 
 namespace tg {
 
@@ -26,22 +28,41 @@ const SizeExpr* interned(const SizeExpr& expr) {
 Dim::Dim(int64_t size, const SizeExpr& expr) : size_(size), expr_(interned(expr)) {}
 
 namespace {
+
+enum class DimOp { add, subtract, multiply };
+
+// The interned result of `op` on two interned expressions, null where it is too large to keep;
+// remembered per thread (the same few expressions are combined over and over: every numel of a
+// shape is a product).
+const SizeExpr* combined(DimOp op, const SizeExpr* a, const SizeExpr* b) {
+  struct KeyHash {
+    size_t operator()(const std::tuple<DimOp, const SizeExpr*, const SizeExpr*>& k) const {
+      const auto [o, x, y] = k;
+      return std::hash<const void*>()(x) * 31 + std::hash<const void*>()(y) * 7 + size_t(o);
+    }
+  };
+  thread_local std::unordered_map<std::tuple<DimOp, const SizeExpr*, const SizeExpr*>, const SizeExpr*, KeyHash> memo;
+  auto [at, fresh] = memo.try_emplace({op, a, b}, nullptr);
+  if (!fresh) return at->second;
+  try {
+    at->second = interned(op == DimOp::add ? *a + *b : op == DimOp::subtract ? *a - *b : *a * *b);
+  } catch (const SizeExprError&) {  // (an expression too large to keep)
+  }
+  return at->second;
+}
+
 // `op` on the two dims' expressions, when both have one (an unknown operand makes an unknown
 // result: taking its size for a constant could make a wrong expression).
-template <class Op>
-Dim combine(const Dim& a, const Dim& b, int64_t size, Op op) {
+Dim combine(const Dim& a, const Dim& b, int64_t size, DimOp op) {
   if (!a.expr() || !b.expr()) return Dim(size);
-  try {
-    return Dim(size, op(*a.expr(), *b.expr()));
-  } catch (const SizeExprError&) {  // (an expression too large to keep)
-    return Dim(size);
-  }
+  return Dim(size, combined(op, a.expr(), b.expr()));
 }
+
 }  // namespace
 
-Dim add_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) + int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x + y; }); }
-Dim subtract_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) - int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x - y; }); }
-Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) * int64_t(b), [](const SizeExpr& x, const SizeExpr& y) { return x * y; }); }
+Dim add_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) + int64_t(b), DimOp::add); }
+Dim subtract_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) - int64_t(b), DimOp::subtract); }
+Dim multiply_dims(const Dim& a, const Dim& b) { return combine(a, b, int64_t(a) * int64_t(b), DimOp::multiply); }
 
 Dim computed_from(const Dim& from, int64_t size) { return from.expr() && from.expr()->is_constant() ? Dim::constant(size) : Dim(size); }
 
