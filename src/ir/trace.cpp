@@ -27,6 +27,13 @@ const SizeExpr* interned(const SizeExpr& expr) {
 
 Dim::Dim(int64_t size, const SizeExpr& expr) : size_(size), expr_(interned(expr)) {}
 
+Dim Dim::constant(int64_t size) {
+  thread_local std::unordered_map<int64_t, const SizeExpr*> constants;  // (interning spells the text and takes a lock)
+  auto [at, fresh] = constants.try_emplace(size, nullptr);
+  if (fresh) at->second = interned(SizeExpr(size));
+  return Dim(size, at->second);
+}
+
 namespace {
 
 enum class DimOp { add, subtract, multiply };

@@ -36,7 +36,7 @@ class Dim {
   // ... an expression interned() already (or null).
   Dim(int64_t size, const SizeExpr* interned_expr) : size_(size), expr_(interned_expr) {}
   // A size known to be the same at every size of the symbols.
-  static Dim constant(int64_t size) { return Dim(size, SizeExpr(size)); }
+  static Dim constant(int64_t size);
   operator int64_t() const { return size_; }  // NOLINT
   // What the dim is at every size, when known (a constant expression for a known constant).
   const SizeExpr* expr() const { return expr_; }
