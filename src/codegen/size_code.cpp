@@ -9,8 +9,10 @@ namespace tg {
 std::string symbol_variable(const std::string& name) { return "tg_size_" + name; }
 
 std::string SizeCode::of(const Dim& d) {
-  if (active_ && d.symbolic()) return of(*d.expr());
-  return std::to_string(int64_t(d));
+  if (!active_ || !d.symbolic()) return std::to_string(int64_t(d));
+  auto [at, fresh] = of_interned_.try_emplace(d.expr());
+  if (fresh) at->second = of(*d.expr());
+  return at->second;
 }
 
 std::string SizeCode::of(const SizeExpr& e) {

@@ -5,6 +5,7 @@
 // depend on them stays a number, as in every other folder.
 #pragma once
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ class SizeCode {
   bool active_;
   std::vector<std::pair<SizeExpr, std::string>> named_;  // in the order named
   std::map<SizeExpr, std::string> name_of_;               // ... found by expression
+  std::unordered_map<const SizeExpr*, std::string> of_interned_;  // of() a Dim's interned expression, remembered
   std::vector<std::string> counts_;  // the variables of those that are counts
 };
 
