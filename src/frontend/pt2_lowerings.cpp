@@ -88,29 +88,40 @@ std::vector<Doc> chunk(Pt2Lowering& node) {
   return {Doc{{"op", "torch.split"}, {"kwargs", {{"a", node.args.at("self")}, {"split_size_or_sections", size}, {"dim", d}}}, {"out", outs}}};
 }
 
+// Where a slice of `length` elements from `start` by `step` ends: one past its last element, with
+// the expression that makes (h[:, 1:] over seq ends at seq); `end` as it was given where the
+// length has none. (The same length as from the end given, which may lie up to step - 1 further.)
+Dim slice_end(const Dim& start, int64_t end, int64_t step, const Dim& length) {
+  if (!start.expr() || !length.expr() || int64_t(length) == 0) return Dim(end);
+  return add_dims(start, spread_dim(length, Dim::constant(step)));
+}
+
 // A slice [start, end) with a step along one dim, as slice_prim over every dim. The dims it keeps
 // keep their expressions (starting at a constant 0); the sliced one is `length` (the graph's own
 // size for it where it has one, a constant 1 for a row).
 std::string slice_along(Builder& b, const Doc& self, const Value& in, int64_t d, const Dim& start, int64_t end, int64_t step, const Dim& length,
                         const std::string& out) {
   Shape starts(in.shape.size(), Dim::constant(0)), ends = in.shape, steps(in.shape.size(), 1);
-  starts[size_t(d)] = start, ends[size_t(d)] = end, steps[size_t(d)] = step;
+  starts[size_t(d)] = start, steps[size_t(d)] = step;
   Shape shape = in.shape;
   shape[size_t(d)] = length;
   const bool symbolic = std::any_of(in.shape.begin(), in.shape.end(), [](const Dim& n) { return n.symbolic(); });
+  ends[size_t(d)] = symbolic ? slice_end(start, end, step, length) : Dim(end);
   auto bounds = [&](const Shape& s) { return symbolic ? size_list_json(s) : Doc(s); };  // (a static slice's as plain integers)
   return b.op("prims.slice_prim", {{"a", self}, {"start_indices", bounds(starts)}, {"end_indices", bounds(ends)}, {"strides", steps}}, shape, in.dtype, out);
 }
 
 // Where a slice starts along a dim of `n`: a constant where the node gives it as a literal (or not
-// at all) and the dim's size is a constant, or the literal is 0; a negative literal counted from
-// the end of a symbolic dim, n plus it (h[:, -1] starts at T - 1; the reader refuses a size that
-// may be negative where the symbols allow a shorter dim); else the size alone (a SymInt's value).
+// at all) that is not negative, or the dim's size is a constant (h[:, 1:] starts at 1 at every
+// size: the graph's length for the slice, T - 1, is one the reader refuses where the symbols
+// allow T < 1); a negative literal counted from the end of a symbolic dim, n plus it (h[:, -1]
+// starts at T - 1; the reader refuses a size that may be negative where the symbols allow a
+// shorter dim); else the size alone (a SymInt's value).
 Dim slice_start(const Pt2Lowering& node, const char* param, int64_t start, const Dim& n) {
   const Doc& given = node.args.at(param);
   const bool literal = given.is_null() || node.literals.count(param);
-  const bool zero = given.is_null() || (literal && given.get<int64_t>() == 0);
-  if (literal && (zero || (n.expr() && n.expr()->is_constant()))) return Dim::constant(start);
+  const bool not_negative = given.is_null() || (literal && given.get<int64_t>() >= 0);
+  if (literal && (not_negative || (n.expr() && n.expr()->is_constant()))) return Dim::constant(start);
   if (literal && n.expr() && given.get<int64_t>() < 0) return add_dims(n, Dim::constant(given.get<int64_t>()));
   return Dim(start);
 }
@@ -180,7 +191,8 @@ std::vector<Doc> arange(Pt2Lowering& node) {
   if (step == 0) b.refuse("arange with step 0");
   const int64_t length = std::max<int64_t>(0, (end - start + step - (step > 0 ? 1 : -1)) / step);
   const Value& out = node.meta(node.outs.at(0));
-  b.output(0, "prims.iota", {{"length", length}, {"start", start}, {"step", step}, {"device", {{"device", "cuda:0"}}}, {"dtype", dtype_literal(out.dtype)}});
+  const Doc length_arg = out.shape.size() == 1 && out.shape[0].symbolic() ? size_list_json(out.shape)[0] : Doc(length);  // (arange(seq): its expression)
+  b.output(0, "prims.iota", {{"length", length_arg}, {"start", start}, {"step", step}, {"device", {{"device", "cuda:0"}}}, {"dtype", dtype_literal(out.dtype)}});
   return b.take();
 }
 
