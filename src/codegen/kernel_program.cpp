@@ -66,7 +66,6 @@ class KernelSignature {
   std::vector<int> number_;         // by value id: its number in the kernel at hand, -1 if none yet
   std::vector<ValueId> numbered_;   // the ids numbered so far
   std::string s_;
-  std::unordered_map<const SizeExpr*, std::string> expression_texts_;
 
   void value(ValueId v) {
     int& n = number_[size_t(v)];
@@ -87,16 +86,10 @@ class KernelSignature {
     if (t_.sizes_at_run_time)
       for (const Dim& d : val.shape) {
         s_ += ' ';
-        s_ += d.expr() ? expression_text(d.expr()) : std::string("?");
+        s_ += d.expr() ? interned_text(d.expr()) : std::string("?");
       }
   }
 
-  // (Expressions are interned and few; a stack of blocks names each in thousands of kernels.)
-  const std::string& expression_text(const SizeExpr* e) {
-    auto [it, fresh] = expression_texts_.try_emplace(e);
-    if (fresh) it->second = e->text();
-    return it->second;
-  }
 
   void arg(const Arg& a) {
     s_ += char('A' + int(a.kind));

@@ -290,11 +290,14 @@ int run(const tg::CommandLine& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // mimalloc runs in 4 KB pages (its default: 2 MB pages, the default here until 2026-12-06, were
-  // faster once and slower since) and keeps the memory it frees: a run is short, and giving pages
-  // back to the system only to fault them in again cost 6% of a static run (docs/performance.md
-  // §3). MIMALLOC_* in the environment still decides.
+  // mimalloc runs in its default 4 KB pages and keeps the memory it frees: a run is short, and
+  // pages given back to the system are faulted in again (docs/performance.md §3). MIMALLOC_* in
+  // the environment still decides.
+#if MI_MALLOC_VERSION >= 210  // (2.1 calls giving memory back purging)
+  if (!std::getenv("MIMALLOC_PURGE_DELAY")) mi_option_set(mi_option_purge_delay, -1);
+#else
   if (!std::getenv("MIMALLOC_ALLOW_DECOMMIT")) mi_option_disable(mi_option_allow_decommit);
+#endif
   // mimalloc (a C library, blind to std::set_new_handler) aborts when `new` finds no memory; it
   // reports the failure first, and this handler makes that an error message and exit code 1.
   mi_register_error(out_of_memory, nullptr);

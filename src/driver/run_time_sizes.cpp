@@ -266,7 +266,7 @@ bool lift_first_probe(SizeProbes& probes, const Trace& t, const std::vector<cons
       probes = *lifted;
       return true;
     }
-  std::mt19937_64 random(20261205);  // ... else drawn (the same draws every run: the folder's comments name the sizes)
+  std::mt19937_64 random(20261205);  // ... else drawn (the same draws every run: manifest.json names the sizes)
   for (int tries = 0; tries < 256; ++tries) {
     SymbolValues first;
     for (const auto& [name, size] : probes.first) first[name] = drawn_size(t.symbols.at(name), random);

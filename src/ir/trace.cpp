@@ -27,10 +27,17 @@ const SizeExpr* interned(const SizeExpr& expr) {
 
 Dim::Dim(int64_t size, const SizeExpr& expr) : size_(size), expr_(interned(expr)) {}
 
+const std::string& interned_text(const SizeExpr* interned) {
+  thread_local std::unordered_map<const SizeExpr*, std::string> texts;
+  auto at = texts.find(interned);
+  if (at == texts.end()) at = texts.emplace(interned, interned->text()).first;
+  return at->second;
+}
+
 Dim Dim::constant(int64_t size) {
   thread_local std::unordered_map<int64_t, const SizeExpr*> constants;  // (interning spells the text and takes a lock)
-  auto [at, fresh] = constants.try_emplace(size, nullptr);
-  if (fresh) at->second = interned(SizeExpr(size));
+  auto at = constants.find(size);
+  if (at == constants.end()) at = constants.emplace(size, interned(SizeExpr(size))).first;
   return Dim(size, at->second);
 }
 
@@ -49,13 +56,14 @@ const SizeExpr* combined(DimOp op, const SizeExpr* a, const SizeExpr* b) {
     }
   };
   thread_local std::unordered_map<std::tuple<DimOp, const SizeExpr*, const SizeExpr*>, const SizeExpr*, KeyHash> memo;
-  auto [at, fresh] = memo.try_emplace({op, a, b}, nullptr);
-  if (!fresh) return at->second;
+  const std::tuple key{op, a, b};
+  if (auto at = memo.find(key); at != memo.end()) return at->second;
+  const SizeExpr* result = nullptr;
   try {
-    at->second = interned(op == DimOp::add ? *a + *b : op == DimOp::subtract ? *a - *b : *a * *b);
+    result = interned(op == DimOp::add ? *a + *b : op == DimOp::subtract ? *a - *b : *a * *b);
   } catch (const SizeExprError&) {  // (an expression too large to keep)
   }
-  return at->second;
+  return memo.emplace(key, result).first->second;
 }
 
 // `op` on the two dims' expressions, when both have one (an unknown operand makes an unknown

@@ -49,6 +49,9 @@ class Dim {
 };
 // The one copy of `expr` every Dim and Arg with it points to, kept until the process ends.
 const SizeExpr* interned(const SizeExpr& expr);
+// An interned expression's text (SizeExpr::text), spelled once per thread: code and comments name
+// the same few expressions hundreds of thousands of times.
+const std::string& interned_text(const SizeExpr* interned);
 // a + b, a - b and a * b with their expressions (kept when both operands have one, and the
 // arithmetic on them does not overflow).
 Dim add_dims(const Dim& a, const Dim& b);
@@ -267,8 +270,8 @@ struct Trace {
   // A symbolic trace's inputs' sizes as expressions, by input name (those with a symbol in a
   // size): what a caller's shapes are checked against (the manifest's "sizes").
   std::map<std::string, std::vector<SizeExpr>, std::less<>> input_sizes;
-  // The code takes the symbols' sizes at run time (docs/symbolic-shapes.md): the trace's sizes are
-  // those of one probe (specialized_at), and only the code's comments show them.
+  // The code takes the symbols' sizes at run time (docs/symbolic-shapes.md): the trace's numbers
+  // are one probe's (specialized_at); the code, and its comments, use the sizes' expressions.
   bool sizes_at_run_time = false;
   // "B=64, T=128 (1 <= B <= 4096; 16 <= T <= 512)": the sizes this trace is at, and their
   // declarations; "" for a trace of static shapes.

@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <span>
-#include <unordered_map>
 
 #include "ops/op_table.h"
 #include "support/generated_text.h"
@@ -15,17 +14,8 @@ SizeText comment_sizes(const Trace& t) { return t.sizes_at_run_time ? SizeText::
 
 namespace {
 
-// An interned expression's text (SizeExpr::text), spelled once per thread: comments name the
-// same few expressions hundreds of thousands of times.
-const std::string& text_of(const SizeExpr* interned) {
-  thread_local std::unordered_map<const SizeExpr*, std::string> texts;
-  auto [at, fresh] = texts.try_emplace(interned);
-  if (fresh) at->second = interned->text();
-  return at->second;
-}
-
 void append_size(std::string& out, int64_t size, const SizeExpr* interned, SizeText sizes) {
-  if (sizes == SizeText::expressions && interned && !interned->is_constant()) out += text_of(interned);
+  if (sizes == SizeText::expressions && interned && !interned->is_constant()) out += interned_text(interned);
   else append_int(out, size);
 }
 

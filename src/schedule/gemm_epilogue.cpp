@@ -11,6 +11,8 @@ namespace tg {
 namespace {
 
 class EpilogueFolder {
+  static constexpr std::string_view kGelu = "torch.nn.functional.gelu";
+
  public:
   // The trace is edited in place: only the matmul at hand changes, and what the folds read of
   // other ops (the add, broadcast, GELU and transpose ops after or before it) no fold changes.
@@ -101,7 +103,7 @@ class EpilogueFolder {
       bool reads_inside = false;
       for_each_value(op, [&](ValueId v) { reads_inside = reads_inside || inside.count(v); });
       if (!reads_inside) continue;
-      group.insert(int(i));
+      group.insert(i);
       for (ValueId v : op.outs) inside.insert(v);
     }
     // d kept (an output, e.g. saved for the backward, or read outside the GELU): cuBLASLt writes
@@ -180,7 +182,6 @@ class EpilogueFolder {
   std::vector<int> def_;                   // by value: the op defining it, -1 for an input
   std::vector<std::vector<int>> readers_;  // by value: the ops reading it, in order
   std::set<ValueId> is_output_;
-  static constexpr std::string_view kGelu = "torch.nn.functional.gelu";
   std::map<std::string, std::vector<int>, std::less<>> gelu_calls_;  // the ops of each GELU call, by its place
   std::vector<bool> removed_;
 };
