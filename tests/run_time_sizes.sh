@@ -79,6 +79,14 @@ check attn-index-over-seq grep -q "tg::quot32(i / 16, dv_seq)" attn/forward.cu
 check attn-bf16-twin-chosen-at-launch grep -q "else  // element by element" attn_bf16/backward.cu
 check attn-bf16-twin-kernel grep -q "void __launch_bounds__(256) attention_bf16_dynamic_backward_elementwise_" attn_bf16/backward.cu
 check attn-bf16-twin-in-manifest grep -q '"elementwise_twin": "attention_bf16_dynamic_backward_elementwise_' attn_bf16/manifest.json
+# A launch condition past 100 columns goes one clause a line (attn_bf16's name up to three long
+# pointers), and none of its lines is past 100 columns.
+conditions_wrapped() {
+  local lines
+  lines=$(awk '/^ *if \(tg::aligned16\(/,/\)  \/\/ runs of/' "$@")
+  [ -n "$lines" ] && echo "$lines" | grep -q '&&$' && ! echo "$lines" | awk 'length > 100 { found = 1 } END { exit !found }'
+}
+check attn-bf16-launch-conditions-wrapped conditions_wrapped attn_bf16/forward.cu attn_bf16/backward.cu
 # A language model's shifted loss through torch.export (logits[:, :-1], targets[:, 1:]): the
 # graph's slices end at -1 and their sizes are seq - 1 (a size parameter of its own).
 against_libtorch shifted "$root/tests/pt2/torch-2.9/dynamic/shifted_loss_dynamic.pt2"
