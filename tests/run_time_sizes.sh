@@ -173,6 +173,11 @@ for sizes in B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40; do
 done
 against_libtorch last_pt2 "$root/tests/pt2/torch-2.9/dynamic/last_dynamic.pt2"
 check last-pt2-size-parameters grep -q "sz_seq_m4" last_pt2/forward.cu
+# Slices of seq from literal starts through torch.export (h[:, 5:], h[:, 3:], h[:, 1::3]): starts
+# that are constants at every size, so one folder (refused until 150b643), whose comments give the
+# slices' ends as expressions.
+against_libtorch sliced "$root/tests/pt2/torch-2.9/dynamic/sliced_dynamic.pt2"
+check sliced-end-as-expression grep -q "prims.slice_prim(tanh, \[0, 5, 0\], \[batch, seq, 8\], \[1, 1, 1\])" sliced/forward.cu
 # Convolutions and strided slices over symbols: a depthwise causal conv1d over T (padded by 3,
 # cut back to T), a strided one halving T ((T - 1)//2 + 1), every other channel and step of T (a
 # strided slice, its gradient an interior pad bounded by the size parameter), and a conv2d over H

@@ -157,6 +157,21 @@ class LastToken(nn.Module):
         return self.head(h[:, -1]), torch.sigmoid(h[:, -4:]).sum(1)
 
 
+class Sliced(nn.Module):
+    """Windows of seq from literal starts: h[:, 5:] and h[:, 3:] (starting at 5 and 3 at every
+    size; their gradients, pads by those starts, are summed into h's) and every third position
+    from 1 (h[:, 1::3], (seq + 1)//3 of them). (Until 150b643 such a start was a size unknown at
+    other sizes, and the backward's workspace a number: no folder for every size.)"""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = torch.tanh(self.proj(x))
+        return torch.sin(h[:, 5:]), h[:, 3:].sum(1), h[:, 1::3] * 3
+
+
 def batch_and_seq(names, seq_min):
     """dynamic_shapes giving each input's dims 0 and 1 one batch and one seq Dim."""
     b, t = torch.export.Dim("batch", min=1, max=4), torch.export.Dim("seq", min=seq_min, max=24)
@@ -192,6 +207,9 @@ DYNAMIC_CASES = {
     # (seq from 3: torch.export's guards keep (seq + 1)//2 above 1)
     # (seq from 5: at 4, h[:, -4:] would be all of h, a guard torch.export keeps)
     "last_dynamic": (LastToken, lambda g: (floats(g, 2, 6, 16),), lambda: batch_and_seq(["x"], 5)),
+    # (seq from 7: torch.export's guards keep seq - 5 above 1)
+    "sliced_dynamic": (Sliced, lambda g: (floats(g, 2, 9, 8),),
+                       lambda: {"x": {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("seq", min=7, max=64)}}),
     "conv_dynamic": (CausalConv, lambda g: (floats(g, 2, 16, 9),),
                      lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 2: torch.export.Dim("seq", min=3, max=24)}}),
 }
