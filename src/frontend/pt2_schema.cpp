@@ -155,6 +155,20 @@ std::vector<std::string> output_names(Json j, const Path& where) {
   throw UserError(where.str(), "an output that is not a tensor (" + std::string(member) + ")");
 }
 
+namespace {
+
+// A tensor's size in the archive may not be negative at any size its symbols' ranges allow (a
+// range wider than the graph's guards: seq - 5 where seq may be 2); said by the expression, not
+// by its number at the sizes being read.
+void check_never_negative(const SizeExpr& size, const Path& at, const Symbols& symbols) {
+  if (provably_ge(size, SizeExpr(0), symbols)) return;
+  std::string ranges;
+  for (const std::string& name : size.symbols()) ranges += (ranges.empty() ? "" : "; ") + symbols.at(name).range_text();
+  throw UserError(at.str(), "the size " + size.text() + " may be negative for sizes the symbols allow (" + ranges + ")");
+}
+
+}  // namespace
+
 Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes) {
   const Object o = object_at(j, where);
   Value v;
@@ -163,9 +177,11 @@ Value tensor_meta(Json j, const Path& where, const SymIntSizes& sizes) {
   size_t i = 0;
   for (Json size : list_at(require(o, where, "sizes"), sizes_at)) {
     const Path at(sizes_at, i++);
+    const SizeExpr expr = sizes.expression(size, at);
+    check_never_negative(expr, at, sizes.symbols());
     const int64_t n = sizes.size(size, at);
     if (n < 0) throw UserError(at.str(), "negative size " + std::to_string(n));
-    v.shape.push_back(Dim(n, sizes.expression(size, at)));
+    v.shape.push_back(Dim(n, expr));
   }
   if (auto rg = find(o, "requires_grad")) v.requires_grad = bool_argument(*rg, Path(where, "requires_grad")).get<bool>();
   if (auto layout = find(o, "layout")) check_strided(*layout, Path(where, "layout"));
