@@ -40,6 +40,7 @@ expect legacy_2_7_layout "a pre-2.8 archive"
 expect buffer_mutation "the program mutates fc1.bias (buffer_mutation)"
 expect higher_order_op "\"torch.ops.higher_order.cond\" is a higher-order op"
 expect extension_op "\"#mylib:myop\" is a registered extension op"
+expect negative_size "tensor_values/p_norm_weight/sizes/0: error: negative size -3"
 expect range_wider_than_guards "tensor_values/slice_1/sizes/1: error: the size seq - 5 may be negative for sizes the symbols allow (2 <= seq <= 64)"
 expect deep_nesting "JSON nests deeper than 64 levels"
 # A corrupted weight is never read (code generation needs only the graph): it generates.

@@ -161,7 +161,7 @@ namespace {
 // range wider than the graph's guards: seq - 5 where seq may be 2); said by the expression, not
 // by its number at the sizes being read.
 void check_never_negative(const SizeExpr& size, const Path& at, const Symbols& symbols) {
-  if (provably_ge(size, SizeExpr(0), symbols)) return;
+  if (size.is_constant() || provably_ge(size, SizeExpr(0), symbols)) return;  // (a negative number: said below, as a number)
   std::string ranges;
   for (const std::string& name : size.symbols()) ranges += (ranges.empty() ? "" : "; ") + symbols.at(name).range_text();
   throw UserError(at.str(), "the size " + size.text() + " may be negative for sizes the symbols allow (" + ranges + ")");

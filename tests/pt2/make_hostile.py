@@ -267,6 +267,10 @@ def extension_op(entries, base):
     return archive_bytes(with_model(entries, lambda doc: node(doc, "gelu.default").update(target="#mylib:myop")))
 
 
+def negative_size(entries, base):
+    return archive_bytes(with_model(entries, lambda doc: graph(doc)["tensor_values"]["p_norm_weight"].update(sizes=[{"as_int": -3}])))
+
+
 def range_wider_than_guards(entries, base):
     """dynamic/sliced_dynamic.pt2 with seq's range widened to start at 2, below what its guards
     allow: h[:, 5:]'s length, seq - 5, could be negative."""
@@ -296,7 +300,7 @@ def deep_nesting(entries, base):
 HOSTILE = [not_a_zip, truncated, zip_bomb, compressed_model_json, path_traversal, absolute_path, huge_declared_size,
            duplicate_entry, crc_mismatch, crc_mismatch_model_json, missing_archive_format, archive_version_1, big_endian, schema_major_9,
            unknown_argument_kind, unknown_dtype, pickled_weights, legacy_2_7_layout, buffer_mutation, higher_order_op,
-           extension_op, range_wider_than_guards, deep_nesting]
+           extension_op, negative_size, range_wider_than_guards, deep_nesting]
 
 
 def main(argv=None):
