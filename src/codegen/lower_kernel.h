@@ -217,8 +217,16 @@ class KernelLowering : private IndexNamer {
   std::string twin_name() const;
   std::vector<size_t> param_places(const std::vector<ValueId>& values) const;
   size_t lane_arithmetic() const;
-  Block lane_body() const;
-  Block radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes) const;
+  // The run loop's innermost dim where its lanes step it (radix_declarations): lane 0's, and the
+  // index outside it, declared before the lanes; what moves them on to the next lane's element.
+  struct SteppedDims {
+    Block first_lane, step;
+  };
+  Block lane_body(Block& before_lanes) const;
+  Block radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes,
+                           SteppedDims* stepped = nullptr) const;
+  bool lanes_cross_rows(const IndexExpr& flat, const IndexScale& extent) const;
+  IndexExpr stepped_innermost(SteppedDims& s, const IndexExpr& flat, int64_t k, const IndexScale& extent, bool outer_read) const;
   std::string run_load(ValueId v, const IndexExpr& start, const Index& index);
   std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
 

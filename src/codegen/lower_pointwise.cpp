@@ -137,8 +137,11 @@ kir::Block KernelLowering::element_loop_body() {
 // time, as one mixed radix from the innermost dim out: each quotient by a size is declared once
 // (outer<k>, the index over the dims outside d<k>) and the dims outside it divide that, where
 // dims defined apart would each divide the flat index by their own product of sizes, and nvcc
-// would keep those partial quotients live side by side.
-kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes) const {
+// would keep those partial quotients live side by side. In the run loop (`stepped`), where the
+// lanes cross rows whose length is taken at run time, the lanes step the innermost dim instead
+// (stepped_innermost).
+kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes,
+                                              SteppedDims* stepped) const {
   const std::vector<int64_t> all = all_dims(layout_.domain);
   if (!t_.sizes_at_run_time || !sizes_.symbolic(layout_.domain)) return dim_declarations(body, all, defs);
   const std::set<std::string> used = kir::names_in(body);
@@ -150,6 +153,10 @@ kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr
   for (size_t k = all.size(); k-- > outermost;) {
     const IndexScale extent = sizes.scale(layout_.domain[k]);
     const std::string dim = "d" + std::to_string(k);
+    if (stepped && k + 1 == all.size() && k > 0 && lanes_cross_rows(rest, extent)) {
+      rest = stepped_innermost(*stepped, rest, int64_t(k), extent, k > outermost);
+      continue;
+    }
     if (used.count(dim)) out.push_back(kir::decl(index_type_, dim, kir::index(k > 0 ? rest % extent : rest)));
     if (k == outermost) break;
     rest = rest / extent;
@@ -183,7 +190,9 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
     body.push_back(kir::load_run(global(r.value), kir::index(r.start), kir::name(r.array), lanes_));
   }
   for (ValueId v : run_stores) body.push_back(kir::array(ctype(t_.value(v).dtype), local(Role::run_out, v), lanes_));
-  body.push_back(kir::loop("int", "lane", kir::integer(0), lanes, nullptr, lane_body(), true));
+  Block before_lanes, lanes_body = lane_body(before_lanes);
+  body.insert(body.end(), before_lanes.begin(), before_lanes.end());
+  body.push_back(kir::loop("int", "lane", kir::integer(0), lanes, nullptr, std::move(lanes_body), true));
   for (ValueId v : run_stores) body.push_back(kir::store_run(global(v), run_start, kir::name(local(Role::run_out, v)), lanes_));
   for (ValueId v : run_bits) body.push_back(kir::store_run_bits(global(v), run_start, kir::name(local(Role::run_bits, v)), lanes_));
   const std::vector<std::string> multiples = sizes_to_divide(body);
@@ -274,9 +283,36 @@ size_t KernelLowering::lane_arithmetic() const {
   return atoms;
 }
 
+// Whether a run's lanes may sit in two rows of `extent`, a length taken at run time, so that
+// each lane's dim in the row, `flat` % extent, divides its own element by it.
+bool KernelLowering::lanes_cross_rows(const IndexExpr& flat, const IndexScale& extent) const {
+  if (!extent.product) return false;
+  const std::vector<std::string> names = ((flat % extent) + IndexExpr::named("lane", 0, lanes_ - 1) * -1).names();
+  return std::find(names.begin(), names.end(), "lane") != names.end();
+}
+
+// Lane 0's innermost dim d<k> (and the index outside it, outer<k>, where dims outside are read),
+// computed once a run and stepped on to each next lane's element after its body: a lane's
+// element divided by the row's run-time length would cost each lane a quotient, and nvcc the
+// registers to hold them all. Returns outer<k>, standing for flat / extent.
+IndexExpr KernelLowering::stepped_innermost(SteppedDims& s, const IndexExpr& flat, int64_t k, const IndexScale& extent, bool outer_read) const {
+  const IndexExpr first_lane = run_var_ * lanes_;
+  const std::string dim = "d" + std::to_string(k), outer = "outer" + std::to_string(k);
+  s.first_lane.push_back(kir::comment("Lane 0's " + dim + (outer_read ? " and " + outer : "") + "; each lane steps them on to the next lane's element."));
+  s.first_lane.push_back(kir::decl(index_type_, dim, kir::index(first_lane % extent), false));
+  Block wrap = {kir::assign(kir::name(dim), kir::integer(0))};
+  if (outer_read) {
+    s.first_lane.push_back(kir::decl(index_type_, outer, kir::index(first_lane / extent), false));
+    wrap.push_back(kir::assign(kir::name(outer), kir::integer(1), "+="));
+  }
+  s.step = {kir::assign(kir::name(dim), kir::integer(1), "+="),
+            kir::branch(kir::binary(kir::name(dim), "==", kir::index(IndexExpr::of_scale(extent))), std::move(wrap))};
+  return (flat / extent).as_variable(outer);
+}
+
 // A lane of the run loop: its element from the runs' elements, its results into the runs of
-// results (w_<name>[lane]) or a mask's bits (b_<name>).
-kir::Block KernelLowering::lane_body() const {
+// results (w_<name>[lane]) or a mask's bits (b_<name>); what the lanes share, before them.
+kir::Block KernelLowering::lane_body(Block& before_lanes) const {
   Block out;
   for (ValueId v : k_.outs)
     if (t_.value(v).bit_packed) out.push_back(kir::decl(ctype(t_.value(v).dtype), local(Role::element, v), nullptr, false));
@@ -288,8 +324,11 @@ kir::Block KernelLowering::lane_body() const {
   for (ValueId v : k_.outs)
     if (t_.value(v).bit_packed)
       out.push_back(kir::assign(kir::name(local(Role::run_bits, v)), kir::binary(kir::call("unsigned", {kir::name(local(Role::element, v))}), "<<", var("lane")), "|="));
-  Block dims = radix_declarations(out, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), lane_dims_, run_sizes());
+  SteppedDims stepped;
+  Block dims = radix_declarations(out, run_var_ * lanes_ + IndexExpr::named("lane", 0, lanes_ - 1), lane_dims_, run_sizes(), &stepped);
   dims.insert(dims.end(), out.begin(), out.end());
+  dims.insert(dims.end(), stepped.step.begin(), stepped.step.end());
+  before_lanes = std::move(stepped.first_lane);
   return dims;
 }
 
