@@ -214,6 +214,15 @@ inline unsigned grid_for(int64_t work_items, unsigned per_block) {
   return unsigned(blocks < int64_t(max_blocks()) ? blocks : int64_t(max_blocks()));
 }
 
+// Threads for a block taking one row of `row_length` elements, one element a thread at a time:
+// the smallest power of two from a warp (32) that covers the row, at most `most`, so that no warp
+// of a short row's block is idle.
+inline unsigned row_block(int64_t row_length, unsigned most) {
+  unsigned block = 32;
+  while (block < most && int64_t(block) < row_length) block *= 2;
+  return block;
+}
+
 #if defined(TG_NVRTC_HOST)
 
 // The kernels of a trace, all in one NVRTC program (kernels.cu, which includes forward.cu and

@@ -147,6 +147,9 @@ check features-manifest-says-run-time grep -q '"takes_sizes": true' features/man
 check features-mean-divides-by-sizes grep -q "static_cast<float>(sz_T)" features/forward.cu
 check features-size-parameter grep -q "tg::Divider dv_T_m1" features/forward.cu
 check features-pad-bound grep -q "< (sz_T_m1)" features/backward.cu
+# A row kernel streaming a row of run-time length (the variance over T) launches as many threads as
+# the row needs, from a warp up (tg::row_block), as one specialised to the length would.
+check features-row-block-by-length grep -q "tg::row_block(tg_size_T, 256)" features/forward.cu
 for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
   features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
   check "features-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" features.json "out-features-$sizes" "--specialize=$sizes"

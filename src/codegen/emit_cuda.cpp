@@ -191,7 +191,9 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   std::string items = launch.count ? count : std::to_string(launch.items);
   if (launch.count && launch.count_per_item > 1) items = "(" + count + " + " + std::to_string(launch.count_per_item - 1) + ") / " + std::to_string(launch.count_per_item);
   const std::string blocks = launch.fixed_grid > 0 ? std::to_string(launch.fixed_grid) : "tg::grid_for(" + items + ", " + std::to_string(launch.items_per_block) + ")";
-  std::vector<std::string> args = {kernel.name, blocks, std::to_string(launch.block), stream};
+  const std::string block = launch.block_by_row ? "tg::row_block(" + c.sizes.count(*launch.row_length) + ", " + std::to_string(launch.block) + ")"
+                                                : std::to_string(launch.block);
+  std::vector<std::string> args = {kernel.name, blocks, block, stream};
   for (const Arg& a : k.args) args.push_back(c.values.pointer.at(a.value));
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
   // (Passed as the kernel's parameters are declared: NVRTC's launch hands over their bytes.)

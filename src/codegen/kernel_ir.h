@@ -165,6 +165,10 @@ struct Launch {
   int count_per_item = 1;
   const SizeExpr* row_length = nullptr;
   std::vector<std::string> size_parameters;  // the symbols' sizes it takes (sz_<symbol>, dv_<symbol>), in order
+  // A row kernel streaming rows of that length element by element: `block` threads at most, and
+  // as few as a warp where the row is shorter (tg::row_block), as a kernel specialised to a row
+  // length takes.
+  bool block_by_row = false;
   bool int_sizes = false;  // its count, row length and sizes are int, as its index arithmetic is
 };
 
