@@ -323,7 +323,7 @@ CudaFile emit_cuda(const FusedTrace& planned, const KernelProgram& program, cons
   for (const kir::Kernel& kernel : program.kernels) out << kir::print_kernel(kernel) << "\n";
   out << "#endif  // !TG_NVRTC_HOST\n\n";
   write_entry_point(fused, program, entry, out);
-  result.text = out.str();
+  result.text = wrap_code_lines(out.str());
   result.kernels = program.ops;
   result.temporary_bytes = program.workspace.bytes;
   result.calls_library = library_calls_in(fused) > 0;

@@ -26,6 +26,7 @@
 #include "schedule/fuse.h"
 #include "schedule/gemm_epilogue.h"
 #include "support/diagnostics.h"
+#include "support/generated_text.h"
 
 namespace tg {
 
@@ -174,7 +175,7 @@ FileSet output_files(const Work& w, const EntryPoint& forward_api, const EntryPo
   FileSet files;
   std::vector<std::string> cu_files = {"forward.cu"};
   const std::optional<SizeBinding> sizes = size_binding(input, forward_api, input.name);
-  files.emplace_back("forward.cu", forward_cu.text + emit_api_functions(input, forward_cu, backward_cu) + (sizes ? bind_sizes_definition(*sizes) : ""));
+  files.emplace_back("forward.cu", forward_cu.text + wrap_code_lines(emit_api_functions(input, forward_cu, backward_cu) + (sizes ? bind_sizes_definition(*sizes) : "")));
   files.emplace_back("include/" + input.name + ".h", emit_header(input.name, o.input_file, w.forward->fused.trace, forward_api,
                                                                  w.backward ? &w.backward->fused.trace : nullptr, backward_api, sizes ? &*sizes : nullptr));
   if (backward_cu) {

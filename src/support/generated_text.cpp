@@ -1,7 +1,11 @@
 #include "support/generated_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "support/diagnostics.h"
 
@@ -199,6 +203,100 @@ std::string python_string(std::string_view text) {
     }
   }
   return out + "'";
+}
+
+namespace {
+
+// A place a code line may break: the space at `at`, inside `depth` brackets, `looseness` the
+// separator's rank (0: a for's `;`, the loosest, to 6: `+` and `-`).
+struct LineBreak {
+  size_t at;
+  int depth, looseness;
+};
+
+// The rank of a break at the space `i` of `code` (which holds no literal or comment), if any.
+std::optional<int> break_rank(std::string_view code, size_t i, int depth) {
+  const char before = i > 0 ? code[i - 1] : ' ';
+  auto next_is = [&](std::string_view op) { return code.substr(i + 1, op.size() + 1) == std::string(op) + " "; };
+  if (before == ';' && depth > 0) return 0;
+  if (before == '=' && i > 1 && std::string_view("=!<>").find(code[i - 2]) == std::string_view::npos) return 1;
+  if (next_is("?") || (next_is(":") && before != ':')) return 2;
+  if (next_is("||")) return 3;
+  if (next_is("&&")) return 4;
+  if (before == ',') return 5;
+  if (next_is("+") || next_is("-")) return 6;
+  return std::nullopt;
+}
+
+std::vector<LineBreak> line_breaks(std::string_view code) {
+  std::vector<LineBreak> out;
+  int depth = 0;
+  for (size_t i = 0; i < code.size(); ++i) {
+    const char c = code[i];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (c == ' ' && i > 0 && code[i - 1] != ' ')
+      if (std::optional<int> rank = break_rank(code, i, depth)) out.push_back({i, depth, *rank});
+  }
+  return out;
+}
+
+void wrap_line(std::string_view line, size_t width, std::string& out) {
+  const size_t indent = line.find_first_not_of(' ');
+  std::string_view code = line.substr(indent);
+  const bool literal = code.find_first_of("\"'") != std::string_view::npos;
+  if (const size_t note = code.find("  // "); note != std::string_view::npos && !literal && line.size() > width) {
+    out.append(indent, ' ').append(code.substr(note + 2)).push_back('\n');  // (a trailing comment, on the line above)
+    code = code.substr(0, note);
+    line = line.substr(0, indent + note);
+  }
+  const bool whole = line.size() <= width || code.starts_with("//") || code.starts_with("#") || code.find("//") != std::string_view::npos || literal;
+  const std::vector<LineBreak> breaks = whole ? std::vector<LineBreak>{} : line_breaks(code);
+  if (breaks.empty()) {
+    out.append(line).push_back('\n');
+    return;
+  }
+  auto outermost = std::min_element(breaks.begin(), breaks.end(), [](const LineBreak& a, const LineBreak& b) {
+    return std::pair(a.depth, a.looseness) < std::pair(b.depth, b.looseness);
+  });
+  std::vector<std::string_view> pieces;
+  size_t from = 0;
+  for (const LineBreak& b : breaks)
+    if (b.depth == outermost->depth && b.looseness == outermost->looseness) {
+      pieces.push_back(code.substr(from, b.at - from));
+      from = b.at + 1;
+    }
+  pieces.push_back(code.substr(from));
+  const std::string continuation(indent + 4, ' ');
+  std::string current = std::string(indent, ' ') + std::string(pieces[0]);
+  for (size_t k = 1; k < pieces.size(); ++k) {
+    if (current.size() + 1 + pieces[k].size() <= width) {
+      current += " " + std::string(pieces[k]);
+      continue;
+    }
+    wrap_line(current, width, out);
+    current = continuation + std::string(pieces[k]);
+  }
+  wrap_line(current, width, out);
+}
+
+}  // namespace
+
+std::string wrap_code_lines(std::string_view text, size_t width) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 32);
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    if (line.size() <= width) out.append(line).push_back('\n');
+    else wrap_line(line, width, out);
+    if (end == std::string_view::npos) {
+      out.pop_back();  // (no newline was there)
+      break;
+    }
+    text.remove_prefix(end + 1);
+  }
+  return out;
 }
 
 }  // namespace tg

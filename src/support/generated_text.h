@@ -85,6 +85,16 @@ std::string comment_line(std::string_view text, std::string_view indent = "");
 // bytes outside ASCII written as \xNN, the rest as is.
 std::string printable_line(std::string_view text);
 
+// ---- long lines ----------------------------------------------------------------------------
+// Generated C++ with each code line past `width` columns broken at its outermost separators (a
+// for's `;`, an assignment's `=`, `? :`, `||`, `&&`, `,`, `+` and `-`, the loosest of the
+// shallowest first), its continuations indented 4 past the line's own indent, so that a reviewer
+// diffing generated sources reads a line at a time. Breaks replace a space between two tokens:
+// the code means what it meant. A long line's trailing comment goes on a line of its own above
+// it. Comment lines, preprocessor lines and lines holding a string or character literal are kept
+// whole.
+std::string wrap_code_lines(std::string_view text, size_t width = 100);
+
 // ---- string literals -----------------------------------------------------------------------
 // A C++ string literal ("...") holding `text`'s bytes: printable ASCII as it is, quotes and
 // backslashes escaped, everything else as three-digit octal escapes (which, unlike \x, end

@@ -110,7 +110,7 @@ TEST_CASE("a row that only one pass reads is streamed from memory in 16-byte run
   CHECK(k.find("r_x0[lane]") != std::string::npos);
   // Element by element where unaligned, into the same arrays in the same order.
   CHECK(k.find("} else {  // element by element, in the same order") != std::string::npos);
-  CHECK(k.find("r_x0[lane] = tg::load(g_x0, row * 8192 + run * 4 + lane);") != std::string::npos);
+  CHECK(test::one_line(k).find("r_x0[lane] = tg::load(g_x0, row * 8192 + run * 4 + lane);") != std::string::npos);
   CHECK(k.find("j += blockDim.x") == std::string::npos);
 }
 

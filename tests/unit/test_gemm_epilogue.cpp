@@ -153,10 +153,10 @@ TEST_CASE("a weight gradient's GEMM also writes the bias gradient when the sum's
   tg::PipelineOptions options;
   options.stop_after = tg::Pass::emit;
   std::ostringstream log;
-  const std::string cuda = tg::run_pipeline(tg::read_trace(weight_and_bias_grad_trace(false)), options, log).stopped_text;
+  const std::string cuda = test::one_line(tg::run_pipeline(tg::read_trace(weight_and_bias_grad_trace(false)), options, log).stopped_text);
   const size_t call = cuda.find("tg::matmul(g, x, gw, tg::GemmShape{1, 8, 32, 16, false, true, false}, stream, ");
   REQUIRE(call != std::string::npos);
-  CHECK(cuda.substr(call, cuda.find('\n', call) - call).find(", nullptr, tg::Epilogue::bias_grad, gb));") != std::string::npos);
+  CHECK(cuda.substr(call, cuda.find(";", call) - call).find(", nullptr, tg::Epilogue::bias_grad, gb))") != std::string::npos);
 }
 
 // x [16, 32] @ transpose(w [8, 32]) and, when `shared`, the transpose also an output.

@@ -1,6 +1,8 @@
 // src/support/generated_text.h: identifiers, comments and strings made from trace text; the harness's
-// file names (harness_files); the NVRTC cache key's hash (templates/tg_sha256.h).
+// file names (harness_files); the NVRTC cache key's hash (templates/tg_sha256.h); long code lines
+// wrapped (wrap_code_lines).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -137,4 +139,59 @@ TEST_CASE("the NVRTC cache's key hash is SHA-256 (FIPS 180-4's test vectors)") {
   tg::Sha256 million;
   for (int i = 0; i < 1000; ++i) million.add(std::string(1000, 'a'));
   CHECK(million.hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+namespace {
+
+size_t longest_line(const std::string& text) {
+  size_t longest = 0, start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) longest = std::max(longest, end - start);
+  return std::max(longest, text.size() - start);
+}
+
+}  // namespace
+
+TEST_CASE("long code lines break between tokens at their outermost separators, within 100 columns") {
+  const std::string runs =
+      "  const int runs = tg::aligned16(g_first_operand_with_a_long_name) && tg::aligned16(g_second_operand_with_a_long_name) && "
+      "tg::aligned16(g_third) ? n / 4 : 0;\n";
+  const std::string loop = "  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {\n";
+  const std::string call =
+      "    TG_TRY(tg::matmul(p_t41, p_t42, p_t44, tg::GemmShape{1, tg_size3, 64, 64, false, false, true}, stream, "
+      "memory.gemm_space(tg_size5, tg::kGemmWorkspaceBytes), g_t43));\n";
+  for (const std::string& line : {runs, loop, call}) {
+    const std::string wrapped = tg::wrap_code_lines(line);
+    INFO(wrapped);
+    CHECK(wrapped != line);
+    CHECK(longest_line(wrapped) <= 100);
+    CHECK(test::one_line(wrapped) == test::one_line(line));
+    CHECK(tg::wrap_code_lines(wrapped) == wrapped);  // (each line it writes is within the width)
+  }
+  CHECK(tg::wrap_code_lines(runs) ==
+        "  const int runs =\n"
+        "      tg::aligned16(g_first_operand_with_a_long_name)\n"
+        "          && tg::aligned16(g_second_operand_with_a_long_name) && tg::aligned16(g_third)\n"
+        "          ? n / 4 : 0;\n");
+  CHECK(tg::wrap_code_lines(loop) ==
+        "  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;\n"
+        "      run += int(gridDim.x * blockDim.x)) {\n");
+}
+
+TEST_CASE("lines within the width, comments, preprocessor lines and literals are kept whole") {
+  const std::string long_comment = "  // " + std::string(120, 'x') + "\n";
+  const std::string directive = "#define TG_SOMETHING(a, b) " + std::string(100, 'y') + " + (a) + (b)\n";
+  const std::string literal = "  tg::fail(\"a message that is long enough to pass the width, with, commas && operators + in it ............\", x + y);\n";
+  const std::string unbreakable = "  " + std::string(120, 'z') + ";\n";
+  for (const std::string& text : {std::string("  const int a = b + c;\n"), long_comment, directive, literal, unbreakable})
+    CHECK(tg::wrap_code_lines(text) == text);
+  CHECK(tg::wrap_code_lines("no newline at the end") == "no newline at the end");
+  CHECK(tg::wrap_code_lines("") == "");
+}
+
+TEST_CASE("a long line's trailing comment goes on a line of its own above it") {
+  const std::string line = "  const int64_t tg_size5 = int64_t(tg_arith.narrow(tg_arith.add(1792, tg_arith.mul(1536, tg_size_B))));  // 1536*B + 1792\n";
+  const std::string wrapped = tg::wrap_code_lines(line);
+  CHECK(wrapped.starts_with("  // 1536*B + 1792\n  const int64_t tg_size5 ="));
+  CHECK(longest_line(wrapped) <= 100);
+  CHECK(test::one_line(wrapped.substr(wrapped.find('\n') + 1)) == test::one_line(line.substr(0, line.find("  //")) + "\n"));
 }

@@ -38,4 +38,15 @@ inline size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// `text` with each run of spaces and newlines one space: generated code as a C++ compiler reads it,
+// whatever lines it was wrapped into.
+inline std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c != ' ' && c != '\n') out += c;
+    else if (!out.empty() && out.back() != ' ') out += ' ';
+  }
+  return out;
+}
+
 }  // namespace test

@@ -38,7 +38,8 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_x) && tg::aligned16(g_t9) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     float r_x[4];
     tg::load_run(g_x, run * 4, r_x);
     float w_t9[4];
@@ -47,7 +48,8 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(
     }
     tg::store_run(g_t9, run * 4, w_t9);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     float v_t9;
     element_chain10_pointwise_t9(tg::load(g_x, i), v_t9);
     tg::store(g_t9, i, v_t9);
@@ -61,7 +63,8 @@ extern "C" __global__ void __launch_bounds__(256) chain10_pointwise_t9(
 #include "include/chain10.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
+// kernels.cu: every kernel of the trace
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }
 #endif
 
 // What each argument is: include/chain10.h. Device pointers; runs asynchronously on the stream; returns a

@@ -95,7 +95,8 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_backward_rowreduce_
       m2_bw0 = tg::Sum<float>::combine(m2_bw0, (c_x[k] - mean_bw0) * (c_x[k] - mean_bw0));
     }
     tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(dev_bw0, m2_bw0);
-    const float v_bw0 = tg::maximum(m2_bw0 - dev_bw0 * dev_bw0 / float(1024), float(0)) / (float(1024) - 0.0f);
+    const float v_bw0 =
+        tg::maximum(m2_bw0 - dev_bw0 * dev_bw0 / float(1024), float(0)) / (float(1024) - 0.0f);
     const float v_bw1 = mean_bw0 + dev_bw0 / float(1024);
     // bw11 = prims.sum(bw10, [1])
     float acc_bw11 = tg::Sum<float>::init();
@@ -156,7 +157,8 @@ extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_columnred
     float* __restrict__ g_grad_w,
     float* __restrict__ g_grad_b) {
   const int64_t rows = 1024;
-  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows; row += int64_t(gridDim.x) * 32) {
+  for (int64_t row = int64_t(blockIdx.x) * 32 + threadIdx.x % 32; row < rows;
+      row += int64_t(gridDim.x) * 32) {
     const int64_t d1 = row;
     // grad_w = prims.sum(grad_w__parts, [0])
     float acc_grad_w = tg::Sum<float>::init();
@@ -185,7 +187,8 @@ extern "C" __global__ void __launch_bounds__(1024) layer_norm_backward_columnred
 #include "include/layer_norm.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
+// kernels.cu: every kernel of the trace
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }
 #endif
 
 // What each argument is: include/layer_norm.h. Device pointers; runs asynchronously on the stream; returns a

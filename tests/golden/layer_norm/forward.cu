@@ -64,10 +64,13 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(
     float m2_t13__0 = tg::Sum<float>::init();
     TG_UNROLL for (int k = 0; k < 4; ++k) {
       dev_t13__0 = tg::Sum<float>::combine(dev_t13__0, (c_x[k] - mean_t13__0));
-      m2_t13__0 = tg::Sum<float>::combine(m2_t13__0, (c_x[k] - mean_t13__0) * (c_x[k] - mean_t13__0));
+      m2_t13__0 =
+          tg::Sum<float>::combine(m2_t13__0, (c_x[k] - mean_t13__0) * (c_x[k] - mean_t13__0));
     }
     tg::block_reduce2<tg::Sum<float>, tg::Sum<float>>(dev_t13__0, m2_t13__0);
-    const float v_t13__0 = tg::maximum(m2_t13__0 - dev_t13__0 * dev_t13__0 / float(1024), float(0)) / (float(1024) - 0.0f);
+    const float v_t13__0 =
+        tg::maximum(m2_t13__0 - dev_t13__0 * dev_t13__0 / float(1024),
+            float(0)) / (float(1024) - 0.0f);
     const float v_t13__1 = mean_t13__0 + dev_t13__0 / float(1024);
     // write the row
     float w_t13[4];
@@ -99,7 +102,8 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_rowreduce_t13(
 #include "include/layer_norm.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
+// kernels.cu: every kernel of the trace
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }
 #endif
 
 // What each argument is: include/layer_norm.h. Device pointers; runs asynchronously on the stream; returns a

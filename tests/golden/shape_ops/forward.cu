@@ -31,7 +31,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_t4) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     float w_t4[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
       const int d0 = (run * 2 + lane / 2) / 21;
@@ -40,7 +41,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t4(
     }
     tg::store_run(g_t4, run * 4, w_t4);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 42;
     const int d1 = i % 42;
     float v_t4;
@@ -61,9 +63,13 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t5(
     int d1,
     const float* __restrict__ g_x,
     float& out_t5) {
-  const int ix_t3_i0 = ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
-  const int ix_t3_i1 = ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
-  const bool ix_t3_in_t5 = (((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0);
+  const int ix_t3_i0 =
+      ((((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0) ? ((d0 + 2)) / 2 : 0);
+  const int ix_t3_i1 =
+      ((((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0) ? ((d1 - 1)) / 3 : 0);
+  const bool ix_t3_in_t5 =
+      (((d0 + 2) >= 0 && (d0 + 2) < 43) && (d0 + 2) % 2 == 0)
+          && (((d1 - 1) >= 0 && (d1 - 1) < 124) && (d1 - 1) % 3 == 0);
   const int ix_x_i0 = (ix_t3_i1 * 3 + 1) % 64;
   const int ix_x_i2 = ix_t3_i0 * 4 + (ix_t3_i1 * 3 + 1) / 64 + 4;
   const float v_x = tg::load(g_x, ix_x_i0 * 96 + ix_x_i2);
@@ -77,7 +83,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_t5) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     float w_t5[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
       const int d0 = (run * 4 + lane) / 125;
@@ -86,7 +93,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t5(
     }
     tg::store_run(g_t5, run * 4, w_t5);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 125;
     const int d1 = i % 125;
     float v_t5;
@@ -119,7 +127,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_t8) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     float w_t8[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
       const int d0 = run / 24;
@@ -128,7 +137,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t8(
     }
     tg::store_run(g_t8, run * 4, w_t8);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 96;
     const int d1 = i % 96;
     float v_t8;
@@ -168,7 +178,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_t12) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     float w_t12[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
       const int d0 = run / 36;
@@ -177,7 +188,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(
     }
     tg::store_run(g_t12, run * 4, w_t12);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 144;
     const int d1 = i % 144;
     float v_t12;
@@ -212,7 +224,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_t13) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     float w_t13[4];
     TG_UNROLL for (int lane = 0; lane < 4; ++lane) {
       const int d0 = run / 12;
@@ -221,7 +234,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t13(
     }
     tg::store_run(g_t13, run * 4, w_t13);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 48;
     const int d1 = i % 48;
     float v_t13;
@@ -269,8 +283,11 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
   const int n = 1536;
   // Runs of 4 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
-  const int runs = tg::aligned16(g_y) && tg::aligned16(g_v) && tg::aligned16(g_t21) && tg::aligned16(g_t24) ? n / 4 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  const int runs =
+      tg::aligned16(g_y) && tg::aligned16(g_v) && tg::aligned16(g_t21) && tg::aligned16(g_t24)
+          ? n / 4 : 0;
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     int16_t r_y[4];
     tg::load_run(g_y, run * 4, r_y);
     float r_v[4];
@@ -285,7 +302,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t21(
     tg::store_run(g_t21, run * 4, w_t21);
     tg::store_run(g_t24, run * 4, w_t24);
   }
-  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 4 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 48;
     const int d1 = i % 48;
     int16_t v_t21;
@@ -321,7 +339,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(
   // Runs of 2 elements, one 16-byte (or narrower) access per operand, when aligned;
   // the loop after this one takes the rest, or everything.
   const int runs = tg::aligned16(g_t29) ? n / 2 : 0;
-  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs; run += int(gridDim.x * blockDim.x)) {
+  for (int run = int(blockIdx.x * blockDim.x + threadIdx.x); run < runs;
+      run += int(gridDim.x * blockDim.x)) {
     double w_t29[2];
     TG_UNROLL for (int lane = 0; lane < 2; ++lane) {
       const int d0 = run / 16;
@@ -330,7 +349,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(
     }
     tg::store_run(g_t29, run * 2, w_t29);
   }
-  for (int i = runs * 2 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += int(gridDim.x * blockDim.x)) {
+  for (int i = runs * 2 + int(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+      i += int(gridDim.x * blockDim.x)) {
     const int d0 = i / 32;
     const int d1 = i % 32;
     double v_t29;
@@ -346,7 +366,8 @@ extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t29(
 #include "include/shape_ops.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
+// kernels.cu: every kernel of the trace
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }
 #endif
 
 // What each argument is: include/shape_ops.h. Device pointers; runs asynchronously on the stream; returns a

@@ -48,7 +48,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax_rowreduce_t4(
 #include "include/softmax.h"
 
 #if defined(TG_NVRTC_HOST)
-static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }  // kernels.cu: every kernel of the trace
+// kernels.cu: every kernel of the trace
+static tg::KernelModule& tg_kernels() { return tg::trace_kernels(TG_KERNEL_DIR); }
 #endif
 
 // What each argument is: include/softmax.h. Device pointers; runs asynchronously on the stream; returns a
