@@ -150,6 +150,10 @@ check features-pad-bound grep -q "< (sz_T_m1)" features/backward.cu
 # A row kernel streaming a row of run-time length (the variance over T) launches as many threads as
 # the row needs, from a warp up (tg::row_block), as one specialised to the length would.
 check features-row-block-by-length grep -q "tg::row_block(tg_size_T, 256)" features/forward.cu
+# Runs of 4 over rows of T - 1: lane 0's dims divided once a run, each next lane's stepped on from
+# them (a wrong wrap fails the comparisons with LibTorch below).
+check features-lanes-step-across-rows grep -q "int outer1 = tg::quot32(run \* 4, dv_T_m1);" features/forward.cu
+check features-lanes-wrap-at-row-end grep -q "if (d1 == sz_T_m1) {" features/forward.cu
 for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
   features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
   check "features-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" features.json "out-features-$sizes" "--specialize=$sizes"

@@ -38,7 +38,9 @@ class Planner {
       return p;
     }
     p.kind = KernelPlan::Kind::row;
-    if (row_length_at_run_time()) {  // every size: the widest block, the row streamed element by element
+    // At a row length taken at run time, the row streamed element by element in at most the
+    // widest block (as few threads as the row needs, tg::row_block, chosen at the launch).
+    if (row_length_at_run_time()) {
       p.block = kMaxRowBlock;
       schedule(p);
       return p;

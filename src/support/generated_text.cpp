@@ -241,16 +241,23 @@ std::vector<LineBreak> line_breaks(std::string_view code) {
   return out;
 }
 
-void wrap_line(std::string_view line, size_t width, std::string& out) {
+// Past this many nested breaks a line is written as it is (generated code nests a few levels).
+constexpr int kMostWrapLevels = 64;
+
+void wrap_line(std::string_view line, size_t width, std::string& out, int level = 0) {
   const size_t indent = line.find_first_not_of(' ');
-  std::string_view code = line.substr(indent);
-  const bool literal = code.find_first_of("\"'") != std::string_view::npos;
-  if (const size_t note = code.find("  // "); note != std::string_view::npos && !literal && line.size() > width) {
+  std::string_view code = line.substr(std::min(indent, line.size()));
+  // (What could hide a `//` or a break that is not between tokens: literals, block comments,
+  // directives, a backslash continuing a line.)
+  const bool opaque = code.find_first_of("\"'\\") != std::string_view::npos || code.find("/*") != std::string_view::npos ||
+                      code.starts_with("#") || code.starts_with("//");
+  if (const size_t note = code.find("  // "); note != std::string_view::npos && !opaque && line.size() > width) {
     out.append(indent, ' ').append(code.substr(note + 2)).push_back('\n');  // (a trailing comment, on the line above)
     code = code.substr(0, note);
-    line = line.substr(0, indent + note);
   }
-  const bool whole = line.size() <= width || code.starts_with("//") || code.starts_with("#") || code.find("//") != std::string_view::npos || literal;
+  code = code.substr(0, code.find_last_not_of(' ') + 1);
+  line = line.substr(0, code.empty() ? line.size() : indent + code.size());
+  const bool whole = line.size() <= width || code.empty() || opaque || code.find("//") != std::string_view::npos || level >= kMostWrapLevels;
   const std::vector<LineBreak> breaks = whole ? std::vector<LineBreak>{} : line_breaks(code);
   if (breaks.empty()) {
     out.append(line).push_back('\n');
@@ -274,10 +281,10 @@ void wrap_line(std::string_view line, size_t width, std::string& out) {
       current += " " + std::string(pieces[k]);
       continue;
     }
-    wrap_line(current, width, out);
+    wrap_line(current, width, out, level + 1);
     current = continuation + std::string(pieces[k]);
   }
-  wrap_line(current, width, out);
+  wrap_line(current, width, out, level + 1);
 }
 
 }  // namespace

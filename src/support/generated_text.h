@@ -91,8 +91,8 @@ std::string printable_line(std::string_view text);
 // shallowest first), its continuations indented 4 past the line's own indent, so that a reviewer
 // diffing generated sources reads a line at a time. Breaks replace a space between two tokens:
 // the code means what it meant. A long line's trailing comment goes on a line of its own above
-// it. Comment lines, preprocessor lines and lines holding a string or character literal are kept
-// whole.
+// it. Comment lines, preprocessor lines, lines holding a string or character literal, a block
+// comment or a backslash, and lines nesting breaks past 64 levels are kept whole.
 std::string wrap_code_lines(std::string_view text, size_t width = 100);
 
 // ---- string literals -----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // The runtime's division by a size taken at run time (tg::divider, tg::quot, tg::rem and their
 // 32-bit forms) against C++'s own division, at the divisors and dividends where a multiplier's
 // rounding would first show: around powers of two, around multiples of the divisor, at the ends of
-// each form's range, and at random.
+// each form's range, and at random. Also the threads a row kernel launches with for a row of
+// run-time length (tg::row_block).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
@@ -9,6 +10,7 @@
 
 #define TG_HOST_ONLY
 #include "tg_runtime.cuh"
+#include "tg_host.h"
 
 namespace {
 
@@ -69,4 +71,13 @@ TEST_CASE("tg::divider of a size of 0 does not fault (no kernel divides by it)")
   const tg::Divider zero = tg::divider(0);
   CHECK(zero.divisor == 0);
   CHECK(zero.magic == 0);
+}
+
+TEST_CASE("tg::row_block: the smallest power of two from a warp that covers the row, at most the kernel's block") {
+  for (int64_t length : {int64_t(0), int64_t(1), int64_t(31), int64_t(32)}) CHECK(tg::row_block(length, 256) == 32);
+  CHECK(tg::row_block(33, 256) == 64);
+  CHECK(tg::row_block(128, 256) == 128);
+  CHECK(tg::row_block(129, 256) == 256);
+  CHECK(tg::row_block(int64_t(1) << 40, 256) == 256);
+  CHECK(tg::row_block(300, 128) == 128);
 }

@@ -182,10 +182,29 @@ TEST_CASE("lines within the width, comments, preprocessor lines and literals are
   const std::string directive = "#define TG_SOMETHING(a, b) " + std::string(100, 'y') + " + (a) + (b)\n";
   const std::string literal = "  tg::fail(\"a message that is long enough to pass the width, with, commas && operators + in it ............\", x + y);\n";
   const std::string unbreakable = "  " + std::string(120, 'z') + ";\n";
-  for (const std::string& text : {std::string("  const int a = b + c;\n"), long_comment, directive, literal, unbreakable})
+  const std::string comment_in_literal = "  tg::fail(\"a + b  // not a comment\", " + std::string(80, 'c') + " + d, e && f);\n";
+  const std::string char_literal = "  const char c = '+', d = '" + std::string(1, ',') + "'; const int e = " + std::string(90, 'e') + " + f;\n";
+  const std::string pragma = "    #pragma unroll (" + std::string(100, '1') + " + 2, 3)\n";
+  const std::string block_comment = "  const int a = b + /* c, d */ " + std::string(100, 'e') + ";\n";
+  const std::string continued = "  const int a = b + c, d = " + std::string(100, 'e') + " \\\n";
+  const std::string spaces = std::string(120, ' ') + "\n";
+  for (const std::string& text : {std::string("  const int a = b + c;\n"), long_comment, directive, literal, unbreakable, comment_in_literal,
+                                  char_literal, pragma, block_comment, continued, spaces})
     CHECK(tg::wrap_code_lines(text) == text);
   CHECK(tg::wrap_code_lines("no newline at the end") == "no newline at the end");
   CHECK(tg::wrap_code_lines("") == "");
+}
+
+TEST_CASE("a line ending in a separator and spaces, or nested past any generated code, is written without empty lines") {
+  const std::string trailing = "  f(" + std::string(60, 'a') + ", " + std::string(60, 'b') + ",   \n";
+  const std::string wrapped = tg::wrap_code_lines(trailing);
+  CHECK(wrapped == "  f(" + std::string(60, 'a') + ",\n      " + std::string(60, 'b') + ",\n");
+  std::string nested = "  x = ";
+  for (int k = 0; k < 200; ++k) nested += "f(a, ";
+  nested += "b" + std::string(200, ')') + ";\n";
+  const std::string deep = tg::wrap_code_lines(nested);
+  CHECK(test::one_line(deep) == test::one_line(nested));
+  CHECK(deep.find("\n\n") == std::string::npos);
 }
 
 TEST_CASE("a long line's trailing comment goes on a line of its own above it") {
