@@ -217,7 +217,7 @@ struct LineBreak {
 // The rank of a break at the space `i` of `code` (which holds no literal or comment), if any.
 std::optional<int> break_rank(std::string_view code, size_t i, int depth) {
   const char before = i > 0 ? code[i - 1] : ' ';
-  auto next_is = [&](std::string_view op) { return code.substr(i + 1, op.size() + 1) == std::string(op) + " "; };
+  auto next_is = [&](std::string_view op) { return code.substr(i + 1, op.size()) == op && i + 1 + op.size() < code.size() && code[i + 1 + op.size()] == ' '; };
   if (before == ';' && depth > 0) return 0;
   if (before == '=' && i > 1 && std::string_view("=!<>").find(code[i - 2]) == std::string_view::npos) return 1;
   if (next_is("?") || (next_is(":") && before != ':')) return 2;
@@ -228,6 +228,8 @@ std::optional<int> break_rank(std::string_view code, size_t i, int depth) {
   return std::nullopt;
 }
 
+// Every break of a code line, in order, with its bracket depth from the line's start. A part of
+// the line has the breaks of the line inside it, and the shallowest of them are its outermost.
 std::vector<LineBreak> line_breaks(std::string_view code) {
   std::vector<LineBreak> out;
   int depth = 0;
@@ -241,50 +243,68 @@ std::vector<LineBreak> line_breaks(std::string_view code) {
   return out;
 }
 
-// Past this many nested breaks a line is written as it is (generated code nests a few levels).
+// Past this many nested breaks a part is written as it is (generated code nests a few levels).
 constexpr int kMostWrapLevels = 64;
 
-void wrap_line(std::string_view line, size_t width, std::string& out, int level = 0) {
+// One code line's wrapping: each part of it (code[from, to)) written after its indent, broken at
+// its outermost breaks where it passes the width, its continuations indented 4 further.
+class LineWrapper {
+ public:
+  LineWrapper(std::string_view code, size_t width, std::string& out) : code_(code), width_(width), out_(out), breaks_(line_breaks(code)) {}
+
+  void write(size_t indent, size_t from, size_t to, int level) {
+    const auto first = std::upper_bound(breaks_.begin(), breaks_.end(), from, [](size_t at, const LineBreak& b) { return at < b.at; });
+    const auto last = std::lower_bound(first, breaks_.end(), to, [](const LineBreak& b, size_t at) { return b.at < at; });
+    if (indent + (to - from) <= width_ || first == last || level >= kMostWrapLevels) {
+      out_.append(indent, ' ').append(code_.substr(from, to - from)).push_back('\n');
+      return;
+    }
+    const LineBreak outermost = *std::min_element(first, last, [](const LineBreak& a, const LineBreak& b) {
+      return std::pair(a.depth, a.looseness) < std::pair(b.depth, b.looseness);
+    });
+    size_t start = from, end = from, line_indent = indent;  // the line being packed: code[start, end)
+    auto piece = [&](size_t piece_end) {
+      if (end > start && line_indent + (piece_end - start) > width_) {
+        write(line_indent, start, end, level + 1);
+        start = end + 1;  // (past the break's space)
+        line_indent = indent + 4;
+      }
+      end = piece_end;
+    };
+    for (auto b = first; b != last; ++b)
+      if (b->depth == outermost.depth && b->looseness == outermost.looseness) piece(b->at);
+    piece(to);
+    write(line_indent, start, end, level + 1);
+  }
+
+ private:
+  std::string_view code_;
+  size_t width_;
+  std::string& out_;
+  std::vector<LineBreak> breaks_;
+};
+
+void wrap_line(std::string_view line, size_t width, std::string& out) {
   const size_t indent = line.find_first_not_of(' ');
   std::string_view code = line.substr(std::min(indent, line.size()));
   // (What could hide a `//` or a break that is not between tokens: literals, block comments,
   // directives, a backslash continuing a line.)
   const bool opaque = code.find_first_of("\"'\\") != std::string_view::npos || code.find("/*") != std::string_view::npos ||
                       code.starts_with("#") || code.starts_with("//");
-  if (const size_t note = code.find("  // "); note != std::string_view::npos && !opaque && line.size() > width) {
+  if (opaque) {
+    out.append(line).push_back('\n');
+    return;
+  }
+  if (const size_t note = code.find("  // "); note != std::string_view::npos) {
     out.append(indent, ' ').append(code.substr(note + 2)).push_back('\n');  // (a trailing comment, on the line above)
     code = code.substr(0, note);
   }
   code = code.substr(0, code.find_last_not_of(' ') + 1);
-  line = line.substr(0, code.empty() ? line.size() : indent + code.size());
-  const bool whole = line.size() <= width || code.empty() || opaque || code.find("//") != std::string_view::npos || level >= kMostWrapLevels;
-  const std::vector<LineBreak> breaks = whole ? std::vector<LineBreak>{} : line_breaks(code);
-  if (breaks.empty()) {
-    out.append(line).push_back('\n');
+  if (code.empty() || code.find("//") != std::string_view::npos) {
+    out.append(std::min(indent, line.size()), ' ').append(code).push_back('\n');
     return;
   }
-  auto outermost = std::min_element(breaks.begin(), breaks.end(), [](const LineBreak& a, const LineBreak& b) {
-    return std::pair(a.depth, a.looseness) < std::pair(b.depth, b.looseness);
-  });
-  std::vector<std::string_view> pieces;
-  size_t from = 0;
-  for (const LineBreak& b : breaks)
-    if (b.depth == outermost->depth && b.looseness == outermost->looseness) {
-      pieces.push_back(code.substr(from, b.at - from));
-      from = b.at + 1;
-    }
-  pieces.push_back(code.substr(from));
-  const std::string continuation(indent + 4, ' ');
-  std::string current = std::string(indent, ' ') + std::string(pieces[0]);
-  for (size_t k = 1; k < pieces.size(); ++k) {
-    if (current.size() + 1 + pieces[k].size() <= width) {
-      current += " " + std::string(pieces[k]);
-      continue;
-    }
-    wrap_line(current, width, out, level + 1);
-    current = continuation + std::string(pieces[k]);
-  }
-  wrap_line(current, width, out, level + 1);
+  LineWrapper(code, width, out).write(indent, 0, code.size(), 0);
 }
 
 }  // namespace
