@@ -3,8 +3,10 @@
 // wrapped (wrap_code_lines).
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "frontend/reader.h"
 #include "output/emit_harness.h"
@@ -213,4 +215,23 @@ TEST_CASE("a long line's trailing comment goes on a line of its own above it") {
   CHECK(wrapped.starts_with("  // 1536*B + 1792\n  const int64_t tg_size5 ="));
   CHECK(longest_line(wrapped) <= 100);
   CHECK(test::one_line(wrapped.substr(wrapped.find('\n') + 1)) == test::one_line(line.substr(0, line.find("  //")) + "\n"));
+}
+
+TEST_CASE("random code lines wrap to the same tokens, within the width where they can break, and wrap again to themselves") {
+  // (Operators, separators and bracketed groups, nested a little as generated code is.)
+  const std::vector<std::string> tokens = {"a", "d0", "*", "sz_T", "+", "-", "&&", "||", "?", ":", "=", "+=", ";", ",", "==", "<=", "!=",
+                                           "tg::load(g_x, d0 * sz_T + d1)", "(a + b)", "f(x, y && z ? u : v)", "g[i - 1]",
+                                           "tg::GemmShape{1, 2, 3}", "int(i)", "x_with_a_longer_name_than_most"};
+  std::mt19937 draw(2026);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string line(draw() % 9, ' ');
+    const size_t count = 1 + draw() % 80;
+    for (size_t k = 0; k < count; ++k) line += (k ? " " : "") + tokens[draw() % tokens.size()];
+    const size_t width = 20 + draw() % 100;
+    const std::string wrapped = tg::wrap_code_lines(line + "\n", width);
+    INFO(line << "\nwidth " << width << "\n" << wrapped);
+    REQUIRE(test::one_line(wrapped) == test::one_line(line + "\n"));
+    REQUIRE(tg::wrap_code_lines(wrapped, width) == wrapped);
+    REQUIRE(wrapped.find("\n\n") == std::string::npos);
+  }
 }
