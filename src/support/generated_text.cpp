@@ -285,8 +285,8 @@ class LineWrapper {
 };
 
 void wrap_line(std::string_view line, size_t width, std::string& out) {
-  const size_t indent = line.find_first_not_of(' ');
-  std::string_view code = line.substr(std::min(indent, line.size()));
+  const size_t indent = std::min(line.find_first_not_of(' '), line.size());
+  std::string_view code = line.substr(indent);
   // (What could hide a `//` or a break that is not between tokens: literals, block comments,
   // directives, a backslash continuing a line.)
   const bool opaque = code.find_first_of("\"'\\") != std::string_view::npos || code.find("/*") != std::string_view::npos ||
@@ -301,7 +301,7 @@ void wrap_line(std::string_view line, size_t width, std::string& out) {
   }
   code = code.substr(0, code.find_last_not_of(' ') + 1);
   if (code.empty() || code.find("//") != std::string_view::npos) {
-    out.append(std::min(indent, line.size()), ' ').append(code).push_back('\n');
+    out.append(indent, ' ').append(code).push_back('\n');
     return;
   }
   LineWrapper(code, width, out).write(indent, 0, code.size(), 0);
