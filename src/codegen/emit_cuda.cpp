@@ -191,9 +191,10 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   std::string items = launch.count ? count : std::to_string(launch.items);
   if (launch.count && launch.count_per_item > 1) items = "(" + count + " + " + std::to_string(launch.count_per_item - 1) + ") / " + std::to_string(launch.count_per_item);
   const std::string blocks = launch.fixed_grid > 0 ? std::to_string(launch.fixed_grid) : "tg::grid_for(" + items + ", " + std::to_string(launch.items_per_block) + ")";
-  const std::string block = launch.block_by_row ? "tg::row_block(" + c.sizes.count(*launch.row_length) + ", " + std::to_string(launch.block) + ")"
-                                                : std::to_string(launch.block);
-  std::vector<std::string> args = {kernel.name, blocks, block, stream};
+  auto block_for = [&](bool by_row) {
+    return by_row ? "tg::row_block(" + c.sizes.count(*launch.row_length) + ", " + std::to_string(launch.block) + ")" : std::to_string(launch.block);
+  };
+  std::vector<std::string> args = {kernel.name, blocks, block_for(launch.block_by_row), stream};
   for (const Arg& a : k.args) args.push_back(c.values.pointer.at(a.value));
   for (ValueId v : k.outs) args.push_back(c.values.pointer.at(v));
   // (Passed as the kernel's parameters are declared: NVRTC's launch hands over their bytes.)
@@ -207,25 +208,30 @@ void write_launch(const StepContext& c, size_t op_index, const std::string& stre
   // No launch of nothing, except a kernel whose blocks are fixed: it writes every part of its sums.
   const bool guarded = launch.count && launch.fixed_grid == 0;
   const std::string indent = guarded ? "    " : "  ";
-  if (guarded) out << "  if (" << count << " > 0)" << (kernel.elementwise ? " {" : "") << "  // (no launch of nothing)\n";
-  if (!kernel.elementwise) {
+  if (guarded) out << "  if (" << count << " > 0)" << (kernel.twin ? " {" : "") << "  // (no launch of nothing)\n";
+  if (!kernel.twin) {
     out << indent << kir::wrapped_list(indent, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
     return;
   }
-  // The kernel's runs where its condition holds, else its twin element by element.
-  const kir::RunCondition& condition = kernel.elementwise->condition;
+  // The kernel where its condition holds, else its twin.
+  const kir::Twin& twin = *kernel.twin;
+  const kir::RunCondition& condition = twin.condition;
+  const bool elementwise = twin.kind == kir::Twin::Kind::elementwise;
   std::vector<std::string> holds;
   for (size_t place : condition.aligned) holds.push_back("tg::aligned16(" + args.at(4 + place) + ")");
   for (const std::string& size : condition.multiples)
     holds.push_back(c.sizes.count(parameter_size(size, c.fused.symbols)) + " % " + std::to_string(condition.lanes) + " == 0");
+  if (condition.longest_row > 0) holds.push_back(c.sizes.count(*launch.row_length) + " <= " + std::to_string(condition.longest_row));
   const std::string inner = indent + "  ";
-  out << indent << wrapped_condition(indent, holds, "  // runs of " + std::to_string(condition.lanes)) << "\n";
+  const std::string holds_note = elementwise ? "runs of " + std::to_string(condition.lanes) : "rows held in registers";
+  out << indent << wrapped_condition(indent, holds, "  // " + holds_note) << "\n";
   out << inner << kir::wrapped_list(inner, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
-  args[0] = kernel.elementwise->name;
-  args[1] = "tg::grid_for(" + count + ", " + std::to_string(launch.items_per_block) + ")";
-  out << indent << "else  // element by element\n";
+  args[0] = twin.name;
+  if (elementwise) args[1] = "tg::grid_for(" + count + ", " + std::to_string(launch.items_per_block) + ")";
+  args[2] = block_for(twin.block_by_row);
+  out << indent << "else  // " << (elementwise ? "element by element" : "rows streamed") << "\n";
   out << inner << kir::wrapped_list(inner, "TG_TRY(TG_LAUNCH(", args, "));") << "\n";
-  out << "  }\n";
+  if (guarded) out << "  }\n";
 }
 
 // Op i's step of the entry point, on `stream`: a view's comment, a library call, or a kernel's launch.

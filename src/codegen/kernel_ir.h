@@ -172,23 +172,31 @@ struct Launch {
   bool int_sizes = false;  // its count, row length and sizes are int, as its index arithmetic is
 };
 
-// Where a pointwise kernel's run loop may run: the pointers it reads or writes a run at a time
-// 16-byte aligned, and the sizes its lanes' index code reads multiples of the run's length.
+// Where a kernel of a folder taking its sizes at run time may run, checked at its launch: the
+// pointers its run loop reads or writes a run at a time 16-byte aligned, and the sizes its lanes'
+// index code reads multiples of the run's length (a pointwise kernel); its rows no longer than it
+// holds (a row kernel holding rows of a run-time length in registers).
 struct RunCondition {
   std::vector<size_t> aligned;         // those pointers, as places in the kernel's params
   std::vector<std::string> multiples;  // those sizes, as size parameters (sz_<symbol>)
   int lanes = 0;                       // the run's length
+  int64_t longest_row = 0;             // the most elements a row may have (0: any)
 };
 
-// A pointwise kernel taking its sizes at run time, whose run loop runs only where its condition
-// holds, is two kernels: the kernel itself, its runs and the few elements after them, launched
-// where the condition holds, and this twin, its element loop alone, launched elsewhere (the same
-// params). Each gets the registers its own loop needs: the element loop, dividing by run-time
-// sizes, would otherwise set the count for both (docs/symbolic-shapes.md).
-struct ElementwiseTwin {
+// A kernel that runs only where its condition holds is two kernels with the same params: the
+// kernel itself, launched where the condition holds, and its twin, launched elsewhere. Each gets
+// the registers its own loops need (docs/symbolic-shapes.md):
+//   elementwise  a pointwise kernel's element loop alone: that loop, dividing by run-time sizes,
+//                would otherwise set the count for the runs too;
+//   streamed     a row kernel streaming its rows, for those too long for the registers the
+//                kernel holds them in.
+struct Twin {
+  enum class Kind { elementwise, streamed };
+  Kind kind = Kind::elementwise;
   std::string name;
   Block body;
   RunCondition condition;
+  bool block_by_row = false;  // its launch's block, as Launch::block_by_row
 };
 
 struct Kernel {
@@ -198,7 +206,7 @@ struct Kernel {
   std::vector<Param> params;
   Block body;
   Launch launch;
-  std::optional<ElementwiseTwin> elementwise;
+  std::optional<Twin> twin;
 };
 
 // The names statements and expressions read or declare: what a lowering asks where it must

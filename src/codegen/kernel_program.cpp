@@ -213,7 +213,8 @@ KernelProgram lower_kernels(const FusedTrace& planned, const EntryPoint& entry) 
     auto [first, fresh] = code_of.try_emplace(signature.of(k), int(program.kernels.size()));
     if (fresh) program.kernels.push_back(lower_kernel(fused, idents, k, planned.plan(i)));
     else info.same_code_as = program.kernels[size_t(first->second)].name;
-    if (const auto& twin = program.kernels[size_t(first->second)].elementwise) info.elementwise_twin = twin->name;
+    if (const auto& twin = program.kernels[size_t(first->second)].twin)
+      (twin->kind == kir::Twin::Kind::elementwise ? info.elementwise_twin : info.streamed_twin) = twin->name;
     program.kernel_of.push_back(first->second);
     program.ops.push_back(std::move(info));
   }

@@ -22,7 +22,8 @@ struct EmittedKernel {
   std::vector<std::string> writes;  // names of the values it writes
   std::string library;              // "cuBLASLt" or "NCCL" for a library call, else empty
   std::string same_code_as;         // the kernel whose code this launch runs, when not its own
-  std::string elementwise_twin;     // the kernel it launches instead where its runs cannot be (kir::ElementwiseTwin)
+  std::string elementwise_twin;     // the kernel it launches instead where its runs cannot be (kir::Twin)
+  std::string streamed_twin;        // ... where its rows are longer than it holds
   std::string view_of;              // a view (no launch): the value whose memory it reads, else empty
 };
 

@@ -44,6 +44,10 @@ std::string storage_type(const Value& v);
 
 namespace lower {
 
+// `held`, a row kernel holding rows of a run-time length up to plan.longest_held_row(), with
+// `streamed`, the same kernel lowered by plan.long_rows, as its twin for longer rows.
+void add_streamed_twin(kir::Kernel& held, kir::Kernel streamed, const Trace& t, const KernelPlan& plan);
+
 constexpr int64_t kMaxPartSumBytes = 32 * 1024;  // a row kernel's partial sums in shared memory
 
 inline std::string ctype(DType t) { return std::string(compute_ctype(t)); }
@@ -51,6 +55,11 @@ inline std::string ctype(DType t) { return std::string(compute_ctype(t)); }
 inline kir::ExprPtr var(const std::string& name) { return kir::name(name); }
 // name * factor
 inline kir::ExprPtr times(const std::string& name, int64_t factor) { return kir::binary(kir::name(name), "*", kir::integer(factor)); }
+// A twin's name: the kernel's label, "<trace>_<kind>_<value>", with `twin_kind` for its kind
+// ("elementwise" for "pointwise", "rowstream" for "rowreduce"), which no label made from a plan
+// takes. (Twins are made at run-time sizes, which a listing read with --from-stage, the one place
+// labels come from elsewhere, never takes.)
+std::string twin_label(const Trace& t, const std::string& label, const std::string& kind, const std::string& twin_kind);
 // Its value, or taken at run time, the largest it can be (index ranges are bounded by it).
 int64_t largest_count(const Trace& t, const Dim& count);
 // 0, 1, ..., rank - 1: every dim of `domain`.
@@ -107,6 +116,7 @@ class KernelLowering : private IndexNamer {
   int column_tile_ = 1;             // row kernels: rows per block (32: a column kernel)
   int cached_ = 0;                  // row kernels: row elements per thread held in registers
   int row_run_ = 1;                 // ... held in runs of this many neighbours
+  bool masked_ = false;             // ... a row of run-time length: element j held where j < row_length
   std::vector<const Op*> part_sums_;  // thunder_gen.partial_sum ops: sums over the rows, a part per block
   std::vector<const Op*> row_totals_;  // ... of a value per row (a row kernel's reduced values)
   std::vector<ValueId> row_cached_; // the operands it holds there (c_<name>[k])
@@ -214,7 +224,6 @@ class KernelLowering : private IndexNamer {
   std::vector<std::string> sizes_to_divide(const Block& body) const;
   ExprPtr run_condition(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const;
   bool splits_into_twins(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const;
-  std::string twin_name() const;
   std::vector<size_t> param_places(const std::vector<ValueId>& values) const;
   size_t lane_arithmetic() const;
   // The run loop's innermost dim where its lanes step it (radix_declarations): lane 0's, and the
@@ -236,6 +245,7 @@ class KernelLowering : private IndexNamer {
   ExprPtr cached_element() const;
   Block over_runs(const std::function<Block(const ExprPtr& at)>& statements) const;
   void reduced_loop(Block body);
+  kir::Stmt within_row(Block statements) const;
   Block row_body();
   Block row_draws();
   void store_row_results();

@@ -247,19 +247,10 @@ kir::ExprPtr KernelLowering::run_condition(const std::vector<ValueId>& wide, con
 }
 
 // Whether the run loop's condition is checked at the launch, choosing between the kernel and its
-// element-by-element twin (kir::ElementwiseTwin): at run-time sizes over a symbolic domain, where
+// element-by-element twin (kir::Twin): at run-time sizes over a symbolic domain, where
 // the element loop divides by run-time sizes and takes every size that is no multiple.
 bool KernelLowering::splits_into_twins(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const {
   return t_.sizes_at_run_time && sizes_.symbolic(layout_.domain) && !(wide.empty() && multiples.empty());
-}
-
-// The twin's name: the kernel's, "elementwise" for its kind ("pointwise"), which no kernel's
-// label made from the plan takes. (Twins are made at run-time sizes, which a listing read with
-// --from-stage, the one place labels come from elsewhere, never takes.)
-std::string KernelLowering::twin_name() const {
-  const std::string pointwise = t_.name + "_pointwise_";
-  TG_CHECK(k_.label.starts_with(pointwise), "kernel " + k_.label + " has a twin but no label the plan makes");
-  return t_.name + "_elementwise_" + k_.label.substr(pointwise.size());
 }
 
 // Where `values`' pointers are among the kernel's params (its args, then its results).

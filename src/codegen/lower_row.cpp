@@ -35,8 +35,10 @@ kir::ExprPtr KernelLowering::offset_of_row_element() const {
 }
 
 // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
+// (A masked row's block is as long as the row needs, tg::row_block: blockDim.x.)
 kir::ExprPtr KernelLowering::cached_element() const {
   const int block = plan_.block;
+  if (masked_) return kir::binary(var("threadIdx.x"), "+", kir::binary(var("k"), "*", var("blockDim.x")));
   if (row_run_ == 1) return kir::binary(var("threadIdx.x"), "+", times("k", block));
   if (cached_ == row_run_) return kir::binary(times("threadIdx.x", row_run_), "+", var("k"));  // one run
   const kir::ExprPtr run = kir::binary(kir::paren(kir::binary(var("k"), "/", kir::integer(row_run_))), "*", kir::integer(block * row_run_));
@@ -61,14 +63,12 @@ kir::Block KernelLowering::over_runs(const std::function<Block(const ExprPtr& at
 // With the row in registers: a loop over k = 0 .. cached_-1, unrolled, j = cached_element().
 void KernelLowering::reduced_loop(Block body) {
   const Block dims = dim_declarations(body, layout_.reduced);
-  Block inner;
-  if (cached_ > 0) {
-    Block reads = dims;
-    reads.insert(reads.end(), body.begin(), body.end());
-    if (kir::names_in(reads).count("j")) inner.push_back(kir::decl(index_type_, "j", cached_element()));
-  }
-  inner.insert(inner.end(), dims.begin(), dims.end());
+  Block inner = dims;
   inner.insert(inner.end(), body.begin(), body.end());
+  if (cached_ > 0 && (masked_ || kir::names_in(inner).count("j"))) {
+    if (masked_) inner = {within_row(std::move(inner))};
+    inner.insert(inner.begin(), kir::decl(index_type_, "j", cached_element()));
+  }
   if (cached_ > 0) {
     add(kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(inner), true));
   } else if (column_tile_ > 1) {  // a thread's elements of its row: every (blockDim.x / 32)-th, from t / 32
@@ -79,6 +79,11 @@ void KernelLowering::reduced_loop(Block body) {
   }
 }
 
+// `statements` where the thread's element j is in a masked row (all of them in other rows).
+kir::Stmt KernelLowering::within_row(Block statements) const {
+  return kir::branch(kir::binary(var("j"), "<", row_length()), std::move(statements));
+}
+
 kir::Block KernelLowering::row_body() {
   push();
   reduction_rounds();
@@ -87,8 +92,9 @@ kir::Block KernelLowering::row_body() {
   Block body;
   if (!row_cached_.empty()) {
     TG_CHECK(offset_of_row_element(), "kernel " + k_.label + " holds rows that are not contiguous");
-    body.push_back(kir::comment("the row, " + std::to_string(cached_) + " elements per thread" +
-                                (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") + ", read once"));
+    const std::string elements = std::to_string(cached_) + (cached_ == 1 ? " element" : " elements");
+    const std::string per_thread = masked_ ? "up to " + elements + " per thread (j < row_length)" : elements + " per thread";
+    body.push_back(kir::comment("the row, " + per_thread + (row_run_ > 1 ? " in runs of " + std::to_string(row_run_) : "") + ", read once"));
     for (kir::Stmt& s : fill_registers(row_cached_, Role::cached, offset_of_row_element())) body.push_back(std::move(s));
   }
   for (kir::Stmt& s : row_draws()) body.push_back(std::move(s));
@@ -148,8 +154,11 @@ void KernelLowering::store_row_results() {
 kir::Block KernelLowering::fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const {
   Block fill;
   for (ValueId v : values) fill.push_back(kir::array(ctype(t_.value(v).dtype), local(role, v), cached_));
+  Block loads;
+  for (ValueId v : values) loads.push_back(kir::assign(kir::subscript(kir::name(local(role, v)), var("k")), kir::load(global(v), offset)));
   Block by_element = {kir::decl(index_type_, "j", cached_element())};
-  for (ValueId v : values) by_element.push_back(kir::assign(kir::subscript(kir::name(local(role, v)), var("k")), kir::load(global(v), offset)));
+  if (masked_) by_element.push_back(within_row(std::move(loads)));
+  else by_element.insert(by_element.end(), loads.begin(), loads.end());
   kir::Stmt element_by_element = kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(by_element), true);
   if (row_run_ == 1) {
     fill.push_back(std::move(element_by_element));
@@ -305,6 +314,25 @@ void KernelLowering::stream_pass(const std::vector<ValueId>& outs, const std::fu
   both.note = "runs of " + std::to_string(stream_run_) + ", one access each";
   both.else_note = "element by element, in the same order";
   add(std::move(both));
+}
+
+void add_streamed_twin(kir::Kernel& held, kir::Kernel streamed, const Trace& t, const KernelPlan& plan) {
+  // Both take every size parameter either reads, in the order take_size_parameters gives them.
+  std::map<std::string, kir::Param> sizes;
+  for (kir::Kernel* k : {&held, &streamed}) {
+    const size_t first_size = k->params.size() - k->launch.size_parameters.size();
+    for (size_t i = first_size; i < k->params.size(); ++i) sizes.emplace(k->params[i].name, k->params[i]);
+    k->params.resize(first_size);
+  }
+  TG_CHECK(held.params.size() == streamed.params.size(), "kernel " + held.name + " and its streamed twin take different parameters");
+  held.launch.size_parameters.clear();
+  for (const auto& [name, param] : sizes) {
+    held.params.push_back(param);
+    held.launch.size_parameters.push_back(name);
+  }
+  kir::RunCondition fits;
+  fits.longest_row = plan.longest_held_row();
+  held.twin = kir::Twin{kir::Twin::Kind::streamed, twin_label(t, held.name, "rowreduce", "rowstream"), std::move(streamed.body), fits, streamed.launch.block_by_row};
 }
 
 }  // namespace tg::lower

@@ -11,7 +11,9 @@ namespace tg {
 std::string storage_type(const Value& v) { return v.bit_packed ? "tg::PackedBits" : std::string(storage_ctype(v.dtype)); }
 
 kir::Kernel lower_kernel(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan) {
-  return lower::KernelLowering(t, idents, kernel, plan).lower();
+  kir::Kernel k = lower::KernelLowering(t, idents, kernel, plan).lower();
+  if (plan.long_rows) lower::add_streamed_twin(k, lower::KernelLowering(t, idents, kernel, *plan.long_rows).lower(), t, plan);
+  return k;
 }
 
 namespace lower {
@@ -50,6 +52,12 @@ std::vector<IndexExpr> loop_dim_definitions(const Trace& t, const KernelLayout& 
 
 }  // namespace
 
+std::string twin_label(const Trace& t, const std::string& label, const std::string& kind, const std::string& twin_kind) {
+  const std::string prefix = t.name + "_" + kind + "_";
+  TG_CHECK(label.starts_with(prefix), "kernel " + label + " has a twin but no label the plan makes");
+  return t.name + "_" + twin_kind + "_" + label.substr(prefix.size());
+}
+
 int64_t largest_count(const Trace& t, const Dim& count) {
   if (!t.taken_at_run_time(count)) return count;
   return std::min(range_of(*count.expr(), t.symbols).hi, kLargestRunTimeCount);
@@ -82,6 +90,8 @@ KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents,
   column_tile_ = plan_.kind == KernelPlan::Kind::column ? 32 : 1;
   cached_ = plan_.held;
   row_run_ = plan_.held_run;
+  masked_ = cached_ > 0 && row_length_is_parameter();
+  TG_CHECK(!masked_ || row_run_ == 1, "kernel " + k_.label + " holds rows of a run-time length in runs");
   hoist_ = plan_.hoisted;
   stream_run_ = plan_.stream_run;
   // (Row kernels stay 64-bit: in 32 bits nvcc widens the row's offset at each load, and a held
@@ -94,7 +104,8 @@ kir::Kernel KernelLowering::lower() {
   kir::Kernel k;
   k.name = k_.label;
   k.body = layout_.is_row ? row_body() : pointwise_body(k.element);
-  if (twin_condition_) k.elementwise = kir::ElementwiseTwin{twin_name(), std::move(twin_body_), *twin_condition_};
+  if (twin_condition_)
+    k.twin = kir::Twin{kir::Twin::Kind::elementwise, twin_label(t_, k_.label, "pointwise", "elementwise"), std::move(twin_body_), *twin_condition_};
   k.header = header();
   for (const Arg& a : k_.args) k.params.push_back(parameter(a.value, false));
   for (ValueId id : k_.outs) k.params.push_back(parameter(id, true));
@@ -120,7 +131,7 @@ kir::Kernel KernelLowering::lower() {
   k.launch.items_per_block = layout_.is_row ? column_tile_ : plan_.block;
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})  // one block per partial sum
     if (!sums->empty()) k.launch.fixed_grid = sums->front()->arg("parts").integer;
-  k.launch.block_by_row = row_length_is_parameter() && column_tile_ == 1 && cached_ == 0 && stream_run_ == 1 && k.launch.fixed_grid == 0;
+  k.launch.block_by_row = row_length_is_parameter() && column_tile_ == 1 && stream_run_ == 1 && k.launch.fixed_grid == 0;
   return k;
 }
 

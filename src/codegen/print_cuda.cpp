@@ -251,9 +251,13 @@ std::string print_kernel(const Kernel& k) {
     out += wrapped_list("", head, param_texts(k.params), ") {") + "\n" + print_block(body, "  ") + "}\n";
   };
   kernel(k.name, k.body);
-  if (k.elementwise) {
-    out += comment_line(k.elementwise->name + ": the kernel above element by element,") + comment_line("launched where its runs cannot be.");
-    kernel(k.elementwise->name, k.elementwise->body);
+  if (k.twin && k.twin->kind == Twin::Kind::elementwise) {
+    out += comment_line(k.twin->name + ": the kernel above element by element,") + comment_line("launched where its runs cannot be.");
+    kernel(k.twin->name, k.twin->body);
+  } else if (k.twin) {
+    out += comment_line(k.twin->name + ": the kernel above streaming its rows, launched where they are longer than") +
+           comment_line(std::to_string(k.twin->condition.longest_row) + " elements, more than it holds.");
+    kernel(k.twin->name, k.twin->body);
   }
   return out;
 }

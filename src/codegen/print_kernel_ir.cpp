@@ -80,6 +80,13 @@ void list_kernel(const kir::Kernel& k, std::string& out) {
   }
   out += "  body:\n";
   list_block(k.body, "    ", out);
+  if (!k.twin) return;
+  const bool elementwise = k.twin->kind == kir::Twin::Kind::elementwise;
+  out += "  twin " + k.twin->name + "  # " +
+         (elementwise ? "element by element, launched where the runs cannot be"
+                      : "rows streamed, launched for rows longer than " + std::to_string(k.twin->condition.longest_row)) + "\n";
+  out += "  twin body:\n";
+  list_block(k.twin->body, "    ", out);
 }
 
 }  // namespace

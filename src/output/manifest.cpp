@@ -181,6 +181,7 @@ void ManifestWriter::add_kernels(const std::string& file, const CudaFile& cuda) 
     if (!k.library.empty()) m.member("library", k.library);
     if (!k.same_code_as.empty()) m.member("same_code_as", k.same_code_as);  // extension: the kernel function it launches
     if (!k.elementwise_twin.empty()) m.member("elementwise_twin", k.elementwise_twin);  // extension: ... or this one, element by element
+    if (!k.streamed_twin.empty()) m.member("streamed_twin", k.streamed_twin);  // extension: ... or this one, for rows it cannot hold
     if (!k.view_of.empty()) m.member("view_of", k.view_of);  // extension: launches nothing, reads that value's memory
     m.close('}');
   }

@@ -34,19 +34,20 @@ class Planner {
     if (column_kernel()) {
       p.kind = KernelPlan::Kind::column;
       p.block = kColumnBlock;
-      schedule(p);
+      schedule(p, false);
       return p;
     }
     p.kind = KernelPlan::Kind::row;
     // At a row length taken at run time, the row streamed element by element in at most the
-    // widest block (as few threads as the row needs, tg::row_block, chosen at the launch).
+    // widest block (as few threads as the row needs, tg::row_block, chosen at the launch), or
+    // held where it is short enough.
     if (row_length_at_run_time()) {
       p.block = kMaxRowBlock;
-      schedule(p);
-      return p;
+      schedule(p, true);
+      return may_hold_row_ ? held_at_run_time(std::move(p)) : p;
     }
     p.block = row_block();
-    schedule(p);
+    schedule(p, !(may_hold_row_ && row_cache(p.block) > 0));
     // Holding the row pays where more than one pass reads it; with one, it only costs registers
     // (and, read in runs, ptxas may spill merging the aligned and unaligned fills).
     if (may_hold_row_ && p.passes_over_row() > 1) p.held = row_cache(p.block);
@@ -144,6 +145,43 @@ class Planner {
       if (!v.is_scalar && v.shape == shape) words += register_words(v.dtype);
     }
     return words;
+  }
+
+  // A row of run-time length held in registers where it is short enough: the plan for rows of up
+  // to held * block elements, and `streamed`, the plan for any length, for the longer ones (where
+  // the range has any). `streamed` itself where no row in range can be held, or holding it would
+  // not pay (one pass over the row). Its passes are a held row's (a softmax's max and sum in
+  // two); a thread adds its elements in the order it would stream them.
+  KernelPlan held_at_run_time(KernelPlan streamed) const {
+    KernelPlan p;
+    p.kind = KernelPlan::Kind::row;
+    p.block = streamed.block;
+    p.held = held_at_run_time_count(p.block);
+    if (p.held == 0) return streamed;
+    schedule(p, false);
+    const SizeRange lengths = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols);
+    if (p.passes_over_row() < 2 || lengths.lo > p.longest_held_row()) return streamed;
+    p.hoisted = hoisted_words() > 0 && (row_words() + hoisted_words()) * p.held <= 64 * kMaxRowBlock / p.block;
+    if (lengths.hi > p.longest_held_row()) p.long_rows = std::make_shared<const KernelPlan>(std::move(streamed));
+    return p;
+  }
+
+  // Elements a thread of `block` holds of a row of run-time length: enough for the longest row
+  // in range, in at most 16 registers (a quarter of what row_cache allows a row of a fixed
+  // length: the kernel runs every row up to that length, and a thread takes the longest one's
+  // registers for a short one too). 0 where the row cannot be held (not contiguous, a packed mask
+  // written, partial sums over the rows: they take the planned block) or there is no operand
+  // along it to hold.
+  int held_at_run_time_count(int block) const {
+    constexpr int64_t kHeldWords = 16;
+    if (!layout_.rows_contiguous() || has_packed_output()) return 0;
+    for (const Op& op : k_.sub)
+      if (op.info->kind == OpKind::partial_sum) return 0;
+    const int64_t words = row_words() + draw_words();
+    if (words == 0) return 0;
+    const int64_t longest = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols).hi;
+    const int64_t enough = longest / block + (longest % block != 0);
+    return int(std::clamp<int64_t>(std::min(enough, kHeldWords / words), 0, kMaxCachedPerThread));
   }
 
   // Neighbouring row elements a thread holds together when its part of the row is in registers:
@@ -292,12 +330,11 @@ class Planner {
 
   // Rounds until every reduction is done: each takes every pending step whose inputs are ready;
   // a variance's second pass becomes pending when its first is done.
-  void schedule(KernelPlan& p) const {
-    // A row held in registers takes a softmax's max and sum in two rounds over the registers, no
-    // memory read again; a streamed one in one online round (tg::OnlineSumExp), which reads the
-    // row once for both but chains each element's exp on the last (slower on an H200 where the
-    // row fits: docs/performance.md, tables C and D).
-    const bool online = p.kind == KernelPlan::Kind::row && !(may_hold_row_ && !row_length_at_run_time() && row_cache(p.block) > 0);
+  // online: a softmax's max and sum in one online round (tg::OnlineSumExp), for a streamed row,
+  // which that reads once for both but chains each element's exp on the last; a row held in
+  // registers takes them in two rounds over the registers, no memory read again (faster on an
+  // H200 where the row fits: docs/performance.md, tables C and D).
+  void schedule(KernelPlan& p, bool online) const {
     std::vector<Pending> pending = reduction_steps(p.kind == KernelPlan::Kind::column, online);
     std::set<ValueId> done;
     while (!pending.empty()) {
@@ -455,6 +492,7 @@ std::string plan_text(const KernelPlan& plan, const Op& kernel, const Trace& t) 
     for (size_t k = 0; k < parts.size(); ++k) s += (k ? "; " : " ") + parts[k];
   }
   if (!plan.row_results.empty()) s += " | then per row: store " + names(plan.row_results, t);
+  if (plan.long_rows) s += " || rows longer than " + std::to_string(plan.longest_held_row()) + ": " + plan_text(*plan.long_rows, kernel, t);
   return s;
 }
 

@@ -11,6 +11,7 @@
 //     streams the row in runs in each pass;
 //   - row and column: the passes over the row, in order, and what each computes and writes.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,8 +63,13 @@ struct KernelPlan {
   };
   std::vector<Round> rounds;
   std::vector<ValueId> row_results;  // outputs with one element per row, stored after the rounds
+  // row, its length taken at run time and held: rows up to held * block elements long are held
+  // (a thread's elements past the row masked off); longer ones go to a twin kernel streaming them
+  // by this plan (null: every row in range fits).
+  std::shared_ptr<const KernelPlan> long_rows;
 
   int passes_over_row() const;  // the rounds that loop over the row
+  int64_t longest_held_row() const { return int64_t(held) * block; }
 };
 
 // The fused trace: fusion's kernels (thunder_gen.kernel ops) and library calls, with each kernel's

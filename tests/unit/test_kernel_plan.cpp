@@ -49,6 +49,24 @@ std::string normalize_trace() {
   return test::trace("norm", tensor("x", row), ops, "\"y\", \"m\", \"r\"");
 }
 
+// softmax_trace over rows of T, T taken at run time in [min_t, max_t] (read at T = min_t, as a
+// probe reads it).
+tg::FusedTrace run_time_softmax(int64_t min_t, int64_t max_t) {
+  std::string json = test::softmax_trace(7);
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = json.find(from); at != std::string::npos; at = json.find(from, at + to.size())) json.replace(at, from.size(), to);
+  };
+  replace_all("\"shape\": [8, 7]", "\"shape\": [8, \"T\"]");  // the shapes, then the broadcasts' sizes
+  replace_all("[8, 7]", "[8, {\"size\": \"T\"}]");
+  const std::string symbols = "\"symbols\": {\"T\": {\"min\": " + std::to_string(min_t) + ", \"max\": " + std::to_string(max_t) + "}}, ";
+  json.insert(json.find("\"inputs\""), symbols);
+  tg::Trace t = tg::read_trace(json, {{"T", min_t}});
+  t.sizes_at_run_time = true;
+  tg::FusedTrace f = tg::fuse(tg::remove_dead_ops(tg::decompose(std::move(t))));
+  tg::verify_pass(f.trace, "fuse");
+  return f;
+}
+
 }  // namespace
 
 TEST_CASE("a pointwise kernel's runs are 16 bytes of its widest operand") {
@@ -177,4 +195,43 @@ TEST_CASE("a listing's plan line reads back as the kernel's plan, with only the 
   CHECK(refusal("row lanes=4").find("has no \"lanes\"") != std::string::npos);
   CHECK(refusal("row held").find("expected key=number") != std::string::npos);
   CHECK(refusal("row block=256 | pass 1: write y").find("the passes listed are not those") != std::string::npos);
+}
+
+TEST_CASE("a row of run-time length is held where it is short enough, streamed by a twin where not") {
+  // Every T up to 40 fits one element a thread of 256: held, the max and the sum in two passes
+  // over the registers.
+  const tg::FusedTrace short_t = run_time_softmax(1, 40);
+  const tg::KernelPlan short_rows = only_plan(short_t);
+  CHECK(short_rows.block == 256);
+  CHECK(short_rows.held == 1);
+  CHECK(short_rows.held_run == 1);
+  CHECK(!short_rows.long_rows);
+  REQUIRE(short_rows.rounds.size() == 3);
+  CHECK(short_rows.rounds[0].steps.at(0).form == Form::accumulate);
+  // Up to 8192: x takes one register an element, 16 at most, so rows up to 16 * 256 are held,
+  // and the longer ones streamed by the twin's plan, max and sum in one online pass.
+  const tg::FusedTrace long_t = run_time_softmax(1, 8192);
+  const tg::KernelPlan held = only_plan(long_t);
+  CHECK(held.held == 16);
+  CHECK(held.longest_held_row() == 4096);
+  REQUIRE(held.long_rows);
+  CHECK(held.long_rows->held == 0);
+  REQUIRE(held.long_rows->rounds.size() == 2);
+  CHECK(held.long_rows->rounds[0].steps.at(0).form == Form::online_max_sum);
+  const tg::Op& kernel = long_t.trace.ops[0];
+  const std::string text = tg::plan_text(held, kernel, long_t.trace);
+  CHECK(text.find("row block=256 held=16 held_run=1 hoisted=0 stream_run=1 | pass 1: amax m | pass 2: sum s | pass 3: write y") == 0);
+  CHECK(text.find(" || rows longer than 4096: row block=256 held=0 held_run=1 hoisted=0 stream_run=1 | pass 1: amax m and sum s (online)") !=
+        std::string::npos);
+  // Rows that are all longer than that: streamed alone.
+  const tg::KernelPlan all_long = only_plan(run_time_softmax(4097, 8192));
+  CHECK(all_long.held == 0);
+  CHECK(!all_long.long_rows);
+  // A listing asking for held=0 gets the streamed plan.
+  CHECK(tg::plan_from_listing("row held=0", long_t.trace, kernel, "k.txt").held == 0);
+  // The code: the held kernel masks each element past the row, and its twin is launched for the longer rows.
+  const std::string code = forward_text(long_t);
+  CHECK(code.find("if (j < row_length) {") != std::string::npos);
+  CHECK(code.find("softmax_rowstream_y(") != std::string::npos);
+  CHECK(test::one_line(code).find("if (tg_size_T <= 4096) // rows held in registers") != std::string::npos);
 }
