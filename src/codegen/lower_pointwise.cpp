@@ -199,7 +199,7 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
   Block out;
   ExprPtr condition;
   if (splits_into_twins(wide, multiples)) {
-    twin_condition_ = kir::RunCondition{param_places(wide), multiples, lanes_};
+    twin_condition_ = kir::RunCondition{.aligned = param_places(wide), .multiples = multiples, .lanes = lanes_, .longest_row = 0};
     out = {kir::comment("Runs of " + L + " elements, one 16-byte (or narrower) access per operand: the launch checks that"),
            kir::comment(std::string(wide.empty() ? "" : multiples.empty() ? "they are aligned" : "they are aligned and ") +
                         (multiples.empty() ? "" : "the sizes multiples of " + L) + " (else it launches the twin below); the loop"),

@@ -105,7 +105,11 @@ kir::Kernel KernelLowering::lower() {
   k.name = k_.label;
   k.body = layout_.is_row ? row_body() : pointwise_body(k.element);
   if (twin_condition_)
-    k.twin = kir::Twin{kir::Twin::Kind::elementwise, twin_label(t_, k_.label, "pointwise", "elementwise"), std::move(twin_body_), *twin_condition_};
+    k.twin = kir::Twin{.kind = kir::Twin::Kind::elementwise,
+                       .name = twin_label(t_, k_.label, "pointwise", "elementwise"),
+                       .body = std::move(twin_body_),
+                       .condition = *twin_condition_,
+                       .block_by_row = false};
   k.header = header();
   for (const Arg& a : k_.args) k.params.push_back(parameter(a.value, false));
   for (ValueId id : k_.outs) k.params.push_back(parameter(id, true));
@@ -131,7 +135,7 @@ kir::Kernel KernelLowering::lower() {
   k.launch.items_per_block = layout_.is_row ? column_tile_ : plan_.block;
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})  // one block per partial sum
     if (!sums->empty()) k.launch.fixed_grid = sums->front()->arg("parts").integer;
-  k.launch.block_by_row = row_length_is_parameter() && column_tile_ == 1 && stream_run_ == 1 && k.launch.fixed_grid == 0;
+  k.launch.block_by_row = row_length_is_parameter() && column_tile_ == 1 && stream_run_ == 1 && cached_ <= 1 && k.launch.fixed_grid == 0;
   return k;
 }
 

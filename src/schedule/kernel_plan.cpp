@@ -161,19 +161,21 @@ class Planner {
     schedule(p, false);
     const SizeRange lengths = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols);
     if (p.passes_over_row() < 2 || lengths.lo > p.longest_held_row()) return streamed;
-    p.hoisted = hoisted_words() > 0 && (row_words() + hoisted_words()) * p.held <= 64 * kMaxRowBlock / p.block;
+    p.hoisted = hoisted_words() > 0 && (row_words() + draw_words() + hoisted_words()) * p.held <= kHeldWordsAtRunTime;
     if (lengths.hi > p.longest_held_row()) p.long_rows = std::make_shared<const KernelPlan>(std::move(streamed));
     return p;
   }
 
+  // The registers a thread may hold a row of run-time length in (its elements, draws and hoisted
+  // operands): a quarter of what row_cache allows a row of a fixed length, since the kernel runs
+  // every row up to its limit, and a thread takes the longest one's registers for a short one.
+  static constexpr int64_t kHeldWordsAtRunTime = 16;
+
   // Elements a thread of `block` holds of a row of run-time length: enough for the longest row
-  // in range, in at most 16 registers (a quarter of what row_cache allows a row of a fixed
-  // length: the kernel runs every row up to that length, and a thread takes the longest one's
-  // registers for a short one too). 0 where the row cannot be held (not contiguous, a packed mask
-  // written, partial sums over the rows: they take the planned block) or there is no operand
-  // along it to hold.
+  // in range, within kHeldWordsAtRunTime. 0 where the row cannot be held (not contiguous, a
+  // packed mask written, partial sums over the rows: they take the planned block) or there is no
+  // operand along it to hold.
   int held_at_run_time_count(int block) const {
-    constexpr int64_t kHeldWords = 16;
     if (!layout_.rows_contiguous() || has_packed_output()) return 0;
     for (const Op& op : k_.sub)
       if (op.info->kind == OpKind::partial_sum) return 0;
@@ -181,7 +183,7 @@ class Planner {
     if (words == 0) return 0;
     const int64_t longest = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols).hi;
     const int64_t enough = longest / block + (longest % block != 0);
-    return int(std::clamp<int64_t>(std::min(enough, kHeldWords / words), 0, kMaxCachedPerThread));
+    return int(std::clamp<int64_t>(std::min(enough, kHeldWordsAtRunTime / words), 0, kMaxCachedPerThread));
   }
 
   // Neighbouring row elements a thread holds together when its part of the row is in registers:
