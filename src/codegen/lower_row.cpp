@@ -35,9 +35,10 @@ kir::ExprPtr KernelLowering::offset_of_row_element() const {
 }
 
 // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
-// (A masked row held one element a thread launches as many threads as the row needs,
-// tg::row_block; held in more, the planned block, a stride nvcc folds into its addresses: at
-// blockDim.x apart it kept an address a held element, 72 registers against 48 for 16 elements.)
+// (A masked row's launch takes as many threads as the row needs, tg::row_block: all of a row
+// shorter than the planned block, which is then k = 0's; the planned block's stride, a number,
+// for longer rows. nvcc folds a number into its addresses: at blockDim.x apart it kept an address
+// a held element, 72 registers against 48 for 16 elements.)
 kir::ExprPtr KernelLowering::cached_element() const {
   const int block = plan_.block;
   if (masked_ && cached_ == 1) return var("threadIdx.x");

@@ -135,7 +135,7 @@ kir::Kernel KernelLowering::lower() {
   k.launch.items_per_block = layout_.is_row ? column_tile_ : plan_.block;
   for (const std::vector<const Op*>* sums : {&part_sums_, &row_totals_})  // one block per partial sum
     if (!sums->empty()) k.launch.fixed_grid = sums->front()->arg("parts").integer;
-  k.launch.block_by_row = row_length_is_parameter() && column_tile_ == 1 && stream_run_ == 1 && cached_ <= 1 && k.launch.fixed_grid == 0;
+  k.launch.block_by_row = row_length_is_parameter() && column_tile_ == 1 && stream_run_ == 1 && k.launch.fixed_grid == 0;
   return k;
 }
 

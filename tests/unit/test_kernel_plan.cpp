@@ -234,4 +234,8 @@ TEST_CASE("a row of run-time length is held where it is short enough, streamed b
   CHECK(code.find("if (j < row_length) {") != std::string::npos);
   CHECK(code.find("softmax_rowstream_y(") != std::string::npos);
   CHECK(test::one_line(code).find("if (tg_size_T <= 4096) // rows held in registers") != std::string::npos);
+  // Holding 16 a thread, 256 apart, the launch still takes as many threads as the row needs (a
+  // row shorter than 256 is all k = 0's).
+  CHECK(code.find("const int64_t j = threadIdx.x + k * 256;") != std::string::npos);
+  CHECK(test::count(code, "tg::row_block(tg_size_T, 256)") == 2);
 }
