@@ -7,7 +7,8 @@
 //   lower_pointwise.cpp     pointwise kernels: a loop over 16-byte runs, then one over elements,
 //                           both calling the kernel's element function
 //   lower_row.cpp           row kernels: one block per row, passes over it, the row held in
-//                           registers or streamed
+//                           registers or streamed (a row of run-time length held up to a limit,
+//                           its streamed twin beyond)
 //   lower_reductions.cpp    a row kernel's reductions: accumulations, the passes that compute
 //                           them; column kernels (a row kernel whose block takes 32 rows)
 //   lower_partial_sums.cpp  sums over a row kernel's rows, a part per block
