@@ -35,13 +35,11 @@ kir::ExprPtr KernelLowering::offset_of_row_element() const {
 }
 
 // j of a thread's k-th cached element: runs of row_run_ neighbours, a block's worth of runs apart.
-// (A masked row's launch takes as many threads as the row needs, tg::row_block: all of a row
-// shorter than the planned block, which is then k = 0's; the planned block's stride, a number,
-// for longer rows. nvcc folds a number into its addresses: at blockDim.x apart it kept an address
-// a held element, 72 registers against 48 for 16 elements.)
+// (A masked row's launch takes as many threads as the row needs, tg::row_block, so a row shorter
+// than the planned block is all k = 0's. The stride stays the planned block, a number nvcc folds
+// into its addresses: at blockDim.x it kept an address a held element, 72 registers against 48.)
 kir::ExprPtr KernelLowering::cached_element() const {
   const int block = plan_.block;
-  if (masked_ && cached_ == 1) return var("threadIdx.x");
   if (row_run_ == 1) return kir::binary(var("threadIdx.x"), "+", times("k", block));
   if (cached_ == row_run_) return kir::binary(times("threadIdx.x", row_run_), "+", var("k"));  // one run
   const kir::ExprPtr run = kir::binary(kir::paren(kir::binary(var("k"), "/", kir::integer(row_run_))), "*", kir::integer(block * row_run_));

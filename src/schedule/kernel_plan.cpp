@@ -156,10 +156,10 @@ class Planner {
     KernelPlan p;
     p.kind = KernelPlan::Kind::row;
     p.block = streamed.block;
-    p.held = held_at_run_time_count(p.block);
+    const SizeRange lengths = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols);
+    p.held = held_at_run_time_count(p.block, lengths.hi);
     if (p.held == 0) return streamed;
     schedule(p, false);
-    const SizeRange lengths = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols);
     if (p.passes_over_row() < 2 || lengths.lo > p.longest_held_row()) return streamed;
     p.hoisted = hoisted_words() > 0 && (row_words() + draw_words() + hoisted_words()) * p.held <= kHeldWordsAtRunTime;
     if (lengths.hi > p.longest_held_row()) p.long_rows = std::make_shared<const KernelPlan>(std::move(streamed));
@@ -171,17 +171,16 @@ class Planner {
   // every row up to its limit, and a thread takes the longest one's registers for a short one.
   static constexpr int64_t kHeldWordsAtRunTime = 16;
 
-  // Elements a thread of `block` holds of a row of run-time length: enough for the longest row
+  // Elements a thread of `block` holds of a row of run-time length: enough for the `longest` row
   // in range, within kHeldWordsAtRunTime. 0 where the row cannot be held (not contiguous, a
   // packed mask written, partial sums over the rows: they take the planned block) or there is no
   // operand along it to hold.
-  int held_at_run_time_count(int block) const {
+  int held_at_run_time_count(int block, int64_t longest) const {
     if (!layout_.rows_contiguous() || has_packed_output()) return 0;
     for (const Op& op : k_.sub)
       if (op.info->kind == OpKind::partial_sum) return 0;
     const int64_t words = row_words() + draw_words();
     if (words == 0) return 0;
-    const int64_t longest = range_of(*numel_dim(layout_.reduced_shape()).expr(), t_.symbols).hi;
     const int64_t enough = longest / block + (longest % block != 0);
     return int(std::clamp<int64_t>(std::min(enough, kHeldWordsAtRunTime / words), 0, kMaxCachedPerThread));
   }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/emit_cuda.h"
+#include "codegen/print_kernel_ir.h"
 #include "ops/verify.h"
 #include "schedule/kernel_plan.h"
 #include "support/diagnostics.h"
@@ -238,4 +239,8 @@ TEST_CASE("a row of run-time length is held where it is short enough, streamed b
   // row shorter than 256 is all k = 0's).
   CHECK(code.find("const int64_t j = threadIdx.x + k * 256;") != std::string::npos);
   CHECK(test::count(code, "tg::row_block(tg_size_T, 256)") == 2);
+  // The kernel IR listing shows the twin's body, and says when it runs.
+  const tg::EntryPoint entry = tg::forward_entry(long_t.trace, nullptr, long_t.trace.name);
+  const std::string listing = tg::print_kernel_program(tg::lower_kernels(long_t, entry));
+  CHECK(listing.find("  twin softmax_rowstream_y  # rows streamed, launched for rows longer than 4096\n  twin body:\n") != std::string::npos);
 }
