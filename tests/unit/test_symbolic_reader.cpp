@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
+#include "driver/run_time_sizes.h"
 #include "frontend/input_file.h"
 #include "frontend/pt2_program.h"
 #include "frontend/pt2_sizes.h"
@@ -299,4 +301,24 @@ TEST_CASE("a graph's SymInts are read by name, and a nested graph's must agree w
   CHECK(sizes_error([&] { sizes.add_graph(other.graph, at); }) == "/graph/sym_int_values/a: the SymInt \"a\" is 2*s0 here and s0 in another graph");
   SizesOf odd(root, {{"sym_int_values", {{"c", {{"as_float", 2.0}}}}}});
   CHECK(sizes_error([&] { sizes.add_graph(odd.graph, at); }) == "/graph/sym_int_values/c: a SymInt is {\"as_int\": n} or {\"as_expr\": ...}, not \"as_float\"");
+}
+
+TEST_CASE("the probes keep apart the sizes a composite's lowering makes, from each kind of composite") {
+  // Two convolutions padded alike (their padded inputs, T + 2, lowered once) and one padded and
+  // dilated more, of the same shapes but for its arguments (its padded input, T + 4).
+  const json trace = json::parse(R"({
+    "format": "thunder-gen-trace", "version": 1, "name": "convs",
+    "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 4, "max": 64}},
+    "inputs": [{"name": "x", "shape": ["B", 2, "T"], "dtype": "f32", "requires_grad": true},
+               {"name": "w", "shape": [2, 2, 3], "dtype": "f32", "requires_grad": true}],
+    "ops": [
+      {"op": "torch.nn.functional.conv1d", "args": ["x", "w"], "kwargs": {"padding": 1}, "out": [{"name": "a", "shape": ["B", 2, "T"], "dtype": "f32"}]},
+      {"op": "torch.nn.functional.conv1d", "args": ["a", "w"], "kwargs": {"padding": 1}, "out": [{"name": "b", "shape": ["B", 2, "T"], "dtype": "f32"}]},
+      {"op": "torch.nn.functional.conv1d", "args": ["b", "w"], "kwargs": {"padding": 2, "dilation": 2}, "out": [{"name": "c", "shape": ["B", 2, "T"], "dtype": "f32"}]}
+    ],
+    "outputs": ["c"]})");
+  const tg::Trace t = tg::read_trace(trace.dump(), {{"B", 2}, {"T", 9}});
+  std::set<std::string> sizes;
+  for (const tg::SizeExpr* e : tg::probed_sizes(t)) sizes.insert(e->text());
+  CHECK(sizes == std::set<std::string>{"B", "T", "T + 2", "T + 4"});
 }
