@@ -34,16 +34,22 @@ same_outputs() {
 # specialised to each size. With against=libtorch, each size's outputs against LibTorch instead
 # (thunder-gen-check's tolerances), the specialised folders generated but not run (the PTX
 # comparison below reads them): for a folder holding rows of run-time length in registers where
-# the specialised folders stream them, whose softmax sums in another order.
+# the specialised folders stream them, whose softmax sums in another order. With inputs=FUNCTION,
+# the harness reads what `FUNCTION SIZES` writes in folder in-NAME-SIZES (class targets) and draws
+# the rest.
 every_size() {
-  local name=$1 file=$2 sizes
+  local name=$1 file=$2 sizes given
   shift 2
   "$THUNDER_GEN" "$file" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
   check "$name-generated" [ -x "$name/harness" ]
   check "$name-manifest-says-run-time" grep -q '"takes_sizes": true' "$name/manifest.json"
   for sizes in "$@"; do
     "$THUNDER_GEN" "$file" --specialize "$sizes" -o "$name-at-$sizes" 2>>"$name.err"
-    "$name/harness" --quiet --sizes "$sizes" --outputs "out-$name-$sizes" 2>>"$name.err"
+    given=()
+    if [ -n "${inputs:-}" ]; then
+      mkdir -p "in-$name-$sizes" && (cd "in-$name-$sizes" && "$inputs" "$sizes") && given=(--inputs "in-$name-$sizes")
+    fi
+    "$name/harness" --quiet --sizes "$sizes" "${given[@]}" --outputs "out-$name-$sizes" 2>>"$name.err"
     if [ "${against:-specialised}" = libtorch ]; then
       check "$name-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" "$file" "out-$name-$sizes" "--specialize=$sizes"
       continue
@@ -246,6 +252,29 @@ every_size chunk chunk.json B=1,T=1 B=5,T=9
 # tools/symbolic_corpus.py's Thunder capture of the corpus model).
 every_size ce "$root/examples/symbolic/corpus/cross_entropy_head.json" B=1,T=1 B=3,T=7 B=8,T=32
 check ce-row-length-taken grep -q "j < row_length; j += blockDim.x" ce/backward.cu
+# Cross-entropy over C classes, C a symbol: the target's logit is picked where 0 <= t < sz_C.
+# Its targets: N of them, each in [0, C), as t.npy (int64, C order).
+class_targets() {
+  python3 - "$1" <<'PY'
+import random, struct, sys
+sizes = dict(kv.split("=") for kv in sys.argv[1].split(","))
+n, c = int(sizes["N"]), int(sizes["C"])
+header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }" % n
+header += " " * (63 - (len(header) + 10) % 64) + "\n"
+random.seed(n * 7919 + c)
+with open("t.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack("<%dq" % n, *(random.randrange(c) for _ in range(n))))
+PY
+}
+cat >cec.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "cec", "symbols": {"N": {"min": 1, "max": 64}, "C": {"min": 1, "max": 5000}},
+ "inputs": [{"name": "x", "shape": ["N", "C"], "dtype": "f32", "requires_grad": true}, {"name": "t", "shape": ["N"], "dtype": "i64"}],
+ "ops": [{"op": "torch.nn.functional.cross_entropy", "args": ["x", "t"], "out": [{"name": "l", "shape": [], "dtype": "f32"}]}],
+ "outputs": ["l"]}
+EOF
+inputs=class_targets against=libtorch every_size cec cec.json N=1,C=1 N=3,C=7 N=17,C=1001 N=64,C=5000
+check cec-target-checked-against-the-class-count grep -q "at_l__[0-9]* < sz_C) {" cec/forward.cu
 # A softmax over T with rows before it (row * row_length + j): row_length at run time, each
 # row held in registers (up to 1 element a thread of 256, masked past the row), where the
 # specialised folders stream their rows of 7, 33 and 40 (no multiple of their blocks) and take
@@ -277,6 +306,16 @@ EOF
 against=libtorch every_size lnd lnd.json B=1,D=1 B=3,D=33 B=2,D=300 B=2,D=1024
 check lnd-rows-held-weights-hoisted sh -c 'grep -q "up to 4 elements per thread (j < row_length)" lnd/forward.cu &&
                                            grep -q "operands shaped like a row, the same for every row" lnd/forward.cu'
+# The weight's and bias's gradients, sums over B of rows of run-time length D: each block adds its
+# rows into partial sums in shared memory sized for the longest row (D <= 1024: 4 KB each), or in
+# its row of the partial sums in global memory past 32 KB of them (D <= 8192).
+sed 's/"name": "w", "shape": \["D"\], "dtype": "f32"/&, "requires_grad": true/; s/"name": "b", "shape": \["D"\], "dtype": "f32"/&, "requires_grad": true/; s/"lnd"/"lnwd"/' lnd.json >lnwd.json
+against=libtorch every_size lnwd lnwd.json B=1,D=1 B=3,D=33 B=5,D=1024
+check lnwd-part-sums-shared sh -c 'grep -q "__shared__ float s_grad_w__parts\[1024\];" lnwd/backward.cu &&
+                                   grep -q "g_grad_w__parts\[int64_t(blockIdx.x) \* row_length + j\] = s_grad_w__parts\[j\];" lnwd/backward.cu'
+sed 's/"max": 1024/"max": 8192/; s/"lnwd"/"lnwide"/' lnwd.json >lnwide.json
+against=libtorch every_size lnwide lnwide.json B=2,D=4097 B=3,D=8192
+check lnwide-part-sums-in-global-memory grep -q "g_grad_w__parts\[int64_t(blockIdx.x) \* row_length + j\] += " lnwide/backward.cu
 # Dropout, a residual and a LayerNorm over D up to 2048: the forward holds x, the residual and
 # its random draws, 5 a thread, for rows up to 1280, the backward 4 for rows up to 1024; their
 # streamed twins take the longer rows.
@@ -307,12 +346,13 @@ every_size col64 col64.json B=1 B=7 B=33 B=300
 # (tests/ptx_check.py, as for every example). The archives' folders (mlp, attn) are compared with
 # the folders specialised to their largest sizes by ptx_corpus.
 # (rsoft, ce, attn: rows whose length is taken at run time; attn: index arithmetic over sz_seq.
-# rlong, drln: rows held up to a limit and their twins, no spills and at most 48 registers, the
-# counts measured when rows were first held; not compared with specialised folders, whose
-# kernels at those lengths are other kernels: held in 16-byte runs, or fused otherwise.)
-for name in block mlp rsoft ce attn rlong drln; do
+# rlong, drln, cec: rows held up to a limit and their twins, no spills and at most 48 registers,
+# the counts measured when rows were first held; lnwd: partial sums in shared memory sized for
+# the longest row. Those four are not compared with specialised folders, whose kernels at those
+# lengths are other kernels: held in 16-byte runs (cec at C = 5000), or fused otherwise.)
+for name in block mlp rsoft ce cec attn rlong drln lnwd; do
   device_code "$name"
-  if [ "$name" != rlong ] && [ "$name" != drln ] && largest=$(ls -d "$name"-at-* 2>/dev/null | sort -t= -k3 -n | tail -1) && [ -n "$largest" ]; then
+  if ! [[ " rlong drln cec lnwd " = *" $name "* ]] && largest=$(ls -d "$name"-at-* 2>/dev/null | sort -t= -k3 -n | tail -1) && [ -n "$largest" ]; then
     device_code "$largest"
     check "$name-ptx-as-specialised" python3 "$here/ptx_compare.py" --known "$here/ptx_known_gaps.txt" "$name" "$largest" forward backward
   fi
@@ -320,7 +360,7 @@ for name in block mlp rsoft ce attn rlong drln; do
                                           python3 '$here/ptx_check.py' '$name/backward.cu' '$name/keep/backward.ptx' '$name/backward.ptxas.log'"
 done
 most_registers() { grep -ho "Used [0-9]* registers" "$@" | awk '{ if ($2 > most) most = $2 } END { print most + 0 }'; }
-check held-rows-at-most-48-registers [ "$(most_registers rlong/*.ptxas.log drln/*.ptxas.log)" -le 48 ]
+check held-rows-at-most-48-registers [ "$(most_registers rlong/*.ptxas.log drln/*.ptxas.log cec/*.ptxas.log)" -le 48 ]
 
 # The folder's own CMakeLists.txt builds it for the GPU (nvcc, sm_90), each file its own
 # translation unit as a deployment compiles them (the emulated builds above are one unit).

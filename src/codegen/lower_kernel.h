@@ -170,6 +170,7 @@ class KernelLowering : private IndexNamer {
   // at run time (the row then streamed element by element: kernel_plan.cpp).
   bool row_length_is_parameter() const;
   ExprPtr row_length() const;
+  int64_t longest_row() const;  // ... its number, or the largest the symbols allow
   std::vector<std::string> header() const;
   std::string description() const;
   kir::Param parameter(ValueId v, bool output) const;

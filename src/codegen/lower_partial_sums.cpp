@@ -1,7 +1,8 @@
 // Kernel lowering, partial sums over a row kernel's rows (thunder_gen.partial_sum, see fuse.cpp).
 // Block b adds rows b, b + gridDim.x, ... (the launch fixes gridDim.x to the parts) into a row of
-// sums it alone uses: in shared memory where they fit (kMaxPartSumBytes), and then copied to row
-// b of each `__parts` value, else in that row itself. Shared memory leaves the registers to the
+// sums it alone uses: in shared memory where they fit (kMaxPartSumBytes, at the longest row a row
+// length taken at run time may be), and then copied to row b of each `__parts` value, else in
+// that row itself. Shared memory leaves the registers to the
 // row: as registers, LayerNorm's two partial sums over rows of 4096 took 150 of them a thread
 // (95 without), one block of 256 threads per SM.
 #include "codegen/lower_kernel.h"
@@ -10,13 +11,13 @@ namespace tg::lower {
 
 bool KernelLowering::part_sums_shared() const {
   int64_t bytes = 0;
-  for (const Op* p : part_sums_) bytes += numel(layout_.reduced_shape()) * dtype_bytes(t_.value(p->outs[0]).dtype);
+  for (const Op* p : part_sums_) bytes += longest_row() * dtype_bytes(t_.value(p->outs[0]).dtype);
   return bytes <= kMaxPartSumBytes;
 }
 
 // Element j of the block's row of the parts (row blockIdx.x of `__parts`).
 kir::ExprPtr KernelLowering::part_row_at(const Op* p) const {
-  const kir::ExprPtr row = kir::binary(index_cast(var("blockIdx.x")), "*", kir::integer(numel(layout_.reduced_shape())));
+  const kir::ExprPtr row = kir::binary(index_cast(var("blockIdx.x")), "*", row_length());
   return kir::subscript(global(p->outs[0]), kir::binary(row, "+", var("j")));
 }
 
@@ -26,7 +27,7 @@ kir::ExprPtr KernelLowering::part_sum_at(const Op* p) const {
 }
 
 kir::Stmt KernelLowering::over_row_elements(Block statements) const {
-  return kir::loop(index_type_, "j", var("threadIdx.x"), kir::integer(numel(layout_.reduced_shape())), var("blockDim.x"), std::move(statements));
+  return kir::loop(index_type_, "j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(statements));
 }
 
 // Each thread adds each row's value (the same in every thread) in a register of its own. (s_ as
@@ -45,7 +46,7 @@ kir::Block KernelLowering::start_part_sums() const {
   Block zero;
   for (const Op* p : part_sums_) {
     if (part_sums_shared()) {
-      kir::Stmt shared = kir::array(storage_type(t_.value(p->outs[0])), local(Role::shared, p->outs[0]), numel(layout_.reduced_shape()));
+      kir::Stmt shared = kir::array(storage_type(t_.value(p->outs[0])), local(Role::shared, p->outs[0]), longest_row());
       shared.is_shared = true;
       code.push_back(std::move(shared));
     }

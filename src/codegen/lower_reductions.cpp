@@ -123,18 +123,19 @@ std::vector<KernelLowering::Accumulation> KernelLowering::variance_spread(const 
 // than a pass. (The sum's +0 start would turn a -0 into +0; this keeps the -0.)
 void KernelLowering::pick(const KernelPlan::Step& step) {
   const ValueId out = step.result, target = step.target, picked = step.operand;
-  const int64_t dim = layout_.reduced.at(0), length = layout_.domain[size_t(dim)];
+  const int64_t dim = layout_.reduced.at(0);
+  const Dim& length = layout_.domain[size_t(dim)];  // (a size parameter where taken at run time)
   comment(print_op(*producer_.at(out), t_, false) + " (element " + t_.value(target).name + " of the row: a load, no pass)");
   const std::string at = unique_local(local(Role::target, out)), result = fresh_name(out);
   const ExprPtr target_value = value_expr(target, layout_.outer_index());
   add(kir::decl("int64_t", at, target_value));
   add(kir::decl(ctype(t_.value(out).dtype), result, kir::integer(0), false));
   Index index = identity_index(layout_.domain.size());
-  index[size_t(dim)] = IndexComp::of_expr(IndexExpr::named(at, 0, length - 1));
+  index[size_t(dim)] = IndexComp::of_expr(IndexExpr::named(at, 0, sizes_.largest(length) - 1));
   push();
   const ExprPtr value = value_expr(picked, index);
   add(kir::assign(var(result), value));
-  const ExprPtr in_row = kir::binary(kir::binary(kir::integer(0), "<=", var(at)), "&&", kir::binary(var(at), "<", kir::integer(length)));
+  const ExprPtr in_row = kir::binary(kir::binary(kir::integer(0), "<=", var(at)), "&&", kir::binary(var(at), "<", kir::index(sizes_.size(length))));
   add(kir::branch(in_row, pop()));
   reduced_[out] = result;
 }

@@ -149,6 +149,8 @@ kir::ExprPtr KernelLowering::row_length() const {
   return row_length_is_parameter() ? var("row_length") : kir::integer(numel(layout_.reduced_shape()));
 }
 
+int64_t KernelLowering::longest_row() const { return largest_count(t_, numel_dim(layout_.reduced_shape())); }
+
 // `n` or `rows` declared, unless the kernel takes it.
 kir::Block KernelLowering::count_declaration() const {
   if (count_is_parameter()) return {};
