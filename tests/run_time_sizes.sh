@@ -36,10 +36,11 @@ same_outputs() {
 # comparison below reads them): for a folder holding rows of run-time length in registers where
 # the specialised folders stream them, whose softmax sums in another order. With inputs=FUNCTION,
 # the harness reads what `FUNCTION SIZES` writes in folder in-NAME-SIZES (class targets) and draws
-# the rest.
+# the rest. With ranks=N, both folders run as N ranks (--world-size), each rank's outputs compared.
 every_size() {
-  local name=$1 file=$2 sizes given
+  local name=$1 file=$2 sizes given world=()
   shift 2
+  [ -n "${ranks:-}" ] && world=(--world-size "$ranks")
   "$THUNDER_GEN" "$file" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
   check "$name-generated" [ -x "$name/harness" ]
   check "$name-manifest-says-run-time" grep -q '"takes_sizes": true' "$name/manifest.json"
@@ -49,13 +50,17 @@ every_size() {
     if [ -n "${inputs:-}" ]; then
       mkdir -p "in-$name-$sizes" && (cd "in-$name-$sizes" && "$inputs" "$sizes") && given=(--inputs "in-$name-$sizes")
     fi
-    "$name/harness" --quiet --sizes "$sizes" "${given[@]}" --outputs "out-$name-$sizes" 2>>"$name.err"
+    "$name/harness" --quiet "${world[@]}" --sizes "$sizes" "${given[@]}" --outputs "out-$name-$sizes" 2>>"$name.err"
     if [ "${against:-specialised}" = libtorch ]; then
       check "$name-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" "$file" "out-$name-$sizes" "--specialize=$sizes"
       continue
     fi
-    "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err" && "$name-at-$sizes/harness" --quiet --outputs "out-$name-at-$sizes" 2>>"$name.err"
-    check "$name-$sizes-same-as-specialised" same_outputs "out-$name-at-$sizes" "out-$name-$sizes"
+    "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err" && "$name-at-$sizes/harness" --quiet "${world[@]}" --outputs "out-$name-at-$sizes" 2>>"$name.err"
+    if [ -n "${ranks:-}" ]; then
+      check "$name-$sizes-same-as-specialised" sh -c "[ -d 'out-$name-$sizes/rank$((ranks - 1))' ] && diff -r 'out-$name-at-$sizes' 'out-$name-$sizes'"
+    else
+      check "$name-$sizes-same-as-specialised" same_outputs "out-$name-at-$sizes" "out-$name-$sizes"
+    fi
   done
 }
 every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
@@ -252,21 +257,26 @@ every_size chunk chunk.json B=1,T=1 B=5,T=9
 # tools/symbolic_corpus.py's Thunder capture of the corpus model).
 every_size ce "$root/examples/symbolic/corpus/cross_entropy_head.json" B=1,T=1 B=3,T=7 B=8,T=32
 check ce-row-length-taken grep -q "j < row_length; j += blockDim.x" ce/backward.cu
-# Cross-entropy over C classes, C a symbol: the target's logit is picked where 0 <= t < sz_C.
-# Its targets: N of them, each in [0, C), as t.npy (int64, C order).
-class_targets() {
-  python3 - "$1" <<'PY'
+# index_input SIZES NAME BOUND DIM...: NAME.npy, int64 indices in [0, BOUND) of shape DIM... (each a
+# symbol or a number), at SIZES ("N=3,C=7"): inputs the harness would draw out of range.
+index_input() {
+  python3 - "$@" <<'PY'
 import random, struct, sys
 sizes = dict(kv.split("=") for kv in sys.argv[1].split(","))
-n, c = int(sizes["N"]), int(sizes["C"])
-header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }" % n
+name, bound, dims = sys.argv[2], int(sizes[sys.argv[3]]), [int(sizes.get(d, d)) for d in sys.argv[4:]]
+count = 1
+for d in dims:
+    count *= d
+header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%s), }" % "".join("%d," % d for d in dims)
 header += " " * (63 - (len(header) + 10) % 64) + "\n"
-random.seed(n * 7919 + c)
-with open("t.npy", "wb") as f:
+random.seed(sys.argv[1])
+with open(name + ".npy", "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(struct.pack("<%dq" % n, *(random.randrange(c) for _ in range(n))))
+    f.write(struct.pack("<%dq" % count, *(random.randrange(bound) for _ in range(count))))
 PY
 }
+# Cross-entropy over C classes, C a symbol: the target's logit is picked where 0 <= t < sz_C.
+class_targets() { index_input "$1" t C N; }
 cat >cec.json <<'EOF'
 {"format": "thunder-gen-trace", "version": 1, "name": "cec", "symbols": {"N": {"min": 1, "max": 64}, "C": {"min": 1, "max": 5000}},
  "inputs": [{"name": "x", "shape": ["N", "C"], "dtype": "f32", "requires_grad": true}, {"name": "t", "shape": ["N"], "dtype": "i64"}],
@@ -275,6 +285,74 @@ cat >cec.json <<'EOF'
 EOF
 inputs=class_targets against=libtorch every_size cec cec.json N=1,C=1 N=3,C=7 N=17,C=1001 N=64,C=5000
 check cec-target-checked-against-the-class-count grep -q "at_l__[0-9]* < sz_C) {" cec/forward.cu
+# ... with label smoothing and class weights: s / C divides by the class count at run time.
+cat >cels.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "cels", "symbols": {"N": {"min": 1, "max": 64}, "C": {"min": 1, "max": 1000}},
+ "inputs": [{"name": "x", "shape": ["N", "C"], "dtype": "f32", "requires_grad": true}, {"name": "t", "shape": ["N"], "dtype": "i64"},
+            {"name": "w", "shape": ["C"], "dtype": "f32", "init": {"uniform": [0.5, 1.5]}}],
+ "ops": [{"op": "torch.nn.functional.cross_entropy", "args": ["x", "t"], "kwargs": {"weight": "w", "label_smoothing": 0.1},
+          "out": [{"name": "l", "shape": [], "dtype": "f32"}]}],
+ "outputs": ["l"]}
+EOF
+inputs=class_targets against=libtorch every_size cels cels.json N=1,C=1 N=3,C=7 N=17,C=1000
+# Lowerings whose iota runs along a symbol (cumsum's, gather's and tril's positions), the
+# lengths taken at run time: a cumulative sum over T, a gather of one position along T, and
+# causal attention scores over [B, 2, T, T] masked by tril (whose mask the planner weighs at
+# --plan-at sizes).
+cat >scan.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "scan", "symbols": {"B": {"min": 1, "max": 4}, "T": {"min": 1, "max": 48}},
+ "inputs": [{"name": "x", "shape": ["B", 2, "T", 8], "dtype": "f32", "requires_grad": true},
+            {"name": "kt", "shape": ["B", 2, 8, "T"], "dtype": "f32", "requires_grad": true},
+            {"name": "i", "shape": ["B", 2, 1, 8], "dtype": "i64"}],
+ "ops": [{"op": "torch.cumsum", "args": ["x", 2], "out": [{"name": "c", "shape": ["B", 2, "T", 8], "dtype": "f32"}]},
+         {"op": "torch.gather", "args": ["c", 2, "i"], "out": [{"name": "g", "shape": ["B", 2, 1, 8], "dtype": "f32"}]},
+         {"op": "torch.matmul", "args": ["x", "kt"], "out": [{"name": "s", "shape": ["B", 2, "T", "T"], "dtype": "f32"}]},
+         {"op": "torch.tril", "args": ["s"], "kwargs": {"fill_value": {"float": "-inf"}}, "out": [{"name": "m", "shape": ["B", 2, "T", "T"], "dtype": "f32"}]},
+         {"op": "torch.softmax", "args": ["m", -1], "out": [{"name": "y", "shape": ["B", 2, "T", "T"], "dtype": "f32"}]}],
+ "outputs": ["g", "y"]}
+EOF
+positions() { index_input "$1" i T B 2 1 8; }
+inputs=positions against=libtorch every_size scan scan.json B=1,T=1 B=3,T=7 B=4,T=48
+# torch.nn.MultiheadAttention's function over [T, B, 16] (4 heads, weights returned): its slices of
+# in_proj_weight are sized by constants, its heads by the symbols.
+cat >mhat.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "mhat", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["T", "B", 16], "dtype": "f32", "requires_grad": true},
+            {"name": "ipw", "shape": [48, 16], "dtype": "f32", "requires_grad": true, "init": {"uniform": [-0.25, 0.25]}},
+            {"name": "ipb", "shape": [48], "dtype": "f32", "requires_grad": true},
+            {"name": "opw", "shape": [16, 16], "dtype": "f32", "requires_grad": true, "init": {"uniform": [-0.25, 0.25]}},
+            {"name": "opb", "shape": [16], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.nn.functional.multi_head_attention_forward", "args": ["x", "x", "x", 16, 4, "ipw", "ipb", null, null, false, 0.0, "opw", "opb"],
+          "out": [{"name": "y", "shape": ["T", "B", 16], "dtype": "f32"}, {"name": "aw", "shape": ["B", "T", "T"], "dtype": "f32"}]}],
+ "outputs": ["y", "aw"]}
+EOF
+against=libtorch every_size mhat mhat.json B=1,T=1 B=3,T=7 B=8,T=40
+# Pads that crop (negative lo or hi) along T: their gradients slice the cotangent from -lo up to
+# T - max(0, -hi) and pad it back, both by expressions.
+cat >crop.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "crop", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 2, "max": 64}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.pad", "args": ["x", 0.0, [[0, 0, 0], [-1, 2, 0]]], "out": [{"name": "p", "shape": ["B", "T + 1"], "dtype": "f32"}]},
+         {"op": "prims.pad", "args": ["x", 0.0, [[0, 0, 0], [0, -1, 0]]], "out": [{"name": "q", "shape": ["B", "T - 1"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["p"], "out": [{"name": "y", "shape": ["B", "T + 1"], "dtype": "f32"}]},
+         {"op": "torch.sin", "args": ["q"], "out": [{"name": "z", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
+ "outputs": ["y", "z"]}
+EOF
+against=libtorch every_size crop crop.json B=1,T=2 B=3,T=7 B=8,T=64
+# An all_gather along B and a reduce_scatter, as two ranks: [2*B, T] gathered and [B//2, T]
+# scattered, byte for byte the folders specialised to each size. (Both of one input would be
+# refused: its gradients, [B, T] and the all_gather's [2*(B//2), T], are one shape at every size
+# allowed, which the expressions do not show.)
+cat >ranks.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "ranks", "symbols": {"B": {"min": 2, "max": 16, "multiple_of": 2}, "T": {"min": 1, "max": 8}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true},
+            {"name": "y", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "thunder.distributed.prims.all_gather", "args": ["x", {"process_group": {"world_size": 2}}, false], "out": [{"name": "g", "shape": ["2*B", "T"], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["g"], "out": [{"name": "h", "shape": ["2*B", "T"], "dtype": "f32"}]},
+         {"op": "thunder.distributed.prims.reduce_scatter", "args": ["y", {"str": "SUM"}, {"process_group": {"world_size": 2}}, false], "out": [{"name": "s", "shape": ["B//2", "T"], "dtype": "f32"}]}],
+ "outputs": ["h", "s"]}
+EOF
+ranks=2 every_size ranks ranks.json B=2,T=1 B=6,T=7
 # A softmax over T with rows before it (row * row_length + j): row_length at run time, each
 # row held in registers (up to 1 element a thread of 256, masked past the row), where the
 # specialised folders stream their rows of 7, 33 and 40 (no multiple of their blocks) and take

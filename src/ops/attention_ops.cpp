@@ -243,21 +243,24 @@ V lower_dropout(G& g, const Op& op) {
 // ---- multi_head_attention_forward (nn.MultiheadAttention), as PyTorch's function computes it ----
 
 struct MhaShape {
-  int64_t l, s, n, heads, head_dim;  // n is 1 for unbatched inputs
+  Dim l, s, n;  // with their expressions; n is 1 for unbatched inputs
+  int64_t heads, head_dim;
 };
 
 MhaShape mha_shape_of(G& g, const Op& op) {
   const Shape q = shape_of(g, op.arg("query").value);
   const int64_t heads = op.arg("num_heads").integer;
-  return {q[0], shape_of(g, op.arg("key").value)[0], q.size() == 3 ? int64_t(q[1]) : 1, heads, q.back() / heads};
+  return {q[0], shape_of(g, op.arg("key").value)[0], q.size() == 3 ? q[1] : Dim::constant(1), heads, q.back() / heads};
 }
 
-// Rows [from, from + n) of a weight or a bias (dim 0).
+// Rows [from, from + n) of a weight or a bias (dim 0), sized by constants where its rows are
+// (an embedding size that is a symbol leaves them numbers, which the probes refuse).
 V rows_of(G& g, V w, int64_t from, int64_t n) {
   const Shape s = shape_of(g, w);
-  std::vector<int64_t> start(s.size(), 0), end = sizes_of(s);
-  start[0] = from;
-  end[0] = from + n;
+  auto size = [&](int64_t v) { return s[0].symbolic() ? Dim(v) : Dim::constant(v); };
+  Shape start(s.size(), Dim::constant(0)), end = s;
+  start[0] = size(from);
+  end[0] = size(from + n);
   return call(g, "prims.slice_prim", {val(w), int_list(start), int_list(end), Arg{}});
 }
 
@@ -272,8 +275,8 @@ V mha_in_projection(G& g, const Op& op, const MhaShape& m, size_t which) {
                                                      : rows_of(g, op.arg("in_proj_weight").value, int64_t(which) * e, e);
   V b = op.arg("in_proj_bias").is_value() ? rows_of(g, op.arg("in_proj_bias").value, int64_t(which) * e, e) : kNoValue;
   V y = linear(g, x, w, b);
-  const int64_t len = shape_of(g, x)[0];
-  return call(g, "prims.transpose", {val(reshape(g, y, {len, m.n, m.heads, m.head_dim})), int_list({1, 2, 0, 3})});
+  const Dim len = shape_of(g, x)[0];
+  return call(g, "prims.transpose", {val(reshape(g, y, {len, m.n, Dim::constant(m.heads), Dim::constant(m.head_dim)})), int_list({1, 2, 0, 3})});
 }
 
 // The masks on the logits [N, heads, L, S] as PyTorch's function reads them: a b8 mask's true is
@@ -304,7 +307,7 @@ std::vector<ValueId> lower_mha(G& g, const Op& op) {
   const double dropout_p = op.arg("dropout_p").as_double();
   if (op.arg("training").boolean && dropout_p > 0.0) p = attention_dropout(g, op, p, dropout_p);
   V heads = call(g, "prims.transpose", {val(matmul(g, p, v)), int_list({2, 0, 1, 3})});  // [L, N, heads, head_dim]
-  V merged = reshape(g, heads, {m.l, m.n, m.heads * m.head_dim});
+  V merged = reshape(g, heads, {m.l, m.n, Dim::constant(m.heads * m.head_dim)});
   V y = linear(g, merged, op.arg("out_proj_weight").value, optional_value(op.arg("out_proj_bias")));
   y = reshape(g, y, output_of(g, op, 0).shape);
   if (!op.arg("need_weights").boolean) return {y};

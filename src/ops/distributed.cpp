@@ -32,10 +32,11 @@ const Value& communicated_tensor(const Trace& t, const Op& op, size_t i) {
 
 int64_t world_size_of(const Op& op) { return op.arg("group").integer; }
 
-// Dim 0 of a gathered tensor: the shard's times the world size, which must not overflow.
-int64_t gathered(int64_t dim0, int64_t ws) {
+// Dim 0 of a gathered tensor: the shard's times the world size (with its expression), which must
+// not overflow.
+Dim gathered(const Dim& dim0, int64_t ws) {
   if (dim0 > std::numeric_limits<int64_t>::max() / ws) fail(0, "gathered over " + std::to_string(ws) + " ranks, dim 0 overflows 64 bits");
-  return dim0 * ws;
+  return multiply_dims(dim0, Dim::constant(ws));
 }
 
 void check_reduce_op(const Op& op, size_t i) {
@@ -80,7 +81,14 @@ std::vector<OutType> reduce_scatter_rule(const Trace& t, const Op& op) {
   const int64_t ws = world_size_of(op);
   if (a.shape[0] % ws) fail(0, "dim 0 of shape " + shape_str(a.shape) + " is not divisible by the world size " + std::to_string(ws));
   Shape out = a.shape;
-  out[0] = Dim(out[0] / ws);
+  if (!out[0].symbolic()) {
+    out[0] = computed_from(out[0], out[0] / ws);
+  } else if (provably_divisible(*out[0].expr(), ws, t.symbols)) {
+    out[0] = floor_div_dim(out[0], ws, t.symbols);
+  } else {
+    fail(0, "dim 0, " + out[0].expr()->text() + ", is not a multiple of the world size " + std::to_string(ws) +
+                " at every size the symbols allow: declare a multiple_of that makes it one");
+  }
   return {{a.dtype, out}};
 }
 
@@ -152,7 +160,7 @@ std::vector<OutType> unpack_rule(const Trace& t, const Op& op) {
     if (ws < 1) fail(2, "world_size must be positive");
     gather = mode == "gather";
   }
-  const int64_t expected = gather ? gathered(n, ws) : n / ws;
+  const int64_t expected = gather ? int64_t(gathered(Dim(n), ws)) : n / ws;
   if (buffer.shape[0] != expected || (!gather && n % ws))
     fail(0, "holds " + std::to_string(buffer.shape[0]) + " elements, the tensors need " + std::to_string(expected));
   std::vector<OutType> out;
@@ -160,7 +168,7 @@ std::vector<OutType> unpack_rule(const Trace& t, const Op& op) {
     Shape s = t.value(item.value).shape;
     if (ws > 1) {
       if (s.empty() || (!gather && s[0] % ws)) fail(1, "a tensor of shape " + shape_str(s) + " cannot be split along dim 0 by the world size");
-      s[0] = gather ? gathered(s[0], ws) : s[0] / ws;
+      s[0] = gather ? gathered(s[0], ws) : computed_from(s[0], s[0] / ws);
     }
     out.push_back({dtype, s});
   }

@@ -155,7 +155,17 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
     if (lo >= 0 && lhi[1] >= 0) {  // every input position is in the output: lo + (len - 1) * step + 1 its end, with its expression
       start.push_back(lhi[0]);
       end.push_back(add_dims(lhi[0], spread_dim(in[d], Dim::constant(step))));
-      repad.push_back(int_list({0, 0, 0}));
+      repad.push_back(int_list(Shape(3, Dim::constant(0))));
+      continue;
+    }
+    if (step == 1) {  // positions max(0, -lo) up to len - max(0, -hi), with their expressions
+      const Dim none = Dim::constant(0);
+      const Dim cut_lo = lo >= 0 ? none : subtract_dims(none, lhi[0]), cut_hi = lhi[1] >= 0 ? none : subtract_dims(none, lhi[1]);
+      const Dim p1 = subtract_dims(in[d], cut_hi);
+      if (p1 <= cut_lo) { empty = true; break; }
+      start.push_back(add_dims(lhi[0], cut_lo));
+      end.push_back(add_dims(lhi[0], p1));
+      repad.push_back(Arg::of_list({Arg::of_dim(cut_lo), Arg::of_dim(cut_hi), Arg::of_dim(none)}));
       continue;
     }
     // input positions p whose padded position lo + p * step lands inside the output

@@ -59,6 +59,13 @@ ClassLoss class_loss_of(G& g, const Op& op) {
   return l;
 }
 
+// v * (s / C), s the label smoothing: by that constant where C is one (as a static trace always
+// computed it), else v * s / C, dividing by C as a size the kernel reads at run time.
+V times_smoothing_share(G& g, V v, const ClassLoss& l) {
+  if (!l.c.symbolic()) return mul(g, val(v), num(l.smoothing / double(l.c)));
+  return div(g, val(mul(g, val(v), num(l.smoothing))), count(l.c));
+}
+
 // Each row's weight, w[target] ([N]; 0 for a target outside [0, C), such as an ignored one).
 V target_weights(G& g, const ClassLoss& l) {
   V w = broadcast(g, l.weight, {l.n, l.c}, {1});
@@ -95,7 +102,7 @@ V lower_class_loss(G& g, const Op& op) {
   if (l.weight != kNoValue) loss = mul(g, val(loss), val(target_weights(g, l)));
   if (l.smoothing > 0) {  // (1 - s) * nll + s * mean over classes of -log p (weighted: -w_c log p_c)
     V per_class = l.weight == kNoValue ? logp : mul(g, val(logp), val(broadcast(g, l.weight, {l.n, l.c}, {1})));
-    V smooth = div(g, val(neg(g, sum(g, per_class, {1}))), num(double(l.c)));
+    V smooth = div(g, val(neg(g, sum(g, per_class, {1}))), count(l.c));
     loss = add(g, val(mul(g, val(loss), num(1.0 - l.smoothing))), val(mul(g, val(smooth), num(l.smoothing))));
   }
   loss = where(g, l.valid, val(loss), num(0.0));
@@ -114,10 +121,9 @@ V weighted_class_loss_local(G& g, const Op& op, const ClassLoss& l, V a, V targe
   V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
   V e = unary(g, "prims.exp", shifted);
   V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
-  const double k = l.smoothing / double(l.c);
   V total = broadcast(g, sum(g, l.weight, {0}), s, {});
-  V coefficient = add(g, val(mul(g, val(wt), num(1.0 - l.smoothing))), val(mul(g, val(total), num(k))));
-  V q = add(g, val(mul(g, val(nll_part), num(1.0 - l.smoothing))), val(mul(g, val(broadcast(g, l.weight, s, {1})), num(k))));
+  V coefficient = add(g, val(mul(g, val(wt), num(1.0 - l.smoothing))), val(times_smoothing_share(g, total, l)));
+  V q = add(g, val(mul(g, val(nll_part), num(1.0 - l.smoothing))), val(times_smoothing_share(g, broadcast(g, l.weight, s, {1}), l)));
   return sub(g, val(mul(g, val(p), val(coefficient))), val(q));
 }
 
@@ -142,7 +148,11 @@ Contributions class_loss_gradient(G& g, const Op& op, const std::vector<V>& cot)
     V shifted = sub(g, val(a), val(unreduce(g, call(g, "prims.amax", {val(a), int_list({1})}), s, {1})));
     V e = unary(g, "prims.exp", shifted);
     V p = div(g, val(e), val(unreduce(g, sum(g, e, {1}), s, {1})));
-    V q = l.smoothing > 0 ? add(g, val(mul(g, val(target), num(1.0 - l.smoothing))), num(l.smoothing / double(l.c))) : target;
+    V q = target;
+    if (l.smoothing > 0) {
+      V kept = mul(g, val(target), num(1.0 - l.smoothing));
+      q = l.c.symbolic() ? add(g, val(kept), val(times_smoothing_share(g, full(g, s, 1.0, ct), l))) : add(g, val(kept), num(l.smoothing / double(l.c)));
+    }
     ga = mul(g, val(sub(g, val(p), val(q))), val(per_row));
   } else {
     ga = neg(g, mul(g, val(target), val(per_row)));

@@ -152,13 +152,14 @@ V lower_cumsum(G& g, const Op& op) {
   V a = upcast(g, downcast(g, op.arg("input").value, dt));
   const Shape shape = shape_of(g, a);
   if (shape.empty()) return downcast(g, a, dt);
-  const int64_t d = wrapped(op.arg("dim").integer, shape.size()), n = shape[size_t(d)];
+  const int64_t d = wrapped(op.arg("dim").integer, shape.size());
+  const Dim n = shape[size_t(d)];  // (with its expression, as the iota and the spread axis keep it)
   Shape spread_shape = shape;
   spread_shape.insert(spread_shape.begin() + d + 1, n);
   std::vector<int64_t> dims;
   for (int64_t k = 0; k < int64_t(shape.size()); ++k) dims.push_back(k < d ? k : k + 1);
   V spread = broadcast(g, a, spread_shape, dims);
-  V positions = call(g, "prims.iota", {Arg::of_int(n), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V positions = call(g, "prims.iota", {Arg::of_dim(n), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
   V keep = cmp(g, "prims.le", val(broadcast(g, positions, spread_shape, {d + 1})), val(broadcast(g, positions, spread_shape, {d})));
   V masked = where(g, keep, val(spread), is_float(value_of(g, a).dtype) ? num(0.0) : Arg::of_int(0));
   return downcast(g, call(g, "prims.sum", {val(masked), int_list({d + 1})}), dt);

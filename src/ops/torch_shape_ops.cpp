@@ -186,9 +186,10 @@ std::vector<ValueId> lower_split(G& g, const Op& op) {
 V lower_triangle(G& g, const Op& op) {
   V a = op.arg("input").value;
   const Shape shape = shape_of(g, a);
-  const int64_t r = int64_t(shape.size()), rows = shape[size_t(r - 2)], cols = shape[size_t(r - 1)];
-  auto positions = [&](int64_t n, int64_t dim) {
-    V i = call(g, "prims.iota", {Arg::of_int(n), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  const int64_t r = int64_t(shape.size());
+  const Dim rows = shape[size_t(r - 2)], cols = shape[size_t(r - 1)];
+  auto positions = [&](const Dim& n, int64_t dim) {
+    V i = call(g, "prims.iota", {Arg::of_dim(n), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
     return broadcast(g, i, {rows, cols}, {dim});
   };
   V offset = sub(g, val(positions(cols, 1)), val(positions(rows, 0)));
@@ -206,7 +207,7 @@ V lower_gather(G& g, const Op& op) {
   const Shape in = shape_of(g, a), out = shape_of(g, index);
   if (in.empty()) return a;  // a 0-d input: index is 0-d and must be 0
   const size_t rank = in.size(), d = size_t(wrapped(op.arg("dim").integer, rank));
-  const int64_t k = in[d];
+  const Dim k = in[d];  // (with its expression: the iota and the summed axis are as long at every size)
   Shape extent = out;
   extent[d] = k;
   if (extent != in) a = call(g, "prims.slice_prim", {val(a), int_list(std::vector<int64_t>(rank, 0)), int_list(extent)});
@@ -221,7 +222,7 @@ V lower_gather(G& g, const Op& op) {
   V source = broadcast(g, call(g, "prims.transpose", {val(a), int_list(dim_last)}), wide, kept);
   std::vector<int64_t> leading(rank);
   for (size_t i = 0; i < rank; ++i) leading[i] = int64_t(i);
-  V positions = call(g, "prims.iota", {Arg::of_int(k), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, index).dtype)});
+  V positions = call(g, "prims.iota", {Arg::of_dim(k), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, index).dtype)});
   V chosen = cmp(g, "prims.eq", val(broadcast(g, index, wide, leading)), val(broadcast(g, positions, wide, {int64_t(rank)})));
   const DType dt = value_of(g, a).dtype;
   return sum(g, where(g, chosen, val(source), operand_as(g, Arg::of_int(0), dt, wide)), {int64_t(rank)});
