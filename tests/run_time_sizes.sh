@@ -313,6 +313,21 @@ cat >scan.json <<'EOF'
 EOF
 positions() { index_input "$1" i T B 2 1 8; }
 inputs=positions against=libtorch every_size scan scan.json B=1,T=1 B=3,T=7 B=4,T=48
+# An iota counting down from T (its start a size parameter), and an embedding whose padding_idx
+# -1 is row C - 1 of a table of C rows, C a symbol (its gradient skips that row).
+cat >ends.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "ends", "symbols": {"B": {"min": 1, "max": 4}, "T": {"min": 1, "max": 40}, "C": {"min": 1, "max": 300}},
+ "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}, {"name": "i", "shape": ["B", "T"], "dtype": "i64"},
+            {"name": "w", "shape": ["C", 8], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.iota", "args": [{"size": "T"}], "kwargs": {"start": {"size": "T"}, "step": -1, "device": {"device": "cuda:0"}, "dtype": {"dtype": "i64"}},
+          "out": [{"name": "r", "shape": ["T"], "dtype": "i64"}]},
+         {"op": "prims.convert_element_type", "args": ["r", {"dtype": "f32"}], "out": [{"name": "f", "shape": ["T"], "dtype": "f32"}]},
+         {"op": "torch.mul", "args": ["x", "f"], "out": [{"name": "y", "shape": ["B", "T"], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.embedding", "args": ["i", "w"], "kwargs": {"padding_idx": -1}, "out": [{"name": "e", "shape": ["B", "T", 8], "dtype": "f32"}]}],
+ "outputs": ["y", "e"]}
+EOF
+token_ids() { index_input "$1" i C B T; }
+inputs=token_ids against=libtorch every_size ends ends.json B=1,T=1,C=1 B=3,T=7,C=5 B=4,T=40,C=300
 # torch.nn.MultiheadAttention's function over [T, B, 16] (4 heads, weights returned): its slices of
 # in_proj_weight are sized by constants, its heads by the symbols.
 cat >mhat.json <<'EOF'

@@ -542,9 +542,11 @@ kir::ExprPtr KernelLowering::source(const Op& op, const Index& index) {
     const ExprPtr lo = operand(op.arg("minval"), index, DType::f32), hi = operand(op.arg("maxval"), index, DType::f32);
     return kir::cast(type, kir::binary(lo, "+", kir::binary(kir::paren(kir::binary(hi, "-", lo)), "*", u)));
   }
-  // iota
+  // iota (its start a size taken at run time where it is one: counting down from T - 1)
   const ExprPtr position = kir::component(sizes_.component(index.at(0), out.shape.at(0)));
-  return kir::cast(type, kir::binary(kir::integer(op.arg("start").integer), "+", kir::binary(position, "*", kir::integer(op.arg("step").integer))));
+  const IndexExpr start = sizes_.size(op.arg("start").dim());
+  const ExprPtr first = start.constant() ? kir::integer(op.arg("start").integer) : kir::index(start);
+  return kir::cast(type, kir::binary(first, "+", kir::binary(position, "*", kir::integer(op.arg("step").integer))));
 }
 
 // A shape op's element: a pad's (its operand's element inside the padded region, the padding

@@ -179,8 +179,9 @@ V embedding_onehot(G& g, const Op& op, bool skip_padding) {
   V classes = call(g, "prims.iota", {Arg::of_dim(rows), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(value_of(g, ids).dtype)});
   V onehot = cmp(g, "prims.eq", val(broadcast(g, reshape(g, ids, {n}), {n, rows}, {0})), val(broadcast(g, classes, {n, rows}, {1})));
   if (!skip_padding || op.arg("padding_idx").kind == Arg::Kind::none) return onehot;
-  const int64_t padding = op.arg("padding_idx").integer < 0 ? op.arg("padding_idx").integer + rows : op.arg("padding_idx").integer;
-  return call(g, "prims.bitwise_and", {val(onehot), val(broadcast(g, cmp(g, "prims.ne", val(classes), Arg::of_int(padding)), {n, rows}, {1}))});
+  const int64_t index = op.arg("padding_idx").integer;  // (counted from the end where negative: rows + index, an expression)
+  const Dim padding = index < 0 ? add_dims(rows, Dim::constant(index)) : Dim::constant(index);
+  return call(g, "prims.bitwise_and", {val(onehot), val(broadcast(g, cmp(g, "prims.ne", val(classes), Arg::of_dim(padding)), {n, rows}, {1}))});
 }
 
 // Reads the ids: onehot^T @ g, the padding_idx row left out (PyTorch gives it no gradient).
