@@ -109,6 +109,10 @@ check attn-bf16-launch-conditions-wrapped conditions_wrapped attn_bf16/forward.c
 # A language model's shifted loss through torch.export (logits[:, :-1], targets[:, 1:]): the
 # graph's slices end at -1 and their sizes are seq - 1 (a size parameter of its own).
 against_libtorch shifted "$root/tests/pt2/torch-2.9/dynamic/shifted_loss_dynamic.pt2"
+# SymInts the graph computes with (x * seq, a sum over the tokens / (batch * seq), positions
+# arange(past, past + seq) into a table): sizes the code reads from its size parameters.
+against_libtorch sized "$root/tests/pt2/torch-2.9/dynamic/sized_dynamic.pt2"
+check sized-scales-by-seq grep -q "static_cast<float>(sz_seq)" sized/forward.cu
 check shifted-size-parameter grep -q "sz_[a-z0-9]*_m1" shifted/forward.cu
 # A pointwise kernel over [T] alone: planned in 16-byte runs at every size (a plan made at the
 # probes' counts, 2 and 7, would differ and refuse it), shorter counts left to the element loop.

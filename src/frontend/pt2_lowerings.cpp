@@ -192,7 +192,8 @@ std::vector<Doc> arange(Pt2Lowering& node) {
   const int64_t length = std::max<int64_t>(0, (end - start + step - (step > 0 ? 1 : -1)) / step);
   const Value& out = node.meta(node.outs.at(0));
   const Doc length_arg = out.shape.size() == 1 && out.shape[0].symbolic() ? size_list_json(out.shape)[0] : Doc(length);  // (arange(seq): its expression)
-  b.output(0, "prims.iota", {{"length", length_arg}, {"start", start}, {"step", step}, {"device", {{"device", "cuda:0"}}}, {"dtype", dtype_literal(out.dtype)}});
+  const Doc start_arg = node.sized.count("start") ? node.sized.at("start") : Doc(start);  // (arange(past, past + seq): from a size)
+  b.output(0, "prims.iota", {{"length", length_arg}, {"start", start_arg}, {"step", step}, {"device", {{"device", "cuda:0"}}}, {"dtype", dtype_literal(out.dtype)}});
   return b.take();
 }
 

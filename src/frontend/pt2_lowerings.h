@@ -17,6 +17,7 @@ namespace tg {
 struct Pt2Lowering {
   const nlohmann::json& args;            // the node's arguments by ATen parameter name, defaults filled
   const std::set<std::string>& literals;  // ... those it gives as integer literals (not SymInts)
+  const std::map<std::string, nlohmann::json>& sized;  // ... those it gives as SymInts naming a symbol: {"size": expression}
   const std::vector<std::string>& outs;  // the node's outputs
   std::function<const Value&(const std::string&)> meta;  // a tensor's shape and dtype, by name
   std::string where;                                      // the node's JSON pointer, for errors

@@ -75,7 +75,7 @@ void Translator::translate_node(Json node_json, const Path& at) {
   outs.resize(computed);
   const size_t ops_before = ops_.size();
   const Doc operands = autocast_ ? autocast_operands(bound, outs, at) : bound;
-  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, literal_integers(node, at), outs, at);
+  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, literal_integers(node, at), symbolic_integers(node, at), outs, at);
   if (!outs.empty() && feeds_patterns(aten)) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
   if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
@@ -156,6 +156,21 @@ std::set<std::string> Translator::literal_integers(Object node, const Path& at) 
   return out;
 }
 
+std::map<std::string, Doc> Translator::symbolic_integers(Object node, const Path& at) const {
+  std::map<std::string, Doc> out;
+  const Path inputs_at(at, "inputs");
+  size_t i = 0;
+  for (Json input_json : list_at(require(node, at, "inputs"), inputs_at)) {
+    const Path input_at(inputs_at, i++), arg_at(input_at, "arg");
+    const Object input = object_at(input_json, input_at);
+    auto [member, value] = member_of(require(input, input_at, "arg"), arg_at, "Argument");
+    if (member != "as_sym_int") continue;
+    const SizeExpr size = sizes_.expression(value, Path(arg_at, member));
+    if (!size.is_constant()) out[string_at(require(input, input_at, "name"), Path(input_at, "name"))] = Doc{{"size", size.text()}};
+  }
+  return out;
+}
+
 // An argument the row neither binds, tests nor ignores must be at its default: the translation
 // would otherwise drop what it says.
 void Translator::check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const {
@@ -185,9 +200,10 @@ Doc Translator::special_value(const std::string& special, const Doc& bound, cons
   TG_CHECK(false, "aten_ops.def: unknown " + special);
 }
 
-void Translator::emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::vector<std::string>& outs, const Path& at) {
+void Translator::emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::map<std::string, Doc>& sized,
+                      const std::vector<std::string>& outs, const Path& at) {
   if (!row.lowering.empty()) {
-    Pt2Lowering lowering{bound, literals, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
+    Pt2Lowering lowering{bound, literals, sized, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
     for (Doc& op : lower_aten(row.lowering, lowering)) ops_.push_back(std::move(op));
     for (auto& [name, value] : lowering.aliases) alias_[name] = resolve(value);
     return;
@@ -200,7 +216,9 @@ void Translator::emit(const AtenRow& row, const Doc& bound, const std::set<std::
   Doc kwargs = Doc::object();
   for (const AtenBinding& b : row.binding) {
     if (b.kind != AtenBinding::Kind::assign) continue;
-    kwargs[b.ours] = !b.special.empty() ? special_value(b.special, bound, outs, at) : !b.param.empty() ? bound.at(b.param) : b.literal;
+    if (!b.special.empty()) kwargs[b.ours] = special_value(b.special, bound, outs, at);
+    else if (b.param.empty()) kwargs[b.ours] = b.literal;
+    else kwargs[b.ours] = sized.count(b.param) ? sized.at(b.param) : bound.at(b.param);
   }
   Doc decls = Doc::array();
   for (const std::string& out : outs) decls.push_back(declaration(out, at, false));

@@ -108,9 +108,13 @@ class Translator {
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
   // The parameters the node gives as integer literals (as_int, not a SymInt): the same at every size.
   static std::set<std::string> literal_integers(Object node, const Path& at);
+  // ... and those it gives as SymInts that name a symbol, each as the trace's typed literal
+  // ({"size": "s0*8"}): a size the code reads at run time (x * x.shape[1], a loss over B*T tokens).
+  std::map<std::string, Doc> symbolic_integers(Object node, const Path& at) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
   void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
-  void emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::vector<std::string>& outs, const Path& at);
+  void emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::map<std::string, Doc>& sized,
+            const std::vector<std::string>& outs, const Path& at);
   Doc special_value(const std::string& special, const Doc& bound, const std::vector<std::string>& outs, const Path& at) const;
 };
 
