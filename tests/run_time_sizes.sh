@@ -346,6 +346,23 @@ cat >mhat.json <<'EOF'
  "outputs": ["y", "aw"]}
 EOF
 against=libtorch every_size mhat mhat.json B=1,T=1 B=3,T=7 B=8,T=40
+# SDPA's attn_mask of a shape that broadcasts to the logits': a key padding mask [B, 1, 1, T]
+# (a quarter of the keys masked) and a float bias [T, T], each broadcast by the lowering.
+cat >padmask.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "padmask", "symbols": {"B": {"min": 1, "max": 4}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "q", "shape": ["B", 2, "T", 8], "dtype": "f32", "requires_grad": true, "init": {"uniform": [-1, 1]}},
+            {"name": "k", "shape": ["B", 2, "T", 8], "dtype": "f32", "requires_grad": true, "init": {"uniform": [-1, 1]}},
+            {"name": "v", "shape": ["B", 2, "T", 8], "dtype": "f32", "requires_grad": true},
+            {"name": "keep", "shape": ["B", 1, 1, "T"], "dtype": "f32"},
+            {"name": "bias", "shape": ["T", "T"], "dtype": "f32", "init": {"uniform": [-1, 1]}}],
+ "ops": [{"op": "torch.gt", "args": ["keep", -1.0], "out": [{"name": "m", "shape": ["B", 1, 1, "T"], "dtype": "b8"}]},
+         {"op": "torch.nn.functional.scaled_dot_product_attention", "args": ["q", "k", "v"], "kwargs": {"attn_mask": "m"},
+          "out": [{"name": "a", "shape": ["B", 2, "T", 8], "dtype": "f32"}]},
+         {"op": "torch.nn.functional.scaled_dot_product_attention", "args": ["q", "k", "v"], "kwargs": {"attn_mask": "bias"},
+          "out": [{"name": "b", "shape": ["B", 2, "T", 8], "dtype": "f32"}]}],
+ "outputs": ["a", "b"]}
+EOF
+against=libtorch every_size padmask padmask.json B=1,T=1 B=3,T=7 B=4,T=40
 # Pads that crop (negative lo or hi) along T: their gradients slice the cotangent from -lo up to
 # T - max(0, -hi) and pad it back, both by expressions.
 cat >crop.json <<'EOF'

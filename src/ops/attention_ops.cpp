@@ -33,11 +33,15 @@ std::vector<OutType> sdpa_rule(const Trace& t, const Op& op) {
       if (kv->shape[d] != q.shape[d] && !(gqa && d + 3 == r)) fail(kv == &k ? 1 : 2, "batch dims of q, k and v differ");
   if (k.shape[r - 1] != q.shape[r - 1]) fail(1, "k's last dim must equal q's");
   if (v.shape[r - 2] != k.shape[r - 2]) fail(2, "v's sequence dim must equal k's");
-  if (op.arg("attn_mask").is_value()) {
+  if (op.arg("attn_mask").is_value()) {  // (of the logits' shape, or one that broadcasts to it: a padding mask [N, 1, 1, S])
     const Value& m = t.value(op.arg("attn_mask").value);
     Shape want(q.shape.begin(), q.shape.end() - 1);
     want.push_back(k.shape[r - 2]);
-    if (m.shape != want || (m.dtype != DType::b8 && m.dtype != q.dtype)) fail(3, "attn_mask must be b8 or " + std::string(dtype_name(q.dtype)) + shape_str(want));
+    Shape broadcast = want;
+    if (m.shape.size() <= want.size()) broadcast_into(broadcast, m.shape, 3);
+    if (m.shape.size() > want.size() || broadcast != want || (m.dtype != DType::b8 && m.dtype != q.dtype))
+      fail(3, "attn_mask must be b8 or " + std::string(dtype_name(q.dtype)) + " of shape " + shape_str(want) + " or one that broadcasts to it, not " +
+                  std::string(dtype_name(m.dtype)) + shape_str(m.shape));
   }
   if (op.arg("dropout_p").is_number() && (op.arg("dropout_p").as_double() < 0.0 || op.arg("dropout_p").as_double() >= 1.0)) fail(4, "dropout_p must be in [0, 1)");
   Shape out = q.shape;
@@ -202,6 +206,12 @@ V attention_logits(G& g, const Op& op) {
   if (op.arg("is_causal").boolean) s = causal(g, s);
   if (op.arg("attn_mask").is_value()) {
     V m = op.arg("attn_mask").value;
+    const Shape ss = shape_of(g, s), ms = shape_of(g, m);
+    if (ms != ss) {  // its dims the logits' last ones
+      std::vector<int64_t> dims;
+      for (size_t i = 0; i < ms.size(); ++i) dims.push_back(int64_t(ss.size() - ms.size() + i));
+      m = broadcast(g, m, ss, dims);
+    }
     s = value_of(g, m).dtype == DType::b8 ? where(g, m, val(s), num(-INFINITY)) : add(g, val(s), val(m));
   }
   return s;
