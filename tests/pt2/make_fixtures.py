@@ -175,16 +175,18 @@ class Sliced(nn.Module):
 class Sized(nn.Module):
     """Sizes the graph computes with as SymInts: h scaled by seq (x.shape[1]), positions
     arange(P, P + T) after `past` (P its length) looked up in a table, and a sum over the tokens
-    divided by their count (B * T, a loss's normalisation)."""
+    divided by their count (B * T, a loss's normalisation); beside them token embeddings whose row
+    0 is padding (no gradient)."""
 
-    def __init__(self, dim=8, positions=64):
+    def __init__(self, dim=8, positions=64, vocab=6):
         super().__init__()
         self.proj = nn.Linear(dim, dim)
         self.pos = nn.Embedding(positions, dim)
+        self.tok = nn.Embedding(vocab, dim, padding_idx=0)
 
-    def forward(self, x, past):
+    def forward(self, x, past, ids):
         B, T, P = x.shape[0], x.shape[1], past.shape[1]
-        h = torch.tanh(self.proj(x)) * T
+        h = torch.tanh(self.proj(x)) * T + self.tok(ids)
         h = h + self.pos(torch.arange(P, P + T, device=x.device))[None]
         return h, (h * past.mean(1, keepdim=True)).sum() / (B * T)
 
@@ -227,9 +229,10 @@ DYNAMIC_CASES = {
     # (seq from 7: torch.export's guards keep seq - 5 above 1)
     "sliced_dynamic": (Sliced, lambda g: (floats(g, 2, 9, 8),),
                        lambda: {"x": {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("seq", min=7, max=64)}}),
-    "sized_dynamic": (Sized, lambda g: (floats(g, 2, 6, 8), floats(g, 2, 5, 8)),
+    "sized_dynamic": (Sized, lambda g: (floats(g, 2, 6, 8), floats(g, 2, 5, 8), torch.randint(0, 6, (2, 6), generator=g)),
                       lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)},
-                               "past": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("past", min=1, max=32)}}),
+                               "past": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("past", min=1, max=32)},
+                               "ids": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
     "conv_dynamic": (CausalConv, lambda g: (floats(g, 2, 16, 9),),
                      lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 2: torch.export.Dim("seq", min=3, max=24)}}),
 }
