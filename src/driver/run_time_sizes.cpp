@@ -226,10 +226,24 @@ Trace lowered_once_each(const Trace& t) {
 std::vector<const SizeExpr*> probed_sizes(const Trace& t) {
   std::set<const SizeExpr*> seen;  // (interned: one pointer per expression)
   std::vector<const SizeExpr*> out;
+  auto add = [&](const SizeExpr* e) {
+    if (e && !e->is_constant() && seen.insert(e).second) out.push_back(e);
+  };
+  // (An operand's size too: x * T//16, an iota from T//16, whose number the code would take
+  // where the probes agree on it.)
+  std::function<void(const Arg&)> add_arg = [&](const Arg& a) {
+    add(a.size);
+    for (const Arg& item : a.items) add_arg(item);
+  };
+  std::function<void(const Op&)> add_op = [&](const Op& op) {
+    for (const Arg& a : op.args) add_arg(a);
+    for (const auto& [name, a] : op.kwargs) add_arg(a);
+    for (const Op& inner : op.sub) add_op(inner);
+  };
   auto gather = [&](const Trace& from) {
     for (const Value& v : from.values)
-      for (const Dim& d : v.shape)
-        if (d.symbolic() && seen.insert(d.expr()).second) out.push_back(d.expr());
+      for (const Dim& d : v.shape) add(d.expr());
+    for (const Op& op : from.ops) add_op(op);
   };
   gather(t);
   try {

@@ -197,6 +197,21 @@ std::vector<Doc> arange(Pt2Lowering& node) {
   return b.take();
 }
 
+// embedding(weight, indices, padding_idx): ATen's padding_idx is a row number, from 0, whose
+// gradient is skipped; a negative one skips none (F.embedding counts it from the end before it
+// calls ATen), so only one from 0 reaches the trace op's.
+std::vector<Doc> embedding(Pt2Lowering& node) {
+  Builder b(node);
+  for (const char* flag : {"scale_grad_by_freq", "sparse"})
+    if (node.args.at(flag).get<bool>()) b.refuse(std::string("aten.embedding with ") + flag + "=true is not supported");
+  const Doc& padding = node.args.at("padding_idx");
+  Doc kwargs = {{"a", node.args.at("indices")}, {"weight", node.args.at("weight")}};
+  if (node.sized.count("padding_idx")) b.refuse("aten.embedding with a padding_idx that is a size is not supported");
+  if (padding.get<int64_t>() >= 0) kwargs["padding_idx"] = padding;
+  b.output(0, "torch.nn.functional.embedding", std::move(kwargs));
+  return b.take();
+}
+
 // The dims a reduction's `dim` names, normalized; [] or None: all of them.
 std::vector<int64_t> reduced_dims(Builder& b, const Doc& dims, size_t rank) {
   std::vector<int64_t> out;
@@ -272,6 +287,7 @@ const std::map<std::string, LoweringFn>& lowerings() {
       {"select", select},
       {"unbind", unbind},
       {"arange", arange},
+      {"embedding", embedding},
       {"amax", amax},
       {"amin", amin},
       {"any_dim", any_dim},

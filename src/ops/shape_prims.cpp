@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ops/family.h"
+#include "support/diagnostics.h"
 
 namespace tg {
 namespace {
@@ -139,6 +140,16 @@ Contributions flip_gradient(G& g, const Op& op, const std::vector<V>& cot) {
 }
 
 
+// A crop keeps `kept` input positions (its gradient slices them from the cotangent): in a folder
+// for every size, at least one at every size or none at any, or the gradient would be the slice
+// at some sizes and zeros at others. Refused, naming the expression, where the ranges do not say.
+void refuse_unless_kept_at_every_size(G& g, const Op& op, const Dim& kept) {
+  const Trace& t = g.trace();
+  if (!t.sizes_at_run_time || !kept.symbolic() || provably_positive(*kept.expr(), t.symbols) || range_of(*kept.expr(), t.symbols).hi <= 0) return;
+  throw UserError(op.where.empty() ? "/" : op.where, "prims.pad: a crop keeps " + kept.expr()->text() +
+                                                    " input positions, which may be 0 at some sizes the symbols allow; raise their min, or name the sizes with --specialize");
+}
+
 // The input positions a slice or pad reads: for output/input lengths and out = lo + p * step.
 Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
   V a = op.arg("a").value;
@@ -162,6 +173,7 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
       const Dim none = Dim::constant(0);
       const Dim cut_lo = lo >= 0 ? none : subtract_dims(none, lhi[0]), cut_hi = lhi[1] >= 0 ? none : subtract_dims(none, lhi[1]);
       const Dim p1 = subtract_dims(in[d], cut_hi);
+      refuse_unless_kept_at_every_size(g, op, subtract_dims(p1, cut_lo));
       if (p1 <= cut_lo) { empty = true; break; }
       start.push_back(add_dims(lhi[0], cut_lo));
       end.push_back(add_dims(lhi[0], p1));
@@ -169,6 +181,9 @@ Contributions pad_gradient(G& g, const Op& op, const std::vector<V>& cot) {
       continue;
     }
     // input positions p whose padded position lo + p * step lands inside the output
+    if (g.trace().sizes_at_run_time && in[d].symbolic())  // (computed in integers: which positions, at one size)
+      throw UserError(op.where.empty() ? "/" : op.where, "prims.pad: the gradient of a pad that crops, with interior padding, along dim " + std::to_string(d) +
+                                                        ", " + in[d].expr()->text() + ", is taken at one size only; name the sizes with --specialize");
     int64_t p0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
     int64_t p1 = len;
     while (p1 > p0 && lo + (p1 - 1) * step >= out[d]) --p1;
