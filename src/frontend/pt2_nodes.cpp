@@ -75,7 +75,10 @@ void Translator::translate_node(Json node_json, const Path& at) {
   outs.resize(computed);
   const size_t ops_before = ops_.size();
   const Doc operands = autocast_ ? autocast_operands(bound, outs, at) : bound;
-  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) emit(*row, operands, literal_integers(node, at), symbolic_integers(node, at), outs, at);
+  if (!fold_view(aten, operands, outs, at) && !fold_linear(aten, operands, outs, at)) {
+    const IntegerArguments integers = integer_arguments(node, at);
+    emit(*row, operands, integers.literals, integers.sized, outs, at);
+  }
   if (!outs.empty() && feeds_patterns(aten)) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
   if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
@@ -143,30 +146,19 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
   return bound;
 }
 
-std::set<std::string> Translator::literal_integers(Object node, const Path& at) {
-  std::set<std::string> out;
-  const Path inputs_at(at, "inputs");
-  size_t i = 0;
-  for (Json input_json : list_at(require(node, at, "inputs"), inputs_at)) {
-    const Path input_at(inputs_at, i++);
-    const Object input = object_at(input_json, input_at);
-    if (member_of(require(input, input_at, "arg"), Path(input_at, "arg"), "Argument").first == "as_int")
-      out.insert(string_at(require(input, input_at, "name"), Path(input_at, "name")));
-  }
-  return out;
-}
-
-std::map<std::string, Doc> Translator::symbolic_integers(Object node, const Path& at) const {
-  std::map<std::string, Doc> out;
+Translator::IntegerArguments Translator::integer_arguments(Object node, const Path& at) const {
+  IntegerArguments out;
   const Path inputs_at(at, "inputs");
   size_t i = 0;
   for (Json input_json : list_at(require(node, at, "inputs"), inputs_at)) {
     const Path input_at(inputs_at, i++), arg_at(input_at, "arg");
     const Object input = object_at(input_json, input_at);
     auto [member, value] = member_of(require(input, input_at, "arg"), arg_at, "Argument");
+    const std::string name = string_at(require(input, input_at, "name"), Path(input_at, "name"));
+    if (member == "as_int") out.literals.insert(name);
     if (member != "as_sym_int") continue;
     const SizeExpr size = sizes_.expression(value, Path(arg_at, member));
-    if (!size.is_constant()) out[string_at(require(input, input_at, "name"), Path(input_at, "name"))] = Doc{{"size", size.text()}};
+    if (!size.is_constant()) out.sized[name] = Doc{{"size", size.text()}};
   }
   return out;
 }

@@ -106,11 +106,14 @@ class Translator {
   bool fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
   Doc cast_floats(Doc arg, DType to, const Path& at);
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
-  // The parameters the node gives as integer literals (as_int, not a SymInt): the same at every size.
-  static std::set<std::string> literal_integers(Object node, const Path& at);
-  // ... and those it gives as SymInts that name a symbol, each as the trace's typed literal
+  // The parameters the node gives as integer literals (as_int, not a SymInt: the same at every
+  // size), and those it gives as SymInts that name a symbol, each as the trace's typed literal
   // ({"size": "s0*8"}): a size the code reads at run time (x * x.shape[1], a loss over B*T tokens).
-  std::map<std::string, Doc> symbolic_integers(Object node, const Path& at) const;
+  struct IntegerArguments {
+    std::set<std::string> literals;
+    std::map<std::string, Doc> sized;
+  };
+  IntegerArguments integer_arguments(Object node, const Path& at) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
   void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
   void emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::map<std::string, Doc>& sized,
