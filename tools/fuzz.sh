@@ -30,9 +30,10 @@ build() {
   # information. Only the core library and the fuzz targets are configured (no LibTorch, no CUDA).
   # A unity build (sources compiled in batches, so the headers' inline code is parsed, instrumented
   # and optimized once per batch, not once per file; reports still name the source's file and
-  # line) takes about 40% less CPU time here.
+  # line) takes about 40% less CPU time here. AddressSanitizer's checks as calls rather than inline
+  # code: the same checks, 17% less CPU to build (261 -> 216 s), 24% fewer runs a second.
   cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++-16}" -DTHUNDER_GEN_UNITY_BUILD=ON \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -fsanitize-address-outline-instrumentation" \
     -DTHUNDER_GEN_TESTS=OFF -DTHUNDER_GEN_FUZZ=ON >/dev/null
   local targets=()
   mapfile -t targets < <(targets_in_tree | sed 's/$/_fuzzer/')
