@@ -1,21 +1,54 @@
 // Kernel lowering, what depends on the sizes a kernel takes (lower_kernel.h): the C type of its
 // index arithmetic, the shapes it treats as one (the same at every size), and its size parameters.
+#include <algorithm>
+
 #include "codegen/lower_kernel.h"
 #include "support/diagnostics.h"
 
 namespace tg::lower {
 
+namespace {
+
+constexpr int64_t kIntIndexLimit = int64_t(1) << 30;
+
+// Whether every size parameter `e` reads (sz_<symbol>, each symbol's own size) fits an int, and so
+// does `e` (an iota's start, a size an op takes as an operand): a shape's element count bounds
+// neither (`T - P` may be small where T and P are not).
+bool sizes_fit_int(const SizeExpr& e, const Symbols& symbols) {
+  const SizeRange r = range_of(e, symbols);
+  if (r.lo <= -kIntIndexLimit || r.hi >= kIntIndexLimit) return false;
+  for (const std::string& name : e.symbols())
+    if (symbols.at(name).max >= kIntIndexLimit) return false;
+  return true;
+}
+
+bool arg_sizes_fit_int(const Arg& a, const Symbols& symbols) {
+  if (a.size && !sizes_fit_int(*a.size, symbols)) return false;
+  return std::all_of(a.items.begin(), a.items.end(), [&](const Arg& item) { return arg_sizes_fit_int(item, symbols); });
+}
+
+}  // namespace
+
 // Every index the kernel computes is an offset into one of its tensors (or a piece of one: a
 // partial sum of non-negative terms), its domain's flat index, or a grid-stride loop's variable,
-// below twice its count: below 2^31 where they all have fewer than 2^30 elements.
+// below twice its count: below 2^31 where they all have fewer than 2^30 elements, and where every
+// size parameter it may read, and every size its ops take as an integer, is below 2^30 too.
 bool KernelLowering::indexes_fit_int() const {
-  constexpr int64_t kLimit = int64_t(1) << 30;
-  auto fits = [&](const Shape& s) { return largest_count(t_, numel_dim(s)) < kLimit; };
+  auto dims_fit = [&](const Shape& s) {
+    return std::all_of(s.begin(), s.end(), [&](const Dim& d) { return !d.symbolic() || sizes_fit_int(*d.expr(), t_.symbols); });
+  };
+  auto fits = [&](const Shape& s) { return largest_count(t_, numel_dim(s)) < kIntIndexLimit && dims_fit(s); };
   if (!fits(layout_.domain)) return false;
   for (const Arg& a : k_.args)
     if (!t_.value(a.value).is_scalar && !fits(t_.value(a.value).shape)) return false;
   for (ValueId v : k_.outs)
     if (!fits(t_.value(v).shape)) return false;
+  for (const Op& op : k_.sub) {
+    for (ValueId v : op.outs)
+      if (!dims_fit(t_.value(v).shape)) return false;
+    for (const Arg& a : op.args)
+      if (!arg_sizes_fit_int(a, t_.symbols)) return false;
+  }
   return true;
 }
 

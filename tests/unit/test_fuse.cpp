@@ -266,3 +266,29 @@ TEST_CASE("a waiting sum is not given up for reductions over other rows placed m
   CHECK(parts == 1);
 }
 
+
+// An iota starting at a symbol P, its positions scaled into x over [T]: the kernel reads sz_P
+// itself, which no shape of the kernel bounds, so a P that may pass 2^30 makes its index
+// arithmetic 64-bit (an int would cut P = 3,000,000,000 to a negative start).
+std::string offset_positions_kernel(int64_t max_p) {
+  const std::string json = R"({"format": "thunder-gen-trace", "version": 1, "name": "offset",
+   "symbols": {"T": {"min": 1, "max": 16}, "P": {"min": 0, "max": )" + std::to_string(max_p) + R"(}},
+   "inputs": [{"name": "x", "shape": ["T"], "dtype": "f32"}, {"name": "p", "shape": ["P"], "dtype": "u8"}],
+   "ops": [{"op": "prims.iota", "args": [{"size": "T"}], "kwargs": {"start": {"size": "P"}, "step": 1, "device": {"device": "cuda:0"},
+            "dtype": {"dtype": "i64"}}, "out": [{"name": "r", "shape": ["T"], "dtype": "i64"}]},
+           {"op": "prims.convert_element_type", "args": ["r", {"dtype": "f32"}], "out": [{"name": "f", "shape": ["T"], "dtype": "f32"}]},
+           {"op": "prims.mul", "args": ["x", "f"], "out": [{"name": "y", "shape": ["T"], "dtype": "f32"}]}],
+   "outputs": ["y"]})";
+  tg::Trace t = tg::read_trace(json, {{"T", 3}, {"P", 5}});
+  t.sizes_at_run_time = true;
+  tg::FusedTrace f = tg::fuse(tg::remove_dead_ops(tg::decompose(std::move(t))));
+  tg::verify_pass(f.trace, "fuse");
+  return emit_forward(f, "offset.json").text;
+}
+
+TEST_CASE("a size parameter a kernel reads as a value, not bounded by its shapes, is 64-bit where its range passes 2^30") {
+  const std::string small = offset_positions_kernel(1000), large = offset_positions_kernel(int64_t(1) << 40);
+  CHECK(small.find("int sz_P") != std::string::npos);
+  CHECK(large.find("int sz_P") == std::string::npos);
+  CHECK(large.find("int64_t sz_P") != std::string::npos);
+}
