@@ -3,11 +3,16 @@
 // with LibTorch autograd's gradient for the cotangents the harness wrote. Prints one line per output; exits 0 when all
 // match within the tolerance table, 1 otherwise. --mixed-precision (a model under bf16 autocast): a result beyond
 // the tolerance still passes when it is as accurate as eager (accurate_as_eager).
+// Several folders of one trace (one folder for every size, run at several): DIR@B=1,T=7 checks DIR at those sizes, in
+// place of --specialize's; each folder's result then ends in a line `DIR: ok` or `DIR: FAIL` (so does every folder's
+// where there are several). LibTorch loads once (about 0.5 s of a call's 0.6 s).
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <vector>
 #include <iostream>
 
 #include "compare.h"
@@ -126,41 +131,65 @@ class Check {
 
 }  // namespace
 
+namespace {
+
+struct Folder {
+  std::string dir;
+  std::optional<tg::SymbolValues> sizes;  // DIR@SIZES: its own sizes, else --specialize's
+};
+
+// One folder's check; false on a mismatch or an error, which it prints (a trace's error naming the trace).
+bool check_folder(const char* trace_file, const Folder& folder, const tg::SymbolValues& specialize, bool op_by_op, bool mixed_precision) {
+  try {
+    // The generator's RNG binding, so the Philox seed and offset inputs the harness wrote are read.
+    Check check(tg::bind_rng(tg::read_input_file(trace_file, folder.sizes.value_or(specialize))), folder.dir, op_by_op, mixed_precision);
+    return check.run();
+  } catch (const tg::UserError& e) {
+    std::cerr << trace_file << ": " << e.where << ": error: " << e.what() << "\n";
+  } catch (const c10::Error& e) {  // LibTorch refusing the inputs (a class index out of range): its message, not its backtrace
+    std::cerr << "thunder-gen-check: LibTorch: " << e.what_without_backtrace() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "thunder-gen-check: " << e.what() << "\n";
+  }
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   bool op_by_op = false, mixed_precision = false, usage = argc < 3;
   tg::SymbolValues specialize;
+  std::vector<Folder> folders;
   const std::string specialize_flag = "--specialize=";
-  for (int i = 3; i < argc; ++i) {
-    const std::string flag = argv[i];
-    op_by_op = op_by_op || flag == "--op-by-op";
-    mixed_precision = mixed_precision || flag == "--mixed-precision";
-    const bool sizes = flag.rfind(specialize_flag, 0) == 0;
-    if (sizes) {
-      try {
-        specialize = tg::parse_symbol_values(flag.substr(specialize_flag.size()));
-      } catch (const tg::SizeExprError& e) {
-        std::cerr << "thunder-gen-check: --specialize: " << e.what() << "\n";
-        return 2;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    try {
+      if (arg.rfind(specialize_flag, 0) == 0) {
+        specialize = tg::parse_symbol_values(arg.substr(specialize_flag.size()));
+      } else if (arg == "--op-by-op" || arg == "--mixed-precision") {
+        op_by_op = op_by_op || arg == "--op-by-op";
+        mixed_precision = mixed_precision || arg == "--mixed-precision";
+      } else if (arg.rfind("--", 0) == 0 || arg.empty()) {
+        usage = true;
+      } else if (const size_t at = arg.rfind('@'); at != std::string::npos) {
+        folders.push_back({arg.substr(0, at), tg::parse_symbol_values(arg.substr(at + 1))});
+      } else {
+        folders.push_back({arg, std::nullopt});
       }
+    } catch (const tg::SizeExprError& e) {
+      std::cerr << "thunder-gen-check: " << arg << ": " << e.what() << "\n";
+      return 2;
     }
-    usage = usage || (flag != "--op-by-op" && flag != "--mixed-precision" && !sizes);
   }
-  if (usage) {
-    std::cerr << "usage: thunder-gen-check trace.json DIR [--op-by-op] [--mixed-precision] [--specialize=B=64,T=128]\n";
+  if (usage || folders.empty()) {
+    std::cerr << "usage: thunder-gen-check trace.json DIR[@B=64,T=128]... [--op-by-op] [--mixed-precision] [--specialize=B=64,T=128]\n";
     return 2;
   }
-  try {
-    // The generator's RNG binding, so the Philox seed and offset inputs the harness wrote are read.
-    Check check(tg::bind_rng(tg::read_input_file(argv[1], specialize)), argv[2], op_by_op, mixed_precision);
-    return check.run() ? 0 : 1;
-  } catch (const tg::UserError& e) {
-    std::cerr << argv[1] << ": " << e.where << ": error: " << e.what() << "\n";
-    return 1;
-  } catch (const c10::Error& e) {  // LibTorch refusing the inputs (a class index out of range): its message, not its backtrace
-    std::cerr << "thunder-gen-check: LibTorch: " << e.what_without_backtrace() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "thunder-gen-check: " << e.what() << "\n";
-    return 1;
+  bool all_match = true;
+  for (const Folder& folder : folders) {
+    const bool match = check_folder(argv[1], folder, specialize, op_by_op, mixed_precision);
+    if (folders.size() > 1 || folder.sizes) std::printf("%s: %s\n", folder.dir.c_str(), match ? "ok" : "FAIL");
+    all_match = all_match && match;
   }
+  return all_match ? 0 : 1;
 }

@@ -30,6 +30,17 @@ same_outputs() {
   for f in "$a"/*.npy; do cmp -s "$f" "$b/$(basename "$f")" || { echo "  differs: $(basename "$f")"; return 1; }; done
 }
 
+# matches_libtorch NAME FILE DIR@SIZES...: each DIR's outputs against LibTorch running FILE at its
+# SIZES (thunder-gen-check's tolerances; one call for all), checked as NAME-SIZES-matches-libtorch.
+matches_libtorch() {
+  local name=$1 file=$2 at
+  shift 2
+  "${THUNDER_GEN_CHECK:?}" "$file" "$@" >"$name.check" 2>&1
+  for at in "$@"; do
+    check "$name-${at##*@}-matches-libtorch" grep -qxF "${at%@*}: ok" "$name.check"
+  done
+}
+
 # every_size NAME FILE SIZES...: NAME's folder taking its sizes at run time against one
 # specialised to each size. With against=libtorch, each size's outputs against LibTorch instead
 # (thunder-gen-check's tolerances), the specialised folders generated but not run (the PTX
@@ -38,7 +49,7 @@ same_outputs() {
 # the harness reads what `FUNCTION SIZES` writes in folder in-NAME-SIZES (class targets) and draws
 # the rest. With ranks=N, both folders run as N ranks (--world-size), each rank's outputs compared.
 every_size() {
-  local name=$1 file=$2 sizes given world=()
+  local name=$1 file=$2 sizes given world=() checked=()
   shift 2
   [ -n "${ranks:-}" ] && world=(--world-size "$ranks")
   "$THUNDER_GEN" "$file" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
@@ -52,7 +63,7 @@ every_size() {
     fi
     "$name/harness" --quiet "${world[@]}" --sizes "$sizes" "${given[@]}" --outputs "out-$name-$sizes" 2>>"$name.err"
     if [ "${against:-specialised}" = libtorch ]; then
-      check "$name-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" "$file" "out-$name-$sizes" "--specialize=$sizes"
+      checked+=("out-$name-$sizes@$sizes")
       continue
     fi
     "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err" && "$name-at-$sizes/harness" --quiet "${world[@]}" --outputs "out-$name-at-$sizes" 2>>"$name.err"
@@ -62,6 +73,7 @@ every_size() {
       check "$name-$sizes-same-as-specialised" same_outputs "out-$name-at-$sizes" "out-$name-$sizes"
     fi
   done
+  [ "${#checked[@]}" -eq 0 ] || matches_libtorch "$name" "$file" "${checked[@]}"
 }
 every_size block "$root/examples/symbolic/symbolic_block.json" B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40
 # Comments write sizes by their expressions: the folder's code is for every size, not a probe's.
@@ -81,15 +93,20 @@ every_size attn_bf16 "$root/tests/pt2/torch-2.9/dynamic/attention_bf16_dynamic.p
 # the position table's gradient in another order (a column kernel where the rows are a multiple
 # of 32, a row held in registers), so byte for byte is not the measure.
 against_libtorch() {  # NAME ARCHIVE: NAME's run-time folder at each size the archive's tests use
-  local name=$1 archive=$2 sizes
+  local name=$1 archive=$2 sizes checked=()
   "$THUNDER_GEN" "$archive" -o "$name" 2>"$name.err" && "$here/build_emu_harness.sh" "$name" 2>>"$name.err"
   check "$name-generated" [ -x "$name/harness" ]
   while read -r sizes; do
     "$name/harness" --quiet --inputs "${archive%.pt2}.${sizes//[=,]/_}.inputs" --outputs "out-$name-$sizes" 2>>"$name.err"
-    check "$name-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" "$archive" "out-$name-$sizes" "--specialize=$sizes"
+    checked+=("out-$name-$sizes@$sizes")
   done <"${archive%.pt2}.sizes"
+  matches_libtorch "$name" "$archive" "${checked[@]}"
 }
 against_libtorch rope "$root/tests/pt2/torch-2.9/dynamic/rope_dynamic.pt2"
+# One call, several folders: a folder checked at sizes it was not run at fails alone, and the call with it.
+"$THUNDER_GEN_CHECK" "$root/tests/pt2/torch-2.9/dynamic/rope_dynamic.pt2" "out-rope-batch=1,seq=2@batch=3,seq=3" \
+  "out-rope-batch=3,seq=3@batch=3,seq=3" >rope-wrong.check 2>&1
+check check-names-failing-folder sh -c "[ $? = 1 ] && grep -qxF 'out-rope-batch=1,seq=2: FAIL' rope-wrong.check && grep -qxF 'out-rope-batch=3,seq=3: ok' rope-wrong.check"
 against_libtorch mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2"
 against_libtorch attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2"
 check attn-index-over-seq grep -q "tg::quot32(i / 16, dv_seq)" attn/forward.cu
@@ -177,10 +194,12 @@ check features-row-block-by-length grep -q "tg::row_block(tg_size_T, 256)" featu
 # them (a wrong wrap fails the comparisons with LibTorch below).
 check features-lanes-step-across-rows grep -q "int outer1 = tg::quot32(run \* 4, dv_T_m1);" features/forward.cu
 check features-lanes-wrap-at-row-end grep -q "if (d1 == sz_T_m1) {" features/forward.cu
+checked=()
 for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
   features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
-  check "features-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" features.json "out-features-$sizes" "--specialize=$sizes"
+  checked+=("out-features-$sizes@$sizes")
 done
+matches_libtorch features features.json "${checked[@]}"
 # Slices counted from the end of T: the last token (starting at T - 1, which is 0 at T = 1, so no
 # size parameter of its own: an offset of sz_T * 16 - 16), its gradient a pad guarded by it; through
 # torch.export, h[:, -1] and h[:, -4:] with seq from 5 (sz_seq_m1, sz_seq_m4).
@@ -197,10 +216,12 @@ EOF
 check last-generated [ -x last/harness ]
 check last-start-from-sizes grep -q "load_run(g_x, sz_T \* 16 + .* - 16, r_x)" last/forward.cu
 check last-gradient-guard-from-sizes grep -q "(-sz_T + d1 + 1) >= 0" last/backward.cu
+checked=()
 for sizes in B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40; do
   last/harness --quiet --sizes "$sizes" --outputs "out-last-$sizes" 2>>last.err
-  check "last-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" last.json "out-last-$sizes" "--specialize=$sizes"
+  checked+=("out-last-$sizes@$sizes")
 done
+matches_libtorch last last.json "${checked[@]}"
 against_libtorch last_pt2 "$root/tests/pt2/torch-2.9/dynamic/last_dynamic.pt2"
 check last-pt2-size-parameters grep -q "sz_seq_m4" last_pt2/forward.cu
 # Slices of seq from literal starts through torch.export (h[:, 5:], h[:, 3:], h[:, 1::3]): starts
@@ -236,10 +257,12 @@ EOF
 check convs-generated [ -x convs/harness ]
 check convs-product-of-sizes grep -q "sz_W_m2 \* sz__lH_p1_r_d_d2" convs/forward.cu  # ((H + 1)//2)*(W - 2), not one size of its own
 check convs-strided-pad-bound grep -Eq "< \(sz_[A-Za-z0-9_]+ \* 2 - 1\)\) && .*% 2 == 0" convs/backward.cu
+checked=()
 for sizes in B=1,T=1,H=3,W=5 B=3,T=7,H=7,W=9 B=2,T=17,H=16,W=13 B=4,T=48,H=20,W=24; do
   convs/harness --quiet --sizes "$sizes" --outputs "out-convs-$sizes" 2>>convs.err
-  check "convs-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" convs.json "out-convs-$sizes" "--specialize=$sizes"
+  checked+=("out-convs-$sizes@$sizes")
 done
+matches_libtorch convs convs.json "${checked[@]}"
 against_libtorch conv "$root/tests/pt2/torch-2.9/dynamic/conv_dynamic.pt2"
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
@@ -602,10 +625,12 @@ cat >flat.json <<'EOF'
 EOF
 "$THUNDER_GEN" flat.json -o flat 2>flat.err && "$here/build_emu_harness.sh" flat 2>>flat.err
 check flat-size-generated grep -q "static_cast<float>(sz_T_d_d16_p1)" flat/forward.cu
+checked=()
 for sizes in B=2,T=3 B=7,T=17 B=8,T=64; do
   flat/harness --quiet --sizes "$sizes" --outputs "out-flat-$sizes" 2>>flat.err
-  check "flat-$sizes-matches-libtorch" "${THUNDER_GEN_CHECK:?}" flat.json "out-flat-$sizes" "--specialize=$sizes"
+  checked+=("out-flat-$sizes@$sizes")
 done
+matches_libtorch flat flat.json "${checked[@]}"
 # A size the same at the first probe and at every step of T's (T//64 + 1, 1 below T = 64): the
 # second probe takes T's largest size, where it is 2 (refused before that; the folder matched
 # LibTorch at T = 1, 63 and 64 by hand).
