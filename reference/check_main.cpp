@@ -3,13 +3,15 @@
 // with LibTorch autograd's gradient for the cotangents the harness wrote. Prints one line per output; exits 0 when all
 // match within the tolerance table, 1 otherwise. --mixed-precision (a model under bf16 autocast): a result beyond
 // the tolerance still passes when it is as accurate as eager (accurate_as_eager).
-// Several folders of one trace (one folder for every size, run at several): DIR@B=1,T=7 checks DIR at those sizes, in
-// place of --specialize's; each folder's result then ends in a line `DIR: ok` or `DIR: FAIL` (so does every folder's
-// where there are several). LibTorch loads once (about 0.5 s of a call's 0.6 s).
+// thunder-gen-check TRACE DIR[@B=1,T=7]...: several folders of one trace (one folder for every size, run at several),
+// each at its own sizes (in place of --specialize's; an argument naming an existing folder is that folder, '@' and
+// all); each folder's result then ends in a line `DIR: ok` or `DIR: FAIL` (so does every folder's where there are
+// several). LibTorch loads once (about 0.5 s of a call's 0.6 s).
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
         mixed_precision = mixed_precision || arg == "--mixed-precision";
       } else if (arg.rfind("--", 0) == 0 || arg.empty()) {
         usage = true;
-      } else if (const size_t at = arg.rfind('@'); at != std::string::npos) {
+      } else if (const size_t at = arg.rfind('@'); at != std::string::npos && !std::filesystem::is_directory(arg)) {
         folders.push_back({arg.substr(0, at), tg::parse_symbol_values(arg.substr(at + 1))});
       } else {
         folders.push_back({arg, std::nullopt});

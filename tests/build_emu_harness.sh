@@ -53,16 +53,22 @@ fi
 flock -u "$lock"
 # A folder whose sources, byte for byte, another build compiled with the same flags takes that
 # harness (the suite generates some folders twice: an archive written by two torch versions, a
-# size that two tests specialise to); one build of a key at a time.
+# size that two tests specialise to); one build of a key at a time. Entries are copies (a link
+# would let the next copy into a folder write into the entry), renamed into place; those unused
+# for a day are removed.
 sources_key=$({ echo "$key"; find . -type f \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \) \
                 ! -name 'unity*.cpp' ! -name runtime.cpp -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-32)
 built=$TG_EMU_RUNTIME_CACHE/harness-$sources_key
 exec {harness_lock}>"$built.lock"
 flock "$harness_lock"
+rm -f harness
 if [[ -f "$built" ]]; then
+  touch "$built"
   cp "$built" harness
   exit
 fi
 { echo '#include "tg_emu_prelude.h"'; cat unity.cpp; } >unity_prelude.cpp
 "$cxx" "${flags[@]}" -DTG_RUNTIME_PREBUILT -I"$prelude" -I. unity_prelude.cpp "$runtime" "${libs[@]}" -o harness
-ln -f harness "$built.partial" && mv -f "$built.partial" "$built"  # a link: no second copy on disk
+partial=$(mktemp "$built.XXXXXX")
+{ cp harness "$partial" && mv -f "$partial" "$built"; } || rm -f "$partial"
+find "$TG_EMU_RUNTIME_CACHE" -maxdepth 1 -name 'harness-*' -mtime +0 -delete 2>/dev/null || true

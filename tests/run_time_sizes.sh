@@ -41,6 +41,12 @@ matches_libtorch() {
   done
 }
 
+# queue_check NAME SIZES DIR STATUS: DIR, where a harness exiting with STATUS wrote its outputs, for
+# the next matches_libtorch (the caller's `checked`) when the harness succeeded, else a failed check.
+queue_check() {
+  if [ "$4" = 0 ]; then checked+=("$3@$2"); else check "$1-$2-matches-libtorch" false; fi
+}
+
 # every_size NAME FILE SIZES...: NAME's folder taking its sizes at run time against one
 # specialised to each size. With against=libtorch, each size's outputs against LibTorch instead
 # (thunder-gen-check's tolerances), the specialised folders generated but not run (the PTX
@@ -63,7 +69,7 @@ every_size() {
     fi
     "$name/harness" --quiet "${world[@]}" --sizes "$sizes" "${given[@]}" --outputs "out-$name-$sizes" 2>>"$name.err"
     if [ "${against:-specialised}" = libtorch ]; then
-      checked+=("out-$name-$sizes@$sizes")
+      queue_check "$name" "$sizes" "out-$name-$sizes" $?
       continue
     fi
     "$here/build_emu_harness.sh" "$name-at-$sizes" fast 2>>"$name.err" && "$name-at-$sizes/harness" --quiet "${world[@]}" --outputs "out-$name-at-$sizes" 2>>"$name.err"
@@ -98,15 +104,19 @@ against_libtorch() {  # NAME ARCHIVE: NAME's run-time folder at each size the ar
   check "$name-generated" [ -x "$name/harness" ]
   while read -r sizes; do
     "$name/harness" --quiet --inputs "${archive%.pt2}.${sizes//[=,]/_}.inputs" --outputs "out-$name-$sizes" 2>>"$name.err"
-    checked+=("out-$name-$sizes@$sizes")
+    queue_check "$name" "$sizes" "out-$name-$sizes" $?
   done <"${archive%.pt2}.sizes"
   matches_libtorch "$name" "$archive" "${checked[@]}"
 }
 against_libtorch rope "$root/tests/pt2/torch-2.9/dynamic/rope_dynamic.pt2"
-# One call, several folders: a folder checked at sizes it was not run at fails alone, and the call with it.
+# One call, several folders: a folder checked at sizes it was not run at, and one whose last
+# gradient value was changed (its float's top byte), each fail alone, and the call with them.
+cp -r "out-rope-batch=4,seq=24" out-rope-changed
+printf '\x7f' | dd of=out-rope-changed/grad_p_out_weight.npy bs=1 seek=$(($(stat -c %s out-rope-changed/grad_p_out_weight.npy) - 1)) conv=notrunc 2>/dev/null
 "$THUNDER_GEN_CHECK" "$root/tests/pt2/torch-2.9/dynamic/rope_dynamic.pt2" "out-rope-batch=1,seq=2@batch=3,seq=3" \
-  "out-rope-batch=3,seq=3@batch=3,seq=3" >rope-wrong.check 2>&1
-check check-names-failing-folder sh -c "[ $? = 1 ] && grep -qxF 'out-rope-batch=1,seq=2: FAIL' rope-wrong.check && grep -qxF 'out-rope-batch=3,seq=3: ok' rope-wrong.check"
+  "out-rope-batch=3,seq=3@batch=3,seq=3" "out-rope-changed@batch=4,seq=24" >rope-wrong.check 2>&1
+check check-names-failing-folders sh -c "[ $? = 1 ] && grep -qxF 'out-rope-batch=1,seq=2: FAIL' rope-wrong.check &&
+                                         grep -qxF 'out-rope-batch=3,seq=3: ok' rope-wrong.check && grep -qxF 'out-rope-changed: FAIL' rope-wrong.check"
 against_libtorch mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2"
 against_libtorch attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2"
 check attn-index-over-seq grep -q "tg::quot32(i / 16, dv_seq)" attn/forward.cu
@@ -197,7 +207,7 @@ check features-lanes-wrap-at-row-end grep -q "if (d1 == sz_T_m1) {" features/for
 checked=()
 for sizes in B=1,T=2 B=3,T=7 B=2,T=17 B=8,T=40; do
   features/harness --quiet --sizes "$sizes" --outputs "out-features-$sizes" 2>>features.err
-  checked+=("out-features-$sizes@$sizes")
+  queue_check features "$sizes" "out-features-$sizes" $?
 done
 matches_libtorch features features.json "${checked[@]}"
 # Slices counted from the end of T: the last token (starting at T - 1, which is 0 at T = 1, so no
@@ -219,7 +229,7 @@ check last-gradient-guard-from-sizes grep -q "(-sz_T + d1 + 1) >= 0" last/backwa
 checked=()
 for sizes in B=1,T=1 B=3,T=7 B=2,T=17 B=8,T=40; do
   last/harness --quiet --sizes "$sizes" --outputs "out-last-$sizes" 2>>last.err
-  checked+=("out-last-$sizes@$sizes")
+  queue_check last "$sizes" "out-last-$sizes" $?
 done
 matches_libtorch last last.json "${checked[@]}"
 against_libtorch last_pt2 "$root/tests/pt2/torch-2.9/dynamic/last_dynamic.pt2"
@@ -260,7 +270,7 @@ check convs-strided-pad-bound grep -Eq "< \(sz_[A-Za-z0-9_]+ \* 2 - 1\)\) && .*%
 checked=()
 for sizes in B=1,T=1,H=3,W=5 B=3,T=7,H=7,W=9 B=2,T=17,H=16,W=13 B=4,T=48,H=20,W=24; do
   convs/harness --quiet --sizes "$sizes" --outputs "out-convs-$sizes" 2>>convs.err
-  checked+=("out-convs-$sizes@$sizes")
+  queue_check convs "$sizes" "out-convs-$sizes" $?
 done
 matches_libtorch convs convs.json "${checked[@]}"
 against_libtorch conv "$root/tests/pt2/torch-2.9/dynamic/conv_dynamic.pt2"
@@ -628,7 +638,7 @@ check flat-size-generated grep -q "static_cast<float>(sz_T_d_d16_p1)" flat/forwa
 checked=()
 for sizes in B=2,T=3 B=7,T=17 B=8,T=64; do
   flat/harness --quiet --sizes "$sizes" --outputs "out-flat-$sizes" 2>>flat.err
-  checked+=("out-flat-$sizes@$sizes")
+  queue_check flat "$sizes" "out-flat-$sizes" $?
 done
 matches_libtorch flat flat.json "${checked[@]}"
 # A size the same at the first probe and at every step of T's (T//64 + 1, 1 below T = 64): the
