@@ -69,6 +69,6 @@ if [[ -f "$built" ]]; then
 fi
 { echo '#include "tg_emu_prelude.h"'; cat unity.cpp; } >unity_prelude.cpp
 "$cxx" "${flags[@]}" -DTG_RUNTIME_PREBUILT -I"$prelude" -I. unity_prelude.cpp "$runtime" "${libs[@]}" -o harness
-partial=$(mktemp "$built.XXXXXX")
-{ cp harness "$partial" && mv -f "$partial" "$built"; } || rm -f "$partial"
+partial=$(mktemp "$built.XXXXXX")  # (mode 600: made executable before it is renamed into place)
+{ cp harness "$partial" && chmod 755 "$partial" && mv -f "$partial" "$built"; } || rm -f "$partial"
 find "$TG_EMU_RUNTIME_CACHE" -maxdepth 1 -name 'harness-*' -mtime +0 -delete 2>/dev/null || true
