@@ -131,10 +131,6 @@ class Check {
   }
 };
 
-}  // namespace
-
-namespace {
-
 struct Folder {
   std::string dir;
   std::optional<tg::SymbolValues> sizes;  // DIR@SIZES: its own sizes, else --specialize's
