@@ -24,6 +24,43 @@
 using test::Case;
 using test::case_for;
 
+namespace {
+
+// The joint trace autograd builds from `forward`, run by the reference interpreter on `inputs` and
+// drawn cotangents, against LibTorch autograd through the same forward: each gradient within
+// (1e-9, 1e-12), infinities equal and NaN where LibTorch's is NaN.
+void check_gradients(const tg::Trace& forward, std::vector<torch::Tensor> inputs) {
+  tg::Trace joint = tg::autograd(forward).trace;
+  CATCH_INFO(tg::print_trace(joint));
+  std::vector<torch::Tensor> outs = tg::run_reference(forward, inputs), cotangents;
+  for (const torch::Tensor& o : outs) cotangents.push_back(torch::randn_like(o));
+  std::vector<torch::Tensor> with_grad;
+  for (const torch::Tensor& t : inputs)
+    if (t.requires_grad()) with_grad.push_back(t);
+  std::vector<torch::Tensor> expected = torch::autograd::grad(outs, with_grad, cotangents, false, false, true);
+
+  std::vector<torch::Tensor> joint_inputs;
+  for (const torch::Tensor& t : inputs) joint_inputs.push_back(t.detach());
+  for (const torch::Tensor& t : cotangents) joint_inputs.push_back(t);
+  std::vector<torch::Tensor> results = tg::run_reference(joint, joint_inputs);
+  CATCH_REQUIRE(results.size() == outs.size() + expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    torch::Tensor want = expected[i].defined() ? expected[i] : torch::zeros_like(with_grad[i]);
+    torch::Tensor got = results[outs.size() + i];
+    CATCH_INFO("gradient " << i << "\nexpected " << want << "\ngot " << got);
+    CATCH_CHECK(torch::equal(got.isinf(), want.isinf()));
+    CATCH_CHECK(torch::equal(got.isnan(), want.isnan()));
+    CATCH_CHECK(torch::allclose(got.nan_to_num(0.0, 0.0, 0.0), want.nan_to_num(0.0, 0.0, 0.0), 1e-9, 1e-12));
+  }
+}
+
+tg::Trace trace_of(const std::string& inputs, const std::string& ops, const std::string& outputs) {
+  return tg::bind_rng(tg::read_trace("{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + inputs +
+                                     "], \"ops\": [" + ops + "], \"outputs\": [" + outputs + "]}"));
+}
+
+}  // namespace
+
 CATCH_TEST_CASE("every differentiable op's gradient matches LibTorch autograd in f64") {
   torch::manual_seed(0);
   int checked = 0;
@@ -37,40 +74,31 @@ CATCH_TEST_CASE("every differentiable op's gradient matches LibTorch autograd in
     CATCH_CHECK(c.has_value() == (differentiable && !test::refuses_gradient(info)));
     if (!c) continue;
     ++checked;
-    {
-      CATCH_INFO("op " << info.id);
-      std::string json = "{\"format\": \"thunder-gen-trace\", \"version\": 1, \"name\": \"g\", \"inputs\": [" + c->inputs +
-                         "], \"ops\": [" + c->op + "], \"outputs\": [" + c->outputs + "]}";
-      tg::Trace forward = tg::bind_rng(tg::read_trace(json));
-      tg::Trace joint = tg::autograd(forward).trace;
-      CATCH_INFO(tg::print_trace(joint));
-
-      std::vector<torch::Tensor> inputs, cotangents;
-      for (tg::ValueId id : forward.inputs) {
-        const tg::Value& v = forward.value(id);
-        inputs.push_back(torch::rand(tg::sizes_of(v.shape), torch::kDouble).mul(c->hi - c->lo).add(c->lo).requires_grad_(v.requires_grad));
-      }
-      std::vector<torch::Tensor> outs = tg::run_reference(forward, inputs);
-      for (const torch::Tensor& o : outs) cotangents.push_back(torch::randn_like(o));
-      std::vector<torch::Tensor> with_grad;
-      for (const torch::Tensor& t : inputs)
-        if (t.requires_grad()) with_grad.push_back(t);
-      std::vector<torch::Tensor> expected = torch::autograd::grad(outs, with_grad, cotangents, false, false, true);
-
-      std::vector<torch::Tensor> joint_inputs;
-      for (const torch::Tensor& t : inputs) joint_inputs.push_back(t.detach());
-      for (const torch::Tensor& t : cotangents) joint_inputs.push_back(t);
-      std::vector<torch::Tensor> results = tg::run_reference(joint, joint_inputs);
-      CATCH_REQUIRE(results.size() == outs.size() + expected.size());
-      for (size_t i = 0; i < expected.size(); ++i) {
-        torch::Tensor want = expected[i].defined() ? expected[i] : torch::zeros_like(with_grad[i]);
-        torch::Tensor got = results[outs.size() + i];
-        CATCH_INFO("gradient " << i << "\nexpected " << want << "\ngot " << got);
-        CATCH_CHECK(torch::allclose(got, want, 1e-9, 1e-12));
-      }
+    CATCH_INFO("op " << info.id);
+    tg::Trace forward = trace_of(c->inputs, c->op, c->outputs);
+    std::vector<torch::Tensor> inputs;
+    for (tg::ValueId id : forward.inputs) {
+      const tg::Value& v = forward.value(id);
+      inputs.push_back(torch::rand(tg::sizes_of(v.shape), torch::kDouble).mul(c->hi - c->lo).add(c->lo).requires_grad_(v.requires_grad));
     }
+    check_gradients(forward, inputs);
   }
   CATCH_CHECK(checked >= 45);
+}
+
+// d(a^b)/db is a^b * log(a), and ATen makes it 0 where a is 0 and b >= 0 (0 * log 0 would be NaN);
+// a number base has no tensor to take the log of. d(a^b)/da is b * a^(b - 1), 0 where b is 0
+// (0 * 0^-1 would be NaN).
+CATCH_TEST_CASE("pow's gradients at a zero base and a zero exponent, and with a number base") {
+  torch::manual_seed(0);
+  const std::string e = test::f64("e", "[5]"), a = test::f64("a", "[5]");
+  const std::string ops = test::call("torch.pow", "[2.0, \"e\"]", test::out("two_to_e", "[5]")) + ", " +
+                          test::call("torch.pow", "[0.0, \"e\"]", test::out("zero_to_e", "[5]")) + ", " +
+                          test::call("torch.pow", "[\"a\", \"e\"]", test::out("a_to_e", "[5]"));
+  tg::Trace forward = trace_of(e + ", " + a, ops, "\"two_to_e\", \"zero_to_e\", \"a_to_e\"");
+  const torch::Tensor exponents = torch::tensor({-1.0, 0.0, 0.5, 1.0, 2.0}, torch::kDouble).requires_grad_(true);
+  const torch::Tensor bases = torch::tensor({0.0, 0.0, 0.0, 3.0, 0.5}, torch::kDouble).requires_grad_(true);
+  check_gradients(forward, {exponents, bases});
 }
 
 // Custom autograd functions (examples/custom_functions.json): the user's backward is used exactly
