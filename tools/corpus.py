@@ -404,6 +404,20 @@ class TimmConvNextBlock(nn.Module):
         return self.block(x)
 
 
+class UNetResBlock(nn.Module):
+    """A diffusion UNet's residual block (diffusers' ResnetBlock2D without the time embedding),
+    written with torch.nn: GroupNorm, SiLU and a 3x3 convolution, twice, and the skip."""
+
+    def __init__(self, channels=32, groups=8):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(groups, channels), nn.Conv2d(channels, channels, 3, padding=1)
+        self.norm2, self.conv2 = nn.GroupNorm(groups, channels, eps=1e-6), nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv1(F.silu(self.norm1(x)))
+        return x + self.conv2(F.silu(self.norm2(h)))
+
+
 def images(g):
     return (torch.randn(BATCH, 3, 16, 16, generator=g).requires_grad_(True),)
 
@@ -469,7 +483,8 @@ def distributed_model(name):
 
 # Third-party modules checked through torch.export only (tools/check_pt2.py): Thunder 0.2.6 fails
 # on the transformers and torch.nn ones before thunder-gen sees them; it captures timm's, which are
-# left out of the Thunder corpus for CI time.
+# left out of the Thunder corpus for CI time. Last, a block written here (UNetResBlock), for the
+# group norm no third-party block above has.
 EXPORT_ONLY = [
     Model("qwen2_sdpa_layer", Qwen2SdpaLayer, lambda g: (tokens(g),)),
     Model("torch_encoder_layer", lambda: TorchEncoderLayer(batch_first=True, norm_first=False), lambda g: (tokens(g),)),
@@ -483,4 +498,5 @@ EXPORT_ONLY = [
     Model("timm_mixer_block", TimmMixerBlock, lambda g: (tokens(g),)),
     Model("timm_swiglu", TimmSwiGlu, lambda g: (tokens(g),)),
     Model("timm_convnext_block", TimmConvNextBlock, lambda g: (torch.randn(BATCH, 16, 8, 8, generator=g).requires_grad_(True),)),
+    Model("unet_resblock", UNetResBlock, lambda g: (torch.randn(BATCH, 32, 8, 8, generator=g).requires_grad_(True),)),
 ]

@@ -255,13 +255,13 @@ std::vector<Doc> amin(Pt2Lowering& node) {
   return reduce(node, "prims.amin", node.args.at("self").get<std::string>(), b.input("self"), node.args.at("dim"), b);
 }
 
-// any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape.
+// any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape; no dim (or none listed): every dim.
 std::vector<Doc> any_dim(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
   const std::string truth = as_bool(b, node.args.at("self").get<std::string>(), in);
   const std::string counted = b.op("prims.convert_element_type", {{"a", truth}, {"dtype", dtype_literal(DType::i32)}}, in.shape, DType::i32);
-  const std::vector<int64_t> dims = reduced_dims(b, node.args.at("dim"), in.shape.size());
+  const std::vector<int64_t> dims = reduced_dims(b, node.args.contains("dim") ? node.args.at("dim") : Doc(), in.shape.size());
   Shape kept;
   for (size_t i = 0; i < in.shape.size(); ++i)
     if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) kept.push_back(in.shape[i]);
@@ -272,6 +272,216 @@ std::vector<Doc> any_dim(Pt2Lowering& node) {
   } else {
     const std::string any = b.op("torch.ne", {{"a", largest}, {"b", 0}}, kept, DType::b8);
     b.output(0, "torch.reshape", {{"a", any}, {"shape", size_list_json(out.shape)}});
+  }
+  return b.take();
+}
+
+// A list of sizes the node gives as integer literals (a SymInt naming a symbol is refused).
+std::vector<int64_t> literal_sizes(Builder& b, const Pt2Lowering& node, const char* param) {
+  if (node.sized.count(param)) b.refuse(std::string(param) + " that name a size are not supported");
+  return node.args.at(param).get<std::vector<int64_t>>();
+}
+
+// Known constants as the trace writes sizes: expressions in a symbolic trace, plain integers else.
+Doc constant_sizes(const std::vector<int64_t>& sizes, bool symbolic) {
+  Shape s;
+  for (int64_t n : sizes) s.push_back(Dim::constant(n));
+  return symbolic ? size_list_json(s) : Doc(sizes);
+}
+
+bool has_symbolic_dim(const Shape& shape) {
+  return std::any_of(shape.begin(), shape.end(), [](const Dim& d) { return d.symbolic(); });
+}
+
+// constant_pad_nd(self, pad, value) and pad(self, pad, mode="constant", value): pad holds (lo, hi) pairs from the last dim backwards, a
+// negative one cropping; prims.pad takes a (lo, hi, interior) triple for every dim.
+std::vector<Doc> constant_pad(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  if (node.args.contains("mode") && node.args.at("mode") != Doc{{"str", "constant"}})
+    b.refuse("pad mode " + node.args.at("mode").dump() + " is not supported (only \"constant\")");
+  const std::vector<int64_t> pad = literal_sizes(b, node, "pad");
+  if (pad.size() % 2 != 0 || pad.size() / 2 > in.shape.size())
+    b.refuse("pad of " + std::to_string(pad.size()) + " sizes for a rank-" + std::to_string(in.shape.size()) + " tensor (two per padded dim)");
+  Doc config = Doc::array();
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    const size_t from_end = in.shape.size() - 1 - d;
+    const bool padded = from_end < pad.size() / 2;
+    config.push_back(constant_sizes({padded ? pad[2 * from_end] : 0, padded ? pad[2 * from_end + 1] : 0, 0}, has_symbolic_dim(in.shape)));
+  }
+  const Doc& value = node.args.at("value");
+  b.output(0, "prims.pad", {{"a", node.args.at("self")}, {"padding_value", value.is_null() ? Doc(0) : value}, {"padding_config", config}});
+  return b.take();
+}
+
+// repeat(self, repeats): the input (padded with leading dims of 1 to len(repeats)) broadcast into
+// [r0, s0, r1, s1, ...], then merged into [r0 * s0, r1 * s1, ...].
+std::vector<Doc> repeat(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  const std::vector<int64_t> repeats = literal_sizes(b, node, "repeats");
+  if (repeats.size() < in.shape.size())
+    b.refuse("repeat with " + std::to_string(repeats.size()) + " repeats for a rank-" + std::to_string(in.shape.size()) + " tensor");
+  const size_t lead = repeats.size() - in.shape.size();
+  Shape spread;
+  std::vector<int64_t> kept_dims;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 0) b.refuse("repeat " + std::to_string(repeats[d]) + " times");
+    spread.push_back(Dim::constant(repeats[d]));
+    if (d >= lead) {
+      kept_dims.push_back(int64_t(spread.size()));
+      spread.push_back(in.shape[d - lead]);
+    }
+  }
+  const std::string broadcast = b.op("prims.broadcast_in_dim", {{"a", node.args.at("self")}, {"shape", size_list_json(spread)}, {"broadcast_dimensions", kept_dims}},
+                                     spread, in.dtype);
+  b.output(0, "torch.reshape", {{"a", broadcast}, {"shape", size_list_json(node.meta(node.outs.at(0)).shape)}});
+  return b.take();
+}
+
+// index_select(self, dim, index) of a float tensor: an embedding lookup in self with `dim` moved
+// to the front and the other dims merged into rows (its gradient a scatter-add, as embedding's).
+std::vector<Doc> index_select(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  if (!is_float(in.dtype)) b.refuse("index_select of a " + std::string(dtype_name(in.dtype)) + " tensor is not supported (float tensors only)");
+  if (b.input("index").shape.size() > 1) b.refuse("index_select with an index of rank " + std::to_string(b.input("index").shape.size()));
+  const int64_t d = in.shape.empty() ? 0 : b.dim("dim");
+  std::vector<int64_t> to_front = {d};
+  Shape moved = {in.shape.empty() ? Dim::constant(1) : in.shape[size_t(d)]}, rest;
+  for (size_t k = 0; k < in.shape.size(); ++k)
+    if (int64_t(k) != d) to_front.push_back(int64_t(k)), moved.push_back(in.shape[k]), rest.push_back(in.shape[k]);
+  std::string table = node.args.at("self").get<std::string>();
+  if (d != 0) table = b.op("torch.permute", {{"a", table}, {"dims", to_front}}, moved, in.dtype);
+  const Shape rows = {moved[0], numel_dim(rest)};
+  if (moved != rows) table = b.op("torch.reshape", {{"a", table}, {"shape", size_list_json(rows)}}, rows, in.dtype);
+  const Dim picked = b.input("index").shape.empty() ? Dim::constant(1) : b.input("index").shape[0];
+  std::string index = node.args.at("index").get<std::string>();
+  if (b.input("index").shape.empty()) index = b.op("torch.reshape", {{"a", index}, {"shape", size_list_json({picked})}}, {picked}, b.input("index").dtype);
+  const Shape looked_up = {picked, rows[1]};
+  std::string out = b.op("torch.nn.functional.embedding", {{"a", index}, {"weight", table}}, looked_up, in.dtype);
+  Shape unmerged = {picked};
+  unmerged.insert(unmerged.end(), rest.begin(), rest.end());
+  if (unmerged != looked_up) out = b.op("torch.reshape", {{"a", out}, {"shape", size_list_json(unmerged)}}, unmerged, in.dtype);
+  std::vector<int64_t> back(to_front.size());
+  for (size_t k = 0; k < to_front.size(); ++k) back[size_t(to_front[k])] = int64_t(k);
+  if (d != 0) out = b.op("torch.permute", {{"a", out}, {"dims", back}}, node.meta(node.outs.at(0)).shape, in.dtype);
+  b.output(0, "torch.reshape", {{"a", out}, {"shape", size_list_json(node.meta(node.outs.at(0)).shape)}});
+  return b.take();
+}
+
+// hardtanh(self, min_val, max_val) and relu6(self) (0 and 6): the bounds where self is at or past them, else self, so the
+// gradient flows only strictly between them (as ATen's hardtanh_backward; clamp's includes them).
+std::vector<Doc> hardtanh(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  const bool relu6 = !node.args.contains("min_val");
+  const Doc self = node.args.at("self"), lo = relu6 ? Doc(0) : node.args.at("min_val"), hi = relu6 ? Doc(6) : node.args.at("max_val");
+  const std::string below = b.op("torch.le", {{"a", self}, {"b", lo}}, in.shape, DType::b8);
+  const std::string above = b.op("torch.ge", {{"a", self}, {"b", hi}}, in.shape, DType::b8);
+  const std::string upper = b.op("prims.where", {{"pred", above}, {"a", hi}, {"b", self}}, in.shape, in.dtype);
+  b.output(0, "prims.where", {{"pred", below}, {"a", lo}, {"b", upper}});
+  return b.take();
+}
+
+// elu(self, alpha, scale, input_scale): scale * self where self > 0, else
+// scale * alpha * expm1(self * input_scale).
+std::vector<Doc> elu(Pt2Lowering& node) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  const Doc self = node.args.at("self");
+  const double alpha = node.args.at("alpha").get<double>(), scale = node.args.at("scale").get<double>();
+  const std::string positive = b.op("torch.gt", {{"a", self}, {"b", 0}}, in.shape, DType::b8);
+  const std::string scaled_in = b.op("torch.mul", {{"a", self}, {"b", node.args.at("input_scale")}}, in.shape, in.dtype);
+  const std::string curve = b.op("torch.expm1", {{"a", scaled_in}}, in.shape, in.dtype);
+  const std::string negative = b.op("torch.mul", {{"a", curve}, {"b", alpha * scale}}, in.shape, in.dtype);
+  const std::string linear = b.op("torch.mul", {{"a", self}, {"b", scale}}, in.shape, in.dtype);
+  b.output(0, "prims.where", {{"pred", positive}, {"a", linear}, {"b", negative}});
+  return b.take();
+}
+
+// isnan(self) as self != self; isinf(self) as not finite and not NaN.
+std::vector<Doc> isnan(Pt2Lowering& node) {
+  Builder b(node);
+  b.output(0, "torch.ne", {{"a", node.args.at("self")}, {"b", node.args.at("self")}});
+  return b.take();
+}
+std::vector<Doc> isinf(Pt2Lowering& node) {
+  Builder b(node);
+  const Shape& shape = b.input("self").shape;
+  const std::string finite = b.op("torch.isfinite", {{"a", node.args.at("self")}}, shape, DType::b8);
+  const std::string infinite_or_nan = b.op("torch.bitwise_not", {{"a", finite}}, shape, DType::b8);
+  const std::string number = b.op("torch.eq", {{"a", node.args.at("self")}, {"b", node.args.at("self")}}, shape, DType::b8);
+  b.output(0, "torch.bitwise_and", {{"a", infinite_or_nan}, {"b", number}});
+  return b.take();
+}
+
+// group_norm(input, num_groups, weight, bias, eps) over [N, C, *]: layer_norm over each group's
+// C / num_groups channels (its rows [N, num_groups, rest]), then the per-channel weight and bias.
+// native_group_norm also gives each group's mean and 1 / std, [N, num_groups].
+std::vector<Doc> group_norm(Pt2Lowering& node) {
+  Builder b(node);
+  const bool native = node.args.contains("group");
+  const Doc input = node.args.at("input");
+  const Value& in = node.meta(input.get<std::string>());
+  const int64_t groups = b.integer(native ? "group" : "num_groups");
+  if (in.shape.size() < 2) b.refuse("group_norm needs a [N, C, *] input, not rank " + std::to_string(in.shape.size()));
+  const Dim& channels = in.shape[1];
+  if (channels.symbolic()) b.refuse("group_norm over a symbolic channel count " + channels.expr()->text() + " is not supported");
+  if (groups <= 0 || int64_t(channels) % groups != 0)
+    b.refuse("group_norm of " + std::to_string(int64_t(channels)) + " channels into " + std::to_string(groups) + " groups");
+  Shape group_rest = {Dim::constant(int64_t(channels) / groups)};
+  group_rest.insert(group_rest.end(), in.shape.begin() + 2, in.shape.end());
+  const Shape rows = {in.shape[0], Dim::constant(groups), numel_dim(group_rest)};
+  const std::string grouped = b.op("torch.reshape", {{"a", input}, {"shape", size_list_json(rows)}}, rows, in.dtype);
+  const Doc eps = node.args.at("eps");
+  const Doc row_length = size_list_json({rows[2]});
+  const std::string normed = b.op("torch.nn.functional.layer_norm", {{"a", grouped}, {"normalized_shape", row_length}, {"eps", eps}}, rows, in.dtype);
+  std::string out = b.op("torch.reshape", {{"a", normed}, {"shape", size_list_json(in.shape)}}, in.shape, in.dtype);
+  const DType result = node.meta(node.outs.at(0)).dtype;
+  for (const char* affine : {"weight", "bias"}) {
+    if (node.args.at(affine).is_null()) continue;
+    const DType own = node.meta(node.args.at(affine).get<std::string>()).dtype;
+    const std::string per_channel = b.op("prims.broadcast_in_dim", {{"a", node.args.at(affine)}, {"shape", size_list_json(in.shape)}, {"broadcast_dimensions", {1}}},
+                                         in.shape, own);
+    out = b.op(affine == std::string("weight") ? "torch.mul" : "torch.add", {{"a", out}, {"b", per_channel}}, in.shape, result);
+  }
+  b.output(0, "torch.reshape", {{"a", out}, {"shape", size_list_json(in.shape)}});
+  if (native && node.outs.size() == 3) {
+    const Shape stats = {rows[0], rows[1]};
+    const std::string mean = b.op("torch.mean", {{"a", grouped}, {"dim", {2}}}, stats, in.dtype);
+    b.output(1, "torch.reshape", {{"a", mean}, {"shape", size_list_json(node.meta(node.outs.at(1)).shape)}});
+    const std::string var = b.op("torch.var", {{"a", grouped}, {"dim", {2}}, {"correction", 0}}, stats, in.dtype);
+    const std::string shifted = b.op("torch.add", {{"a", var}, {"b", eps}}, stats, in.dtype);
+    const std::string rstd = b.op("torch.rsqrt", {{"a", shifted}}, stats, in.dtype);
+    b.output(2, "torch.reshape", {{"a", rstd}, {"shape", size_list_json(node.meta(node.outs.at(2)).shape)}});
+  }
+  return b.take();
+}
+
+// argmax / argmin(self, dim=None, keepdim): along dim, or over every element flattened.
+std::vector<Doc> arg_extreme(Pt2Lowering& node, const char* prim) {
+  Builder b(node);
+  const Value& in = b.input("self");
+  std::string input = node.args.at("self").get<std::string>();
+  Shape shape = in.shape;
+  int64_t d = 0;
+  if (node.args.at("dim").is_null()) {
+    shape = {numel_dim(in.shape)};
+    input = b.op("torch.reshape", {{"a", input}, {"shape", size_list_json(shape)}}, shape, in.dtype);
+  } else if (!in.shape.empty()) {
+    d = b.dim("dim");
+  } else {
+    b.refuse(std::string(prim) + " of a rank-0 tensor along a dim");
+  }
+  Shape kept = shape;
+  kept.erase(kept.begin() + d);
+  const Value& out = node.meta(node.outs.at(0));
+  if (kept == out.shape) {
+    b.output(0, prim, {{"a", input}, {"dim", d}});
+  } else {
+    const std::string found = b.op(prim, {{"a", input}, {"dim", d}}, kept, out.dtype);
+    b.output(0, "torch.reshape", {{"a", found}, {"shape", size_list_json(out.shape)}});
   }
   return b.take();
 }
@@ -291,6 +501,17 @@ const std::map<std::string, LoweringFn>& lowerings() {
       {"amax", amax},
       {"amin", amin},
       {"any_dim", any_dim},
+      {"logical_xor", [](Pt2Lowering& n) { return logical(n, "torch.bitwise_xor"); }},
+      {"constant_pad", constant_pad},
+      {"repeat", repeat},
+      {"index_select", index_select},
+      {"hardtanh", hardtanh},
+      {"elu", elu},
+      {"isnan", isnan},
+      {"isinf", isinf},
+      {"group_norm", group_norm},
+      {"argmax", [](Pt2Lowering& n) { return arg_extreme(n, "prims.argmax"); }},
+      {"argmin", [](Pt2Lowering& n) { return arg_extreme(n, "prims.argmin"); }},
   };
   return table;
 }
