@@ -1,6 +1,7 @@
 """The ATen ops that no corpus model calls, through torch.export and thunder-gen, against PyTorch
 eager at the values where an op's definition has a case of its own: NaN and infinities, a bound
-that is hit exactly, a base of 0, ties, repeated indices, a negative pad. One module calls them
+that is hit exactly, a base of 0, ties, repeated indices, a negative pad, quotients of -x.5 rounded
+down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along. One module calls them
 all; it is exported as the default training IR and as Core ATen (where several become others:
 relu6 a hardtanh, F.pad a constant_pad_nd), and each archive is checked by `python -m
 thunder_gen.check` (every output and every gradient, NaN matching NaN).
@@ -59,6 +60,10 @@ class SpecialValues(nn.Module):
             ties.argmax(-1), ties.argmin(0), ties.argmax(),               # the first of equal values
             torch.logical_xor(ties > 1, ties < 3), (ties > 2).any(), (ties > 2).any(-1),
             torch.clamp(self.table, min=self.table[:1] * 0.5, max=self.table[:, :1] + 1),
+            (ties > 1) & (ties < 4), (ties > 1) ^ (ties < 3),
+            torch.div(self.grid * 5, 2, rounding_mode="floor"), torch.div(self.grid * 5, 2, rounding_mode="trunc"),  # -x.5 parts
+            torch.ops.aten.div.Scalar_mode(self.grid * 5, 2, rounding_mode="floor"), (ties > 3).any((0, 1)),
+            self.table.new_ones(4) * self.channel_scale, ties.new_zeros(3, 1).fill_(-2.5) + ties,
         )
 
 
