@@ -1,7 +1,8 @@
 """The ATen ops that no corpus model calls, through torch.export and thunder-gen, against PyTorch
 eager at the values where an op's definition has a case of its own: NaN and infinities, a bound
 that is hit exactly, a base of 0, ties, repeated indices, a negative pad, quotients of -x.5 rounded
-down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along. One module calls them
+down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along, and detach (no gradient
+flows through it). One module calls them
 all; it is exported as the default training IR and as Core ATen (where several become others:
 relu6 a hardtanh, F.pad a constant_pad_nd), and each archive is checked by `python -m
 thunder_gen.check` (every output and every gradient, NaN matching NaN).
@@ -64,6 +65,7 @@ class SpecialValues(nn.Module):
             torch.div(self.grid * 5, 2, rounding_mode="floor"), torch.div(self.grid * 5, 2, rounding_mode="trunc"),  # -x.5 parts
             torch.ops.aten.div.Scalar_mode(self.grid * 5, 2, rounding_mode="floor"), (ties > 3).any((0, 1)),
             self.table.new_ones(4) * self.channel_scale, ties.new_zeros(3, 1).fill_(-2.5) + ties,
+            self.exponent * self.exponent.detach(),                       # the gradient is the detached factor
         )
 
 

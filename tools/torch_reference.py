@@ -369,7 +369,7 @@ def argmin(cx: Call, a, dim):
 
 
 _UNARY = {
-    "abs": torch.abs, "neg": torch.neg, "signbit": torch.signbit, "bitwise_not": torch.bitwise_not,
+    "abs": torch.abs, "neg": torch.neg, "signbit": torch.signbit, "bitwise_not": torch.bitwise_not, "detach": torch.detach,
     # the unary float prims, declared in src/ops/unary_float_prims.def
     **{n: d.torch_function for n, d in unary_float_prims().items()},
 }

@@ -26,6 +26,18 @@ std::string module_path(Object node) {
   return printable_line(text.substr(first + 1, second - first - 1));
 }
 
+// A Core ATen archive's aten.alias that was Tensor.detach() in the module: run_decompositions writes
+// detach as alias, which would let the gradient through; the node's torch_fn metadata
+// ("detach_1;method_descriptor.detach") still names the call.
+bool was_detach(Object node) {
+  auto metadata = find(node, "metadata");
+  if (!metadata || !metadata->is_object()) return false;
+  auto torch_fn = find(object_of(*metadata), "torch_fn");
+  if (!torch_fn || !torch_fn->is_string()) return false;
+  const std::string_view text = string_of(*torch_fn);
+  return text.ends_with(".detach") && text.find(';') != std::string_view::npos;
+}
+
 // The functional op of an in-place one ("aten.add_.Tensor" -> "aten.add.Tensor"), or "".
 std::string functional_of(const std::string& aten) {
   const size_t dot = aten.find('.', 5);
@@ -45,7 +57,8 @@ void Translator::translate_node(Json node_json, const Path& at) {
   const std::string target = string_at(require(node, at, "target"), Path(at, "target"));
   if (is_autocast_region(target)) return inline_autocast(node, at);
   if (is_size_arithmetic(target)) return;
-  const std::string aten = aten_target(target, at, source_);
+  std::string aten = aten_target(target, at, source_);
+  if (aten == "aten.alias.default" && was_detach(node)) aten = "aten.detach.default";
   std::vector<const AtenRow*> rows = aten_rows_for(aten);
   const std::string mutated = rows.empty() ? mutated_value(node, at, aten) : "";
   if (!mutated.empty()) rows = aten_rows_for(functional_of(aten));
