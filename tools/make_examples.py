@@ -1267,7 +1267,8 @@ def dropout_sub():
 def torch_ops():
     t = Trace("torch_ops", "hand-written: every torch-level op thunder-gen has a row for, written without "
                            "decompositions and bound positionally and by keyword, in a small trained graph: "
-                           "linear, relu, sigmoid, tanh, transpose, matmul, softmax, log_softmax, mean, "
+                           "linear, relu, sigmoid, detach (no gradient flows into the sigmoid through the matmul), "
+                           "tanh, transpose, matmul, softmax, log_softmax, mean, "
                            "unsqueeze, permute, reshape, gelu (tanh), silu, sum, cat, var, nll_loss, embedding, "
                            "scaled_dot_product_attention (causal)")
     f = "f32"
@@ -1277,8 +1278,9 @@ def torch_ops():
     h = t.torch("torch.nn.functional.linear", [x, w], {"bias": b}, [64, 48], f)
     r = t.torch("torch.relu", [h], None, [64, 48], f)
     s = t.torch("torch.sigmoid", [h], None, [64, 48], f)
+    sd = t.torch("torch.detach", [s], None, [64, 48], f)
     th = t.torch("torch.tanh", [h], None, [64, 48], f)
-    st = t.torch("torch.transpose", [s, 0, -1], None, [48, 64], f)
+    st = t.torch("torch.transpose", [sd, 0, -1], None, [48, 64], f)
     m = t.torch("torch.matmul", [r, st], None, [64, 64], f)
     sm = t.torch("torch.softmax", [m, -1], {"dtype": None}, [64, 64], f)
     ls = t.torch("torch.log_softmax", [m], {"dim": 1}, [64, 64], f)

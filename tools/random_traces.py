@@ -1535,6 +1535,12 @@ def b_dropout(s: Sub, op: str, dt: str) -> Val:
     return s.emit1(op, [a.name], out, {"p": p, "training": training, "inplace": False})
 
 
+def b_detach(s: Sub, op: str, dt: str) -> Val:
+    """detach: the operand's values, through which no gradient flows."""
+    a = s.value(dt)
+    return s.emit1(op, [a.name], replace(a, name="", grad=False))
+
+
 def b_copy(s: Sub, op: str, dt: str) -> Val:
     a = s.value(dt)
     if op == "prims.stride_order":
@@ -1615,6 +1621,7 @@ GENERATED = {
     "prims.signbit": b_sign,
     "prims.isfinite": b_isfinite,
     "prims.bitwise_not": b_bitwise_not,
+    "prims.detach": b_detach,
     **{f"prims.{n}": binary_float_builder(n) for n, d in BINARY_FLOAT.items()},
     **{f"prims.{n}": binary_exact_builder(n) for n, d in BINARY_EXACT.items()},
     "prims.where": b_where,
@@ -1674,7 +1681,7 @@ EXCLUDED: dict[str, str] = {
     # broadcasting and promotion, checked against eager and LibTorch's promotion by
     # tests/torch_elementwise/; generating them here with mixed operands is still to do.
     **{f"torch.{n}": "the torch-level form of an elementwise prim: tests/torch_elementwise/"
-       for n in "abs neg floor ceil round trunc sign signbit isfinite bitwise_not where lerp".split()},
+       for n in "abs neg floor ceil round trunc sign signbit isfinite bitwise_not detach where lerp".split()},
     **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/"
        for d in unary_float_prims().values() if d.torch_name != "torch.tanh"},
     **{d.torch_name: "the torch-level form of an elementwise prim: tests/torch_elementwise/"
