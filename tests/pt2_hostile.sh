@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pt2_hostile.sh THUNDER_GEN WORKDIR: the broken and hostile archives of tests/pt2/make_hostile.py,
 # written into WORKDIR, each refused by thunder-gen with exit 1, its reason in the message, and no
-# output folder; the control archive (the real one, rewritten) generates.
+# output folder; the control archive (the real one, rewritten) generates, and so does one that
+# updates a buffer (its new value an output of role buffer_update).
 set -euo pipefail
 thunder_gen=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,14 +38,15 @@ expect unknown_argument_kind "/graph_module/graph/nodes/0/inputs/0/arg: error: u
 expect unknown_dtype "/graph_module/graph/tensor_values/x/dtype: error: ScalarType 99"
 expect pickled_weights "/config/norm.weight/use_pickle: error: \"norm.weight\" is stored as a pickle"
 expect legacy_2_7_layout "a pre-2.8 archive"
-expect buffer_mutation "the program mutates fc1.bias (buffer_mutation)"
+expect parameter_mutation "the program mutates fc1.bias (parameter_mutation)"
 expect higher_order_op "\"torch.ops.higher_order.cond\" is a higher-order op"
 expect extension_op "\"#mylib:myop\" is a registered extension op"
 expect negative_size "tensor_values/p_norm_weight/sizes/0: error: negative size -3"
 expect range_wider_than_guards "tensor_values/slice_1/sizes/1: error: the size seq - 5 may be negative for sizes the symbols allow (2 <= seq <= 64)"
 expect deep_nesting "JSON nests deeper than 64 levels"
-# A corrupted weight is never read (code generation needs only the graph): it generates.
-for archive in control crc_mismatch; do
+# A corrupted weight is never read (code generation needs only the graph): it generates. A buffer
+# the program updates is an output after the user's, named as the buffer it updates.
+for archive in control crc_mismatch buffer_mutation; do
   if "$thunder_gen" "$work/archives/$archive.pt2" -o "$work/out-$archive" >"$work/$archive.log" 2>&1; then
     echo "ok   $archive: generated"
   else
@@ -52,5 +54,11 @@ for archive in control crc_mismatch; do
     failures=$((failures + 1))
   fi
 done
+if ! python3 -c 'import json, sys; outputs = json.load(open(sys.argv[1]))["outputs"]
+sys.exit(outputs[-1].get("role") != "buffer_update" or outputs[-1].get("fqn") != "fc1.bias" or outputs[0].get("role") != "user_output")' \
+    "$work/out-buffer_mutation/manifest.json"; then
+  echo "FAIL buffer_mutation: the manifest's outputs are not the user output, then fc1.bias's update"
+  failures=$((failures + 1))
+fi
 echo "$failures failures"
 [[ $failures -eq 0 ]]

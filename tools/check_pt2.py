@@ -122,7 +122,10 @@ def check_model(model, form, work, binary, out):
     with replay.active():
         outputs = module(*args)
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-    torch.autograd.backward(outputs, cotangents)
+    torch.autograd.backward(outputs, cotangents[:len(outputs)])
+    # The buffers the step updated (BatchNorm's running statistics): the buffer_update outputs,
+    # after the user outputs.
+    outputs += [module.get_buffer(d["fqn"]).detach() for d in manifest["outputs"] if d.get("role") == "buffer_update"]
 
     for note, ok in replay.notes:
         out.write(f"{model.name}: {note}: {'ok' if ok else 'NOT WITHIN 5 SD OF 1 - p'}\n")

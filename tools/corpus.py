@@ -404,6 +404,19 @@ class TimmConvNextBlock(nn.Module):
         return self.block(x)
 
 
+class TimmResNetBlock(nn.Module):
+    """timm's ResNet basic block: two 3x3 convolutions, each with BatchNorm (its running
+    statistics updated in training), ReLU, and the skip."""
+
+    def __init__(self):
+        super().__init__()
+        from timm.models.resnet import BasicBlock
+        self.block = BasicBlock(32, 32)
+
+    def forward(self, x):
+        return self.block(x)
+
+
 class UNetResBlock(nn.Module):
     """A diffusion UNet's residual block (diffusers' ResnetBlock2D without the time embedding),
     written with torch.nn: GroupNorm, SiLU and a 3x3 convolution, twice, and the skip."""
@@ -498,5 +511,8 @@ EXPORT_ONLY = [
     Model("timm_mixer_block", TimmMixerBlock, lambda g: (tokens(g),)),
     Model("timm_swiglu", TimmSwiGlu, lambda g: (tokens(g),)),
     Model("timm_convnext_block", TimmConvNextBlock, lambda g: (torch.randn(BATCH, 16, 8, 8, generator=g).requires_grad_(True),)),
+    # (4x4 images: a convolution's weight gradient sums over N*H*W positions, and at 8x8 its scale
+    # (50) puts f32's rounding, eager's as much as ours, past the table's 1e-5 absolute)
+    Model("timm_resnet_block", TimmResNetBlock, lambda g: (torch.randn(BATCH, 32, 4, 4, generator=g).requires_grad_(True),)),
     Model("unet_resblock", UNetResBlock, lambda g: (torch.randn(BATCH, 32, 8, 8, generator=g).requires_grad_(True),)),
 ]

@@ -2,7 +2,7 @@
 eager at the values where an op's definition has a case of its own: NaN and infinities, a bound
 that is hit exactly, a base of 0, ties, repeated indices, a negative pad, quotients of -x.5 rounded
 down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along, and detach (no gradient
-flows through it). One module calls them
+flows through it), and a BatchNorm in training (its updated running statistics compared too). One module calls them
 all; it is exported as the default training IR and as Core ATen (where several become others:
 relu6 a hardtanh, F.pad a constant_pad_nd), and each archive is checked by `python -m
 thunder_gen.check` (every output and every gradient, NaN matching NaN).
@@ -42,6 +42,9 @@ class SpecialValues(nn.Module):
         self.table = nn.Parameter(torch.arange(24.0).reshape(6, 4) / 8)
         self.grid = nn.Parameter(torch.linspace(-1, 1, 2 * 4 * 3 * 3).reshape(2, 4, 3, 3))
         self.channel_scale = nn.Parameter(torch.linspace(0.5, 2.0, 4))
+        # Training-mode batch norm: its running statistics (and num_batches_tracked) are the
+        # generated code's buffer_update outputs, compared with the module's buffers after the step.
+        self.norm = nn.BatchNorm2d(4, momentum=0.3)
 
     def forward(self, special, rows, ties):
         finite = torch.where(torch.isnan(special) | torch.isinf(special), torch.zeros_like(special), special)
@@ -66,6 +69,7 @@ class SpecialValues(nn.Module):
             torch.ops.aten.div.Scalar_mode(self.grid * 5, 2, rounding_mode="floor"), (ties > 3).any((0, 1)),
             self.table.new_ones(4) * self.channel_scale, ties.new_zeros(3, 1).fill_(-2.5) + ties,
             self.exponent * self.exponent.detach(),                       # the gradient is the detached factor
+            self.norm(self.grid * 2 + 1),
         )
 
 

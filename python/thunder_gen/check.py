@@ -139,6 +139,9 @@ def run_eager(module, manifest: dict, values: dict, cotangents: list, seed: int)
         backward(outputs, cotangents)
     except Exception as e:  # the user's module: its failure is the answer, in one line
         raise CheckError(f"the module failed on the archive's inputs: {type(e).__name__}: {e}") from None
+    # The buffers the step updates (BatchNorm's running statistics), as the generated code's
+    # buffer_update outputs, which follow the user outputs.
+    outputs += [module.get_buffer(d["fqn"]).detach().clone() for d in manifest["outputs"] if d.get("role") == "buffer_update"]
     wanted = {d["name"] for d in manifest["inputs"] if d.get("requires_grad")}
     return outputs, {n: t.grad for n, t in params.items() if n in wanted}
 

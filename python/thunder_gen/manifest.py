@@ -47,6 +47,10 @@ class Value:
     # A symbolic trace's input: its sizes as the trace wrote them (an int, or an expression over
     # the symbols: "B", "B*T"); None for a static one.
     sizes: tuple | None = None
+    # A PT2 archive's input or output: "parameter", "buffer", "user_input", ...; "user_output", or
+    # "buffer_update" (the buffer `fqn` after the step: a BatchNorm's running statistics).
+    role: str | None = None
+    fqn: str | None = None
 
     def shape_at(self, at: dict | None) -> tuple[int, ...]:
         """Its shape at the symbols' sizes `at` (None: the folder's one shape)."""
@@ -186,7 +190,8 @@ class _Reader:
         scalar = self.scalar(obj, where)
         tensor = scalar is None
         return Value(name, self.dtype(obj, where) if tensor else None, self.shape(obj, where) if tensor else None,
-                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)), self.sizes(obj, where))
+                     scalar, bool(self.get(obj, "requires_grad", bool, where, required=False)), self.sizes(obj, where),
+                     self.get(obj, "role", str, where, required=False), self.get(obj, "fqn", str, where, required=False))
 
     def sizes(self, obj, where):
         sizes = self.get(obj, "sizes", list, where, required=False)

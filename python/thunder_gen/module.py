@@ -163,7 +163,8 @@ class _GeneratedFunction(torch.autograd.Function):
         ctx.module, ctx.at = module, at
         ctx.saved_scalars = {(s.kind, s.name): available[(s.kind, s.name)] for s in m.saved_scalars}
         ctx.save_for_backward(*(available[(s.kind, s.name)] for s in m.saved))
-        ctx.mark_non_differentiable(*(t for t, o in zip(outputs, m.outputs) if o.dtype not in FLOATING))
+        # (integer outputs, and the buffers' new values: running statistics carry no gradient)
+        ctx.mark_non_differentiable(*(t for t, o in zip(outputs, m.outputs) if o.dtype not in FLOATING or o.role == "buffer_update"))
         return tuple(outputs)
 
     @staticmethod

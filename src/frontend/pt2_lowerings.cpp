@@ -2,52 +2,16 @@
 
 #include <algorithm>
 
+#include "frontend/pt2_lowering_builder.h"
 #include "support/diagnostics.h"
 
 namespace tg {
 namespace {
 
 using Doc = nlohmann::json;
+using pt2_lowering::Builder;
+using pt2_lowering::dtype_literal;
 
-// Builds a node's trace ops: temporaries are named after its first output ("<out>__1", ...).
-class Builder {
- public:
-  explicit Builder(Pt2Lowering& node) : node_(node) {}
-
-  // One op; its output is `out` (a node output) or a new temporary of `shape` and `dtype`.
-  std::string op(const std::string& symbol, Doc kwargs, const Shape& shape, DType dtype, std::string out = "") {
-    if (out.empty()) out = node_.outs.at(0) + "__" + std::to_string(++temporaries_);
-    ops_.push_back({{"op", symbol}, {"kwargs", std::move(kwargs)}, {"out", Doc::array({declaration(out, shape, dtype)})}});
-    return out;
-  }
-  // The op computing output `i` as the node declares it.
-  std::string output(size_t i, const std::string& symbol, Doc kwargs) {
-    const Value& v = node_.meta(node_.outs.at(i));
-    return op(symbol, std::move(kwargs), v.shape, v.dtype, node_.outs.at(i));
-  }
-  std::vector<Doc> take() { return std::move(ops_); }
-
-  const Value& input(const char* param) const { return node_.meta(node_.args.at(param).get<std::string>()); }
-  int64_t integer(const char* param) const { return node_.args.at(param).get<int64_t>(); }
-  int64_t dim(const char* param) const {
-    const int64_t rank = int64_t(input("self").shape.size()), d = integer(param);
-    if (d < -std::max<int64_t>(rank, 1) || d >= std::max<int64_t>(rank, 1))
-      throw UserError(node_.where, "dim " + std::to_string(d) + " is out of range for a rank-" + std::to_string(rank) + " tensor");
-    return d < 0 ? d + rank : d;
-  }
-  [[noreturn]] void refuse(const std::string& message) const { throw UserError(node_.where, message); }
-
- private:
-  Pt2Lowering& node_;
-  std::vector<Doc> ops_;
-  int temporaries_ = 0;
-
-  static Doc declaration(const std::string& name, const Shape& shape, DType dtype) {
-    return {{"name", name}, {"shape", symbolic_shape_json(shape)}, {"dtype", std::string(dtype_name(dtype))}};
-  }
-};
-
-Doc dtype_literal(DType t) { return {{"dtype", std::string(dtype_name(t))}}; }
 
 // A bool operand of a logical op: the input itself, or input != 0.
 std::string as_bool(Builder& b, const std::string& name, const Value& v) {
@@ -293,8 +257,9 @@ bool has_symbolic_dim(const Shape& shape) {
   return std::any_of(shape.begin(), shape.end(), [](const Dim& d) { return d.symbolic(); });
 }
 
-// constant_pad_nd(self, pad, value) and pad(self, pad, mode="constant", value): pad holds (lo, hi) pairs from the last dim backwards, a
-// negative one cropping; prims.pad takes a (lo, hi, interior) triple for every dim.
+// constant_pad_nd(self, pad, value) and pad(self, pad, mode="constant", value): pad holds (lo, hi)
+// pairs from the last dim backwards, a negative one cropping; prims.pad takes a (lo, hi, interior)
+// triple for every dim.
 std::vector<Doc> constant_pad(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
@@ -416,49 +381,6 @@ std::vector<Doc> isinf(Pt2Lowering& node) {
   return b.take();
 }
 
-// group_norm(input, num_groups, weight, bias, eps) over [N, C, *]: layer_norm over each group's
-// C / num_groups channels (its rows [N, num_groups, rest]), then the per-channel weight and bias.
-// native_group_norm also gives each group's mean and 1 / std, [N, num_groups].
-std::vector<Doc> group_norm(Pt2Lowering& node) {
-  Builder b(node);
-  const bool native = node.args.contains("group");
-  const Doc input = node.args.at("input");
-  const Value& in = node.meta(input.get<std::string>());
-  const int64_t groups = b.integer(native ? "group" : "num_groups");
-  if (in.shape.size() < 2) b.refuse("group_norm needs a [N, C, *] input, not rank " + std::to_string(in.shape.size()));
-  const Dim& channels = in.shape[1];
-  if (channels.symbolic()) b.refuse("group_norm over a symbolic channel count " + channels.expr()->text() + " is not supported");
-  if (groups <= 0 || int64_t(channels) % groups != 0)
-    b.refuse("group_norm of " + std::to_string(int64_t(channels)) + " channels into " + std::to_string(groups) + " groups");
-  Shape group_rest = {Dim::constant(int64_t(channels) / groups)};
-  group_rest.insert(group_rest.end(), in.shape.begin() + 2, in.shape.end());
-  const Shape rows = {in.shape[0], Dim::constant(groups), numel_dim(group_rest)};
-  const std::string grouped = b.op("torch.reshape", {{"a", input}, {"shape", size_list_json(rows)}}, rows, in.dtype);
-  const Doc eps = node.args.at("eps");
-  const Doc row_length = size_list_json({rows[2]});
-  const std::string normed = b.op("torch.nn.functional.layer_norm", {{"a", grouped}, {"normalized_shape", row_length}, {"eps", eps}}, rows, in.dtype);
-  std::string out = b.op("torch.reshape", {{"a", normed}, {"shape", size_list_json(in.shape)}}, in.shape, in.dtype);
-  const DType result = node.meta(node.outs.at(0)).dtype;
-  for (const char* affine : {"weight", "bias"}) {
-    if (node.args.at(affine).is_null()) continue;
-    const DType own = node.meta(node.args.at(affine).get<std::string>()).dtype;
-    const std::string per_channel = b.op("prims.broadcast_in_dim", {{"a", node.args.at(affine)}, {"shape", size_list_json(in.shape)}, {"broadcast_dimensions", {1}}},
-                                         in.shape, own);
-    out = b.op(affine == std::string("weight") ? "torch.mul" : "torch.add", {{"a", out}, {"b", per_channel}}, in.shape, result);
-  }
-  b.output(0, "torch.reshape", {{"a", out}, {"shape", size_list_json(in.shape)}});
-  if (native && node.outs.size() == 3) {
-    const Shape stats = {rows[0], rows[1]};
-    const std::string mean = b.op("torch.mean", {{"a", grouped}, {"dim", {2}}}, stats, in.dtype);
-    b.output(1, "torch.reshape", {{"a", mean}, {"shape", size_list_json(node.meta(node.outs.at(1)).shape)}});
-    const std::string var = b.op("torch.var", {{"a", grouped}, {"dim", {2}}, {"correction", 0}}, stats, in.dtype);
-    const std::string shifted = b.op("torch.add", {{"a", var}, {"b", eps}}, stats, in.dtype);
-    const std::string rstd = b.op("torch.rsqrt", {{"a", shifted}}, stats, in.dtype);
-    b.output(2, "torch.reshape", {{"a", rstd}, {"shape", size_list_json(node.meta(node.outs.at(2)).shape)}});
-  }
-  return b.take();
-}
-
 // argmax / argmin(self, dim=None, keepdim): along dim, or over every element flattened.
 std::vector<Doc> arg_extreme(Pt2Lowering& node, const char* prim) {
   Builder b(node);
@@ -509,9 +431,10 @@ const std::map<std::string, LoweringFn>& lowerings() {
       {"elu", elu},
       {"isnan", isnan},
       {"isinf", isinf},
-      {"group_norm", group_norm},
+      {"group_norm", pt2_lowering::group_norm},
       {"argmax", [](Pt2Lowering& n) { return arg_extreme(n, "prims.argmax"); }},
       {"argmin", [](Pt2Lowering& n) { return arg_extreme(n, "prims.argmin"); }},
+      {"batch_norm", pt2_lowering::batch_norm},
   };
   return table;
 }

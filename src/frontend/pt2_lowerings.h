@@ -22,6 +22,7 @@ struct Pt2Lowering {
   std::function<const Value&(const std::string&)> meta;  // a tensor's shape and dtype, by name
   std::string where;                                      // the node's JSON pointer, for errors
   std::map<std::string, std::string> aliases;             // set: outputs that are another value
+  std::map<std::string, std::string> writes;              // set: a tensor the op updates in place -> its value after (running statistics)
 };
 
 // The trace ops (JSON) that compute the node `lowering` names.

@@ -94,16 +94,26 @@ void Translator::translate_node(Json node_json, const Path& at) {
   }
   if (!outs.empty() && feeds_patterns(aten)) producers_[outs.front()] = {aten, operands};
   // After an in-place op, its `self` is the op's result for every later reader.
-  if (!mutated.empty() && !outs.empty()) alias_[mutated] = resolve(outs.front());
+  if (!mutated.empty() && !outs.empty()) record_write(mutated, outs.front(), aten, at);
   std::string name = outs.empty() ? target : outs.front();
   const std::string module = module_path(node);
   for (size_t k = ops_before; k < ops_.size(); ++k)
     origins_.push_back({at.str(), "node " + name + " (" + aten + ")" + (module.empty() ? "" : " in module " + module), aten, module});
 }
 
+void Translator::record_write(const std::string& name, const std::string& value, const std::string& aten, const Path& at) {
+  if (placeholders_.count(name)) {
+    if (!buffer_fqns_.count(name))
+      throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs other than buffers is not supported");
+    buffer_updates_[name] = value;
+  }
+  alias_[name] = resolve(value);
+}
+
 // The value an in-place op ("aten.add_.Tensor") writes, when its functional form has a declaration
-// and the write changes nothing else: not a graph input, not a value a view shares. "" when the
-// op is not in-place or its functional form is undeclared (the caller refuses it as undeclared).
+// and the write changes nothing else: not a graph input other than a buffer, not a value a view
+// shares. "" when the op is not in-place or its functional form is undeclared (the caller refuses
+// it as undeclared).
 std::string Translator::mutated_value(Object node, const Path& at, const std::string& aten) const {
   const std::string functional = functional_of(aten);
   if (functional.empty() || aten_rows_for(functional).empty()) return "";
@@ -114,8 +124,8 @@ std::string Translator::mutated_value(Object node, const Path& at, const std::st
   const Doc self = scoped(pt2::argument(require(object_at(inputs.at(0), Path(inputs_at, size_t(0))), Path(inputs_at, size_t(0)), "arg"), first_at, sizes_));
   if (!self.is_string()) return "";
   const std::string name = self.get<std::string>();
-  if (placeholders_.count(name))
-    throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs is not supported");
+  if (placeholders_.count(name) && !buffer_fqns_.count(name))
+    throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs other than buffers is not supported");
   if (viewed_.count(name))
     throw UserError(at.str(), aten + " writes \"" + name + "\" in place, which a view shares: run_decompositions() makes the program functional");
   return name;
@@ -208,9 +218,10 @@ Doc Translator::special_value(const std::string& special, const Doc& bound, cons
 void Translator::emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::map<std::string, Doc>& sized,
                       const std::vector<std::string>& outs, const Path& at) {
   if (!row.lowering.empty()) {
-    Pt2Lowering lowering{bound, literals, sized, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}};
+    Pt2Lowering lowering{bound, literals, sized, outs, [&](const std::string& n) -> const Value& { return meta(n, at); }, at.str(), {}, {}};
     for (Doc& op : lower_aten(row.lowering, lowering)) ops_.push_back(std::move(op));
     for (auto& [name, value] : lowering.aliases) alias_[name] = resolve(value);
+    for (auto& [name, value] : lowering.writes) record_write(name, value, row.target, at);
     return;
   }
   if (row.symbol == "=") {

@@ -87,9 +87,11 @@ Pt2Translation Translator::run() {
   const Path signature_at(module_at, "signature");
   const Object signature = object_at(require(module, module_at, "signature"), signature_at);
   out.trace["inputs"] = read_inputs(graph, graph_at, signature, signature_at, out.inputs);
+  for (const Pt2Input& input : out.inputs)
+    if (input.role == "buffer") buffer_fqns_[input.name] = input.fqn;
   read_nodes(graph, graph_at);
   out.trace["ops"] = std::move(ops_);
-  out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at);
+  out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at, out.outputs);
   out.op_origins = std::move(origins_);
   out.symbols = sizes_.symbols();
   if (!out.symbols.empty()) {
@@ -256,32 +258,53 @@ Doc Translator::read_inputs(Object graph, const Path& graph_at, Object signature
   return decls;
 }
 
-Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at) const {
+// The user outputs, then the buffers the program updates: each buffer_mutation output (Core ATen,
+// functional), then each buffer an op of the training IR wrote in place (batch_norm's running
+// statistics, num_batches_tracked += 1), in input order. Their roles and FQNs go to `outputs`.
+Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& outputs) const {
   const Path specs_at(signature_at, "output_specs");
   const Path outputs_at(graph_at, "outputs");
-  const Array outputs = list_at(require(graph, graph_at, "outputs"), outputs_at);
+  const Array graph_outputs = list_at(require(graph, graph_at, "outputs"), outputs_at);
   const Array specs = list_at(require(signature, signature_at, "output_specs"), specs_at);
-  if (outputs.size() != specs.size())
-    throw UserError(specs_at.str(), std::to_string(specs.size()) + " output specs for " + std::to_string(outputs.size()) + " graph outputs");
-  Doc names = Doc::array();
+  if (graph_outputs.size() != specs.size())
+    throw UserError(specs_at.str(), std::to_string(specs.size()) + " output specs for " + std::to_string(graph_outputs.size()) + " graph outputs");
+  Doc names = Doc::array(), updates = Doc::array();
+  std::vector<Pt2Input> updated;
   size_t i = 0;
   for (Json spec : specs) {
     const Path at(specs_at, i);
     auto [kind, body] = pt2::member_of(spec, at, "OutputSpec");
-    if (kind == "buffer_mutation" || kind == "parameter_mutation" || kind == "user_input_mutation") {
+    if (kind == "parameter_mutation" || kind == "user_input_mutation") {
       std::string what;
-      for (const char* key : {"buffer_name", "parameter_name", "user_input_name"})
+      for (const char* key : {"parameter_name", "user_input_name"})
         if (body.is_object())
           if (auto n = find(object_of(body), key); n && n->is_string()) what = printable_line(string_of(*n));
-      throw UserError(Path(at, kind).str(), "the program mutates " + what + " (" + std::string(kind) +
-                                                "): in-place updates of inputs (BatchNorm running statistics) are not supported yet");
+      throw UserError(Path(at, kind).str(), "the program mutates " + what + " (" + std::string(kind) + "): in-place updates of inputs other than buffers are not supported");
     }
-    if (kind != "user_output") throw UserError(Path(at, kind).str(), "an output of kind " + std::string(kind) + " is not supported");
-    const Doc name = pt2::argument(outputs.at(i), Path(outputs_at, i), sizes_);
+    if (kind != "user_output" && kind != "buffer_mutation") throw UserError(Path(at, kind).str(), "an output of kind " + std::string(kind) + " is not supported");
+    const Doc name = pt2::argument(graph_outputs.at(i), Path(outputs_at, i), sizes_);
     if (!name.is_string()) throw UserError(Path(outputs_at, i).str(), "an output that is not a tensor (" + name.dump() + ")");
-    names.push_back(resolve(name.get<std::string>()));
+    if (kind == "buffer_mutation") {
+      auto buffer = body.is_object() ? find(object_of(body), "buffer_name") : std::nullopt;
+      if (!buffer || !buffer->is_string()) throw UserError(Path(at, kind).str(), "a buffer_mutation without a buffer_name");
+      updates.push_back(resolve(name.get<std::string>()));
+      updated.push_back({name.get<std::string>(), "buffer_update", printable_line(string_of(*buffer))});
+    } else {
+      names.push_back(resolve(name.get<std::string>()));
+      outputs.push_back({name.get<std::string>(), "user_output", name.get<std::string>()});
+    }
     ++i;
   }
+  for (Json input : list_at(require(graph, graph_at, "inputs"), Path(graph_at, "inputs"))) {
+    const Doc placeholder = pt2::argument(input, Path(graph_at, "inputs"), sizes_);
+    if (!placeholder.is_string()) continue;
+    if (auto u = buffer_updates_.find(placeholder.get<std::string>()); u != buffer_updates_.end()) {
+      updates.push_back(resolve(u->second));
+      updated.push_back({u->first, "buffer_update", buffer_fqns_.at(u->first)});
+    }
+  }
+  for (Doc& u : updates) names.push_back(std::move(u));
+  outputs.insert(outputs.end(), updated.begin(), updated.end());
   return names;
 }
 
@@ -399,6 +422,7 @@ Trace read_pt2_file(const std::string& path, const SymbolValues& specialize) {
     trace.node_origins[origin.pointer] = {origin.target, origin.module};
   }
   for (const Pt2Input& input : translation.inputs) trace.input_origins.push_back({input.role, input.fqn});
+  for (const Pt2Input& output : translation.outputs) trace.output_origins.push_back({output.role, output.fqn});
   return trace;
 }
 

@@ -57,6 +57,7 @@ struct Pt2Translation {
   nlohmann::json trace;              // the trace document
   std::vector<Pt2Origin> op_origins;  // per op of trace["ops"]
   std::vector<Pt2Input> inputs;       // per input of trace["inputs"]
+  std::vector<Pt2Input> outputs;      // per output of trace["outputs"]: role "user_output", or "buffer_update" with the buffer's FQN
   std::string entry;                  // the archive entry read ("model/models/model.json")
   Symbols symbols;                    // a dynamic-shape export's (range_constraints); the trace is at its specialization
 };

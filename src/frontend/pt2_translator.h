@@ -59,6 +59,9 @@ class Translator {
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;
   std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
+  // The buffers among the graph inputs (placeholder -> FQN), and those an op updated in place (the
+  // training IR's batch_norm and add_ on num_batches_tracked): placeholder -> its value after.
+  std::map<std::string, std::string, std::less<>> buffer_fqns_, buffer_updates_;
   // The reshapes reading a value (their target, "torch.ops.aten.view.default", and first output),
   // and the reshape or transpose making it (its ATen target and bound arguments), for the patterns
   // of pt2_patterns.cpp; the values a pattern gave another shape than the archive's.
@@ -92,7 +95,7 @@ class Translator {
   Doc resolve(Doc arg) const;
   Doc scoped(Doc arg) const;
   Doc read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const;
-  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at) const;
+  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& outputs) const;
 
   // pt2_nodes.cpp
   void read_nodes(Object graph, const Path& graph_at);
@@ -115,6 +118,8 @@ class Translator {
   };
   IntegerArguments integer_arguments(Object node, const Path& at) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
+  // `name` holds `value` from here on: later readers read it, and a buffer input's update is an output.
+  void record_write(const std::string& name, const std::string& value, const std::string& aten, const Path& at);
   void check_defaults(const AtenRow& row, const Doc& bound, const Path& at) const;
   void emit(const AtenRow& row, const Doc& bound, const std::set<std::string>& literals, const std::map<std::string, Doc>& sized,
             const std::vector<std::string>& outs, const Path& at);

@@ -232,7 +232,9 @@ void for_each_nested_op(std::vector<Op>& ops, F&& f, bool only_lowered = false) 
 }
 
 // Where an input of a PT2 archive's program came from: its role ("parameter", "buffer",
-// "constant", "user_input") and fully qualified name ("layers.0.attn.q_proj.weight").
+// "constant", "user_input") and fully qualified name ("layers.0.attn.q_proj.weight"); and where an
+// output goes: "user_output" (its name), or "buffer_update" with the buffer's FQN (a BatchNorm's
+// running statistics after the step).
 struct InputOrigin {
   std::string role, fqn;
 };
@@ -258,8 +260,8 @@ struct Trace {
   // The world size of the process group its distributed prims name (one per trace); 0 when it has
   // none. Its entry points then take a communicator (thunder_gen_comm).
   int64_t world_size = 0;
-  // Per input, when the trace was read from a PT2 archive; empty for a JSON trace.
-  std::vector<InputOrigin> input_origins;
+  // Per input and per output, when the trace was read from a PT2 archive; empty for a JSON trace.
+  std::vector<InputOrigin> input_origins, output_origins;
   // Op path -> the archive node it came from, when the trace was read from a PT2 archive.
   std::map<std::string, NodeOrigin> node_origins;
   // The symbols its sizes were declared in (docs/symbolic-shapes.md), and the size each was
@@ -293,6 +295,7 @@ struct Trace {
     t.policy_sources = policy_sources;
     t.world_size = world_size;
     t.input_origins = input_origins;
+    t.output_origins = output_origins;
     t.node_origins = node_origins;
     t.symbols = symbols;
     t.specialized_at = specialized_at;

@@ -60,6 +60,7 @@ void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* tr
   m.close(']').key("outputs").open('[');
   for (size_t k = 0; k < t.outputs.size(); ++k) {
     open_declaration(m, values.value(t.outputs[k]));
+    if (k < t.output_origins.size()) m.member("role", t.output_origins[k].role).member("fqn", t.output_origins[k].fqn);
     m.member("file", files.outputs[k] + ".npy");
     if (training) m.member("cotangent_file", files.cotangents[k] + ".npy");
     m.close('}');

@@ -232,30 +232,43 @@ def legacy_2_7_layout(entries, base):
                           stored("version", version.encode())])
 
 
+def updates_fc1_bias(doc, spec):
+    """The graph computes fc1.bias + 1 first and returns it as its first output, of OutputSpec `spec`."""
+    g = graph(doc)
+    g["tensor_values"]["fc1_bias_updated"] = dict(g["tensor_values"]["p_fc1_bias"])
+    g["nodes"].insert(0, {"target": "torch.ops.aten.add.Tensor",
+                          "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "p_fc1_bias"}}, "kind": 1},
+                                     {"name": "other", "arg": {"as_float": 1.0}, "kind": 1}],
+                          "outputs": [{"as_tensor": {"name": "fc1_bias_updated"}}], "metadata": {},
+                          "is_hop_single_tensor_return": None})
+    g["outputs"].insert(0, {"as_tensor": {"name": "fc1_bias_updated"}})
+    doc["graph_module"]["signature"]["output_specs"].insert(0, spec)
+
+
 def buffer_mutation(entries, base):
     """fc1.bias becomes a buffer that the graph also updates (bias + 1) and returns, as
     run_decompositions() writes a module's in-place buffer update (`self.b.add_(1.0)`)."""
     def edit(doc):
-        signature, g = doc["graph_module"]["signature"], graph(doc)
-        for spec in signature["input_specs"]:
+        for spec in doc["graph_module"]["signature"]["input_specs"]:
             if spec.get("parameter", {}).get("parameter_name") == "fc1.bias":
                 spec.clear()
                 spec["buffer"] = {"arg": {"name": "p_fc1_bias"}, "buffer_name": "fc1.bias", "persistent": True}
-        g["tensor_values"]["p_fc1_bias"]["requires_grad"] = False
-        g["tensor_values"]["fc1_bias_updated"] = dict(g["tensor_values"]["p_fc1_bias"])
-        g["nodes"].insert(0, {"target": "torch.ops.aten.add.Tensor",
-                              "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "p_fc1_bias"}}, "kind": 1},
-                                         {"name": "other", "arg": {"as_float": 1.0}, "kind": 1}],
-                              "outputs": [{"as_tensor": {"name": "fc1_bias_updated"}}], "metadata": {},
-                              "is_hop_single_tensor_return": None})
-        g["outputs"].insert(0, {"as_tensor": {"name": "fc1_bias_updated"}})
-        signature["output_specs"].insert(0, {"buffer_mutation": {"arg": {"name": "fc1_bias_updated"}, "buffer_name": "fc1.bias"}})
+        graph(doc)["tensor_values"]["p_fc1_bias"]["requires_grad"] = False
+        updates_fc1_bias(doc, {"buffer_mutation": {"arg": {"name": "fc1_bias_updated"}, "buffer_name": "fc1.bias"}})
 
     def as_buffer(config):
         config["config"]["fc1.bias"]["is_param"] = False
         config["config"]["fc1.bias"]["tensor_meta"]["requires_grad"] = False
         return config
     entries = with_json(entries, "data/weights/model_weights_config.json", as_buffer)
+    return archive_bytes(with_model(entries, edit))
+
+
+def parameter_mutation(entries, base):
+    """The graph updates the parameter fc1.bias (bias + 1) and returns it as a parameter_mutation,
+    which a training step's program never does (the optimizer updates parameters)."""
+    def edit(doc):
+        updates_fc1_bias(doc, {"parameter_mutation": {"arg": {"name": "fc1_bias_updated"}, "parameter_name": "fc1.bias"}})
     return archive_bytes(with_model(entries, edit))
 
 
@@ -299,7 +312,7 @@ def deep_nesting(entries, base):
 
 HOSTILE = [not_a_zip, truncated, zip_bomb, compressed_model_json, path_traversal, absolute_path, huge_declared_size,
            duplicate_entry, crc_mismatch, crc_mismatch_model_json, missing_archive_format, archive_version_1, big_endian, schema_major_9,
-           unknown_argument_kind, unknown_dtype, pickled_weights, legacy_2_7_layout, buffer_mutation, higher_order_op,
+           unknown_argument_kind, unknown_dtype, pickled_weights, legacy_2_7_layout, buffer_mutation, parameter_mutation, higher_order_op,
            extension_op, negative_size, range_wider_than_guards, deep_nesting]
 
 
