@@ -36,7 +36,7 @@ class SpecialValues(nn.Module):
         super().__init__()
         # Exact bounds of relu6 and hardtanh (the gradient is 0 there, as ATen's hardtanh_backward),
         # both sides of 0 for ELU.
-        self.bounded = nn.Parameter(torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0]))
+        self.bounded = nn.Parameter(torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0, 100.0]))  # (ELU's expm1(100) overflows f32)
         # Exponents of pow(0, e) and pow(2, e): the gradient at base 0 is 0 for e >= 0, -inf below.
         self.exponent = nn.Parameter(torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0]))
         self.table = nn.Parameter(torch.arange(24.0).reshape(6, 4) / 8)
@@ -62,14 +62,14 @@ class SpecialValues(nn.Module):
             F.group_norm(self.grid * 3, 4),                               # no affine
             self.grid.var(dim=(2, 3), unbiased=False), self.grid.var(1),
             ties.argmax(-1), ties.argmin(0), ties.argmax(),               # the first of equal values
-            torch.logical_xor(ties > 1, ties < 3), (ties > 2).any(), (ties > 2).any(-1),
+            torch.logical_xor(ties > 1, ties < 3), (ties > 2).any(), (ties > 2).any(-1), torch.any(ties > 2, dim=()),
             torch.clamp(self.table, min=self.table[:1] * 0.5, max=self.table[:, :1] + 1),
             (ties > 1) & (ties < 4), (ties > 1) ^ (ties < 3),
             torch.div(self.grid * 5, 2, rounding_mode="floor"), torch.div(self.grid * 5, 2, rounding_mode="trunc"),  # -x.5 parts
             torch.ops.aten.div.Scalar_mode(self.grid * 5, 2, rounding_mode="floor"), (ties > 3).any((0, 1)),
             self.table.new_ones(4) * self.channel_scale, ties.new_zeros(3, 1).fill_(-2.5) + ties,
             self.exponent * self.exponent.detach(),                       # the gradient is the detached factor
-            self.norm(self.grid * 2 + 1),
+            self.norm(self.norm(self.grid * 2 + 1) * 3),                 # the statistics updated twice
         )
 
 

@@ -141,7 +141,12 @@ def run_eager(module, manifest: dict, values: dict, cotangents: list, seed: int)
         raise CheckError(f"the module failed on the archive's inputs: {type(e).__name__}: {e}") from None
     # The buffers the step updates (BatchNorm's running statistics), as the generated code's
     # buffer_update outputs, which follow the user outputs.
-    outputs += [module.get_buffer(d["fqn"]).detach().clone() for d in manifest["outputs"] if d.get("role") == "buffer_update"]
+    for decl in manifest["outputs"]:
+        if decl.get("role") == "buffer_update":
+            try:
+                outputs.append(module.get_buffer(decl["fqn"]).detach().clone())
+            except AttributeError as e:
+                raise CheckError(f"the module has no buffer {decl['fqn']!r}, which the archive updates: {e}") from None
     wanted = {d["name"] for d in manifest["inputs"] if d.get("requires_grad")}
     return outputs, {n: t.grad for n, t in params.items() if n in wanted}
 

@@ -30,8 +30,19 @@ class Builder {
   }
   std::vector<Doc> take() { return std::move(ops_); }
 
-  const Value& input(const char* param) const { return node_.meta(node_.args.at(param).get<std::string>()); }
-  int64_t integer(const char* param) const { return node_.args.at(param).get<int64_t>(); }
+  // The node's arguments as the schema types them; an archive giving another JSON value (a hostile
+  // one: a float for an int, a string for a number) is refused, naming the argument.
+  const std::string& tensor(const char* param) const { return typed(param, "a tensor", &Doc::is_string).get_ref<const std::string&>(); }
+  const Value& input(const char* param) const { return node_.meta(tensor(param)); }
+  int64_t integer(const char* param) const { return typed(param, "an integer", &Doc::is_number_integer).get<int64_t>(); }
+  double number(const char* param) const { return typed(param, "a number", &Doc::is_number).get<double>(); }
+  bool flag(const char* param) const { return typed(param, "true or false", &Doc::is_boolean).get<bool>(); }
+  std::vector<int64_t> integers(const char* param) const {
+    const Doc& v = typed(param, "a list of integers", &Doc::is_array);
+    for (const Doc& item : v)
+      if (!item.is_number_integer()) refuse(std::string("argument ") + param + " must be a list of integers, not " + v.dump());
+    return v.get<std::vector<int64_t>>();
+  }
   int64_t dim(const char* param) const {
     const int64_t rank = int64_t(input("self").shape.size()), d = integer(param);
     if (d < -std::max<int64_t>(rank, 1) || d >= std::max<int64_t>(rank, 1))
@@ -45,6 +56,11 @@ class Builder {
   std::vector<Doc> ops_;
   int temporaries_ = 0;
 
+  const Doc& typed(const char* param, const char* what, bool (Doc::*is)() const noexcept) const {
+    const Doc& v = node_.args.at(param);
+    if (!(v.*is)()) refuse(std::string("argument ") + param + " must be " + what + ", not " + v.dump());
+    return v;
+  }
   static Doc declaration(const std::string& name, const Shape& shape, DType dtype) {
     return {{"name", name}, {"shape", symbolic_shape_json(shape)}, {"dtype", std::string(dtype_name(dtype))}};
   }

@@ -21,9 +21,9 @@ std::string as_bool(Builder& b, const std::string& name, const Value& v) {
 
 std::vector<Doc> logical(Pt2Lowering& node, const char* bitwise) {
   Builder b(node);
-  const std::string self = as_bool(b, node.args.at("self").get<std::string>(), b.input("self"));
+  const std::string self = as_bool(b, b.tensor("self"), b.input("self"));
   if (node.args.contains("other")) {
-    const std::string other = as_bool(b, node.args.at("other").get<std::string>(), b.input("other"));
+    const std::string other = as_bool(b, b.tensor("other"), b.input("other"));
     b.output(0, bitwise, {{"a", self}, {"b", other}});
   } else {
     b.output(0, bitwise, {{"a", self}});
@@ -102,12 +102,14 @@ int64_t slice_bound(const Doc& bound, int64_t otherwise, int64_t n) {
 std::vector<Doc> slice(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
+  for (const char* bound : {"start", "end"})
+    if (!node.args.at(bound).is_null()) b.integer(bound);
   if (in.shape.empty()) b.refuse("slice of a rank-0 tensor");
   const int64_t d = b.dim("dim"), n = in.shape.at(size_t(d)), step = b.integer("step");
   if (step <= 0) b.refuse("slice step " + std::to_string(step) + " (must be positive)");
   const int64_t start = slice_bound(node.args.at("start"), 0, n), end = std::max(start, slice_bound(node.args.at("end"), n, n));
   if (start == 0 && end == n && step == 1) {
-    node.aliases[node.outs.at(0)] = node.args.at("self").get<std::string>();
+    node.aliases[node.outs.at(0)] = b.tensor("self");
     return {};
   }
   slice_along(b, node.args.at("self"), in, d, slice_start(node, "start", start, in.shape.at(size_t(d))), end, step, node.meta(node.outs.at(0)).shape.at(size_t(d)),
@@ -167,11 +169,11 @@ std::vector<Doc> arange(Pt2Lowering& node) {
 std::vector<Doc> embedding(Pt2Lowering& node) {
   Builder b(node);
   for (const char* flag : {"scale_grad_by_freq", "sparse"})
-    if (node.args.at(flag).get<bool>()) b.refuse(std::string("aten.embedding with ") + flag + "=true is not supported");
+    if (b.flag(flag)) b.refuse(std::string("aten.embedding with ") + flag + "=true is not supported");
   const Doc& padding = node.args.at("padding_idx");
   Doc kwargs = {{"a", node.args.at("indices")}, {"weight", node.args.at("weight")}};
   if (node.sized.count("padding_idx")) b.refuse("aten.embedding with a padding_idx that is a size is not supported");
-  if (padding.get<int64_t>() >= 0) kwargs["padding_idx"] = padding;
+  if (b.integer("padding_idx") >= 0) kwargs["padding_idx"] = padding;
   b.output(0, "torch.nn.functional.embedding", std::move(kwargs));
   return b.take();
 }
@@ -179,14 +181,12 @@ std::vector<Doc> embedding(Pt2Lowering& node) {
 // The dims a reduction's `dim` names, normalized; [] or None: all of them.
 std::vector<int64_t> reduced_dims(Builder& b, const Doc& dims, size_t rank) {
   std::vector<int64_t> out;
-  if (dims.is_array())
-    for (const Doc& d : dims) {
-      const int64_t i = d.get<int64_t>(), r = int64_t(std::max<size_t>(rank, 1));
-      if (i < -r || i >= r) b.refuse("dim " + std::to_string(i) + " is out of range for a rank-" + std::to_string(rank) + " tensor");
-      out.push_back(i < 0 ? i + r : i);
-    }
-  else if (dims.is_number())
-    out.push_back(dims.get<int64_t>() < 0 ? dims.get<int64_t>() + int64_t(rank) : dims.get<int64_t>());
+  for (const Doc& d : dims.is_array() ? dims : dims.is_null() ? Doc::array() : Doc::array({dims})) {
+    if (!d.is_number_integer()) b.refuse("dim must be an integer, not " + d.dump());
+    const int64_t i = d.get<int64_t>(), r = int64_t(std::max<size_t>(rank, 1));
+    if (i < -r || i >= r) b.refuse("dim " + std::to_string(i) + " is out of range for a rank-" + std::to_string(rank) + " tensor");
+    out.push_back(i < 0 ? i + r : i);
+  }
   if (out.empty())
     for (size_t i = 0; i < rank; ++i) out.push_back(int64_t(i));
   std::sort(out.begin(), out.end());
@@ -212,18 +212,24 @@ std::vector<Doc> reduce(Pt2Lowering& node, const char* prim, const std::string& 
 
 std::vector<Doc> amax(Pt2Lowering& node) {
   Builder b(node);
-  return reduce(node, "prims.amax", node.args.at("self").get<std::string>(), b.input("self"), node.args.at("dim"), b);
+  return reduce(node, "prims.amax", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
 }
 std::vector<Doc> amin(Pt2Lowering& node) {
   Builder b(node);
-  return reduce(node, "prims.amin", node.args.at("self").get<std::string>(), b.input("self"), node.args.at("dim"), b);
+  return reduce(node, "prims.amin", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
 }
 
-// any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape; no dim (or none listed): every dim.
+// any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape; no dim argument (any.default):
+// every dim; an empty list (any.dims): none.
 std::vector<Doc> any_dim(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
-  const std::string truth = as_bool(b, node.args.at("self").get<std::string>(), in);
+  const bool listed = node.args.contains("dim") && node.args.at("dim").is_array();
+  if (listed && node.args.at("dim").empty()) {  // (ATen's any.dims reduces no dim then, as amax with dim=[] does not)
+    b.output(0, "torch.ne", {{"a", b.tensor("self")}, {"b", 0}});
+    return b.take();
+  }
+  const std::string truth = as_bool(b, b.tensor("self"), in);
   const std::string counted = b.op("prims.convert_element_type", {{"a", truth}, {"dtype", dtype_literal(DType::i32)}}, in.shape, DType::i32);
   const std::vector<int64_t> dims = reduced_dims(b, node.args.contains("dim") ? node.args.at("dim") : Doc(), in.shape.size());
   Shape kept;
@@ -240,10 +246,11 @@ std::vector<Doc> any_dim(Pt2Lowering& node) {
   return b.take();
 }
 
-// A list of sizes the node gives as integer literals (a SymInt naming a symbol is refused).
+// A list of sizes the node gives as integer literals (one that names a symbol is refused: the
+// code would be specialized to the export's size).
 std::vector<int64_t> literal_sizes(Builder& b, const Pt2Lowering& node, const char* param) {
-  if (node.sized.count(param)) b.refuse(std::string(param) + " that name a size are not supported");
-  return node.args.at(param).get<std::vector<int64_t>>();
+  if (!node.literals.count(param)) b.refuse(std::string(param) + " that depend on a symbolic size are not supported");
+  return b.integers(param);
 }
 
 // Known constants as the trace writes sizes: expressions in a symbolic trace, plain integers else.
@@ -309,19 +316,19 @@ std::vector<Doc> repeat(Pt2Lowering& node) {
 std::vector<Doc> index_select(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
+  const int64_t d = in.shape.empty() ? 0 : b.dim("dim");
   if (!is_float(in.dtype)) b.refuse("index_select of a " + std::string(dtype_name(in.dtype)) + " tensor is not supported (float tensors only)");
   if (b.input("index").shape.size() > 1) b.refuse("index_select with an index of rank " + std::to_string(b.input("index").shape.size()));
-  const int64_t d = in.shape.empty() ? 0 : b.dim("dim");
   std::vector<int64_t> to_front = {d};
   Shape moved = {in.shape.empty() ? Dim::constant(1) : in.shape[size_t(d)]}, rest;
   for (size_t k = 0; k < in.shape.size(); ++k)
     if (int64_t(k) != d) to_front.push_back(int64_t(k)), moved.push_back(in.shape[k]), rest.push_back(in.shape[k]);
-  std::string table = node.args.at("self").get<std::string>();
+  std::string table = b.tensor("self");
   if (d != 0) table = b.op("torch.permute", {{"a", table}, {"dims", to_front}}, moved, in.dtype);
   const Shape rows = {moved[0], numel_dim(rest)};
   if (moved != rows) table = b.op("torch.reshape", {{"a", table}, {"shape", size_list_json(rows)}}, rows, in.dtype);
   const Dim picked = b.input("index").shape.empty() ? Dim::constant(1) : b.input("index").shape[0];
-  std::string index = node.args.at("index").get<std::string>();
+  std::string index = b.tensor("index");
   if (b.input("index").shape.empty()) index = b.op("torch.reshape", {{"a", index}, {"shape", size_list_json({picked})}}, {picked}, b.input("index").dtype);
   const Shape looked_up = {picked, rows[1]};
   std::string out = b.op("torch.nn.functional.embedding", {{"a", index}, {"weight", table}}, looked_up, in.dtype);
@@ -355,9 +362,12 @@ std::vector<Doc> elu(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
   const Doc self = node.args.at("self");
-  const double alpha = node.args.at("alpha").get<double>(), scale = node.args.at("scale").get<double>();
+  const double alpha = b.number("alpha"), scale = b.number("scale");
   const std::string positive = b.op("torch.gt", {{"a", self}, {"b", 0}}, in.shape, DType::b8);
-  const std::string scaled_in = b.op("torch.mul", {{"a", self}, {"b", node.args.at("input_scale")}}, in.shape, in.dtype);
+  // (of self where self <= 0, else 0: where self > 0 the branch is not taken, and its expm1 could
+  // overflow into a NaN gradient; a where, not min(self, 0), whose gradient halves at a tie)
+  const std::string negative_part = b.op("prims.where", {{"pred", positive}, {"a", 0.0}, {"b", self}}, in.shape, in.dtype);
+  const std::string scaled_in = b.op("torch.mul", {{"a", negative_part}, {"b", node.args.at("input_scale")}}, in.shape, in.dtype);
   const std::string curve = b.op("torch.expm1", {{"a", scaled_in}}, in.shape, in.dtype);
   const std::string negative = b.op("torch.mul", {{"a", curve}, {"b", alpha * scale}}, in.shape, in.dtype);
   const std::string linear = b.op("torch.mul", {{"a", self}, {"b", scale}}, in.shape, in.dtype);
@@ -385,7 +395,7 @@ std::vector<Doc> isinf(Pt2Lowering& node) {
 std::vector<Doc> arg_extreme(Pt2Lowering& node, const char* prim) {
   Builder b(node);
   const Value& in = b.input("self");
-  std::string input = node.args.at("self").get<std::string>();
+  std::string input = b.tensor("self");
   Shape shape = in.shape;
   int64_t d = 0;
   if (node.args.at("dim").is_null()) {

@@ -102,10 +102,16 @@ void Translator::translate_node(Json node_json, const Path& at) {
 }
 
 void Translator::record_write(const std::string& name, const std::string& value, const std::string& aten, const Path& at) {
-  if (placeholders_.count(name)) {
-    if (!buffer_fqns_.count(name))
-      throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs other than buffers is not supported");
-    buffer_updates_[name] = value;
+  if (placeholders_.count(name) && !buffer_fqns_.count(name))
+    throw UserError(at.str(), aten + " writes the program's input \"" + name + "\" in place: mutating inputs other than buffers is not supported");
+  // The buffer `name` is, or holds since an earlier update (a lowering's write names the value its
+  // argument resolved to): its readers from here on read `value`.
+  const std::string buffer = placeholders_.count(name) ? name : buffer_of_value_.count(name) ? buffer_of_value_.at(name) : "";
+  if (!metas_.count(resolve(value)) && metas_.count(name)) metas_[resolve(value)] = metas_.at(name);  // (a lowering's new value: the shape it writes over)
+  if (!buffer.empty()) {
+    buffer_updates_[buffer] = value;
+    buffer_of_value_[resolve(value)] = buffer;
+    alias_[buffer] = resolve(value);
   }
   alias_[name] = resolve(value);
 }
@@ -169,6 +175,14 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
   return bound;
 }
 
+// A SymInt[] argument whose every size is the same at every size of the symbols.
+bool Translator::constant_sizes(Json list, const Path& at) const {
+  size_t k = 0;
+  for (Json size : list_at(list, at))
+    if (!sizes_.expression(size, Path(at, k++)).is_constant()) return false;
+  return true;
+}
+
 Translator::IntegerArguments Translator::integer_arguments(Object node, const Path& at) const {
   IntegerArguments out;
   const Path inputs_at(at, "inputs");
@@ -178,7 +192,8 @@ Translator::IntegerArguments Translator::integer_arguments(Object node, const Pa
     const Object input = object_at(input_json, input_at);
     auto [member, value] = member_of(require(input, input_at, "arg"), arg_at, "Argument");
     const std::string name = string_at(require(input, input_at, "name"), Path(input_at, "name"));
-    if (member == "as_int") out.literals.insert(name);
+    if (member == "as_int" || member == "as_ints") out.literals.insert(name);
+    if (member == "as_sym_ints" && constant_sizes(value, Path(arg_at, member))) out.literals.insert(name);
     if (member != "as_sym_int") continue;
     const SizeExpr size = sizes_.expression(value, Path(arg_at, member));
     if (!size.is_constant()) out.sized[name] = Doc{{"size", size.text()}};

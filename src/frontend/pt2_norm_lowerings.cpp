@@ -17,7 +17,7 @@ namespace {
 // the running statistics normalize.
 class BatchNorm {
  public:
-  explicit BatchNorm(Pt2Lowering& node) : node_(node), b_(node), x_(node.meta(node.args.at("input").get<std::string>())) {
+  explicit BatchNorm(Pt2Lowering& node) : node_(node), b_(node), x_(b_.input("input")) {
     if (x_.shape.size() < 2) b_.refuse("batch norm needs a [N, C, *] input, not rank " + std::to_string(x_.shape.size()));
     if (!is_float(x_.dtype)) b_.refuse("batch norm of a " + std::string(dtype_name(x_.dtype)) + " input");
     for (size_t d = 0; d < x_.shape.size(); ++d)
@@ -28,7 +28,7 @@ class BatchNorm {
 
   std::vector<Doc> lower() {
     const bool has_stats = node_.args.contains("running_mean") && !node_.args.at("running_mean").is_null();
-    const bool training = node_.args.contains("training") && node_.args.at("training").get<bool>();  // (none: _no_training)
+    const bool training = node_.args.contains("training") && b_.flag("training");  // (none: _no_training)
     if (!training && !has_stats) b_.refuse("batch norm in eval mode without running statistics");
     const Doc input = node_.args.at("input");
     std::string mean, var;
@@ -50,6 +50,10 @@ class BatchNorm {
       b_.output(2, "torch.reshape", {{"a", invstd}, {"shape", size_list_json(node_.meta(node_.outs.at(2)).shape)}});
     }
     if (training && has_stats) update_running_statistics(mean);
+    if (!training && node_.outs.size() == 5) {  // (the functional form in eval mode: the statistics unchanged)
+      node_.aliases[node_.outs.at(3)] = b_.tensor("running_mean");
+      node_.aliases[node_.outs.at(4)] = b_.tensor("running_var");
+    }
     return b_.take();
   }
 
@@ -60,13 +64,19 @@ class BatchNorm {
   std::vector<int64_t> reduced_;
   Shape per_channel_;  // [1, C, 1, ...]
 
-  // A [C] tensor argument as [1, C, 1, ...], to broadcast against the input.
-  std::string channels_first(const char* param) {
+  // A [C] tensor argument of the input's dtype, refused otherwise.
+  const Value& per_channel(const char* param) const {
     const Value& v = b_.input(param);
     if (v.shape.size() != 1 || int64_t(v.shape[0]) != int64_t(x_.shape[1]))
       b_.refuse(std::string("batch norm's ") + param + " must have one element per channel (" + std::to_string(int64_t(x_.shape[1])) + ")");
-    if (v.dtype != x_.dtype) b_.refuse(std::string("batch norm's ") + param + " is " + std::string(dtype_name(v.dtype)) + ", its input " + std::string(dtype_name(x_.dtype)));
-    return b_.op("torch.reshape", {{"a", node_.args.at(param)}, {"shape", size_list_json(per_channel_)}}, per_channel_, v.dtype);
+    if (v.dtype != x_.dtype)
+      b_.refuse(std::string("batch norm's ") + param + " is " + std::string(dtype_name(v.dtype)) + ", its input " + std::string(dtype_name(x_.dtype)));
+    return v;
+  }
+  // ... as [1, C, 1, ...], to broadcast against the input.
+  std::string channels_first(const char* param) {
+    const Value& v = per_channel(param);
+    return b_.op("torch.reshape", {{"a", b_.tensor(param)}, {"shape", size_list_json(per_channel_)}}, per_channel_, v.dtype);
   }
 
   // running = (1 - momentum) * running + momentum * batch statistic (the variance unbiased),
@@ -74,21 +84,21 @@ class BatchNorm {
   // over the running statistics.
   void update_running_statistics(const std::string& mean) {
     if (node_.args.at("momentum").is_null()) b_.refuse("batch norm with momentum=None (a cumulative average) is not supported");
-    const double momentum = node_.args.at("momentum").get<double>();
+    const double momentum = b_.number("momentum");
     const Doc input = node_.args.at("input");
     const std::string unbiased = b_.op("torch.var", {{"a", input}, {"dim", reduced_}, {"correction", 1}, {"keepdim", true}}, per_channel_, x_.dtype);
     const bool functional = node_.outs.size() == 5;
     size_t out = 3;
     for (const auto& [param, batch] : {std::pair{"running_mean", mean}, std::pair{"running_var", unbiased}}) {
-      const Value& running = b_.input(param);
+      const Value& running = per_channel(param);
       const std::string stopped = b_.op("torch.detach", {{"a", batch}}, per_channel_, x_.dtype);
       const std::string flat = b_.op("torch.reshape", {{"a", stopped}, {"shape", size_list_json(running.shape)}}, running.shape, x_.dtype);
-      const std::string kept = b_.op("torch.mul", {{"a", node_.args.at(param)}, {"b", 1.0 - momentum}}, running.shape, running.dtype);
+      const std::string kept = b_.op("torch.mul", {{"a", b_.tensor(param)}, {"b", 1.0 - momentum}}, running.shape, running.dtype);
       const std::string moved = b_.op("torch.mul", {{"a", flat}, {"b", momentum}}, running.shape, running.dtype);
       if (functional) {
         b_.output(out++, "torch.add", {{"a", kept}, {"b", moved}});
       } else {
-        node_.writes[node_.args.at(param).get<std::string>()] = b_.op("torch.add", {{"a", kept}, {"b", moved}}, running.shape, running.dtype);
+        node_.writes[b_.tensor(param)] = b_.op("torch.add", {{"a", kept}, {"b", moved}}, running.shape, running.dtype);
       }
     }
   }
@@ -103,7 +113,7 @@ std::vector<Doc> group_norm(Pt2Lowering& node) {
   Builder b(node);
   const bool native = node.args.contains("group");
   const Doc input = node.args.at("input");
-  const Value& in = node.meta(input.get<std::string>());
+  const Value& in = b.input("input");
   const int64_t groups = b.integer(native ? "group" : "num_groups");
   if (in.shape.size() < 2) b.refuse("group_norm needs a [N, C, *] input, not rank " + std::to_string(in.shape.size()));
   const Dim& channels = in.shape[1];
@@ -121,7 +131,7 @@ std::vector<Doc> group_norm(Pt2Lowering& node) {
   const DType result = node.meta(node.outs.at(0)).dtype;
   for (const char* affine : {"weight", "bias"}) {
     if (node.args.at(affine).is_null()) continue;
-    const DType own = node.meta(node.args.at(affine).get<std::string>()).dtype;
+    const DType own = b.input(affine).dtype;
     const std::string per_channel = b.op("prims.broadcast_in_dim", {{"a", node.args.at(affine)}, {"shape", size_list_json(in.shape)}, {"broadcast_dimensions", {1}}},
                                          in.shape, own);
     out = b.op(affine == std::string("weight") ? "torch.mul" : "torch.add", {{"a", out}, {"b", per_channel}}, in.shape, result);

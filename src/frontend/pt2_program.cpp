@@ -3,6 +3,7 @@
 // archive read into a verified Trace. The nodes are pt2_nodes.cpp's.
 #include "frontend/pt2_program.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -90,8 +91,8 @@ Pt2Translation Translator::run() {
   for (const Pt2Input& input : out.inputs)
     if (input.role == "buffer") buffer_fqns_[input.name] = input.fqn;
   read_nodes(graph, graph_at);
-  out.trace["ops"] = std::move(ops_);
   out.trace["outputs"] = read_outputs(graph, graph_at, signature, signature_at, out.outputs);
+  out.trace["ops"] = std::move(ops_);
   out.op_origins = std::move(origins_);
   out.symbols = sizes_.symbols();
   if (!out.symbols.empty()) {
@@ -258,18 +259,29 @@ Doc Translator::read_inputs(Object graph, const Path& graph_at, Object signature
   return decls;
 }
 
-// The user outputs, then the buffers the program updates: each buffer_mutation output (Core ATen,
-// functional), then each buffer an op of the training IR wrote in place (batch_norm's running
-// statistics, num_batches_tracked += 1), in input order. Their roles and FQNs go to `outputs`.
-Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& outputs) const {
+// The user outputs, then the buffers the program updates, each through torch.detach (no
+// gradient flows into a buffer's new value): each buffer_mutation output (Core ATen, functional),
+// then each buffer an op of the training IR wrote in place (batch_norm's running statistics,
+// num_batches_tracked += 1), in input order. Their roles and FQNs go to `outputs`.
+Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& outputs) {
   const Path specs_at(signature_at, "output_specs");
   const Path outputs_at(graph_at, "outputs");
   const Array graph_outputs = list_at(require(graph, graph_at, "outputs"), outputs_at);
   const Array specs = list_at(require(signature, signature_at, "output_specs"), specs_at);
   if (graph_outputs.size() != specs.size())
     throw UserError(specs_at.str(), std::to_string(specs.size()) + " output specs for " + std::to_string(graph_outputs.size()) + " graph outputs");
-  Doc names = Doc::array(), updates = Doc::array();
-  std::vector<Pt2Input> updated;
+  Doc names = Doc::array();
+  struct Update {
+    std::string value, buffer;  // the new value, and the buffer's placeholder
+    Pt2Input output;
+  };
+  std::vector<Update> updates;
+  std::set<std::string> updated;
+  auto add_update = [&](const std::string& value, const std::string& buffer, const Path& at) {
+    const std::string& fqn = buffer_fqns_.at(buffer);
+    if (!updated.insert(buffer).second) throw UserError(at.str(), "the buffer " + fqn + " is updated twice");
+    updates.push_back({value, buffer, {value, "buffer_update", fqn}});
+  };
   size_t i = 0;
   for (Json spec : specs) {
     const Path at(specs_at, i);
@@ -286,9 +298,11 @@ Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signatur
     if (!name.is_string()) throw UserError(Path(outputs_at, i).str(), "an output that is not a tensor (" + name.dump() + ")");
     if (kind == "buffer_mutation") {
       auto buffer = body.is_object() ? find(object_of(body), "buffer_name") : std::nullopt;
-      if (!buffer || !buffer->is_string()) throw UserError(Path(at, kind).str(), "a buffer_mutation without a buffer_name");
-      updates.push_back(resolve(name.get<std::string>()));
-      updated.push_back({name.get<std::string>(), "buffer_update", printable_line(string_of(*buffer))});
+      const std::string fqn = buffer && buffer->is_string() ? printable_line(string_of(*buffer)) : "";
+      auto input = std::find_if(buffer_fqns_.begin(), buffer_fqns_.end(), [&](const auto& b) { return b.second == fqn; });
+      if (input == buffer_fqns_.end())
+        throw UserError(Path(at, kind).str(), "a buffer_mutation of \"" + fqn + "\", which is no buffer input of the program");
+      add_update(resolve(name.get<std::string>()), input->first, Path(at, kind));
     } else {
       names.push_back(resolve(name.get<std::string>()));
       outputs.push_back({name.get<std::string>(), "user_output", name.get<std::string>()});
@@ -298,14 +312,25 @@ Doc Translator::read_outputs(Object graph, const Path& graph_at, Object signatur
   for (Json input : list_at(require(graph, graph_at, "inputs"), Path(graph_at, "inputs"))) {
     const Doc placeholder = pt2::argument(input, Path(graph_at, "inputs"), sizes_);
     if (!placeholder.is_string()) continue;
-    if (auto u = buffer_updates_.find(placeholder.get<std::string>()); u != buffer_updates_.end()) {
-      updates.push_back(resolve(u->second));
-      updated.push_back({u->first, "buffer_update", buffer_fqns_.at(u->first)});
-    }
+    if (auto u = buffer_updates_.find(placeholder.get<std::string>()); u != buffer_updates_.end())
+      add_update(resolve(u->second), u->first, Path(graph_at, "inputs"));
   }
-  for (Doc& u : updates) names.push_back(std::move(u));
-  outputs.insert(outputs.end(), updated.begin(), updated.end());
+  for (Update& u : updates) {
+    names.push_back(detached(u.value, u.buffer, signature_at));
+    outputs.push_back(std::move(u.output));
+  }
   return names;
+}
+
+// The new value of `buffer` through torch.detach, as a value named after it.
+std::string Translator::detached(const std::string& value, const std::string& buffer, const Path& at) {
+  const std::string out = value + "__detached";
+  const Value& v = meta(buffer, at);
+  ops_.push_back({{"op", "torch.detach"}, {"args", Doc::array({value})},
+                  {"out", Doc::array({{{"name", out}, {"shape", symbolic_shape_json(v.shape)}, {"dtype", std::string(dtype_name(v.dtype))}}})}});
+  metas_[out] = v;
+  origins_.push_back({at.str(), "the update of buffer " + buffer_fqns_.at(buffer), "", ""});
+  return out;
 }
 
 }  // namespace tg::pt2

@@ -59,9 +59,10 @@ class Translator {
   std::map<std::string, std::string, std::less<>> alias_;
   std::map<std::string, int, std::less<>> uses_;
   std::set<std::string, std::less<>> placeholders_, viewed_;  // graph inputs; values a view op reads or makes
-  // The buffers among the graph inputs (placeholder -> FQN), and those an op updated in place (the
-  // training IR's batch_norm and add_ on num_batches_tracked): placeholder -> its value after.
-  std::map<std::string, std::string, std::less<>> buffer_fqns_, buffer_updates_;
+  // The buffers among the graph inputs (placeholder -> FQN), those an op updated in place (the
+  // training IR's batch_norm and add_ on num_batches_tracked): placeholder -> its value after,
+  // and which buffer each such value is (a BatchNorm called again updates its last value).
+  std::map<std::string, std::string, std::less<>> buffer_fqns_, buffer_updates_, buffer_of_value_;
   // The reshapes reading a value (their target, "torch.ops.aten.view.default", and first output),
   // and the reshape or transpose making it (its ATen target and bound arguments), for the patterns
   // of pt2_patterns.cpp; the values a pattern gave another shape than the archive's.
@@ -95,7 +96,8 @@ class Translator {
   Doc resolve(Doc arg) const;
   Doc scoped(Doc arg) const;
   Doc read_inputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& inputs) const;
-  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& outputs) const;
+  Doc read_outputs(Object graph, const Path& graph_at, Object signature, const Path& signature_at, std::vector<Pt2Input>& outputs);
+  std::string detached(const std::string& value, const std::string& buffer, const Path& at);
 
   // pt2_nodes.cpp
   void read_nodes(Object graph, const Path& graph_at);
@@ -109,14 +111,16 @@ class Translator {
   bool fold_view(const std::string& aten, const Doc& bound, const std::vector<std::string>& outs, const Path& at);
   Doc cast_floats(Doc arg, DType to, const Path& at);
   Doc bind_inputs(Object node, const Path& at, const AtenRow& schema) const;
-  // The parameters the node gives as integer literals (as_int, not a SymInt: the same at every
-  // size), and those it gives as SymInts that name a symbol, each as the trace's typed literal
-  // ({"size": "s0*8"}): a size the code reads at run time (x * x.shape[1], a loss over B*T tokens).
+  // The parameters the node gives as integer literals (as_int, as_ints, or SymInts all constant:
+  // the same at every size), and those it gives as SymInts that name a symbol, each as the
+  // trace's typed literal ({"size": "s0*8"}): a size the code reads at run time (x * x.shape[1],
+  // a loss over B*T tokens).
   struct IntegerArguments {
     std::set<std::string> literals;
     std::map<std::string, Doc> sized;
   };
   IntegerArguments integer_arguments(Object node, const Path& at) const;
+  bool constant_sizes(Json list, const Path& at) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
   // `name` holds `value` from here on: later readers read it, and a buffer input's update is an output.
   void record_write(const std::string& name, const std::string& value, const std::string& aten, const Path& at);

@@ -173,11 +173,13 @@ OpInfo binary_prim(Elementwise e) {
   return elementwise_row(std::move(e), {p("a", ParamKind::tensor_or_number), p("b", ParamKind::tensor_or_number)});
 }
 
-// d(a^b)/da = b * a^(b - 1), but 0 where b is 0 (as ATen's pow_backward_self: 0 * 0^-1 would be NaN).
+// d(a^b)/da = b * a^(b - 1), but 0 where b is 0 (as ATen's pow_backward_self: 0 * 0^-1 would be
+// NaN), whatever the cotangent there.
 V pow_base_gradient(G& g, const Arg& a, const Arg& b, V c) {
-  const V slope = mul(g, b, val(call(g, "prims.pow", {a, plus(g, b, -1.0)})));
-  if (b.is_number()) return mul(g, val(c), b.as_double() == 0.0 ? num(0.0) : val(slope));
-  return mul(g, val(c), val(where(g, cmp(g, "prims.eq", b, num(0.0)), num(0.0), val(slope))));
+  if (b.is_number() && b.as_double() == 0.0) return kNoValue;
+  const V chained = mul(g, val(c), val(mul(g, b, val(call(g, "prims.pow", {a, plus(g, b, -1.0)})))));
+  if (b.is_number()) return chained;
+  return where(g, cmp(g, "prims.eq", b, num(0.0)), num(0.0), val(chained));
 }
 
 // d(a^b)/db = a^b * log(a), but 0 where a is 0 and b is at least 0 (as ATen's
@@ -186,7 +188,7 @@ V pow_exponent_gradient(G& g, const Arg& a, const Arg& b, V out, V c) {
   if (a.is_number() && a.as_double() != 0.0) return mul(g, val(c), val(mul(g, val(out), num(std::log(a.as_double())))));
   const V slope = a.is_number() ? mul(g, val(out), num(-std::numeric_limits<double>::infinity())) : mul(g, val(out), val(call(g, "prims.log", {a})));
   const V flat = a.is_number() ? cmp(g, "prims.ge", b, num(0.0)) : call(g, "prims.bitwise_and", {val(cmp(g, "prims.eq", a, num(0.0))), val(cmp(g, "prims.ge", b, num(0.0)))});
-  return mul(g, val(c), val(where(g, flat, num(0.0), val(slope))));
+  return where(g, flat, num(0.0), val(mul(g, val(c), val(slope))));
 }
 
 // (An exact prim that reads floats, a comparison, jumps where they do.)

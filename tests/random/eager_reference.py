@@ -454,7 +454,7 @@ def copy(cx: Call, a, order=None):
     return a.clone()
 
 
-_UNARY = "abs neg sign signbit isfinite bitwise_not".split()
+_UNARY = "abs neg sign signbit isfinite bitwise_not detach".split()
 _DECLARED = unary_float_prims()  # src/ops/unary_float_prims.def
 # src/ops/binary_float_prims.def and binary_exact_prims.def
 _DECLARED_BINARY = {**binary_float_prims(), **binary_exact_prims()}

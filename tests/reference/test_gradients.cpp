@@ -28,7 +28,7 @@ namespace {
 
 // The joint trace autograd builds from `forward`, run by the reference interpreter on `inputs` and
 // drawn cotangents, against LibTorch autograd through the same forward: each gradient within
-// (1e-9, 1e-12), infinities equal and NaN where LibTorch's is NaN.
+// (1e-9, 1e-12), infinities of the same sign and NaN where LibTorch's are.
 void check_gradients(const tg::Trace& forward, std::vector<torch::Tensor> inputs) {
   tg::Trace joint = tg::autograd(forward).trace;
   CATCH_INFO(tg::print_trace(joint));
@@ -48,7 +48,8 @@ void check_gradients(const tg::Trace& forward, std::vector<torch::Tensor> inputs
     torch::Tensor want = expected[i].defined() ? expected[i] : torch::zeros_like(with_grad[i]);
     torch::Tensor got = results[outs.size() + i];
     CATCH_INFO("gradient " << i << "\nexpected " << want << "\ngot " << got);
-    CATCH_CHECK(torch::equal(got.isinf(), want.isinf()));
+    CATCH_CHECK(torch::equal(got.isposinf(), want.isposinf()));
+    CATCH_CHECK(torch::equal(got.isneginf(), want.isneginf()));
     CATCH_CHECK(torch::equal(got.isnan(), want.isnan()));
     CATCH_CHECK(torch::allclose(got.nan_to_num(0.0, 0.0, 0.0), want.nan_to_num(0.0, 0.0, 0.0), 1e-9, 1e-12));
   }

@@ -139,6 +139,25 @@ TEST_CASE("an argument away from its default that the declaration does not bind 
   CHECK_THAT(error_of(program_with({embedding}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("aten.embedding with scale_grad_by_freq=true is not supported"));
 }
 
+TEST_CASE("a translation written as code refuses an argument of another type than its schema's, naming it") {
+  json repeat = node_of("aten.repeat.default", {named_input("self", tensor_arg("x")), named_input("repeats", {{"as_int", 2}})}, {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({repeat}, {{"y", meta_of({2, 6})}}, {"y"})),
+             Catch::Contains("/graph_module/graph/nodes/0") && Catch::Contains("argument repeats must be a list of integers, not 2"));
+  json elu = node_of("aten.elu.default", {named_input("self", tensor_arg("x")), named_input("alpha", {{"as_string", "one"}})}, {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({elu}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("argument alpha must be a number"));
+  json select = node_of("aten.index_select.default", {named_input("self", tensor_arg("x")), named_input("dim", {{"as_float", 1.5}}),
+                                                      named_input("index", tensor_arg("x"))},
+                        {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({select}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("argument dim must be an integer"));
+  json norm = node_of("aten.batch_norm.default",
+                      {named_input("input", tensor_arg("x")), named_input("weight", {{"as_none", true}}), named_input("bias", {{"as_none", true}}),
+                       named_input("running_mean", {{"as_none", true}}), named_input("running_var", {{"as_none", true}}),
+                       named_input("training", {{"as_int", 1}}), named_input("momentum", {{"as_float", 0.1}}), named_input("eps", {{"as_float", 1e-5}}),
+                       named_input("cudnn_enabled", {{"as_bool", true}})},
+                      {tensor_arg("y")});
+  CHECK_THAT(error_of(program_with({norm}, {{"y", meta_of({2, 6})}}, {"y"})), Catch::Contains("argument training must be true or false"));
+}
+
 TEST_CASE("unknown union members, dtypes and targets are refused at their place") {
   json mystery = node_of("aten.neg.default", {named_input("self", {{"as_mystery", 1}})}, {tensor_arg("y")});
   CHECK_THAT(error_of(program_with({mystery}, {{"y", meta_of({2, 6})}}, {"y"})),
