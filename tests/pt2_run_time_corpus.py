@@ -8,7 +8,7 @@ dynamic_dims and ranges, B in 1..8, T in 1..32), thunder-gen on the archive (one
 points take their sizes), the harness built for host emulation (tests/build_emu_harness.sh, fast),
 then at B,T = 1,1 / 3,7 / 5,17 / 8,32 (1, odd sizes, no multiple of 16, the range's largest) the
 harness run on the model's own inputs and parameters at that size (the example inputs cut or
-repeated to it, written by a static export), and every output, saved value and gradient compared
+repeated to it, one .npy per placeholder), and every output, saved value and gradient compared
 with LibTorch running the dynamic archive's graph at the same size on the same inputs (one
 thunder-gen-check for the four sizes, each folder at its own; the tolerances of
 reference/compare.cpp; a model under bf16 autocast with --mixed-precision).
@@ -35,7 +35,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 import corpus  # noqa: E402
 import symbolic_corpus  # noqa: E402
 from thunder_gen import symbolic_capture as sc  # noqa: E402
-from thunder_gen.pt2 import export as pt2_export, inputs_folder, recorded_symbol_names  # noqa: E402
+from thunder_gen.pt2 import export as pt2_export, placeholder_arrays, recorded_symbol_names  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 SIZES = ({"B": 1, "T": 1}, {"B": 3, "T": 7}, {"B": 5, "T": 17}, {"B": 8, "T": 32})
 PTX_SIZES = {"B": 4, "T": 24}
@@ -117,16 +120,21 @@ def check_model(checks: Checks, model, work: Path, nvcc=None) -> None:
         return
     fn, args = model.fn(), model.inputs()
     dynamic = symbolic_corpus.dynamic_dims(model, args)
+    program = torch.export.load(str(archive))
     ran, at_sizes, names = set(), {}, {}
     for point in SIZES:
         sizes = ",".join(f"{symbols[s]}={point[s]}" for s in sorted(symbols))
         at = work / f"at-{sizes.replace('=', '_').replace(',', '_')}"
-        # The model's own inputs and parameters at the size (a static export writes them as the
-        # harness reads them): drawn ones make activations and gradients in the hundreds, where
-        # float32 sums in another order than LibTorch's differ past the table's 1e-5.
-        static = pt2_export(fn, sc.arguments_at(fn, args, dynamic, {s: point[s] for s in symbols}), path=at / "static.pt2")
+        # The model's own inputs and parameters at the size, one .npy per placeholder of the
+        # archive, as thunder_gen.export writes them: drawn ones make activations and gradients in
+        # the hundreds, where float32 sums in another order than LibTorch's differ past the
+        # table's 1e-5.
+        inputs = at / "inputs"
+        inputs.mkdir(parents=True)
+        for name, array in placeholder_arrays(program, tuple(sc.arguments_at(fn, args, dynamic, {s: point[s] for s in symbols})), {}).items():
+            np.save(inputs / f"{name}.npy", array, allow_pickle=False)
         outputs = at / "outputs"
-        if run([str(folder / "harness"), "--quiet", "--inputs", str(inputs_folder(static)), "--outputs", str(outputs)], log):
+        if run([str(folder / "harness"), "--quiet", "--inputs", str(inputs), "--outputs", str(outputs)], log):
             ran.add(outputs)
         at_sizes[outputs] = sizes
         names[outputs] = ",".join(f"{s}={point[s]}" for s in sorted(symbols))
