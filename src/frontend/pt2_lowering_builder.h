@@ -28,6 +28,14 @@ class Builder {
     const Value& v = node_.meta(node_.outs.at(i));
     return op(symbol, std::move(kwargs), v.shape, v.dtype, node_.outs.at(i));
   }
+  // Output `i` computed by `symbol` into `shape` and `dtype`, then reshaped to the node's output
+  // where that is declared otherwise (a reduction's keepdim, a flattened argmax).
+  std::string output_reshaped(size_t i, const std::string& symbol, Doc kwargs, const Shape& shape, DType dtype) {
+    const Value& v = node_.meta(node_.outs.at(i));
+    if (v.shape == shape && v.dtype == dtype) return output(i, symbol, std::move(kwargs));
+    const std::string made = op(symbol, std::move(kwargs), shape, dtype);
+    return output(i, "torch.reshape", {{"a", made}, {"shape", size_list_json(v.shape)}});
+  }
   std::vector<Doc> take() { return std::move(ops_); }
 
   // The node's arguments as the schema types them; an archive giving another JSON value (a hostile

@@ -52,6 +52,14 @@ std::vector<Doc> chunk(Pt2Lowering& node) {
   return {Doc{{"op", "torch.split"}, {"kwargs", {{"a", node.args.at("self")}, {"split_size_or_sections", size}, {"dim", d}}}, {"out", outs}}};
 }
 
+bool has_symbolic_dim(const Shape& shape) {
+  return std::any_of(shape.begin(), shape.end(), [](const Dim& d) { return d.symbolic(); });
+}
+
+// Sizes as an op's argument: with their expressions in a symbolic trace (a known constant as
+// {"size": "2"}), as plain integers in a static one.
+Doc sizes_argument(const Shape& sizes, bool symbolic) { return symbolic ? size_list_json(sizes) : Doc(sizes); }
+
 // Where a slice of `length` elements from `start` by `step` ends: one past its last element, with
 // the expression that makes (h[:, 1:] over seq ends at seq); `end` as it was given where the
 // length has none. (The same length as from the end given, which may lie up to step - 1 further.)
@@ -69,10 +77,11 @@ std::string slice_along(Builder& b, const Doc& self, const Value& in, int64_t d,
   starts[size_t(d)] = start, steps[size_t(d)] = step;
   Shape shape = in.shape;
   shape[size_t(d)] = length;
-  const bool symbolic = std::any_of(in.shape.begin(), in.shape.end(), [](const Dim& n) { return n.symbolic(); });
+  const bool symbolic = has_symbolic_dim(in.shape);
   ends[size_t(d)] = symbolic ? slice_end(start, end, step, length) : Dim(end);
-  auto bounds = [&](const Shape& s) { return symbolic ? size_list_json(s) : Doc(s); };  // (a static slice's as plain integers)
-  return b.op("prims.slice_prim", {{"a", self}, {"start_indices", bounds(starts)}, {"end_indices", bounds(ends)}, {"strides", steps}}, shape, in.dtype, out);
+  return b.op("prims.slice_prim",
+              {{"a", self}, {"start_indices", sizes_argument(starts, symbolic)}, {"end_indices", sizes_argument(ends, symbolic)}, {"strides", steps}},
+              shape, in.dtype, out);
 }
 
 // Where a slice starts along a dim of `n`: a constant where the node gives it as a literal (or not
@@ -195,28 +204,27 @@ std::vector<int64_t> reduced_dims(Builder& b, const Doc& dims, size_t rank) {
 }
 
 // prims.<reduce> over the dims, then the node's output shape (keepdim) by a reshape.
-std::vector<Doc> reduce(Pt2Lowering& node, const char* prim, const std::string& input, const Value& in, const Doc& dims_arg, Builder& b) {
-  const std::vector<int64_t> dims = reduced_dims(b, dims_arg, in.shape.size());
+// The dims of `shape` a reduction over (sorted) `dims` keeps.
+Shape kept_dims(const Shape& shape, const std::vector<int64_t>& dims) {
   Shape kept;
-  for (size_t i = 0; i < in.shape.size(); ++i)
-    if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) kept.push_back(in.shape[i]);
-  const Value& out = node.meta(node.outs.at(0));
-  if (kept == out.shape && in.dtype == out.dtype) {
-    b.output(0, prim, {{"a", input}, {"dims", dims}});
-  } else {
-    const std::string reduced = b.op(prim, {{"a", input}, {"dims", dims}}, kept, in.dtype);
-    b.output(0, "torch.reshape", {{"a", reduced}, {"shape", size_list_json(out.shape)}});
-  }
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) kept.push_back(shape[i]);
+  return kept;
+}
+
+std::vector<Doc> reduce(const char* prim, const std::string& input, const Value& in, const Doc& dims_arg, Builder& b) {
+  const std::vector<int64_t> dims = reduced_dims(b, dims_arg, in.shape.size());
+  b.output_reshaped(0, prim, {{"a", input}, {"dims", dims}}, kept_dims(in.shape, dims), in.dtype);
   return b.take();
 }
 
 std::vector<Doc> amax(Pt2Lowering& node) {
   Builder b(node);
-  return reduce(node, "prims.amax", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
+  return reduce("prims.amax", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
 }
 std::vector<Doc> amin(Pt2Lowering& node) {
   Builder b(node);
-  return reduce(node, "prims.amin", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
+  return reduce("prims.amin", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
 }
 
 // any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape; no dim argument (any.default):
@@ -232,17 +240,9 @@ std::vector<Doc> any_dim(Pt2Lowering& node) {
   const std::string truth = as_bool(b, b.tensor("self"), in);
   const std::string counted = b.op("prims.convert_element_type", {{"a", truth}, {"dtype", dtype_literal(DType::i32)}}, in.shape, DType::i32);
   const std::vector<int64_t> dims = reduced_dims(b, node.args.contains("dim") ? node.args.at("dim") : Doc(), in.shape.size());
-  Shape kept;
-  for (size_t i = 0; i < in.shape.size(); ++i)
-    if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) kept.push_back(in.shape[i]);
+  const Shape kept = kept_dims(in.shape, dims);
   const std::string largest = b.op("prims.amax", {{"a", counted}, {"dims", dims}}, kept, DType::i32);
-  const Value& out = node.meta(node.outs.at(0));
-  if (kept == out.shape) {
-    b.output(0, "torch.ne", {{"a", largest}, {"b", 0}});
-  } else {
-    const std::string any = b.op("torch.ne", {{"a", largest}, {"b", 0}}, kept, DType::b8);
-    b.output(0, "torch.reshape", {{"a", any}, {"shape", size_list_json(out.shape)}});
-  }
+  b.output_reshaped(0, "torch.ne", {{"a", largest}, {"b", 0}}, kept, DType::b8);
   return b.take();
 }
 
@@ -251,17 +251,6 @@ std::vector<Doc> any_dim(Pt2Lowering& node) {
 std::vector<int64_t> literal_sizes(Builder& b, const Pt2Lowering& node, const char* param) {
   if (!node.literals.count(param)) b.refuse(std::string(param) + " that depend on a symbolic size are not supported");
   return b.integers(param);
-}
-
-// Known constants as the trace writes sizes: expressions in a symbolic trace, plain integers else.
-Doc constant_sizes(const std::vector<int64_t>& sizes, bool symbolic) {
-  Shape s;
-  for (int64_t n : sizes) s.push_back(Dim::constant(n));
-  return symbolic ? size_list_json(s) : Doc(sizes);
-}
-
-bool has_symbolic_dim(const Shape& shape) {
-  return std::any_of(shape.begin(), shape.end(), [](const Dim& d) { return d.symbolic(); });
 }
 
 // constant_pad_nd(self, pad, value) and pad(self, pad, mode="constant", value): pad holds (lo, hi)
@@ -279,7 +268,8 @@ std::vector<Doc> constant_pad(Pt2Lowering& node) {
   for (size_t d = 0; d < in.shape.size(); ++d) {
     const size_t from_end = in.shape.size() - 1 - d;
     const bool padded = from_end < pad.size() / 2;
-    config.push_back(constant_sizes({padded ? pad[2 * from_end] : 0, padded ? pad[2 * from_end + 1] : 0, 0}, has_symbolic_dim(in.shape)));
+    const Shape lo_hi_interior = {Dim::constant(padded ? pad[2 * from_end] : 0), Dim::constant(padded ? pad[2 * from_end + 1] : 0), Dim::constant(0)};
+    config.push_back(sizes_argument(lo_hi_interior, has_symbolic_dim(in.shape)));
   }
   const Doc& value = node.args.at("value");
   b.output(0, "prims.pad", {{"a", node.args.at("self")}, {"padding_value", value.is_null() ? Doc(0) : value}, {"padding_config", config}});
@@ -342,8 +332,9 @@ std::vector<Doc> index_select(Pt2Lowering& node) {
   return b.take();
 }
 
-// hardtanh(self, min_val, max_val) and relu6(self) (0 and 6): the bounds where self is at or past them, else self, so the
-// gradient flows only strictly between them (as ATen's hardtanh_backward; clamp's includes them).
+// hardtanh(self, min_val, max_val) and relu6(self) (0 and 6): the bounds where self is at or past
+// them, else self, so the gradient flows only strictly between them (as ATen's hardtanh_backward;
+// clamp's includes them).
 std::vector<Doc> hardtanh(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
@@ -408,13 +399,7 @@ std::vector<Doc> arg_extreme(Pt2Lowering& node, const char* prim) {
   }
   Shape kept = shape;
   kept.erase(kept.begin() + d);
-  const Value& out = node.meta(node.outs.at(0));
-  if (kept == out.shape) {
-    b.output(0, prim, {{"a", input}, {"dim", d}});
-  } else {
-    const std::string found = b.op(prim, {{"a", input}, {"dim", d}}, kept, out.dtype);
-    b.output(0, "torch.reshape", {{"a", found}, {"shape", size_list_json(out.shape)}});
-  }
+  b.output_reshaped(0, prim, {{"a", input}, {"dim", d}}, kept, node.meta(node.outs.at(0)).dtype);
   return b.take();
 }
 

@@ -176,7 +176,7 @@ Doc Translator::bind_inputs(Object node, const Path& at, const AtenRow& schema) 
 }
 
 // A SymInt[] argument whose every size is the same at every size of the symbols.
-bool Translator::constant_sizes(Json list, const Path& at) const {
+bool Translator::all_sizes_constant(Json list, const Path& at) const {
   size_t k = 0;
   for (Json size : list_at(list, at))
     if (!sizes_.expression(size, Path(at, k++)).is_constant()) return false;
@@ -193,7 +193,7 @@ Translator::IntegerArguments Translator::integer_arguments(Object node, const Pa
     auto [member, value] = member_of(require(input, input_at, "arg"), arg_at, "Argument");
     const std::string name = string_at(require(input, input_at, "name"), Path(input_at, "name"));
     if (member == "as_int" || member == "as_ints") out.literals.insert(name);
-    if (member == "as_sym_ints" && constant_sizes(value, Path(arg_at, member))) out.literals.insert(name);
+    if (member == "as_sym_ints" && all_sizes_constant(value, Path(arg_at, member))) out.literals.insert(name);
     if (member != "as_sym_int") continue;
     const SizeExpr size = sizes_.expression(value, Path(arg_at, member));
     if (!size.is_constant()) out.sized[name] = Doc{{"size", size.text()}};

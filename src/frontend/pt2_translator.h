@@ -120,7 +120,7 @@ class Translator {
     std::map<std::string, Doc> sized;
   };
   IntegerArguments integer_arguments(Object node, const Path& at) const;
-  bool constant_sizes(Json list, const Path& at) const;
+  bool all_sizes_constant(Json list, const Path& at) const;
   std::string mutated_value(Object node, const Path& at, const std::string& aten) const;
   // `name` holds `value` from here on: later readers read it, and a buffer input's update is an output.
   void record_write(const std::string& name, const std::string& value, const std::string& aten, const Path& at);
