@@ -14,6 +14,23 @@
 
 namespace tg {
 
+namespace {
+
+// A dim as a kernel's domain sees it: its size, and its expression where it has a symbolic one.
+// Two shapes are one domain when they are the same at every size: [B*16, 64] and [32, 64] agree at
+// B=2 only, and a kernel fusing them there would be another kernel at other sizes.
+std::pair<int64_t, const SizeExpr*> domain_dim(const Dim& d) { return {int64_t(d), d.symbolic() ? d.expr() : nullptr}; }
+bool same_domain(const Shape& a, const Shape& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Dim& x, const Dim& y) { return domain_dim(x) == domain_dim(y); });
+}
+struct DomainLess {
+  bool operator()(const Shape& a, const Shape& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](const Dim& x, const Dim& y) { return domain_dim(x) < domain_dim(y); });
+  }
+};
+
+}  // namespace
+
 Shape KernelLayout::outer_shape() const {
   Shape s;
   for (int64_t d : outer) s.push_back(domain[d]);
@@ -198,9 +215,9 @@ class Fuser {
   };
   std::vector<WaitingSum> waiting_sums_;
   std::vector<Kernel> kernels_;
-  std::map<Shape, int> last_pointwise_;  // domain -> most recent pointwise kernel
-  std::map<Shape, int> last_row_;        // domain -> most recent row kernel
-  std::map<Shape, int> last_row_outer_;  // reduced-value shape -> most recent row kernel
+  std::map<Shape, int, DomainLess> last_pointwise_;  // domain -> most recent pointwise kernel
+  std::map<Shape, int, DomainLess> last_row_;        // domain -> most recent row kernel
+  std::map<Shape, int, DomainLess> last_row_outer_;  // reduced-value shape -> most recent row kernel
   // The walks compare reads, not print them: an index a shape op computes as code is replaced by a
   // token standing for it, one per distinct piece of code, so the next shape op builds on the
   // token. (A chain of reshapes pasted each index into the next twice: code that doubled with
@@ -329,7 +346,7 @@ class Fuser {
     std::erase_if(waiting_sums_, [&](WaitingSum& w) {
       if (w.tries >= kMaxWaitingTries) return false;
       if (place_sum_over_rows(*w.sum, w.layout)) return true;
-      if (w.layout.domain == layout.domain) ++w.tries;  // (this reduction's kernel is one of its rows)
+      if (same_domain(w.layout.domain, layout.domain)) ++w.tries;  // (this reduction's kernel is one of its rows)
       return false;
     });
   }
@@ -351,7 +368,7 @@ class Fuser {
     } else if (layout.outer.empty()) {  // a value per row, over all rows
       auto it = last_row_outer_.find(layout.domain);
       if (it != last_row_outer_.end() && it->second >= 0 && kernels_[it->second].layout.is_row && kernels_[it->second].finishes < 0 &&
-          kernels_[it->second].layout.outer_shape() == layout.domain)
+          same_domain(kernels_[it->second].layout.outer_shape(), layout.domain))
         k = it->second;
     }
     if (k < 0 || !leading(kernels_[k].layout.outer)) return false;  // (one block a row, each row contiguous)
@@ -369,7 +386,7 @@ class Fuser {
     parts.reduced = {0};
     for (int64_t d = 1; d < int64_t(parts.domain.size()); ++d) parts.outer.push_back(d);
     const std::vector<int>& finishers = kernels_[k].finishers;
-    auto f = std::find_if(finishers.begin(), finishers.end(), [&](int i) { return kernels_[size_t(i)].layout.domain == parts.domain; });
+    auto f = std::find_if(finishers.begin(), finishers.end(), [&](int i) { return same_domain(kernels_[size_t(i)].layout.domain, parts.domain); });
     int finisher = f == finishers.end() ? -1 : *f;
     if (finisher < 0) {
       kernels_[k].parts = parts.domain[0];
@@ -448,7 +465,7 @@ class Fuser {
     if (auto it = last_pointwise_.find(shape); it != last_pointwise_.end()) candidates.emplace_back(it->second, identity_index(shape.size()));
     if (auto it = last_row_.find(shape); it != last_row_.end()) candidates.emplace_back(it->second, identity_index(shape.size()));
     if (auto it = last_row_outer_.find(shape); it != last_row_outer_.end() && it->second != -1)
-      if (kernels_[it->second].layout.domain != shape) candidates.emplace_back(it->second, kernels_[it->second].layout.outer_index());
+      if (!same_domain(kernels_[it->second].layout.domain, shape)) candidates.emplace_back(it->second, kernels_[it->second].layout.outer_index());
     std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     int k = -1;
     for (const auto& [candidate, index] : candidates) {
@@ -492,7 +509,7 @@ class Fuser {
 
   Index member_index(const Kernel& kernel, ValueId v) const {
     const Shape& shape = t_.value(v).shape;
-    if (kernel.layout.is_row && (shape != kernel.layout.domain || home_is_reduction(v))) return kernel.layout.outer_index();
+    if (kernel.layout.is_row && (!same_domain(shape, kernel.layout.domain) || home_is_reduction(v))) return kernel.layout.outer_index();
     return identity_index(shape.size());
   }
   // Where v is defined: its input's place, or after the inputs, its op's place.
