@@ -29,6 +29,15 @@ std::vector<int64_t> torch_dims(const Arg& dim, int64_t rank) {
   return dims;
 }
 
+// A convolution's or pooling's per-spatial-dim argument: a number or a list (of one, or n).
+std::vector<int64_t> per_dim(const Arg& a, size_t n) {
+  std::vector<int64_t> v = a.kind == Arg::Kind::integer ? std::vector<int64_t>{a.integer} : a.int_list();
+  if (v.size() == 1) v.assign(n, v[0]);
+  return v;
+}
+// The spatial dims a pooling op's id names (max_pool2d: 2).
+size_t pooled_dims(const Op& op) { return size_t(op.info->id[op.info->id.size() - 2] - '0'); }
+
 }  // namespace
 
 namespace by_hand {
@@ -304,18 +313,49 @@ std::vector<Tensor> t_masked_fill(Interpreter& in, const Op& op) {
 std::vector<Tensor> t_conv1d(Interpreter& in, const Op& op) {
   const Tensor& w = in.value(op.arg("weight"));
   const size_t n = size_t(w.dim()) - 2;
-  auto spatial = [&](size_t i) {
-    const Arg& a = op.arg(i);
-    std::vector<int64_t> v = a.kind == Arg::Kind::integer ? std::vector<int64_t>{a.integer} : a.int_list();
-    if (v.size() == 1) v.assign(n, v[0]);
-    return v;
-  };
   const int64_t groups = op.arg(op.info->kind == OpKind::t_convolution ? 8 : 6).integer;
   c10::optional<Tensor> bias;
   if (op.arg("bias").is_value()) bias = in.value(op.arg("bias"));
-  return {torch::convolution(in0(in, op), w, bias, spatial(3), spatial(4), spatial(5), false, std::vector<int64_t>(n, 0), groups)};
+  return {torch::convolution(in0(in, op), w, bias, per_dim(op.arg(3), n), per_dim(op.arg(4), n), per_dim(op.arg(5), n), false,
+                             std::vector<int64_t>(n, 0), groups)};
 }
 constexpr Evaluator t_conv2d = t_conv1d, t_convolution = t_conv1d;
+
+// Pooling: kernel_size, stride (null: the kernel's), padding and dilation a number or a list;
+// ATen's functions of the op's spatial dims (the digit of its id), batched or not.
+std::vector<Tensor> t_max_pool1d(Interpreter& in, const Op& op) {
+  const size_t n = pooled_dims(op);
+  const std::vector<int64_t> kernel = per_dim(op.arg(1), n), stride = op.arg(2).kind == Arg::Kind::none ? kernel : per_dim(op.arg(2), n);
+  const std::vector<int64_t> padding = per_dim(op.arg(3), n), dilation = per_dim(op.arg(4), n);
+  const Tensor& x = in0(in, op);
+  if (n == 1) return {torch::max_pool1d(x, kernel, stride, padding, dilation)};
+  if (n == 2) return {torch::max_pool2d(x, kernel, stride, padding, dilation)};
+  return {torch::max_pool3d(x, kernel, stride, padding, dilation)};
+}
+constexpr Evaluator t_max_pool2d = t_max_pool1d, t_max_pool3d = t_max_pool1d;
+
+std::vector<Tensor> t_avg_pool1d(Interpreter& in, const Op& op) {
+  const size_t n = pooled_dims(op);
+  const std::vector<int64_t> kernel = per_dim(op.arg(1), n), stride = op.arg(2).kind == Arg::Kind::none ? kernel : per_dim(op.arg(2), n);
+  const std::vector<int64_t> padding = per_dim(op.arg(3), n);
+  const bool count_pad = op.arg(5).boolean;
+  c10::optional<int64_t> divisor;
+  if (n > 1 && op.arg(6).kind == Arg::Kind::integer) divisor = op.arg(6).integer;
+  const Tensor& x = in0(in, op);
+  if (n == 1) return {torch::avg_pool1d(x, kernel, stride, padding, false, count_pad)};
+  if (n == 2) return {torch::avg_pool2d(x, kernel, stride, padding, false, count_pad, divisor)};
+  return {torch::avg_pool3d(x, kernel, stride, padding, false, count_pad, divisor)};
+}
+constexpr Evaluator t_avg_pool2d = t_avg_pool1d, t_avg_pool3d = t_avg_pool1d;
+
+std::vector<Tensor> t_adaptive_avg_pool1d(Interpreter& in, const Op& op) {
+  const size_t n = pooled_dims(op);
+  const std::vector<int64_t> sizes = per_dim(op.arg(1), n);
+  if (n == 1) return {torch::adaptive_avg_pool1d(in0(in, op), sizes)};
+  if (n == 2) return {torch::adaptive_avg_pool2d(in0(in, op), sizes)};
+  return {torch::adaptive_avg_pool3d(in0(in, op), sizes)};
+}
+constexpr Evaluator t_adaptive_avg_pool2d = t_adaptive_avg_pool1d, t_adaptive_avg_pool3d = t_adaptive_avg_pool1d;
 
 // The mask from the runtime's Philox, as the lowering draws it.
 std::vector<Tensor> t_dropout(Interpreter& in, const Op& op) {

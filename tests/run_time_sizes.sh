@@ -578,7 +578,7 @@ check not-generic-wrote-nothing [ ! -e refused ]
 sed 's/"min": 1, "max": 48/"min": 2, "max": 48/; s/"down", null, 2, 1/"down", null, 2, 0/' convs.json >narrow.json
 run "$THUNDER_GEN" narrow.json -o refused
 check narrow-kernel-refused rc 1
-check narrow-kernel-words has err.txt "/ops/5/args/0: error: torch.nn.functional.conv1d: spatial dim 0 (T, padded by 0 on each side) may be shorter than the kernel.s span of 3 (dilation included), as where it is 2: raise"
+check narrow-kernel-words has err.txt "/ops/5/args/0: error: torch.nn.functional.conv1d: spatial dim 0 (T, padded by 0 on each side) may be shorter than the window.s span of 3 (dilation included), as where it is 2: raise"
 # --emit of the code or the kernel IR prints what such a folder would hold: checked the same way.
 run "$THUNDER_GEN" shift0.json --emit cuda
 check emit-cuda-refused rc 1; check emit-cuda-words has err.txt "emitted.cu code line.*(in [a-z_]*shift0_"

@@ -1236,6 +1236,38 @@ def classifier_head():
 
 
 @example
+def pooling_cnn():
+    t = Trace("pooling_cnn", "hand-written: pooling as Thunder records the torch.nn.functional calls: a small "
+                             "CNN (a 2x2 patch convolution, ReLU, ResNet's stem max_pool2d: 3x3, stride 2, padding 1; "
+                             "avg_pool2d with count_include_pad=False; adaptive_avg_pool2d to 1x1; a linear "
+                             "classifier), a dilated, strided max_pool1d and an avg_pool1d over sequences, "
+                             "adaptive_avg_pool1d to a divisor of the length, and max_pool3d, avg_pool3d with "
+                             "divisor_override and adaptive_avg_pool3d over a volume")
+    f = "f32"
+    image = t.input("image", [2, 3, 24, 24], f, requires_grad=True)
+    conv_w = t.input("conv_w", [8, 3, 2, 2], f, requires_grad=True, init=fan_in(12))
+    h = t.torch("torch.nn.functional.conv2d", [image, conv_w], {"stride": 2}, [2, 8, 12, 12], f)
+    h = t.torch("torch.relu", [h], None, [2, 8, 12, 12], f)
+    h = t.torch("torch.nn.functional.max_pool2d", [h, 3, 2, 1], None, [2, 8, 6, 6], f)
+    h = t.torch("torch.nn.functional.avg_pool2d", [h, 3], {"stride": 1, "padding": 1, "count_include_pad": False}, [2, 8, 6, 6], f)
+    h = t.torch("torch.nn.functional.adaptive_avg_pool2d", [h, [1, 1]], None, [2, 8, 1, 1], f)
+    fc_w = t.input("fc_w", [4, 8], f, requires_grad=True, init=fan_in(8))
+    fc_b = t.input("fc_b", [4], f, requires_grad=True, init=fan_in(8))
+    logits = linear(t, t.op("reshape", h, [2, 8]), fc_w, fc_b)
+    seq = t.input("seq", [2, 4, 20], f, requires_grad=True)
+    peaks = t.torch("torch.nn.functional.max_pool1d", [seq, 3], {"stride": 2, "dilation": 2}, [2, 4, 8], f)
+    means = t.torch("torch.nn.functional.avg_pool1d", [peaks, 2], None, [2, 4, 4], f)
+    fifths = t.torch("torch.nn.functional.adaptive_avg_pool1d", [seq, 5], None, [2, 4, 5], f)
+    volume = t.input("volume", [1, 2, 4, 6, 6], f, requires_grad=True)
+    cubes = t.torch("torch.nn.functional.max_pool3d", [volume, 2], None, [1, 2, 2, 3, 3], f)
+    slabs = t.torch("torch.nn.functional.avg_pool3d", [volume, [1, 3, 3]], {"stride": [1, 2, 2], "padding": [0, 1, 1], "divisor_override": 4},
+                    [1, 2, 4, 3, 3], f)
+    coarse = t.torch("torch.nn.functional.adaptive_avg_pool3d", [volume, [2, 1, 3]], None, [1, 2, 2, 1, 3], f)
+    t.outputs = [logits, means, fifths, cubes, slabs, coarse]
+    return t
+
+
+@example
 def dropout_p09():
     t = Trace("dropout_p09", "the contract's example as written there: torch.nn.functional.dropout(x, p=0.9) on "
                              "f32[1024, 1024], no decomposition and no random state in the trace (thunder-gen adds "

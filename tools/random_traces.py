@@ -1697,6 +1697,9 @@ EXCLUDED: dict[str, str] = {
     # Patch convolutions: only kernel == stride is accepted, a form random shapes rarely hit.
     **{op: "a patch convolution: grad_cases.h and examples/opaque_torch_ops.json"
        for op in ("torch.nn.functional.conv1d torch.nn.functional.conv2d prims.convolution").split()},
+    # Pooling: windows random shapes would rarely fit (padding at most half a window).
+    **{op: "pooling: grad_cases.h and examples/pooling_cnn.json"
+       for op in (f"torch.nn.functional.{kind}{n}d" for kind in ("max_pool", "avg_pool", "adaptive_avg_pool") for n in (1, 2, 3))},
     "prims.linear": "torch.nn.functional.linear's twin (Thunder's autocast records it): grad_cases.h and examples/opaque_torch_ops.json",
 }
 

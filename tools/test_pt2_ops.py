@@ -1,10 +1,10 @@
 """The ATen ops that no corpus model calls, through torch.export and thunder-gen, against PyTorch
 eager at the values where an op's definition has a case of its own: NaN and infinities, a bound
-that is hit exactly, a base of 0, ties, repeated indices, a negative pad, quotients of -x.5 rounded
+that is hit exactly, a base of 0, ties (argmax's, and max pooling's, whose gradient goes to the first maximum), repeated indices, a negative pad, quotients of -x.5 rounded
 down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along, and detach (no gradient
 flows through it), and a BatchNorm in training (its updated running statistics compared too). One module calls them
 all; it is exported as the default training IR and as Core ATen (where several become others:
-relu6 a hardtanh, F.pad a constant_pad_nd), and each archive is checked by `python -m
+relu6 a hardtanh, F.pad a constant_pad_nd, max_pool2d a max_pool2d_with_indices), and each archive is checked by `python -m
 thunder_gen.check` (every output and every gradient, NaN matching NaN).
 
     .venv/bin/python tools/test_pt2_ops.py [--work DIR]
@@ -45,6 +45,10 @@ class SpecialValues(nn.Module):
         # Training-mode batch norm: its running statistics (and num_batches_tracked) are the
         # generated code's buffer_update outputs, compared with the module's buffers after the step.
         self.norm = nn.BatchNorm2d(4, momentum=0.3)
+        # Windows whose maximum is tied (channel 1 is constant): max pooling's gradient goes to the
+        # first of them, in the window's row-major order.
+        self.tied = nn.Parameter(torch.tensor([[[[1.0, 1.0, 0.0, 2.0], [1.0, 0.0, 2.0, 2.0], [3.0, 3.0, 3.0, 0.0], [0.0, 3.0, 1.0, 1.0]],
+                                                 [[0.5] * 4] * 4]]))
 
     def forward(self, special, rows, ties):
         finite = torch.where(torch.isnan(special) | torch.isinf(special), torch.zeros_like(special), special)
@@ -70,6 +74,11 @@ class SpecialValues(nn.Module):
             self.table.new_ones(4) * self.channel_scale, ties.new_zeros(3, 1).fill_(-2.5) + ties,
             self.exponent * self.exponent.detach(),                       # the gradient is the detached factor
             self.norm(self.norm(self.grid * 2 + 1) * 3),                 # the statistics updated twice
+            F.max_pool2d(self.tied, 2), F.max_pool2d(self.tied * 2, 3, stride=2, padding=1),  # ResNet's stem
+            F.max_pool1d(self.tied.flatten(2), 3, stride=1, dilation=2),
+            F.max_pool1d((special * self.bounded[6:7]).reshape(1, 1, 8), 2),  # NaN and infinities in windows
+            F.avg_pool2d(self.grid, 2, stride=1, padding=1, count_include_pad=False), F.avg_pool2d(self.grid, 3, 2, 1, divisor_override=5),
+            F.avg_pool1d(self.tied.flatten(2), 4), F.adaptive_avg_pool2d(self.grid, 1), F.adaptive_avg_pool2d(self.tied, (2, 4)),
         )
 
 

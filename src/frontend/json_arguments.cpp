@@ -159,6 +159,9 @@ Arg Arguments::typed_arg(Json j, const Param& param, const Path& where) {
     case ParamKind::int_or_int_list:
       if (a.kind != Arg::Kind::integer) expect_list(false, true, "an integer or a list of integers", "an integer", integer);
       break;
+    case ParamKind::optional_int_or_int_list:
+      if (a.kind != Arg::Kind::integer) expect_list(true, true, "an integer, a list of integers or null", "an integer", integer);
+      break;
     case ParamKind::optional_number: expect(a.is_number() || is_scalar_value(a) || a.kind == Arg::Kind::none, "a number or null"); break;
     case ParamKind::dim_or_tensor: expect(a.kind == Arg::Kind::integer || is_tensor(a) || a.kind == Arg::Kind::none, "an integer, a tensor or null"); break;
     case ParamKind::optional_tensor_or_number:

@@ -42,6 +42,8 @@ std::string mismatch(const Arg& a, ParamKind kind, const Trace& t) {
     case ParamKind::optional_string: return need(a.kind == K::string || a.kind == K::none, "a string or None");
     case ParamKind::optional_number: return need(a.is_number() || scalar(a) || a.kind == K::none, "a number or None");
     case ParamKind::int_or_int_list: return need(integer(a) || (all(integer) && !a.items.empty()), "an integer or a list of integers");
+    case ParamKind::optional_int_or_int_list:
+      return need(integer(a) || a.kind == K::none || (all(integer) && !a.items.empty()), "an integer, a list of integers or None");
     case ParamKind::dim_or_tensor: return need(integer(a) || tensor(a) || a.kind == K::none, "an integer, a tensor or None");
     case ParamKind::optional_tensor_or_number: return need(a.is_value() || a.is_number() || a.kind == K::none, "a tensor, a number or None");
     case ParamKind::process_group: return need(a.kind == K::process_group, "a process group");

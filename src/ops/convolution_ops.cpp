@@ -3,7 +3,7 @@
 // and a GEMM per group for any other.
 #include <algorithm>
 
-#include "ops/family.h"
+#include "ops/sliding_windows.h"
 
 namespace tg {
 namespace {
@@ -13,34 +13,22 @@ using namespace vocabulary;
 
 // conv1d / conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) and
 // prims.convolution(a, weight, bias, stride, padding, dilation, transposed, output_padding,
-// groups): a convolution as PyTorch computes it, not transposed.
-std::vector<int64_t> per_spatial_dim(const Op& op, size_t i, size_t n, const char* what) {
-  const Arg& a = op.arg(i);
-  if (a.kind == Arg::Kind::integer) return std::vector<int64_t>(n, a.integer);
-  std::vector<int64_t> v = a.int_list();
-  if (v.size() == 1) v.assign(n, v[0]);
-  if (v.size() != n) fail(int(i), std::string(what) + " needs " + std::to_string(n) + " values, has " + shape_str(a.int_list()));
-  return v;
-}
-
-// Where an op's arguments sit: conv1d/2d's and prims.convolution's signatures differ after bias.
+// groups): a convolution as PyTorch computes it, not transposed. Its windows are the weight's
+// spatial dims; where its arguments sit: conv1d/2d's and prims.convolution's signatures differ
+// after bias.
 struct ConvolutionArgs {
-  std::vector<int64_t> stride, padding, dilation;
+  Windows windows;
   int64_t groups;
-  Shape kernel;
 };
 
 ConvolutionArgs convolution_args(const Op& op, const Shape& weight) {
   const bool prim = op.info->kind == OpKind::t_convolution;
   const size_t n = weight.size() - 2, groups_at = prim ? 8 : 6;
-  ConvolutionArgs c{per_spatial_dim(op, 3, n, "stride"), per_spatial_dim(op, 4, n, "padding"), per_spatial_dim(op, 5, n, "dilation"),
-                    op.arg(groups_at).integer, Shape(weight.begin() + 2, weight.end())};
+  ConvolutionArgs c{{Shape(weight.begin() + 2, weight.end()), per_spatial_dim(op, 3, n, "stride"), per_spatial_dim(op, 4, n, "padding"),
+                     per_spatial_dim(op, 5, n, "dilation")},
+                    op.arg(groups_at).integer};
   if (c.groups < 1) fail(int(groups_at), "groups must be positive, not " + std::to_string(c.groups));
-  for (size_t k = 0; k < n; ++k) {
-    if (c.stride[k] < 1) fail(3, "stride " + shape_str(c.stride) + " must be positive");
-    if (c.padding[k] < 0) fail(4, "padding " + shape_str(c.padding) + " must not be negative");
-    if (c.dilation[k] < 1) fail(5, "dilation " + shape_str(c.dilation) + " must be positive");
-  }
+  check_windows(c.windows, 3, 4, 5);
   if (prim && op.arg("transposed").boolean) fail(6, "a transposed convolution is not supported");
   if (prim)
     for (int64_t p : per_spatial_dim(op, 7, n, "output_padding"))
@@ -50,26 +38,6 @@ ConvolutionArgs convolution_args(const Op& op, const Shape& weight) {
 
 // The elements of `s`'s dims from `from` on, with their expression (docs/symbolic-shapes.md).
 Dim numel_from(const Shape& s, size_t from) { return numel_dim(Shape(s.begin() + std::ptrdiff_t(from), s.end())); }
-// Integers the lowering fixes (offsets, steps, widths): the same at every size.
-Arg constants(const std::vector<int64_t>& v) {
-  std::vector<Arg> items;
-  for (int64_t x : v) items.push_back(Arg::of_dim(Dim::constant(x)));
-  return Arg::of_list(std::move(items));
-}
-
-// A spatial output dim, (padded - span) // stride + 1 where `extra` = padded - span at the sizes
-// read, with its expression where the input dim and the kernel's have one; a symbolic input dim
-// must cover the dilated kernel at every size its symbols allow.
-Dim convolved_dim(const Trace& t, const Dim& in, int64_t extra, const ConvolutionArgs& c, size_t k) {
-  const Dim& kernel = c.kernel[k];
-  const Dim span = spread_dim(kernel, Dim::constant(c.dilation[k]));
-  const Dim past_span = subtract_dims(add_dims(in, Dim::constant(2 * c.padding[k])), span);
-  if (!past_span.expr()) return computed_from(in, extra / c.stride[k] + 1);
-  if (!provably_ge(*past_span.expr(), 0, t.symbols))
-    fail(0, "spatial dim " + std::to_string(k) + " (" + in.expr()->text() + ", padded by " + std::to_string(c.padding[k]) + " on each side) may be shorter than the kernel's span of " +
-                std::to_string(int64_t(span)) + " (dilation included), as where it is " + std::to_string(range_of(*in.expr(), t.symbols).lo) + ": raise the symbols' min");
-  return add_dims(floor_div_dim(past_span, c.stride[k], t.symbols), Dim::constant(1));
-}
 
 std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   const bool prim = op.info->kind == OpKind::t_convolution;
@@ -95,14 +63,7 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
     if (b->dtype != in.dtype) fail(2, "has dtype " + std::string(dtype_name(b->dtype)) + ", not " + std::string(dtype_name(in.dtype)));
   }
   Shape out{in.shape[0], w.shape[0]};
-  for (size_t k = 0; k < n; ++k) {
-    int64_t span = 0, padded = 0;
-    if (__builtin_mul_overflow(c.dilation[k], c.kernel[k] - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
-        __builtin_mul_overflow(c.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in.shape[k + 2]), &padded))
-      fail(0, "the padded size or the dilated kernel of spatial dim " + std::to_string(k) + " overflows 64 bits");
-    if (c.kernel[k] < 1 || padded < span) fail(0, "shape " + shape_str(in.shape) + " (padded) is smaller than the kernel " + shape_str(c.kernel) + " (dilated)");
-    out.push_back(convolved_dim(t, in.shape[k + 2], padded - span, c, k));
-  }
+  for (size_t k = 0; k < n; ++k) out.push_back(windowed_dim(t, in.shape[k + 2], c.windows, k, 0));
   return {{in.dtype, out}};
 }
 
@@ -130,40 +91,6 @@ V patch_convolution(G& g, V x, V w, const Shape& out) {
                 call(g, "prims.transpose", {val(reshape(g, w, {ws[0], patch_size})), int_list({1, 0})}));
 }
 
-// The columns of a general convolution (im2col): x padded, then for each kernel offset (row-major,
-// as the weight lays its kernel out) the strided, dilated slice of every output position, stacked
-// to [B, C, K, P] (K kernel offsets, P output positions). K times x's size.
-V convolution_columns(G& g, V x, const ConvolutionArgs& c, const Shape& out) {
-  const Shape in = shape_of(g, x);
-  const size_t n = in.size() - 2;
-  if (std::any_of(c.padding.begin(), c.padding.end(), [](int64_t p) { return p > 0; })) {
-    std::vector<Arg> config{constants({0, 0, 0}), constants({0, 0, 0})};
-    for (int64_t p : c.padding) config.push_back(constants({p, p, 0}));
-    x = call(g, "prims.pad", {val(x), num(0.0), Arg::of_list(config)});
-  }
-  const Shape padded = shape_of(g, x);
-  const Dim positions = numel_from(out, 2);
-  std::vector<Arg> offsets;
-  std::vector<int64_t> at(n, 0);
-  for (bool more = true; more;) {
-    std::vector<int64_t> start(in.size(), 0), step(in.size(), 1);
-    Shape end = padded;
-    for (size_t k = 0; k < n; ++k) {
-      start[k + 2] = at[k] * c.dilation[k];
-      end[k + 2] = add_dims(Dim::constant(start[k + 2]), spread_dim(out[k + 2], Dim::constant(c.stride[k])));
-      step[k + 2] = c.stride[k];
-    }
-    V slice = call(g, "prims.slice_prim", {val(x), constants(start), int_list(end), constants(step)});
-    offsets.push_back(val(reshape(g, slice, {in[0], in[1], Dim::constant(1), positions})));
-    more = false;  // the next offset, the last kernel dim fastest
-    for (size_t k = n; k-- > 0 && !more;) {
-      if (++at[k] < c.kernel[k]) more = true;
-      else at[k] = 0;
-    }
-  }
-  return offsets.size() == 1 ? offsets[0].value : call(g, "prims.cat", {Arg::of_list(offsets), Arg::of_int(2)});
-}
-
 // out[b, f, o] = sum over the group's channels c and kernel offsets k of w[f, c, k] * columns[b,
 // c, k, o]: one GEMM per group, the groups as a batch dim of the weight [G, F/G, C/G*K] against the
 // columns [B, G, C/G*K, P].
@@ -171,7 +98,7 @@ V general_convolution(G& g, V x, V w, const ConvolutionArgs& c, const Shape& out
   const Shape in = shape_of(g, x), ws = shape_of(g, w);
   const Dim groups = Dim::constant(c.groups), positions = numel_from(out, 2), depth = numel_from(ws, 1);
   const Dim filters_per_group = computed_from(ws[0], ws[0] / c.groups);
-  V columns = reshape(g, convolution_columns(g, x, c, out), {in[0], groups, depth, positions});
+  V columns = reshape(g, window_columns(g, x, c.windows, out, 0.0), {in[0], groups, depth, positions});
   V weights = broadcast(g, reshape(g, w, {groups, filters_per_group, depth}), {in[0], groups, filters_per_group, depth}, {1, 2, 3});
   Shape channels_first{out[0], out[1]};
   channels_first.insert(channels_first.end(), out.begin() + 2, out.end());
@@ -183,8 +110,9 @@ V lower_convolution(G& g, const Op& op) {
   const Shape ws = shape_of(g, w), out = output_of(g, op).shape;
   const ConvolutionArgs c = convolution_args(op, ws);
   const size_t n = ws.size() - 2;
-  const bool patches = c.groups == 1 && c.stride == std::vector<int64_t>(c.kernel.begin(), c.kernel.end()) &&
-                       c.padding == std::vector<int64_t>(n, 0) && c.dilation == std::vector<int64_t>(n, 1);
+  const Windows& win = c.windows;
+  const bool patches = c.groups == 1 && win.stride == std::vector<int64_t>(win.kernel.begin(), win.kernel.end()) &&
+                       win.padding == std::vector<int64_t>(n, 0) && win.dilation == std::vector<int64_t>(n, 1);
   if (!patches) {
     V y = general_convolution(g, x, w, c, out);
     if (!op.arg("bias").is_value()) return y;

@@ -9,7 +9,7 @@
 #define TG_OP_FAMILIES(X)                                                                                                    \
   X(elementwise_prim_rows) X(source_prim_rows) X(shape_prim_rows) X(reduction_prim_rows) X(matmul_op_rows) X(distributed_op_rows) \
   X(torch_activation_rows) X(torch_normalization_rows) X(torch_loss_rows) X(torch_shape_op_rows) X(torch_reduction_rows)          \
-  X(torch_pointwise_rows) X(attention_op_rows) X(convolution_op_rows) X(fusion_op_rows)
+  X(torch_pointwise_rows) X(attention_op_rows) X(convolution_op_rows) X(pooling_op_rows) X(fusion_op_rows)
 
 namespace tg {
 

@@ -75,4 +75,20 @@ inline V linear(G& g, V a, V w, V b) {
   return y;
 }
 
+// The first maximum (or minimum) of `a` along dim d, NaN counting as the largest as PyTorch's
+// argmax does: its position (argmax/argmin) and its value, picked by a one-hot compare with an
+// iota so that the gradient goes to that element alone (torch.max(a, dim), max_pool). Both
+// without dim d. (A sum of the one element and zeros: an extremum of -0.0 comes out +0.0.)
+struct Extremum {
+  V values, index;
+};
+inline Extremum first_extremum(G& g, V a, int64_t d, bool is_max) {
+  const Shape shape = shape_of(g, a);
+  V index = call(g, is_max ? "prims.argmax" : "prims.argmin", {val(a), Arg::of_int(d)});
+  V positions = call(g, "prims.iota", {Arg::of_dim(shape[size_t(d)]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V at_index = cmp(g, "prims.eq", val(broadcast(g, positions, shape, {d})), val(unreduce(g, index, shape, {d})));
+  const DType dt = value_of(g, a).dtype;
+  return {sum(g, where(g, at_index, val(a), is_float(dt) ? num(0.0) : Arg::of_int(0)), {d}), index};
+}
+
 }  // namespace tg::vocabulary

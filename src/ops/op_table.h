@@ -60,6 +60,7 @@ std::string_view fusion_class_name(FusionClass c);
   X(optional_string)           /* a string literal or null */                                                                  \
   X(optional_number)           /* a number literal, a scalar value or null */                                                  \
   X(int_or_int_list)           /* an integer or a list of integers */                                                          \
+  X(optional_int_or_int_list)  /* an integer, a list of integers or null (a pooling's stride: null is its window) */            \
   X(dim_or_tensor)             /* an integer, a tensor or null (torch.max's dim, which a tensor makes the elementwise form) */ \
   X(optional_tensor_or_number) /* a tensor, a number or null (torch.clamp's bounds) */                                         \
   X(process_group)             /* {"process_group": {"world_size": N}} (distributed prims) */

@@ -134,14 +134,9 @@ std::vector<ValueId> lower_extremum(G& g, const Op& op) {
   V a = op.arg("input").value;
   const Shape shape = shape_of(g, a);
   if (op.arg("dim").kind == Arg::Kind::none) return {call(g, is_max ? "prims.amax" : "prims.amin", {val(a), int_list(dims_of(Arg{}, shape.size()))})};
-  const int64_t d = wrapped(op.arg("dim").integer, shape.size());
-  V index = call(g, is_max ? "prims.argmax" : "prims.argmin", {val(a), Arg::of_int(d)});
-  V positions = call(g, "prims.iota", {Arg::of_dim(shape[size_t(d)]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-  V at_index = cmp(g, "prims.eq", val(broadcast(g, positions, shape, {d})), val(unreduce(g, index, shape, {d})));
-  const DType dt = value_of(g, a).dtype;
-  V values = sum(g, where(g, at_index, val(a), is_float(dt) ? num(0.0) : Arg::of_int(0)), {d});
+  const Extremum e = first_extremum(g, a, wrapped(op.arg("dim").integer, shape.size()), is_max);
   const Shape out = output_of(g, op).shape;
-  return {reshape(g, values, out), reshape(g, index, out)};
+  return {reshape(g, e.values, out), reshape(g, e.index, out)};
 }
 
 // cumsum: out[.., k, ..] = sum over j <= k of a[.., j, ..], as a copy of a spread over a new dim

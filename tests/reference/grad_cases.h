@@ -272,6 +272,45 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                       // two groups, stride 1, padded in one dim, dilated in another
                       call(info.id, "[\"x\", \"u\", null, [1, 1, 1], [1, 0, 0], [1, 1, 2], false, [0, 0, 0], 2]", out("r", "[2, 4, 5, 1, 4]")),
                   "\"o\", \"r\"", -1.0, 1.0};
+    // Pooling: overlapping windows, padded (at most half a window), strided and dilated (max),
+    // unbatched; count_include_pad=False and divisor_override (avg); adaptive to 1 and to a
+    // divisor of the size. (Ties in a window, where the first maximum takes the gradient, are
+    // checked against eager by tools/test_pt2_ops.py.)
+    case tg::OpKind::t_max_pool1d:
+      return Case{f64("x", "[2, 3, 9]"),
+                  call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 5]")) + "," +
+                      call(info.id, "[\"x\", 2]", out("r", "[2, 3, 7]"), ", \"kwargs\": {\"stride\": 1, \"dilation\": 2}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_max_pool2d:  // ResNet's stem (3x3, stride 2, padding 1); 2x2 patches of an unbatched input
+      return Case{f64("x", "[2, 3, 7, 6]") + "," + f64("u", "[3, 4, 6]"),
+                  call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 4, 3]")) + "," + call(info.id, "[\"u\", [2, 2]]", out("r", "[3, 2, 3]")),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_max_pool3d:
+      return Case{f64("x", "[1, 2, 4, 5, 3]"), call(info.id, "[\"x\", [2, 3, 2], [2, 1, 1], [1, 1, 0]]", out("o", "[1, 2, 3, 5, 2]")), "\"o\"", -1.0, 1.0};
+    case tg::OpKind::t_avg_pool1d:
+      return Case{f64("x", "[2, 3, 9]"),
+                  call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 5]")) + "," +
+                      call(info.id, "[\"x\", 3, 2, 1]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"count_include_pad\": false}"),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_avg_pool2d:
+      return Case{f64("x", "[2, 3, 7, 6]"),
+                  call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 4, 3]"), ", \"kwargs\": {\"count_include_pad\": false}") + "," +
+                      call(info.id, "[\"x\", [2, 3]]", out("r", "[2, 3, 3, 2]"), ", \"kwargs\": {\"divisor_override\": 4}") + "," +
+                      call(info.id, "[\"x\", 3, 1, 1]", out("q", "[2, 3, 7, 6]")),
+                  "\"o\", \"r\", \"q\"", -1.0, 1.0};
+    case tg::OpKind::t_avg_pool3d:
+      return Case{f64("x", "[1, 2, 4, 5, 3]"),
+                  call(info.id, "[\"x\", 2, 1, 1]", out("o", "[1, 2, 5, 6, 4]"), ", \"kwargs\": {\"count_include_pad\": false}"), "\"o\"", -1.0, 1.0};
+    case tg::OpKind::t_adaptive_avg_pool1d:
+      return Case{f64("x", "[2, 3, 8]"),
+                  call(info.id, "[\"x\", 1]", out("o", "[2, 3, 1]")) + "," + call(info.id, "[\"x\", [4]]", out("r", "[2, 3, 4]")),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_adaptive_avg_pool2d:  // a classifier head's (1, 1); a divisor in one dim, the size in the other
+      return Case{f64("x", "[2, 3, 6, 4]") + "," + f64("u", "[3, 6, 4]"),
+                  call(info.id, "[\"x\", [1, 1]]", out("o", "[2, 3, 1, 1]")) + "," + call(info.id, "[\"u\", [3, 4]]", out("r", "[3, 3, 4]")),
+                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_adaptive_avg_pool3d:
+      return Case{f64("x", "[1, 2, 4, 6, 3]"), call(info.id, "[\"x\", [2, 1, 3]]", out("o", "[1, 2, 2, 1, 3]")), "\"o\"", -1.0, 1.0};
     case tg::OpKind::t_sdpa:  // causal; an additive mask and an explicit scale; attention dropout; 4 q heads on 2 k/v heads
       return Case{f64("q", "[2, 3, 4]") + "," + f64("k", "[2, 3, 4]") + "," + f64("v", "[2, 3, 4]") + "," + f64("m", "[2, 3, 3]") + "," +
                       f64("gq", "[2, 4, 3, 4]") + "," + f64("gk", "[2, 2, 3, 4]") + "," + f64("gv", "[2, 2, 3, 5]"),
