@@ -321,16 +321,17 @@ std::vector<Tensor> t_conv1d(Interpreter& in, const Op& op) {
 }
 constexpr Evaluator t_conv2d = t_conv1d, t_convolution = t_conv1d;
 
-// Pooling: kernel_size, stride (null: the kernel's), padding and dilation a number or a list;
-// ATen's functions of the op's spatial dims (the digit of its id), batched or not.
+// Pooling: kernel_size, stride (null: the kernel's), padding and dilation a number or a list,
+// ceil_mode; ATen's functions of the op's spatial dims (the digit of its id), batched or not.
 std::vector<Tensor> t_max_pool1d(Interpreter& in, const Op& op) {
   const size_t n = pooled_dims(op);
   const std::vector<int64_t> kernel = per_dim(op.arg(1), n), stride = op.arg(2).kind == Arg::Kind::none ? kernel : per_dim(op.arg(2), n);
   const std::vector<int64_t> padding = per_dim(op.arg(3), n), dilation = per_dim(op.arg(4), n);
   const Tensor& x = in0(in, op);
-  if (n == 1) return {torch::max_pool1d(x, kernel, stride, padding, dilation)};
-  if (n == 2) return {torch::max_pool2d(x, kernel, stride, padding, dilation)};
-  return {torch::max_pool3d(x, kernel, stride, padding, dilation)};
+  const bool ceil = op.arg(5).boolean;
+  if (n == 1) return {torch::max_pool1d(x, kernel, stride, padding, dilation, ceil)};
+  if (n == 2) return {torch::max_pool2d(x, kernel, stride, padding, dilation, ceil)};
+  return {torch::max_pool3d(x, kernel, stride, padding, dilation, ceil)};
 }
 constexpr Evaluator t_max_pool2d = t_max_pool1d, t_max_pool3d = t_max_pool1d;
 
@@ -338,13 +339,13 @@ std::vector<Tensor> t_avg_pool1d(Interpreter& in, const Op& op) {
   const size_t n = pooled_dims(op);
   const std::vector<int64_t> kernel = per_dim(op.arg(1), n), stride = op.arg(2).kind == Arg::Kind::none ? kernel : per_dim(op.arg(2), n);
   const std::vector<int64_t> padding = per_dim(op.arg(3), n);
-  const bool count_pad = op.arg(5).boolean;
+  const bool ceil = op.arg(4).boolean, count_pad = op.arg(5).boolean;
   c10::optional<int64_t> divisor;
   if (n > 1 && op.arg(6).kind == Arg::Kind::integer) divisor = op.arg(6).integer;
   const Tensor& x = in0(in, op);
-  if (n == 1) return {torch::avg_pool1d(x, kernel, stride, padding, false, count_pad)};
-  if (n == 2) return {torch::avg_pool2d(x, kernel, stride, padding, false, count_pad, divisor)};
-  return {torch::avg_pool3d(x, kernel, stride, padding, false, count_pad, divisor)};
+  if (n == 1) return {torch::avg_pool1d(x, kernel, stride, padding, ceil, count_pad)};
+  if (n == 2) return {torch::avg_pool2d(x, kernel, stride, padding, ceil, count_pad, divisor)};
+  return {torch::avg_pool3d(x, kernel, stride, padding, ceil, count_pad, divisor)};
 }
 constexpr Evaluator t_avg_pool2d = t_avg_pool1d, t_avg_pool3d = t_avg_pool1d;
 

@@ -1240,7 +1240,7 @@ def pooling_cnn():
     t = Trace("pooling_cnn", "hand-written: pooling as Thunder records the torch.nn.functional calls: a small "
                              "CNN (a 2x2 patch convolution, ReLU, ResNet's stem max_pool2d: 3x3, stride 2, padding 1; "
                              "avg_pool2d with count_include_pad=False; adaptive_avg_pool2d to 1x1; a linear "
-                             "classifier), a dilated, strided max_pool1d and an avg_pool1d over sequences, "
+                             "classifier), a dilated, strided max_pool1d and an avg_pool1d with ceil_mode over sequences, "
                              "adaptive_avg_pool1d to a divisor of the length, and max_pool3d, avg_pool3d with "
                              "divisor_override and adaptive_avg_pool3d over a volume")
     f = "f32"
@@ -1256,7 +1256,7 @@ def pooling_cnn():
     logits = linear(t, t.op("reshape", h, [2, 8]), fc_w, fc_b)
     seq = t.input("seq", [2, 4, 20], f, requires_grad=True)
     peaks = t.torch("torch.nn.functional.max_pool1d", [seq, 3], {"stride": 2, "dilation": 2}, [2, 4, 8], f)
-    means = t.torch("torch.nn.functional.avg_pool1d", [peaks, 2], None, [2, 4, 4], f)
+    means = t.torch("torch.nn.functional.avg_pool1d", [peaks, 3], {"ceil_mode": True}, [2, 4, 3], f)  # the last window holds 2
     fifths = t.torch("torch.nn.functional.adaptive_avg_pool1d", [seq, 5], None, [2, 4, 5], f)
     volume = t.input("volume", [1, 2, 4, 6, 6], f, requires_grad=True)
     cubes = t.torch("torch.nn.functional.max_pool3d", [volume, 2], None, [1, 2, 2, 3, 3], f)

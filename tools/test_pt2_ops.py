@@ -1,6 +1,6 @@
 """The ATen ops that no corpus model calls, through torch.export and thunder-gen, against PyTorch
 eager at the values where an op's definition has a case of its own: NaN and infinities, a bound
-that is hit exactly, a base of 0, ties (argmax's, and max pooling's, whose gradient goes to the first maximum), repeated indices, a negative pad, quotients of -x.5 rounded
+that is hit exactly, a base of 0, ties (argmax's, and max pooling's, whose gradient goes to the first maximum), pooling windows past the end (ceil_mode), repeated indices, a negative pad, quotients of -x.5 rounded
 down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along, and detach (no gradient
 flows through it), and a BatchNorm in training (its updated running statistics compared too). One module calls them
 all; it is exported as the default training IR and as Core ATen (where several become others:
@@ -79,6 +79,9 @@ class SpecialValues(nn.Module):
             F.max_pool1d((special * self.bounded[6:7]).reshape(1, 1, 8), 2),  # NaN and infinities in windows
             F.avg_pool2d(self.grid, 2, stride=1, padding=1, count_include_pad=False), F.avg_pool2d(self.grid, 3, 2, 1, divisor_override=5),
             F.avg_pool1d(self.tied.flatten(2), 4), F.adaptive_avg_pool2d(self.grid, 1), F.adaptive_avg_pool2d(self.tied, (2, 4)),
+            # ceil_mode: last windows past the end (and past the padding, which count_include_pad counts only up to its end)
+            F.max_pool2d(self.tied, 3, 2, ceil_mode=True), F.avg_pool2d(self.tied * 3, 3, 2, 1, ceil_mode=True),
+            F.avg_pool2d(self.tied[..., :3], 2, ceil_mode=True, count_include_pad=False),
         )
 
 

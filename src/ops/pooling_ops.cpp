@@ -40,7 +40,7 @@ const Value& pooled_input(const Trace& t, const Op& op, size_t n) {
 // max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
 // return_indices=False) and avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 // count_include_pad=True[, divisor_override=None]): the windows, checked as PyTorch checks them
-// (padding at most half the window), and the options thunder-gen does not compute refused.
+// (padding at most half the window), and return_indices refused.
 Windows pooling_windows(const Op& op, size_t n) {
   const bool max = is_max_pool(op);
   const std::vector<int64_t> kernel = per_spatial_dim(op, 1, n, "kernel_size");
@@ -52,8 +52,7 @@ Windows pooling_windows(const Op& op, size_t n) {
   for (size_t k = 0; k < n; ++k)
     if (2 * w.padding[k] > w.dilation[k] * (kernel[k] - 1) + 1)
       fail(3, "padding " + shape_str(w.padding) + " must be at most half the window " + shape_str(kernel) + (max ? " (dilated)" : "") + ", as PyTorch requires");
-  const size_t ceil_at = max ? 5 : 4;
-  if (op.arg(ceil_at).boolean) fail(int(ceil_at), "ceil_mode=True is not supported: windows past the input's end");
+  w.ceil_mode = op.arg(max ? 5 : 4).boolean;
   if (max && op.arg(6).boolean) fail(6, "return_indices=True is not supported: the positions of the maxima");
   if (!max && op.info->params.size() > 6 && op.arg(6).kind == Arg::Kind::integer && op.arg(6).integer == 0)
     fail(6, "divisor_override must not be 0");
@@ -74,34 +73,44 @@ V as_output(G& g, const Op& op, V pooled) { return reshape(g, pooled, output_of(
 
 V lower_max_pool(G& g, const Op& op) {
   const size_t n = spatial_dims(op);
-  const Windows w = pooling_windows(op, n);
   V x = op.arg(0).value;
   x = reshape(g, x, batched(shape_of(g, x), n));
   const Shape out = batched(output_of(g, op).shape, n);
+  Windows w = pooling_windows(op, n);
+  set_overhang(w, shape_of(g, x), out);
   V columns = window_columns(g, x, w, out, -std::numeric_limits<double>::infinity());
   return as_output(g, op, first_extremum(g, columns, 2, true).values);
 }
 
-// How many of a window's elements avg_pool divides by at each output position, [1, 1, P]: the
-// window's size, divisor_override, or (count_include_pad=False) the elements inside the input,
-// counted by pooling a tensor of ones padded with zeros.
+// How many of a window's elements avg_pool divides by at each output position: divisor_override,
+// the window's size, or, where windows differ, [B, C, P] of the elements each covers inside the
+// input (count_include_pad=False) or inside the padded input (ceil_mode's overhang is never
+// counted), by pooling a tensor of ones padded with zeros.
 Arg avg_pool_divisor(G& g, const Op& op, const Windows& w, const Shape& x, const Shape& out, DType dt) {
   if (op.info->params.size() > 6 && op.arg(6).kind == Arg::Kind::integer) return num(double(op.arg(6).integer));
-  const bool padded = std::any_of(w.padding.begin(), w.padding.end(), [](int64_t p) { return p > 0; });
-  if (op.arg(5).boolean || !padded) return num(double(numel(w.kernel)));
-  Shape one_plane = x;
-  one_plane[0] = one_plane[1] = Dim::constant(1);
+  const auto positive = [](int64_t p) { return p > 0; };
+  const bool padded = std::any_of(w.padding.begin(), w.padding.end(), positive);
+  const bool count_padding = op.arg(5).boolean;
+  if (!std::any_of(w.overhang.begin(), w.overhang.end(), positive) && (count_padding || !padded)) return num(double(numel(w.kernel)));
+  Shape counted = x;  // one plane of the elements counted: the input's, or the padded input's
+  counted[0] = counted[1] = Dim::constant(1);
+  Windows counting = w;
+  if (count_padding) {
+    for (size_t k = 0; k < w.padding.size(); ++k) counted[k + 2] = add_dims(counted[k + 2], Dim::constant(2 * w.padding[k]));
+    counting.padding.assign(w.padding.size(), 0);
+  }
   Shape one_out = out;
   one_out[0] = one_out[1] = Dim::constant(1);
-  V inside = sum(g, window_columns(g, full(g, one_plane, 1.0, dt), w, one_out, 0.0), {2});
+  V inside = sum(g, window_columns(g, full(g, counted, 1.0, dt), counting, one_out, 0.0), {2});
   return val(broadcast(g, inside, {out[0], out[1], shape_of(g, inside)[2]}, {0, 1, 2}));
 }
 
 V lower_avg_pool(G& g, const Op& op) {
   const size_t n = spatial_dims(op);
-  const Windows w = pooling_windows(op, n);
   const Upcast x = up(g, op.arg(0).value);
   const Shape in = batched(shape_of(g, x.value), n), out = batched(output_of(g, op).shape, n);
+  Windows w = pooling_windows(op, n);
+  set_overhang(w, in, out);
   V columns = window_columns(g, reshape(g, x.value, in), w, out, 0.0);
   V mean = div(g, val(sum(g, columns, {2})), avg_pool_divisor(g, op, w, in, out, value_of(g, columns).dtype));
   return as_output(g, op, downcast(g, mean, x.original));

@@ -35,6 +35,12 @@ Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int 
   if (int64_t(w.kernel[k]) < 1 || padded < span)
     fail(input_at, "spatial dim " + std::to_string(k) + " of size " + std::to_string(int64_t(in)) + " (padded by " + std::to_string(w.padding[k]) +
                        " on each side) is smaller than the window " + shape_str(w.kernel) + " (dilated)");
+  if (w.ceil_mode) {
+    if (in.symbolic()) fail(input_at, "ceil_mode=True over spatial dim " + std::to_string(k) + " (" + in.expr()->text() + "): a symbolic size is not supported there");
+    int64_t out = (padded - span + w.stride[k] - 1) / w.stride[k] + 1;
+    if ((out - 1) * w.stride[k] >= int64_t(in) + w.padding[k]) --out;
+    return computed_from(in, out);
+  }
   const Dim span_dim = spread_dim(w.kernel[k], Dim::constant(w.dilation[k]));
   const Dim past_span = subtract_dims(add_dims(in, Dim::constant(2 * w.padding[k])), span_dim);
   if (!past_span.expr()) return computed_from(in, (padded - span) / w.stride[k] + 1);
@@ -43,6 +49,17 @@ Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int 
                        " on each side) may be shorter than the window's span of " + std::to_string(span) + " (dilation included), as where it is " +
                        std::to_string(range_of(*in.expr(), t.symbols).lo) + ": raise the symbols' min");
   return add_dims(floor_div_dim(past_span, w.stride[k], t.symbols), Dim::constant(1));
+}
+
+void set_overhang(Windows& w, const Shape& in, const Shape& out) {
+  const size_t n = w.kernel.size();
+  w.overhang.assign(n, 0);
+  if (!w.ceil_mode) return;
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t span = w.dilation[k] * (int64_t(w.kernel[k]) - 1) + 1;
+    const int64_t reach = (int64_t(out[out.size() - n + k]) - 1) * w.stride[k] + span;
+    w.overhang[k] = std::max<int64_t>(0, reach - (int64_t(in[in.size() - n + k]) + 2 * w.padding[k]));
+  }
 }
 
 namespace vocabulary {
@@ -56,9 +73,10 @@ Arg constants(const std::vector<int64_t>& v) {
 V window_columns(G& g, V x, const Windows& w, const Shape& out, double pad_value) {
   const Shape in = shape_of(g, x);
   const size_t n = in.size() - 2;
-  if (std::any_of(w.padding.begin(), w.padding.end(), [](int64_t p) { return p > 0; })) {
+  const auto positive = [](int64_t p) { return p > 0; };
+  if (std::any_of(w.padding.begin(), w.padding.end(), positive) || std::any_of(w.overhang.begin(), w.overhang.end(), positive)) {
     std::vector<Arg> config{constants({0, 0, 0}), constants({0, 0, 0})};
-    for (int64_t p : w.padding) config.push_back(constants({p, p, 0}));
+    for (size_t k = 0; k < n; ++k) config.push_back(constants({w.padding[k], w.padding[k] + (w.overhang.empty() ? 0 : w.overhang[k]), 0}));
     x = call(g, "prims.pad", {val(x), num(pad_value), Arg::of_list(config)});
   }
   const Shape padded = shape_of(g, x);

@@ -9,10 +9,14 @@
 
 namespace tg {
 
-// Per spatial dim: the window's size, its stride, the padding on each side and the dilation.
+// Per spatial dim: the window's size, its stride, the padding on each side and the dilation. With
+// ceil_mode (pooling's), the last window may start in the input's last stride and reach past the
+// padding: `overhang` more padding on the high side (set_overhang) holds it.
 struct Windows {
   Shape kernel;
   std::vector<int64_t> stride, padding, dilation;
+  bool ceil_mode = false;
+  std::vector<int64_t> overhang = {};
 };
 
 // Argument `i` of `op` as one value per spatial dim (an int, or a list of one or `n`).
@@ -24,15 +28,20 @@ void check_windows(const Windows& w, int stride_at, int padding_at, int dilation
 
 // Spatial output dim k: (in + 2 padding - span) // stride + 1, span the dilated kernel's; with
 // its expression where `in` has one (a symbolic dim must cover the span at every size). Checks
-// that the padded dim covers the span, naming argument `input_at`.
+// that the padded dim covers the span, naming argument `input_at`. In ceil_mode, rounded up, less
+// a last window that would start past the input and its low padding (PyTorch's rule); a symbolic
+// dim is refused there.
 Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int input_at);
+// Sets w.overhang from the spatial dims of the input and the output (zeros without ceil_mode).
+void set_overhang(Windows& w, const Shape& in, const Shape& out);
 
 namespace vocabulary {
 
 // Integers a lowering fixes (offsets, steps, widths) as an argument: the same at every size.
 Arg constants(const std::vector<int64_t>& v);
 
-// The columns of every window of x [B, C, S1..Sn], padded by `pad_value` (im2col): for each
+// The columns of every window of x [B, C, S1..Sn], padded by `pad_value` (and past its end by the
+// overhang, with the same value) (im2col): for each
 // kernel offset, row-major as a convolution's weight lays its kernel out, the strided, dilated
 // slice of every output position, stacked to [B, C, K, P] (K kernel offsets, P output positions,
 // `out` the output's shape [B, F, O1..On]). K times x's size.

@@ -281,23 +281,28 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
                   call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 5]")) + "," +
                       call(info.id, "[\"x\", 2]", out("r", "[2, 3, 7]"), ", \"kwargs\": {\"stride\": 1, \"dilation\": 2}"),
                   "\"o\", \"r\"", -1.0, 1.0};
-    case tg::OpKind::t_max_pool2d:  // ResNet's stem (3x3, stride 2, padding 1); 2x2 patches of an unbatched input
-      return Case{f64("x", "[2, 3, 7, 6]") + "," + f64("u", "[3, 4, 6]"),
-                  call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 4, 3]")) + "," + call(info.id, "[\"u\", [2, 2]]", out("r", "[3, 2, 3]")),
-                  "\"o\", \"r\"", -1.0, 1.0};
+    case tg::OpKind::t_max_pool2d:  // ResNet's stem (3x3, stride 2, padding 1); 2x2 patches of an unbatched input; ceil_mode
+      return Case{f64("x", "[2, 3, 7, 6]") + "," + f64("u", "[3, 4, 6]") + "," + f64("z", "[2, 3, 8, 6]"),
+                  call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 4, 3]")) + "," + call(info.id, "[\"u\", [2, 2]]", out("r", "[3, 2, 3]")) + "," +
+                      call(info.id, "[\"z\", 3, 2]", out("c", "[2, 3, 4, 3]"), ", \"kwargs\": {\"ceil_mode\": true}"),
+                  "\"o\", \"r\", \"c\"", -1.0, 1.0};
     case tg::OpKind::t_max_pool3d:
       return Case{f64("x", "[1, 2, 4, 5, 3]"), call(info.id, "[\"x\", [2, 3, 2], [2, 1, 1], [1, 1, 0]]", out("o", "[1, 2, 3, 5, 2]")), "\"o\"", -1.0, 1.0};
-    case tg::OpKind::t_avg_pool1d:
+    case tg::OpKind::t_avg_pool1d:  // ceil_mode: the last window holds one element
       return Case{f64("x", "[2, 3, 9]"),
                   call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 5]")) + "," +
-                      call(info.id, "[\"x\", 3, 2, 1]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"count_include_pad\": false}"),
-                  "\"o\", \"r\"", -1.0, 1.0};
+                      call(info.id, "[\"x\", 3, 2, 1]", out("r", "[2, 3, 5]"), ", \"kwargs\": {\"count_include_pad\": false}") + "," +
+                      call(info.id, "[\"x\", 2, 2, 0, true]", out("c", "[2, 3, 5]")),
+                  "\"o\", \"r\", \"c\"", -1.0, 1.0};
+    // ceil_mode with padding: the last windows reach past the padding, which count_include_pad counts and the overhang never
     case tg::OpKind::t_avg_pool2d:
-      return Case{f64("x", "[2, 3, 7, 6]"),
+      return Case{f64("x", "[2, 3, 7, 6]") + "," + f64("z", "[2, 3, 8, 6]"),
                   call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 4, 3]"), ", \"kwargs\": {\"count_include_pad\": false}") + "," +
                       call(info.id, "[\"x\", [2, 3]]", out("r", "[2, 3, 3, 2]"), ", \"kwargs\": {\"divisor_override\": 4}") + "," +
-                      call(info.id, "[\"x\", 3, 1, 1]", out("q", "[2, 3, 7, 6]")),
-                  "\"o\", \"r\", \"q\"", -1.0, 1.0};
+                      call(info.id, "[\"x\", 3, 1, 1]", out("q", "[2, 3, 7, 6]")) + "," +
+                      call(info.id, "[\"z\", 3, 2, 1, true]", out("c", "[2, 3, 5, 4]")) + "," +
+                      call(info.id, "[\"z\", 3, 2, 1, true, false]", out("e", "[2, 3, 5, 4]")),
+                  "\"o\", \"r\", \"q\", \"c\", \"e\"", -1.0, 1.0};
     case tg::OpKind::t_avg_pool3d:
       return Case{f64("x", "[1, 2, 4, 5, 3]"),
                   call(info.id, "[\"x\", 2, 1, 1]", out("o", "[1, 2, 5, 6, 4]"), ", \"kwargs\": {\"count_include_pad\": false}"), "\"o\"", -1.0, 1.0};
