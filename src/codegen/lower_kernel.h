@@ -194,6 +194,7 @@ class KernelLowering : private IndexNamer {
   std::string name(const IndexCond& guard, const std::string& hint) override;
   std::string unique_local(const std::string& base);
   std::string fresh_name(ValueId v);
+  std::string cat_piece(const Op& op, const std::vector<OperandRead>& reads);
   bool is_identity(const Index& index) const;
   ExprPtr offset(const Value& v, const Index& index);
   IndexExpr offset_expr(const Value& v, const Index& index);

@@ -345,17 +345,24 @@ std::vector<std::pair<ValueId, Index>> KernelLowering::operand_reads(const Op& o
   return reads;
 }
 
+constexpr size_t kLazyCatPieces = 3;
+
 // Computes what v's op at `index` reads before v, and what those read before them, in the order a
 // recursive walk would (each operand's own operands first, in reading order), but with a stack of
-// its own: a kernel may hold a chain of 10,000 ops. value_at(v) then finds them computed.
+// its own: a kernel may hold a chain of 10,000 ops. value_at(v) then finds them computed. A cat's
+// pieces are left to its branches where it has them (cat_piece).
 void KernelLowering::compute_operands_first(ValueId v, const Index& index) {
   struct Frame {
     ValueId value;
     std::vector<std::pair<ValueId, Index>> reads;
     size_t next = 0;
   };
+  auto reads_first = [&](ValueId u, const Index& at) {
+    const Op& op = *producer_.at(u);
+    return op.info->kind == OpKind::cat && op.args.at(0).items.size() >= kLazyCatPieces ? std::vector<std::pair<ValueId, Index>>{} : operand_reads(op, at);
+  };
   std::vector<Frame> stack;
-  stack.push_back({v, operand_reads(*producer_.at(v), index)});
+  stack.push_back({v, reads_first(v, index)});
   std::vector<Index> at = {index};  // the index each frame's value is computed at
   while (!stack.empty()) {
     Frame& frame = stack.back();
@@ -366,7 +373,7 @@ void KernelLowering::compute_operands_first(ValueId v, const Index& index) {
         value_at(u, u_index);
         continue;
       }
-      std::vector<std::pair<ValueId, Index>> reads = operand_reads(*producer_.at(u), u_index);  // (before the push moves frames)
+      std::vector<std::pair<ValueId, Index>> reads = reads_first(u, u_index);  // (before the push moves frames)
       stack.push_back({u, std::move(reads)});
       at.push_back(u_index);
       continue;
@@ -549,6 +556,27 @@ kir::ExprPtr KernelLowering::source(const Op& op, const Index& index) {
   return kir::cast(type, kir::binary(first, "+", kir::binary(position, "*", kir::integer(op.arg("step").integer))));
 }
 
+// A cat's element of kLazyCatPieces pieces or more: the piece its guards pick, each piece computed
+// in its own branch of an if / else-if chain (the last piece in the final else), so that an element
+// reads one piece, not every piece (im2col's k window offsets: one load, not k; nine of them held
+// at once spilled). In `var`, declared before the chain. Two pieces (rotary embeddings' halves)
+// stay a select of both, computed before it: straight-line code, and nvcc took 8 more registers
+// for the branches of a rotary kernel taking its sizes at run time (40 against 32).
+std::string KernelLowering::cat_piece(const Op& op, const std::vector<OperandRead>& reads) {
+  const ValueId v = op.outs[0];
+  const std::string var = fresh_name(v);
+  add(kir::decl(ctype(t_.value(v).dtype), var, nullptr, false));
+  Block chain;
+  for (size_t r = reads.size(); r-- > 0;) {
+    push();
+    add(kir::assign(kir::name(var), kir::name(value_at(reads[r].value, reads[r].index))));
+    Block piece = pop();
+    chain = r + 1 == reads.size() ? std::move(piece) : Block{kir::branch(kir::condition(reads[r].guard), std::move(piece), std::move(chain))};
+  }
+  for (kir::Stmt& s : chain) add(std::move(s));
+  return var;
+}
+
 // A shape op's element: a pad's (its operand's element inside the padded region, the padding
 // value outside), a cat's (the piece its guard picks), or, for the pure index maps, nothing: `var`
 // is then the operand's variable.
@@ -561,6 +589,10 @@ std::optional<kir::ExprPtr> KernelLowering::shape_value(const Op& op, const Inde
       return std::nullopt;
     }
     return kir::select(kir::paren(kir::condition(reads[0].guard)), kir::name(inner), operand(op.arg("padding_value"), index, t_.value(op.outs[0]).dtype));
+  }
+  if (op.info->kind == OpKind::cat && reads.size() >= kLazyCatPieces) {
+    var = cat_piece(op, reads);
+    return std::nullopt;
   }
   if (op.info->kind == OpKind::cat) {
     std::vector<std::string> pieces;  // (in the order the pieces are read)

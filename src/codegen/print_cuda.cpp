@@ -118,12 +118,19 @@ void print_loop(const Stmt& s, const std::string& indent, std::string& out) {
   out += indent + "}\n";
 }
 
+// if (...) { } else if (...) { } else { }: an else holding one branch and no note continues the chain.
 void print_branch(const Stmt& s, const std::string& indent, std::string& out) {
   out += indent + "if (" + print_expr(*s.value) + ") {" + note(s.note) + "\n";
-  out += print_block(s.body, indent + "  ");
-  if (!s.orelse.empty()) {
-    out += indent + "} else {" + note(s.else_note) + "\n";
-    out += print_block(s.orelse, indent + "  ");
+  const Stmt* at = &s;
+  out += print_block(at->body, indent + "  ");
+  while (at->orelse.size() == 1 && at->orelse[0].kind == Stmt::Kind::branch && at->else_note.empty() && at->orelse[0].note.empty()) {
+    at = &at->orelse[0];
+    out += indent + "} else if (" + print_expr(*at->value) + ") {\n";
+    out += print_block(at->body, indent + "  ");
+  }
+  if (!at->orelse.empty()) {
+    out += indent + "} else {" + note(at->else_note) + "\n";
+    out += print_block(at->orelse, indent + "  ");
   }
   out += indent + "}\n";
 }

@@ -164,11 +164,18 @@ __device__ __forceinline__ void element_shape_ops_pointwise_t12(
   const int ix_t10_i1 = ((d1 >= 48 && d1 < 96) ? (d1 - 48) : 0);
   const bool ix_t10_in_t12 = (d1 >= 48 && d1 < 96);
   const int ix_t11_i1 = ((d1 >= 96 && d1 < 144) ? (d1 - 96) : 0);
-  const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
-  const float v_x_1 = tg::load(g_x, d0 * 96 + ix_t10_i1 + 3120);
-  const float v_x_2 = tg::load(g_x, d0 * 96 + ix_t11_i1);
-  const float v_t11 = (-v_x_2);
-  const float v_t12 = ix_t9_in_t12 ? v_x : ix_t10_in_t12 ? v_x_1 : v_t11;
+  float v_t12;
+  if (ix_t9_in_t12) {
+    const float v_x = tg::load(g_x, d0 * 96 + ix_t9_i1);
+    v_t12 = v_x;
+  } else if (ix_t10_in_t12) {
+    const float v_x = tg::load(g_x, d0 * 96 + ix_t10_i1 + 3120);
+    v_t12 = v_x;
+  } else {
+    const float v_x = tg::load(g_x, d0 * 96 + ix_t11_i1);
+    const float v_t11 = (-v_x);
+    v_t12 = v_t11;
+  }
   out_t12 = v_t12;
 }
 extern "C" __global__ void __launch_bounds__(256) shape_ops_pointwise_t12(
