@@ -194,6 +194,8 @@ class KernelLowering : private IndexNamer {
   std::string name(const IndexCond& guard, const std::string& hint) override;
   std::string unique_local(const std::string& base);
   std::string fresh_name(ValueId v);
+  // A cat of this many pieces or more computes each in a branch of its own (lower_shape_ops.cpp).
+  static constexpr size_t kLazyCatPieces = 3;
   std::string cat_piece(const Op& op, const std::vector<OperandRead>& reads);
   bool is_identity(const Index& index) const;
   ExprPtr offset(const Value& v, const Index& index);
