@@ -1,6 +1,6 @@
 """The ATen ops that no corpus model calls, through torch.export and thunder-gen, against PyTorch
 eager at the values where an op's definition has a case of its own: NaN and infinities, a bound
-that is hit exactly, a base of 0, ties (argmax's, and max pooling's, whose gradient goes to the first maximum), pooling windows past the end (ceil_mode), repeated indices, a negative pad, quotients of -x.5 rounded
+that is hit exactly, a base of 0, ties (argmax's, and max pooling's, whose gradient goes to the first maximum), pooling windows past the end (ceil_mode), nearest upsampling, repeated indices, a negative pad, quotients of -x.5 rounded
 down and toward 0. The tensor operators &, | and ^, new_zeros, new_ones and fill_ come along, and detach (no gradient
 flows through it), and a BatchNorm in training (its updated running statistics compared too). One module calls them
 all; it is exported as the default training IR and as Core ATen (where several become others:
@@ -10,6 +10,7 @@ thunder_gen.check` (every output and every gradient, NaN matching NaN).
     .venv/bin/python tools/test_pt2_ops.py [--work DIR]
 """
 import argparse
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -18,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 import thunder_gen  # noqa: E402
 from thunder_gen import check  # noqa: E402
+from thunder_gen.binary import find_thunder_gen  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -82,6 +84,8 @@ class SpecialValues(nn.Module):
             # ceil_mode: last windows past the end (and past the padding, which count_include_pad counts only up to its end)
             F.max_pool2d(self.tied, 3, 2, ceil_mode=True), F.avg_pool2d(self.tied * 3, 3, 2, 1, ceil_mode=True),
             F.avg_pool2d(self.tied[..., :3], 2, ceil_mode=True, count_include_pad=False),
+            # nearest upsampling by whole factors: each element's gradient sums its copies
+            F.interpolate(self.grid, scale_factor=2), F.interpolate(self.tied, size=(12, 8)), F.interpolate(self.grid, scale_factor=(3, 1)),
         )
 
 
@@ -90,6 +94,22 @@ def inputs():
     rows = torch.tensor([5, 0, 5, 2, 2, 2, 1])
     ties = torch.tensor([[1.0, 3.0, 3.0, 2.0], [4.0, 4.0, 0.0, 0.0], [2.0, 1.0, 1.0, 4.0]])
     return special, rows, ties
+
+
+class FractionalUpsample(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=1.5)
+
+
+def refused(work: Path) -> bool:
+    """Nearest upsampling by 1.5 (4 -> 6 rows: sources 0, 0, 1, 2, 2, 3, no repetition) is refused
+    naming the dim, writing nothing."""
+    archive = thunder_gen.export(FractionalUpsample(), (torch.randn(1, 2, 4, 6).requires_grad_(True),), path=work / "fractional.pt2")
+    out = work / "fractional_out"
+    r = subprocess.run([str(find_thunder_gen()), str(archive), "-o", str(out)], capture_output=True, text=True)
+    ok = r.returncode == 1 and "upsampling of spatial dim 0 from 4 to 6 elements: only whole factors" in r.stderr and not out.exists()
+    print(f"== fractional upsampling refused: {'ok' if ok else 'FAILED: ' + r.stderr.strip()}", flush=True)
+    return ok
 
 
 def main() -> int:
@@ -106,6 +126,7 @@ def main() -> int:
         status = check.main([str(archive), "--module", f"{__name__}:SpecialValues", "--work", str(work / f"{form}_out")])
         failed += status != 0
         print(f"== {form}: {'ok' if status == 0 else f'FAILED (exit {status})'}", flush=True)
+    failed += not refused(work)
     return 1 if failed else 0
 
 

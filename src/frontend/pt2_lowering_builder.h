@@ -80,5 +80,7 @@ inline Doc dtype_literal(DType t) { return {{"dtype", std::string(dtype_name(t))
 // (pt2_norm_lowerings.cpp).
 std::vector<Doc> group_norm(Pt2Lowering& node);
 std::vector<Doc> batch_norm(Pt2Lowering& node);
+// upsample_nearest1d/2d/3d.vec (pt2_resize_lowerings.cpp).
+std::vector<Doc> upsample_nearest(Pt2Lowering& node);
 
 }  // namespace tg::pt2_lowering

@@ -430,6 +430,7 @@ const std::map<std::string, LoweringFn>& lowerings() {
       {"argmax", [](Pt2Lowering& n) { return arg_extreme(n, "prims.argmax"); }},
       {"argmin", [](Pt2Lowering& n) { return arg_extreme(n, "prims.argmin"); }},
       {"batch_norm", pt2_lowering::batch_norm},
+      {"upsample_nearest", pt2_lowering::upsample_nearest},
   };
   return table;
 }
