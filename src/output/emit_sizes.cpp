@@ -16,7 +16,7 @@ size_t symbol_index(const SizeBinding& b, const std::string& name) {
 }
 
 // "[B, T, 64]"
-std::string sizes_text(const std::vector<SizeExpr>& sizes) {
+std::string size_list_text(const std::vector<SizeExpr>& sizes) {
   std::string out = "[";
   for (size_t d = 0; d < sizes.size(); ++d) out += (d ? ", " : "") + sizes[d].text();
   return out + "]";
@@ -92,7 +92,7 @@ std::string bind_sizes_declaration(const SizeBinding& b) {
   out << comment_line(b.at_run_time ? "against each symbol's range, then every other dim against its size. This folder runs at every size in range."
                                     : "against each symbol's range, every other dim against its size, then against the sizes this folder runs at.");
   for (const SizeBinding::Input& in : b.inputs)
-    out << comment_line("  " + in.param + "_dims, " + in.param + "_rank: the dims of input " + in.name + ", " + sizes_text(in.sizes));
+    out << comment_line("  " + in.param + "_dims, " + in.param + "_rank: the dims of input " + in.name + ", " + size_list_text(in.sizes));
   out << comment_line("  sizes: NULL, or " + std::to_string(b.symbols.size()) + " int64_t, written on success:");
   for (size_t k = 0; k < b.symbols.size(); ++k)
     out << comment_line("    sizes[" + std::to_string(k) + "]: " + b.symbols[k].name + ", " + b.symbols[k].range_text());
@@ -126,7 +126,7 @@ std::string bind_sizes_definition(const SizeBinding& b) {
     out << (i ? ", " : "") << "{" << cpp_string(b.inputs[i].name) << ", dims[" << i << "], ranks[" << i << "]}";
   out << "};\n";
   for (size_t i = 0; i < b.inputs.size(); ++i)
-    out << "  if (!b.has_rank(in[" << i << "], " << b.inputs[i].sizes.size() << ", " << cpp_string(sizes_text(b.inputs[i].sizes))
+    out << "  if (!b.has_rank(in[" << i << "], " << b.inputs[i].sizes.size() << ", " << cpp_string(size_list_text(b.inputs[i].sizes))
         << ")) return b.status();\n";
   for (size_t i = 0; i < b.inputs.size(); ++i)
     for (size_t d = 0; d < b.inputs[i].sizes.size(); ++d)
