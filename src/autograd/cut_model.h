@@ -30,6 +30,7 @@ struct Candidates {
     int64_t save_fs = 0;           // saving it: the forward's write (an activation) and the backward's read
     bool written_anyway = false;   // an activation the forward writes to memory for a GEMM anyway
     bool folds_into_gemm = false;  // a GEMM's product its bias add folds into: not saved when planning in time
+    bool operator==(const Value&) const = default;
   };
   struct Op {
     std::vector<int> inputs, outputs;
@@ -38,10 +39,12 @@ struct Candidates {
     bool pinned = false;      // a kind not recomputed by default (matmul, reduction, random draw)
     bool forbidden = false;   // never recomputed: `save` on a call, for its ops reading from outside it
     int64_t recompute_fs = 0; // recomputing it, under the time model
+    bool operator==(const Op&) const = default;
   };
   std::vector<Value> values;
   std::vector<Op> ops;
   RematOptions::Baseline baseline = RematOptions::Baseline::none;
+  bool operator==(const Candidates&) const = default;
 };
 
 // Recompute weight in 1/1024ths: kFullWeight is the default trade-off (a bit saved = an element

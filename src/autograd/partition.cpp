@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <iterator>
+#include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "autograd/cut_model.h"
 #include "autograd/exact_plan.h"
@@ -14,19 +17,9 @@
 #include "support/diagnostics.h"
 
 namespace tg {
-namespace {
 
-using cut::activation_bytes;
-using cut::Candidates;
-using cut::CutModel;
-using cut::kFullWeight;
-using cut::kNone;
-using cut::kReturned;
-using cut::plan_within_budget;
-using cut::smallest_within;
-using cut::weigh;
-using cut::weigh_time;
-
+// A plan and how it was chosen (for the reasons `explain` gives). Outside the file's anonymous
+// namespace: SharedPlans (partition.h) holds them.
 struct ChosenPlan {
   RematPlan plan;
   bool over_budget = false;  // the default plan was over --activation-budget
@@ -42,6 +35,19 @@ struct ChosenPlan {
   std::optional<KernelSteps> bytes_first_kernels, kernels;
   std::string kernels_note;
 };
+
+namespace {
+
+using cut::activation_bytes;
+using cut::Candidates;
+using cut::CutModel;
+using cut::kFullWeight;
+using cut::kNone;
+using cut::kReturned;
+using cut::plan_within_budget;
+using cut::smallest_within;
+using cut::weigh;
+using cut::weigh_time;
 
 // Whether the choice is made on the priced kernels of its candidates (see RematOptions).
 bool prices_kernels(const JointTrace& joint, const RematOptions& options) {
@@ -412,11 +418,64 @@ void choose_by_kernels(ChosenPlan& chosen, const CutModel& m, const JointTrace& 
 
 }  // namespace
 
+class SharedPlans {
+ public:
+  struct Cut {
+    Candidates candidates;
+    int64_t fixed_fs;
+    bool operator==(const Cut&) const = default;
+  };
+  // The plan of `cut`: chosen here by `choose`, or by the pipeline that asked for it first (its
+  // failure, a cut with no finite plan, is rethrown here too).
+  ChosenPlan get(Cut cut, const std::function<ChosenPlan()>& choose) {
+    std::promise<ChosenPlan> mine;
+    std::shared_future<ChosenPlan> plan;
+    bool chooses = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto known = std::find_if(cuts_.begin(), cuts_.end(), [&](const auto& c) { return c.first == cut; });
+      chooses = known == cuts_.end();
+      plan = chooses ? mine.get_future().share() : known->second;
+      if (chooses) cuts_.emplace_back(std::move(cut), plan);
+    }
+    if (chooses) {
+      try {
+        mine.set_value(choose());
+      } catch (...) {
+        mine.set_exception(std::current_exception());
+      }
+    }
+    return plan.get();  // (a copy: the other pipeline's is its own)
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<Cut, std::shared_future<ChosenPlan>>> cuts_;
+};
+
+std::shared_ptr<SharedPlans> make_shared_plans() { return std::make_shared<SharedPlans>(); }
+
+namespace {
+
+// The plan for the cut: shared through options.shared_plans where there is one (not for plans
+// priced by their kernels, built from this pipeline's own joint trace, or --exact's, which a
+// solver's time limit bounds).
+ChosenPlan chosen_plan(const CutModel& m, const JointTrace& joint, const RematOptions& options) {
+  auto choose = [&] {
+    ChosenPlan chosen = choose_plan(m, joint, options);
+    choose_by_kernels(chosen, m, joint, options);
+    return chosen;
+  };
+  if (!options.shared_plans || prices_kernels(joint, options) || options.exact) return choose();
+  const int64_t fixed_fs = options.device ? fixed_step_fs(joint.trace, options.plan_at, *options.device) : 0;
+  return options.shared_plans->get({m.candidates, fixed_fs}, choose);
+}
+
+}  // namespace
+
 Partition partition(JointTrace joint, const RematOptions& options) {
   const CutModel m = cut::model_cut(joint, options);
-  ChosenPlan chosen = choose_plan(m, joint, options);
-  choose_by_kernels(chosen, m, joint, options);
-  return build_partition(std::move(joint), m, chosen, options, true);
+  return build_partition(std::move(joint), m, chosen_plan(m, joint, options), options, true);
 }
 
 }  // namespace tg

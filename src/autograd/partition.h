@@ -9,6 +9,7 @@
 // grad, in input order.
 #pragma once
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,14 @@ struct Partition {
   int64_t fixed_fs = 0;
 };
 
+// The remat plans of one generation, shared by its pipelines where they plan the same cut: the
+// two probes of a folder for every size plan at the same --plan-at sizes, so the first to choose
+// a plan for a cut gives it to the other, which waits for it. A cut is the same only when every
+// candidate value and op, with its costs, and the step's fixed time are (a size a pass did not
+// carry as an expression makes them differ, and each probe then plans its own).
+class SharedPlans;
+std::shared_ptr<SharedPlans> make_shared_plans();
+
 struct RematOptions {
   bool pack_bools = true;  // a saved b8 mask is stored at one bit per element (--no-pack-bool: a byte)
   // --activation-budget: the most bytes of saved intermediates (trace inputs and outputs are
@@ -105,6 +114,8 @@ struct RematOptions {
   // kMostPricedOps ops.
   std::function<KernelSteps(const Partition&)> price_kernels;
   bool price_by_kernels = false;  // --price-plans kernels: the driver gives price_kernels
+  // Plans shared with the pipelines holding the same pointer (not for priced or --exact plans).
+  std::shared_ptr<SharedPlans> shared_plans;
 };
 constexpr size_t kMostPricedOps = 4000;
 constexpr size_t kMostPricedPlans = 24;

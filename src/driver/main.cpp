@@ -216,6 +216,7 @@ int generate(const Request& r) {
   std::ostringstream second_log;
   std::future<tg::PipelineResult> second_run;
   if (second_probe_checks) {
+    options.remat.shared_plans = tg::make_shared_plans();  // (both probes plan at --plan-at)
     second_run = start_second_probe(file, *probes, options, second_log);
   }
   std::optional<tg::PipelineResult> first_run;
