@@ -18,6 +18,10 @@ int64_t nearest_source(int64_t dst, int64_t in, int64_t out, double factor) {
   return std::min(int64_t(std::floor(float(dst) * scale)), in - 1);
 }
 
+// Past 2^24 output elements a float no longer holds every index, and checking each would take
+// long: such dims are refused (but at the same size, or twice it, which ATen computes exactly).
+constexpr int64_t kMostCheckedElements = int64_t(1) << 24;
+
 // How many copies of each element a dim of `in` elements upsampled to `out` makes: out / in where
 // PyTorch's source index of every output element is dst / (out / in), else 0. A symbolic dim: 2
 // where out is 2 * in (PyTorch's dst >> 1 at every size), 1 where they are the same, else 0.
@@ -28,7 +32,9 @@ int64_t whole_factor(const Dim& in, const Dim& out, double factor) {
     const Dim twice = multiply_dims(in, Dim::constant(2));
     return twice.expr() && *twice.expr() == *out.expr() ? 2 : 0;
   }
-  if (int64_t(in) <= 0 || int64_t(out) % int64_t(in) != 0) return 0;
+  if (int64_t(in) <= 0) return 0;
+  if (int64_t(out) == int64_t(in) || int64_t(out) == 2 * int64_t(in)) return int64_t(out) / int64_t(in);  // (checked at any size)
+  if (int64_t(out) > kMostCheckedElements || int64_t(out) % int64_t(in) != 0) return 0;
   const int64_t copies = int64_t(out) / int64_t(in);
   for (int64_t dst = 0; dst < int64_t(out); ++dst)
     if (nearest_source(dst, in, out, factor) != dst / copies) return 0;
@@ -63,7 +69,8 @@ std::vector<Doc> upsample_nearest(Pt2Lowering& node) {
     const int64_t copies = whole_factor(from, to, factors[k]);
     if (copies == 0)
       b.refuse("nearest upsampling of spatial dim " + std::to_string(k) + " from " + text(from) + " to " + text(to) +
-               " elements: only whole factors whose every source index PyTorch computes as dst / factor are supported");
+               " elements: only whole factors whose every source index PyTorch computes as dst / factor are supported, up to " +
+               std::to_string(kMostCheckedElements) + " elements");
     single.insert(single.end(), {from, Dim::constant(1)});
     copied.insert(copied.end(), {from, Dim::constant(copies)});
   }

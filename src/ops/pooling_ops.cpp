@@ -49,9 +49,13 @@ Windows pooling_windows(const Op& op, size_t n) {
   for (int64_t k : kernel)
     if (k < 1) fail(1, "kernel_size " + shape_str(kernel) + " must be positive");
   check_windows(w, 2, 3, max ? 4 : -1);
-  for (size_t k = 0; k < n; ++k)
-    if (2 * w.padding[k] > w.dilation[k] * (kernel[k] - 1) + 1)
+  for (size_t k = 0; k < n; ++k) {
+    int64_t span = 0;
+    if (__builtin_mul_overflow(w.dilation[k], kernel[k] - 1, &span) || __builtin_add_overflow(span, 1, &span))
+      fail(1, "the dilated window " + shape_str(kernel) + " of spatial dim " + std::to_string(k) + " overflows 64 bits");
+    if (w.padding[k] > span / 2)
       fail(3, "padding " + shape_str(w.padding) + " must be at most half the window " + shape_str(kernel) + (max ? " (dilated)" : "") + ", as PyTorch requires");
+  }
   w.ceil_mode = op.arg(max ? 5 : 4).boolean;
   if (max && op.arg(6).boolean) fail(6, "return_indices=True is not supported: the positions of the maxima");
   if (!max && op.info->params.size() > 6 && op.arg(6).kind == Arg::Kind::integer && op.arg(6).integer == 0)

@@ -37,8 +37,11 @@ Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int 
                        " on each side) is smaller than the window " + shape_str(w.kernel) + " (dilated)");
   if (w.ceil_mode) {
     if (in.symbolic()) fail(input_at, "ceil_mode=True over spatial dim " + std::to_string(k) + " (" + in.expr()->text() + "): a symbolic size is not supported there");
-    int64_t out = (padded - span + w.stride[k] - 1) / w.stride[k] + 1;
+    const int64_t past = padded - span;
+    int64_t out = past / w.stride[k] + (past % w.stride[k] != 0) + 1, reach = 0;
     if ((out - 1) * w.stride[k] >= int64_t(in) + w.padding[k]) --out;
+    if (__builtin_mul_overflow(out - 1, w.stride[k], &reach) || __builtin_add_overflow(reach, span, &reach))
+      fail(input_at, "the last window of spatial dim " + std::to_string(k) + " (ceil_mode) reaches past 64 bits");
     return computed_from(in, out);
   }
   const Dim span_dim = spread_dim(w.kernel[k], Dim::constant(w.dilation[k]));
