@@ -39,6 +39,14 @@ ConvolutionArgs convolution_args(const Op& op, const Shape& weight) {
 // The elements of `s`'s dims from `from` on, with their expression (docs/symbolic-shapes.md).
 Dim numel_from(const Shape& s, size_t from) { return numel_dim(Shape(s.begin() + std::ptrdiff_t(from), s.end())); }
 
+// A patch embedding (kernel == stride, no padding, dilation 1, one group): one matmul, no columns.
+bool is_patch_convolution(const ConvolutionArgs& c) {
+  const Windows& w = c.windows;
+  const size_t n = w.kernel.size();
+  return c.groups == 1 && w.stride == std::vector<int64_t>(w.kernel.begin(), w.kernel.end()) && w.padding == std::vector<int64_t>(n, 0) &&
+         w.dilation == std::vector<int64_t>(n, 1);
+}
+
 std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   const bool prim = op.info->kind == OpKind::t_convolution;
   const Value& in = float_tensor(t, op, 0);
@@ -64,6 +72,7 @@ std::vector<OutType> convolution_rule(const Trace& t, const Op& op) {
   }
   Shape out{in.shape[0], w.shape[0]};
   for (size_t k = 0; k < n; ++k) out.push_back(windowed_dim(t, in.shape[k + 2], c.windows, k, 0));
+  if (!is_patch_convolution(c)) check_window_tensors(in.shape, c.windows, out, 0);
   return {{in.dtype, out}};
 }
 
@@ -110,10 +119,7 @@ V lower_convolution(G& g, const Op& op) {
   const Shape ws = shape_of(g, w), out = output_of(g, op).shape;
   const ConvolutionArgs c = convolution_args(op, ws);
   const size_t n = ws.size() - 2;
-  const Windows& win = c.windows;
-  const bool patches = c.groups == 1 && win.stride == std::vector<int64_t>(win.kernel.begin(), win.kernel.end()) &&
-                       win.padding == std::vector<int64_t>(n, 0) && win.dilation == std::vector<int64_t>(n, 1);
-  if (!patches) {
+  if (!is_patch_convolution(c)) {
     V y = general_convolution(g, x, w, c, out);
     if (!op.arg("bias").is_value()) return y;
     return add(g, val(y), val(broadcast(g, op.arg("bias").value, out, {1})));

@@ -49,12 +49,15 @@ Windows pooling_windows(const Op& op, size_t n) {
   for (int64_t k : kernel)
     if (k < 1) fail(1, "kernel_size " + shape_str(kernel) + " must be positive");
   check_windows(w, 2, 3, max ? 4 : -1);
+  // ATen checks max_pool2d's padding against the dilated window, the others' against the window.
+  const bool dilated_half = op.info->kind == OpKind::t_max_pool2d;
   for (size_t k = 0; k < n; ++k) {
     int64_t span = 0;
     if (__builtin_mul_overflow(w.dilation[k], kernel[k] - 1, &span) || __builtin_add_overflow(span, 1, &span))
       fail(1, "the dilated window " + shape_str(kernel) + " of spatial dim " + std::to_string(k) + " overflows 64 bits");
-    if (w.padding[k] > span / 2)
-      fail(3, "padding " + shape_str(w.padding) + " must be at most half the window " + shape_str(kernel) + (max ? " (dilated)" : "") + ", as PyTorch requires");
+    if (w.padding[k] > (dilated_half ? span : kernel[k]) / 2)
+      fail(3, "padding " + shape_str(w.padding) + " must be at most half the window " + shape_str(kernel) + (dilated_half ? " (dilated)" : "") +
+                  ", as PyTorch requires");
   }
   w.ceil_mode = op.arg(max ? 5 : 4).boolean;
   if (max && op.arg(6).boolean) fail(6, "return_indices=True is not supported: the positions of the maxima");
@@ -68,7 +71,14 @@ std::vector<OutType> pooling_rule(const Trace& t, const Op& op) {
   const Value& in = pooled_input(t, op, n);
   const Windows w = pooling_windows(op, n);
   Shape out(in.shape.begin(), in.shape.end() - std::ptrdiff_t(n));
-  for (size_t k = 0; k < n; ++k) out.push_back(windowed_dim(t, in.shape[in.shape.size() - n + k], w, k, 0));
+  for (size_t k = 0; k < n; ++k) {
+    const Dim& size = in.shape[in.shape.size() - n + k];
+    if (op.info->kind == OpKind::t_avg_pool3d && int64_t(size) < int64_t(w.kernel[k]))
+      fail(0, "spatial dim " + std::to_string(k) + " of size " + std::to_string(int64_t(size)) + " is smaller than the window " + shape_str(w.kernel) +
+                  ", which PyTorch's avg_pool3d refuses");
+    out.push_back(windowed_dim(t, size, w, k, 0));
+  }
+  check_window_tensors(batched(in.shape, n), w, batched(out, n), 0);
   return {{in.dtype, out}};
 }
 

@@ -32,14 +32,15 @@ Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int 
   if (__builtin_mul_overflow(w.dilation[k], int64_t(w.kernel[k]) - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
       __builtin_mul_overflow(w.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in), &padded))
     fail(input_at, "the padded size or the dilated window of spatial dim " + std::to_string(k) + " overflows 64 bits");
-  if (int64_t(w.kernel[k]) < 1 || padded < span)
+  const bool short_ceil = w.ceil_mode && padded < span && span - padded < w.stride[k];  // one window, past the end
+  if (int64_t(w.kernel[k]) < 1 || (padded < span && !short_ceil))
     fail(input_at, "spatial dim " + std::to_string(k) + " of size " + std::to_string(int64_t(in)) + " (padded by " + std::to_string(w.padding[k]) +
                        " on each side) is smaller than the window " + shape_str(w.kernel) + " (dilated)");
   if (w.ceil_mode) {
     if (in.symbolic()) fail(input_at, "ceil_mode=True over spatial dim " + std::to_string(k) + " (" + in.expr()->text() + "): a symbolic size is not supported there");
-    const int64_t past = padded - span;
-    int64_t out = past / w.stride[k] + (past % w.stride[k] != 0) + 1, reach = 0;
-    if ((out - 1) * w.stride[k] >= int64_t(in) + w.padding[k]) --out;
+    const int64_t past = padded - span;  // (at least 1 - stride: short_ceil)
+    int64_t out = past < 0 ? 1 : past / w.stride[k] + (past % w.stride[k] != 0) + 1, reach = 0;
+    if (out > 1 && (out - 1) * w.stride[k] >= int64_t(in) + w.padding[k]) --out;
     if (__builtin_mul_overflow(out - 1, w.stride[k], &reach) || __builtin_add_overflow(reach, span, &reach))
       fail(input_at, "the last window of spatial dim " + std::to_string(k) + " (ceil_mode) reaches past 64 bits");
     return computed_from(in, out);
@@ -63,6 +64,35 @@ void set_overhang(Windows& w, const Shape& in, const Shape& out) {
     const int64_t reach = (int64_t(out[out.size() - n + k]) - 1) * w.stride[k] + span;
     w.overhang[k] = std::max<int64_t>(0, reach - (int64_t(in[in.size() - n + k]) + 2 * w.padding[k]));
   }
+}
+
+void check_window_tensors(const Shape& in, const Windows& w, const Shape& out, int arg) {
+  Windows sized = w;
+  set_overhang(sized, in, out);
+  const auto elements = [](std::vector<int64_t> sizes, int64_t& n) {
+    n = 1;
+    for (int64_t d : sizes)
+      if (__builtin_mul_overflow(n, d, &n) || n > (int64_t(1) << 48)) return false;
+    return true;
+  };
+  std::vector<int64_t> padded{in[0], in[1]}, columns{in[0], in[1], 1, 1};
+  for (size_t k = 0; k < w.kernel.size(); ++k) {
+    int64_t size = 0;
+    if (__builtin_add_overflow(int64_t(in[k + 2]), 2 * w.padding[k], &size) || __builtin_add_overflow(size, sized.overhang[k], &size)) size = -1;
+    padded.push_back(size);
+    if (__builtin_mul_overflow(columns[2], int64_t(w.kernel[k]), &columns[2])) columns[2] = -1;
+    if (__builtin_mul_overflow(columns[3], int64_t(out[k + 2]), &columns[3])) columns[3] = -1;
+  }
+  int64_t n = 0;
+  const auto fits = [&](const std::vector<int64_t>& sizes) {
+    return std::all_of(sizes.begin(), sizes.end(), [](int64_t d) { return d >= 0; }) && elements(sizes, n);
+  };
+  if (columns[2] < 0 || columns[2] > kMostWindowOffsets)
+    fail(arg, "windows of " + shape_str(w.kernel) + " elements: more than the " + std::to_string(kMostWindowOffsets) +
+                  " offsets the columns are cut for (one strided slice each)");
+  if (!fits(padded)) fail(arg, "the padded input " + shape_str(padded) + " would have more than 2^48 elements");
+  if (!fits(columns))
+    fail(arg, "the windows' columns [batch, channels, window elements, positions] " + shape_str(columns) + " would have more than 2^48 elements");
 }
 
 namespace vocabulary {

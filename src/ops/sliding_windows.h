@@ -34,6 +34,12 @@ void check_windows(const Windows& w, int stride_at, int padding_at, int dilation
 Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int input_at);
 // Sets w.overhang from the spatial dims of the input and the output (zeros without ceil_mode).
 void set_overhang(Windows& w, const Shape& in, const Shape& out);
+// Checks that the tensors the windows are cut through, the padded input and the columns
+// [B, C, K, P] (batched `in` and `out`), have at most the 2^48 elements a shape may have, and
+// that a window has at most kMostWindowOffsets elements (the lowering cuts a slice for each); a
+// failure names argument `arg`.
+inline constexpr int64_t kMostWindowOffsets = 4096;
+void check_window_tensors(const Shape& in, const Windows& w, const Shape& out, int arg);
 
 namespace vocabulary {
 

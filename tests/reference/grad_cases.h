@@ -276,11 +276,12 @@ inline std::optional<Case> case_for(const tg::OpInfo& info) {
     // unbatched; count_include_pad=False and divisor_override (avg); adaptive to 1 and to a
     // divisor of the size. (Ties in a window, where the first maximum takes the gradient, are
     // checked against eager by tools/test_pt2_ops.py.)
-    case tg::OpKind::t_max_pool1d:
-      return Case{f64("x", "[2, 3, 9]"),
+    case tg::OpKind::t_max_pool1d:  // ceil_mode over an input shorter than the window: one window
+      return Case{f64("x", "[2, 3, 9]") + "," + f64("s", "[2, 3, 2]"),
                   call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 5]")) + "," +
-                      call(info.id, "[\"x\", 2]", out("r", "[2, 3, 7]"), ", \"kwargs\": {\"stride\": 1, \"dilation\": 2}"),
-                  "\"o\", \"r\"", -1.0, 1.0};
+                      call(info.id, "[\"x\", 2]", out("r", "[2, 3, 7]"), ", \"kwargs\": {\"stride\": 1, \"dilation\": 2}") + "," +
+                      call(info.id, "[\"s\", 3, 2]", out("c", "[2, 3, 1]"), ", \"kwargs\": {\"ceil_mode\": true}"),
+                  "\"o\", \"r\", \"c\"", -1.0, 1.0};
     case tg::OpKind::t_max_pool2d:  // ResNet's stem (3x3, stride 2, padding 1); 2x2 patches of an unbatched input; ceil_mode
       return Case{f64("x", "[2, 3, 7, 6]") + "," + f64("u", "[3, 4, 6]") + "," + f64("z", "[2, 3, 8, 6]"),
                   call(info.id, "[\"x\", 3, 2, 1]", out("o", "[2, 3, 4, 3]")) + "," + call(info.id, "[\"u\", [2, 2]]", out("r", "[3, 2, 3]")) + "," +
