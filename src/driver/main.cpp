@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <future>
 #include <iostream>
 #include <new>
+#include <optional>
 
 #include <unistd.h>
 #include <sstream>
@@ -23,6 +25,7 @@
 #include "frontend/overrides.h"
 #include "frontend/reader.h"
 #include "output/folder_check.h"
+#include "output/output_folder.h"
 #include "support/diagnostics.h"
 #include "support/generated_text.h"
 
@@ -157,8 +160,8 @@ tg::PipelineResult check_code_at_second_probe(std::future<tg::PipelineResult>& s
   std::optional<std::string> difference;
   if (emitted)
     difference = tg::code_difference({{listing, first.stopped_text}}, {{listing, second.stopped_text}}, probes);
-  else
-    difference = tg::code_difference(first.files, second.files, probes);
+  else if (!(difference = tg::code_difference(first.files, second.files, probes)))
+    difference = tg::manifest_sizes_difference(first.manifest_sizes, second.manifest_sizes, probes);
   if (difference)
     throw tg::UserError("", "the generated code depends on the sizes other than through the symbols, so one folder cannot serve every size: " +
                                 *difference + (probes.without_parameters.empty() ? "" : "; sizes it takes as numbers: " + probes.without_parameters) +
@@ -181,6 +184,49 @@ tg::RematOptions remat_options_of(const Request& r) {
   remat.price_by_kernels = r.price_plans != "cut" && !r.exact;
   return remat;
 }
+
+// The output folder, written in two steps (tg::StagedFolder): stage() writes it beside its place,
+// commit() swaps it in. A folder taking its sizes at run time is staged while the second probe
+// finishes; an error writing it is reported at commit(), after the probes' comparison, as it
+// would be were it written then.
+class OutputWriting {
+ public:
+  OutputWriting(const std::string& folder, const tg::OutputFolderOptions& options) : folder_(folder), options_(options) {}
+  void stage(const tg::FileSet& files) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      staged_.emplace(folder_, files, options_);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  // False when the folder cannot be written (said on stderr); throws OutputFolderError for a
+  // folder that may not be replaced.
+  bool commit(const tg::FileSet& files) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      if (error_) std::rethrow_exception(error_);
+      if (!staged_) staged_.emplace(folder_, files, options_);
+      staged_->commit();
+    } catch (const tg::OutputFolderError& e) {
+      throw;
+    } catch (const std::runtime_error& e) {  // includes filesystem_error
+      std::cerr << "thunder-gen: error: cannot write " << one_line(folder_) << ": " << one_line(e.what()) << "\n";
+      return false;
+    }
+    ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return true;
+  }
+  double ms() const { return ms_; }  // spent writing
+
+ private:
+  std::string folder_;
+  tg::OutputFolderOptions options_;
+  std::optional<tg::StagedFolder> staged_;
+  std::exception_ptr error_;
+  double ms_ = 0;
+};
 
 int generate(const Request& r) {
   const std::string& file = r.trace_file;
@@ -227,6 +273,8 @@ int generate(const Request& r) {
     throw;
   }
   tg::PipelineResult& result = *first_run;
+  OutputWriting output(out_dir, folder_options);
+  if (second_probe_checks && emit.empty() && !r.check) output.stage(result.files);  // (while the second probe finishes)
   tg::PipelineResult second_probe;
   if (second_probe_checks) {
     second_run.wait();
@@ -235,23 +283,15 @@ int generate(const Request& r) {
     second_probe = check_code_at_second_probe(second_run, *probes, options, result);
     if (verbose) std::cerr << "thunder-gen: the code is the same at both probes (" << since(compare_start) << " ms)\n";
   }
-  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) << " ms (passes, harness and manifest)\n";
+  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) - output.ms() << " ms (passes, harness and manifest)\n";
   if (!emit.empty()) {
     std::cout << result.stopped_text;
     return 0;
   }
   if (r.check) return check_folder(out_dir, result.files, r.diff_lines);
-  start = std::chrono::steady_clock::now();
-  try {
-    tg::write_folder_atomically(out_dir, result.files, folder_options);
-  } catch (const tg::OutputFolderError& e) {
-    throw;
-  } catch (const std::runtime_error& e) {  // includes filesystem_error
-    std::cerr << "thunder-gen: error: cannot write " << one_line(out_dir) << ": " << one_line(e.what()) << "\n";
-    return kExitBadInput;
-  }
+  if (!output.commit(result.files)) return kExitBadInput;
   if (verbose)
-    std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << " (" << since(start) << " ms, peak RSS "
+    std::cerr << "thunder-gen: wrote " << result.files.size() << " files to " << out_dir << " (" << output.ms() << " ms, peak RSS "
               << tg::peak_rss_mb() << " MB)\n";
   // Done: the process ends here without freeing what the run built (result.work), which the
   // system reclaims at once. Nothing else is pending: the files are closed, stderr unbuffered.

@@ -266,6 +266,7 @@ PipelineResult run_passes(Trace read, const PipelineOptions& o, PassManager& pas
   const auto outputs_start = std::chrono::steady_clock::now();
   PipelineResult result;
   result.files = output_files(*work, forward_api, backward_api ? &*backward_api : nullptr, o, *manifest, std::move(harness));
+  result.manifest_sizes = manifest->sizes_lines();
   if (o.verbose)
     log << "thunder-gen: harness and manifest: " << result.files.size() << " files (" << harness_ms + ms_since(outputs_start) << " ms)\n";
   result.work = std::move(work);

@@ -30,6 +30,7 @@ struct PipelineOptions : PassOptions {
 struct PipelineResult {
   std::string stopped_text;  // the listing (or source) of the pass --emit stopped after
   FileSet files;             // the output folder, when the pipeline ran to the end
+  std::vector<std::string> manifest_sizes = {};  // ... and its manifest's ManifestWriter::sizes_lines()
   // The traces the run built, freed with the result. The CLI exits without freeing them, as
   // compilers do (clang's -disable-free): at 10,000 ops freeing them took 50 M instructions,
   // all on the critical path.

@@ -12,8 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include <simdjson.h>
-
 #include "lower/decompose.h"
 #include "ops/op_table.h"
 #include "lower/rng.h"
@@ -101,27 +99,6 @@ std::string enclosing_function(const std::vector<std::string>& lines, std::vecto
     }
   }
   return "";
-}
-
-// What manifest.json says of the shapes at every size: each input's and each entry-point
-// parameter's "sizes", as "where: sizes" lines (Python allocates from them). (simdjson: the
-// manifest of a 10,000-op trace is 30 MB, and nlohmann took 0.2 s a probe to read it.)
-std::vector<std::string> manifest_sizes(const FileSet& files) {
-  std::vector<std::string> lines;
-  const auto manifest = std::find_if(files.begin(), files.end(), [](const auto& f) { return f.first == "manifest.json"; });
-  if (manifest == files.end()) return lines;
-  simdjson::dom::parser parser;
-  const simdjson::dom::element m = parser.parse(simdjson::padded_string(manifest->second));
-  auto add = [&](const std::string& what, simdjson::dom::element v) {
-    simdjson::dom::element sizes;
-    if (v.is_object() && v.at_key("sizes").get(sizes) == simdjson::SUCCESS)
-      lines.push_back(what + " " + simdjson::minify(v.at_key("name")) + ": " + simdjson::minify(sizes));
-  };
-  for (simdjson::dom::element input : m.at_key("inputs").get_array()) add("input", input);
-  for (auto [entry, e] : m.at_key("entry_points").get_object())
-    if (e.is_object())
-      for (simdjson::dom::element p : e.at_key("params").get_array()) add(std::string(entry) + " parameter", p);
-  return lines;
 }
 
 bool is_generated_code(const std::string& name) {
@@ -391,12 +368,15 @@ std::optional<std::string> code_difference(const FileSet& first, const FileSet& 
     return name + " code line " + std::to_string(at_a - a.begin() + 1) + enclosing_function(a, at_a) + ": " + quoted(a, at_a) + " at " +
            sizes_text(probes.first) + ", " + quoted(b, at_b) + " at " + sizes_text(probes.second);
   }
-  std::future<std::vector<std::string>> first_sizes = std::async(std::launch::async, manifest_sizes, std::cref(first));  // (30 MB each at 10,000 ops)
-  const std::vector<std::string> b = manifest_sizes(second), a = first_sizes.get();
-  if (const auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end()); at_a != a.end() || at_b != b.end())
-    return "manifest.json: " + (at_a != a.end() ? *at_a : std::string("nothing")) + " at " + sizes_text(probes.first) + ", " +
-           (at_b != b.end() ? *at_b : std::string("nothing")) + " at " + sizes_text(probes.second);
   return std::nullopt;
+}
+
+std::optional<std::string> manifest_sizes_difference(const std::vector<std::string>& first, const std::vector<std::string>& second,
+                                                     const SizeProbes& probes) {
+  const auto [at_a, at_b] = std::mismatch(first.begin(), first.end(), second.begin(), second.end());
+  if (at_a == first.end() && at_b == second.end()) return std::nullopt;
+  return "manifest.json: " + (at_a != first.end() ? *at_a : std::string("nothing")) + " at " + sizes_text(probes.first) + ", " +
+         (at_b != second.end() ? *at_b : std::string("nothing")) + " at " + sizes_text(probes.second);
 }
 
 }  // namespace tg

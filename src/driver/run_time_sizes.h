@@ -49,8 +49,12 @@ void separate_probes(SizeProbes& probes, const Trace& t, const std::vector<const
 
 // The first difference between the code of two folders generated at the probes, comments aside
 // (a kernel IR listing, named *.kir, has # comments): "forward.cu line 40: `...` at B=2, T=3,
-// `...` at B=3, T=5"; then between the shapes manifest.json gives as expressions; nothing when
-// both are the same.
+// `...` at B=3, T=5"; nothing when both are the same.
 std::optional<std::string> code_difference(const FileSet& first, const FileSet& second, const SizeProbes& probes);
+
+// The first difference between the shapes the two folders' manifest.json give as expressions
+// (ManifestWriter::sizes_lines()): "manifest.json: input x: [...] at B=2, T=3, ...".
+std::optional<std::string> manifest_sizes_difference(const std::vector<std::string>& first, const std::vector<std::string>& second,
+                                                     const SizeProbes& probes);
 
 }  // namespace tg

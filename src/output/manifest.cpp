@@ -1,5 +1,7 @@
 #include "output/manifest.h"
 
+#include <variant>
+
 #include "ir/dtype.h"
 #include "ops/distributed.h"
 #include "output/emit_harness.h"
@@ -10,6 +12,7 @@ namespace tg {
 
 struct ManifestWriter::State {
   JsonWriter m;
+  std::vector<std::string> sizes;  // sizes_lines()
 };
 
 namespace {
@@ -24,19 +27,43 @@ void open_declaration(JsonWriter& m, const Value& v) {
   }
 }
 
-// Extension: "sizes", a shape as expressions over the symbols where it depends on them.
-void write_sizes(JsonWriter& m, const Shape& shape) {
+// One dim of "sizes": a number, or an expression's text.
+using SizeEntry = std::variant<int64_t, std::string>;
+
+// Extension: "sizes", a shape as expressions over the symbols where it depends on them; recorded
+// in `lines` as "<where> <name>: [...]" too.
+void write_sizes(JsonWriter& m, const std::vector<SizeEntry>& sizes, const std::string& where, std::vector<std::string>& lines) {
   m.key("sizes").open('[');
-  for (const Dim& d : shape) {
-    if (d.symbolic()) m.value(d.expr()->text());
-    else m.value(int64_t(d));
+  std::string line = where + ": [";
+  for (const SizeEntry& s : sizes) {
+    if (line.back() != '[') line += ", ";
+    if (const int64_t* n = std::get_if<int64_t>(&s)) {
+      m.value(*n);
+      line += std::to_string(*n);
+    } else {
+      m.value(std::get<std::string>(s));
+      line += '"' + std::get<std::string>(s) + '"';  // (symbols' names and operators: nothing to escape)
+    }
   }
   m.close(']');
+  lines.push_back(line + "]");
+}
+
+std::vector<SizeEntry> size_entries(const Shape& shape) {
+  std::vector<SizeEntry> entries;
+  for (const Dim& d : shape) entries.push_back(d.symbolic() ? SizeEntry(d.expr()->text()) : SizeEntry(int64_t(d)));
+  return entries;
+}
+
+std::vector<SizeEntry> size_entries(const std::vector<SizeExpr>& sizes) {
+  std::vector<SizeEntry> entries;
+  for (const SizeExpr& s : sizes) entries.push_back(s.constant() ? SizeEntry(*s.constant()) : SizeEntry(s.text()));
+  return entries;
 }
 
 // "inputs" and "outputs": the trace's, with (extensions) each one's harness file, its gradient's
 // and its cotangent's.
-void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* training) {
+void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* training, std::vector<std::string>& sizes_lines) {
   const Trace& values = training ? training->backward : t;  // (joint-trace values, as the saved ones)
   const HarnessFiles files = harness_files(t, training != nullptr);
   m.key("inputs").open('[');
@@ -45,14 +72,9 @@ void write_inputs_and_outputs(JsonWriter& m, const Trace& t, const Partition* tr
     if (!t.value(t.inputs[k]).is_scalar) m.member("requires_grad", t.value(t.inputs[k]).requires_grad);
     if (k < t.input_origins.size()) m.member("role", t.input_origins[k].role).member("fqn", t.input_origins[k].fqn);
     // Extension: a symbolic trace's input, its sizes as expressions (its "shape" is at specialized_at).
-    if (auto sizes = t.input_sizes.find(values.value(t.inputs[k]).name); sizes != t.input_sizes.end()) {
-      m.key("sizes").open('[');
-      for (const SizeExpr& s : sizes->second) {
-        if (const std::optional<int64_t> n = s.constant()) m.value(*n);
-        else m.value(s.text());
-      }
-      m.close(']');
-    }
+    const std::string& name = values.value(t.inputs[k]).name;
+    if (auto sizes = t.input_sizes.find(name); sizes != t.input_sizes.end())
+      write_sizes(m, size_entries(sizes->second), "input " + name, sizes_lines);
     m.member("file", files.inputs[k] + ".npy");
     if (training && !files.gradients[k].empty()) m.member("grad_file", files.gradients[k] + ".npy");
     m.close('}');
@@ -117,7 +139,8 @@ void write_communication(JsonWriter& m, const Trace& t, const Partition* trainin
 // Extension: the public header and each entry point's parameters in order, for programs that
 // call them (the PyTorch module): name, kind (input, output, saved, cotangent, gradient), the
 // trace input or output it is of, the value, its type and how it is stored.
-void write_entry_points(JsonWriter& m, const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward) {
+void write_entry_points(JsonWriter& m, const Trace& t, const Partition* training, const EntryPoint& forward, const EntryPoint* backward,
+                        std::vector<std::string>& sizes_lines) {
   m.member("header", forward.header).member("workspace_bytes_function", t.name + "_workspace_bytes");
   // Extension: a symbolic trace's size binder, which takes the dims of the inputs with "sizes", in order.
   if (const std::optional<SizeBinding> sizes = size_binding(t, forward, t.name)) m.member("bind_sizes_function", sizes->function);
@@ -131,7 +154,8 @@ void write_entry_points(JsonWriter& m, const Trace& t, const Partition* training
       m.open('{').member("name", p.name).member("kind", p.kind).member("of", p.of).member("value", p.value_name);
       if (v.is_scalar) m.member("scalar", dtype_name(v.dtype));
       else m.array("shape", v.shape).member("dtype", dtype_name(v.dtype)).member("storage", v.bit_packed ? "bitmask" : "dense").member("bytes", stored_bytes(v));
-      if (!v.is_scalar && e->takes_sizes) write_sizes(m, v.shape);  // (the shape is at one size in range)
+      if (!v.is_scalar && e->takes_sizes)  // (the shape is at one size in range)
+        write_sizes(m, size_entries(v.shape), std::string(e == &forward ? "forward" : "backward") + " parameter " + p.name, sizes_lines);
       m.member("writes", p.writes).close('}');
     }
     m.close(']');
@@ -158,11 +182,11 @@ ManifestWriter::ManifestWriter(const Trace& t, const Partition* training, const 
     for (const auto& [name, d] : t.symbols.all()) m.key(name).open('{').member("min", d.min).member("max", d.max).member("multiple_of", d.multiple_of).close('}');
     m.close('}');
   }
-  write_inputs_and_outputs(m, t, training);
+  write_inputs_and_outputs(m, t, training, state_->sizes);
   write_saved(m, training);
   // Extension, distributed traces: what one rank's step communicates, beside what it saves.
   if (t.world_size > 0) write_communication(m, t, training);
-  write_entry_points(m, t, training, forward, backward);
+  write_entry_points(m, t, training, forward, backward, state_->sizes);
   // Extensions: the part of the saved bytes that is intermediates (what --activation-budget
   // bounds), and what the backward recomputes instead of reading.
   if (training) {
@@ -187,6 +211,8 @@ void ManifestWriter::add_kernels(const std::string& file, const CudaFile& cuda) 
     m.close('}');
   }
 }
+
+const std::vector<std::string>& ManifestWriter::sizes_lines() const { return state_->sizes; }
 
 std::string ManifestWriter::finish() {
   state_->m.close(']').close('}');

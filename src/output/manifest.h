@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autograd/partition.h"
 #include "codegen/emit_cuda.h"
@@ -21,6 +22,10 @@ class ManifestWriter {
   ManifestWriter(const Trace& trace, const Partition* training, const EntryPoint& forward, const EntryPoint* backward);
   ~ManifestWriter();
   void add_kernels(const std::string& file, const CudaFile& cuda);
+  // What the manifest says of the shapes at every size: each input's and each entry-point
+  // parameter's "sizes" (an extension; Python allocates from them), a line each, "<where>
+  // <name>: [...]", as written (two probes' folders compare them: driver/run_time_sizes.h).
+  const std::vector<std::string>& sizes_lines() const;
   std::string finish();
 
  private:

@@ -210,20 +210,36 @@ void check_output_folder(const std::string& folder, const OutputFolderOptions& o
   check_unlocked(folder, options);
 }
 
-void write_folder_atomically(const std::string& folder, const FileSet& files, const OutputFolderOptions& options) {
-  check_output_folder(folder, options);  // (the exclusive lock below checks again)
-  const fs::path target = target_of(folder);
-  fs::create_directories(target.parent_path());
-  Descriptor held;
-  const fs::path staging = create_staging(target, held);
-  try {
-    for (const auto& [name, text] : files) write_file(staging / name, text);
-    swap_into_place(staging, target, options);
-  } catch (...) {
+struct StagedFolder::State {
+  fs::path target, staging;
+  OutputFolderOptions options;
+  Descriptor held;  // the staging folder's lock
+  bool committed = false;
+  ~State() {  // (also when the constructor's writing fails)
     std::error_code ignored;
-    fs::remove_all(staging, ignored);
-    throw;
+    if (!committed && !staging.empty()) fs::remove_all(staging, ignored);
   }
+};
+
+StagedFolder::StagedFolder(const std::string& folder, const FileSet& files, const OutputFolderOptions& options) : state_(std::make_unique<State>()) {
+  check_output_folder(folder, options);  // (the exclusive lock at the swap checks again)
+  State& s = *state_;
+  s.target = target_of(folder);
+  s.options = options;
+  fs::create_directories(s.target.parent_path());
+  s.staging = create_staging(s.target, s.held);
+  for (const auto& [name, text] : files) write_file(s.staging / name, text);
+}
+
+void StagedFolder::commit() {
+  swap_into_place(state_->staging, state_->target, state_->options);
+  state_->committed = true;
+}
+
+StagedFolder::~StagedFolder() = default;
+
+void write_folder_atomically(const std::string& folder, const FileSet& files, const OutputFolderOptions& options) {
+  StagedFolder(folder, files, options).commit();
 }
 
 }  // namespace tg

@@ -2,6 +2,7 @@
 // renamed into place, so a failed run never leaves a half-written output folder. Only a folder
 // that is empty or holds an earlier thunder-gen output (its manifest.json) is replaced.
 #pragma once
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -33,5 +34,21 @@ void check_output_folder(const std::string& folder, const OutputFolderOptions& o
 // once take turns for the swap (a lock on the parent folder), and temporary folders left by
 // killed runs are removed. Throws OutputFolderError (std::runtime_error for other I/O failures).
 void write_folder_atomically(const std::string& folder, const FileSet& files, const OutputFolderOptions& options = {});
+
+// write_folder_atomically in two steps: a folder written beside `folder`, which commit() swaps
+// into place; destroyed uncommitted, it is removed. (A run taking its sizes at run time writes
+// the first probe's files while the second probe still runs.)
+class StagedFolder {
+ public:
+  StagedFolder(const std::string& folder, const FileSet& files, const OutputFolderOptions& options);
+  StagedFolder(const StagedFolder&) = delete;
+  StagedFolder& operator=(const StagedFolder&) = delete;
+  ~StagedFolder();
+  void commit();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace tg

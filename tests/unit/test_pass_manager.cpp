@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "driver/pipeline.h"
 #include "frontend/reader.h"
 #include "lower/dead_code.h"
@@ -135,4 +137,26 @@ TEST_CASE("verification refuses two values with one name, however many values th
   CHECK_THROWS_WITH(tg::verify(t), Catch::Contains("the name \"extra57\" is used by two values"));
   t.value(t.ops[1].outs[0]).name = "e";
   CHECK_NOTHROW(tg::verify(t));
+}
+
+TEST_CASE("a folder taking its sizes at run time records each \"sizes\" its manifest writes, as the probes compare them") {
+  tg::Trace t = tg::read_trace_file(std::string(TG_EXAMPLES_DIR) + "/symbolic/symbolic_block.json", {{"B", 2}, {"T", 3}});
+  t.sizes_at_run_time = true;
+  const tg::PipelineResult r = run_until(std::move(t), std::nullopt);
+  const auto manifest = std::find_if(r.files.begin(), r.files.end(), [](const auto& f) { return f.first == "manifest.json"; });
+  REQUIRE(manifest != r.files.end());
+  const nlohmann::json m = nlohmann::json::parse(manifest->second);
+  std::vector<std::string> written;
+  auto add = [&](const std::string& where, const nlohmann::json& v) {
+    if (!v.contains("sizes")) return;
+    std::string line = where + " " + v["name"].get<std::string>() + ": [";
+    for (const nlohmann::json& s : v["sizes"]) line += (line.back() == '[' ? "" : ", ") + s.dump();
+    written.push_back(line + "]");
+  };
+  for (const nlohmann::json& input : m["inputs"]) add("input", input);
+  for (const char* entry : {"forward", "backward"})
+    for (const nlohmann::json& p : m["entry_points"][entry]["params"]) add(std::string(entry) + " parameter", p);
+  CHECK(r.manifest_sizes == written);
+  CHECK(std::find(written.begin(), written.end(), "input x: [\"B\", \"T\", 64]") != written.end());
+  CHECK(written.size() > 10);
 }
