@@ -64,6 +64,7 @@ class Descriptor {
     if (fd_ >= 0) ::close(fd_);
   }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -213,11 +214,12 @@ void check_output_folder(const std::string& folder, const OutputFolderOptions& o
 struct StagedFolder::State {
   fs::path target, staging;
   OutputFolderOptions options;
-  Descriptor held;  // the staging folder's lock
+  int held = -1;  // the staging folder's lock (a descriptor)
   bool committed = false;
   ~State() {  // (also when the constructor's writing fails)
     std::error_code ignored;
     if (!committed && !staging.empty()) fs::remove_all(staging, ignored);
+    if (held >= 0) ::close(held);
   }
 };
 
@@ -227,7 +229,9 @@ StagedFolder::StagedFolder(const std::string& folder, const FileSet& files, cons
   s.target = target_of(folder);
   s.options = options;
   fs::create_directories(s.target.parent_path());
-  s.staging = create_staging(s.target, s.held);
+  Descriptor held;
+  s.staging = create_staging(s.target, held);
+  s.held = held.release();
   for (const auto& [name, text] : files) write_file(s.staging / name, text);
 }
 
