@@ -43,8 +43,6 @@ class SymbolicBytes {
   const SymbolValues& plan_at_;
 };
 
-double microseconds(int64_t fs) { return double(fs) / 1e9; }
-
 std::vector<std::string> names_of(const Partition& p, const std::vector<ValueId>& values) {
   std::vector<std::string> names;
   for (ValueId v : values) names.push_back(p.backward.value(v).name);

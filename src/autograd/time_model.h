@@ -27,6 +27,7 @@ struct DeviceModel {
 };
 
 constexpr double kFemtoseconds = 1e15;
+constexpr double microseconds(int64_t fs) { return double(fs) / 1e9; }
 // One prediction's most: 2^50 fs (about 1.1 s), so that sums of thousands of them and the
 // planner's weights stay far below int64's range; a longer one saturates.
 constexpr int64_t kMostFs = int64_t(1) << 50;

@@ -48,8 +48,6 @@ KernelTime library_time(const Trace& t, const Op& call, const SymbolValues& at, 
   return k;
 }
 
-double microseconds(int64_t fs) { return double(fs) / 1e9; }
-
 std::string us_text(int64_t fs) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3f us", microseconds(fs));

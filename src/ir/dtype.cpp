@@ -21,13 +21,13 @@ constexpr DTypeRow kRows[] = {
     {DType::f32, "f32", 4, "float", "float"},
     {DType::f64, "f64", 8, "double", "double"},
 };
-const DTypeRow& row(DType t) { return kRows[static_cast<int>(t)]; }
+const DTypeRow& dtype_row(DType t) { return kRows[static_cast<int>(t)]; }
 }  // namespace
 
-std::string_view dtype_name(DType t) { return row(t).name; }
-int dtype_bytes(DType t) { return row(t).bytes; }
-std::string_view compute_ctype(DType t) { return row(t).compute; }
-std::string_view storage_ctype(DType t) { return row(t).storage; }
+std::string_view dtype_name(DType t) { return dtype_row(t).name; }
+int dtype_bytes(DType t) { return dtype_row(t).bytes; }
+std::string_view compute_ctype(DType t) { return dtype_row(t).compute; }
+std::string_view storage_ctype(DType t) { return dtype_row(t).storage; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& r : kRows)
