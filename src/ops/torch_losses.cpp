@@ -25,7 +25,8 @@ std::vector<OutType> class_loss_rule(const Trace& t, const Op& op) {
   const bool ce = op.info->kind == OpKind::t_cross_entropy;
   if (ce && op.arg("size_average").kind != Arg::Kind::none) fail(3, "the deprecated size_average must be null");
   if (ce && op.arg("reduce").kind != Arg::Kind::none) fail(5, "the deprecated reduce must be null");
-  const std::string reduction = class_loss_args(op).reduction;
+  const ClassLossArgs args = class_loss_args(op);
+  const std::string& reduction = args.reduction;
   if (reduction != "mean" && reduction != "sum" && reduction != "none") fail(ce ? 6 : 4, "reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"");
   if (ce && (op.arg("label_smoothing").as_double() < 0 || op.arg("label_smoothing").as_double() > 1)) fail(7, "label_smoothing must be in [0, 1]");
   return {{a.dtype, reduction == "none" ? Shape{a.shape[0]} : Shape{}}};
