@@ -108,7 +108,7 @@ int64_t plan_cost(const RematProblem& p, const std::vector<bool>& saved, std::ve
 }
 
 struct MinCutSolver::Impl {
-  Nodes n;
+  size_t values;  // (Nodes{values} numbers the graph's nodes)
   size_t nodes;
   Graph g;
   std::vector<Traits::edge_descriptor> forward_edge;  // one per cut edge, in cut_edges' order
@@ -116,11 +116,12 @@ struct MinCutSolver::Impl {
 
 MinCutSolver::MinCutSolver(const RematProblem& structure) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.n = Nodes{structure.values.size()};
-  m.nodes = m.n.op(int(structure.ops.size()));
+  m.values = structure.values.size();
+  const Nodes n{m.values};
+  m.nodes = n.op(int(structure.ops.size()));
   m.g = Graph(m.nodes);
   auto reverse = boost::get(boost::edge_reverse, m.g);
-  for (const Edge& e : cut_edges(structure, m.n)) {
+  for (const Edge& e : cut_edges(structure, n)) {
     auto there = boost::add_edge(e.from, e.to, m.g).first;
     auto back = boost::add_edge(e.to, e.from, m.g).first;
     reverse[there] = back;
@@ -133,7 +134,7 @@ MinCutSolver::~MinCutSolver() = default;
 
 RematPlan MinCutSolver::solve(const RematProblem& p) {
   Impl& m = *impl_;
-  const Nodes& n = m.n;
+  const Nodes n{m.values};
   const std::vector<Edge> edges = cut_edges(p, n);
   TG_CHECK(edges.size() == m.forward_edge.size() && p.values.size() == n.values, "a problem of another shape than the solver's");
 
