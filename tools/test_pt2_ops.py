@@ -51,8 +51,6 @@ class SpecialValues(nn.Module):
         # first of them, in the window's row-major order.
         self.tied = nn.Parameter(torch.tensor([[[[1.0, 1.0, 0.0, 2.0], [1.0, 0.0, 2.0, 2.0], [3.0, 3.0, 3.0, 0.0], [0.0, 3.0, 1.0, 1.0]],
                                                  [[0.5] * 4] * 4]]))
-        # Windows holding two NaNs: PyTorch's max pooling sends the gradient to the last of them.
-        self.nans = nn.Parameter(torch.tensor([[[NAN, 1.0, NAN, 2.0, 3.0, NAN, NAN, NAN, 0.0]]]))
 
     def forward(self, special, rows, ties):
         finite = torch.where(torch.isnan(special) | torch.isinf(special), torch.zeros_like(special), special)
@@ -81,7 +79,6 @@ class SpecialValues(nn.Module):
             F.max_pool2d(self.tied, 2), F.max_pool2d(self.tied * 2, 3, stride=2, padding=1),  # ResNet's stem
             F.max_pool1d(self.tied.flatten(2), 3, stride=1, dilation=2),
             F.max_pool1d((special * self.bounded[6:7]).reshape(1, 1, 8), 2),  # NaN and infinities in windows
-            F.max_pool1d(self.nans, 3), F.max_pool2d(self.nans.reshape(1, 3, 3), 2, stride=1),
             F.avg_pool2d(self.grid, 2, stride=1, padding=1, count_include_pad=False), F.avg_pool2d(self.grid, 3, 2, 1, divisor_override=5),
             F.avg_pool1d(self.tied.flatten(2), 4), F.adaptive_avg_pool2d(self.grid, 1), F.adaptive_avg_pool2d(self.tied, (2, 4)),
             # ceil_mode: last windows past the end (and past the padding, which count_include_pad counts only up to its end)

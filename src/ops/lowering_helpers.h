@@ -75,40 +75,20 @@ inline V linear(G& g, V a, V w, V b) {
   return y;
 }
 
-// Each element's position along dim d of `shape` (i64, broadcast to the shape).
-inline V positions_along(G& g, const Shape& shape, int64_t d) {
-  V positions = call(g, "prims.iota", {Arg::of_dim(shape[size_t(d)]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
-  return broadcast(g, positions, shape, {d});
-}
-
-// The element of `a` at `index` (an i64 position along dim d, without dim d), picked by a one-hot
-// compare with an iota so that the gradient goes to that element alone. (A sum of the one element
-// and zeros: an extremum of -0.0 comes out +0.0.)
-inline V element_at(G& g, V a, int64_t d, V index) {
-  const Shape shape = shape_of(g, a);
-  V at_index = cmp(g, "prims.eq", val(positions_along(g, shape, d)), val(unreduce(g, index, shape, {d})));
-  return sum(g, where(g, at_index, val(a), is_float(value_of(g, a).dtype) ? num(0.0) : Arg::of_int(0)), {d});
-}
-
 // The first maximum (or minimum) of `a` along dim d, NaN counting as the largest as PyTorch's
-// argmax does: its position (argmax/argmin) and its value (torch.max(a, dim)). Both without dim d.
+// argmax does: its position (argmax/argmin) and its value, picked by a one-hot compare with an
+// iota so that the gradient goes to that element alone (torch.max(a, dim), max_pool). Both
+// without dim d. (A sum of the one element and zeros: an extremum of -0.0 comes out +0.0.)
 struct Extremum {
   V values, index;
 };
 inline Extremum first_extremum(G& g, V a, int64_t d, bool is_max) {
+  const Shape shape = shape_of(g, a);
   V index = call(g, is_max ? "prims.argmax" : "prims.argmin", {val(a), Arg::of_int(d)});
-  return {element_at(g, a, d, index), index};
-}
-
-// The maximum of `a` along dim d as PyTorch's max pooling takes it: the first maximum, but the
-// last NaN where there is one (its kernels replace the running maximum with each NaN they meet),
-// so the gradient of a window holding two NaNs goes where PyTorch sends it.
-inline V pooled_maximum(G& g, V a, int64_t d) {
-  V first_max = call(g, "prims.argmax", {val(a), Arg::of_int(d)});
-  if (!is_float(value_of(g, a).dtype)) return element_at(g, a, d, first_max);
-  V nan_positions = where(g, cmp(g, "prims.ne", val(a), val(a)), val(positions_along(g, shape_of(g, a), d)), Arg::of_int(-1));
-  V last_nan = call(g, "prims.amax", {val(nan_positions), int_list({d})});
-  return element_at(g, a, d, where(g, cmp(g, "prims.ge", val(last_nan), Arg::of_int(0)), val(last_nan), val(first_max)));
+  V positions = call(g, "prims.iota", {Arg::of_dim(shape[size_t(d)]), Arg::of_int(0), Arg::of_int(1), device_of(g), Arg::of_dtype(DType::i64)});
+  V at_index = cmp(g, "prims.eq", val(broadcast(g, positions, shape, {d})), val(unreduce(g, index, shape, {d})));
+  const DType dt = value_of(g, a).dtype;
+  return {sum(g, where(g, at_index, val(a), is_float(dt) ? num(0.0) : Arg::of_int(0)), {d}), index};
 }
 
 }  // namespace tg::vocabulary

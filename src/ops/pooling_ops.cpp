@@ -93,7 +93,7 @@ V lower_max_pool(G& g, const Op& op) {
   Windows w = pooling_windows(op, n);
   set_overhang(w, shape_of(g, x), out);
   V columns = window_columns(g, x, w, out, -std::numeric_limits<double>::infinity());
-  return as_output(g, op, pooled_maximum(g, columns, 2));
+  return as_output(g, op, first_extremum(g, columns, 2, true).values);
 }
 
 // How many of a window's elements avg_pool divides by at each output position: divisor_override,
