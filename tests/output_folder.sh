@@ -103,17 +103,10 @@ check read-only-no-warning [ ! -s err.txt ]
 chmod -R u+w ro
 
 # A folder taking its sizes at run time is written while the second probe runs: where the probes'
-# code differs (a slice's T - 1 taken as a number: tests/run_time_sizes.sh's shift0), the earlier
-# output stays and the written folder is removed.
-cat >shift0.json <<'JSON'
-{"format": "thunder-gen-trace", "version": 1, "name": "shift0", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
-         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
- "outputs": ["y"]}
-JSON
+# code differs (a slice's T - 1 taken as a number: tests/run_time/shift0.json), the earlier output
+# stays and the written folder is removed.
 "$gen" "$ex" -o probed >/dev/null 2>&1 && cp -r probed probed.before
-run shift0.json -o probed;                   check probes-differ-refused rc 1
+run "$root/tests/run_time/shift0.json" -o probed; check probes-differ-refused rc 1
 check probes-differ-message has err.txt "other than through the symbols"
 check probes-differ-earlier-kept diff -r probed.before probed
 check probes-differ-nothing-left [ -z "$(ls -A . | grep '^\.probed\.')" ]

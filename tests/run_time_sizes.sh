@@ -561,13 +561,7 @@ check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "thi
 
 # A slice dropping a token where T may be 1: its size T - 1 may be 0, so it gets no size parameter
 # (features.json above declares T >= 2), its code depends on the size, refused naming the kernel.
-cat >shift0.json <<'EOF'
-{"format": "thunder-gen-trace", "version": 1, "name": "shift0", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 64}},
- "inputs": [{"name": "x", "shape": ["B", "T"], "dtype": "f32", "requires_grad": true}],
- "ops": [{"op": "prims.slice_prim", "args": ["x", [0, 1], [{"size": "B"}, {"size": "T"}], [1, 1]], "out": [{"name": "s", "shape": ["B", "T - 1"], "dtype": "f32"}]},
-         {"op": "torch.tanh", "args": ["s"], "out": [{"name": "y", "shape": ["B", "T - 1"], "dtype": "f32"}]}],
- "outputs": ["y"]}
-EOF
+cp "$here/run_time/shift0.json" .
 run "$THUNDER_GEN" shift0.json -o refused
 check not-generic-refused rc 1
 check not-generic-words has err.txt "depends on the sizes other than through the symbols.*(in [a-z_]*shift0_[a-z_0-9]*).*--specialize"

@@ -199,7 +199,7 @@ class OutputWriting {
     } catch (...) {
       error_ = std::current_exception();
     }
-    ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ms_ += tg::ms_since(start);
   }
   // False when the folder cannot be written (said on stderr); throws OutputFolderError for a
   // folder that may not be replaced.
@@ -215,7 +215,7 @@ class OutputWriting {
       std::cerr << "thunder-gen: error: cannot write " << one_line(folder_) << ": " << one_line(e.what()) << "\n";
       return false;
     }
-    ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ms_ += tg::ms_since(start);
     return true;
   }
   double ms() const { return ms_; }  // spent writing
@@ -243,9 +243,6 @@ int generate(const Request& r) {
   if (!emit.empty()) options.stop_after = tg::emit_stage(emit);
   if (options.stop_after == tg::Pass::partition && options.plan_listing == tg::PlanListing::plan)
     options.kernel_times = tg::device_model(r.device_model);
-  auto since = [](std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
   tg::OutputFolderOptions folder_options{r.force, {file}};
   if (!r.tags_file.empty()) folder_options.inputs.push_back(r.tags_file);
   if (!out_dir.empty() && emit.empty() && !r.check) check_writable_output(out_dir, folder_options);
@@ -255,7 +252,7 @@ int generate(const Request& r) {
   auto start = std::chrono::steady_clock::now();
   std::optional<tg::SizeProbes> probes;
   tg::Trace trace = r.from_stage.empty() ? read_or_probe(file, r.specialize, probes) : read_listing_to_resume(r, options);
-  if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << since(start) << " ms)\n";
+  if (verbose) std::cerr << "thunder-gen: read: " << trace.ops.size() << " ops (" << tg::ms_since(start) << " ms)\n";
   start = std::chrono::steady_clock::now();
   // A listing before the kernel IR is the first probe's, and says so ("specialized at").
   const bool second_probe_checks = probes && (emit.empty() || *options.stop_after >= tg::Pass::kernel_ir);
@@ -281,9 +278,9 @@ int generate(const Request& r) {
     if (verbose) std::cerr << "thunder-gen: at the second probe's sizes, beside it:\n" << second_log.str();
     const auto compare_start = std::chrono::steady_clock::now();
     second_probe = check_code_at_second_probe(second_run, *probes, options, result);
-    if (verbose) std::cerr << "thunder-gen: the code is the same at both probes (" << since(compare_start) << " ms)\n";
+    if (verbose) std::cerr << "thunder-gen: the code is the same at both probes (" << tg::ms_since(compare_start) << " ms)\n";
   }
-  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << since(start) - output.ms() << " ms (passes, harness and manifest)\n";
+  if (verbose && emit.empty()) std::cerr << "thunder-gen: pipeline: " << tg::ms_since(start) - output.ms() << " ms (passes, harness and manifest)\n";
   if (!emit.empty()) {
     std::cout << result.stopped_text;
     return 0;

@@ -22,6 +22,10 @@ long peak_rss_mb() {
   return usage.ru_maxrss / 1024;  // Linux reports KB
 }
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 namespace {
 
 // A pass's listing, written as a new file or over one (never through a symbolic link); a file
@@ -141,7 +145,7 @@ void PassManager::finish(Pass pass, size_t, const CudaFile& out, Clock::time_poi
 
 void PassManager::log_line(Pass pass, const std::string& what, Clock::time_point start) {
   if (!options_.verbose) return;
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const double ms = ms_since(start);
   log_ << "thunder-gen: " << pass_name(pass) << ": " << what << " (" << ms << " ms, peak RSS " << peak_rss_mb() << " MB)\n";
 }
 

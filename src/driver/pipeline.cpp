@@ -79,10 +79,6 @@ Trace with_ops_of(Trace& t) {
 
 std::string listing(const char* title, const std::string& text) { return "# " + std::string(title) + "\n" + text; }
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 namespace {

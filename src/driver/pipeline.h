@@ -37,8 +37,9 @@ struct PipelineResult {
   std::shared_ptr<const void> work = nullptr;
 };
 
-// The process's peak resident memory so far, in MB (for -v).
+// The process's peak resident memory so far, in MB, and the milliseconds since `start` (for -v).
 long peak_rss_mb();
+double ms_since(std::chrono::steady_clock::time_point start);
 
 // `log` gets the -v lines. Throws UserError for bad input, InternalError for bugs. The trace (the
 // one read, or with options.resume the listing's) is taken by value: a caller done with it moves it in.

@@ -52,10 +52,9 @@ Windows pooling_windows(const Op& op, size_t n) {
   // ATen checks max_pool2d's padding against the dilated window, the others' against the window.
   const bool dilated_half = op.info->kind == OpKind::t_max_pool2d;
   for (size_t k = 0; k < n; ++k) {
-    int64_t span = 0;
-    if (__builtin_mul_overflow(w.dilation[k], kernel[k] - 1, &span) || __builtin_add_overflow(span, 1, &span))
-      fail(1, "the dilated window " + shape_str(kernel) + " of spatial dim " + std::to_string(k) + " overflows 64 bits");
-    if (w.padding[k] > (dilated_half ? span : kernel[k]) / 2)
+    const std::optional<int64_t> span = dilated_span(w, k);
+    if (!span) fail(1, "the dilated window " + shape_str(kernel) + " of spatial dim " + std::to_string(k) + " overflows 64 bits");
+    if (w.padding[k] > (dilated_half ? *span : kernel[k]) / 2)
       fail(3, "padding " + shape_str(w.padding) + " must be at most half the window " + shape_str(kernel) + (dilated_half ? " (dilated)" : "") +
                   ", as PyTorch requires");
   }

@@ -27,10 +27,17 @@ void check_windows(const Windows& w, int stride_at, int padding_at, int dilation
   }
 }
 
+std::optional<int64_t> dilated_span(const Windows& w, size_t k) {
+  int64_t span = 0;
+  if (__builtin_mul_overflow(w.dilation[k], int64_t(w.kernel[k]) - 1, &span) || __builtin_add_overflow(span, 1, &span)) return std::nullopt;
+  return span;
+}
+
 Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int input_at) {
-  int64_t span = 0, padded = 0;
-  if (__builtin_mul_overflow(w.dilation[k], int64_t(w.kernel[k]) - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
-      __builtin_mul_overflow(w.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in), &padded))
+  const std::optional<int64_t> spanned = dilated_span(w, k);
+  const int64_t span = spanned.value_or(0);
+  int64_t padded = 0;
+  if (!spanned || __builtin_mul_overflow(w.padding[k], 2, &padded) || __builtin_add_overflow(padded, int64_t(in), &padded))
     fail(input_at, "the padded size or the dilated window of spatial dim " + std::to_string(k) + " overflows 64 bits");
   const bool short_ceil = w.ceil_mode && padded < span && span - padded < w.stride[k];  // one window, past the end
   if (int64_t(w.kernel[k]) < 1 || (padded < span && !short_ceil))
@@ -60,7 +67,7 @@ void set_overhang(Windows& w, const Shape& in, const Shape& out) {
   w.overhang.assign(n, 0);
   if (!w.ceil_mode) return;
   for (size_t k = 0; k < n; ++k) {
-    const int64_t span = w.dilation[k] * (int64_t(w.kernel[k]) - 1) + 1;
+    const int64_t span = dilated_span(w, k).value();  // (windowed_dim checked it)
     const int64_t reach = (int64_t(out[out.size() - n + k]) - 1) * w.stride[k] + span;
     w.overhang[k] = std::max<int64_t>(0, reach - (int64_t(in[in.size() - n + k]) + 2 * w.padding[k]));
   }

@@ -3,6 +3,7 @@
 // the columns (im2col) of every window, cut from the padded input by strided slices.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ops/family.h"
@@ -32,6 +33,8 @@ void check_windows(const Windows& w, int stride_at, int padding_at, int dilation
 // a last window that would start past the input and its low padding (PyTorch's rule); a symbolic
 // dim is refused there.
 Dim windowed_dim(const Trace& t, const Dim& in, const Windows& w, size_t k, int input_at);
+// The elements window k spans, dilation * (kernel - 1) + 1; none past 64 bits.
+std::optional<int64_t> dilated_span(const Windows& w, size_t k);
 // Sets w.overhang from the spatial dims of the input and the output (zeros without ceil_mode).
 void set_overhang(Windows& w, const Shape& in, const Shape& out);
 // Checks that the tensors the windows are cut through, the padded input and the columns
