@@ -125,6 +125,9 @@ class KernelLowering : private IndexNamer {
   bool drawing_ = false;            // ... while lowering those draws
   bool hoist_ = false;              // ... and operands shaped like one row loaded once, before the rows
   std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
+  // Where each row starts in an operand whose offset multiplies the row's dims by run-time sizes,
+  // and the variable declared for it once a row (ix_<operand>_row): with_row_base.
+  std::vector<std::pair<IndexExpr, std::string>> row_bases_;
   int stream_run_ = 1;              // rows not held: elements a thread streams in a run
   bool in_stream_run_ = false;      // lowering a streamed pass's per-lane body
   std::vector<ValueId> stream_loads_;  // operands that body reads a run at a time (r_<name>[lane])
@@ -252,6 +255,9 @@ class KernelLowering : private IndexNamer {
   void reduced_loop(Block body);
   kir::Stmt within_row(Block statements) const;
   Block row_body();
+  bool fixed_by_row(const IndexExpr& term) const;
+  IndexExpr with_row_base(const IndexExpr& offset, const Value& v);
+  Block row_base_declarations() const;
   Block row_draws();
   void store_row_results();
   Block fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const;

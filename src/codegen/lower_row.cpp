@@ -100,12 +100,14 @@ kir::Block KernelLowering::row_body() {
   }
   for (kir::Stmt& s : row_draws()) body.push_back(std::move(s));
   body.insert(body.end(), rounds.begin(), rounds.end());
+  const Block row_bases = row_base_declarations();
   Block out = count_declaration();
   for (kir::Stmt& s : start_part_sums()) out.push_back(std::move(s));
   if (!row_hoisted_.empty()) {
     out.push_back(kir::comment("operands shaped like a row, the same for every row: this thread's elements, read once"));
     for (kir::Stmt& s : fill_registers(row_hoisted_, Role::cached, var("j"))) out.push_back(std::move(s));
   }
+  body.insert(body.begin(), row_bases.begin(), row_bases.end());
   // Outer dims come from the row; the reduced ones were declared inside each pass from j.
   Block loop_body = dim_declarations(body, layout_.outer);
   loop_body.insert(loop_body.end(), body.begin(), body.end());
@@ -113,6 +115,44 @@ kir::Block KernelLowering::row_body() {
                                  : kir::loop(index_type_, "row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
   for (kir::Stmt& s : store_part_sums()) out.push_back(std::move(s));
   return out;
+}
+
+// Whether an offset's term is the same for every element of the row and differs between rows: it
+// reads the row's dims (or `row`) and sizes alone, and one of the former. (A size alone, `sz_T *
+// 2`, stays with the element's part, so reads at such distances share one base.)
+bool KernelLowering::fixed_by_row(const IndexExpr& term) const {
+  const std::vector<std::string> sizes = term.size_names();
+  bool reads_row = false;
+  for (const std::string& n : term.names()) {
+    const bool row_dim = n == "row" || std::any_of(layout_.outer.begin(), layout_.outer.end(), [&](int64_t d) { return n == "d" + std::to_string(d); });
+    if (!row_dim && std::find(sizes.begin(), sizes.end(), n) == sizes.end()) return false;
+    reads_row = reads_row || row_dim;
+  }
+  return reads_row;
+}
+
+// `offset` with the part the row fixes read from a variable declared once a row, where that part
+// multiplies by a run-time size: nvcc computes such a part again in every pass over the row (ViT's
+// q/k LayerNorm backward, reading a transposed qkv: 54 registers, 51 from a row base).
+IndexExpr KernelLowering::with_row_base(const IndexExpr& offset, const Value& v) {
+  auto [per_row, per_element] = offset.partition([this](const IndexExpr& term) { return fixed_by_row(term); });
+  const IndexRange range = per_row.range();
+  if (per_row.size_names().empty() || !range.known) return offset;
+  auto known = std::find_if(row_bases_.begin(), row_bases_.end(), [&](const auto& b) { return b.first == per_row; });
+  if (known == row_bases_.end()) {
+    std::string base = tg::ident(Role::index, v.name + "_row");
+    for (int k = 1; std::any_of(row_bases_.begin(), row_bases_.end(), [&](const auto& b) { return b.second == base; }); ++k)
+      base = tg::ident(Role::index, v.name + "_row" + std::to_string(k));
+    known = row_bases_.insert(row_bases_.end(), {per_row, base});
+  }
+  return IndexExpr::named(known->second, range.lo, range.hi) + per_element;
+}
+
+kir::Block KernelLowering::row_base_declarations() const {
+  if (row_bases_.empty()) return {};
+  Block decls = {kir::comment("where the row starts in operands whose offsets multiply by run-time sizes")};
+  for (const auto& [at, base] : row_bases_) decls.push_back(kir::decl(index_type_, base, kir::index(at)));
+  return decls;
 }
 
 // The random draws the passes use (drawn_once), each drawn once into c_<name>[k].

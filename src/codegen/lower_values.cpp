@@ -281,6 +281,7 @@ kir::ExprPtr KernelLowering::offset(const Value& v, const Index& index) {
     if (ExprPtr row_form = offset_of_row_element()) return row_form;
   }
   if (layout_.is_row && v.shape == layout_.outer_shape() && index == layout_.outer_index()) return kir::name("row");
+  if (layout_.is_row) return kir::index(with_row_base(offset_expr(v, index), v));
   return kir::index(offset_expr(v, index));
 }
 

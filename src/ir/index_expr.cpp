@@ -269,6 +269,12 @@ const IndexExpr::Atom* IndexExpr::single_atom() const {
   return constant_ == 0 && terms_.size() == 1 && terms_[0].coef == 1 && !terms_[0].product ? terms_[0].atom.get() : nullptr;
 }
 
+std::pair<IndexExpr, IndexExpr> IndexExpr::partition(const std::function<bool(const IndexExpr& term)>& first) const {
+  Terms taken, rest;
+  for (const Term& t : terms_) (first(of_terms(0, {t})) ? taken : rest).push_back(t);
+  return {of_terms(0, std::move(taken)), of_terms(constant_, std::move(rest))};
+}
+
 std::optional<int64_t> IndexExpr::constant() const {
   if (terms_.empty()) return constant_;
   return std::nullopt;

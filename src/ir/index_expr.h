@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/index_scale.h"
@@ -83,6 +84,9 @@ class IndexExpr {
   std::vector<std::string> size_names() const;
   // Each d<k> with k < defs.size() replaced by defs[k] (what the kernel declares it as), simplified.
   IndexExpr with_dims(const std::vector<IndexExpr>& defs) const;
+  // Its terms in two sums: those `first` takes (asked of each term alone), and the rest with the
+  // constant.
+  std::pair<IndexExpr, IndexExpr> partition(const std::function<bool(const IndexExpr& term)>& first) const;
   IndexRange range() const;
   size_t size() const;                           // atoms, counting those inside quotients and remainders
   std::string text() const;                      // as C++ (int64_t arithmetic)

@@ -255,6 +255,24 @@ TEST_CASE("index expressions: a symbolic stride and divisor print as the size pa
   CHECK((d0 % T).text() == "d0 % sz_T");
 }
 
+TEST_CASE("index expressions: partition splits the terms, the constant going with the rest") {
+  const IndexScale T = size_param("T", 1, 64);
+  const IndexExpr d2 = IndexExpr::dim(2, T, 64), d3 = IndexExpr::dim(3, number(16), 16), d0 = IndexExpr::dim(0, number(8), 8);
+  const IndexExpr offset = d0 * (T * number(192)) + d2 * number(192) + d3 + IndexExpr(64) + IndexExpr(1) * (T * number(2));
+  auto [row, element] = offset.partition([](const IndexExpr& term) { return term.dims() != std::vector<int>{3} && !term.dims().empty(); });
+  CHECK(row.text() == "d0 * sz_T * 192 + d2 * 192");
+  CHECK(element.text() == "sz_T * 2 + d3 + 64");
+  // The two parts add up to the offset, at every size and element.
+  for (int64_t t : {1, 7, 64})
+    for (int64_t x : {0, 3, 5}) {
+      auto value = [&](const std::string& n) { return n == "sz_T" ? t : n == "d3" ? x : x % t; };
+      CHECK(row.evaluate(value) + element.evaluate(value) == offset.evaluate(value));
+    }
+  auto [none, all] = offset.partition([](const IndexExpr&) { return false; });
+  CHECK(none == IndexExpr(0));
+  CHECK(all == offset);
+}
+
 TEST_CASE("index expressions: a divisor whose factors have dividers divides by multiplying, where the operand is not negative") {
   const IndexScale T{1, SizeProduct::of({{"sz_T", 1, 64, 1, "dv_T"}})};
   const IndexScale B{1, SizeProduct::of({{"sz_B", 1, 8, 1, "dv_B"}})};
