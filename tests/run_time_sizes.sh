@@ -274,6 +274,9 @@ for sizes in B=1,T=1,H=3,W=5 B=3,T=7,H=7,W=9 B=2,T=17,H=16,W=13 B=4,T=48,H=20,W=
 done
 matches_libtorch convs convs.json "${checked[@]}"
 against_libtorch conv "$root/tests/pt2/torch-2.9/dynamic/conv_dynamic.pt2"
+# The im2col columns' runs of 4 step d3 across rows of seq + 3; the dims outside the 4 taps (4 *
+# (seq + 3) elements, a multiple of the run) are the same for every lane: divided once a run.
+check conv-outer-dims-once-a-run grep -q "const int outer2 = tg::quot32(run, dv_seq_p3);" conv/forward.cu
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
 cat >chunk.json <<'EOF'

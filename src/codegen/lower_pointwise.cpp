@@ -8,6 +8,13 @@
 
 namespace tg::lower {
 
+namespace {
+bool mentions(const IndexExpr& e, const std::string& name) {
+  const std::vector<std::string> names = e.names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+}  // namespace
+
 // Element i's results, written once as a function the run loop's lanes and the element loop both
 // call (one element per thread: the element loop only). What the run loop reads a run at a time
 // comes in as values (its lanes pass r_x[lane], the element loop the element it loads); the
@@ -149,20 +156,33 @@ kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr
   for (size_t k = all.size(); k-- > 0;)
     if (used.count("d" + std::to_string(k))) outermost = k;
   Block out;
+  Block* decls = &out;
   IndexExpr rest = flat;
+  IndexScale inside{1, nullptr};  // the extents of the dims declared so far
+  bool lanes_stepped = false;
   for (size_t k = all.size(); k-- > outermost;) {
     const IndexScale extent = sizes.scale(layout_.domain[k]);
     const std::string dim = "d" + std::to_string(k);
+    inside = inside * extent;
     if (stepped && k + 1 == all.size() && k > 0 && lanes_cross_rows(rest, extent)) {
       rest = stepped_innermost(*stepped, rest, int64_t(k), extent, k > outermost);
+      lanes_stepped = true;
       continue;
     }
-    if (used.count(dim)) out.push_back(kir::decl(index_type_, dim, kir::index(k > 0 ? rest % extent : rest)));
+    if (used.count(dim)) decls->push_back(kir::decl(index_type_, dim, kir::index(k > 0 ? rest % extent : rest)));
     if (k == outermost) break;
     rest = rest / extent;
-    if (extent.product && rest.has_div_or_mod()) {
+    // Outside the stepped dims, where the index no lane changes (the dims inside take a multiple
+    // of the run at every size): from the run alone, declared once before the lanes.
+    bool from_run = false;
+    if (const IndexExpr of_run = flat / inside; lanes_stepped && decls == &out && !mentions(of_run, "lane")) {
+      rest = of_run;
+      decls = &stepped->first_lane;
+      from_run = true;
+    }
+    if ((extent.product || from_run) && rest.has_div_or_mod()) {
       const std::string outer = "outer" + std::to_string(k);
-      out.push_back(kir::decl(index_type_, outer, kir::index(rest)));
+      decls->push_back(kir::decl(index_type_, outer, kir::index(rest)));
       rest = rest.as_variable(outer);
     }
   }
@@ -278,8 +298,7 @@ size_t KernelLowering::lane_arithmetic() const {
 // each lane's dim in the row, `flat` % extent, divides its own element by it.
 bool KernelLowering::lanes_cross_rows(const IndexExpr& flat, const IndexScale& extent) const {
   if (!extent.product) return false;
-  const std::vector<std::string> names = ((flat % extent) + IndexExpr::named("lane", 0, lanes_ - 1) * -1).names();
-  return std::find(names.begin(), names.end(), "lane") != names.end();
+  return mentions((flat % extent) + IndexExpr::named("lane", 0, lanes_ - 1) * -1, "lane");
 }
 
 // Lane 0's innermost dim d<k> (and the index outside it, outer<k>, where dims outside are read),
