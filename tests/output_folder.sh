@@ -110,6 +110,17 @@ run "$root/tests/run_time/shift0.json" -o probed; check probes-differ-refused rc
 check probes-differ-message has err.txt "other than through the symbols"
 check probes-differ-earlier-kept diff -r probed.before probed
 check probes-differ-nothing-left [ -z "$(ls -A . | grep '^\.probed\.')" ]
+# A write error while the folder is staged (files past `ulimit -f` of 4 KB, SIGXFSZ ignored so the
+# write fails with EFBIG): reported once the probes agree, and where they differ that instead; the
+# earlier output kept either way, nothing staged left.
+limited() { (trap '' XFSZ; ulimit -f 8; run "$@"); }
+limited "$root/tests/run_time/shift0.json" -o probed; check staged-write-error-probes-differ rc 1
+check staged-write-error-probes-reported has err.txt "other than through the symbols"
+check staged-write-error-probes-first sh -c "! grep -q 'File too large' '$here/err.txt'"
+limited "$root/examples/symbolic/corpus/mlp_dropout.json" -o probed; check staged-write-error rc 1
+check staged-write-error-message has err.txt "cannot write probed: .*File too large"
+check staged-write-error-earlier-kept diff -r probed.before probed
+check staged-write-error-nothing-left [ -z "$(ls -A . | grep '^\.probed\.')" ]
 
 # Concurrent runs to one folder: every run succeeds and one complete output is left.
 pids=()
