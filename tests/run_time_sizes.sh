@@ -120,6 +120,11 @@ check check-names-failing-folders sh -c "[ $? = 1 ] && grep -qxF 'out-rope-batch
 against_libtorch mlp "$root/tests/pt2/torch-2.9/dynamic/mlp_dynamic.pt2"
 against_libtorch attn "$root/tests/pt2/torch-2.9/dynamic/attention_dynamic.pt2"
 check attn-index-over-seq grep -q "tg::quot32(i / 16, dv_seq)" attn/forward.cu
+# Where n is a multiple of the run at every size and the lanes are plain arithmetic, the runs take
+# every element (the twin the rest): no loop after them (its comparisons with LibTorch above).
+check attn-runs-take-every-element grep -q "every element, n being a multiple of 4 at every size." attn/forward.cu
+awk '/void __launch_bounds__.256. attention_dynamic_pointwise_transpose[(]/,/^}/' attn/forward.cu >attn-transpose.cu
+check attn-no-loop-after-runs sh -c "grep -q 'const int runs = n / 4;' attn-transpose.cu && ! grep -q 'runs [*] 4 +' attn-transpose.cu"
 # A pointwise kernel's runs where the launch finds its pointers aligned and seq a multiple of 8,
 # else its elementwise twin (the element loop alone, a kernel of its own).
 check attn-bf16-twin-chosen-at-launch grep -q "else  // element by element" attn_bf16/backward.cu

@@ -194,7 +194,14 @@ Stmt barrier() {
   return s;
 }
 
-void collect_names(const Expr& e, std::set<std::string>& out) {
+namespace {
+void visit_tree(const Expr& e, const std::function<void(const Expr&)>& visit) {
+  visit(e);
+  for (const ExprPtr& o : e.operands) visit_tree(*o, visit);
+}
+
+// The names one expression node reads itself (its operands' are theirs).
+void node_names(const Expr& e, std::set<std::string>& out) {
   switch (e.kind) {
     case Expr::Kind::name: out.insert(e.text); break;
     case Expr::Kind::index:
@@ -205,16 +212,24 @@ void collect_names(const Expr& e, std::set<std::string>& out) {
       break;
     default: break;
   }
-  for (const ExprPtr& o : e.operands) collect_names(*o, out);
+}
+}  // namespace
+
+void for_each_expr(const Block& block, const std::function<void(const Expr&)>& visit) {
+  for (const Stmt& s : block) {
+    for (const ExprPtr* e : {&s.target, &s.pointer, &s.offset, &s.value, &s.start, &s.bound, &s.step})
+      if (*e) visit_tree(**e, visit);
+    for_each_expr(s.body, visit);
+    for_each_expr(s.orelse, visit);
+  }
+}
+
+void collect_names(const Expr& e, std::set<std::string>& out) {
+  visit_tree(e, [&out](const Expr& node) { node_names(node, out); });
 }
 
 void collect_names(const Block& block, std::set<std::string>& out) {
-  for (const Stmt& s : block) {
-    for (const ExprPtr* e : {&s.target, &s.pointer, &s.offset, &s.value, &s.start, &s.bound, &s.step})
-      if (*e) collect_names(**e, out);
-    collect_names(s.body, out);
-    collect_names(s.orelse, out);
-  }
+  for_each_expr(block, [&out](const Expr& node) { node_names(node, out); });
 }
 
 std::set<std::string> names_in(const Block& block) {

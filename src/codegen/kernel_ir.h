@@ -10,6 +10,7 @@
 // them (one vector access of `width` elements), alignment tests, block reductions, barriers.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -214,5 +215,7 @@ struct Kernel {
 void collect_names(const Expr& e, std::set<std::string>& out);
 void collect_names(const Block& block, std::set<std::string>& out);
 std::set<std::string> names_in(const Block& block);
+// Calls `visit` on every expression of `block`, and of the blocks and expressions within.
+void for_each_expr(const Block& block, const std::function<void(const Expr&)>& visit);
 
 }  // namespace tg::kir

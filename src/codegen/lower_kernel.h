@@ -228,7 +228,7 @@ class KernelLowering : private IndexNamer {
                          const std::function<ExprPtr(ValueId)>& result) const;
   Block pointwise_body(std::optional<kir::Function>& element);
   Block element_loop_body();
-  Block run_loop(const ExprPtr& thread, const ExprPtr& stride);
+  Block run_loop(const ExprPtr& thread, const ExprPtr& stride, bool plain_lanes, bool& runs_take_all);
   std::vector<std::string> sizes_to_divide(const Block& body) const;
   ExprPtr run_condition(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const;
   bool splits_into_twins(const std::vector<ValueId>& wide, const std::vector<std::string>& multiples) const;
