@@ -442,6 +442,21 @@ cat >rsoft.json <<'EOF'
 EOF
 against=libtorch every_size rsoft rsoft.json B=1,T=1 B=3,T=7 B=5,T=33 B=8,T=40
 check rsoft-rows-held-masked grep -q "if (j < row_length) {" rsoft/backward.cu
+# A row kernel reading a transposed operand (x_in's T its rows' stride) declares where each row
+# starts in it once a row (base_x_in); a value named `row`, whose pad's guard is ix_x_in_row, may
+# not hide that base (named ix_x_in_row too, it once read the guard's bool as the offset).
+cat >rbase.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "rbase", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x_in", "shape": ["B", 16, "T"], "dtype": "f32", "requires_grad": true},
+            {"name": "x", "shape": ["B", "T", 15], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "prims.pad", "args": ["x", 0.0, [[0, 0, 0], [0, 0, 0], [0, 1, 0]]], "out": [{"name": "row", "shape": ["B", "T", 16], "dtype": "f32"}]},
+         {"op": "torch.permute", "args": ["x_in", [0, 2, 1]], "out": [{"name": "xt", "shape": ["B", "T", 16], "dtype": "f32"}]},
+         {"op": "torch.add", "args": ["row", "xt"], "out": [{"name": "s", "shape": ["B", "T", 16], "dtype": "f32"}]},
+         {"op": "torch.softmax", "args": ["s", -1], "out": [{"name": "y", "shape": ["B", "T", 16], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+against=libtorch every_size rbase rbase.json B=1,T=1 B=3,T=7 B=8,T=40
+check rbase-row-base grep -q "const int64_t base_x_in = d0 \\* sz_T \\* 16 + d1;" rbase/forward.cu
 # Rows up to 4096: the backward's kernel holds y and its gradient, 8 elements a thread of 256
 # (16 registers), so rows up to 2048 long; its streamed twin takes the longer ones (2049, 3001).
 sed 's/"max": 40/"max": 4096/; s/"rsoft"/"rlong"/' rsoft.json >rlong.json

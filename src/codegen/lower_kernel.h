@@ -126,7 +126,7 @@ class KernelLowering : private IndexNamer {
   bool hoist_ = false;              // ... and operands shaped like one row loaded once, before the rows
   std::vector<ValueId> row_hoisted_;  // those (c_<name>[k]: element j of the thread's k-th)
   // Where each row starts in an operand whose offset multiplies the row's dims by run-time sizes,
-  // and the variable declared for it once a row (ix_<operand>_row): with_row_base.
+  // and the variable declared for it once a row (base_<operand>): with_row_base.
   std::vector<std::pair<IndexExpr, std::string>> row_bases_;
   int stream_run_ = 1;              // rows not held: elements a thread streams in a run
   bool in_stream_run_ = false;      // lowering a streamed pass's per-lane body

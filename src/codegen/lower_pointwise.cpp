@@ -15,7 +15,8 @@ bool mentions(const IndexExpr& e, const std::string& name) {
 }
 
 // Whether an element function is plain arithmetic on its parameters: no load (a gather), no
-// index code, no call into the runtime (tg::exp, tg::div, ...).
+// index code, no call into the runtime (tg::exp, tg::div, ...: a "tg::" in an op's code). A
+// heuristic for how heavy a loop over it is to nvcc (run_loop); it decides no result.
 bool plain_arithmetic(const kir::Function& f) {
   bool plain = true;
   kir::for_each_expr(f.body, [&plain](const kir::Expr& e) {
@@ -187,13 +188,12 @@ kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr
     rest = rest / extent;
     // Outside the stepped dims, where the index no lane changes (the dims inside take a multiple
     // of the run at every size): from the run alone, declared once before the lanes.
-    bool from_run = false;
-    if (const IndexExpr of_run = flat / inside; lanes_stepped && decls == &out && !mentions(of_run, "lane")) {
-      rest = of_run;
+    const bool first_from_run = lanes_stepped && decls == &out && !mentions(flat / inside, "lane");
+    if (first_from_run) {
+      rest = flat / inside;
       decls = &stepped->first_lane;
-      from_run = true;
     }
-    if ((extent.product || from_run) && rest.has_div_or_mod()) {
+    if ((extent.product || first_from_run) && rest.has_div_or_mod()) {
       const std::string outer = "outer" + std::to_string(k);
       decls->push_back(kir::decl(index_type_, outer, kir::index(rest)));
       rest = rest.as_variable(outer);

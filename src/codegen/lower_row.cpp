@@ -100,14 +100,16 @@ kir::Block KernelLowering::row_body() {
   }
   for (kir::Stmt& s : row_draws()) body.push_back(std::move(s));
   body.insert(body.end(), rounds.begin(), rounds.end());
+  // The rows' bases, which lowering the rounds and draws collected, first in the row, and before
+  // the dims are declared, so that the dims they read are.
   const Block row_bases = row_base_declarations();
+  body.insert(body.begin(), row_bases.begin(), row_bases.end());
   Block out = count_declaration();
   for (kir::Stmt& s : start_part_sums()) out.push_back(std::move(s));
   if (!row_hoisted_.empty()) {
     out.push_back(kir::comment("operands shaped like a row, the same for every row: this thread's elements, read once"));
     for (kir::Stmt& s : fill_registers(row_hoisted_, Role::cached, var("j"))) out.push_back(std::move(s));
   }
-  body.insert(body.begin(), row_bases.begin(), row_bases.end());
   // Outer dims come from the row; the reduced ones were declared inside each pass from j.
   Block loop_body = dim_declarations(body, layout_.outer);
   loop_body.insert(loop_body.end(), body.begin(), body.end());
@@ -140,9 +142,10 @@ IndexExpr KernelLowering::with_row_base(const IndexExpr& offset, const Value& v)
   if (per_row.size_names().empty() || !range.known) return offset;
   auto known = std::find_if(row_bases_.begin(), row_bases_.end(), [&](const auto& b) { return b.first == per_row; });
   if (known == row_bases_.end()) {
-    std::string base = tg::ident(Role::index, v.name + "_row");
+    // (base_<name>: no other local takes the prefix, so only the bases themselves can clash.)
+    std::string base = tg::ident(Role::row_base, v.name);
     for (int k = 1; std::any_of(row_bases_.begin(), row_bases_.end(), [&](const auto& b) { return b.second == base; }); ++k)
-      base = tg::ident(Role::index, v.name + "_row" + std::to_string(k));
+      base = tg::ident(Role::row_base, v.name + "_" + std::to_string(k));
     known = row_bases_.insert(row_bases_.end(), {per_row, base});
   }
   return IndexExpr::named(known->second, range.lo, range.hi) + per_element;

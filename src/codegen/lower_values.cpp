@@ -274,7 +274,8 @@ std::string KernelLowering::fresh_name(ValueId v) { return unique_local(local(Ro
 
 bool KernelLowering::is_identity(const Index& index) const { return index == identity_index(layout_.domain.size()); }
 
-// Offset of a tensor element, with the cheap forms for the kernel's own loop index.
+// Offset of a tensor element, with the cheap forms for the kernel's own loop index. (In a row
+// kernel, it may add a row base to those the row declares: with_row_base.)
 kir::ExprPtr KernelLowering::offset(const Value& v, const Index& index) {
   if (v.shape == layout_.domain && is_identity(index)) {
     if (!layout_.is_row) return kir::name("i");

@@ -34,6 +34,7 @@ std::string_view role_prefix(Role role) {
     case Role::result: return "out_";
     case Role::size: return "sz_";
     case Role::divider: return "dv_";
+    case Role::row_base: return "base_";
   }
   throw InternalError("unknown identifier role");
 }

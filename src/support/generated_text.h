@@ -43,6 +43,7 @@ enum class Role {
   result,            // out_: a result the element function hands back (a reference parameter)
   size,              // sz_: a symbol's size, a kernel's parameter (its code taking its sizes at run time)
   divider,           // dv_: a symbol's size as a tg::Divider (a kernel's parameter: division by it as a multiply)
+  row_base,          // base_: where a row kernel's row starts in a value (its offset's part the row fixes)
 };
 
 // The role's prefix ("g_", "v_", ...).
@@ -71,7 +72,7 @@ inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index, 
                                      Role::m2,      Role::deviation, Role::mean, Role::target,    Role::max_and_sum, Role::run_in,
                                      Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input,
                                      Role::storage_view, Role::element_function, Role::result, Role::size,
-                                     Role::divider};
+                                     Role::divider, Role::row_base};
 
 // ---- comments ------------------------------------------------------------------------------
 // `text` made safe inside a // comment (or a CMake # comment): control characters, DEL, bytes
