@@ -188,11 +188,13 @@ kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr
     rest = rest / extent;
     // Outside the stepped dims, where the index no lane changes (the dims inside take a multiple
     // of the run at every size): from the run alone, declared once before the lanes.
-    const bool first_from_run = lanes_stepped && decls == &out && !mentions(flat / inside, "lane");
-    if (first_from_run) {
-      rest = flat / inside;
-      decls = &stepped->first_lane;
-    }
+    bool first_from_run = false;
+    if (lanes_stepped && decls == &out)
+      if (IndexExpr of_run = flat / inside; !mentions(of_run, "lane")) {
+        rest = std::move(of_run);
+        decls = &stepped->first_lane;
+        first_from_run = true;
+      }
     if ((extent.product || first_from_run) && rest.has_div_or_mod()) {
       const std::string outer = "outer" + std::to_string(k);
       decls->push_back(kir::decl(index_type_, outer, kir::index(rest)));
