@@ -31,10 +31,16 @@ class SizeCode {
   std::string declarations(const std::string& refusal) const;
 
  private:
+  std::string code_for(const SizeExpr& e);
   const Symbols& symbols_;
   bool active_;
-  std::vector<std::pair<SizeExpr, std::string>> named_;  // in the order named
-  std::map<SizeExpr, std::string> name_of_;               // ... found by expression
+  struct Named {
+    SizeExpr expr;
+    std::string name;
+    std::string code;  // (tg::SizeArith calls over the symbols and sizes named before it)
+  };
+  std::vector<Named> named_;             // in the order named
+  std::map<SizeExpr, size_t> index_of_;  // ... found by expression
   std::unordered_map<const SizeExpr*, std::string> of_interned_;  // of() a Dim's interned expression, remembered
   std::vector<std::string> counts_;  // the variables of those that are counts
 };

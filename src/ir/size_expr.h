@@ -94,6 +94,7 @@ class SizeExpr {
 
   std::optional<int64_t> constant() const;     // when it is one
   bool is_constant() const { return terms_.empty(); }
+  size_t term_count() const { return terms_.size() + (constant_ != 0); }  // (3 of `2*B*T + T + 1`)
   int64_t constant_term() const { return constant_; }  // its number apart from its terms (-1 of T - 1)
   std::vector<std::string> symbols() const;    // the symbols it mentions, sorted, each once
   // The symbol it is when it is one alone (`B`), else "".
