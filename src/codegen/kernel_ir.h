@@ -170,7 +170,7 @@ struct Launch {
   // as few as a warp where the row is shorter (tg::row_block), as a kernel specialised to a row
   // length takes.
   bool block_by_row = false;
-  bool int_sizes = false;  // its count, row length and sizes are int, as its index arithmetic is
+  bool int_sizes = false;  // its count, row length and sizes are int (where its indexes fit one)
 };
 
 // Where a kernel of a folder taking its sizes at run time may run, checked at its launch: the

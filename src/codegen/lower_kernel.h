@@ -73,6 +73,8 @@ class KernelLowering : private IndexNamer {
  public:
   KernelLowering(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan);
   kir::Kernel lower();
+  // A streamed twin takes its sizes as the kernel holding rows does: one launch runs either.
+  void take_sizes_as(const KernelLowering& held) { size_type_ = held.size_type_; }
 
  private:
   using ExprPtr = kir::ExprPtr;
@@ -92,6 +94,13 @@ class KernelLowering : private IndexNamer {
   // 2^30 at every size (its tensors and domain are smaller; int64_t arithmetic on run-time sizes
   // takes twice the registers), else int64_t.
   std::string index_type_;
+  // ... and of the sizes it takes (its count, row length and sz_ parameters): the same, but int
+  // too in a row kernel holding one element a thread of rows of a run-time length, where its
+  // indexes fit one (its arithmetic widens them). A heuristic, measured with nvcc 13 for sm_90
+  // (docs/symbolic-shapes.md): there nanoGPT's attention backward took 29 registers, not 32; with
+  // several elements a thread a dropout + LayerNorm took 60, not 48, and in every row kernel
+  // three went past tests/ptx_corpus.sh's bound.
+  std::string size_type_;
   const IndexSizes& run_sizes() const { return divisible_runs_ ? divisible_sizes_ : sizes_; }
   KernelLayout layout_;
   std::vector<IndexExpr> loop_dims_;  // d<k> in the kernel's own indices (loop_dim_definitions)

@@ -98,7 +98,7 @@ void KernelLowering::check_shapes_agree_at_every_size() const {
 void KernelLowering::take_size_parameters(kir::Kernel& k) const {
   for (const std::string& name : kir::names_in(k.body)) {
     if (!is_size_parameter(name)) continue;
-    k.params.push_back({size_parameter_type(name, index_type_), name});
+    k.params.push_back({size_parameter_type(name, size_type_), name});
     k.launch.size_parameters.push_back(name);
   }
 }

@@ -11,8 +11,13 @@ namespace tg {
 std::string storage_type(const Value& v) { return v.bit_packed ? "tg::PackedBits" : std::string(storage_ctype(v.dtype)); }
 
 kir::Kernel lower_kernel(const Trace& t, std::vector<std::string>& idents, const Op& kernel, const KernelPlan& plan) {
-  kir::Kernel k = lower::KernelLowering(t, idents, kernel, plan).lower();
-  if (plan.long_rows) lower::add_streamed_twin(k, lower::KernelLowering(t, idents, kernel, *plan.long_rows).lower(), t, plan);
+  lower::KernelLowering held(t, idents, kernel, plan);
+  kir::Kernel k = held.lower();
+  if (plan.long_rows) {
+    lower::KernelLowering streamed(t, idents, kernel, *plan.long_rows);
+    streamed.take_sizes_as(held);
+    lower::add_streamed_twin(k, streamed.lower(), t, plan);
+  }
   return k;
 }
 
@@ -97,6 +102,7 @@ KernelLowering::KernelLowering(const Trace& t, std::vector<std::string>& idents,
   // (Row kernels stay 64-bit: in 32 bits nvcc widens the row's offset at each load, and a held
   // row's 16-byte stores were lost with spills in examples/wide_rows.json's LayerNorm backward.)
   index_type_ = !layout_.is_row && indexes_fit_int() ? "int" : "int64_t";
+  size_type_ = masked_ && cached_ == 1 && indexes_fit_int() ? "int" : index_type_;
 }
 
 kir::Kernel KernelLowering::lower() {
@@ -119,16 +125,16 @@ kir::Kernel KernelLowering::lower() {
     if (column_tail() && !writes_per_row_only(t_, k_))
       throw UserError("", "kernel " + k_.label + " sums columns 32 rows at a time and writes more than one value per row, and its " + count().expr()->text() +
                               " rows are not a multiple of 32 at every size; declare a multiple_of that makes them one, or name the sizes with --specialize");
-    k.params.push_back({index_type_, count_name()});
+    k.params.push_back({size_type_, count_name()});
     k.launch.count = count().expr();
     k.launch.count_per_item = layout_.is_row ? 1 : lanes_;
   }
   if (row_length_is_parameter()) {
-    k.params.push_back({index_type_, "row_length"});
+    k.params.push_back({size_type_, "row_length"});
     k.launch.row_length = numel_dim(layout_.reduced_shape()).expr();
   }
   take_size_parameters(k);  // (after the counts: the launch passes them in this order)
-  k.launch.int_sizes = index_type_ == "int";
+  k.launch.int_sizes = size_type_ == "int";
   k.launch.block = plan_.block;
   // Work items: a thread's run (pointwise), one row, or a column kernel's 32 rows a block.
   k.launch.items = layout_.is_row ? numel(layout_.outer_shape()) : (numel(layout_.domain) + lanes_ - 1) / lanes_;
