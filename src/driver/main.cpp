@@ -23,6 +23,7 @@
 #include "driver/run_time_sizes.h"
 #include "frontend/input_file.h"
 #include "frontend/overrides.h"
+#include "ops/verify.h"
 #include "frontend/reader.h"
 #include "output/folder_check.h"
 #include "output/output_folder.h"
@@ -73,6 +74,7 @@ tg::Trace read_or_probe(const std::string& file, const tg::SymbolValues& special
   const std::vector<const tg::SizeExpr*> sizes = tg::probed_sizes(trace);
   if (tg::lift_first_probe(*probes, trace, sizes)) trace = tg::read_input_file(file, probes->first);
   trace.sizes_at_run_time = true;
+  tg::verify(trace);  // (again: the shape rules that must hold at every size, a reshape's count, check it now)
   tg::separate_probes(*probes, trace, sizes);
   return trace;
 }

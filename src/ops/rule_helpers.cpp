@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/op_rows.h"
+#include "ops/symbolic_dims.h"
 #include "ops/torch_elementwise.h"
 #include "support/diagnostics.h"
 
@@ -99,6 +100,18 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
     shape[dim] = add_dims(shape[dim], v.shape[dim]);
   }
   return {{first.dtype, shape}};
+}
+
+void check_count_kept(const Trace& t, const Shape& in, const Shape& out, int arg) {
+  const Dim a = numel_dim(in), b = numel_dim(out);
+  if (!t.sizes_at_run_time || !a.expr() || !b.expr() || (!a.symbolic() && !b.symbolic())) return;  // (an unknown count is a number in the code)
+  const SizeExpr &x = *a.expr(), &y = *b.expr();
+  if (x == y || (provably_ge(x, y, t.symbols) && provably_ge(y, x, t.symbols))) return;
+  std::string where = "may differ at some size the symbols allow";
+  if (std::optional<SymbolValues> at = sizes_where_different(x, y, t.symbols))
+    where = "differ at " + sizes_text(*at) + " (" + std::to_string(x.evaluate(*at)) + " against " + std::to_string(y.evaluate(*at)) + ")";
+  fail(arg, "cannot reshape " + x.text() + " elements to " + y.text() + ": the counts are the same at " + sizes_text(t.specialized_at) + " but " +
+                where + "; give the new shape as expressions of the input's sizes, or name the sizes with --specialize");
 }
 
 }  // namespace tg::op_rows

@@ -28,6 +28,11 @@ Shape broadcast_shapes(const Trace& t, const Op& op, std::initializer_list<size_
 void broadcast_into(Shape& out, const Shape& shape, int arg);
 // torch.result_type of the arguments at `which` (tensors, scalar values, number literals; null skipped).
 DType promoted(const Trace& t, const Op& op, std::initializer_list<size_t> which);
+// A reshape of `in` to `out` (argument `arg`) in a folder taking its sizes at run time: where both
+// element counts are expressions, the same at every size the symbols allow, or refused naming
+// both. (Equal at the sizes read is not enough: both counts are code, the same at the two probes
+// however they differ elsewhere.)
+void check_count_kept(const Trace& t, const Shape& in, const Shape& out, int arg);
 // `in` without the dims listed.
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims);
 

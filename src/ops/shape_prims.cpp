@@ -41,6 +41,7 @@ std::vector<OutType> reshape_rule(const Trace& t, const Op& op) {
   if (numel(shape) != numel(a.shape))
     fail(1, "cannot reshape " + shape_str(a.shape) + " (" + std::to_string(numel(a.shape)) + " elements) to " + shape_str(shape));
   derive_reshaped_dim(shape, a.shape, t.symbols);
+  check_count_kept(t, a.shape, shape, 1);
   return {{a.dtype, shape}};
 }
 

@@ -45,6 +45,7 @@ std::vector<OutType> torch_reshape_rule(const Trace& t, const Op& op) {
   }
   if (numel(shape) != numel(a.shape)) fail(1, "shape " + shape_str(shape) + " has a different number of elements than " + shape_str(a.shape));
   derive_reshaped_dim(shape, a.shape, t.symbols);
+  check_count_kept(t, a.shape, shape, 1);
   return {{a.dtype, shape}};
 }
 
