@@ -98,6 +98,9 @@ struct OutType {
 struct RuleError {
   int arg;
   std::string message;
+  // About the operands' sizes (a reduction over a dim that is empty, or may be), not how the op
+  // was built: a composite whose lowering meets it is refused as bad input, at its place.
+  bool about_sizes = false;
 };
 
 using ShapeRule = std::function<std::vector<OutType>(const Trace&, const Op&)>;

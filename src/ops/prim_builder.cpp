@@ -22,6 +22,7 @@ std::vector<ValueId> PrimBuilder::emit(std::string_view id, std::vector<Arg> arg
   try {
     types = op.info->rule(t_, op);
   } catch (const RuleError& e) {
+    if (e.about_sizes) throw UserError(where_.empty() ? "/" : where_, rule_of_ + ", as " + std::string(id) + ": " + e.message);
     throw InternalError("the rule of " + rule_of_ + " built an ill-typed " + std::string(id) + ": " + e.message);
   }
   for (const OutType& type : types) {

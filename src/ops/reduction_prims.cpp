@@ -15,14 +15,22 @@ using Contributions = std::vector<GradContribution>;
 // reduction_prims.def's `result` column.
 enum class ReductionResult { same, index };
 
+// A reduction with no value for an empty dim (all but sum and prod, as PyTorch's) refuses one, and
+// in a folder taking its sizes at run time one that may be empty at some size in range.
+void refuse_empty(const Trace& t, const Dim& n, int64_t d) {
+  if (n == 0) throw RuleError{1, "cannot reduce over the empty dim " + std::to_string(d), true};
+  if (t.sizes_at_run_time && n.symbolic() && !provably_positive(*n.expr(), t.symbols))
+    throw RuleError{1, "cannot reduce over dim " + std::to_string(d) + ", of size " + n.expr()->text() +
+                           ", which is 0 at some sizes the symbols allow; raise their min, or name the sizes with --specialize", true};
+}
+
 // `outputs` results of the operand's dtype over the dims not reduced, or i64 positions.
 ShapeRule reduction_rule(int outputs, ReductionResult result) {
   return [outputs, result](const Trace& t, const Op& op) -> std::vector<OutType> {
     const Value& a = t.value(op.arg("a").value);
     std::vector<int64_t> dims = reduction_dims(t, op);
-    for (int64_t d : dims)
-      if (a.shape[d] == 0 && op.info->kind != OpKind::sum && op.info->kind != OpKind::prod)
-        fail(1, "cannot reduce over the empty dim " + std::to_string(d));
+    if (op.info->kind != OpKind::sum && op.info->kind != OpKind::prod)
+      for (int64_t d : dims) refuse_empty(t, a.shape[size_t(d)], d);
     if (!dtypes_accept(op.info->accepts, a.dtype)) fail(0, "does not accept dtype " + std::string(dtype_name(a.dtype)));
     Shape shape = reduced_shape(a.shape, dims);
     std::vector<OutType> out(outputs, OutType{result == ReductionResult::index ? DType::i64 : a.dtype, shape});
