@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -401,7 +402,13 @@ TG_OUT_OF_LINE Buffer& Harness::add(const char* name, const char* dtype, std::ve
   b.is_scalar = is_scalar;
   int64_t n = 1;
   for (int64_t d : b.shape) n *= d;
-  b.host.assign(storage == Storage::bits ? size_t((n + 31) / 32) * 4 : size_t(n) * element_size(b.dtype), 0);
+  const size_t bytes = storage == Storage::bits ? size_t((n + 31) / 32) * 4 : size_t(n) * element_size(b.dtype);
+  try {
+    b.host.assign(bytes, 0);
+  } catch (const std::exception&) {  // (bad_alloc; length_error past the vector's limit)
+    std::fprintf(stderr, "%s: cannot allocate %zu bytes for %s at these sizes\n", trace_, bytes, name);
+    std::exit(1);
+  }
   if (!is_scalar) b.device = device_alloc(b.bytes(), stream_);
   buffers_.push_back(std::move(b));
   return buffers_.back();

@@ -581,6 +581,12 @@ run block/harness --sizes ""
 check sizes-empty rc 2; check sizes-empty-words has err.txt "needs NAME=N"
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
+# Sizes in range whose buffers the harness cannot allocate (2^46 elements): said, exit 1, no abort.
+sed 's/"max": 8}/"max": 16777216}/; s/"max": 40}/"max": 16777216}/; s/"rsoft"/"rhuge"/' rsoft.json >rhuge.json
+"$THUNDER_GEN" rhuge.json -o rhuge 2>rhuge.err && "$here/build_emu_harness.sh" rhuge fast 2>>rhuge.err
+run rhuge/harness --quiet --sizes B=8388608,T=8388608
+check unallocatable-sizes rc 1; check unallocatable-words has err.txt "^rhuge: cannot allocate 281474976710656 bytes for x at these sizes$"
+check unallocatable-no-crash no_crash
 
 # A slice dropping a token where T may be 1: its size T - 1 may be 0, so it gets no size parameter
 # (features.json above declares T >= 2), its code depends on the size, refused naming the kernel.
