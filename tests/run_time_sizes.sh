@@ -581,6 +581,14 @@ run block/harness --sizes ""
 check sizes-empty rc 2; check sizes-empty-words has err.txt "needs NAME=N"
 run "block-at-B=1,T=1/harness" --sizes B=1,T=1
 check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "this folder runs at the sizes it was generated for only"
+# T in 2..3 beside B in 1..8: in the declared order B's first probe took 2 and left T none (it
+# was refused as having fewer than two sizes); the narrowest range now chooses first.
+sed 's/"min": 1, "max": 40}/"min": 2, "max": 3}/; s/"rsoft"/"rnarrow"/' rsoft.json >rnarrow.json
+run "$THUNDER_GEN" rnarrow.json -o rnarrow
+check narrow-range-probes rc 0
+sed 's/"max": 3}/"max": 2}/' rnarrow.json >rone.json
+run "$THUNDER_GEN" rone.json -o rone
+check one-size-refused rc 1; check one-size-words has err.txt "T has too few sizes from 2 up (2 <= T <= 2)"
 # Sizes in range whose buffers the harness cannot allocate (2^46 elements): said, exit 1, no abort.
 sed 's/"max": 8}/"max": 16777216}/; s/"max": 40}/"max": 16777216}/; s/"rsoft"/"rhuge"/' rsoft.json >rhuge.json
 "$THUNDER_GEN" rhuge.json -o rhuge 2>rhuge.err && "$here/build_emu_harness.sh" rhuge fast 2>>rhuge.err

@@ -121,19 +121,43 @@ std::optional<int64_t> second_size(const SymbolDecl& d, int64_t first, size_t sy
   return d.smallest_from(first + 1);
 }
 
-std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
+namespace {
+
+// The probes with each symbol's first size chosen in `order`, apart from those chosen before it
+// (each symbol's second by its own step, whatever the order), or the first symbol that finds none.
+std::variant<SizeProbes, std::string> probes_in_order(const Symbols& symbols, const std::vector<std::string>& order) {
   SizeProbes probes;
   std::set<int64_t> taken_first;
-  size_t index = 0;
-  for (const auto& [name, decl] : symbols.all()) {
+  for (const std::string& name : order) {
+    const SymbolDecl& decl = symbols.at(name);
+    const size_t index = size_t(std::distance(symbols.all().begin(), symbols.all().find(name)));
     const std::optional<int64_t> first = free_size(decl, 2, taken_first);
-    const std::optional<int64_t> second = first ? second_size(decl, *first, index++) : std::nullopt;
-    if (!first || !second)
-      return name + " allows fewer than two sizes from 2 up (" + decl.range_text() + "), too few to check that the code does not depend on it: name its size with --specialize";
+    const std::optional<int64_t> second = first ? second_size(decl, *first, index) : std::nullopt;
+    if (!first || !second) return name;
     probes.first[name] = *first;
     probes.second[name] = *second;
   }
   return probes;
+}
+
+}  // namespace
+
+std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
+  std::vector<std::string> order;
+  for (const auto& [name, decl] : symbols.all()) order.push_back(name);
+  std::variant<SizeProbes, std::string> chosen = probes_in_order(symbols, order);
+  if (std::holds_alternative<SizeProbes>(chosen)) return chosen;
+  // Where a symbol found no sizes left, the narrowest ranges choose first (T in 2..3 beside B in 1..8).
+  auto span = [&](const std::string& name) {
+    const SymbolDecl& d = symbols.at(name);
+    return d.largest() - d.smallest_from(2).value_or(d.largest());
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return span(a) < span(b); });
+  chosen = probes_in_order(symbols, order);
+  if (const std::string* name = std::get_if<std::string>(&chosen))
+    return *name + " has too few sizes from 2 up (" + symbols.at(*name).range_text() +
+           ") for the two the code is checked at, the first apart from the other symbols' first sizes: name its size with --specialize";
+  return chosen;
 }
 
 namespace {
