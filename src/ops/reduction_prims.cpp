@@ -21,7 +21,7 @@ void refuse_empty(const Trace& t, const Dim& n, int64_t d) {
   if (n == 0) throw RuleError{1, "cannot reduce over the empty dim " + std::to_string(d), true};
   if (t.sizes_at_run_time && n.symbolic() && !provably_positive(*n.expr(), t.symbols))
     throw RuleError{1, "cannot reduce over dim " + std::to_string(d) + ", of size " + n.expr()->text() +
-                           ", which is 0 at some sizes the symbols allow; raise their min, or name the sizes with --specialize", true};
+                           ", which may be 0 at some sizes the symbols allow; raise their min, or name the sizes with --specialize", true};
 }
 
 // `outputs` results of the operand's dtype over the dims not reduced, or i64 positions.
