@@ -20,8 +20,8 @@ std::string kind_name(Json j) {
   switch (j.type()) {
     case element_type::NULL_VALUE: return "null";
     case element_type::BOOL: return "a boolean";
-    case element_type::INT64:
-    case element_type::UINT64: return "an integer";
+    case element_type::INT64: return "an integer";
+    case element_type::UINT64: return "an integer past int64";  // (simdjson's type of one above 2^63 - 1)
     case element_type::DOUBLE: return "a number";
     case element_type::STRING: return "a string";
     case element_type::ARRAY: return "a list";
