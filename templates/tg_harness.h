@@ -86,7 +86,8 @@ class Harness {
   void check_sizes(const std::vector<std::pair<const char*, std::vector<int64_t>>>& inputs, const BindSizes& bind);
   // A folder that takes its sizes at run time: the call's size of each symbol (named `symbols`),
   // bound by `bind` (<trace>_bind_sizes_array) from the inputs sized with symbols, each its .npy
-  // header's shape or, drawn, shape_at(the sizes --sizes NAME=N,... names, else `drawn_at`).
+  // header's shape or, drawn, shape_at(the sizes --sizes NAME=N,... names, else `drawn_at`): {-1}
+  // where that shape is past int64 (refused, naming the input).
   using ShapeAt = std::function<std::vector<int64_t>(const int64_t* sizes)>;
   using BindSizesTo = std::function<int(const int64_t* const* dims, const int* ranks, int64_t* sizes, char* message, size_t bytes)>;
   std::vector<int64_t> bind_sizes(const std::vector<const char*>& symbols, std::vector<int64_t> drawn_at,
@@ -346,6 +347,10 @@ TG_OUT_OF_LINE void Harness::bind_shapes(const std::vector<std::pair<const char*
     const std::string path = inputs_dir_ + "/" + name + ".npy";
     if (!inputs_given_ || missing(path)) {
       shapes.push_back(shape_at(drawn_at));
+      if (shapes.back() == std::vector<int64_t>{-1}) {  // (its size expressions overflow int64 there)
+        std::fprintf(stderr, "%s: input %s, drawn at %s: its shape is past int64 there\n", trace_, name, drawn_sizes.c_str());
+        std::exit(1);
+      }
       drawn += (drawn.empty() ? "" : ", ") + std::string(name);
       continue;
     }

@@ -595,6 +595,19 @@ sed 's/"max": 8}/"max": 16777216}/; s/"max": 40}/"max": 16777216}/; s/"rsoft"/"r
 run rhuge/harness --quiet --sizes B=8388608,T=8388608
 check unallocatable-sizes rc 1; check unallocatable-words has err.txt "^rhuge: cannot allocate 281474976710656 bytes for x at these sizes$"
 check unallocatable-no-crash no_crash
+# A drawn input whose shape is past int64 at sizes in range (B^4 at B = 65536): said by input.
+cat >rpow.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "rpow", "symbols": {"B": {"min": 1, "max": 1048576}},
+ "inputs": [{"name": "x", "shape": ["B"], "dtype": "f32", "requires_grad": false},
+            {"name": "y", "shape": ["B*B*B*B"], "dtype": "f32", "requires_grad": false}],
+ "ops": [{"op": "torch.sin", "args": ["x"], "out": [{"name": "a", "shape": ["B"], "dtype": "f32"}]},
+         {"op": "torch.cos", "args": ["y"], "out": [{"name": "b", "shape": ["B*B*B*B"], "dtype": "f32"}]}],
+ "outputs": ["a", "b"]}
+EOF
+"$THUNDER_GEN" rpow.json -o rpow 2>rpow.err && "$here/build_emu_harness.sh" rpow fast 2>>rpow.err
+run rpow/harness --quiet --sizes B=65536
+check shape-past-int64 rc 1; check shape-past-int64-words has err.txt "^rpow: input y, drawn at --sizes B=65536: its shape is past int64 there$"
+check shape-past-int64-no-crash no_crash
 
 # A slice dropping a token where T may be 1: its size T - 1 may be 0, so it gets no size parameter
 # (features.json above declares T >= 2), its code depends on the size, refused naming the kernel.

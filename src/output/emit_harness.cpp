@@ -215,8 +215,11 @@ void bind_sizes_first(std::ostream& out, const SizeBinding& sizes, const Trace& 
       arithmetic = arithmetic || code.starts_with("int64_t(");
       dims += (dims.empty() ? "" : ", ") + code;
     }
-    out << "      {" << cpp_string(files.inputs[k]) << ", [](const int64_t* s) { " << (arithmetic ? "tg::SizeArith a; " : "")
-        << "return std::vector<int64_t>{" << dims << "}; }},\n";
+    // (A shape past int64 at the sizes given is {-1}: Harness::bind_shapes says so.)
+    out << "      {" << cpp_string(files.inputs[k]) << ", [](const int64_t* s) { "
+        << (arithmetic ? "tg::SizeArith a; std::vector<int64_t> d{" + dims + "}; return a.overflowed() ? std::vector<int64_t>{-1} : d;"
+                       : "return std::vector<int64_t>{" + dims + "};")
+        << " }},\n";
   }
   out << "  }, [](const int64_t* const* dims, const int* ranks, int64_t* sizes, char* message, size_t bytes) {\n";
   out << "    return ::" << sizes.function << "_array(dims, ranks, sizes, message, bytes);\n  });\n";
