@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -405,13 +406,17 @@ TG_OUT_OF_LINE Buffer& Harness::add(const char* name, const char* dtype, std::ve
   b.dtype = dtype;
   b.shape = std::move(shape);
   b.is_scalar = is_scalar;
-  int64_t n = 1;
-  for (int64_t d : b.shape) n *= d;
-  const size_t bytes = storage == Storage::bits ? size_t((n + 31) / 32) * 4 : size_t(n) * element_size(b.dtype);
+  // Its element and byte counts, or past size_t: as unallocatable as a bad_alloc.
+  size_t n = 1, bytes = 0;
+  bool past = false;
+  for (int64_t d : b.shape) past = past || __builtin_mul_overflow(n, size_t(d), &n);
+  if (storage == Storage::bits) bytes = (n / 32 + (n % 32 != 0)) * 4;  // (whole 32-bit words)
+  else past = past || __builtin_mul_overflow(n, element_size(b.dtype), &bytes);
   try {
+    if (past) throw std::bad_alloc();
     b.host.assign(bytes, 0);
   } catch (const std::exception&) {  // (bad_alloc; length_error past the vector's limit)
-    std::fprintf(stderr, "%s: cannot allocate %zu bytes for %s at these sizes\n", trace_, bytes, name);
+    std::fprintf(stderr, "%s: cannot allocate %s bytes for %s at these sizes\n", trace_, past ? "2^64 or more" : std::to_string(bytes).c_str(), name);
     std::exit(1);
   }
   if (!is_scalar) b.device = device_alloc(b.bytes(), stream_);
