@@ -227,8 +227,8 @@ std::vector<Doc> amin(Pt2Lowering& node) {
   return reduce("prims.amin", b.tensor("self"), b.input("self"), node.args.at("dim"), b);
 }
 
-// any(x, dim) as amax(x != 0 as i32) != 0, keepdim by a reshape; no dim argument (any.default):
-// every dim; an empty list (any.dims): none.
+// any(x, dim) as sum(x != 0 as i64) != 0 (over an empty dim, 0: false, as ATen's), keepdim by a
+// reshape; no dim argument (any.default): every dim; an empty list (any.dims): none.
 std::vector<Doc> any_dim(Pt2Lowering& node) {
   Builder b(node);
   const Value& in = b.input("self");
@@ -238,11 +238,11 @@ std::vector<Doc> any_dim(Pt2Lowering& node) {
     return b.take();
   }
   const std::string truth = as_bool(b, b.tensor("self"), in);
-  const std::string counted = b.op("prims.convert_element_type", {{"a", truth}, {"dtype", dtype_literal(DType::i32)}}, in.shape, DType::i32);
+  const std::string counted = b.op("prims.convert_element_type", {{"a", truth}, {"dtype", dtype_literal(DType::i64)}}, in.shape, DType::i64);
   const std::vector<int64_t> dims = reduced_dims(b, node.args.contains("dim") ? node.args.at("dim") : Doc(), in.shape.size());
   const Shape kept = kept_dims(in.shape, dims);
-  const std::string largest = b.op("prims.amax", {{"a", counted}, {"dims", dims}}, kept, DType::i32);
-  b.output_reshaped(0, "torch.ne", {{"a", largest}, {"b", 0}}, kept, DType::b8);
+  const std::string count = b.op("prims.sum", {{"a", counted}, {"dims", dims}}, kept, DType::i64);
+  b.output_reshaped(0, "torch.ne", {{"a", count}, {"b", 0}}, kept, DType::b8);
   return b.take();
 }
 
