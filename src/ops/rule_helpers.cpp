@@ -104,14 +104,17 @@ std::vector<OutType> cat_rule(const Trace& t, const Op& op) {
 
 void check_count_kept(const Trace& t, const Shape& in, const Shape& out, int arg) {
   const Dim a = numel_dim(in), b = numel_dim(out);
-  if (!t.sizes_at_run_time || !a.expr() || !b.expr() || (!a.symbolic() && !b.symbolic())) return;  // (an unknown count is a number in the code)
+  // (A count without an expression is a number in the code, which the two probes compare.)
+  if (!t.sizes_at_run_time || !a.expr() || !b.expr() || (!a.symbolic() && !b.symbolic())) return;
   const SizeExpr &x = *a.expr(), &y = *b.expr();
   if (x == y || (provably_ge(x, y, t.symbols) && provably_ge(y, x, t.symbols))) return;
   std::string where = "may differ at some size the symbols allow";
   if (std::optional<SymbolValues> at = sizes_where_different(x, y, t.symbols))
     where = "differ at " + sizes_text(*at) + " (" + std::to_string(x.evaluate(*at)) + " against " + std::to_string(y.evaluate(*at)) + ")";
-  fail(arg, "cannot reshape " + x.text() + " elements to " + y.text() + ": the counts are the same at " + sizes_text(t.specialized_at) + " but " +
-                where + "; give the new shape as expressions of the input's sizes, or name the sizes with --specialize");
+  throw RuleError{arg,
+                  "cannot reshape " + x.text() + " elements to " + y.text() + ": the counts are the same at " + sizes_text(t.specialized_at) +
+                      " but " + where + "; give the new shape as expressions of the input's sizes, or name the sizes with --specialize",
+                  true};  // (about the sizes: a composite lowered to such a reshape is refused at its place)
 }
 
 }  // namespace tg::op_rows
