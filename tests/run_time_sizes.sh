@@ -589,12 +589,16 @@ check narrow-range-probes rc 0
 sed 's/"max": 3}/"max": 2}/' rnarrow.json >rone.json
 run "$THUNDER_GEN" rone.json -o rone
 check one-size-refused rc 1; check one-size-words has err.txt "T has too few sizes from 2 up (2 <= T <= 2)"
-# Sizes in range whose buffers the harness cannot allocate (2^46 elements): said, exit 1, no abort.
-sed 's/"max": 8}/"max": 16777216}/; s/"max": 40}/"max": 16777216}/; s/"rsoft"/"rhuge"/' rsoft.json >rhuge.json
+# Sizes in range whose buffers the harness cannot allocate (2^46 elements): said, exit 1, no abort;
+# and where the byte count is past size_t (2^62 elements of 4 bytes once wrapped to 0 bytes).
+sed 's/"max": 8}/"max": 4294967296}/; s/"max": 40}/"max": 4294967296}/; s/"rsoft"/"rhuge"/' rsoft.json >rhuge.json
 "$THUNDER_GEN" rhuge.json -o rhuge 2>rhuge.err && "$here/build_emu_harness.sh" rhuge fast 2>>rhuge.err
 run rhuge/harness --quiet --sizes B=8388608,T=8388608
 check unallocatable-sizes rc 1; check unallocatable-words has err.txt "^rhuge: cannot allocate 281474976710656 bytes for x at these sizes$"
 check unallocatable-no-crash no_crash
+run rhuge/harness --quiet --sizes B=2147483648,T=2147483648
+check bytes-past-size-t rc 1; check bytes-past-size-t-words has err.txt "^rhuge: cannot allocate 2^64 or more bytes for x at these sizes$"
+check bytes-past-size-t-no-crash no_crash
 # A drawn input whose shape is past int64 at sizes in range (B^4 at B = 65536): said by input.
 cat >rpow.json <<'EOF'
 {"format": "thunder-gen-trace", "version": 1, "name": "rpow", "symbols": {"B": {"min": 1, "max": 1048576}},
