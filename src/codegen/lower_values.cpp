@@ -75,6 +75,11 @@ std::vector<int64_t> all_dims(const Shape& domain) {
 }
 
 void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims, const IndexSizes& sizes) {
+  // Over an empty domain (a dim of 0 at fixed sizes) the loop runs no element: each dim is 0.
+  if (std::any_of(dims.begin(), dims.end(), [&](int64_t d) { return sizes.scale(domain[size_t(d)]) == IndexScale{0, nullptr}; })) {
+    for (int64_t d : dims) defs[size_t(d)] = IndexExpr(0);
+    return;
+  }
   IndexScale stride{1, nullptr};
   for (size_t k = dims.size(); k-- > 0;) {
     const IndexScale extent = sizes.scale(domain[size_t(dims[k])]);
