@@ -202,6 +202,15 @@ template <class T, int N> struct alignas(sizeof(T) * N) Run { T v[N]; };
 #else
 #define TG_UNROLL
 #endif
+// A fact the generator proves and nvcc cannot (a grid-stride index is never negative), for
+// nvcc's arithmetic; under host emulation, checked.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TG_ASSUME(fact) __builtin_assume(fact)
+#elif !defined(TG_HOST_ONLY)
+#define TG_ASSUME(fact) ((fact) ? (void)0 : tg_emu::detail::fatal("an assumption does not hold: %s", #fact))
+#else
+#define TG_ASSUME(fact) ((void)0)
+#endif
 // Elements i .. i + N - 1 to or from out[0 .. N - 1]: a row kernel moves run g of the row part a
 // thread holds (out = c_x + g * N) this way.
 template <int N, class T, class C> TG_HD void load_run_to(const T* p, int64_t i, C* out) {

@@ -104,6 +104,19 @@ kir::ExprPtr KernelLowering::grid_threads() const {
   return kir::binary(index_cast(var("gridDim.x")), "*", var("blockDim.x"));
 }
 
+// The index starts at a thread's place in the grid and stays below a count that fits it, so it is
+// never negative (the launch caps the grid: tg::grid_for); nvcc cannot tell, as
+// int(blockIdx.x * blockDim.x + threadIdx.x) might wrap for all it knows. Told (TG_ASSUME), it
+// divides a lane's element by a constant with a shift, once a run, and loads the lanes at offsets
+// from one address, where it kept each lane's signed quotient and address apart. Only at run-time
+// sizes: at fixed sizes ptxas then spilled in two kernels of the corpus (Llama's rotary
+// gradients) to keep 32 registers (docs/symbolic-shapes.md, "One folder for every size").
+kir::Stmt KernelLowering::grid_stride_loop(const std::string& index, ExprPtr start, ExprPtr bound, ExprPtr step, Block body) const {
+  if (index_type_ == "int" && t_.sizes_at_run_time)
+    body.insert(body.begin(), kir::eval(kir::call("TG_ASSUME", {kir::binary(var(index), ">=", kir::integer(0))})));
+  return kir::loop(index_type_, index, std::move(start), std::move(bound), std::move(step), std::move(body));
+}
+
 kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element) {
   const ExprPtr thread = global_thread(), stride = grid_threads();
   element = element_function(lanes_ > 1);
@@ -130,10 +143,10 @@ kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element)
     first = kir::binary(kir::binary(var("runs"), "*", kir::integer(lanes_)), "+", thread);
   }
   Block elements = element_loop_body();
-  if (!runs_take_all) out.push_back(kir::loop(index_type_, "i", first, var("n"), stride, elements));
+  if (!runs_take_all) out.push_back(grid_stride_loop("i", first, var("n"), stride, elements));
   if (twin_condition_) {
     twin_body_ = count_declaration();
-    twin_body_.push_back(kir::loop(index_type_, "i", thread, var("n"), stride, std::move(elements)));
+    twin_body_.push_back(grid_stride_loop("i", thread, var("n"), stride, std::move(elements)));
   }
   return out;
 }
@@ -260,7 +273,7 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
     const ExprPtr whole_warps = kir::binary(kir::binary(var("n"), "/", kir::paren(kir::binary(kir::integer(32), "*", lanes))), "*", kir::integer(32));
     out.push_back(kir::decl(index_type_, "runs", condition ? kir::select(condition, whole_warps, kir::integer(0)) : whole_warps));
   }
-  out.push_back(kir::loop(index_type_, "run", thread, var("runs"), stride, std::move(body)));
+  out.push_back(grid_stride_loop("run", thread, var("runs"), stride, std::move(body)));
   return out;
 }
 
