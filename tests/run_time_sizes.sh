@@ -586,6 +586,11 @@ check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "thi
 sed 's/"min": 1, "max": 40}/"min": 2, "max": 3}/; s/"rsoft"/"rnarrow"/' rsoft.json >rnarrow.json
 run "$THUNDER_GEN" rnarrow.json -o rnarrow
 check narrow-range-probes rc 0
+# T in 4..8, a multiple of 4, beside B in 4..7: T's range is the wider, but it allows 2 sizes to
+# B's 4 (B took 4 first, T 8 and had no second), so T chooses first: T 4 and 8, B 5 and 6.
+sed 's/"min": 1, "max": 8}/"min": 4, "max": 7}/; s/"min": 1, "max": 40}/"min": 4, "max": 8, "multiple_of": 4}/; s/"rsoft"/"reven"/' rsoft.json >reven.json
+run "$THUNDER_GEN" reven.json -o reven
+check fewest-sizes-probes rc 0
 sed 's/"max": 3}/"max": 2}/' rnarrow.json >rone.json
 run "$THUNDER_GEN" rone.json -o rone
 check one-size-refused rc 1; check one-size-words has err.txt "T has too few sizes from 2 up (2 <= T <= 2)"

@@ -147,12 +147,14 @@ std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
   for (const auto& [name, decl] : symbols.all()) order.push_back(name);
   std::variant<SizeProbes, std::string> chosen = probes_in_order(symbols, order);
   if (std::holds_alternative<SizeProbes>(chosen)) return chosen;
-  // Where a symbol found no sizes left, the narrowest ranges choose first (T in 2..3 beside B in 1..8).
-  auto span = [&](const std::string& name) {
+  // Where a symbol found no sizes left, those allowing the fewest sizes from 2 up choose first
+  // (T in 2..3 beside B in 1..8; T in 4..8, a multiple of 4, beside B in 4..7).
+  auto sizes_allowed = [&](const std::string& name) {
     const SymbolDecl& d = symbols.at(name);
-    return d.largest() - d.smallest_from(2).value_or(d.largest());
+    const std::optional<int64_t> from = d.smallest_from(2);
+    return from ? (d.largest() - *from) / d.multiple_of + 1 : 0;
   };
-  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return span(a) < span(b); });
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return sizes_allowed(a) < sizes_allowed(b); });
   chosen = probes_in_order(symbols, order);
   if (const std::string* name = std::get_if<std::string>(&chosen))
     return *name + " has too few sizes from 2 up (" + symbols.at(*name).range_text() +
