@@ -282,6 +282,10 @@ against_libtorch conv "$root/tests/pt2/torch-2.9/dynamic/conv_dynamic.pt2"
 # The im2col columns' runs of 4 step d3 across rows of seq + 3; the dims outside the 4 taps (4 *
 # (seq + 3) elements, a multiple of the run) are the same for every lane: divided once a run.
 check conv-outer-dims-once-a-run grep -q "const int outer2 = tg::quot32(run, dv_seq_p3);" conv/forward.cu
+# torch.export's aten.any over a seq that may be 0 (any_dynamic.pt2, seq from 0): false over no
+# tokens, as a sum of the nonzero flags (an amax would be refused there); at seq = 0 and three more.
+against_libtorch any "$root/tests/pt2/torch-2.9/dynamic/any_dynamic.pt2"
+check any-as-a-sum grep -q "any_1__2 = prims.sum(any_1__1, \[1\])" any/forward.cu
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
 cat >chunk.json <<'EOF'

@@ -157,6 +157,21 @@ class LastToken(nn.Module):
         return self.head(h[:, -1]), torch.sigmoid(h[:, -4:]).sum(1)
 
 
+class AnyPooled(nn.Module):
+    """Pooling over a seq that may be empty (seq from 0): whether any token's projection is
+    positive, aten.any over seq (false over no tokens), gates the tokens' sum (0 over none); beside
+    it a sum of squares, whose gradient reaches x at every seq but 0. A scale, not a Linear: a
+    matrix product over batch*seq tokens is refused where that may be 0."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        h = torch.tanh(x * self.scale)
+        return h.sum(1) * (h > 0).any(1), (h * h).sum(1)
+
+
 class Sliced(nn.Module):
     """Windows of seq from literal starts: h[:, 5:] and h[:, 3:] (starting at 5 and 3 at every
     size; their gradients, pads by those starts, are summed into h's) and every third position
@@ -233,6 +248,9 @@ DYNAMIC_CASES = {
                       lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)},
                                "past": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("past", min=1, max=32)},
                                "ids": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=2, max=24)}}),
+    # (seq from 0: the any over no tokens is false, where an amax would have no value)
+    "any_dynamic": (AnyPooled, lambda g: (floats(g, 2, 6, 8),),
+                    lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 1: torch.export.Dim("seq", min=0, max=24)}}),
     "conv_dynamic": (CausalConv, lambda g: (floats(g, 2, 16, 9),),
                      lambda: {"x": {0: torch.export.Dim("batch", min=1, max=4), 2: torch.export.Dim("seq", min=3, max=24)}}),
 }
