@@ -286,6 +286,24 @@ check conv-outer-dims-once-a-run grep -q "const int outer2 = tg::quot32(run, dv_
 # tokens, as a sum of the nonzero flags (an amax would be refused there); at seq = 0 and three more.
 against_libtorch any "$root/tests/pt2/torch-2.9/dynamic/any_dynamic.pt2"
 check any-as-a-sum grep -q "any_1__2 = prims.sum(any_1__1, \[1\])" any/forward.cu
+# A dim that is 0 at every size beside a symbolic one (x [B, 0, 8] + y [B, 1, 8]): the mixed
+# radix divided by the 0 (an internal error, exit 70); no element at any size now. Against
+# LibTorch at B = 1 and 5.
+cat >emptyb.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "emptyb", "symbols": {"B": {"min": 1, "max": 8}},
+ "inputs": [{"name": "x", "shape": ["B", 0, 8], "dtype": "f32", "requires_grad": true},
+            {"name": "y", "shape": ["B", 1, 8], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.add", "args": ["x", "y"], "out": [{"name": "z", "shape": ["B", 0, 8], "dtype": "f32"}]}],
+ "outputs": ["z"]}
+EOF
+"$THUNDER_GEN" emptyb.json -o emptyb 2>emptyb.err && "$here/build_emu_harness.sh" emptyb 2>>emptyb.err
+check emptyb-generated [ -x emptyb/harness ]
+checked=()
+for sizes in B=1 B=5; do
+  emptyb/harness --quiet --sizes "$sizes" --outputs "out-emptyb-$sizes" 2>>emptyb.err
+  queue_check emptyb "$sizes" "out-emptyb-$sizes" $?
+done
+matches_libtorch emptyb emptyb.json "${checked[@]}"
 # A JSON trace's plain integers are the same at every size (docs/trace-format.md): a chunk's
 # decomposition and reshapes written with plain 64, 4 and 16 stay one folder.
 cat >chunk.json <<'EOF'

@@ -177,7 +177,7 @@ kir::Block KernelLowering::element_loop_body() {
 kir::Block KernelLowering::radix_declarations(const Block& body, const IndexExpr& flat, const std::vector<IndexExpr>& defs, const IndexSizes& sizes,
                                               SteppedDims* stepped) const {
   const std::vector<int64_t> all = all_dims(layout_.domain);
-  if (!t_.sizes_at_run_time || !sizes_.symbolic(layout_.domain)) return dim_declarations(body, all, defs);
+  if (!t_.sizes_at_run_time || !sizes_.symbolic(layout_.domain) || sizes_.empty(layout_.domain)) return dim_declarations(body, all, defs);
   const std::set<std::string> used = kir::names_in(body);
   size_t outermost = all.size();  // the outermost dim the body reads
   for (size_t k = all.size(); k-- > 0;)

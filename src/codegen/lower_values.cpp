@@ -75,8 +75,11 @@ std::vector<int64_t> all_dims(const Shape& domain) {
 }
 
 void define_dims(std::vector<IndexExpr>& defs, const IndexExpr& flat, const Shape& domain, const std::vector<int64_t>& dims, const IndexSizes& sizes) {
-  // Over an empty domain (a dim of 0 at fixed sizes) the loop runs no element: each dim is 0.
-  if (std::any_of(dims.begin(), dims.end(), [&](int64_t d) { return sizes.scale(domain[size_t(d)]) == IndexScale{0, nullptr}; })) {
+  // Over no element (one of these dims is the number 0) the loop runs none: each dim is 0. (A row
+  // kernel's outer dims keep theirs where only its reduced ones are empty: it sums nothing.)
+  Shape extents;
+  for (int64_t d : dims) extents.push_back(domain[size_t(d)]);
+  if (sizes.empty(extents)) {
     for (int64_t d : dims) defs[size_t(d)] = IndexExpr(0);
     return;
   }

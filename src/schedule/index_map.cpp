@@ -147,6 +147,10 @@ bool IndexSizes::symbolic(const Shape& s) const {
   return false;
 }
 
+bool IndexSizes::empty(const Shape& s) const {
+  return std::any_of(s.begin(), s.end(), [&](const Dim& d) { return scale(d) == IndexScale{0, nullptr}; });
+}
+
 std::string IndexComp::text() const {
   switch (kind) {
     case Kind::var: return "d" + std::to_string(var);
@@ -236,9 +240,10 @@ Index reshape_read(const IndexSizes& sizes, const Shape& in_shape, const Shape& 
   const bool kept = !sizes.symbolic(in_shape) && !sizes.symbolic(out_shape);
   Key key{in_shape, out_shape, out};
   if (auto it = done.find(key); kept && it != done.end()) return it->second;
+  in.resize(in_shape.size(), IndexComp::of_const(0));
+  if (sizes.empty(in_shape)) return in;  // (nothing is read from no element)
   const IndexExpr linear = linear_index(out, out_shape, sizes);
   IndexScale stride{1, nullptr};
-  in.resize(in_shape.size());
   for (size_t i = in_shape.size(); i-- > 0;) {
     IndexExpr c = linear / stride;
     if (i > 0) c = c % sizes.scale(in_shape[i]);

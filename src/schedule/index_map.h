@@ -66,6 +66,8 @@ class IndexSizes {
   IndexExpr dim(int k, const Dim& extent) const;                     // d<k>, in [0, extent)
   IndexExpr component(const IndexComp& c, const Dim& extent) const;  // c, an index into a dim of `extent`
   bool symbolic(const Shape& s) const;  // some dim enters as a scale with a product
+  // Some dim enters as the number 0: no element at these sizes, nothing to divide by.
+  bool empty(const Shape& s) const;
 
  private:
   std::optional<IndexScale> scale_of(const SizeExpr& e) const;
