@@ -608,11 +608,20 @@ check fixed-sizes-refuse-the-flag rc 2; check fixed-sizes-words has err.txt "thi
 sed 's/"min": 1, "max": 40}/"min": 2, "max": 3}/; s/"rsoft"/"rnarrow"/' rsoft.json >rnarrow.json
 run "$THUNDER_GEN" rnarrow.json -o rnarrow
 check narrow-range-probes rc 0
-# T in 4..8, a multiple of 4, beside B in 4..7: T's range is the wider, but it allows 2 sizes to
-# B's 4 (B took 4 first, T 8 and had no second), so T chooses first: T 4 and 8, B 5 and 6.
+# T in 4..8, a multiple of 4, beside B in 4..7: B took 4 first and left T only 8, which has no
+# second; B now tries its next size: B 5 and 6, T 4 and 8. And three symbols, where the middle
+# one's next size leaves the last its first (A 3, B 2 left C only 4: B 4, C 2).
 sed 's/"min": 1, "max": 8}/"min": 4, "max": 7}/; s/"min": 1, "max": 40}/"min": 4, "max": 8, "multiple_of": 4}/; s/"rsoft"/"reven"/' rsoft.json >reven.json
 run "$THUNDER_GEN" reven.json -o reven
-check fewest-sizes-probes rc 0
+check probes-searched rc 0
+cat >rthree.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "rthree", "symbols": {"A": {"min": 3, "max": 5}, "B": {"min": 2, "max": 6, "multiple_of": 2}, "C": {"min": 2, "max": 4}},
+ "inputs": [{"name": "x", "shape": ["A", "B", "C"], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.tanh", "args": ["x"], "out": [{"name": "y", "shape": ["A", "B", "C"], "dtype": "f32"}]}],
+ "outputs": ["y"]}
+EOF
+run "$THUNDER_GEN" rthree.json -o rthree
+check probes-searched-three rc 0
 sed 's/"max": 3}/"max": 2}/' rnarrow.json >rone.json
 run "$THUNDER_GEN" rone.json -o rone
 check one-size-refused rc 1; check one-size-words has err.txt "T has too few sizes from 2 up (2 <= T <= 2)"

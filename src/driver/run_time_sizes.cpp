@@ -22,14 +22,6 @@ namespace tg {
 
 namespace {
 
-// The smallest allowed size from `from` up that no other symbol was given in `taken`.
-std::optional<int64_t> free_size(const SymbolDecl& d, int64_t from, std::set<int64_t>& taken) {
-  for (std::optional<int64_t> v = d.smallest_from(from); v; v = d.smallest_from(*v + 1)) {
-    if (taken.insert(*v).second) return v;
-  }
-  return std::nullopt;
-}
-
 // The code a compiler sees, line by line: the text's lines with comments (// to the end of the
 // line outside literals; # in a kernel IR listing) and trailing blanks removed, empty lines skipped.
 class CodeLines {
@@ -123,39 +115,44 @@ std::optional<int64_t> second_size(const SymbolDecl& d, int64_t first, size_t sy
 
 namespace {
 
-// The probes with each symbol's first size chosen in `order`, apart from those chosen before it
-// (each symbol's second by its own step, whatever the order), or the first symbol that finds none.
-std::variant<SizeProbes, std::string> probes_in_order(const Symbols& symbols, const std::vector<std::string>& order) {
+// The probes: each symbol's first size, in name order, the smallest from 2 up that no symbol
+// before it took and that leaves it a second (by a step of its own); where a symbol finds none,
+// those before it try their next sizes, a search of at most kProbeSearchSteps sizes. Or the
+// deepest symbol that found none.
+std::variant<SizeProbes, std::string> search_probes(const Symbols& symbols) {
+  constexpr int kProbeSearchSteps = 100000;
+  std::vector<const SymbolDecl*> order;
+  for (const auto& [name, decl] : symbols.all()) order.push_back(&decl);
   SizeProbes probes;
   std::set<int64_t> taken_first;
-  for (const std::string& name : order) {
-    const SymbolDecl& decl = symbols.at(name);
-    const size_t index = size_t(std::distance(symbols.all().begin(), symbols.all().find(name)));
-    const std::optional<int64_t> first = free_size(decl, 2, taken_first);
-    const std::optional<int64_t> second = first ? second_size(decl, *first, index) : std::nullopt;
-    if (!first || !second) return name;
-    probes.first[name] = *first;
-    probes.second[name] = *second;
-  }
-  return probes;
+  int steps = 0;
+  size_t deepest_stuck = 0;
+  std::string stuck;
+  std::function<bool(size_t)> place = [&](size_t k) {
+    if (k == order.size()) return true;
+    const SymbolDecl& d = *order[k];
+    for (std::optional<int64_t> first = d.smallest_from(2); first && steps < kProbeSearchSteps; first = d.smallest_from(*first + 1)) {
+      ++steps;
+      if (taken_first.count(*first)) continue;
+      const std::optional<int64_t> second = second_size(d, *first, k);
+      if (!second) continue;
+      taken_first.insert(*first);
+      probes.first[d.name] = *first;
+      probes.second[d.name] = *second;
+      if (place(k + 1)) return true;
+      taken_first.erase(*first);
+    }
+    if (stuck.empty() || k >= deepest_stuck) deepest_stuck = k, stuck = d.name;
+    return false;
+  };
+  if (place(0)) return probes;
+  return stuck;
 }
 
 }  // namespace
 
 std::variant<SizeProbes, std::string> choose_probes(const Symbols& symbols) {
-  std::vector<std::string> order;
-  for (const auto& [name, decl] : symbols.all()) order.push_back(name);
-  std::variant<SizeProbes, std::string> chosen = probes_in_order(symbols, order);
-  if (std::holds_alternative<SizeProbes>(chosen)) return chosen;
-  // Where a symbol found no sizes left, those allowing the fewest sizes from 2 up choose first
-  // (T in 2..3 beside B in 1..8; T in 4..8, a multiple of 4, beside B in 4..7).
-  auto sizes_allowed = [&](const std::string& name) {
-    const SymbolDecl& d = symbols.at(name);
-    const std::optional<int64_t> from = d.smallest_from(2);
-    return from ? (d.largest() - *from) / d.multiple_of + 1 : 0;
-  };
-  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return sizes_allowed(a) < sizes_allowed(b); });
-  chosen = probes_in_order(symbols, order);
+  std::variant<SizeProbes, std::string> chosen = search_probes(symbols);
   if (const std::string* name = std::get_if<std::string>(&chosen))
     return *name + " has too few sizes from 2 up (" + symbols.at(*name).range_text() +
            ") for the two the code is checked at, the first apart from the other symbols' first sizes: name its size with --specialize";
