@@ -203,11 +203,11 @@ template <class T, int N> struct alignas(sizeof(T) * N) Run { T v[N]; };
 #define TG_UNROLL
 #endif
 // A fact the generator proves and nvcc cannot (a grid-stride index is never negative), for
-// nvcc's arithmetic; under host emulation, checked.
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+// nvcc's device code (and NVRTC's); checked under host emulation; nothing in nvcc's host pass.
+#if defined(__CUDA_ARCH__)
 #define TG_ASSUME(fact) __builtin_assume(fact)
-#elif !defined(TG_HOST_ONLY)
-#define TG_ASSUME(fact) ((fact) ? (void)0 : tg_emu::detail::fatal("an assumption does not hold: %s", #fact))
+#elif !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(TG_HOST_ONLY)
+#define TG_ASSUME(fact) ((fact) ? (void)0 : ::tg_emu::detail::fatal("an assumption does not hold: %s", #fact))
 #else
 #define TG_ASSUME(fact) ((void)0)
 #endif

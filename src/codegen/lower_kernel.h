@@ -299,8 +299,9 @@ class KernelLowering : private IndexNamer {
   // The global thread index, and the grid's threads (a grid-stride loop's step), in index_type_.
   ExprPtr global_thread() const;
   ExprPtr grid_threads() const;
-  // A grid-stride loop over `var`, from `start` (a thread's index, never negative) to `bound`.
-  kir::Stmt grid_stride_loop(const std::string& var, ExprPtr start, ExprPtr bound, ExprPtr step, Block body) const;
+  // A pointwise kernel's grid-stride loop over `index`, from `start` (a thread's place in the grid,
+  // never negative) to `bound`.
+  kir::Stmt grid_stride_loop(const std::string& index, ExprPtr start, ExprPtr bound, ExprPtr step, Block body) const;
   ExprPtr index_cast(const ExprPtr& e) const { return kir::call(index_type_, {e}); }
   static ExprPtr column_tile_row();  // that block's thread's row: tile + threadIdx.x % 32
   static ExprPtr column_total(const std::string& reducer, const std::string& acc);

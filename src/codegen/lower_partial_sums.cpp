@@ -27,7 +27,7 @@ kir::ExprPtr KernelLowering::part_sum_at(const Op* p) const {
 }
 
 kir::Stmt KernelLowering::over_row_elements(Block statements) const {
-  return grid_stride_loop("j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(statements));
+  return kir::loop(index_type_, "j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(statements));
 }
 
 // Each thread adds each row's value (the same in every thread) in a register of its own. (s_ as

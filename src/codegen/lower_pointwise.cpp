@@ -104,13 +104,14 @@ kir::ExprPtr KernelLowering::grid_threads() const {
   return kir::binary(index_cast(var("gridDim.x")), "*", var("blockDim.x"));
 }
 
-// The index starts at a thread's place in the grid and stays below a count that fits it, so it is
-// never negative (the launch caps the grid: tg::grid_for); nvcc cannot tell, as
-// int(blockIdx.x * blockDim.x + threadIdx.x) might wrap for all it knows. Told (TG_ASSUME), it
-// divides a lane's element by a constant with a shift, once a run, and loads the lanes at offsets
-// from one address, where it kept each lane's signed quotient and address apart. Only at run-time
-// sizes: at fixed sizes ptxas then spilled in two kernels of the corpus (Llama's rotary
-// gradients) to keep 32 registers (docs/symbolic-shapes.md, "One folder for every size").
+// The index starts at a thread's place in the grid and, with the stride, stays below 2^31 (an int
+// index means counts below 2^30, and tg::grid_for launches no more threads than elements), so it
+// is never negative; nvcc cannot tell, as int(blockIdx.x * blockDim.x + threadIdx.x) might wrap
+// for all it knows. Told (TG_ASSUME), it can divide a lane's element by a constant with a shift
+// once a run, and load the lanes at offsets from one address. Only at run-time sizes: at fixed
+// sizes ptxas then spilled in two kernels of the corpus (Llama's rotary gradients) to keep 32
+// registers (docs/symbolic-shapes.md, "One folder for every size"). (Row and column kernels'
+// indices are int64_t, which nvcc already knows non-negative from blockIdx.x.)
 kir::Stmt KernelLowering::grid_stride_loop(const std::string& index, ExprPtr start, ExprPtr bound, ExprPtr step, Block body) const {
   if (index_type_ == "int" && t_.sizes_at_run_time)
     body.insert(body.begin(), kir::eval(kir::call("TG_ASSUME", {kir::binary(var(index), ">=", kir::integer(0))})));

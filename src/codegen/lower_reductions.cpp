@@ -194,11 +194,11 @@ kir::Stmt KernelLowering::column_row_loop(Block body) const {
   const ExprPtr block_start = kir::binary(index_cast(var("blockIdx.x")), "*", kir::integer(32));
   const ExprPtr step = kir::binary(index_cast(var("gridDim.x")), "*", kir::integer(32));
   if (!column_tail())
-    return grid_stride_loop("row", kir::binary(block_start, "+", kir::binary(var("threadIdx.x"), "%", kir::integer(32))), var("rows"), step, std::move(body));
+    return kir::loop(index_type_, "row", kir::binary(block_start, "+", kir::binary(var("threadIdx.x"), "%", kir::integer(32))), var("rows"), step, std::move(body));
   const ExprPtr own_row = column_tile_row();
   Block tile = {kir::decl(index_type_, "row", kir::select(kir::binary(own_row, "<", var("rows")), own_row, kir::binary(var("rows"), "-", kir::integer(1))))};
   tile.insert(tile.end(), body.begin(), body.end());
-  return grid_stride_loop("tile", block_start, var("rows"), step, std::move(tile));
+  return kir::loop(index_type_, "tile", block_start, var("rows"), step, std::move(tile));
 }
 
 bool KernelLowering::column_tail() const {

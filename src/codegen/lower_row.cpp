@@ -73,10 +73,10 @@ void KernelLowering::reduced_loop(Block body) {
   if (cached_ > 0) {
     add(kir::loop("int", "k", kir::integer(0), kir::integer(cached_), nullptr, std::move(inner), true));
   } else if (column_tile_ > 1) {  // a thread's elements of its row: every (blockDim.x / 32)-th, from t / 32
-    add(grid_stride_loop("j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), row_length(), kir::binary(var("blockDim.x"), "/", kir::integer(32)),
-                         std::move(inner)));
+    add(kir::loop(index_type_, "j", kir::binary(var("threadIdx.x"), "/", kir::integer(32)), row_length(),
+                  kir::binary(var("blockDim.x"), "/", kir::integer(32)), std::move(inner)));
   } else {
-    add(grid_stride_loop("j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(inner)));
+    add(kir::loop(index_type_, "j", var("threadIdx.x"), row_length(), var("blockDim.x"), std::move(inner)));
   }
 }
 
@@ -114,7 +114,7 @@ kir::Block KernelLowering::row_body() {
   Block loop_body = dim_declarations(body, layout_.outer);
   loop_body.insert(loop_body.end(), body.begin(), body.end());
   out.push_back(column_tile_ > 1 ? column_row_loop(std::move(loop_body))
-                                 : grid_stride_loop("row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
+                                 : kir::loop(index_type_, "row", var("blockIdx.x"), var("rows"), var("gridDim.x"), std::move(loop_body)));
   for (kir::Stmt& s : store_part_sums()) out.push_back(std::move(s));
   return out;
 }
