@@ -142,7 +142,7 @@ std::variant<SizeProbes, std::string> search_probes(const Symbols& symbols) {
       if (place(k + 1)) return true;
       taken_first.erase(*first);
     }
-    if (stuck.empty() || k >= deepest_stuck) deepest_stuck = k, stuck = d.name;
+    if (k >= deepest_stuck) deepest_stuck = k, stuck = d.name;
     return false;
   };
   if (place(0)) return probes;
