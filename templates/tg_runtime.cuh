@@ -191,6 +191,10 @@ TG_HD float load(const bfloat16* p, int64_t i) { return to_float(p[i]); }
 template <class T, class V> TG_HD void store(T* p, int64_t i, V v) { p[i] = static_cast<T>(v); }
 template <class V> TG_HD void store(half* p, int64_t i, V v) { p[i] = to_half(float(v)); }
 template <class V> TG_HD void store(bfloat16* p, int64_t i, V v) { p[i] = to_bfloat16(float(v)); }
+// An element moved unchanged (a transpose's, a broadcast's): its bits, in its storage type.
+template <class T> TG_HD T load_as_stored(const T* p, int64_t i) { return p[i]; }
+TG_HD void store(half* p, int64_t i, half v) { p[i] = v; }
+TG_HD void store(bfloat16* p, int64_t i, bfloat16 v) { p[i] = v; }
 
 // ---- runs: N neighbouring elements moved as one access --------------------------------------
 // A pointwise kernel loads and stores each contiguous operand N elements at a time, N * size

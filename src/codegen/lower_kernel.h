@@ -160,6 +160,7 @@ class KernelLowering : private IndexNamer {
   std::vector<int64_t> element_dims_;  // ... the loop dims it takes (d<k>, computed by its callers)
   std::vector<std::string> element_sizes_;  // ... the size parameters (sz_<symbol>) it takes
   std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
+  std::set<ValueId> moved_;            // ... the results it moves unchanged in their storage type (moved_from)
 
   // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
   // column kernel, column-wide) combine; finish() gets that total and declares the results. The
@@ -233,6 +234,8 @@ class KernelLowering : private IndexNamer {
 
   // ---- pointwise kernels (lower_pointwise.cpp) ---------------------------------------------------
   kir::Function element_function(bool in_runs);
+  std::optional<std::pair<ValueId, Index>> moved_from(ValueId v, Index index);
+  std::string result_type(ValueId v) const;
   kir::Stmt element_call(const ExprPtr& i, const std::function<ExprPtr(const RunLoad&)>& read,
                          const std::function<ExprPtr(ValueId)>& result) const;
   Block pointwise_body(std::optional<kir::Function>& element);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# moved_bits.sh WORK: 16-bit elements a kernel only moves keep their bits (docs/design-notes.md,
+# "Rounding"). tests/moved/moved_bits.json transposes and broadcasts bf16 inputs and flips an f16
+# one, beside results computed in the same kernels; its inputs hold signalling NaNs (which a round
+# trip through float would quiet), NaN payloads, infinities, -0 and denormals. Built for host
+# emulation and run, each moved output must be its input's bytes, moved. Tools from the
+# environment: THUNDER_GEN.
+set -u
+work=$1
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work/in" "$work/out" && cd "$work" || exit 2
+source "$here/checks.sh"
+
+"${THUNDER_GEN:?}" "$here/moved/moved_bits.json" -o gen 2>gen.err && "$here/build_emu_harness.sh" gen fast || { cat gen.err; echo "FAIL build"; exit 1; }
+
+python3 - <<'EOF'
+import struct
+def npy(path, descr, shape, words):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    data = struct.pack("<%dH" % len(words), *words)
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+# bf16: signalling NaN, negative signalling NaN, a quiet NaN's payload, +inf, -0, the least
+# denormal, 1, -2. f16: the same kinds.
+npy("in/x.npy", "<u2", "(2, 4)", [0x7f81, 0xff81, 0x7fc5, 0x7f80, 0x8000, 0x0001, 0x3f80, 0xc000])
+npy("in/h.npy", "<f2", "(2, 4)", [0x7c01, 0xfc01, 0x7e05, 0x7c00, 0x8000, 0x0001, 0x3c00, 0xc000])
+npy("in/b.npy", "<u2", "(4,)", [0x7f81, 0xffc3, 0x0001, 0x8000])
+EOF
+gen/harness --inputs in --outputs out --quiet >run.txt 2>&1
+check runs [ $? = 0 ]
+
+# moved OUTPUT INPUT PERMUTATION: OUTPUT's elements, as 16-bit words, are INPUT's at PERMUTATION.
+moved() {
+  python3 - "$@" <<'EOF'
+import sys
+def words(path):
+    raw = open(path, "rb").read()
+    start = 10 + int.from_bytes(raw[8:10], "little")
+    return [int.from_bytes(raw[i:i + 2], "little") for i in range(start, len(raw), 2)]
+out, src, order = words(sys.argv[1]), words(sys.argv[2]), [int(k) for k in sys.argv[3].split(",")]
+want = [src[k] for k in order]
+print(" ".join("%04x" % w for w in out), "against", " ".join("%04x" % w for w in want))
+sys.exit(0 if out == want else 1)
+EOF
+}
+moved out/xt.npy in/x.npy 0,4,1,5,2,6,3,7 >xt.txt; check transposed-bf16-bits [ $? = 0 ]
+moved out/hf.npy in/h.npy 3,2,1,0,7,6,5,4 >hf.txt; check flipped-f16-bits [ $? = 0 ]
+moved out/bb.npy in/b.npy 0,1,2,3,0,1,2,3,0,1,2,3 >bb.txt; check broadcast-bf16-bits [ $? = 0 ]
+# ... and they were moved by the kernels' element functions, in their storage type.
+check moved-in-storage-type [ "$(grep -c 'tg::load_as_stored' gen/forward.cu)" = 3 ]
+finish
