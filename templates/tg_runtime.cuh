@@ -221,6 +221,10 @@ template <int N, class T, class C> TG_HD void load_run_to(const T* p, int64_t i,
   const Run<T, N> r = *reinterpret_cast<const Run<T, N>*>(p + i);
   TG_UNROLL for (int k = 0; k < N; ++k) out[k] = load(r.v, k);
 }
+template <int N, class T> TG_HD void load_run_to(const T* p, int64_t i, T* out) {  // (moved: as stored)
+  const Run<T, N> r = *reinterpret_cast<const Run<T, N>*>(p + i);
+  TG_UNROLL for (int k = 0; k < N; ++k) out[k] = r.v[k];
+}
 template <int N, class T, class C> TG_HD void store_run_from(T* p, int64_t i, const C* in) {
   Run<T, N> r;
   TG_UNROLL for (int k = 0; k < N; ++k) store(r.v, k, in[k]);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # moved_bits.sh WORK: 16-bit elements a kernel only moves keep their bits (docs/design-notes.md,
-# "Rounding"). tests/moved/moved_bits.json transposes and broadcasts bf16 inputs and flips an f16
-# one, beside results computed in the same kernels; its inputs hold signalling NaNs (which a round
+# "Rounding"). tests/moved/moved_bits.json transposes (gathered, and in runs of eight) and
+# broadcasts bf16 inputs and flips an f16 one, beside results computed in the same kernels; its inputs hold signalling NaNs (which a round
 # trip through float would quiet), NaN payloads, infinities, -0 and denormals. Built for host
 # emulation and run, each moved output must be its input's bytes, moved. Tools from the
 # environment: THUNDER_GEN.
@@ -25,6 +25,7 @@ def npy(path, descr, shape, words):
 npy("in/x.npy", "<u2", "(2, 4)", [0x7f81, 0xff81, 0x7fc5, 0x7f80, 0x8000, 0x0001, 0x3f80, 0xc000])
 npy("in/h.npy", "<f2", "(2, 4)", [0x7c01, 0xfc01, 0x7e05, 0x7c00, 0x8000, 0x0001, 0x3c00, 0xc000])
 npy("in/b.npy", "<u2", "(4,)", [0x7f81, 0xffc3, 0x0001, 0x8000])
+npy("in/q.npy", "<u2", "(2, 2, 8)", [0x7f81 + k for k in range(16)] + [0xff81 + k for k in range(16)])
 EOF
 gen/harness --inputs in --outputs out --quiet >run.txt 2>&1
 check runs [ $? = 0 ]
@@ -46,6 +47,10 @@ EOF
 moved out/xt.npy in/x.npy 0,4,1,5,2,6,3,7 >xt.txt; check transposed-bf16-bits [ $? = 0 ]
 moved out/hf.npy in/h.npy 3,2,1,0,7,6,5,4 >hf.txt; check flipped-f16-bits [ $? = 0 ]
 moved out/bb.npy in/b.npy 0,1,2,3,0,1,2,3,0,1,2,3 >bb.txt; check broadcast-bf16-bits [ $? = 0 ]
-# ... and they were moved by the kernels' element functions, in their storage type.
-check moved-in-storage-type [ "$(grep -c 'tg::load_as_stored' gen/forward.cu)" = 3 ]
+moved out/qt.npy in/q.npy "$(python3 -c 'print(",".join(str(b * 16 + a * 8 + c) for a in range(2) for b in range(2) for c in range(8)))')" >qt.txt
+check transposed-runs-bf16-bits [ $? = 0 ]
+# ... and they were moved in their storage type: gathered (three, and the run's element loop), or
+# in a run of eight.
+check moved-in-storage-type [ "$(grep -c 'tg::load_as_stored' gen/forward.cu)" = 4 ]
+check moved-in-runs grep -q 'tg::bfloat16 r_q\[8\];' gen/forward.cu
 finish

@@ -148,6 +148,7 @@ class KernelLowering : private IndexNamer {
     std::string array;  // r_<name>, numbered where one operand is read at several starts
     std::string param;  // the element function's parameter for this lane's element of it (v_<name>)
     Index index;        // where the element function reads it (what the element loop loads)
+    bool stored;        // ... in its storage type, only moved (moved_element), else its compute type
   };
   std::vector<RunLoad> run_loads_;  // operands the run loop loads a run at a time
   std::map<ValueId, std::vector<size_t>> run_loads_of_;  // ... those of each operand
@@ -160,7 +161,7 @@ class KernelLowering : private IndexNamer {
   std::vector<int64_t> element_dims_;  // ... the loop dims it takes (d<k>, computed by its callers)
   std::vector<std::string> element_sizes_;  // ... the size parameters (sz_<symbol>) it takes
   std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
-  std::set<ValueId> moved_;            // ... the results it moves unchanged in their storage type (moved_from)
+  std::set<ValueId> moved_;            // ... the results it moves unchanged in their storage type (moved_element)
 
   // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
   // column kernel, column-wide) combine; finish() gets that total and declares the results. The
@@ -234,8 +235,9 @@ class KernelLowering : private IndexNamer {
 
   // ---- pointwise kernels (lower_pointwise.cpp) ---------------------------------------------------
   kir::Function element_function(bool in_runs);
-  std::optional<std::pair<ValueId, Index>> moved_from(ValueId v, Index index);
+  std::optional<ExprPtr> moved_element(ValueId v);
   std::string result_type(ValueId v) const;
+  std::string param_type(const RunLoad& r) const;
   kir::Stmt element_call(const ExprPtr& i, const std::function<ExprPtr(const RunLoad&)>& read,
                          const std::function<ExprPtr(ValueId)>& result) const;
   Block pointwise_body(std::optional<kir::Function>& element);
@@ -256,7 +258,7 @@ class KernelLowering : private IndexNamer {
                            SteppedDims* stepped = nullptr) const;
   bool lanes_cross_rows(const IndexExpr& flat, const IndexScale& extent) const;
   IndexExpr stepped_innermost(SteppedDims& s, const IndexExpr& flat, int64_t k, const IndexScale& extent, bool outer_read) const;
-  std::string run_load(ValueId v, const IndexExpr& start, const Index& index);
+  std::string run_load(ValueId v, const IndexExpr& start, const Index& index, bool stored = false);
   std::optional<IndexExpr> run_start(const Value& val, const Index& index) const;
 
   // ---- row kernels (lower_row.cpp) ---------------------------------------------------------------

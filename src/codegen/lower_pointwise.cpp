@@ -49,14 +49,9 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   push();
   moved_.clear();
   for (ValueId v : k_.outs) {
-    const Index at = identity_index(layout_.domain.size());
-    if (const auto source = moved_from(v, at)) {
-      moved_.insert(v);
-      const ExprPtr element = kir::call("tg::load_as_stored", {global(source->first), offset(t_.value(source->first), source->second)});
-      add(kir::assign(kir::name(local(Role::result, v)), element));
-      continue;
-    }
-    add(kir::assign(kir::name(local(Role::result, v)), kir::name(value_at(v, at))));
+    const std::optional<ExprPtr> moved = moved_element(v);
+    if (moved) moved_.insert(v);
+    add(kir::assign(kir::name(local(Role::result, v)), moved ? *moved : kir::name(value_at(v, identity_index(layout_.domain.size())))));
   }
   Block body = pop();
   in_run_ = false;
@@ -74,7 +69,7 @@ kir::Function KernelLowering::element_function(bool in_runs) {
       element_sizes_.push_back(name);
       f.params.push_back({size_parameter_type(name, index_type_), name});
     }
-  for (const RunLoad& r : run_loads_) f.params.push_back({ctype(t_.value(r.value).dtype), r.param});
+  for (const RunLoad& r : run_loads_) f.params.push_back({param_type(r), r.param});
   element_args_.clear();
   for (const Arg& a : k_.args) {
     if (!used.count(ident(a.value))) continue;
@@ -86,13 +81,15 @@ kir::Function KernelLowering::element_function(bool in_runs) {
 }
 
 // Where every element of result v is an element of a loaded 16-bit float operand, moved unchanged
-// through pure index maps (a transpose, a reshape, a broadcast, a slice) and not read a run at a
-// time: that operand and its index. Such a result is moved in its storage type, its bits as they
-// are (as PyTorch copies them): not widened to float and rounded back, which took nvcc a NaN test
-// and six instructions an element, and registers for them (a bf16 transpose: 32 against 26).
-std::optional<std::pair<ValueId, Index>> KernelLowering::moved_from(ValueId v, Index index) {
+// through pure index maps (a transpose, a reshape, a broadcast, a slice): that element in its
+// storage type, gathered (tg::load_as_stored) or this lane's of a run loaded in that type. Such a
+// result is moved as its bits (as PyTorch copies them), not widened to float and rounded back,
+// which took nvcc a NaN test and six instructions an element, and registers for them (a bf16
+// transpose: 32 against 26). Nothing for any other result.
+std::optional<kir::ExprPtr> KernelLowering::moved_element(ValueId v) {
   const DType type = t_.value(v).dtype;
   if ((type != DType::bf16 && type != DType::f16) || t_.value(v).bit_packed) return std::nullopt;
+  Index index = identity_index(layout_.domain.size());
   while (!loaded_.count(v)) {
     const auto p = producer_.find(v);
     if (p == producer_.end() || p->second->info->fusion != FusionClass::shape || p->second->info->kind == OpKind::cat) return std::nullopt;
@@ -102,14 +99,20 @@ std::optional<std::pair<ValueId, Index>> KernelLowering::moved_from(ValueId v, I
     index = std::move(reads[0].index);
   }
   const Value& source = t_.value(v);
-  if (source.dtype != type || source.is_scalar || source.bit_packed || (in_run_ && run_start(source, index))) return std::nullopt;
-  return std::pair{v, std::move(index)};
+  if (source.dtype != type || source.is_scalar || source.bit_packed) return std::nullopt;
+  if (const std::optional<IndexExpr> start = in_run_ ? run_start(source, index) : std::nullopt) return var(run_load(v, *start, index, true));
+  return kir::call("tg::load_as_stored", {global(v), offset(source, index)});
 }
 
 // The type the element function hands result v back in: its compute type, or its storage type
 // where it moves the element unchanged.
 std::string KernelLowering::result_type(ValueId v) const {
   return moved_.count(v) ? storage_type(t_.value(v)) : ctype(t_.value(v).dtype);
+}
+
+// The type of a run's elements, and of the element function's parameter for a lane's element.
+std::string KernelLowering::param_type(const RunLoad& r) const {
+  return r.stored ? storage_type(t_.value(r.value)) : ctype(t_.value(r.value).dtype);
 }
 
 // A call of the element function at element `i`, each value parameter `read(r)`, each result
@@ -190,7 +193,10 @@ kir::Block KernelLowering::pointwise_body(std::optional<kir::Function>& element)
 kir::Block KernelLowering::element_loop_body() {
   push();
   std::vector<ExprPtr> reads;
-  for (const RunLoad& r : run_loads_) reads.push_back(kir::load(global(r.value), offset(t_.value(r.value), r.index)));
+  for (const RunLoad& r : run_loads_) {
+    const ExprPtr at = offset(t_.value(r.value), r.index);
+    reads.push_back(r.stored ? kir::call("tg::load_as_stored", {global(r.value), at}) : kir::load(global(r.value), at));
+  }
   for (ValueId v : k_.outs) add(kir::decl(result_type(v), local(Role::element, v), nullptr, false));
   size_t next = 0;
   add(element_call(var("i"), [&](const RunLoad&) { return reads[next++]; }, [&](ValueId v) { return kir::name(local(Role::element, v)); }));
@@ -274,7 +280,7 @@ kir::Block KernelLowering::run_loop(const ExprPtr& thread, const ExprPtr& stride
   Block body;
   for (ValueId v : run_bits) body.push_back(kir::decl("unsigned", local(Role::run_bits, v), kir::integer(0), false));
   for (const RunLoad& r : run_loads_) {
-    body.push_back(kir::array(ctype(t_.value(r.value).dtype), r.array, lanes_));
+    body.push_back(kir::array(param_type(r), r.array, lanes_));
     body.push_back(kir::load_run(global(r.value), kir::index(r.start), kir::name(r.array), lanes_));
   }
   for (ValueId v : run_stores) body.push_back(kir::array(result_type(v), local(Role::run_out, v), lanes_));
@@ -413,17 +419,18 @@ kir::Block KernelLowering::lane_body(Block& before_lanes) const {
 }
 
 // The run of v that starts at `start`, loaded for the run loop (r_<name>, numbered where one
-// operand is read at several starts); its element is a value parameter of the element function.
-std::string KernelLowering::run_load(ValueId v, const IndexExpr& start, const Index& index) {
+// operand is read at several starts, or in both its compute and its storage type: `stored`); its
+// element is a value parameter of the element function.
+std::string KernelLowering::run_load(ValueId v, const IndexExpr& start, const Index& index, bool stored) {
   std::vector<size_t>& loads = run_loads_of_[v];
   for (size_t i : loads)
-    if (run_loads_[i].start == start) return run_loads_[i].param;
+    if (run_loads_[i].start == start && run_loads_[i].stored == stored) return run_loads_[i].param;
   const std::string base = local(Role::run_in, v);
   std::string array = base;
   for (int k = 2; run_arrays_.count(array); ++k) array = base + "_" + std::to_string(k);
   run_arrays_.insert(array);
   loads.push_back(run_loads_.size());
-  run_loads_.push_back({v, start, array, fresh_name(v), index});
+  run_loads_.push_back({v, start, array, fresh_name(v), index, stored});
   return run_loads_.back().param;
 }
 
