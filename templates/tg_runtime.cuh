@@ -221,7 +221,7 @@ template <int N, class T, class C> TG_HD void load_run_to(const T* p, int64_t i,
   const Run<T, N> r = *reinterpret_cast<const Run<T, N>*>(p + i);
   TG_UNROLL for (int k = 0; k < N; ++k) out[k] = load(r.v, k);
 }
-template <int N, class T> TG_HD void load_run_to(const T* p, int64_t i, T* out) {  // (moved: as stored)
+template <int N, class T> TG_HD void load_run_to(const T* p, int64_t i, T* out) {  // (into the pointer's type: as stored)
   const Run<T, N> r = *reinterpret_cast<const Run<T, N>*>(p + i);
   TG_UNROLL for (int k = 0; k < N; ++k) out[k] = r.v[k];
 }

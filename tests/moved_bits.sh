@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # moved_bits.sh WORK: 16-bit elements a kernel only moves keep their bits (docs/design-notes.md,
-# "Rounding"). tests/moved/moved_bits.json transposes (gathered, and in runs of eight) and
-# broadcasts bf16 inputs and flips an f16 one, beside results computed in the same kernels; its inputs hold signalling NaNs (which a round
-# trip through float would quiet), NaN payloads, infinities, -0 and denormals. Built for host
-# emulation and run, each moved output must be its input's bytes, moved. Tools from the
-# environment: THUNDER_GEN.
+# "Rounding"). tests/moved/moved_bits.json transposes bf16 inputs (gathered, and in runs of eight),
+# converts one to its own type and cats its one piece, broadcasts one and flips an f16 one, beside
+# results computed in the same kernels; moved_bits_sizes.json splits heads, transposes, flips and
+# slices at run-time sizes. Their inputs hold signalling NaNs (which a round trip through float would
+# quiet), NaN payloads, infinities, -0 and denormals. Built for host emulation and run, each moved
+# output must be its input's bytes, moved. Tools from the environment: THUNDER_GEN.
 set -u
 work=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,8 +50,42 @@ moved out/hf.npy in/h.npy 3,2,1,0,7,6,5,4 >hf.txt; check flipped-f16-bits [ $? =
 moved out/bb.npy in/b.npy 0,1,2,3,0,1,2,3,0,1,2,3 >bb.txt; check broadcast-bf16-bits [ $? = 0 ]
 moved out/qt.npy in/q.npy "$(python3 -c 'print(",".join(str(b * 16 + a * 8 + c) for a in range(2) for b in range(2) for c in range(8)))')" >qt.txt
 check transposed-runs-bf16-bits [ $? = 0 ]
-# ... and they were moved in their storage type: gathered (three, and the run's element loop), or
-# in a run of eight.
-check moved-in-storage-type [ "$(grep -c 'tg::load_as_stored' gen/forward.cu)" = 4 ]
-check moved-in-runs grep -q 'tg::bfloat16 r_q\[8\];' gen/forward.cu
+moved out/xkt.npy in/x.npy 0,4,1,5,2,6,3,7 >xkt.txt; check converted-cat-transposed-bf16-bits [ $? = 0 ]
+# ... and they were moved in their storage type: gathered, or in a run of eight.
+for out in xt hf bb xkt; do
+  check "$out-moved-as-stored" grep -q "out_$out = tg::load_as_stored(" gen/forward.cu
+done
+check qt-moved-in-runs grep -q 'tg::bfloat16 r_q\[8\];' gen/forward.cu
+
+# At run-time sizes: one folder, run at sizes where the head split's runs of 8 are taken and where
+# the elementwise twin is (T not a multiple of 8), with an operand both moved and computed with.
+"$THUNDER_GEN" "$here/moved/moved_bits_sizes.json" -o sizes 2>sizes.err && "$here/build_emu_harness.sh" sizes fast || { cat sizes.err; echo "FAIL build sizes"; exit 1; }
+for bt in 1,3 2,8 3,5; do
+  B=${bt%,*} T=${bt#*,}
+  rm -rf "in$bt" "out$bt" && mkdir "in$bt" "out$bt"
+  python3 - "in$bt/x.npy" "$B" "$T" <<'EOF'
+import struct, sys
+path, B, T = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+kinds = [0x7f81, 0xff81, 0x7fc5, 0x7f80, 0x8000, 0x0001, 0x3f80, 0xc000]
+words = [kinds[k % 8] + (k // 8) % 4 * (1 if kinds[k % 8] & 0x7f80 == 0x7f80 else 0) for k in range(B * T * 16)]
+header = "{'descr': '<u2', 'fortran_order': False, 'shape': (%d, %d, 16), }" % (B, T)
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<%dH" % len(words), *words))
+EOF
+  sizes/harness --inputs "in$bt" --outputs "out$bt" --quiet >"run$bt.txt" 2>&1
+  check "sizes-$bt-runs" [ $? = 0 ]
+  heads=$(python3 -c "print(','.join(str((b * $T + t) * 16 + h * 8 + c) for b in range($B) for h in range(2) for t in range($T) for c in range(8)))")
+  moved "out$bt/heads.npy" "in$bt/x.npy" "$heads" >"heads$bt.txt"; check "sizes-$bt-head-split-bits" [ $? = 0 ]
+  xt=$(python3 -c "print(','.join(str((b * $T + t) * 16 + c) for b in range($B) for c in range(16) for t in range($T)))")
+  moved "out$bt/xt.npy" "in$bt/x.npy" "$xt" >"xt$bt.txt"; check "sizes-$bt-transposed-bits" [ $? = 0 ]
+  xf=$(python3 -c "print(','.join(str((b * $T + t) * 16 + 15 - c) for b in range($B) for t in range($T) for c in range(16)))")
+  moved "out$bt/xf.npy" "in$bt/x.npy" "$xf" >"xf$bt.txt"; check "sizes-$bt-flipped-bits" [ $? = 0 ]
+  moved "out$bt/xs.npy" "in$bt/x.npy" "$(python3 -c "print(','.join(map(str, range($B * $T * 16))))")" >"xs$bt.txt"
+  check "sizes-$bt-sliced-bits" [ $? = 0 ]
+done
+check sizes-moved-in-runs grep -q 'tg::bfloat16 r_x\[8\];' sizes/forward.cu
+check sizes-moved-as-stored grep -q 'out_xt = tg::load_as_stored(' sizes/forward.cu
+# ... and where one kernel computes with x and moves it: a float run, a bf16 run and a gather.
+check sizes-both-types grep -q 'tg::bfloat16 r_x_2\[8\];' sizes/forward.cu
+check sizes-flip-as-stored grep -q 'out_xf = tg::load_as_stored(' sizes/forward.cu
 finish

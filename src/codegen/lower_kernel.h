@@ -145,7 +145,7 @@ class KernelLowering : private IndexNamer {
   struct RunLoad {
     ValueId value;
     IndexExpr start;    // the run's first element, in `run`
-    std::string array;  // r_<name>, numbered where one operand is read at several starts
+    std::string array;  // r_<name>, numbered where one operand is read at several starts or types
     std::string param;  // the element function's parameter for this lane's element of it (v_<name>)
     Index index;        // where the element function reads it (what the element loop loads)
     bool stored;        // ... in its storage type, only moved (moved_element), else its compute type
