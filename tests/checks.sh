@@ -18,3 +18,17 @@ device_code() {
     (cd "$1" && "${NVCC:?}" -arch=sm_90 -std=c++17 -cubin -o "$cu.cubin" "$cu.cu" -I. -Xptxas -v -keep -keep-dir keep 2>"$cu.ptxas.log")
   done
 }
+# npy FILE DESCR SHAPE DATA_HEX [VERSION]: a .npy with that header and those bytes (a test's inputs,
+# or a file that lies about them).
+npy() {
+  python3 - "$@" <<'EOF'
+import struct, sys
+path, descr, shape, data = sys.argv[1:5]
+version = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+pre = 10 if version == 1 else 12
+header += " " * ((64 - (pre + len(header) + 1) % 64) % 64) + "\n"
+length = struct.pack("<H" if version == 1 else "<I", len(header))
+open(path, "wb").write(b"\x93NUMPY" + bytes([version, 0]) + length + header.encode() + bytes.fromhex(data))
+EOF
+}

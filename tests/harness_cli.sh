@@ -80,19 +80,6 @@ run --repeat "";                               check usage:empty-repeat usage_er
 run --seed " 1";                               check usage:space-seed usage_error
 
 # Input files that lie, each refused naming the file and what is wrong (exit 1).
-# npy FILE DESCR SHAPE DATA_HEX [VERSION]: a .npy with that header and those bytes.
-npy() {
-  python3 - "$@" <<'EOF'
-import struct, sys
-path, descr, shape, data = sys.argv[1:5]
-version = int(sys.argv[5]) if len(sys.argv) > 5 else 1
-header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
-pre = 10 if version == 1 else 12
-header += " " * ((64 - (pre + len(header) + 1) % 64) % 64) + "\n"
-length = struct.pack("<H" if version == 1 else "<I", len(header))
-open(path, "wb").write(b"\x93NUMPY" + bytes([version, 0]) + length + header.encode() + bytes.fromhex(data))
-EOF
-}
 floats=$(python3 -c "print('0000803f' * 6)")  # six 1.0f
 refused() {  # NAME MESSAGE: with bad/ as --inputs, exit 1 and MESSAGE on stderr
   run --inputs bad --quiet

@@ -14,20 +14,14 @@ source "$here/checks.sh"
 
 "${THUNDER_GEN:?}" "$here/moved/moved_bits.json" -o gen 2>gen.err && "$here/build_emu_harness.sh" gen fast || { cat gen.err; echo "FAIL build"; exit 1; }
 
-python3 - <<'EOF'
-import struct
-def npy(path, descr, shape, words):
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
-    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-    data = struct.pack("<%dH" % len(words), *words)
-    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+# words W...: 16-bit words as little-endian hex, npy's DATA_HEX.
+words() { python3 -c 'import sys; print("".join(int(w, 0).to_bytes(2, "little").hex() for w in sys.argv[1:]))' "$@"; }
 # bf16: signalling NaN, negative signalling NaN, a quiet NaN's payload, +inf, -0, the least
 # denormal, 1, -2. f16: the same kinds.
-npy("in/x.npy", "<u2", "(2, 4)", [0x7f81, 0xff81, 0x7fc5, 0x7f80, 0x8000, 0x0001, 0x3f80, 0xc000])
-npy("in/h.npy", "<f2", "(2, 4)", [0x7c01, 0xfc01, 0x7e05, 0x7c00, 0x8000, 0x0001, 0x3c00, 0xc000])
-npy("in/b.npy", "<u2", "(4,)", [0x7f81, 0xffc3, 0x0001, 0x8000])
-npy("in/q.npy", "<u2", "(2, 2, 8)", [0x7f81 + k for k in range(16)] + [0xff81 + k for k in range(16)])
-EOF
+npy in/x.npy '<u2' '(2, 4)' "$(words 0x7f81 0xff81 0x7fc5 0x7f80 0x8000 0x0001 0x3f80 0xc000)"
+npy in/h.npy '<f2' '(2, 4)' "$(words 0x7c01 0xfc01 0x7e05 0x7c00 0x8000 0x0001 0x3c00 0xc000)"
+npy in/b.npy '<u2' '(4,)' "$(words 0x7f81 0xffc3 0x0001 0x8000)"
+npy in/q.npy '<u2' '(2, 2, 8)' "$(words $(seq 0x7f81 0x7f90) $(seq 0xff81 0xff90))"
 gen/harness --inputs in --outputs out --quiet >run.txt 2>&1
 check runs [ $? = 0 ]
 
@@ -63,15 +57,15 @@ check qt-moved-in-runs grep -q 'tg::bfloat16 r_q\[8\];' gen/forward.cu
 for bt in 1,3 2,8 3,5; do
   B=${bt%,*} T=${bt#*,}
   rm -rf "in$bt" "out$bt" && mkdir "in$bt" "out$bt"
-  python3 - "in$bt/x.npy" "$B" "$T" <<'EOF'
-import struct, sys
-path, B, T = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-kinds = [0x7f81, 0xff81, 0x7fc5, 0x7f80, 0x8000, 0x0001, 0x3f80, 0xc000]
-words = [kinds[k % 8] + (k // 8) % 4 * (1 if kinds[k % 8] & 0x7f80 == 0x7f80 else 0) for k in range(B * T * 16)]
-header = "{'descr': '<u2', 'fortran_order': False, 'shape': (%d, %d, 16), }" % (B, T)
-header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<%dH" % len(words), *words))
-EOF
+  # The same kinds, those with every exponent bit set (NaNs, +inf) varied from element to element.
+  kinds=(0x7f81 0xff81 0x7fc5 0x7f80 0x8000 0x0001 0x3f80 0xc000)
+  x=()
+  for ((k = 0; k < B * T * 16; ++k)); do
+    w=${kinds[k % 8]}
+    (( (w & 0x7f80) == 0x7f80 )) && w=$((w + k / 8 % 4))
+    x+=("$w")
+  done
+  npy "in$bt/x.npy" '<u2' "($B, $T, 16)" "$(words "${x[@]}")"
   sizes/harness --inputs "in$bt" --outputs "out$bt" --quiet >"run$bt.txt" 2>&1
   check "sizes-$bt-runs" [ $? = 0 ]
   heads=$(python3 -c "print(','.join(str((b * $T + t) * 16 + h * 8 + c) for b in range($B) for h in range(2) for t in range($T) for c in range(8)))")
