@@ -220,26 +220,42 @@ Index reshape_read(const IndexSizes& sizes, const Shape& in_shape, const Shape& 
     return in;
   }
   // General case: through the row-major linear index. (The same reads come back in fusion's walks
-  // and the emitter's: each is simplified once per thread.)
+  // and the emitter's: each is simplified once per thread, for the sizes' context it was read in.)
+  struct KeyDim {
+    int64_t size;
+    const SizeExpr* expr;  // (interned: one address per expression)
+    bool operator==(const KeyDim&) const = default;
+  };
   struct Key {
-    Shape in, out;
+    std::vector<KeyDim> in, out;
     Index index;
+    size_t context;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      size_t h = hash_index(k.index);
-      for (int64_t d : k.in) h = h * 31 + size_t(d);
-      for (int64_t d : k.out) h = h * 37 + size_t(d);
+      size_t h = hash_index(k.index) + k.context;
+      for (const KeyDim& d : k.in) h = h * 31 + size_t(d.size) + std::hash<const SizeExpr*>()(d.expr);
+      for (const KeyDim& d : k.out) h = h * 37 + size_t(d.size) + std::hash<const SizeExpr*>()(d.expr);
       return h;
     }
   };
-  // (Shapes with symbolic dims are keyed by their sizes alone: not kept.)
   thread_local std::unordered_map<Key, Index, KeyHash> done;
-  if (done.size() > 100000) done.clear();  // (a bound, for a process generating many traces)
-  const bool kept = !sizes.symbolic(in_shape) && !sizes.symbolic(out_shape);
-  Key key{in_shape, out_shape, out};
-  if (auto it = done.find(key); kept && it != done.end()) return it->second;
+  thread_local std::vector<IndexSizes::Context> contexts;
+  if (done.size() > 100000 || contexts.size() > 16) {  // (bounds, for a process generating many traces)
+    done.clear();
+    contexts.clear();
+  }
+  auto context = std::find_if(contexts.begin(), contexts.end(), [&](const IndexSizes::Context& c) { return sizes.answers_in(c); });
+  if (context == contexts.end()) context = contexts.insert(contexts.end(), sizes.context());
+  const auto key_dims = [](const Shape& shape) {
+    std::vector<KeyDim> dims;
+    dims.reserve(shape.size());
+    for (const Dim& d : shape) dims.push_back({int64_t(d), d.expr()});
+    return dims;
+  };
+  Key key{key_dims(in_shape), key_dims(out_shape), out, size_t(context - contexts.begin())};
+  if (auto it = done.find(key); it != done.end()) return it->second;
   in.resize(in_shape.size(), IndexComp::of_const(0));
   if (sizes.empty(in_shape)) return in;  // (nothing is read from no element)
   const IndexExpr linear = linear_index(out, out_shape, sizes);
@@ -250,7 +266,7 @@ Index reshape_read(const IndexSizes& sizes, const Shape& in_shape, const Shape& 
     in[i] = in_shape[i] == 1 ? IndexComp::of_const(0) : IndexComp::of_expr(std::move(c));
     stride = stride * sizes.scale(in_shape[i]);
   }
-  if (kept) done.emplace(std::move(key), in);
+  done.emplace(std::move(key), in);
   return in;
 }
 

@@ -69,6 +69,18 @@ class IndexSizes {
   // Some dim enters as the number 0: no element at these sizes, nothing to divide by.
   bool empty(const Shape& s) const;
 
+  // What its answers depend on besides the dims asked about, for a memo of them to key on.
+  struct Context {
+    Symbols symbols;
+    int64_t assumed_multiple = 1;
+    bool sizes_at_run_time = false;
+    bool operator==(const Context&) const = default;
+  };
+  Context context() const { return {t_.symbols, assumed_multiple_, t_.sizes_at_run_time}; }
+  bool answers_in(const Context& c) const {
+    return c.sizes_at_run_time == t_.sizes_at_run_time && c.assumed_multiple == assumed_multiple_ && c.symbols == t_.symbols;
+  }
+
  private:
   std::optional<IndexScale> scale_of(const SizeExpr& e) const;
   const Trace& t_;

@@ -292,3 +292,32 @@ TEST_CASE("a size parameter a kernel reads as a value, not bounded by its shapes
   CHECK(large.find("int sz_P") == std::string::npos);
   CHECK(large.find("int64_t sz_P") != std::string::npos);
 }
+
+// A reshape of x [4*(T - 1)] to [4, T - 1], its element (d0, d1) read as x's text, in a trace
+// taking its sizes at run time or not, T declared from `t_min`.
+std::string reshape_read_text(bool sizes_at_run_time, int64_t t_min) {
+  const std::string json = R"({"format": "thunder-gen-trace", "version": 1, "name": "reshaped",
+   "symbols": {"T": {"min": )" + std::to_string(t_min) + R"(, "max": 64}},
+   "inputs": [{"name": "x", "shape": ["4*T - 4"], "dtype": "f32"}],
+   "ops": [{"op": "prims.reshape", "args": ["x", [4, {"size": "T - 1"}]], "out": [{"name": "y", "shape": [4, "T - 1"], "dtype": "f32"}]}],
+   "outputs": ["y"]})";
+  tg::Trace t = tg::read_trace(json, {{"T", 8}});
+  t.sizes_at_run_time = sizes_at_run_time;
+  const std::vector<tg::OperandRead> reads = tg::shape_op_reads(t, t.ops.at(0), tg::identity_index(2));
+  REQUIRE(reads.size() == 1);
+  std::string text;
+  for (const tg::IndexComp& c : reads[0].index) text += (text.empty() ? "" : ", ") + c.text();
+  return text;
+}
+
+TEST_CASE("a reshape's read, remembered per thread, is the one its trace's sizes give: at run time or not, by the symbols' declarations") {
+  // The same shapes and sizes (T = 8) each time: the memo of reads must tell the traces apart.
+  // T - 1 has a size parameter of its own only where it cannot be 0 (T from 2).
+  const std::string fixed = reshape_read_text(false, 2), run_time = reshape_read_text(true, 2), may_be_0 = reshape_read_text(true, 1);
+  CHECK(fixed == "(d0 * 7 + d1)");
+  CHECK(run_time == "(d0 * sz_T_m1 + d1)");
+  CHECK(may_be_0 == "(d0 * 7 + d1)");
+  CHECK(reshape_read_text(false, 2) == fixed);
+  CHECK(reshape_read_text(true, 2) == run_time);
+  CHECK(reshape_read_text(true, 1) == may_be_0);
+}
