@@ -102,7 +102,7 @@ def compare_ptx(checks: Checks, nvcc: str, archive: Path, symbols: dict, folder:
     checks.expect(ok, f"{folder.parent.name}: PTX as the folder specialised to {sizes} (log: {log})")
 
 
-def check_model(checks: Checks, model, work: Path, nvcc=None) -> None:
+def check_model(checks: Checks, model, work: Path, nvcc=None, sizes=SIZES) -> None:
     thunder_gen, reference = os.environ["THUNDER_GEN"], os.environ["THUNDER_GEN_CHECK"]
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -122,9 +122,9 @@ def check_model(checks: Checks, model, work: Path, nvcc=None) -> None:
     dynamic = symbolic_corpus.dynamic_dims(model, args)
     program = torch.export.load(str(archive))
     ran, at_sizes, names = set(), {}, {}
-    for point in SIZES:
-        sizes = ",".join(f"{symbols[s]}={point[s]}" for s in sorted(symbols))
-        at = work / f"at-{sizes.replace('=', '_').replace(',', '_')}"
+    for point in sizes:
+        sizes_text = ",".join(f"{symbols[s]}={point[s]}" for s in sorted(symbols))
+        at = work / f"at-{sizes_text.replace('=', '_').replace(',', '_')}"
         # The model's own inputs and parameters at the size, one .npy per placeholder of the
         # archive, as thunder_gen.export writes them: drawn ones make activations and gradients in
         # the hundreds, where float32 sums in another order than LibTorch's differ past the
@@ -136,9 +136,9 @@ def check_model(checks: Checks, model, work: Path, nvcc=None) -> None:
         outputs = at / "outputs"
         if run([str(folder / "harness"), "--quiet", "--inputs", str(inputs), "--outputs", str(outputs)], log):
             ran.add(outputs)
-        at_sizes[outputs] = sizes
+        at_sizes[outputs] = sizes_text
         names[outputs] = ",".join(f"{s}={point[s]}" for s in sorted(symbols))
-        names[outputs] += "" if names[outputs] == sizes else f" ({sizes})"
+        names[outputs] += "" if names[outputs] == sizes_text else f" ({sizes_text})"
     mixed = ["--mixed-precision"] if model.autocast else []  # (bf16 GEMMs: bf16's tolerances)
     matching = matching_folders(reference, archive, {o: s for o, s in at_sizes.items() if o in ran}, mixed, log)
     for outputs in at_sizes:
@@ -150,12 +150,19 @@ def main(argv=None) -> int:
     parser.add_argument("models", nargs="+")
     parser.add_argument("--work", required=True)
     parser.add_argument("--ptx", metavar="NVCC", help="compare nvcc's code with a specialised folder's instead of running")
+    parser.add_argument("--random-sizes", nargs=2, metavar=("SEED", "COUNT"),
+                        help="at COUNT points drawn from B's and T's ranges, not the four fixed ones (a sweep by hand)")
     a = parser.parse_args(argv)
     models = {m.name: m for m in corpus.MODELS + corpus.EXPORT_ONLY}
     checks = Checks()
     for name in a.models:
         try:
-            check_model(checks, models[name], Path(a.work) / name, a.ptx)
+            sizes = SIZES
+            if a.random_sizes:
+                model = models[name]
+                symbols = {s for dims in symbolic_corpus.dynamic_dims(model, model.inputs()).values() for s in dims.values()}
+                sizes = symbolic_corpus.random_points(f"{a.random_sizes[0]}/{name}", int(a.random_sizes[1]), symbols)
+            check_model(checks, models[name], Path(a.work) / name, a.ptx, sizes)
         except Exception as e:  # (one model's export failing is its failure, not the others')
             checks.expect(False, f"{name}: {type(e).__name__}: {str(e)[:300]}")
     print(f"{checks.passed} passed, {checks.failed} failed")

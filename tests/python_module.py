@@ -265,11 +265,12 @@ def corpus_main(names: list, work: Path) -> int:
 RUN_TIME_SIZES = ({"B": 1, "T": 1}, {"B": 3, "T": 7}, {"B": 5, "T": 17}, {"B": 8, "T": 32})  # 1, odd, no multiple of 16, the maximum
 
 
-def check_run_time_corpus_model(checks: Checks, model, work: Path) -> None:
+def check_run_time_corpus_model(checks: Checks, model, work: Path, random_seed: str = "", random_count: int = 0) -> None:
     """The model's symbolic Thunder capture (examples/symbolic/corpus/, tools/symbolic_corpus.py)
-    generated once, without --specialize, and called at each of RUN_TIME_SIZES: its outputs and
-    every gradient against eager on the same inputs at that size."""
-    from symbolic_corpus import dynamic_dims
+    generated once, without --specialize, and called at each of RUN_TIME_SIZES (or at
+    `random_count` points drawn from the symbols' ranges): its outputs and every gradient against
+    eager on the same inputs at that size."""
+    from symbolic_corpus import dynamic_dims, random_points
     from thunder_gen.symbolic_capture import arguments_at
     trace = ROOT / "examples" / "symbolic" / "corpus" / f"{model.name}.json"
     doc = json.loads(trace.read_text())
@@ -278,7 +279,7 @@ def check_run_time_corpus_model(checks: Checks, model, work: Path) -> None:
     module, args = model.fn(), model.inputs()
     dynamic = dynamic_dims(model, args)
     symbols = {s for dims in dynamic.values() for s in dims.values()}
-    for point in RUN_TIME_SIZES:
+    for point in random_points(f"{random_seed}/{model.name}", random_count, symbols) if random_count else RUN_TIME_SIZES:
         at = {s: point[s] for s in symbols}
         where = f"{model.name} at {','.join(f'{s}={v}' for s, v in sorted(at.items()))}"
         args_at = arguments_at(module, args, dynamic, at)
@@ -307,12 +308,12 @@ def check_run_time_corpus_model(checks: Checks, model, work: Path) -> None:
             checks.expect(not failed, line.getvalue().strip())
 
 
-def run_time_corpus_main(names: list, work: Path) -> int:
+def run_time_corpus_main(names: list, work: Path, random_seed: str, random_count: int) -> int:
     checks = Checks()
     models = {m.name: m for m in corpus.MODELS + corpus.EXPORT_ONLY}
     for name in names:
         try:
-            check_run_time_corpus_model(checks, models[name], work / name)
+            check_run_time_corpus_model(checks, models[name], work / name, random_seed, random_count)
         except Exception as e:
             checks.expect(False, f"{name}: {type(e).__name__}: {first_lines(str(e))}")
     return checks.summary()
@@ -688,6 +689,8 @@ def main(argv=None) -> int:
     p.add_argument("what", choices=["corpus", "run_time_corpus", "api", "cuda"])
     p.add_argument("models", nargs="*", help="corpus: the models (tools/corpus.py), checked in one process")
     p.add_argument("--work", required=True, help="scratch folder (generated folders, the build cache)")
+    p.add_argument("--random-sizes", nargs=2, metavar=("SEED", "COUNT"),
+                   help="run_time_corpus: at COUNT points drawn from the symbols' ranges, not the four fixed ones (a sweep by hand)")
     a = p.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -696,7 +699,8 @@ def main(argv=None) -> int:
             p.error("corpus needs a model")
         return corpus_main(a.models, work)
     if a.what == "run_time_corpus":
-        return run_time_corpus_main(a.models, work)
+        seed, count = a.random_sizes or ("", "0")
+        return run_time_corpus_main(a.models, work, seed, int(count))
     return api_main(work) if a.what == "api" else cuda_main(work)
 
 

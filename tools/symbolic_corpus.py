@@ -20,7 +20,9 @@ their weights (the Mixer's token MLP) or that take images have B alone.
 import argparse
 import inspect
 import json
+import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -40,6 +42,20 @@ from thunder_gen.thunder_export import export  # noqa: E402
 BATCH_ONLY = {"timm_mixer_block", "timm_convnext_block", "vit_layer"}
 SIZES = ({"B": 3, "T": 7}, {"B": 5, "T": 17})
 RANGES = {"B": (1, 8), "T": (1, 32)}
+
+
+def random_points(seed: str, count: int, symbols=tuple(RANGES)) -> list[dict]:
+    """`count` different sizes of `symbols` (as many as their RANGES hold, at most) drawn
+    uniformly, the same for the same seed: a sweep by hand past the tests' four fixed points."""
+    rng = random.Random(seed)
+    ranges = {s: RANGES[s] for s in sorted(symbols)}
+    count = min(count, math.prod(hi - lo + 1 for lo, hi in ranges.values()))
+    points = []
+    while len(points) < count:
+        point = {s: rng.randint(lo, hi) for s, (lo, hi) in ranges.items()}
+        if point not in points:
+            points.append(point)
+    return points
 
 
 def dynamic_dims(model, args):

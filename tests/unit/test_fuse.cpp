@@ -293,15 +293,16 @@ TEST_CASE("a size parameter a kernel reads as a value, not bounded by its shapes
   CHECK(large.find("int64_t sz_P") != std::string::npos);
 }
 
-// A reshape of x [4*(T - 1)] to [4, T - 1], its element (d0, d1) read as x's text, in a trace
-// taking its sizes at run time or not, T declared from `t_min`.
-std::string reshape_read_text(bool sizes_at_run_time, int64_t t_min) {
-  const std::string json = R"({"format": "thunder-gen-trace", "version": 1, "name": "reshaped",
-   "symbols": {"T": {"min": )" + std::to_string(t_min) + R"(, "max": 64}},
-   "inputs": [{"name": "x", "shape": ["4*T - 4"], "dtype": "f32"}],
-   "ops": [{"op": "prims.reshape", "args": ["x", [4, {"size": "T - 1"}]], "out": [{"name": "y", "shape": [4, "T - 1"], "dtype": "f32"}]}],
-   "outputs": ["y"]})";
-  tg::Trace t = tg::read_trace(json, {{"T", 8}});
+// A reshape of x [4*n] to [4, n], its element (d0, d1) read as x's text, in a trace taking its
+// sizes at run time or not, n an expression over B and T (both 8 here), T declared from `t_min`.
+std::string reshape_read_text(const std::string& n, bool sizes_at_run_time, int64_t t_min) {
+  const std::string json = R"j({"format": "thunder-gen-trace", "version": 1, "name": "reshaped",
+   "symbols": {"B": {"min": 2, "max": 64}, "T": {"min": )j" + std::to_string(t_min) + R"j(, "max": 64}},
+   "inputs": [{"name": "x", "shape": ["4*()j" + n + R"j()"], "dtype": "f32"}],
+   "ops": [{"op": "prims.reshape", "args": ["x", [4, {"size": ")j" + n + R"j("}]],
+            "out": [{"name": "y", "shape": [4, ")j" + n + R"j("], "dtype": "f32"}]}],
+   "outputs": ["y"]})j";
+  tg::Trace t = tg::read_trace(json, {{"B", 8}, {"T", 8}});
   t.sizes_at_run_time = sizes_at_run_time;
   const std::vector<tg::OperandRead> reads = tg::shape_op_reads(t, t.ops.at(0), tg::identity_index(2));
   REQUIRE(reads.size() == 1);
@@ -311,13 +312,17 @@ std::string reshape_read_text(bool sizes_at_run_time, int64_t t_min) {
 }
 
 TEST_CASE("a reshape's read, remembered per thread, is the one its trace's sizes give: at run time or not, by the symbols' declarations") {
-  // The same shapes and sizes (T = 8) each time: the memo of reads must tell the traces apart.
-  // T - 1 has a size parameter of its own only where it cannot be 0 (T from 2).
-  const std::string fixed = reshape_read_text(false, 2), run_time = reshape_read_text(true, 2), may_be_0 = reshape_read_text(true, 1);
+  // The same sizes each time (8 for B, T and T + 1 - 2): the memo of reads must tell apart the
+  // traces' sizes and the dims' expressions. T - 1 has a size parameter of its own only where it
+  // cannot be 0 (T from 2).
+  const std::string fixed = reshape_read_text("T - 1", false, 2), run_time = reshape_read_text("T - 1", true, 2),
+                    may_be_0 = reshape_read_text("T - 1", true, 1);
   CHECK(fixed == "(d0 * 7 + d1)");
   CHECK(run_time == "(d0 * sz_T_m1 + d1)");
   CHECK(may_be_0 == "(d0 * 7 + d1)");
-  CHECK(reshape_read_text(false, 2) == fixed);
-  CHECK(reshape_read_text(true, 2) == run_time);
-  CHECK(reshape_read_text(true, 1) == may_be_0);
+  CHECK(reshape_read_text("T - 1", false, 2) == fixed);
+  CHECK(reshape_read_text("T - 1", true, 2) == run_time);
+  CHECK(reshape_read_text("T - 1", true, 1) == may_be_0);
+  CHECK(reshape_read_text("B", true, 2) == "(d0 * sz_B + d1)");
+  CHECK(reshape_read_text("T", true, 2) == "(d0 * sz_T + d1)");
 }
