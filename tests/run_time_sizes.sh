@@ -327,20 +327,20 @@ check ce-row-length-taken grep -q "j < row_length; j += blockDim.x" ce/backward.
 # index_input SIZES NAME BOUND DIM...: NAME.npy, int64 indices in [0, BOUND) of shape DIM... (each a
 # symbol or a number), at SIZES ("N=3,C=7"): inputs the harness would draw out of range.
 index_input() {
-  python3 - "$@" <<'PY'
+  local sizes=$1 name=$2 bound=$3 shape data
+  shift 3
+  read -r shape data < <(python3 - "$sizes" "$bound" "$@" <<'PY'
 import random, struct, sys
 sizes = dict(kv.split("=") for kv in sys.argv[1].split(","))
-name, bound, dims = sys.argv[2], int(sizes[sys.argv[3]]), [int(sizes.get(d, d)) for d in sys.argv[4:]]
+bound, dims = int(sizes[sys.argv[2]]), [int(sizes.get(d, d)) for d in sys.argv[3:]]
 count = 1
 for d in dims:
     count *= d
-header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%s), }" % "".join("%d," % d for d in dims)
-header += " " * (63 - (len(header) + 10) % 64) + "\n"
 random.seed(sys.argv[1])
-with open(name + ".npy", "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(struct.pack("<%dq" % count, *(random.randrange(bound) for _ in range(count))))
+print("(%s)" % "".join("%d," % d for d in dims), struct.pack("<%dq" % count, *(random.randrange(bound) for _ in range(count))).hex())
 PY
+  )
+  npy "$name.npy" '<i8' "$shape" "$data"
 }
 # Cross-entropy over C classes, C a symbol: the target's logit is picked where 0 <= t < sz_C.
 class_targets() { index_input "$1" t C N; }
