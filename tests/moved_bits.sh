@@ -3,7 +3,8 @@
 # "Rounding"). tests/moved/moved_bits.json transposes bf16 inputs (gathered, and in runs of eight),
 # converts one to its own type and cats its one piece, broadcasts one and flips an f16 one, beside
 # results computed in the same kernels; moved_bits_sizes.json splits heads, transposes, flips and
-# slices at run-time sizes. Their inputs hold signalling NaNs (which a round trip through float would
+# slices at run-time sizes; moved_bits_rows.json moves a softmax's input beside it, in a row kernel.
+# Their inputs hold signalling NaNs (which a round trip through float would
 # quiet), NaN payloads, infinities, -0 and denormals. Built for host emulation and run, each moved
 # output must be its input's bytes, moved. Tools from the environment: THUNDER_GEN.
 set -u
@@ -82,4 +83,28 @@ check sizes-moved-as-stored grep -q 'out_xt = tg::load_as_stored(' sizes/forward
 # ... and where one kernel computes with x and moves it: a float run, a bf16 run and a gather.
 check sizes-both-types grep -q 'tg::bfloat16 r_x_2\[8\];' sizes/forward.cu
 check sizes-flip-as-stored grep -q 'out_xf = tg::load_as_stored(' sizes/forward.cu
+
+# A row kernel (a softmax) writing x's elements, moved, beside the rows it reduces:
+# moved_bits_rows.json at run-time row lengths (C=5, held in registers; C=4100, its streamed
+# twin) and specialised (C=2048, held in runs of 8; C=4104, streamed in runs of 8). Each writes
+# the moved elements as stored, gathered, however it holds the row widened to float.
+rows() {  # rows FOLDER C [FLAGS...]: the folder built and run on x [3, C] of the kinds above
+  local folder=$1 c=$2
+  shift 2
+  "$THUNDER_GEN" "$here/moved/moved_bits_rows.json" -o "$folder" "$@" 2>"$folder.err" && "$here/build_emu_harness.sh" "$folder" fast ||
+    { cat "$folder.err"; echo "FAIL build $folder"; return 1; }
+  local kinds=(0x7f81 0xff81 0x7fc5 0x7f80 0x8000 0x0001 0x3f80 0xc000) x=() k
+  for ((k = 0; k < 3 * c; ++k)); do x+=("${kinds[k % 8]}"); done
+  rm -rf "in-$folder" "out-$folder" && mkdir "in-$folder" "out-$folder"
+  npy "in-$folder/x.npy" '<u2' "(3, $c)" "$(words "${x[@]}")"
+  "$folder/harness" --inputs "in-$folder" --outputs "out-$folder" --quiet >"run-$folder.txt" 2>&1 &&
+    moved "out-$folder/z.npy" "in-$folder/x.npy" "$(python3 -c "print(','.join(map(str, range(3 * $c))))")" >"z-$folder.txt"
+}
+rows rows 5; check rows-held-bits [ $? = 0 ]
+rows rows-long 4100; check rows-streamed-twin-bits [ $? = 0 ]
+check rows-as-stored [ "$(grep -c 'tg::store(g_z, row \* row_length + j, tg::load_as_stored(g_x' rows/forward.cu)" = 2 ]
+rows rows-2048 2048 --specialize C=2048; check rows-held-in-runs-bits [ $? = 0 ]
+check rows-held-in-runs-as-stored grep -q 'tg::bfloat16 w_z\[8\];' rows-2048/forward.cu
+rows rows-4104 4104 --specialize C=4104; check rows-streamed-in-runs-bits [ $? = 0 ]
+check rows-streamed-in-runs-as-stored grep -q 'w_z\[lane\] = tg::load_as_stored(g_x' rows-4104/forward.cu
 finish

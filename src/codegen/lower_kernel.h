@@ -161,7 +161,7 @@ class KernelLowering : private IndexNamer {
   std::vector<int64_t> element_dims_;  // ... the loop dims it takes (d<k>, computed by its callers)
   std::vector<std::string> element_sizes_;  // ... the size parameters (sz_<symbol>) it takes
   std::vector<ValueId> element_args_;  // ... the kernel's parameters it takes (pointers, scalars)
-  std::set<ValueId> moved_;            // ... the results it moves unchanged in their storage type (moved_element)
+  std::set<ValueId> moved_;  // pointwise and row kernels: the results they move unchanged in their storage type (moved_source)
 
   // One accumulation over the row: acc = combine over j of element(), then a block-wide (or, in a
   // column kernel, column-wide) combine; finish() gets that total and declares the results. The
@@ -232,11 +232,13 @@ class KernelLowering : private IndexNamer {
   ExprPtr converted(const Op& op, const Index& index);
   ExprPtr source(const Op& op, const Index& index);
   std::optional<ExprPtr> shape_value(const Op& op, const Index& index, std::string& var);
+  // A result only moving a 16-bit operand's elements (lower_shape_ops.cpp).
+  std::optional<std::pair<ValueId, Index>> moved_source(ValueId v, IndexNamer* namer);
+  std::optional<ExprPtr> moved_element(ValueId v);
+  std::string result_type(ValueId v) const;
 
   // ---- pointwise kernels (lower_pointwise.cpp) ---------------------------------------------------
   kir::Function element_function(bool in_runs);
-  std::optional<ExprPtr> moved_element(ValueId v);
-  std::string result_type(ValueId v) const;
   std::string param_type(const RunLoad& r) const;
   kir::Stmt element_call(const ExprPtr& i, const std::function<ExprPtr(const RunLoad&)>& read,
                          const std::function<ExprPtr(ValueId)>& result) const;
@@ -276,6 +278,7 @@ class KernelLowering : private IndexNamer {
   void store_row_results();
   Block fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const;
   void pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body);
+  ExprPtr row_output(ValueId v);
   void store_row_outputs(const std::vector<ValueId>& outs);
   void declare_row_output_runs(const std::vector<ValueId>& outs);
   void set_row_output_runs(const std::vector<ValueId>& outs);

@@ -80,43 +80,6 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   return f;
 }
 
-// Where every element of result v is an element of a loaded 16-bit float operand, moved unchanged
-// through pure index maps (a transpose, a reshape, a broadcast, a slice, a cat of one piece) and
-// conversions to its own type: that element in its storage type, gathered (tg::load_as_stored)
-// or this lane's of a run loaded in that type. Such a result is moved as its bits (as PyTorch
-// copies them), not widened to float and rounded back, which took nvcc a NaN test and six
-// instructions an element, and registers for them (a bf16 transpose: 32 against 26). Nothing for
-// any other result.
-std::optional<kir::ExprPtr> KernelLowering::moved_element(ValueId v) {
-  const DType type = t_.value(v).dtype;
-  if ((type != DType::bf16 && type != DType::f16) || t_.value(v).bit_packed) return std::nullopt;
-  Index index = identity_index(layout_.domain.size());
-  while (!loaded_.count(v)) {
-    const auto p = producer_.find(v);
-    if (p == producer_.end()) return std::nullopt;
-    const Op& op = *p->second;
-    if (op.info->kind == OpKind::convert_element_type && t_.value(op.arg("a").value).dtype == type) {
-      v = op.arg("a").value;
-      continue;
-    }
-    if (op.info->fusion != FusionClass::shape) return std::nullopt;
-    std::vector<OperandRead> reads = shape_op_reads(t_, op, index, this);
-    if (reads.size() != 1 || !reads[0].guard.always()) return std::nullopt;
-    v = reads[0].value;
-    index = std::move(reads[0].index);
-  }
-  const Value& source = t_.value(v);
-  if (source.dtype != type || source.is_scalar || source.bit_packed) return std::nullopt;
-  if (const std::optional<IndexExpr> start = in_run_ ? run_start(source, index) : std::nullopt) return var(run_load(v, *start, index, true));
-  return kir::call("tg::load_as_stored", {global(v), offset(source, index)});
-}
-
-// The type the element function hands result v back in: its compute type, or its storage type
-// where it moves the element unchanged.
-std::string KernelLowering::result_type(ValueId v) const {
-  return moved_.count(v) ? storage_type(t_.value(v)) : ctype(t_.value(v).dtype);
-}
-
 // The type of a run's elements, and of the element function's parameter for a lane's element.
 std::string KernelLowering::param_type(const RunLoad& r) const {
   return r.stored ? storage_type(t_.value(r.value)) : ctype(t_.value(r.value).dtype);

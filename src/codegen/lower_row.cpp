@@ -86,6 +86,9 @@ kir::Stmt KernelLowering::within_row(Block statements) const {
 }
 
 kir::Block KernelLowering::row_body() {
+  moved_.clear();
+  for (ValueId v : k_.outs)
+    if (moved_source(v, nullptr)) moved_.insert(v);
   push();
   reduction_rounds();
   store_row_results();
@@ -236,13 +239,22 @@ void KernelLowering::pass_writing(const std::vector<ValueId>& outs, const std::f
   if (row_run_ > 1) store_row_output_runs(outs);
 }
 
+// What a pass writes of row output v at the element: its value, or the bits of the 16-bit
+// operand's element it only moves (moved_element), gathered from memory where the row holds or
+// streams that operand widened to float: the round trip would quiet a signalling NaN.
+kir::ExprPtr KernelLowering::row_output(ValueId v) {
+  if (moved_.count(v))
+    if (std::optional<ExprPtr> moved = moved_element(v)) return *moved;
+  return value_expr(v, identity_index(layout_.domain.size()));
+}
+
 // A packed mask in a row held element by element: a warp's lanes hold 32 neighbouring elements
 // (the row's length is a multiple of the block), so they write whole words, without atomics.
 void KernelLowering::store_row_outputs(const std::vector<ValueId>& outs) {
   const Index full = identity_index(layout_.domain.size());
   for (ValueId v : outs) {
     ExprPtr at = offset(t_.value(v), full);
-    ExprPtr value = value_expr(v, full);
+    ExprPtr value = row_output(v);
     if (cached_ > 0 && t_.value(v).bit_packed) add(kir::store_run_bits(global(v), at, kir::call("unsigned", {value}), 1));
     else add(kir::store(global(v), at, value));
   }
@@ -252,15 +264,11 @@ void KernelLowering::store_row_outputs(const std::vector<ValueId>& outs) {
 // values before the loop, the values into them in it, and after it each run stored with one
 // access where the outputs are 16-byte aligned, element by element where not.
 void KernelLowering::declare_row_output_runs(const std::vector<ValueId>& outs) {
-  for (ValueId v : outs) add(kir::array(ctype(t_.value(v).dtype), local(Role::run_out, v), cached_));
+  for (ValueId v : outs) add(kir::array(result_type(v), local(Role::run_out, v), cached_));
 }
 
 void KernelLowering::set_row_output_runs(const std::vector<ValueId>& outs) {
-  const Index full = identity_index(layout_.domain.size());
-  for (ValueId v : outs) {
-    ExprPtr value = value_expr(v, full);
-    add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("k")), value));
-  }
+  for (ValueId v : outs) add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("k")), row_output(v)));
 }
 
 void KernelLowering::store_row_output_runs(const std::vector<ValueId>& outs) {
@@ -314,7 +322,7 @@ kir::Block KernelLowering::streamed_runs(bool wide, const std::vector<ValueId>& 
     if (wide) body.push_back(kir::load_run(global(v), stream_run_start(v), array, L, kir::Stmt::RunForm::within));
     else body.push_back(over_lanes(L, kir::assign(kir::subscript(array, var("lane")), kir::load(global(v), kir::binary(stream_run_start(v), "+", var("lane"))))));
   }
-  for (ValueId v : outs) body.push_back(kir::array(ctype(t_.value(v).dtype), local(Role::run_out, v), L));
+  for (ValueId v : outs) body.push_back(kir::array(result_type(v), local(Role::run_out, v), L));
   body.push_back(kir::loop("int", "lane", kir::integer(0), kir::integer(L), nullptr, lanes, true));
   for (ValueId v : outs) {
     const kir::ExprPtr array = kir::name(local(Role::run_out, v));
@@ -335,11 +343,7 @@ void KernelLowering::stream_pass(const std::vector<ValueId>& outs, const std::fu
   stream_row_loads_.clear();
   push();
   body();
-  const Index full = identity_index(layout_.domain.size());
-  for (ValueId v : outs) {
-    ExprPtr value = value_expr(v, full);
-    add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("lane")), value));
-  }
+  for (ValueId v : outs) add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("lane")), row_output(v)));
   const Block lane_code = pop();
   in_stream_run_ = false;
   Block lanes = dim_declarations(lane_code, layout_.reduced);

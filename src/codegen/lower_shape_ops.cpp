@@ -1,5 +1,6 @@
 // Kernel lowering of the shape ops' elements: a pad's, a cat's (a select of its pieces, or a
-// chain of branches each computing one), the pure index maps' (their operand's variable).
+// chain of branches each computing one), the pure index maps' (their operand's variable); and a
+// result that only moves a 16-bit operand's elements through them, in its storage type.
 #include "codegen/lower_kernel.h"
 
 namespace tg::lower {
@@ -51,6 +52,51 @@ std::optional<kir::ExprPtr> KernelLowering::shape_value(const Op& op, const Inde
   }
   var = value_at(reads[0].value, reads[0].index);
   return std::nullopt;
+}
+
+// Where every element of result v is an element of a loaded 16-bit float operand, moved unchanged
+// through pure index maps (a transpose, a reshape, a broadcast, a slice, a cat of one piece) and
+// conversions to its own type: that operand and the index it is read at (shape_op_reads naming
+// index code through `namer`; none to only ask). Nothing for any other result.
+std::optional<std::pair<ValueId, Index>> KernelLowering::moved_source(ValueId v, IndexNamer* namer) {
+  const DType type = t_.value(v).dtype;
+  if ((type != DType::bf16 && type != DType::f16) || t_.value(v).bit_packed) return std::nullopt;
+  Index index = identity_index(layout_.domain.size());
+  while (!loaded_.count(v)) {
+    const auto p = producer_.find(v);
+    if (p == producer_.end()) return std::nullopt;
+    const Op& op = *p->second;
+    if (op.info->kind == OpKind::convert_element_type && t_.value(op.arg("a").value).dtype == type) {
+      v = op.arg("a").value;
+      continue;
+    }
+    if (op.info->fusion != FusionClass::shape) return std::nullopt;
+    std::vector<OperandRead> reads = shape_op_reads(t_, op, index, namer);
+    if (reads.size() != 1 || !reads[0].guard.always()) return std::nullopt;
+    v = reads[0].value;
+    index = std::move(reads[0].index);
+  }
+  const Value& source = t_.value(v);
+  if (source.dtype != type || source.is_scalar || source.bit_packed) return std::nullopt;
+  return std::pair{v, std::move(index)};
+}
+
+// ... that element in its storage type, gathered (tg::load_as_stored) or this lane's of a run
+// loaded in that type. Such a result is moved as its bits (as PyTorch copies them), not widened
+// to float and rounded back, which quiets a signalling NaN, and took nvcc a NaN test and six
+// instructions an element, and registers for them (a bf16 transpose: 32 against 26).
+std::optional<kir::ExprPtr> KernelLowering::moved_element(ValueId v) {
+  std::optional<std::pair<ValueId, Index>> moved = moved_source(v, this);
+  if (!moved) return std::nullopt;
+  const auto& [source, index] = *moved;
+  if (const std::optional<IndexExpr> start = in_run_ ? run_start(t_.value(source), index) : std::nullopt) return var(run_load(source, *start, index, true));
+  return kir::call("tg::load_as_stored", {global(source), offset(t_.value(source), index)});
+}
+
+// The type result v is handed back and held in: its compute type, or its storage type where the
+// kernel moves its elements unchanged (moved_).
+std::string KernelLowering::result_type(ValueId v) const {
+  return moved_.count(v) ? storage_type(t_.value(v)) : ctype(t_.value(v).dtype);
 }
 
 }  // namespace tg::lower
