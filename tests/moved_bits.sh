@@ -3,7 +3,8 @@
 # "Rounding"). tests/moved/moved_bits.json transposes bf16 inputs (gathered, and in runs of eight),
 # converts one to its own type and cats its one piece, broadcasts one and flips an f16 one, beside
 # results computed in the same kernels; moved_bits_sizes.json splits heads, transposes, flips and
-# slices at run-time sizes; moved_bits_rows.json moves a softmax's input beside it, in a row kernel.
+# slices at run-time sizes; moved_bits_rows.json and moved_bits_columns.json move a reduction's
+# input beside it, in a row kernel and a column kernel.
 # Their inputs hold signalling NaNs (which a round trip through float would
 # quiet), NaN payloads, infinities, -0 and denormals. Built for host emulation and run, each moved
 # output must be its input's bytes, moved. Tools from the environment: THUNDER_GEN.
@@ -84,27 +85,36 @@ check sizes-moved-as-stored grep -q 'out_xt = tg::load_as_stored(' sizes/forward
 check sizes-both-types grep -q 'tg::bfloat16 r_x_2\[8\];' sizes/forward.cu
 check sizes-flip-as-stored grep -q 'out_xf = tg::load_as_stored(' sizes/forward.cu
 
-# A row kernel (a softmax) writing x's elements, moved, beside the rows it reduces:
-# moved_bits_rows.json at run-time row lengths (C=5, held in registers; C=4100, its streamed
-# twin) and specialised (C=2048, held in runs of 8; C=4104, streamed in runs of 8). Each writes
-# the moved elements as stored, gathered, however it holds the row widened to float.
-rows() {  # rows FOLDER C [FLAGS...]: the folder built and run on x [3, C] of the kinds above
-  local folder=$1 c=$2
-  shift 2
-  "$THUNDER_GEN" "$here/moved/moved_bits_rows.json" -o "$folder" "$@" 2>"$folder.err" && "$here/build_emu_harness.sh" "$folder" fast ||
+# A row kernel (a softmax) writing x's elements, moved, beside the rows it reduces, and each
+# row's first element: moved_bits_rows.json at run-time row lengths (C=5, held in registers;
+# C=4100, its streamed twin) and specialised (C=2048, held in runs of 8; C=4104, streamed in runs
+# of 8); and a column kernel (a sum over C rows) writing x moved and its first row:
+# moved_bits_columns.json at C=5 and 300. Each writes the moved elements as stored, gathered,
+# however it holds the row widened to float.
+reduces() {  # reduces TRACE FOLDER ROWS COLUMNS [FLAGS...]: the folder (built once) run on x [ROWS, COLUMNS] of the kinds above
+  local trace=$1 folder=$2 r=$3 c=$4 at="$2-$3x$4"
+  shift 4
+  [ -x "$folder/harness" ] || { "$THUNDER_GEN" "$here/moved/$trace.json" -o "$folder" "$@" 2>"$folder.err" && "$here/build_emu_harness.sh" "$folder" fast; } ||
     { cat "$folder.err"; echo "FAIL build $folder"; return 1; }
   local kinds=(0x7f81 0xff81 0x7fc5 0x7f80 0x8000 0x0001 0x3f80 0xc000) x=() k
-  for ((k = 0; k < 3 * c; ++k)); do x+=("${kinds[k % 8]}"); done
-  rm -rf "in-$folder" "out-$folder" && mkdir "in-$folder" "out-$folder"
-  npy "in-$folder/x.npy" '<u2' "(3, $c)" "$(words "${x[@]}")"
-  "$folder/harness" --inputs "in-$folder" --outputs "out-$folder" --quiet >"run-$folder.txt" 2>&1 &&
-    moved "out-$folder/z.npy" "in-$folder/x.npy" "$(python3 -c "print(','.join(map(str, range(3 * $c))))")" >"z-$folder.txt"
+  for ((k = 0; k < r * c; ++k)); do x+=("${kinds[k % 8]}"); done
+  rm -rf "in-$at" "out-$at" && mkdir "in-$at" "out-$at"
+  npy "in-$at/x.npy" '<u2' "($r, $c)" "$(words "${x[@]}")"
+  local first  # each row's first element, or the first row
+  if [ "$trace" = moved_bits_rows ]; then first=$(python3 -c "print(','.join(str(k * $c) for k in range($r)))"); else first=$(seq -s, 0 $((c - 1))); fi
+  "$folder/harness" --inputs "in-$at" --outputs "out-$at" --quiet >"run-$at.txt" 2>&1 &&
+    moved "out-$at/z.npy" "in-$at/x.npy" "$(seq -s, 0 $((r * c - 1)))" >"z-$at.txt" && moved "out-$at/first.npy" "in-$at/x.npy" "$first" >"first-$at.txt"
 }
-rows rows 5; check rows-held-bits [ $? = 0 ]
-rows rows-long 4100; check rows-streamed-twin-bits [ $? = 0 ]
+reduces moved_bits_rows rows 3 5; check rows-held-bits [ $? = 0 ]
+reduces moved_bits_rows rows 3 4100; check rows-streamed-twin-bits [ $? = 0 ]
 check rows-as-stored [ "$(grep -c 'tg::store(g_z, row \* row_length + j, tg::load_as_stored(g_x' rows/forward.cu)" = 2 ]
-rows rows-2048 2048 --specialize C=2048; check rows-held-in-runs-bits [ $? = 0 ]
+check rows-first-as-stored grep -q 'tg::store(g_first, row, tg::load_as_stored(g_x' rows/forward.cu
+reduces moved_bits_rows rows-2048 3 2048 --specialize C=2048; check rows-held-in-runs-bits [ $? = 0 ]
 check rows-held-in-runs-as-stored grep -q 'tg::bfloat16 w_z\[8\];' rows-2048/forward.cu
-rows rows-4104 4104 --specialize C=4104; check rows-streamed-in-runs-bits [ $? = 0 ]
+reduces moved_bits_rows rows-4104 3 4104 --specialize C=4104; check rows-streamed-in-runs-bits [ $? = 0 ]
 check rows-streamed-in-runs-as-stored grep -q 'w_z\[lane\] = tg::load_as_stored(g_x' rows-4104/forward.cu
+for c in 5 300; do
+  reduces moved_bits_columns columns "$c" 64; check "columns-$c-bits" [ $? = 0 ]
+done
+check columns-as-stored grep -q 'tg::store(g_first, row, tg::load_as_stored(g_x' columns/forward.cu
 finish

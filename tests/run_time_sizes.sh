@@ -319,6 +319,23 @@ cat >chunk.json <<'EOF'
  "outputs": ["y"]}
 EOF
 every_size chunk chunk.json B=1,T=1 B=5,T=9
+# A split of a symbolic dim into pieces of symbolic and fixed sizes (T and 2 of the cat of x and
+# w, T + 2; a cat's 2*T halved by T): the pieces keep their expressions, one folder for every
+# size, against LibTorch, gradients too.
+cat >splits.json <<'EOF'
+{"format": "thunder-gen-trace", "version": 1, "name": "splits", "symbols": {"B": {"min": 1, "max": 8}, "T": {"min": 1, "max": 40}},
+ "inputs": [{"name": "x", "shape": ["B", "T", 4], "dtype": "f32", "requires_grad": true},
+            {"name": "w", "shape": ["B", 2, 4], "dtype": "f32", "requires_grad": true}],
+ "ops": [{"op": "torch.cat", "args": [["w", "x"], 1], "out": [{"name": "xw", "shape": ["B", "T + 2", 4], "dtype": "f32"}]},
+         {"op": "torch.split", "args": ["xw", [{"size": "T"}, 2], 1], "out": [{"name": "a", "shape": ["B", "T", 4], "dtype": "f32"}, {"name": "b", "shape": ["B", 2, 4], "dtype": "f32"}]},
+         {"op": "torch.cat", "args": [["a", "x"], 1], "out": [{"name": "c", "shape": ["B", "2*T", 4], "dtype": "f32"}]},
+         {"op": "torch.split", "args": ["c", {"size": "T"}, 1], "out": [{"name": "c0", "shape": ["B", "T", 4], "dtype": "f32"}, {"name": "c1", "shape": ["B", "T", 4], "dtype": "f32"}]},
+         {"op": "torch.tanh", "args": ["c1"], "out": [{"name": "t", "shape": ["B", "T", 4], "dtype": "f32"}]},
+         {"op": "torch.mul", "args": ["c0", "t"], "out": [{"name": "y", "shape": ["B", "T", 4], "dtype": "f32"}]},
+         {"op": "torch.sum", "args": ["b", 1], "out": [{"name": "z", "shape": ["B", 4], "dtype": "f32"}]}],
+ "outputs": ["y", "z"]}
+EOF
+against=libtorch every_size splits splits.json B=1,T=1 B=3,T=7 B=8,T=40
 # A sum over a row whose length is a symbol (the count of targets cross-entropy averages over,
 # B*T): the kernel takes its row_length and streams the row (examples/symbolic/corpus/cross_entropy_head.json,
 # tools/symbolic_corpus.py's Thunder capture of the corpus model).

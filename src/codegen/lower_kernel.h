@@ -233,8 +233,8 @@ class KernelLowering : private IndexNamer {
   ExprPtr source(const Op& op, const Index& index);
   std::optional<ExprPtr> shape_value(const Op& op, const Index& index, std::string& var);
   // A result only moving a 16-bit operand's elements (lower_shape_ops.cpp).
-  std::optional<std::pair<ValueId, Index>> moved_source(ValueId v, IndexNamer* namer);
-  std::optional<ExprPtr> moved_element(ValueId v);
+  std::optional<std::pair<ValueId, Index>> moved_source(ValueId v, Index index, IndexNamer* namer);
+  std::optional<ExprPtr> moved_element(ValueId v, const Index& index);
   std::string result_type(ValueId v) const;
 
   // ---- pointwise kernels (lower_pointwise.cpp) ---------------------------------------------------
@@ -278,7 +278,7 @@ class KernelLowering : private IndexNamer {
   void store_row_results();
   Block fill_registers(const std::vector<ValueId>& values, Role role, const ExprPtr& offset) const;
   void pass_writing(const std::vector<ValueId>& outs, const std::function<void()>& body);
-  ExprPtr row_output(ValueId v);
+  ExprPtr row_output(ValueId v, const Index& index);
   void store_row_outputs(const std::vector<ValueId>& outs);
   void declare_row_output_runs(const std::vector<ValueId>& outs);
   void set_row_output_runs(const std::vector<ValueId>& outs);

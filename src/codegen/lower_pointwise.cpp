@@ -49,7 +49,7 @@ kir::Function KernelLowering::element_function(bool in_runs) {
   push();
   moved_.clear();
   for (ValueId v : k_.outs) {
-    const std::optional<ExprPtr> moved = moved_element(v);
+    const std::optional<ExprPtr> moved = moved_element(v, identity_index(layout_.domain.size()));
     if (moved) moved_.insert(v);
     add(kir::assign(kir::name(local(Role::result, v)), moved ? *moved : kir::name(value_at(v, identity_index(layout_.domain.size())))));
   }

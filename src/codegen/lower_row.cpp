@@ -87,8 +87,11 @@ kir::Stmt KernelLowering::within_row(Block statements) const {
 
 kir::Block KernelLowering::row_body() {
   moved_.clear();
-  for (ValueId v : k_.outs)
-    if (moved_source(v, nullptr)) moved_.insert(v);
+  const std::vector<ValueId>& row_results = plan_.row_results;
+  for (ValueId v : k_.outs) {
+    const bool one_a_row = std::count(row_results.begin(), row_results.end(), v);
+    if (moved_source(v, one_a_row ? layout_.outer_index() : identity_index(layout_.domain.size()), nullptr)) moved_.insert(v);
+  }
   push();
   reduction_rounds();
   store_row_results();
@@ -184,10 +187,10 @@ kir::Block KernelLowering::row_draws() {
 void KernelLowering::store_row_results() {
   const std::vector<ValueId>& outer_outs = plan_.row_results;
   if (!outer_outs.empty()) {
-    std::vector<std::string> vars;
-    for (ValueId v : outer_outs) vars.push_back(value_at(v, layout_.outer_index()));
+    std::vector<ExprPtr> values;
+    for (ValueId v : outer_outs) values.push_back(row_output(v, layout_.outer_index()));
     Block stores;
-    for (size_t i = 0; i < outer_outs.size(); ++i) stores.push_back(kir::store(global(outer_outs[i]), var("row"), kir::name(vars[i])));
+    for (size_t i = 0; i < outer_outs.size(); ++i) stores.push_back(kir::store(global(outer_outs[i]), var("row"), values[i]));
     kir::ExprPtr storing_thread = column_tile_ > 1 ? kir::binary(var("threadIdx.x"), "<", kir::integer(32))  // one a row
                                                    : kir::binary(var("threadIdx.x"), "==", kir::integer(0));
     if (column_tail()) storing_thread = kir::binary(storing_thread, "&&", kir::binary(column_tile_row(), "<", var("rows")));
@@ -239,13 +242,14 @@ void KernelLowering::pass_writing(const std::vector<ValueId>& outs, const std::f
   if (row_run_ > 1) store_row_output_runs(outs);
 }
 
-// What a pass writes of row output v at the element: its value, or the bits of the 16-bit
-// operand's element it only moves (moved_element), gathered from memory where the row holds or
-// streams that operand widened to float: the round trip would quiet a signalling NaN.
-kir::ExprPtr KernelLowering::row_output(ValueId v) {
+// What the kernel writes of output v at `index` (the element's, or the row's for an output with
+// one element a row): its value, or where it only moves a 16-bit operand's element
+// (moved_element), that element as stored, gathered from memory: the row's registers hold the
+// operand widened to float, and the round trip would quiet a signalling NaN.
+kir::ExprPtr KernelLowering::row_output(ValueId v, const Index& index) {
   if (moved_.count(v))
-    if (std::optional<ExprPtr> moved = moved_element(v)) return *moved;
-  return value_expr(v, identity_index(layout_.domain.size()));
+    if (std::optional<ExprPtr> moved = moved_element(v, index)) return *moved;
+  return value_expr(v, index);
 }
 
 // A packed mask in a row held element by element: a warp's lanes hold 32 neighbouring elements
@@ -254,7 +258,7 @@ void KernelLowering::store_row_outputs(const std::vector<ValueId>& outs) {
   const Index full = identity_index(layout_.domain.size());
   for (ValueId v : outs) {
     ExprPtr at = offset(t_.value(v), full);
-    ExprPtr value = row_output(v);
+    ExprPtr value = row_output(v, full);
     if (cached_ > 0 && t_.value(v).bit_packed) add(kir::store_run_bits(global(v), at, kir::call("unsigned", {value}), 1));
     else add(kir::store(global(v), at, value));
   }
@@ -268,7 +272,8 @@ void KernelLowering::declare_row_output_runs(const std::vector<ValueId>& outs) {
 }
 
 void KernelLowering::set_row_output_runs(const std::vector<ValueId>& outs) {
-  for (ValueId v : outs) add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("k")), row_output(v)));
+  const Index full = identity_index(layout_.domain.size());
+  for (ValueId v : outs) add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("k")), row_output(v, full)));
 }
 
 void KernelLowering::store_row_output_runs(const std::vector<ValueId>& outs) {
@@ -343,7 +348,8 @@ void KernelLowering::stream_pass(const std::vector<ValueId>& outs, const std::fu
   stream_row_loads_.clear();
   push();
   body();
-  for (ValueId v : outs) add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("lane")), row_output(v)));
+  const Index full = identity_index(layout_.domain.size());
+  for (ValueId v : outs) add(kir::assign(kir::subscript(kir::name(local(Role::run_out, v)), var("lane")), row_output(v, full)));
   const Block lane_code = pop();
   in_stream_run_ = false;
   Block lanes = dim_declarations(lane_code, layout_.reduced);

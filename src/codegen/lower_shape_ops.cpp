@@ -56,12 +56,12 @@ std::optional<kir::ExprPtr> KernelLowering::shape_value(const Op& op, const Inde
 
 // Where every element of result v is an element of a loaded 16-bit float operand, moved unchanged
 // through pure index maps (a transpose, a reshape, a broadcast, a slice, a cat of one piece) and
-// conversions to its own type: that operand and the index it is read at (shape_op_reads naming
-// index code through `namer`; none to only ask). Nothing for any other result.
-std::optional<std::pair<ValueId, Index>> KernelLowering::moved_source(ValueId v, IndexNamer* namer) {
+// conversions to its own type: that operand and the index its element at `index` is read at
+// (shape_op_reads naming index code through `namer`; none to only ask). Nothing for any other
+// result.
+std::optional<std::pair<ValueId, Index>> KernelLowering::moved_source(ValueId v, Index index, IndexNamer* namer) {
   const DType type = t_.value(v).dtype;
   if ((type != DType::bf16 && type != DType::f16) || t_.value(v).bit_packed) return std::nullopt;
-  Index index = identity_index(layout_.domain.size());
   while (!loaded_.count(v)) {
     const auto p = producer_.find(v);
     if (p == producer_.end()) return std::nullopt;
@@ -85,12 +85,12 @@ std::optional<std::pair<ValueId, Index>> KernelLowering::moved_source(ValueId v,
 // loaded in that type. Such a result is moved as its bits (as PyTorch copies them), not widened
 // to float and rounded back, which quiets a signalling NaN, and took nvcc a NaN test and six
 // instructions an element, and registers for them (a bf16 transpose: 32 against 26).
-std::optional<kir::ExprPtr> KernelLowering::moved_element(ValueId v) {
-  std::optional<std::pair<ValueId, Index>> moved = moved_source(v, this);
+std::optional<kir::ExprPtr> KernelLowering::moved_element(ValueId v, const Index& index) {
+  std::optional<std::pair<ValueId, Index>> moved = moved_source(v, index, this);
   if (!moved) return std::nullopt;
-  const auto& [source, index] = *moved;
-  if (const std::optional<IndexExpr> start = in_run_ ? run_start(t_.value(source), index) : std::nullopt) return var(run_load(source, *start, index, true));
-  return kir::call("tg::load_as_stored", {global(source), offset(t_.value(source), index)});
+  const auto& [source, at] = *moved;
+  if (const std::optional<IndexExpr> start = in_run_ ? run_start(t_.value(source), at) : std::nullopt) return var(run_load(source, *start, at, true));
+  return kir::call("tg::load_as_stored", {global(source), offset(t_.value(source), at)});
 }
 
 // The type result v is handed back and held in: its compute type, or its storage type where the
