@@ -118,7 +118,8 @@ V lower_var(G& g, const Op& op) {
   double correction = op.arg("correction").is_number() ? op.arg("correction").as_double() : op.arg("unbiased").is_number() ? double(op.arg("unbiased").as_double() != 0) : 1.0;
   V acc = upcast(g, a);
   V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg("dim"), shape.size())), num(correction)});
-  return reshape(g, downcast(g, v, out_dtype), g.trace().value(op.outs[0]).shape);
+  v = downcast(g, v, out_dtype);  // (before the output's shape is read: emitting may move the trace's values)
+  return reshape(g, v, g.trace().value(op.outs[0]).shape);
 }
 
 // max / min: the elementwise form is torch.maximum / torch.minimum's lowering; no dim, amax /
