@@ -576,6 +576,17 @@ class Sub:
         exact = self.pick(lambda v: v.dtype == "b8" and v.shape == tuple(shape))
         return exact if exact is not None and self.rng.random() < 0.5 else self.bool_input(shape, 0.5)
 
+    def spread(self, v: Val) -> Val:
+        """v plus a new input as wide as v is large: each row of it varies by about its own
+        magnitude, never (nearly) constant. An f64 LayerNorm of a constant row is 0 exactly (ours),
+        and PyTorch's is its mean's rounding error (f64 has no wider accumulator) times
+        rsqrt(eps): noise no implementation can be held to, which the noise runs (on computed
+        values only) do not see. Narrower dtypes' means are exact there (a wider accumulator), so
+        their constant rows stay (random_regression.layer_norm_constant_rows)."""
+        w = round_to(v.dtype, max(v.mag, 1.0))
+        r = self.float_input(v.dtype, v.shape, -w, w)
+        return self.emit1("prims.add", [v.name, r.name], computed(v.dtype, v.shape, v.lo - w, v.hi + w, v.grad or r.grad))
+
     def banded(self, v: Val) -> Val:
         """v plus a random-sign offset larger than |v|: the result's sign is the offset's, exactly,
         and |result| >= |v|max + 1, far from zero beside any rounding."""
@@ -1387,6 +1398,8 @@ def b_norm(s: Sub, op: str, dt: str) -> Val:
         ns = [a.shape[-1]]
     if op == "torch.nn.functional.rms_norm":
         a = s.into(a, 0.25, 3.0) if s.rng.random() < 0.5 else a
+    elif dt == "f64":
+        a = s.tame(s.spread(a))
     args = [a.name, ns]
     grad = a.grad
     params = 2 if op == "torch.nn.functional.layer_norm" else 1
