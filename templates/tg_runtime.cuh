@@ -315,6 +315,20 @@ TG_UNARY_FLOAT(round, rintf, ::rint)  // half to even, like torch.round
 TG_UNARY_FLOAT(trunc, truncf, ::trunc)
 #undef TG_UNARY_FLOAT
 
+// The sine and cosine of one float angle from one range reduction, for a kernel that needs both
+// (rotary embeddings): on the device sincosf's two values are sinf's and cosf's (libdevice runs
+// the same reduction and polynomials), computed once; on the host, the two functions.
+struct SinCos { float sin, cos; };
+TG_HD SinCos sincos(float x) {
+#if defined(__CUDA_ARCH__)
+  SinCos r;
+  ::sincosf(x, &r.sin, &r.cos);
+  return r;
+#else
+  return {sinf(x), cosf(x)};
+#endif
+}
+
 TG_HD float reciprocal(float x) { return 1.0f / x; }
 TG_HD double reciprocal(double x) { return 1.0 / x; }
 

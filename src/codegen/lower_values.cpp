@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/lower_kernel.h"
+#include "codegen/share_sine_cosine.h"
 #include "ops/printer.h"
 #include "support/diagnostics.h"
 
@@ -18,6 +19,7 @@ kir::Kernel lower_kernel(const Trace& t, std::vector<std::string>& idents, const
     streamed.take_sizes_as(held);
     lower::add_streamed_twin(k, streamed.lower(), t, plan);
   }
+  kir::share_sine_cosine(k);
   return k;
 }
 

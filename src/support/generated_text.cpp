@@ -35,6 +35,7 @@ std::string_view role_prefix(Role role) {
     case Role::size: return "sz_";
     case Role::divider: return "dv_";
     case Role::row_base: return "base_";
+    case Role::sine_cosine: return "sc_";
   }
   throw InternalError("unknown identifier role");
 }

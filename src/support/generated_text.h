@@ -44,6 +44,7 @@ enum class Role {
   size,              // sz_: a symbol's size, a kernel's parameter (its code taking its sizes at run time)
   divider,           // dv_: a symbol's size as a tg::Divider (a kernel's parameter: division by it as a multiply)
   row_base,          // base_: where a row kernel's row starts in a value (its offset's part the row fixes)
+  sine_cosine,       // sc_: the sine and cosine of one angle, computed together (tg::sincos)
 };
 
 // The role's prefix ("g_", "v_", ...).
@@ -72,7 +73,7 @@ inline constexpr Role kAllRoles[] = {Role::global,  Role::element, Role::index, 
                                      Role::m2,      Role::deviation, Role::mean, Role::target,    Role::max_and_sum, Role::run_in,
                                      Role::run_out, Role::run_bits, Role::cached,   Role::shared,      Role::harness_input,
                                      Role::storage_view, Role::element_function, Role::result, Role::size,
-                                     Role::divider, Role::row_base};
+                                     Role::divider, Role::row_base, Role::sine_cosine};
 
 // ---- comments ------------------------------------------------------------------------------
 // `text` made safe inside a // comment (or a CMake # comment): control characters, DEL, bytes

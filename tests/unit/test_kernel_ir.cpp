@@ -5,6 +5,7 @@
 
 #include "codegen/kernel_ir.h"
 #include "codegen/print_cuda.h"
+#include "codegen/share_sine_cosine.h"
 
 namespace kir = tg::kir;
 
@@ -56,4 +57,34 @@ TEST_CASE("the names a block reads come from the IR: loads, index arithmetic, gu
   CHECK(names.count("i"));
   CHECK_FALSE(names.count("d7"));
   CHECK(kir::print_expr(*kir::index(picked)) == "(((d1 - 2) >= 0 && (d1 - 2) < 30) ? (d1 - 2) : 0)");
+}
+
+namespace {
+kir::Stmt trig(const std::string& fn, const std::string& var, const std::string& angle) {
+  return kir::decl("float", var, kir::op_code("tg::" + fn + "({0})", {kir::name(angle)}));
+}
+std::string printed(const kir::Block& block) {
+  std::string out;
+  for (const kir::Stmt& s : block) out += kir::print_expr(*s.value) + "\n";
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the sine and cosine of one angle in one block share a tg::sincos; an angle written between them does not") {
+  kir::Kernel k;
+  kir::Stmt inner = kir::loop("int", "lane", kir::integer(0), kir::integer(4), nullptr,
+                              {trig("cos", "v_c", "v_a"), trig("sin", "v_s", "v_a"), trig("sin", "v_t", "v_b")}, true);
+  // Outside the loop: b's cosine, then b written, then its sine (no pair); sc_a is taken inside.
+  k.body = {trig("sin", "v_u", "v_a"), trig("cos", "v_d", "v_b"), kir::assign(kir::name("v_b"), kir::real(1.0, tg::DType::f32)),
+            trig("sin", "v_e", "v_b"), inner, trig("cos", "v_f", "v_a")};
+  kir::share_sine_cosine(k);
+  // Its own block's pair of a (the loop between them writes nothing), named apart from the loop's.
+  REQUIRE(k.body.size() == 7);
+  REQUIRE(k.body[5].kind == kir::Stmt::Kind::loop);
+  CHECK(k.body[0].text == "sc_a_1");
+  // The loop's pair: cosine first, so the sincos goes before it and each keeps its function.
+  CHECK(printed(k.body[5].body) == "tg::sincos(v_a)\nsc_a.cos\nsc_a.sin\ntg::sin(v_b)\n");
+  CHECK(k.body[5].body[0].text == "sc_a");
+  CHECK(printed({k.body[0], k.body[1], k.body[2], k.body[4], k.body[6]}) ==
+        "tg::sincos(v_a)\nsc_a_1.sin\ntg::cos(v_b)\ntg::sin(v_b)\nsc_a_1.cos\n");
 }
