@@ -1,8 +1,10 @@
 #include "codegen/share_sine_cosine.h"
 
+#include <cctype>
 #include <map>
 #include <optional>
 
+#include "codegen/print_cuda.h"
 #include "ops/op_table.h"
 #include "support/generated_text.h"
 
@@ -25,10 +27,10 @@ std::optional<Trig> float_sine_or_cosine(const Stmt& s) {
   return Trig{sine, code.operands[0]->text};
 }
 
-// Whether statement s (or one inside it) assigns or declares `var`.
+// Whether statement s (or one inside it) assigns or declares `var` (a variable, or an element of
+// an array a row kernel holds: c_x[k]).
 bool writes(const Stmt& s, const std::string& var) {
-  if ((s.kind == Stmt::Kind::decl && s.text == var) ||
-      (s.kind == Stmt::Kind::assign && s.target && s.target->kind == Expr::Kind::name && s.target->text == var))
+  if ((s.kind == Stmt::Kind::decl && s.text == var) || (s.kind == Stmt::Kind::assign && s.target && print_expr(*s.target) == var))
     return true;
   for (const Block* inner : {&s.body, &s.orelse})
     for (const Stmt& t : *inner)
@@ -36,10 +38,16 @@ bool writes(const Stmt& s, const std::string& var) {
   return false;
 }
 
-// sc_<angle without its role prefix>, numbered where the block reads that name already.
+// sc_<angle without its role prefix, an element's subscript as _k>, numbered where the block
+// reads that name already.
 std::string pair_name(const std::string& angle, const std::set<std::string>& taken) {
   const size_t underscore = angle.find('_');
-  const std::string base = ident(Role::sine_cosine, underscore == std::string::npos ? angle : angle.substr(underscore + 1));
+  std::string stem = underscore == std::string::npos ? angle : angle.substr(underscore + 1);
+  for (char& c : stem)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  while (stem.ends_with('_')) stem.pop_back();
+  if (stem.empty()) stem = "angle";
+  const std::string base = ident(Role::sine_cosine, stem);
   std::string name = base;
   for (int k = 1; taken.count(name); ++k) name = base + "_" + std::to_string(k);
   return name;
