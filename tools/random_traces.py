@@ -1968,12 +1968,14 @@ class References:
         self.eager = er.evaluate(self.doc, inputs, "eager")
         self.wide = er.evaluate(self.doc, inputs, "wide")
         exact = read_meta(trace)
-        self.noisy = [er.evaluate(self.doc, inputs, "eager", noise=(exact, k)) for k in (1, 2)] if exact is not None else []
+        noises = [(exact, 1, False), (exact, 2, False), (exact, 3, True)]  # (the last: one sign a value)
+        self.noisy = [er.evaluate(self.doc, inputs, "eager", noise=n) for n in noises] if exact is not None else []
         self.dtypes = item_dtypes(self.doc)
 
     def conditioned(self, item: str) -> bool:
-        """One-unit (last place) noise on every computed value and gradient, in either of two noise
-        runs, moves the item by under half the tolerance (and changes no integer or bool)."""
+        """One-unit (last place) noise on every computed value and gradient, in each of three noise
+        runs (two of random signs, one of a sign a value), moves the item by under half the
+        tolerance (and changes no integer or bool)."""
         return all(self.er.compare(n[item], self.eager[item], self.dtypes[item], scale=0.5).ok for n in self.noisy)
 
     def agree(self, item: str) -> bool:

@@ -9,7 +9,9 @@
            names the exact ones) and every gradient flowing into a value moved by one unit in its
            last place, up or down at random: a result that moves by half its tolerance under that is
            ill-conditioned (an implementation that rounds elsewhere, as a fused kernel does, may
-           land anywhere in that range), and it is not checked.
+           land anywhere in that range), and it is not checked. Coherent noise moves every element
+           of a value the same way: a broadcast value's elements are one number, which a fused
+           kernel rounds the same way in each, so their errors add up where random signs cancel.
 
 Prims follow Thunder's semantics as reference/reference.cpp reads them (integer division
 truncates, reductions take dim lists and an empty list is the identity, prod over several dims
@@ -52,13 +54,13 @@ def storage(dt: str) -> torch.dtype:
 class Interpreter:
     """Runs a trace (format v1, as tools/random_traces.py writes them) in one of the modes above."""
 
-    def __init__(self, trace: dict, mode: str, philox: tuple[int, int] = (0, 0), noise: tuple[set, int] | None = None):
+    def __init__(self, trace: dict, mode: str, philox: tuple[int, int] = (0, 0), noise: tuple[set, int, bool] | None = None):
         assert mode in ("eager", "wide")
         self.trace = trace
         self.wide = mode == "wide"
         self.philox = philox
         self.stream = 0
-        self.noise_exact, noise_seed = noise if noise else (set(), 0)
+        self.noise_exact, noise_seed, self.coherent = noise if noise else (set(), 0, False)
         self.noise = torch.Generator().manual_seed(noise_seed) if noise else None
         self.decls: dict[str, dict] = {}
         self.env: dict[str, torch.Tensor] = {}
@@ -115,7 +117,7 @@ class Interpreter:
         wide = x.detach().to(torch.float64)
         exponent = torch.floor(torch.log2(wide.abs().clamp_min(1e-300))).clamp_min(MIN_NORMAL_EXPONENT[dt])
         ulp = torch.exp2(exponent - (SIGNIFICAND_BITS[dt] - 1))
-        signs = torch.randint(0, 2, x.shape, generator=self.noise).to(torch.float64) * 2 - 1
+        signs = torch.randint(0, 2, () if self.coherent else x.shape, generator=self.noise).to(torch.float64) * 2 - 1
         return x + (signs * ulp).where(wide.isfinite(), 0.0).to(x.dtype)
 
     def resolve(self, a):
@@ -550,7 +552,7 @@ def input_dtype(decl: dict) -> str:
     return decl.get("dtype", decl.get("scalar"))
 
 
-def evaluate(trace: dict, folder: Path, mode: str, noise: tuple[set, int] | None = None) -> dict[str, torch.Tensor]:
+def evaluate(trace: dict, folder: Path, mode: str, noise: tuple[set, int, bool] | None = None) -> dict[str, torch.Tensor]:
     """Every output and every grad_<input> (inputs that require grad) of the trace on the inputs and
     cotangents in `folder` (a harness's --outputs folder, or the generator's inputs folder)."""
     interp = Interpreter(trace, mode, philox_of(folder), noise)
