@@ -218,7 +218,7 @@ V lower_addmm(G& g, const Op& op) {
 V lower_embedding(G& g, const Op& op) {
   V w = op.arg("weight").value;
   V rows = matmul(g, convert(g, embedding_onehot(g, op, false), value_of(g, w).dtype), w);
-  return reshape(g, rows, g.trace().value(op.outs[0]).shape);
+  return reshape(g, rows, shape_of(g, op.outs[0]));
 }
 
 }  // namespace

@@ -48,8 +48,9 @@ inline Arg int_list(const Shape& shape) {
   return Arg::of_list(std::move(items));
 }
 
+// A reference into the trace's values, which move when a rule emits an op: read a field of it at
+// once, and a shape that an argument emitting beside it needs through shape_of, which copies it.
 inline const Value& value_of(G& g, V v) { return g.trace().value(v); }
-// By value: rules emit ops (adding values) while they hold shapes.
 inline Shape shape_of(G& g, V v) { return value_of(g, v).shape; }
 
 inline V sum(G& g, V a, const std::vector<int64_t>& dims) { return dims.empty() ? a : call(g, "prims.sum", {val(a), int_list(dims)}); }

@@ -107,7 +107,7 @@ V lower_sum_or_mean(G& g, const Op& op) {
     s = div(g, val(s), count(reduced_count(shape, dims)));
   }
   s = downcast(g, s, out_dtype);
-  return reshape(g, s, g.trace().value(op.outs[0]).shape);  // keepdim: size-1 dims back
+  return reshape(g, s, shape_of(g, op.outs[0]));  // keepdim: size-1 dims back
 }
 
 // var(a, dim, unbiased, keepdim, *, correction): correction wins over unbiased; default 1.
@@ -118,8 +118,7 @@ V lower_var(G& g, const Op& op) {
   double correction = op.arg("correction").is_number() ? op.arg("correction").as_double() : op.arg("unbiased").is_number() ? double(op.arg("unbiased").as_double() != 0) : 1.0;
   V acc = upcast(g, a);
   V v = call(g, "prims.var", {val(acc), int_list(dims_of(op.arg("dim"), shape.size())), num(correction)});
-  v = downcast(g, v, out_dtype);  // (before the output's shape is read: emitting may move the trace's values)
-  return reshape(g, v, g.trace().value(op.outs[0]).shape);
+  return reshape(g, downcast(g, v, out_dtype), shape_of(g, op.outs[0]));
 }
 
 // max / min: the elementwise form is torch.maximum / torch.minimum's lowering; no dim, amax /
