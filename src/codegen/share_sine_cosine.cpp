@@ -1,10 +1,12 @@
 #include "codegen/share_sine_cosine.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
+#include <vector>
 
-#include "codegen/print_cuda.h"
 #include "ops/op_table.h"
 #include "support/generated_text.h"
 
@@ -27,14 +29,33 @@ std::optional<Trig> float_sine_or_cosine(const Stmt& s) {
   return Trig{sine, code.operands[0]->text};
 }
 
-// Whether statement s (or one inside it) assigns or declares `var` (a variable, or an element of
-// an array a row kernel holds: c_x[k]).
-bool writes(const Stmt& s, const std::string& var) {
-  if ((s.kind == Stmt::Kind::decl && s.text == var) || (s.kind == Stmt::Kind::assign && s.target && print_expr(*s.target) == var))
-    return true;
+// The identifiers an angle's text reads: itself, or an array and its subscript (c_x[k]: c_x, k).
+std::set<std::string> names_read(const std::string& angle) {
+  std::set<std::string> out;
+  std::string word;
+  for (char c : angle + ' ') {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      word += c;
+    } else if (!word.empty()) {
+      out.insert(word);
+      word.clear();
+    }
+  }
+  return out;
+}
+
+// Whether statement s (or one inside it) may change what `angle` reads: it declares, assigns,
+// loads a run into or loops over one of those names (any element of an array, to be safe).
+bool writes(const Stmt& s, const std::string& angle) {
+  const std::set<std::string> read = names_read(angle);
+  std::set<std::string> written;
+  if (s.kind == Stmt::Kind::decl || s.kind == Stmt::Kind::loop) written.insert(s.text);
+  if ((s.kind == Stmt::Kind::assign || s.kind == Stmt::Kind::load_run) && s.target) collect_names(*s.target, written);
+  for (const std::string& name : written)
+    if (read.count(name)) return true;
   for (const Block* inner : {&s.body, &s.orelse})
     for (const Stmt& t : *inner)
-      if (writes(t, var)) return true;
+      if (writes(t, angle)) return true;
   return false;
 }
 
@@ -56,28 +77,34 @@ std::string pair_name(const std::string& angle, const std::set<std::string>& tak
 void share_in(Block& block, std::set<std::string>& taken) {
   for (Stmt& s : block)
     for (Block* inner : {&s.body, &s.orelse}) share_in(*inner, taken);
-  std::map<std::pair<std::string, bool>, size_t> open;  // (angle, sine) -> its declaration, unpaired
+  std::map<std::string, std::vector<std::pair<size_t, bool>>> open;  // angle -> its declarations (place, sine), unpaired
+  std::map<std::string, std::string> paired;                         // angle -> its tg::sincos, declared above
+  const auto read_pair = [&](size_t at, bool sine, const std::string& pair) { block[at].value = member(name(pair), sine ? "sin" : "cos"); };
   for (size_t i = 0; i < block.size(); ++i) {
     const std::optional<Trig> trig = float_sine_or_cosine(block[i]);
     if (!trig) {
-      std::erase_if(open, [&](const auto& entry) { return writes(block[i], entry.first.first); });
+      std::erase_if(open, [&](const auto& entry) { return writes(block[i], entry.first); });
+      std::erase_if(paired, [&](const auto& entry) { return writes(block[i], entry.first); });
       continue;
     }
-    const auto other = open.find({trig->angle, !trig->sine});
-    if (other == open.end()) {
-      open.emplace(std::pair{trig->angle, trig->sine}, i);
+    if (const auto done = paired.find(trig->angle); done != paired.end()) {  // (another value of the same: a backward's recomputed sine)
+      read_pair(i, trig->sine, done->second);
       continue;
     }
-    const size_t first = other->second;
-    open.erase(other);
+    std::vector<std::pair<size_t, bool>>& waiting = open[trig->angle];
+    waiting.emplace_back(i, trig->sine);
+    if (std::all_of(waiting.begin(), waiting.end(), [&](const auto& w) { return w.second == trig->sine; })) continue;
     const std::string pair = pair_name(trig->angle, taken);
     taken.insert(pair);
-    block[first].value = member(name(pair), trig->sine ? "cos" : "sin");
-    block[i].value = member(name(pair), trig->sine ? "sin" : "cos");
+    paired.emplace(trig->angle, pair);
+    for (const auto& [at, sine] : waiting) read_pair(at, sine, pair);
+    const size_t first = waiting.front().first;
     block.insert(block.begin() + std::ptrdiff_t(first), decl("tg::SinCos", pair, call("tg::sincos", {name(trig->angle)})));
+    open.erase(trig->angle);
     // (Declarations still open sit before `first` or after it: theirs move one on.)
     for (auto& entry : open)
-      if (entry.second >= first) ++entry.second;
+      for (auto& w : entry.second)
+        if (w.first >= first) ++w.first;
     ++i;
   }
 }

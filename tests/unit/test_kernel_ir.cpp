@@ -88,3 +88,18 @@ TEST_CASE("the sine and cosine of one angle in one block share a tg::sincos; an 
   CHECK(printed({k.body[0], k.body[1], k.body[2], k.body[4], k.body[6]}) ==
         "tg::sincos(v_a)\nsc_a_1.sin\ntg::cos(v_b)\ntg::sin(v_b)\nsc_a_1.cos\n");
 }
+
+TEST_CASE("every sine and cosine of a paired angle in its block reads the pair; a held element's array or index written between keeps them apart") {
+  kir::Kernel k;
+  // A backward recomputing one: sin, sin again, cos, then cos again, all of c_x[k].
+  k.body = {trig("sin", "v_s", "c_x[k]"), trig("sin", "v_s2", "c_x[k]"), trig("cos", "v_c", "c_x[k]"), trig("cos", "v_c2", "c_x[k]"),
+            // c_y[k]'s sine, a run loaded into c_y, its cosine; c_z[k]'s sine, k written, its cosine.
+            trig("sin", "v_a", "c_y[k]"), kir::load_run(kir::name("g_y"), kir::name("j"), kir::name("c_y"), 4), trig("cos", "v_b", "c_y[k]"),
+            trig("sin", "v_e", "c_z[k]"), kir::assign(kir::name("k"), kir::integer(1)), trig("cos", "v_f", "c_z[k]")};
+  kir::share_sine_cosine(k);
+  REQUIRE(k.body.size() == 11);
+  CHECK(k.body[0].text == "sc_x_k");
+  CHECK(printed({k.body[0], k.body[1], k.body[2], k.body[3], k.body[4]}) ==
+        "tg::sincos(c_x[k])\nsc_x_k.sin\nsc_x_k.sin\nsc_x_k.cos\nsc_x_k.cos\n");
+  CHECK(printed({k.body[5], k.body[7], k.body[8], k.body[10]}) == "tg::sin(c_y[k])\ntg::cos(c_y[k])\ntg::sin(c_z[k])\ntg::cos(c_z[k])\n");
+}
