@@ -59,8 +59,8 @@ bool writes(const Stmt& s, const std::string& angle) {
   return false;
 }
 
-// sc_<angle without its role prefix, an element's subscript as _k>, numbered where the block
-// reads that name already.
+// sc_<angle without its role prefix, an element's subscript as _k>, numbered where `taken` holds
+// that name already.
 std::string pair_name(const std::string& angle, const std::set<std::string>& taken) {
   const size_t underscore = angle.find('_');
   std::string stem = underscore == std::string::npos ? angle : angle.substr(underscore + 1);
@@ -74,9 +74,10 @@ std::string pair_name(const std::string& angle, const std::set<std::string>& tak
   return name;
 }
 
-void share_in(Block& block, std::set<std::string>& taken) {
-  for (Stmt& s : block)
-    for (Block* inner : {&s.body, &s.orelse}) share_in(*inner, taken);
+// The pairs of `block`, then of the blocks inside it. `taken`: the names the kernel reads and the
+// pairs declared around the block, which a pair's name must not repeat (sibling blocks, two
+// passes over a row, say, name theirs alike).
+void share_in(Block& block, std::set<std::string> taken) {
   std::map<std::string, std::vector<std::pair<size_t, bool>>> open;  // angle -> its declarations (place, sine), unpaired
   std::map<std::string, std::string> paired;                         // angle -> its tg::sincos, declared above
   const auto read_pair = [&](size_t at, bool sine, const std::string& pair) { block[at].value = member(name(pair), sine ? "sin" : "cos"); };
@@ -107,6 +108,8 @@ void share_in(Block& block, std::set<std::string>& taken) {
         if (w.first >= first) ++w.first;
     ++i;
   }
+  for (Stmt& s : block)
+    for (Block* inner : {&s.body, &s.orelse}) share_in(*inner, taken);
 }
 
 }  // namespace
@@ -114,8 +117,7 @@ void share_in(Block& block, std::set<std::string>& taken) {
 void share_sine_cosine(Kernel& k) {
   for (Block* block : {&k.body, k.element ? &k.element->body : nullptr, k.twin ? &k.twin->body : nullptr}) {
     if (!block) continue;
-    std::set<std::string> taken = names_in(*block);
-    share_in(*block, taken);
+    share_in(*block, names_in(*block));
   }
 }
 

@@ -74,19 +74,20 @@ TEST_CASE("the sine and cosine of one angle in one block share a tg::sincos; an 
   kir::Kernel k;
   kir::Stmt inner = kir::loop("int", "lane", kir::integer(0), kir::integer(4), nullptr,
                               {trig("cos", "v_c", "v_a"), trig("sin", "v_s", "v_a"), trig("sin", "v_t", "v_b")}, true);
-  // Outside the loop: b's cosine, then b written, then its sine (no pair); sc_a is taken inside.
+  // Outside the loop: b's cosine, then b written, then its sine (no pair); a's pair around the
+  // loop is named first, and the loop's own apart from it (no shadowing).
   k.body = {trig("sin", "v_u", "v_a"), trig("cos", "v_d", "v_b"), kir::assign(kir::name("v_b"), kir::real(1.0, tg::DType::f32)),
             trig("sin", "v_e", "v_b"), inner, trig("cos", "v_f", "v_a")};
   kir::share_sine_cosine(k);
   // Its own block's pair of a (the loop between them writes nothing), named apart from the loop's.
   REQUIRE(k.body.size() == 7);
   REQUIRE(k.body[5].kind == kir::Stmt::Kind::loop);
-  CHECK(k.body[0].text == "sc_a_1");
+  CHECK(k.body[0].text == "sc_a");
   // The loop's pair: cosine first, so the sincos goes before it and each keeps its function.
-  CHECK(printed(k.body[5].body) == "tg::sincos(v_a)\nsc_a.cos\nsc_a.sin\ntg::sin(v_b)\n");
-  CHECK(k.body[5].body[0].text == "sc_a");
+  CHECK(printed(k.body[5].body) == "tg::sincos(v_a)\nsc_a_1.cos\nsc_a_1.sin\ntg::sin(v_b)\n");
+  CHECK(k.body[5].body[0].text == "sc_a_1");
   CHECK(printed({k.body[0], k.body[1], k.body[2], k.body[4], k.body[6]}) ==
-        "tg::sincos(v_a)\nsc_a_1.sin\ntg::cos(v_b)\ntg::sin(v_b)\nsc_a_1.cos\n");
+        "tg::sincos(v_a)\nsc_a.sin\ntg::cos(v_b)\ntg::sin(v_b)\nsc_a.cos\n");
 }
 
 TEST_CASE("every sine and cosine of a paired angle in its block reads the pair; a held element's array or index written between keeps them apart") {
