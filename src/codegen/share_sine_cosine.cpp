@@ -75,9 +75,10 @@ std::string pair_name(const std::string& angle, const std::set<std::string>& tak
 }
 
 // The pairs of `block`, then of the blocks inside it. `taken`: the names the kernel reads and the
-// pairs declared around the block, which a pair's name must not repeat (sibling blocks, two
-// passes over a row, say, name theirs alike).
-void share_in(Block& block, std::set<std::string> taken) {
+// pairs declared around the block, which a pair's name must not repeat; this block's leave it
+// after, so sibling blocks (two passes over a row, say) name theirs alike.
+void share_in(Block& block, std::set<std::string>& taken) {
+  std::vector<std::string> declared;
   std::map<std::string, std::vector<std::pair<size_t, bool>>> open;  // angle -> its declarations (place, sine), unpaired
   std::map<std::string, std::string> paired;                         // angle -> its tg::sincos, declared above
   const auto read_pair = [&](size_t at, bool sine, const std::string& pair) { block[at].value = member(name(pair), sine ? "sin" : "cos"); };
@@ -97,6 +98,7 @@ void share_in(Block& block, std::set<std::string> taken) {
     if (std::all_of(waiting.begin(), waiting.end(), [&](const auto& w) { return w.second == trig->sine; })) continue;
     const std::string pair = pair_name(trig->angle, taken);
     taken.insert(pair);
+    declared.push_back(pair);
     paired.emplace(trig->angle, pair);
     for (const auto& [at, sine] : waiting) read_pair(at, sine, pair);
     const size_t first = waiting.front().first;
@@ -110,6 +112,7 @@ void share_in(Block& block, std::set<std::string> taken) {
   }
   for (Stmt& s : block)
     for (Block* inner : {&s.body, &s.orelse}) share_in(*inner, taken);
+  for (const std::string& pair : declared) taken.erase(pair);
 }
 
 }  // namespace
@@ -117,7 +120,8 @@ void share_in(Block& block, std::set<std::string> taken) {
 void share_sine_cosine(Kernel& k) {
   for (Block* block : {&k.body, k.element ? &k.element->body : nullptr, k.twin ? &k.twin->body : nullptr}) {
     if (!block) continue;
-    share_in(*block, names_in(*block));
+    std::set<std::string> taken = names_in(*block);
+    share_in(*block, taken);
   }
 }
 
